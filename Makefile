@@ -1,0 +1,26 @@
+# The two commands: `make demo` (set up + run the pipeline end to end on the local bed) and `make test`
+# (set up + run the whole test suite; .ci/run calls it).
+SHELL := /bin/bash
+export PYTHONPATH := $(CURDIR)/plugins
+PY := $(CURDIR)/.venv/bin/python
+SPARK ?= local
+
+.PHONY: setup demo test test-unit bench bed clean
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	$(PY) -m mm2_failover.demo --spark $(SPARK)
+
+test: setup
+	$(PY) -m pytest
+
+test-unit: setup
+	$(PY) -m pytest tests/unit
+
+bed: setup
+	$(PY) -m mm2_failover.bed
+
+clean:
+	rm -rf var .pytest_cache
