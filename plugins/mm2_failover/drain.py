@@ -1,0 +1,107 @@
+"""Is it safe to fail over? Pure evaluation of what the drain check observed.
+
+Normal mode (source reachable), per source partition in scope:
+
+* **producers stopped** - the source end offset did not move across the quiet window;
+* **replication caught up** - MM2's own record of progress (the MirrorSourceConnector's committed source
+  offset in ``mm2-offsets.<alias>.internal``) has reached the source end: ``last replicated + 1 == end``, or
+  the source holds no data record after the last replicated one (only transaction markers or aborted
+  records, which raw end offsets cannot tell apart). When MM2's progress is not available, the replica's
+  end offset must equal the source's (a weaker check, reported as such).
+
+Disaster mode (source unreachable): only target-side evidence - the replica end offsets and MM2's progress
+must be stable across the quiet window; the report gives the newest replicated record's time (the data-loss
+window starts there) and the age of MM2's heartbeats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DRAINED = "drained"
+WRITING = "producers still writing"
+BEHIND = "replication behind"
+NOT_REPLICATED = "not replicated: replica topic missing on the target"
+MOVING = "replica still changing"
+PROGRESS_UNKNOWN = "drained (MM2 progress unknown: replica end == source end)"
+
+
+@dataclass
+class PartitionObservation:
+    topic: str  # source topic
+    partition: int
+    replica_topic: str
+    source_end_before: int | None = None  # None in disaster mode
+    source_end: int | None = None
+    replicated: int | None = None  # MM2's last replicated source offset (None: unknown)
+    data_after_replicated: bool | None = None  # any data record in (replicated, source_end)? None: not checked
+    replica_end_before: int | None = None
+    replica_end: int | None = None  # None: replica missing
+    newest_replicated_ms: int | None = None  # timestamp of the replica's last record
+    progress_moved: bool = False  # MM2's progress for this partition changed during the quiet window
+
+
+@dataclass
+class DrainVerdict:
+    drained: bool
+    disaster: bool
+    rows: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    topics: list[str] = field(default_factory=list)
+    rpo: dict | None = None  # disaster mode only
+
+    def as_dict(self) -> dict:
+        return {"drained": self.drained, "disaster": self.disaster, "rows": self.rows, "notes": self.notes,
+                "groups": self.groups, "topics": self.topics, "rpo": self.rpo}
+
+    def table(self) -> str:
+        head = (f"{'topic':<32} {'part':>4} {'source end':>11} {'moved':>6} {'replicated':>11} "
+                f"{'replica end':>12}  state")
+        lines = [head]
+        for r in self.rows:
+            def f(v):
+                return "-" if v is None else str(v)
+
+            lines.append(f"{r['topic']:<32} {r['partition']:>4} {f(r['source_end']):>11} {f(r['moved']):>6} "
+                         f"{f(r['replicated']):>11} {f(r['replica_end']):>12}  {r['state']}")
+        return "\n".join(lines)
+
+
+def evaluate(obs: list[PartitionObservation], disaster: bool) -> DrainVerdict:
+    v = DrainVerdict(True, disaster)
+    for o in obs:
+        moved = None if o.source_end is None or o.source_end_before is None else o.source_end - o.source_end_before
+        if o.replica_end is None:
+            state = NOT_REPLICATED
+        elif disaster:
+            state = MOVING if o.replica_end_before != o.replica_end or o.progress_moved else DRAINED
+        elif moved:
+            state = WRITING
+        elif o.replicated is not None:
+            caught_up = o.replicated + 1 >= o.source_end or o.data_after_replicated is False
+            state = DRAINED if caught_up else BEHIND
+        else:
+            state = PROGRESS_UNKNOWN if o.replica_end >= o.source_end else BEHIND
+        v.drained &= state in (DRAINED, PROGRESS_UNKNOWN)
+        v.rows.append({"topic": o.topic, "partition": o.partition, "replica_topic": o.replica_topic,
+                       "source_end": o.source_end, "moved": moved, "replicated": o.replicated,
+                       "replica_end": o.replica_end, "newest_replicated_ms": o.newest_replicated_ms, "state": state})
+    return v
+
+
+def rpo_estimate(obs: list[PartitionObservation], now_ms: int, heartbeat_ms: int | None) -> dict:
+    """What a disaster-mode run can say about data loss: records produced on the source after the newest
+    replicated record are lost (their number is unknown without the source)."""
+    newest = max((o.newest_replicated_ms for o in obs if o.newest_replicated_ms), default=None)
+    oldest_tail = min((o.newest_replicated_ms for o in obs if o.newest_replicated_ms), default=None)
+    return {
+        "newest_replicated_record_ms": newest,
+        "oldest_partition_tail_ms": oldest_tail,
+        "seconds_since_newest_replicated_record": None if newest is None else round((now_ms - newest) / 1000, 1),
+        "mm2_heartbeat_ms": heartbeat_ms,
+        "seconds_since_mm2_heartbeat": None if heartbeat_ms is None else round((now_ms - heartbeat_ms) / 1000, 1),
+        "meaning": "records produced on the source after the newest replicated record (per partition: after "
+                   "its tail time) never reached the target; the loss window is at most 'seconds since newest "
+                   "replicated record' if the source failed just now",
+    }
