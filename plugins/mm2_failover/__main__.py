@@ -1,0 +1,5 @@
+import sys
+
+from mm2_failover.cli import main
+
+sys.exit(main())

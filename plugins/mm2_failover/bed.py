@@ -1,0 +1,475 @@
+"""The local bed: a source and a target Kafka cluster (one KRaft broker each) and MirrorMaker 2.
+
+A product component, not only a test fixture: ``make demo``, the CLI (``python -m mm2_failover.bed up``)
+and the test-suite all start the bed through :class:`Bed`.
+
+* Jars come from Maven Central through ``jvm/*/pom.xml`` (``scripts/fetch_jars.sh`` caches them in
+  ``.cache/jars``); Java 17+ runs them.
+* Everything listens on 127.0.0.1 on free ports; each process logs into the run folder, and the logs are
+  printed when a process fails to become ready.
+* Readiness is observed, never slept for: a broker is ready when it answers metadata, MM2 when
+  ``<source>.checkpoints.internal`` exists on the target.
+* Processes are stopped on :meth:`Bed.stop`, at interpreter exit, on SIGTERM, and (through
+  ``PR_SET_PDEATHSIG``) by the kernel if the Python process dies without cleaning up.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import ctypes
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_JARS = REPO_ROOT / ".cache" / "jars"
+DEFAULT_RUNS = REPO_ROOT / "var" / "bed"
+
+LOG4J2 = """\
+status = error
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c{1})%n
+rootLogger.level = {level}
+rootLogger.appenderRef.out.ref = out
+logger.reflections.name = org.reflections
+logger.reflections.level = error
+"""
+
+
+class BedError(RuntimeError):
+    """The bed could not start; the message names the process and includes its log tail."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pdeathsig() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    os.setpgrp()  # own process group: Ctrl-C in a terminal reaches us, and we stop children in order
+
+
+def java_cmd(jars: Path, main: str, *args: str, heap: str = "512m", log4j: Path | None = None) -> list[str]:
+    java = shutil.which("java")
+    if not java:
+        raise BedError("java not found on PATH: the bed needs Java 17+ (Debian: apt-get install openjdk-17-jre-headless)")
+    cmd = [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+    if log4j:
+        cmd.append(f"-Dlog4j2.configurationFile={log4j}")
+    return cmd + ["-cp", f"{jars}/*", main, *args]
+
+
+def kafka_jars(jars_root: Path = DEFAULT_JARS) -> Path:
+    d = jars_root / "kafka"
+    if not d.is_dir() or not any(d.glob("kafka_2.13-*.jar")):
+        raise BedError(f"Kafka jars not found in {d}: run scripts/fetch_jars.sh (make setup) first")
+    return d
+
+
+def cluster_id() -> str:
+    # StorageTool reads an id starting with '-' as an option (about 1 id in 64): never make one.
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+def tail(path: Path, lines: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@dataclass
+class Process:
+    name: str
+    cmd: list[str]
+    log_path: Path
+    popen: subprocess.Popen | None = None
+
+    def start(self, env: dict | None = None) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        out = open(self.log_path, "ab")
+        self.popen = subprocess.Popen(
+            self.cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_pdeathsig, env=env,
+        )
+        out.close()
+        log.info("started %s (pid %s), log %s", self.name, self.popen.pid, self.log_path)
+
+    @property
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> None:
+        p = self.popen
+        if p is None or p.poll() is not None:
+            return
+        p.terminate()
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("%s did not stop in %.0fs after SIGTERM: killing it", self.name, timeout)
+            p.kill()
+            p.wait(5)
+
+    def fail(self, why: str) -> BedError:
+        return BedError(f"{self.name} {why}. Command: {' '.join(self.cmd)}\n--- {self.log_path} (tail) ---\n"
+                        f"{tail(self.log_path)}")
+
+
+@dataclass
+class Broker:
+    """One KRaft broker in combined mode (broker + controller) = one cluster."""
+
+    alias: str
+    run_dir: Path
+    jars: Path
+    port: int = field(default_factory=free_port)
+    controller_port: int = field(default_factory=free_port)
+    extra: dict = field(default_factory=dict)
+    process: Process | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def dir(self) -> Path:
+        return self.run_dir / self.alias
+
+    def properties(self) -> dict:
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.dir / "data"),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+        }
+        props.update(self.extra)
+        return props
+
+    def format_cmd(self) -> list[str]:
+        cfg = self.dir / "server.properties"
+        return java_cmd(self.jars, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(cfg),
+                        "--standalone", heap="256m", log4j=self.dir / "log4j2.properties")
+
+    def prepare(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        write_properties(self.dir / "server.properties", self.properties())
+        (self.dir / "log4j2.properties").write_text(LOG4J2.replace("{level}", "info"))
+
+    def start(self) -> None:
+        self.process = Process(
+            f"broker {self.alias}",
+            java_cmd(self.jars, "kafka.Kafka", str(self.dir / "server.properties"),
+                     log4j=self.dir / "log4j2.properties"),
+            self.dir / "broker.log",
+        )
+        self.process.start()
+
+
+def write_properties(path: Path, props: dict) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+def _quiet_logger() -> logging.Logger:
+    lg = logging.getLogger("mm2_failover.bed.librdkafka")
+    lg.setLevel(logging.CRITICAL)
+    lg.propagate = False
+    return lg
+
+
+def broker_ready(bootstrap: str, timeout: float = 1.0) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": _quiet_logger()})
+    try:
+        md = admin.list_topics(timeout=timeout)
+        return bool(md.brokers)
+    except Exception:
+        return False
+
+
+def topic_exists(bootstrap: str, topic: str, timeout: float = 2.0) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": _quiet_logger()})
+    try:
+        return topic in admin.list_topics(timeout=timeout).topics
+    except Exception:
+        return False
+
+
+class Bed:
+    """Source cluster + target cluster + MirrorMaker 2 (dedicated mode), on loopback.
+
+    ``with Bed() as bed: ...`` starts everything and always stops it. ``mm2`` settings are added to (and
+    override) the defaults, e.g. ``{"offset.lag.max": "0"}``.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path | str | None = None,
+        source_alias: str = "primary",
+        target_alias: str = "backup",
+        mm2: dict | None = None,
+        jars_root: Path = DEFAULT_JARS,
+        start_mm2: bool = True,
+    ):
+        stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        self.run_dir = Path(run_dir) if run_dir else DEFAULT_RUNS / stamp
+        self.source_alias = source_alias
+        self.target_alias = target_alias
+        self.jars = kafka_jars(jars_root)
+        self.source = Broker(source_alias, self.run_dir, self.jars)
+        self.target = Broker(target_alias, self.run_dir, self.jars)
+        self.mm2_overrides = dict(mm2 or {})
+        self.with_mm2 = start_mm2
+        self.mm2: Process | None = None
+        self.extra_mm2: list[Process] = []
+        self._atexit = False
+
+    # -- addresses ----------------------------------------------------------------------------------
+    @property
+    def source_bootstrap(self) -> str:
+        return self.source.bootstrap
+
+    @property
+    def target_bootstrap(self) -> str:
+        return self.target.bootstrap
+
+    @property
+    def checkpoints_topic(self) -> str:
+        return f"{self.source_alias}.checkpoints.internal"
+
+    def info(self) -> dict:
+        return {
+            "run_dir": str(self.run_dir),
+            "source_alias": self.source_alias,
+            "target_alias": self.target_alias,
+            "source_bootstrap": self.source_bootstrap,
+            "target_bootstrap": self.target_bootstrap,
+            "checkpoints_topic": self.checkpoints_topic,
+        }
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def __enter__(self) -> "Bed":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 90.0) -> "Bed":
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if not self._atexit:
+            atexit.register(self.stop)
+            self._atexit = True
+        _install_sigterm()
+        t0 = time.monotonic()
+        brokers = [self.source, self.target]
+        for b in brokers:
+            b.prepare()
+        fmt = [Process(f"storage format {b.alias}", b.format_cmd(), b.dir / "format.log") for b in brokers]
+        for p in fmt:
+            p.start()
+        for p in fmt:
+            if p.popen.wait(60) != 0:
+                raise p.fail(f"exited with {p.popen.returncode}")
+        for b in brokers:
+            b.start()
+        for b in brokers:
+            self._wait(lambda b=b: broker_ready(b.bootstrap), b.process, timeout, "did not answer metadata")
+        log.info("brokers ready in %.1fs: %s=%s %s=%s", time.monotonic() - t0, self.source_alias,
+                 self.source_bootstrap, self.target_alias, self.target_bootstrap)
+        if self.with_mm2:
+            self.start_mm2(timeout)
+        return self
+
+    def mm2_properties(self) -> dict:
+        s, t = self.source_alias, self.target_alias
+        props = {
+            "clusters": f"{s}, {t}",
+            f"{s}.bootstrap.servers": self.source_bootstrap,
+            f"{t}.bootstrap.servers": self.target_bootstrap,
+            f"{s}->{t}.enabled": "true",
+            f"{t}->{s}.enabled": "false",
+            f"{s}->{t}.topics": ".*",
+            f"{s}->{t}.groups": ".*",
+            # our pipeline, not MM2, moves the groups
+            "sync.group.offsets.enabled": "false",
+            # checkpoints and progress quickly, for a bed
+            "emit.checkpoints.interval.seconds": "1",
+            "emit.heartbeats.interval.seconds": "1",
+            "refresh.topics.interval.seconds": "1",
+            "refresh.groups.interval.seconds": "1",
+            f"{t}.offset.flush.interval.ms": "1000",
+            f"{s}.plugin.discovery": "service_load",
+            f"{t}.plugin.discovery": "service_load",
+            # one broker per cluster
+            "replication.factor": "1",
+            "checkpoints.topic.replication.factor": "1",
+            "heartbeats.topic.replication.factor": "1",
+            "offset-syncs.topic.replication.factor": "1",
+            "offset.storage.replication.factor": "1",
+            "config.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+        }
+        props.update(self.mm2_overrides)
+        return props
+
+    def start_mm2(self, timeout: float = 90.0) -> None:
+        self.mm2 = self._start_mm2_process("mm2", self.source_alias, self.mm2_properties(), timeout)
+
+    def start_extra_mm2(self, alias: str, topics: str, overrides: dict | None = None, timeout: float = 90.0) -> Process:
+        """Another MM2 flow from the same source cluster to the target under another source alias (e.g. with
+        the identity replication policy), for scenarios with several sources. Its offset syncs live on the
+        target so that it does not share the source-side sync topic with the main flow."""
+        s, t = alias, self.target_alias
+        props = {k: v for k, v in self.mm2_properties().items()
+                 if not k.startswith((f"{self.source_alias}.", f"{self.source_alias}->", f"{t}->"))}
+        props.update({
+            "clusters": f"{s}, {t}",
+            f"{s}.bootstrap.servers": self.source_bootstrap,
+            f"{s}->{t}.enabled": "true",
+            f"{t}->{s}.enabled": "false",
+            f"{s}->{t}.topics": topics,
+            f"{s}->{t}.groups": ".*",
+            f"{s}.plugin.discovery": "service_load",
+            "offset-syncs.topic.location": "target",
+            "emit.heartbeats.enabled": "false",
+        })
+        props.update(overrides or {})
+        proc = self._start_mm2_process(f"mm2-{alias}", alias, props, timeout)
+        self.extra_mm2.append(proc)
+        return proc
+
+    def _start_mm2_process(self, name: str, alias: str, props: dict, timeout: float) -> Process:
+        d = self.run_dir / name
+        d.mkdir(parents=True, exist_ok=True)
+        write_properties(d / "mm2.properties", props)
+        (d / "log4j2.properties").write_text(LOG4J2.replace("{level}", "info"))
+        proc = Process(
+            f"MirrorMaker 2 ({alias}->{self.target_alias})",
+            java_cmd(self.jars, "org.apache.kafka.connect.mirror.MirrorMaker", str(d / "mm2.properties"),
+                     "--clusters", self.target_alias, log4j=d / "log4j2.properties"),
+            d / "mm2.log",
+        )
+        t0 = time.monotonic()
+        proc.start()
+        from mm2_failover.naming import checkpoints_topic
+
+        cp = checkpoints_topic(alias, props.get("replication.policy.separator", "."))
+        self._wait(lambda: topic_exists(self.target_bootstrap, cp), proc, timeout,
+                   f"did not create {cp} on {self.target_alias}")
+        log.info("%s ready in %.1fs (%s exists)", proc.name, time.monotonic() - t0, cp)
+        return proc
+
+    def stop_mm2(self) -> None:
+        if self.mm2:
+            self.mm2.stop()
+
+    def stop_source(self) -> None:
+        """Stop the source broker (disaster scenarios)."""
+        if self.source.process:
+            self.source.process.stop()
+
+    def stop(self) -> None:
+        for p in (*self.extra_mm2, self.mm2, self.source.process, self.target.process):
+            if p is not None:
+                with contextlib.suppress(Exception):
+                    p.stop()
+
+    def _wait(self, ready, process: Process, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        delay = 0.2
+        while time.monotonic() < deadline:
+            if not process.alive:
+                raise process.fail(f"exited with {process.popen.returncode} before it was ready")
+            if ready():
+                return
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+        raise process.fail(f"{what} within {timeout:.0f}s")
+
+
+_sigterm_installed = False
+
+
+def _install_sigterm() -> None:
+    """Turn SIGTERM into SystemExit so that atexit and ``with`` blocks stop the bed."""
+    global _sigterm_installed
+    if _sigterm_installed:
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        _sigterm_installed = True
+    except ValueError:  # not the main thread
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mm2_failover.bed``: start the bed, print how to reach it, run until Ctrl-C."""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(prog="python -m mm2_failover.bed", description=main.__doc__)
+    ap.add_argument("--run-dir", type=Path, default=None)
+    ap.add_argument("--mm2", action="append", default=[], metavar="KEY=VALUE", help="extra/overriding mm2.properties")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    mm2 = dict(kv.split("=", 1) for kv in args.mm2)
+    with Bed(run_dir=args.run_dir, mm2=mm2) as bed:
+        info = bed.info()
+        print(json.dumps(info, indent=2))
+        print(f"export AIRFLOW_CONN_KAFKA_SOURCE='{{\"conn_type\":\"kafka\",\"extra\":{{\"bootstrap.servers\":\"{bed.source_bootstrap}\"}}}}'")
+        print(f"export AIRFLOW_CONN_KAFKA_TARGET='{{\"conn_type\":\"kafka\",\"extra\":{{\"bootstrap.servers\":\"{bed.target_bootstrap}\"}}}}'")
+        print("bed running; Ctrl-C stops it", flush=True)
+        try:
+            while all(p is None or p.alive for p in (bed.mm2, bed.source.process, bed.target.process)):
+                time.sleep(1)
+            print("a bed process exited; stopping", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,428 @@
+"""DR drill: run the failover pipeline against the configured clusters as a dry run, while production keeps
+running, and record what a real failover would do and how ready the replica is.
+
+The DAG ``mm2_failover_drill`` (dags/mm2_failover_drill.py) reuses the failover's task functions, Spark
+operator and empty-group sensor; what differs lives here:
+
+* ``measure_replication_lag`` replaces the drain sensor: producers and consumers keep running during a drill,
+  so it observes once (the same :func:`steps.drain_status`) and records the replication lag instead of
+  waiting for a drain that will not come;
+* ``plan_group_offsets`` builds the plan and **never writes offsets**, except when the run param
+  ``allow_drill_writes_for_prefix`` is a non-empty prefix, and then only for groups whose id starts with it
+  (test groups that exercise the write path end to end); a backup is taken first, as in a failover;
+* ``drill_report`` writes the usual ``report.json``/``report.md`` (dry run) plus ``drill.json``/``drill.md``:
+  groups covered, partitions without checkpoints, checkpoint age, replication lag, estimated re-read per
+  group/partition, clamp and retention findings. The UI's trend page reads every ``drill.json``.
+
+Estimated re-read of a partition = the group's committed offset on the source (the checkpoint's upstream
+offset when the source commit is unknown) minus the offset planned on the target. It counts records in
+offsets, assuming the replica's offsets equal the source's (MM2 replicated the topic from its start, no
+transaction markers); when the plan shows they cannot be (planned downstream offset above the upstream
+offset), the estimate is left empty rather than guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+log = logging.getLogger(__name__)
+
+DRILL_DAG_ID = "mm2_failover_drill"
+DRILL_JSON = "drill.json"
+DRILL_MD = "drill.md"
+DRILL_WRITES_JSON = "drill_writes.json"
+PLAN_REFUSAL_JSON = "plan_refusal.json"
+
+
+# ------------------------------------------------------------------------------------------ pure parts
+
+
+def normalize_prefix(prefix: Any) -> str:
+    """The write-enabling prefix: a non-empty string, or "" (= never write). Whitespace-only counts as empty."""
+    if prefix is None:
+        return ""
+    if not isinstance(prefix, str):
+        raise ValueError(f"allow_drill_writes_for_prefix must be a string, not {type(prefix).__name__}")
+    return prefix.strip()
+
+
+def writable_plan(plan, prefix: Any):
+    """The part of ``plan`` a drill may write: rows of groups whose id starts with a non-empty ``prefix``.
+    An empty prefix gives an empty plan (the drill writes nothing)."""
+    from mm2_failover.plan import Plan
+
+    p = normalize_prefix(prefix)
+    if not p:
+        return Plan([])
+    return Plan([r for r in plan.rows if r.group.startswith(p)])
+
+
+def _as_utc(ts: Any) -> datetime | None:
+    if ts is None:
+        return None
+    if isinstance(ts, datetime):
+        return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
+    if isinstance(ts, (int, float)):  # epoch milliseconds (Kafka record timestamps)
+        return datetime.fromtimestamp(ts / 1000.0, timezone.utc)
+    if isinstance(ts, str):
+        d = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+    raise TypeError(f"not a timestamp: {ts!r}")
+
+
+def estimate_reread(rows: Iterable[dict], source_commits: dict[tuple[str, str, int], int]) -> list[dict]:
+    """Per planned partition: records the group will read again on the target.
+
+    ``rows``: plan rows (dicts with group, topic = replica topic, partition, upstream_offset, planned_offset);
+    ``source_commits``: (group, replica topic, partition) -> the group's committed offset on the source (when
+    known). ``behind_commit`` = source commit - checkpoint upstream (records consumed after MM2's newest
+    checkpoint); ``reread`` = source commit - planned offset (None when offsets are evidently not aligned)."""
+    out = []
+    for r in rows:
+        up, planned = r.get("upstream_offset"), r.get("planned_offset")
+        if planned is None or up is None:
+            continue
+        key = (r["group"], r["topic"], int(r["partition"]))
+        src = source_commits.get(key)
+        commit = up if src is None else src
+        aligned = planned <= up  # MM2 translates conservatively: downstream <= upstream when offsets align
+        out.append({
+            "group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
+            "source_committed": src, "checkpoint_upstream": up, "planned": planned,
+            "behind_commit": None if src is None else src - up,
+            "reread": max(0, commit - planned) if aligned else None,
+            "note": "" if aligned else "replica offsets differ from the source's: not estimated",
+        })
+    return out
+
+
+def checkpoint_ages(checkpoints: Iterable[dict], captured_at: Any) -> list[dict]:
+    """Age (seconds, at snapshot time) of each latest checkpoint, from its record timestamp."""
+    now = _as_utc(captured_at)
+    out = []
+    for c in checkpoints:
+        ts = _as_utc(c.get("checkpoint_timestamp"))
+        out.append({"group": c["group"], "topic": c["topic"], "partition": int(c["partition"]),
+                    "checkpoint_time": ts.isoformat(timespec="seconds") if ts else None,
+                    "age_seconds": round((now - ts).total_seconds(), 1) if ts and now else None})
+    return out
+
+
+def replication_lag(drain_rows: Iterable[dict]) -> list[dict]:
+    """Per source partition in scope: how far the replica is behind, from one drain observation.
+    ``lag_records`` = source end - replica end (aligned offsets); ``mm2_progress_lag`` = source end - (MM2's last
+    replicated offset + 1), from MM2's own progress record (flushed periodically, so an upper bound)."""
+    out = []
+    for r in drain_rows:
+        se, re_, rep = r.get("source_end"), r.get("replica_end"), r.get("replicated")
+        out.append({
+            "topic": r["topic"], "partition": int(r["partition"]), "replica_topic": r.get("replica_topic"),
+            "source_end": se, "replica_end": re_, "replicated": rep,
+            "lag_records": None if se is None or re_ is None else max(0, se - re_),
+            "mm2_progress_lag": None if se is None or rep is None else max(0, se - rep - 1),
+            "producers_active": bool(r.get("moved")),
+            "state": r.get("state"),
+        })
+    return out
+
+
+def partitions_without_checkpoints(plan_rows: Iterable[dict], source_group_offsets: dict | None,
+                                   replica_topic_of) -> list[dict]:
+    """Partitions a failover would not move for lack of a checkpoint: plan rows skipped as ``no_checkpoint``, and
+    partitions a covered group commits on the source whose replica partition has no checkpoint at all."""
+    rows = list(plan_rows)
+    have = {(r["group"], r["topic"], int(r["partition"])) for r in rows if r.get("upstream_offset") is not None}
+    out = {(r["group"], r["topic"], int(r["partition"])): "no checkpoint for this partition"
+           for r in rows if r.get("reason") == "no_checkpoint"}
+    covered = {r["group"] for r in rows}
+    for g, topics in (source_group_offsets or {}).items():
+        if g not in covered:
+            continue
+        for t, parts in topics.items():
+            rt = replica_topic_of(t)
+            for p in parts:
+                k = (g, rt, int(p))
+                if k not in have and k not in out:
+                    out[k] = "committed on the source, never checkpointed"
+    return [{"group": g, "topic": t, "partition": p, "why": why} for (g, t, p), why in sorted(out.items())]
+
+
+def _max_by(items: list[dict], key: str) -> dict | None:
+    vals = [i for i in items if i.get(key) is not None]
+    return max(vals, key=lambda i: i[key]) if vals else None
+
+
+def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict, plan_rows: list[dict],
+                       checkpoints: list[dict], drain_rows: list[dict] | None, live_target_groups: list[str],
+                       replica_topic_of, plan_refusal: str | None = None, writes: dict | None = None,
+                       report_warnings: list[str] | None = None, finished_at: str | None = None) -> dict:
+    """Pure: the drill's findings from what its tasks observed (all inputs are plain data)."""
+    groups = sorted({r["group"] for r in plan_rows})
+    sgo = snapshot.get("source_group_offsets")
+    src_commits = {}
+    for g, topics in (sgo or {}).items():
+        for t, parts in topics.items():
+            for p, o in parts.items():
+                src_commits[(g, replica_topic_of(t), int(p))] = int(o)
+    reread = estimate_reread(plan_rows, src_commits)
+    ages = checkpoint_ages(checkpoints, snapshot.get("captured_at"))
+    lag = replication_lag(drain_rows or [])
+    missing = partitions_without_checkpoints(plan_rows, sgo, replica_topic_of)
+    no_cp_groups = sorted(set(sgo or {}) - set(groups)) if sgo is not None else []
+    clamps = [{"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]), "reason": r["reason"],
+               "checkpoint": r.get("downstream_offset"), "planned": r.get("planned_offset"),
+               "log_start": r.get("log_start"), "log_end": r.get("log_end"),
+               "retention_gap": r.get("retention_gap", 0)}
+              for r in plan_rows if r.get("action") == "clamp"]
+
+    per_group = []
+    for g in groups:
+        rows = [r for r in plan_rows if r["group"] == g]
+        ga = [a["age_seconds"] for a in ages if a["group"] == g and a["age_seconds"] is not None]
+        gr = [e["reread"] for e in reread if e["group"] == g and e["reread"] is not None]
+        per_group.append({
+            "group": g, "partitions": len(rows),
+            "planned": sum(1 for r in rows if r.get("planned_offset") is not None),
+            "without_checkpoint": sum(1 for m in missing if m["group"] == g),
+            "checkpoint_age_max_seconds": max(ga) if ga else None,
+            "reread_estimate": sum(gr) if gr else None,
+            "clamped": sum(1 for c in clamps if c["group"] == g),
+            "retention_lost": sum(c["retention_gap"] or 0 for c in clamps if c["group"] == g),
+            "reason": ", ".join(sorted({r["reason"] for r in rows if r.get("reason")})),
+            "live_on_target": g in live_target_groups,
+        })
+
+    age_vals = [a["age_seconds"] for a in ages if a["age_seconds"] is not None]
+    lag_vals = [x["lag_records"] for x in lag if x["lag_records"] is not None]
+    rr_vals = [e["reread"] for e in reread if e["reread"] is not None]
+    totals = {
+        "groups_covered": len(groups),
+        "groups_without_checkpoints": len(no_cp_groups),
+        "partitions": len(plan_rows),
+        "partitions_planned": sum(1 for r in plan_rows if r.get("planned_offset") is not None),
+        "partitions_without_checkpoints": len(missing),
+        "checkpoint_age_max_seconds": max(age_vals) if age_vals else None,
+        "checkpoint_age_median_seconds": round(statistics.median(age_vals), 1) if age_vals else None,
+        "replication_lag_max_records": max(lag_vals) if lag_vals else None,
+        "replication_lag_total_records": sum(lag_vals) if lag_vals else None,
+        "records_reread_estimate": sum(rr_vals) if rr_vals else (0 if reread else None),
+        "partitions_clamped": len(clamps),
+        "records_lost_to_retention": sum(c["retention_gap"] or 0 for c in clamps),
+        "live_groups_on_target": len(live_target_groups),
+        "groups_written": len((writes or {}).get("applied") or {}),
+    }
+
+    findings: list[str] = []
+    if plan_refusal:
+        findings.append(f"A real failover with these params would refuse the plan: {plan_refusal}")
+    if no_cp_groups:
+        findings.append(f"{len(no_cp_groups)} selected group(s) commit on the source but have no checkpoint at all "
+                        f"(MM2's group filter, or they consume topics MM2 does not replicate): "
+                        + ", ".join(no_cp_groups[:20]) + (" ..." if len(no_cp_groups) > 20 else ""))
+    if missing:
+        findings.append(f"{len(missing)} partition(s) of covered groups have no checkpoint: a failover leaves them "
+                        "uncommitted (consumers fall back to auto.offset.reset)")
+    oldest = _max_by(ages, "age_seconds")
+    if oldest:
+        findings.append(f"oldest checkpoint: {oldest['age_seconds']} s ({oldest['group']} {oldest['topic']}"
+                        f"[{oldest['partition']}]); MM2 does not re-emit unchanged checkpoints, so an idle group's "
+                        "checkpoint ages without being wrong")
+    worst_lag = _max_by(lag, "lag_records")
+    if worst_lag and worst_lag["lag_records"]:
+        findings.append(f"replication lag: {sum(lag_vals)} record(s) behind on "
+                        f"{sum(1 for v in lag_vals if v)} partition(s); worst {worst_lag['topic']}"
+                        f"[{worst_lag['partition']}] {worst_lag['lag_records']} (a failover now would lose these "
+                        "unless the source comes back)")
+    if rr_vals and sum(rr_vals):
+        worst = max(per_group, key=lambda g: g["reread_estimate"] or 0)
+        findings.append(f"estimated re-read on failover: {sum(rr_vals)} record(s); most in {worst['group']} "
+                        f"({worst['reread_estimate']}). Consumers must be idempotent")
+    if clamps:
+        lost = totals["records_lost_to_retention"]
+        findings.append(f"{len(clamps)} partition(s) would be clamped"
+                        + (f"; {lost} record(s) already lost to retention on the target" if lost else "")
+                        + ": " + ", ".join(f"{c['group']} {c['topic']}[{c['partition']}] {c['reason']}" for c in clamps[:10]))
+    if live_target_groups:
+        findings.append(f"{len(live_target_groups)} group(s) have live members on the TARGET: a failover would wait "
+                        "for them: " + ", ".join(live_target_groups[:20]))
+    if writes and writes.get("refused"):
+        findings.append(f"drill writes refused for {len(writes['refused'])} group(s): "
+                        + "; ".join(f"{g}: {w}" for g, w in sorted(writes["refused"].items())[:10]))
+    if writes and writes.get("mismatches"):
+        findings.append(f"{len(writes['mismatches'])} drill-written partition(s) did not read back as planned")
+    findings += [f"report: {w}" for w in report_warnings or []]
+    totals["findings"] = len(findings)
+    return {
+        "kind": "drill",
+        "dag_id": dag_id,
+        "run_id": run_id,
+        "captured_at": snapshot.get("captured_at"),
+        "finished_at": finished_at,
+        "source_alias": snapshot.get("source_alias"),
+        "disaster_mode": bool(snapshot.get("disaster_mode")),
+        "params": params,
+        "totals": totals,
+        "findings": findings,
+        "groups": per_group,
+        "groups_without_checkpoints": no_cp_groups,
+        "partitions_without_checkpoints": missing,
+        "checkpoint_ages": ages,
+        "replication_lag": lag,
+        "reread": reread,
+        "clamps": clamps,
+        "live_groups_on_target": list(live_target_groups),
+        "writes": writes or {},
+    }
+
+
+def render_drill_markdown(d: dict) -> str:
+    t = d["totals"]
+
+    def f(v):
+        return "" if v is None else str(v)
+
+    lines = [f"# mm2-failover DR drill: {d['dag_id']} / {d['run_id']}", "",
+             f"Captured at {f(d.get('captured_at'))}, source alias {f(d.get('source_alias'))}. Dry run"
+             + (f"; writes allowed for groups starting with {d['writes'].get('prefix')!r}" if (d.get("writes") or {}).get("prefix") else
+                ": nothing was written") + ".", "",
+             "| groups covered | without checkpoints | partitions | without checkpoint | max checkpoint age (s) "
+             "| max replication lag | est. re-read | clamped | lost to retention | live on target |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+             f"| {t['groups_covered']} | {t['groups_without_checkpoints']} | {t['partitions']} "
+             f"| {t['partitions_without_checkpoints']} | {f(t['checkpoint_age_max_seconds'])} "
+             f"| {f(t['replication_lag_max_records'])} | {f(t['records_reread_estimate'])} | {t['partitions_clamped']} "
+             f"| {t['records_lost_to_retention']} | {t['live_groups_on_target']} |", "", "## Findings", ""]
+    lines += [f"- {x}" for x in d["findings"]] or ["- none"]
+    lines += ["", "## Groups", "", "| group | partitions | without checkpoint | max checkpoint age (s) | est. re-read "
+              "| clamped | lost to retention | live on target |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for g in d["groups"]:
+        lines.append(f"| {g['group']} | {g['partitions']} | {g['without_checkpoint']} | "
+                     f"{f(g['checkpoint_age_max_seconds'])} | {f(g['reread_estimate'])} | {g['clamped']} | "
+                     f"{g['retention_lost']} | {'yes' if g['live_on_target'] else ''} |")
+    lines += ["", "## Estimated re-read per partition", "",
+              "| group | topic | partition | source commit | checkpoint upstream | planned | re-read |",
+              "|---|---|---:|---:|---:|---:|---:|"]
+    for e in d["reread"]:
+        lines.append(f"| {e['group']} | {e['topic']} | {e['partition']} | {f(e['source_committed'])} | "
+                     f"{e['checkpoint_upstream']} | {e['planned']} | {f(e['reread'])} |")
+    lines += ["", "## Replication lag (snapshot)", "",
+              "| topic | partition | source end | replica end | MM2 replicated | lag | producers active |",
+              "|---|---:|---:|---:|---:|---:|---|"]
+    for x in d["replication_lag"]:
+        lines.append(f"| {x['topic']} | {x['partition']} | {f(x['source_end'])} | {f(x['replica_end'])} | "
+                     f"{f(x['replicated'])} | {f(x['lag_records'])} | {'yes' if x['producers_active'] else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------ task bodies
+
+
+def _clusters(params):
+    from mm2_failover import config, steps, tasks
+
+    target = tasks._cluster(config.TARGET_CONN_ID, "target")
+    source = steps.connect_source(tasks._cluster(config.SOURCE_CONN_ID, "source", timeout=5.0), params)
+    return source, target
+
+
+def measure_replication_lag(context) -> dict:
+    """One drain observation (no waiting for a drain): the replication lag at drill time, kept in drain.json."""
+    from mm2_failover import steps, tasks
+
+    params, art, _, _ = tasks.run_context(context)
+    source, target = _clusters(params)
+    v = steps.drain_status(source, target, params)
+    steps.write_json(art.dir / "drain.json", v.as_dict())
+    lag = replication_lag(v.rows)
+    if v.rows:
+        log.info("replication at drill time (%d partition(s)):\n%s", len(v.rows), v.table())
+    return {"partitions": len(lag), "lag_records": sum(x["lag_records"] or 0 for x in lag), "disaster": v.disaster}
+
+
+def plan_group_offsets(context) -> dict:
+    """Build the plan like a failover would; write offsets ONLY for groups starting with a non-empty
+    ``allow_drill_writes_for_prefix`` (backup first, live groups left alone, read back after)."""
+    from mm2_failover import config, steps, tasks
+    from mm2_failover import plan as planmod
+
+    params, art, _, _ = tasks.run_context(context)
+    params = replace(params, dry_run=True)
+    prefix = normalize_prefix(dict(context["params"]).get("allow_drill_writes_for_prefix"))
+    target = tasks._cluster(config.TARGET_CONN_ID, "target")
+    snapshot = json.loads(art.snapshot.read_text())
+    refusal = None
+    try:
+        plan = steps.make_plan(target, params, art, snapshot)
+    except planmod.PlanError as e:
+        refusal = str(e)
+        log.warning("a real failover would refuse this plan: %s", refusal)
+        plan = steps.make_plan(target, replace(params, on_existing_target_offsets="skip"), art, snapshot)
+    steps.write_json(art.dir / PLAN_REFUSAL_JSON, {"refusal": refusal})
+    writes: dict[str, Any] = {"prefix": prefix, "applied": {}, "unchanged": [], "refused": {}, "skipped_live": [],
+                              "mismatches": []}
+    sub = writable_plan(plan, prefix)
+    if not prefix:
+        log.info("drill: plan of %d group(s) built (%s); nothing written (allow_drill_writes_for_prefix is empty)",
+                 len(plan.groups()), plan.counts())
+    elif sub.writes():
+        live = {s.group for s in steps.live_groups(target, sub.groups())}
+        writes["skipped_live"] = sorted(live)
+        sub = planmod.Plan([r for r in sub.rows if r.group not in live])
+        if sub.writes():
+            steps.take_backup(target, sub, art, params.apply_concurrency)
+            res = steps.apply_plan(target, sub, params.apply_concurrency)
+            writes.update(res.as_dict())
+            committed = steps.committed_offsets(target, sub.groups(), params.apply_concurrency)
+            writes["mismatches"] = [m.__dict__ for m in planmod.verify(sub, committed) if m.group not in res.refused]
+            log.warning("drill WROTE offsets for %d group(s) starting with %r (backup: %s)", len(res.applied), prefix,
+                        art.backup)
+    else:
+        log.info("drill: no planned commit for groups starting with %r: nothing written", prefix)
+    steps.write_json(art.dir / DRILL_WRITES_JSON, writes)
+    return {"plan": str(art.plan_json), "counts": plan.counts(), "refused_plan": bool(refusal),
+            "groups_written": sorted(writes["applied"])}
+
+
+def load_checkpoint_rows(path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    cols = ["source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset"]
+    t = pq.read_table(str(path))
+    cols += ["checkpoint_timestamp"] if "checkpoint_timestamp" in t.column_names else []
+    return t.select(cols).to_pylist()
+
+
+def drill_report(context) -> dict:
+    from mm2_failover import config, metrics, steps, tasks
+    from mm2_failover import plan as planmod
+
+    params, art, dag_id, run_id = tasks.run_context(context)
+    params = replace(params, dry_run=True)
+    target = tasks._cluster(config.TARGET_CONN_ID, "target")
+    plan = planmod.Plan.from_dicts(json.loads(art.plan_json.read_text())["rows"])
+    refusal = (json.loads((art.dir / PLAN_REFUSAL_JSON).read_text()).get("refusal")
+               if (art.dir / PLAN_REFUSAL_JSON).exists() else None)
+    writes = json.loads((art.dir / DRILL_WRITES_JSON).read_text()) if (art.dir / DRILL_WRITES_JSON).exists() else {}
+    rep = steps.verify_run(target, plan, art, params, dag_id, run_id, dry_run=True,
+                           warnings=[f"plan refused by a safety rule: {refusal}"] if refusal else None)
+    snapshot = json.loads(art.snapshot.read_text())
+    drain = json.loads((art.dir / "drain.json").read_text()) if (art.dir / "drain.json").exists() else {}
+    live = sorted(s.group for s in steps.live_groups(target, plan.groups()))
+    policy = params.policies()[0]
+    drill = build_drill_report(
+        dag_id=dag_id, run_id=run_id, params={**params.as_dict(), "allow_drill_writes_for_prefix": writes.get("prefix", "")},
+        snapshot=snapshot, plan_rows=plan.as_dicts(), checkpoints=load_checkpoint_rows(art.checkpoints),
+        drain_rows=drain.get("rows"), live_target_groups=live, replica_topic_of=policy.replica_topic,
+        plan_refusal=refusal, writes=writes,
+        report_warnings=[w for w in rep.get("warnings", []) if not w.startswith("plan refused")],
+        finished_at=steps.now_iso())
+    steps.write_json(art.dir / DRILL_JSON, drill)
+    steps.write_text(art.dir / DRILL_MD, render_drill_markdown(drill))
+    metrics.emit_drill_metrics(drill)
+    log.info("drill report: %s\n%s", art.dir / DRILL_MD, (art.dir / DRILL_MD).read_text())
+    return {"drill": str(art.dir / DRILL_JSON), "totals": drill["totals"], "findings": drill["findings"]}

@@ -1,0 +1,100 @@
+"""The trigger form of the failover DAGs: every run parameter with a title, a description, a type and
+validation (a bad value is refused before any task runs). Defaults are the safe choice."""
+
+from __future__ import annotations
+
+from airflow.sdk import Param
+
+from mm2_failover.config import RunParams
+
+_D = RunParams()
+
+
+def failover_params() -> dict[str, Param]:
+    return {
+        "source_alias": Param(
+            _D.source_alias, type="string", minLength=1, pattern=r"^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$",
+            title="Source cluster alias(es)",
+            description="MM2's alias of the lost/primary cluster: the checkpoints are read from "
+                        "<alias>.checkpoints.internal on the target, and replica topics are named <alias>.<topic>. "
+                        "Several aliases, comma-separated, fail over groups replicated from several sources in one "
+                        "run (one pass over all their checkpoint topics)."),
+        "groups_regex": Param(
+            _D.groups_regex, type="string", format="regex", minLength=1, title="Groups to fail over (regex)",
+            description="Consumer groups to move, as a regular expression matched against the whole group id. "
+                        "Narrow it (e.g. 'orders-.*') to fail over some applications only."),
+        "groups_exclude_regex": Param(
+            _D.groups_exclude_regex, type="string", format="regex", title="Groups to leave alone (regex)",
+            description="Groups matching this (whole id) are never moved, even if groups_regex matches. Empty: none."),
+        "dry_run": Param(
+            _D.dry_run, type="boolean", title="Dry run",
+            description="Build and export the plan (JSON + CSV for kafka-consumer-groups) and stop: nothing is written."),
+        "replication_policy": Param(
+            _D.replication_policy, type="string", enum=["default", "identity"], title="MM2 replication policy",
+            description="'default': replica topics are <alias><separator><topic>; 'identity': they keep the source name."),
+        "replication_policy_separator": Param(
+            _D.replication_policy_separator, type="string", minLength=1, title="Replication policy separator",
+            description="MM2's replication.policy.separator (default '.'). Only used with the default policy."),
+        "alias_policies": Param(
+            {}, type="object", title="Per-alias replication policy",
+            description='Only when several source aliases use different policies: {"dc2": {"policy": "identity"}, '
+                        '"dc3": {"separator": "_"}}. Aliases not listed use the two settings above.'),
+        "source_reachable": Param(
+            _D.source_reachable, type="string", enum=["detect", "yes", "no"], title="Is the source cluster reachable?",
+            description="detect: try it (5-15 s) and fall back to DISASTER MODE if it does not answer; yes: fail if it "
+                        "does not answer; no: the source is lost - skip every source-side check (target-side evidence "
+                        "only, with an estimate of the data-loss window in the report)."),
+        "topics_regex": Param(
+            _D.topics_regex, type="string", format="regex", title="Topics to check for drain (regex)",
+            description="Source topics whose producers must have stopped and whose replication must have caught up. "
+                        "Empty: the topics the selected groups consume (their commits on the source); in disaster "
+                        "mode, every replica topic of the alias."),
+        "drain_quiet_seconds": Param(
+            _D.drain_quiet_seconds, type="integer", minimum=1, maximum=600, title="Drain quiet window (s)",
+            description="Source end offsets must not move for this long for producers to count as stopped."),
+        "drain_timeout_seconds": Param(
+            1800, type="integer", minimum=10, maximum=86400, title="Drain timeout (s)",
+            description="How long verify_producers_drained waits before failing with the table of what is not drained."),
+        "groups_empty_timeout_seconds": Param(
+            1800, type="integer", minimum=10, maximum=86400, title="Empty-group timeout (s)",
+            description="How long check_groups_empty waits for live consumers on the target to stop."),
+        "max_quarantined_records": Param(
+            _D.max_quarantined_records, type="integer", minimum=0, title="Max unusable checkpoint records",
+            description="Fail compute_latest_checkpoints when more checkpoint records than this cannot be decoded. "
+                        "They are always listed in the run's quarantine output."),
+        "checkpoint_policy": Param(
+            _D.checkpoint_policy, type="string", enum=["latest", "max"], title="Which checkpoint wins",
+            description="latest: the last checkpoint per group/partition (MM2's meaning; safe). max: when a "
+                        "checkpoint went backwards within the read range (an MM2 restart), keep the highest one. "
+                        "Regressions are always reported."),
+        "allow_rewind": Param(
+            _D.allow_rewind, type="boolean", title="Allow rewinding target commits",
+            description="When a group's commit on the target is already ahead of its checkpoint, move it back "
+                        "anyway (more re-reads). Default: keep the commit that is ahead."),
+        "on_existing_target_offsets": Param(
+            _D.on_existing_target_offsets, type="string", enum=["fail", "skip", "overwrite"],
+            title="Groups that already have commits on the target",
+            description="fail: refuse the run and name them; skip: leave those groups alone; overwrite: replace "
+                        "their commits (a commit ahead is still kept unless allow_rewind)."),
+        "source_groups_must_be_empty": Param(
+            _D.source_groups_must_be_empty, type="boolean", title="Source groups must be stopped too",
+            description="When the source is reachable, also wait until the groups have no live members on the "
+                        "source (stop the consumers there first). Turn off only if you accept double consumption."),
+        "apply_concurrency": Param(
+            _D.apply_concurrency, type="integer", minimum=1, maximum=256, title="Requests in flight",
+            description="How many groups are read or committed at the same time (one request per group)."),
+    }
+
+
+def rollback_params() -> dict[str, Param]:
+    return {
+        "failover_run_id": Param(
+            "", type="string", title="Failover run to undo",
+            description="The run id of the mm2_failover run whose backup to restore (see its report). "
+                        "Or give backup_path."),
+        "backup_path": Param(
+            "", type="string", title="Backup file",
+            description="Path of a backup.json written by apply_group_offsets. Overrides failover_run_id."),
+        "groups_empty_timeout_seconds": failover_params()["groups_empty_timeout_seconds"],
+        "apply_concurrency": failover_params()["apply_concurrency"],
+    }

@@ -1,0 +1,490 @@
+"""The "mm2-failover reports" pages: a small read-only FastAPI app over the run artifacts.
+
+Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm2`` (menu: Plugins ->
+"mm2-failover reports"; each DAG run also gets a "Failover report" tab). Testable without Airflow:
+``create_app(root)``.
+
+* ``/`` - failover and drill runs found under ``$MM2_FAILOVER_ARTIFACTS/<dag_id>/<run_id>/`` (a ``report.json``
+  or ``drill.json``), newest first, with outcome, totals and time;
+* ``/runs/<dag_id>/<run_id>`` - one run: totals, warnings, the per-group table, partitions, the drill's findings,
+  and links to ``report.json``/``report.md`` (``drill.json``/``drill.md``);
+* ``/drills`` - the trend across drill runs: a table and inline SVG plots.
+
+These routes are NOT behind Airflow's login (plugin apps are mounted as they are). They therefore serve only
+report data - group and topic names, offsets, counts - read from four whitelisted file names, never connection
+settings or the backup (which names the cluster); keys that look like credentials or connection settings are
+removed from the JSON before it is served. Everything shown is HTML-escaped, and the pages carry a strict
+Content-Security-Policy (no scripts).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from collections import OrderedDict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+
+SERVED_FILES = {"report.json": "application/json", "report.md": "text/plain; charset=utf-8",
+                "drill.json": "application/json", "drill.md": "text/plain; charset=utf-8"}
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
+_SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential|bootstrap|keytab|oauth", re.I)
+MAX_RUNS = 500
+MAX_ROWS = 2000
+
+FOOTER = ("Read-only view of the run reports under the artifacts folder. These pages are not behind Airflow's "
+          "login: they show only report data (group and topic names, offsets, counts) and never connection "
+          "settings or credentials.")
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.2rem;color:#1d2939;font-size:14px}
+h1{font-size:1.35rem;margin:.2rem 0 .8rem} h2{font-size:1.1rem;margin:1.4rem 0 .5rem}
+table{border-collapse:collapse;margin:.3rem 0 1rem} th,td{border:1px solid #d0d5dd;padding:.25rem .5rem}
+th{background:#f2f4f7;text-align:left} td.n{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:.1rem .5rem;border-radius:.6rem;font-weight:600;font-size:.85rem}
+.succeeded{background:#d1fadf;color:#05603a}.failed{background:#fee4e2;color:#912018}
+.dry_run,.drill{background:#e0eaff;color:#1d3a8a}.warn{background:#fef0c7;color:#7a2e0e;padding:.3rem .6rem;margin:.2rem 0}
+nav a{margin-right:1rem} footer{margin-top:2rem;color:#667085;font-size:.8rem;border-top:1px solid #eaecf0;padding-top:.5rem}
+.muted{color:#667085} svg{background:#fcfcfd;border:1px solid #eaecf0;margin:.3rem .6rem .6rem 0}
+"""
+
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                               "frame-ancestors 'self'; base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def e(v: Any) -> str:
+    """HTML-escape anything (None -> empty)."""
+    return "" if v is None else html.escape(str(v), quote=True)
+
+
+def safe_name(name: str) -> str | None:
+    """The folder name config.run_dir uses for a dag/run id; None for names that could leave the root."""
+    s = _UNSAFE.sub("_", name or "")
+    if not s or s.startswith(".") or len(s) > 250:
+        return None
+    return s
+
+
+def scrub(obj: Any) -> Any:
+    """Drop keys that look like credentials or connection settings (defence in depth: reports hold none)."""
+    if isinstance(obj, dict):
+        return {k: scrub(v) for k, v in obj.items() if not _SECRET_KEY.search(str(k))}
+    if isinstance(obj, list):
+        return [scrub(v) for v in obj]
+    return obj
+
+
+class _JsonCache:
+    """Parsed JSON files, reloaded when their mtime/size change."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self.d: OrderedDict[str, tuple[tuple[int, int], Any]] = OrderedDict()
+
+    def get(self, path: Path) -> Any:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        sig = (st.st_mtime_ns, st.st_size)
+        k = str(path)
+        hit = self.d.get(k)
+        if hit and hit[0] == sig:
+            self.d.move_to_end(k)
+            return hit[1]
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = None
+        self.d[k] = (sig, data)
+        while len(self.d) > self.size:
+            self.d.popitem(last=False)
+        return data
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+
+
+def scan_runs(root: Path, cache: _JsonCache, limit: int = MAX_RUNS) -> list[dict]:
+    """Runs with a report.json or drill.json under ``root/<dag_id>/<run>/``, newest first."""
+    found = []
+    if not root.is_dir():
+        return []
+    for dag_dir in root.iterdir():
+        if not dag_dir.is_dir() or dag_dir.name.startswith("."):
+            continue
+        for run in dag_dir.iterdir():
+            rj, dj = run / "report.json", run / "drill.json"
+            files = [p for p in (dj, rj) if p.is_file()]
+            if files:
+                found.append((max(p.stat().st_mtime for p in files), dag_dir.name, run))
+    found.sort(key=lambda x: x[0], reverse=True)
+    out = []
+    for mtime, dag_id, run in found[:limit]:
+        rep = cache.get(run / "report.json") if (run / "report.json").is_file() else None
+        drill = cache.get(run / "drill.json") if (run / "drill.json").is_file() else None
+        out.append(summarize(dag_id, run.name, rep, drill, mtime))
+    return out
+
+
+def summarize(dag_id: str, folder: str, rep: dict | None, drill: dict | None, mtime: float) -> dict:
+    t = (rep or {}).get("totals") or {}
+    dt = (drill or {}).get("totals") or {}
+    kind = "drill" if drill is not None or "drill" in dag_id else "failover"
+    if drill is not None:
+        outcome = "drill"
+    else:
+        outcome = (rep or {}).get("outcome", "unknown")
+    rr = dt.get("records_reread_estimate")
+    if rr is None and rep is not None:
+        from mm2_failover.metrics import reread_total
+
+        try:
+            rr = t.get("records_reread_estimate", reread_total(rep))
+        except Exception:
+            rr = None
+    return {
+        "dag_id": dag_id, "folder": folder, "run_id": (drill or rep or {}).get("run_id", folder), "kind": kind,
+        "outcome": outcome, "time": (drill or {}).get("captured_at") or _iso(mtime),
+        "groups": dt.get("groups_covered", t.get("groups")), "moved": t.get("groups_moved"),
+        "partitions": t.get("partitions", dt.get("partitions")), "committed": t.get("committed"),
+        "skipped": t.get("skipped"), "clamped": t.get("clamped", dt.get("partitions_clamped")),
+        "lost": t.get("records_lost_to_retention", dt.get("records_lost_to_retention")),
+        "mismatches": t.get("mismatches"), "reread": rr, "findings": dt.get("findings"),
+        "drill_totals": dt,
+    }
+
+
+# ------------------------------------------------------------------------------------------ rendering
+
+
+def page(title: str, body: str, base: str) -> str:
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>"
+            f"<nav><a href='{e(base)}/'>All runs</a><a href='{e(base)}/drills'>Drill trend</a></nav>"
+            f"<h1>{e(title)}</h1>{body}<footer>{e(FOOTER)}</footer></body></html>")
+
+
+def table(headers: list[str], rows: list[list[Any]], numeric: set[int] | None = None, raw: set[int] | None = None,
+          cls: str = "") -> str:
+    """``raw``: column indexes whose cells are already-safe HTML (built with e())."""
+    numeric, raw = numeric or set(), raw or set()
+    h = "".join(f"<th>{e(x)}</th>" for x in headers)
+    body = []
+    for r in rows:
+        cells = []
+        for i, v in enumerate(r):
+            c = " class=n" if i in numeric else ""
+            cells.append(f"<td{c}>{v if i in raw else e(v)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table class='{e(cls)}'><thead><tr>{h}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def badge(outcome: str) -> str:
+    return f"<span class='badge {e(outcome)}'>{e(outcome.replace('_', ' ').upper())}</span>"
+
+
+def run_href(base: str, dag_id: str, folder: str) -> str:
+    return f"{base}/runs/{quote(dag_id, safe='')}/{quote(folder, safe='')}"
+
+
+def svg_chart(title: str, points: list[tuple[str, float | None]], unit: str = "", width: int = 520,
+              height: int = 170) -> str:
+    """A small inline SVG line chart (no scripts); ``points``: (label, value) in time order."""
+    pad_l, pad_r, pad_t, pad_b = 56, 14, 26, 30
+    vals = [v for _, v in points if v is not None]
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+           f"aria-label='{e(title)}'><title>{e(title)}</title>",
+           f"<text x='{pad_l}' y='16' font-size='13' font-weight='600' fill='#1d2939'>{e(title)}</text>"]
+    if not vals:
+        out.append(f"<text x='{pad_l}' y='{height // 2}' font-size='12' fill='#667085'>no data</text></svg>")
+        return "".join(out)
+    vmax = max(vals) or 1
+    w, h = width - pad_l - pad_r, height - pad_t - pad_b
+    n = len(points)
+
+    def xy(i: int, v: float) -> tuple[float, float]:
+        x = pad_l + (w * i / (n - 1) if n > 1 else w / 2)
+        return round(x, 1), round(pad_t + h - h * (v / vmax), 1)
+
+    out.append(f"<line x1='{pad_l}' y1='{pad_t + h}' x2='{pad_l + w}' y2='{pad_t + h}' stroke='#98a2b3'/>")
+    out.append(f"<line x1='{pad_l}' y1='{pad_t}' x2='{pad_l}' y2='{pad_t + h}' stroke='#98a2b3'/>")
+    out.append(f"<text x='{pad_l - 6}' y='{pad_t + 4}' font-size='11' text-anchor='end' fill='#475467'>"
+               f"{e(_num(vmax))}{e(unit)}</text>")
+    out.append(f"<text x='{pad_l - 6}' y='{pad_t + h}' font-size='11' text-anchor='end' fill='#475467'>0</text>")
+    coords = [(i, *xy(i, v)) for i, (_, v) in enumerate(points) if v is not None]
+    if len(coords) > 1:
+        out.append("<polyline fill='none' stroke='#1570ef' stroke-width='2' points='"
+                   + " ".join(f"{x},{y}" for _, x, y in coords) + "'/>")
+    for i, x, y in coords:
+        label, v = points[i]
+        out.append(f"<circle cx='{x}' cy='{y}' r='3.5' fill='#1570ef'><title>{e(label)}: {e(_num(v))}{e(unit)}"
+                   f"</title></circle>")
+    out.append(f"<text x='{pad_l}' y='{height - 8}' font-size='11' fill='#475467'>{e(points[0][0][:16])}</text>")
+    if n > 1:
+        out.append(f"<text x='{pad_l + w}' y='{height - 8}' font-size='11' text-anchor='end' fill='#475467'>"
+                   f"{e(points[-1][0][:16])}</text>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else f"{v:.1f}"
+    return "" if v is None else str(v)
+
+
+def render_index(runs: list[dict], base: str, root_exists: bool) -> str:
+    if not runs:
+        msg = ("No failover or drill run has written a report yet." if root_exists
+               else "The artifacts folder does not exist yet: no run has written a report.")
+        return page("mm2-failover reports", f"<p class=muted>{e(msg)}</p>", base)
+    rows = []
+    for r in runs:
+        link = f"<a href='{e(run_href(base, r['dag_id'], r['folder']))}'>{e(r['run_id'])}</a>"
+        outcome = (f"{badge('drill')} {e(r['findings'])} finding(s)" if r["kind"] == "drill" else badge(r["outcome"]))
+        rows.append([r["time"], r["dag_id"], link, outcome, r["groups"], r["moved"], r["partitions"], r["committed"],
+                     r["skipped"], r["clamped"], r["lost"], r["reread"]])
+    body = (f"<p class=muted>{len(runs)} run(s) under the artifacts folder, newest first.</p>"
+            + table(["time (UTC)", "DAG", "run", "outcome", "groups", "moved", "partitions", "committed", "skipped",
+                     "clamped", "lost to retention", "est. re-read"], rows, numeric=set(range(4, 12)), raw={2, 3},
+                    cls="runs"))
+    return page("mm2-failover reports", body, base)
+
+
+def _group_reread(rep: dict) -> dict[str, int]:
+    from mm2_failover.drill import estimate_reread
+
+    src = {(s["group"], s["topic"], int(s["partition"])): int(s["source_committed"])
+           for s in rep.get("stale_checkpoints") or []}
+    out: dict[str, int] = {}
+    for x in estimate_reread([p for p in rep.get("partitions", []) if p.get("planned_offset") is not None], src):
+        if x["reread"] is not None:
+            out[x["group"]] = out.get(x["group"], 0) + x["reread"]
+    return out
+
+
+def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> str:
+    t = rep.get("totals") or {}
+    parts = [f"<p>Outcome: {badge(rep.get('outcome', 'unknown'))}"
+             + (f" <span class=muted>({e(dry_note)})</span>" if rep.get("dry_run") else "") + "</p>"]
+    keys = [("groups", "groups"), ("groups_moved", "moved"), ("partitions", "partitions"), ("committed", "committed"),
+            ("skipped", "skipped"), ("clamped", "clamped"), ("refused_groups", "refused groups"),
+            ("mismatches", "mismatches"), ("records_lost_to_retention", "lost to retention"), ("lag", "lag")]
+    parts.append(table([h for _, h in keys], [[t.get(k) for k, _ in keys]], numeric=set(range(len(keys))),
+                       cls="totals"))
+    for w in rep.get("warnings") or []:
+        parts.append(f"<div class=warn>WARNING: {e(w)}</div>")
+    groups = rep.get("groups") or []
+    has_reread = "partitions" in rep and "stale_checkpoints" in rep
+    rr = _group_reread(rep) if has_reread else {}
+    heads = ["group", "alias", "partitions", "committed", "skipped", "clamped", "refused", "lag", "lost to retention"]
+    heads += ["re-read (est.)"] if has_reread or any("re_read" in g for g in groups) else []
+    rows = []
+    for g in groups[:MAX_ROWS]:
+        row = [g.get("group"), g.get("source_alias"), g.get("partitions"), g.get("committed"), g.get("skipped"),
+               g.get("clamped"), g.get("refused") or "", g.get("lag"), g.get("retention_lost")]
+        if len(heads) > 9:
+            row.append(g.get("re_read", rr.get(g.get("group"))))
+        rows.append(row)
+    parts.append(f"<h2>Groups ({len(groups)})</h2>")
+    if len(groups) > MAX_ROWS:
+        parts.append(f"<p class=muted>First {MAX_ROWS} shown; report.json has them all.</p>")
+    parts.append(table(heads, rows, numeric={2, 3, 4, 5, 7, 8, 9}, cls="groups"))
+    prow = rep.get("partitions") or []
+    if prow:
+        cols = ["group", "topic", "partition", "upstream_offset", "downstream_offset", "current_offset",
+                "planned_offset", "committed_after", "action", "reason", "lag"]
+        parts.append(f"<details><summary>Partitions ({len(prow)})</summary>"
+                     + table(["group", "topic", "partition", "upstream", "downstream", "before", "planned", "after",
+                              "action", "reason", "lag"], [[p.get(c) for c in cols] for p in prow[:MAX_ROWS]],
+                             numeric={2, 3, 4, 5, 6, 7, 10}, cls="partitions")
+                     + "</details>")
+    if rep.get("mismatches"):
+        parts.append("<h2>Mismatches (committed != planned)</h2>" + table(
+            ["group", "topic", "partition", "planned", "committed"],
+            [[m.get("group"), m.get("topic"), m.get("partition"), m.get("planned"), m.get("committed")]
+             for m in rep["mismatches"][:MAX_ROWS]], numeric={2, 3, 4}))
+    return "".join(parts)
+
+
+def render_drill(d: dict) -> str:
+    t = d.get("totals") or {}
+    w = d.get("writes") or {}
+    parts = ["<h2>Drill</h2>",
+             f"<p>Captured at {e(d.get('captured_at'))}, source alias {e(d.get('source_alias'))}. "
+             + (f"Writes allowed for groups starting with <code>{e(w.get('prefix'))}</code>: "
+                f"{e(len(w.get('applied') or {}))} group(s) written." if w.get("prefix") else "Nothing was written.")
+             + "</p>"]
+    keys = [("groups_covered", "groups covered"), ("groups_without_checkpoints", "groups w/o checkpoints"),
+            ("partitions_without_checkpoints", "partitions w/o checkpoint"),
+            ("checkpoint_age_max_seconds", "max checkpoint age (s)"),
+            ("replication_lag_max_records", "max replication lag"), ("records_reread_estimate", "est. re-read"),
+            ("partitions_clamped", "clamped"), ("records_lost_to_retention", "lost to retention"),
+            ("live_groups_on_target", "live on target")]
+    parts.append(table([h for _, h in keys], [[t.get(k) for k, _ in keys]], numeric=set(range(len(keys))),
+                       cls="drill-totals"))
+    parts.append("<h3>Findings</h3><ul>" + ("".join(f"<li>{e(f)}</li>" for f in d.get("findings") or [])
+                                           or "<li>none</li>") + "</ul>")
+    parts.append("<h3>Groups</h3>" + table(
+        ["group", "partitions", "without checkpoint", "max checkpoint age (s)", "est. re-read", "clamped",
+         "lost to retention", "live on target"],
+        [[g.get("group"), g.get("partitions"), g.get("without_checkpoint"), g.get("checkpoint_age_max_seconds"),
+          g.get("reread_estimate"), g.get("clamped"), g.get("retention_lost"), "yes" if g.get("live_on_target") else ""]
+         for g in (d.get("groups") or [])[:MAX_ROWS]], numeric={1, 2, 3, 4, 5, 6}, cls="drill-groups"))
+    parts.append("<details><summary>Estimated re-read per partition</summary>" + table(
+        ["group", "topic", "partition", "source commit", "checkpoint upstream", "planned", "re-read", "note"],
+        [[x.get("group"), x.get("topic"), x.get("partition"), x.get("source_committed"), x.get("checkpoint_upstream"),
+          x.get("planned"), x.get("reread"), x.get("note")] for x in (d.get("reread") or [])[:MAX_ROWS]],
+        numeric={2, 3, 4, 5, 6}) + "</details>")
+    parts.append("<details><summary>Replication lag (snapshot)</summary>" + table(
+        ["topic", "partition", "source end", "replica end", "MM2 replicated", "lag", "producers active"],
+        [[x.get("topic"), x.get("partition"), x.get("source_end"), x.get("replica_end"), x.get("replicated"),
+          x.get("lag_records"), "yes" if x.get("producers_active") else ""]
+         for x in (d.get("replication_lag") or [])[:MAX_ROWS]], numeric={1, 2, 3, 4, 5}) + "</details>")
+    return "".join(parts)
+
+
+def render_run(dag_id: str, folder: str, rep: dict | None, drill: dict | None, files: list[str], base: str) -> str:
+    links = " ".join(f"<a href='{e(run_href(base, dag_id, folder))}/{e(f)}'>{e(f)}</a>" for f in files)
+    body = [f"<p class=muted>DAG {e(dag_id)}, run {e((rep or drill or {}).get('run_id', folder))}</p>",
+            f"<p>Files: {links}</p>"]
+    if rep is not None:
+        written = ((drill or {}).get("writes") or {}).get("applied")
+        body.append(render_report(rep, f"dry run of the whole plan; the drill wrote {len(written)} group(s) starting "
+                                       "with its prefix, see below" if written else "dry run: nothing was written"))
+    if drill is not None:
+        body.append(render_drill(drill))
+    run_id = (drill or rep or {}).get("run_id", folder)
+    return page(f"{'Drill' if drill is not None else 'Failover'} report: {dag_id} / {run_id}", "".join(body), base)
+
+
+def render_trend(drills: list[dict], base: str) -> str:
+    if not drills:
+        return page("DR drill trend", "<p class=muted>No drill run has written a drill.json yet. Trigger (or "
+                                      "unpause) the mm2_failover_drill DAG.</p>", base)
+    drills = sorted(drills, key=lambda r: r["time"])
+    series = [("Estimated re-read (records)", "records_reread_estimate", ""),
+              ("Max checkpoint age", "checkpoint_age_max_seconds", " s"),
+              ("Max replication lag (records)", "replication_lag_max_records", ""),
+              ("Partitions without checkpoint", "partitions_without_checkpoints", ""),
+              ("Groups covered", "groups_covered", "")]
+    charts = "".join(svg_chart(title, [(f"{r['time']} {r['run_id']}", r["drill_totals"].get(k)) for r in drills], unit)
+                     for title, k, unit in series)
+    rows = []
+    for r in reversed(drills):
+        t = r["drill_totals"]
+        rows.append([r["time"], f"<a href='{e(run_href(base, r['dag_id'], r['folder']))}'>{e(r['run_id'])}</a>",
+                     t.get("groups_covered"), t.get("groups_without_checkpoints"),
+                     t.get("partitions_without_checkpoints"), t.get("checkpoint_age_max_seconds"),
+                     t.get("replication_lag_max_records"), t.get("records_reread_estimate"),
+                     t.get("partitions_clamped"), t.get("records_lost_to_retention"), t.get("findings")])
+    body = (f"<p class=muted>{len(drills)} drill run(s), oldest to newest in the plots.</p>"
+            f"<div class=charts>{charts}</div>"
+            + table(["time (UTC)", "run", "groups covered", "groups w/o checkpoints", "partitions w/o checkpoint",
+                     "max checkpoint age (s)", "max replication lag", "est. re-read", "clamped", "lost to retention",
+                     "findings"], rows, numeric=set(range(2, 11)), raw={1}, cls="trend"))
+    return page("DR drill trend", body, base)
+
+
+# ------------------------------------------------------------------------------------------ app
+
+
+def create_app(root: Path | Callable[[], Path] | None = None):
+    """The FastAPI app. ``root``: the artifacts folder (default: ``$MM2_FAILOVER_ARTIFACTS`` at request time)."""
+    from mm2_failover import config
+
+    def artifacts() -> Path:
+        if root is None:
+            return config.artifacts_root()
+        return Path(root()) if callable(root) else Path(root)
+
+    cache = _JsonCache()
+    app = FastAPI(title="mm2-failover reports", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.middleware("http")
+    async def security_headers(request, call_next):
+        resp = await call_next(request)
+        for k, v in HEADERS.items():
+            resp.headers.setdefault(k, v)
+        return resp
+
+    def base(request: Request) -> str:
+        return request.scope.get("root_path", "").rstrip("/")
+
+    def run_folder(dag_id: str, run_id: str) -> Path | None:
+        d, r = safe_name(dag_id), safe_name(run_id)
+        if not d or not r:
+            return None
+        rt = artifacts().resolve()
+        p = (rt / d / r).resolve()
+        return p if p.parent.parent == rt and p.is_dir() else None
+
+    def not_found(request: Request, what: str) -> HTMLResponse:
+        return HTMLResponse(page("Not found", f"<p>{e(what)}</p>", base(request)), status_code=404)
+
+    @app.get("/", response_class=HTMLResponse)
+    def index(request: Request, limit: int = MAX_RUNS):
+        rt = artifacts()
+        return HTMLResponse(render_index(scan_runs(rt, cache, max(1, min(limit, 5000))), base(request), rt.is_dir()))
+
+    @app.get("/drills", response_class=HTMLResponse)
+    def drills(request: Request):
+        runs = [r for r in scan_runs(artifacts(), cache, 5000) if r["drill_totals"]]
+        return HTMLResponse(render_trend(runs, base(request)))
+
+    @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
+    def run(request: Request, dag_id: str, run_id: str):
+        folder = run_folder(dag_id, run_id)
+        if folder is None:
+            return not_found(request, f"No report for run {run_id} of {dag_id} under the artifacts folder (runs of "
+                                      "other DAGs, and failover runs that stopped before verify, have none).")
+        rep = cache.get(folder / "report.json") if (folder / "report.json").is_file() else None
+        drill = cache.get(folder / "drill.json") if (folder / "drill.json").is_file() else None
+        if rep is None and drill is None:
+            return not_found(request, f"Run {run_id} of {dag_id} has no report yet (it is still running, or stopped "
+                                      "before its last task).")
+        files = [f for f in SERVED_FILES if (folder / f).is_file()]
+        return HTMLResponse(render_run(folder.parent.name, folder.name, rep, drill, files, base(request)))
+
+    @app.get("/runs/{dag_id}/{run_id}/{name}")
+    def raw(request: Request, dag_id: str, run_id: str, name: str):
+        folder = run_folder(dag_id, run_id)
+        if folder is None or name not in SERVED_FILES or not (folder / name).is_file():
+            return PlainTextResponse("not found", status_code=404)
+        if name.endswith(".json"):
+            data = cache.get(folder / name)
+            return Response(json.dumps(scrub(data), indent=2, sort_keys=True), media_type=SERVED_FILES[name])
+        return PlainTextResponse((folder / name).read_text(errors="replace"), media_type=SERVED_FILES[name])
+
+    return app
+
+
+def main() -> None:  # pragma: no cover - a standalone server for the reports (no Airflow)
+    import argparse
+
+    import uvicorn
+
+    ap = argparse.ArgumentParser(description="Serve the mm2-failover reports pages without Airflow (read-only).")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8099)
+    ap.add_argument("--artifacts", default=os.environ.get("MM2_FAILOVER_ARTIFACTS"))
+    a = ap.parse_args()
+    uvicorn.run(create_app(Path(a.artifacts) if a.artifacts else None), host=a.host, port=a.port)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
