@@ -1,0 +1,53 @@
+"""mm2_failover: move consumer groups from a lost (or drilled) source cluster to its MirrorMaker 2 replica.
+
+Six retryable tasks; the waits are sensors in reschedule mode. Connections: ``kafka_source``,
+``kafka_target`` (type kafka, librdkafka settings in the extra) and ``spark_default``. Every run keeps its
+artifacts (snapshot, latest checkpoints, plan JSON/CSV, backup, report) under
+``$MM2_FAILOVER_ARTIFACTS/mm2_failover/<run_id>/``. See README.md, "Failing over during an incident".
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from airflow.sdk import DAG, task
+
+from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
+from mm2_failover.params import failover_params
+from mm2_failover.sensors.groups_empty import GroupsEmptySensor
+from mm2_failover.sensors.producers_drained import ProducersDrainedSensor
+
+with DAG(
+    dag_id="mm2_failover",
+    schedule=None,
+    catchup=False,
+    max_active_runs=1,
+    params=failover_params(),
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=15)},
+    doc_md=__doc__,
+    tags=["kafka", "mirrormaker2", "failover"],
+) as dag:
+    drained = ProducersDrainedSensor(task_id="verify_producers_drained", poke_interval=10, timeout=1800)
+
+    @task(task_id="capture_end_offsets")
+    def capture_end_offsets(**context):
+        from mm2_failover import tasks
+
+        return tasks.capture_end_offsets(context)
+
+    latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints")
+    empty = GroupsEmptySensor(task_id="check_groups_empty", poke_interval=10, timeout=1800)
+
+    @task(task_id="apply_group_offsets")
+    def apply_group_offsets(**context):
+        from mm2_failover import tasks
+
+        return tasks.apply_group_offsets(context)
+
+    @task(task_id="verify_group_offsets")
+    def verify_group_offsets(**context):
+        from mm2_failover import tasks
+
+        return tasks.verify_group_offsets(context)
+
+    drained >> capture_end_offsets() >> latest >> empty >> apply_group_offsets() >> verify_group_offsets()

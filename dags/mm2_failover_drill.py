@@ -1,0 +1,83 @@
+"""mm2_failover_drill: a scheduled DR drill - the failover pipeline as a DRY RUN against the configured clusters.
+
+Production keeps running: nothing is stopped and no offsets are written (unless ``allow_drill_writes_for_prefix``
+is set, and then only for groups whose id starts with it). Each run records what a real failover would do and
+how ready the replica is: groups covered, partitions without checkpoints, checkpoint age, replication lag,
+estimated re-read per group/partition, clamp and retention findings. Results: ``report.json``/``report.md`` and
+``drill.json``/``drill.md`` under ``$MM2_FAILOVER_ARTIFACTS/mm2_failover_drill/<run_id>/``; the "mm2-failover
+reports" page in the UI shows the trend across drills. Paused on creation: unpause it to start the schedule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from airflow.sdk import DAG, Param, task
+
+from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
+from mm2_failover.params import failover_params
+from mm2_failover.sensors.groups_empty import GroupsEmptySensor
+
+
+def drill_params() -> dict:
+    p = failover_params()
+    p.pop("dry_run")  # a drill is always a dry run
+    p.pop("drain_timeout_seconds")  # a drill observes the replication lag once instead of waiting for a drain
+    p["source_groups_must_be_empty"] = Param(
+        False, type="boolean", title="Source groups must be stopped too",
+        description="Off for a drill: the consumers keep running on the source. Turn on only to rehearse the "
+                    "full gate.")
+    p["groups_empty_timeout_seconds"] = Param(
+        60, type="integer", minimum=10, maximum=86400, title="Empty-group wait (s)",
+        description="How long the drill waits for live consumers of the selected groups on the TARGET. On timeout "
+                    "the drill goes on and reports them (a real failover would wait for them).")
+    p["allow_drill_writes_for_prefix"] = Param(
+        "", type="string", maxLength=249, title="Write offsets for groups starting with (drill)",
+        description="Empty (default): the drill writes nothing. A non-empty prefix, e.g. 'drill-': the drill also "
+                    "commits the planned offsets on the target for groups whose id starts with it (test groups "
+                    "that exercise the write path), after a backup. Never for any other group.")
+    return p
+
+
+with DAG(
+    dag_id="mm2_failover_drill",
+    schedule="0 3 1 * *",  # 03:00 on the 1st of every month
+    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    is_paused_upon_creation=True,
+    max_active_runs=1,
+    params=drill_params(),
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=15)},
+    doc_md=__doc__,
+    tags=["kafka", "mirrormaker2", "failover", "drill"],
+) as dag:
+
+    @task(task_id="measure_replication_lag")
+    def measure_replication_lag(**context):
+        from mm2_failover import drill
+
+        return drill.measure_replication_lag(context)
+
+    @task(task_id="capture_end_offsets")
+    def capture_end_offsets(**context):
+        from mm2_failover import tasks
+
+        return tasks.capture_end_offsets(context)
+
+    latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints")
+    # soft_fail: live consumers on the target are a finding of the drill, not a reason to stop it
+    empty = GroupsEmptySensor(task_id="check_groups_empty", poke_interval=10, timeout=60, soft_fail=True)
+
+    @task(task_id="plan_group_offsets", trigger_rule="none_failed")
+    def plan_group_offsets(**context):
+        from mm2_failover import drill
+
+        return drill.plan_group_offsets(context)
+
+    @task(task_id="drill_report", trigger_rule="none_failed")
+    def drill_report(**context):
+        from mm2_failover import drill
+
+        return drill.drill_report(context)
+
+    measure_replication_lag() >> capture_end_offsets() >> latest >> empty >> plan_group_offsets() >> drill_report()
