@@ -1,0 +1,73 @@
+"""Shared fixtures. The bed (two real KRaft brokers + real MirrorMaker 2) is started once per session, only
+when a test asks for it, and always stopped. Tests on the bed isolate themselves by topic and group names."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = REPO / "var" / "test" / time.strftime("%Y%m%d-%H%M%S")
+
+# Airflow reads AIRFLOW_HOME when it is first imported: set it before any test module imports airflow.
+os.environ.setdefault("AIRFLOW_HOME", str(RUN / "airflow"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+
+
+@pytest.fixture(scope="session")
+def run_root() -> Path:
+    RUN.mkdir(parents=True, exist_ok=True)
+    return RUN
+
+
+@pytest.fixture(scope="session")
+def bed(run_root):
+    """The local bed, wired to a local Airflow (connections as AIRFLOW_CONN_* env vars, metadata DB migrated)."""
+    from mm2_failover import localenv
+    from mm2_failover.bed import Bed
+
+    b = Bed(run_dir=run_root / "bed")
+    try:
+        b.start()
+    except BaseException:
+        b.stop()
+        raise
+    # short-lived Spark JVMs: C1 + serial GC halve each job on 2 cores (localenv.QUICK_JVM_CONF)
+    env = localenv.airflow_env(Path(os.environ["AIRFLOW_HOME"]), b.source_bootstrap, b.target_bootstrap,
+                               artifacts=run_root / "artifacts", spark_conf=localenv.QUICK_JVM_CONF)
+    os.environ.update(env)
+    localenv.migrate_db(env)
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def names(request):
+    """Unique topic/group names for one test on the shared bed."""
+    tag = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:30] + "-" + uuid.uuid4().hex[:6]
+    return {"topic": f"t-{tag}", "group": f"g-{tag}"}
+
+
+@pytest.fixture
+def source(bed):
+    from mm2_failover.kafka_io import Cluster
+
+    return Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
+
+
+@pytest.fixture
+def target(bed):
+    from mm2_failover.kafka_io import Cluster
+
+    return Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # keep the run folder (logs, artifacts) only when something failed
+    if exitstatus == 0 and RUN.exists() and not os.environ.get("MM2_FAILOVER_KEEP_TEST_RUNS"):
+        shutil.rmtree(RUN, ignore_errors=True)

@@ -1,0 +1,285 @@
+"""Real Airflow in a real browser: the local bed, a scenario whose checkpoints real MM2 wrote, Airflow's three
+processes started here (api-server, scheduler, dag-processor; their own AIRFLOW_HOME and SQLite DB), a run of
+``mm2_failover`` triggered through the REST API, then headless Chromium (Debian's, driven by Playwright) on
+the DAG's grid and on the plugin's report pages. Screenshots are kept under the test run folder (printed; set
+MM2_FAILOVER_KEEP_TEST_RUNS=1 to keep the folder when everything passes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+# The whole test (bed included) is designed to take < 4 min on 2 idle cores; on a busy machine give it more with
+# MM2_FAILOVER_UI_TEST_TIMEOUT (seconds). The run may use all of it but the last 50 s (browser + teardown).
+BUDGET_S = int(os.environ.get("MM2_FAILOVER_UI_TEST_TIMEOUT", "240"))
+pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow, pytest.mark.ui, pytest.mark.timeout(BUDGET_S)]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+FAILOVER_TASKS = ["verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
+                  "check_groups_empty", "apply_group_offsets", "verify_group_offsets"]
+
+
+def log_tail(path: Path, n: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+class AirflowStack:
+    """api-server + scheduler + dag-processor with their own AIRFLOW_HOME and SQLite DB; each process in its own
+    process group, all stopped by :meth:`stop` (the fixture's finalizer)."""
+
+    def __init__(self, home: Path, artifacts: Path):
+        from mm2_failover.bed import free_port
+
+        self.home, self.artifacts = home, artifacts
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.airflow = str(Path(sys.executable).with_name("airflow"))
+        self.secrets = {"AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
+                        "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16)}
+        self._booted = threading.Event()
+        self._release = threading.Event()
+        self._boot: dict = {}
+        self._spawner: threading.Thread | None = None
+
+    def env(self, source_bootstrap: str, target_bootstrap: str) -> dict[str, str]:
+        from mm2_failover import localenv
+
+        return {**os.environ,
+                **localenv.airflow_env(self.home, source_bootstrap, target_bootstrap, artifacts=self.artifacts),
+                **self.secrets,
+                "AIRFLOW__API__BASE_URL": self.base,
+                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+                "AIRFLOW__CORE__PARALLELISM": "4",
+                "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+                "AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC": "2",
+                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10"}
+
+    def migrate(self) -> float:
+        """The separate metadata DB (no cluster needed: runs while the bed starts)."""
+        from mm2_failover import localenv
+
+        t0 = time.monotonic()
+        self.home.mkdir(parents=True, exist_ok=True)
+        localenv.migrate_db(self.env("unused:1", "unused:1"))
+        return time.monotonic() - t0
+
+    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
+        from mm2_failover.bed import _pdeathsig  # own process group + SIGTERM if pytest dies
+
+        out = open(self.home / f"{name}.log", "ab")
+        self.procs[name] = subprocess.Popen([self.airflow, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig)
+        out.close()
+
+    def start_server_side(self) -> None:
+        """api-server and dag-processor: they need no cluster (tasks find the connections in their own
+        environment first), so they boot while the bed starts. No AIRFLOW_CONN_* in their environment."""
+        env = {k: v for k, v in self.env("unused:1", "unused:1").items() if not k.startswith("AIRFLOW_CONN_")}
+        self._spawn("api-server", ["api-server", "-H", "127.0.0.1", "-p", str(self.port), "-w", "1"], env)
+        self._spawn("dag-processor", ["dag-processor"], env)
+
+    def boot_server_side_async(self) -> None:
+        """Migrate and start the server side in a thread that stays alive until :meth:`stop`: the children get
+        PR_SET_PDEATHSIG, which fires when the *thread* that forked them ends."""
+
+        def run():
+            try:
+                self._boot["migrate_s"] = self.migrate()
+                self.start_server_side()
+            except BaseException as exc:  # reported by wait_server_side
+                self._boot["error"] = exc
+            finally:
+                self._booted.set()
+            self._release.wait()
+
+        self._spawner = threading.Thread(target=run, name="airflow-spawner", daemon=True)
+        self._spawner.start()
+
+    def wait_server_side(self, timeout: float = 180.0) -> float:
+        if not self._booted.wait(timeout):
+            raise AssertionError(f"airflow db migrate did not finish in {timeout:.0f}s")
+        if "error" in self._boot:
+            raise self._boot["error"]
+        return self._boot["migrate_s"]
+
+    def start_scheduler(self, source_bootstrap: str, target_bootstrap: str) -> None:
+        """The scheduler (LocalExecutor): its task processes inherit the bed's connections from it."""
+        self._spawn("scheduler", ["scheduler"], self.env(source_bootstrap, target_bootstrap))
+
+    def check_alive(self) -> None:
+        for name, p in self.procs.items():
+            if p.poll() is not None:
+                raise AssertionError(f"airflow {name} exited with {p.returncode}:\n{log_tail(self.home / f'{name}.log')}")
+
+    def stop(self, grace: float = 8.0) -> None:
+        for p in self.procs.values():  # each was started in its own process group (id = its pid)
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace
+        for p in self.procs.values():
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for p in self.procs.values():  # whatever is left of each group (workers, task runners, spark-submit)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            if p.poll() is None:
+                p.wait(5)
+        self._release.set()
+        if self._spawner is not None:
+            self._spawner.join(5)
+
+    def api(self, method: str, path: str, body: dict | None = None, timeout: float = 15.0):
+        req = urllib.request.Request(self.base + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read() or b"null")
+
+    def wait(self, cond, timeout: float, what: str, interval: float = 1.0):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            self.check_alive()
+            try:
+                v = cond()
+                if v:
+                    return v
+            except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError) as e:
+                last = e
+            time.sleep(interval)
+        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last})\n"
+                             + "\n".join(f"--- {n} ---\n{log_tail(self.home / f'{n}.log', 25)}" for n in self.procs))
+
+
+@pytest.fixture
+def airflow_stack(run_root):
+    """Airflow's three processes (started by the test once the bed is up); always stopped afterwards."""
+    stack = AirflowStack(run_root / "e2e-ui" / "airflow", run_root / "e2e-ui" / "artifacts")
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+def test_failover_run_in_the_real_ui(request, run_root, names):
+    # the browser first: a missing Chromium is a failure of this test, not a skip
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: install it (scripts/setup.sh does, as root: apt-get install chromium "
+                    "chromium-driver)")
+    from playwright.sync_api import expect, sync_playwright
+
+    from mm2_failover import scenario
+
+    t0 = time.monotonic()
+    af = request.getfixturevalue("airflow_stack")
+
+    af.boot_server_side_async()  # the separate DB, api-server, dag-processor: while the bed starts
+    bed = request.getfixturevalue("bed")
+    print(f"\n[ui] bed ready at {time.monotonic() - t0:.1f}s")
+    print(f"[ui] separate Airflow home {af.home} migrated in {af.wait_server_side():.1f}s")
+    af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap)
+    print(f"[ui] Airflow processes started at {time.monotonic() - t0:.1f}s on {af.base}")
+    # the scenario while Airflow boots
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
+                            partitions=3, produced=60, consumed_upto={0: 20, 1: 45, 2: 60}, batches=2, pause_s=0.2)
+    print(f"[ui] scenario ready at {time.monotonic() - t0:.1f}s: checkpoints "
+          f"{ {p: (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()} }")
+
+    health = af.wait(lambda: (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy" and h,
+                     90, "the API server and a healthy scheduler")
+    af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 60, "the dag-processor to register mm2_failover")
+    print(f"[ui] Airflow up at {time.monotonic() - t0:.1f}s: {health}")
+    af.api("PATCH", "/api/v2/dags/mm2_failover", {"is_paused": False})
+    run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
+                 {"logical_date": None, "conf": {"groups_regex": names["group"], "drain_quiet_seconds": 1}})
+    run_id = run["dag_run_id"]
+
+    def finished():
+        r = af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{quote(run_id, safe='')}")
+        return r if r["state"] in ("success", "failed") else None
+
+    try:
+        final = af.wait(finished, BUDGET_S - 50 - (time.monotonic() - t0), f"run {run_id} to finish", interval=2)
+    finally:
+        tis = af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{quote(run_id, safe='')}/taskInstances")
+        states = {ti["task_id"]: (ti["state"], ti["try_number"]) for ti in tis["task_instances"]}
+        print(f"[ui] run {run_id} at {time.monotonic() - t0:.1f}s: {states}")
+    if final["state"] != "success":
+        logs = sorted((af.home / "logs").rglob("*.log"))
+        pytest.fail(f"run {final['state']}: {states}\n" + "\n".join(f"--- {p} ---\n{log_tail(p, 30)}" for p in logs[-4:]))
+
+    from mm2_failover.ui import safe_name
+
+    report_json = run_root / "e2e-ui" / "artifacts" / "mm2_failover" / safe_name(run_id) / "report.json"
+    report = json.loads(report_json.read_text())
+    assert report["outcome"] == "succeeded" and report["totals"]["committed"] == 3
+    assert [g["group"] for g in report["groups"]] == [names["group"]]
+
+    shots = run_root / "e2e-ui" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(45_000)
+
+            # 1. the DAG's grid: every task of the run is listed
+            page.goto(f"{af.base}/dags/mm2_failover")
+            for task in FAILOVER_TASKS:
+                expect(page.get_by_text(task, exact=True).first).to_be_visible()
+            page.screenshot(path=str(shots / "1-dag-grid.png"), full_page=True)
+
+            # 2. the plugin's menu page: the run is listed, inside Airflow's UI (an iframe on /plugin/<route>)
+            page.goto(f"{af.base}/plugin/mm2-failover")
+            frame = page.frame_locator("iframe").first
+            expect(frame.locator("table.runs")).to_contain_text(run_id)
+            expect(frame.locator("table.runs")).to_contain_text("SUCCEEDED")
+            expect(frame.locator("footer")).to_contain_text("not behind Airflow's login")
+            page.screenshot(path=str(shots / "2-plugin-runs.png"), full_page=True)
+
+            # 3. the run's "Failover report" tab: the per-group table names the group
+            page.goto(f"{af.base}/dags/mm2_failover/runs/{quote(run_id, safe='')}/plugin/mm2-failover-run")
+            frame = page.frame_locator("iframe").first
+            expect(frame.locator("table.groups")).to_contain_text(names["group"])
+            expect(frame.locator("table.totals")).to_be_visible()
+            expect(frame.get_by_role("link", name="report.json")).to_be_visible()
+            page.screenshot(path=str(shots / "3-run-report-tab.png"), full_page=True)
+
+            # 4. the report page on its own (what the iframe shows), full height
+            page.goto(f"{af.base}/mm2/runs/mm2_failover/{quote(run_id, safe='')}")
+            expect(page.locator("table.groups")).to_contain_text(names["group"])
+            expect(page.locator("h1")).to_contain_text("Failover report")
+            page.screenshot(path=str(shots / "4-report-page.png"), full_page=True)
+        finally:
+            browser.close()
+    for s in sorted(shots.glob("*.png")):
+        assert s.stat().st_size > 10_000, f"{s} looks empty"
+        print(f"[ui] screenshot: {s}")
+    print(f"[ui] done at {time.monotonic() - t0:.1f}s")

@@ -1,0 +1,96 @@
+"""The latest-checkpoint Spark job on checkpoint records MM2 wrote: bounded by the captured end offsets,
+tombstones, quarantine of bad records, regressions and the `max` policy. Bad records are forged with the
+project's encoder next to MM2's real ones (MM2 itself never writes them). So that the forged records do not
+reach the other tests on the shared bed, the test copies MM2's real records (raw bytes) of its group into a
+checkpoint topic of its own, under its own source alias, and adds the forged ones there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mm2_failover import checkpoints as cpf
+from mm2_failover import scenario, steps
+from mm2_failover.spark import job_submission, spark_submit
+
+pytestmark = [pytest.mark.bed, pytest.mark.spark]
+
+
+def produce_raw(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap})
+    for k, v in records:
+        p.produce(topic, key=k, value=v, partition=0)
+    assert p.flush(30) == 0
+
+
+def read_parquet(path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(str(path)).to_pylist()
+
+
+def test_job_is_bounded_handles_tombstones_quarantines_bad_records_and_reports_regressions(prepared):
+    p = prepared
+    g = p.names["group"]
+    rt = p.prep[g].replica_topic
+    real = p.prep[g].checkpoints
+    alias = "jobtest" + p.names["group"][-6:]
+    cp_topic = f"{alias}.checkpoints.internal"
+    p.target.create_topic(cp_topic, 1)
+    mm2_records = [(k, v) for _t, _p, _o, k, v, _ts in p.target.read(p.target.offsets([(p.bed.checkpoints_topic, 0)]))
+                   if k and k.startswith(cpf.encode_key(g, rt, 0)[:2 + len(g.encode())])]
+    assert len(mm2_records) >= 3  # what MM2 wrote for the group, byte for byte
+    produce_raw(p.bed.target_bootstrap, cp_topic, mm2_records)
+    gone, back = g + "-gone", g + "-back"
+    bad = [
+        (cpf.encode_key(g + "-x", rt, 0), cpf.encode_value(5, 5)[:-3]),  # value truncated
+        (cpf.encode_key(g + "-x", rt, 0)[:5], cpf.encode_value(5, 5)),  # key truncated
+        (cpf.encode_key(g + "-x", rt, 0), cpf.encode_value(5, 5, version=7)),  # unknown version
+        (cpf.encode_key(g + "-x", rt, 0), cpf.encode_value(-4, 5)),  # negative offset
+        (b"\x00\x02\xff\xfe" + cpf.encode_key("", rt, 0)[2:], cpf.encode_value(5, 5)),  # group not UTF-8
+    ]
+    produce_raw(p.bed.target_bootstrap, cp_topic, [
+        (cpf.encode_key(gone, rt, 0), cpf.encode_value(10, 10)),
+        (cpf.encode_key(gone, rt, 0), None),  # tombstone: the key is deleted
+        (cpf.encode_key(back, rt, 0), cpf.encode_value(60, 50)),
+        (cpf.encode_key(back, rt, 0), cpf.encode_value(61, 10)),  # went backwards (an MM2 restart)
+        *bad,
+    ])
+    params = p.params(groups_regex=f"{g}.*", source_alias=alias)
+    snap = steps.capture_snapshot(p.target, params, p.art, p.source)
+    # written after the snapshot: must not influence the result, although it is in the topic when Spark reads
+    produce_raw(p.bed.target_bootstrap, cp_topic, [(cpf.encode_key(g, rt, 0), cpf.encode_value(99, 99))])
+
+    args, env, conf = job_submission(params, p.art, snap, p.target.conf)
+    assert spark_submit("local[2]", args, env, conf) == 3  # more bad records than max_quarantined_records=0
+    summary = json.loads(p.art.checkpoints_summary.read_text())
+    assert summary["quarantined"] == 5
+    assert summary["quarantined_by_reason"] == {"invalid_utf8": 1, "key_truncated": 1, "negative_offset": 1,
+                                                "unknown_version": 1, "value_truncated": 1}
+    quarantine = read_parquet(summary["quarantine_output"])
+    assert sorted(r["reason"] for r in quarantine) == sorted(summary["quarantined_by_reason"])
+    assert all(r["source_alias"] == alias and r["checkpoint_offset"] >= 0 for r in quarantine)
+    assert {bytes.fromhex(r["key_hex"]) for r in quarantine} == {k for k, _ in bad}
+
+    rows = {(r["group"], r["partition"]): r for r in read_parquet(p.art.checkpoints)}
+    # the real MM2 checkpoints of the group, not the one written after the capture
+    assert {k[1]: r["downstream_offset"] for k, r in rows.items() if k[0] == g} == \
+        {part: c.downstream_offset for part, c in real.items()}
+    assert (gone, 0) not in rows
+    assert rows[(back, 0)]["downstream_offset"] == 10 and rows[(back, 0)]["regressed"]
+    assert summary["regressions"] == 1
+    reg = read_parquet(summary["regressions_output"])
+    assert [(r["group"], r["from_downstream_offset"], r["to_downstream_offset"]) for r in reg] == [(back, 50, 10)]
+    assert reg[0]["from_checkpoint_offset"] < reg[0]["to_checkpoint_offset"]
+    assert any("went backwards" in w for w in steps.checkpoint_warnings(summary))
+
+    # the operator's choice: keep the highest checkpoint for keys that went backwards
+    params = p.params(groups_regex=f"{g}.*", source_alias=alias, checkpoint_policy="max", max_quarantined_records=5)
+    args, env, conf = job_submission(params, p.art, snap, p.target.conf)
+    assert spark_submit("local[2]", args, env, conf) == 0
+    rows = {(r["group"], r["partition"]): r for r in read_parquet(p.art.checkpoints)}
+    assert (rows[(back, 0)]["downstream_offset"], rows[(back, 0)]["upstream_offset"]) == (50, 60)
+    assert rows[(g, 0)]["downstream_offset"] == real[0].downstream_offset

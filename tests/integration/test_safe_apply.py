@@ -1,0 +1,133 @@
+"""The safety rules against real brokers with checkpoints real MM2 wrote: the empty-group gate, no rewind,
+retention clamps, existing commits, refusals between gate and apply, retries, backup and rollback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mm2_failover import plan as planmod
+from mm2_failover import steps
+
+pytestmark = [pytest.mark.bed]
+
+
+def test_live_consumer_on_target_is_named_and_refused_by_the_broker(prepared, live_consumer):
+    p = prepared
+    snap = p.snapshot_and_checkpoints()
+    plan = steps.make_plan(p.target, p.params(), p.art, snap)
+    rt = p.prep[p.names["group"]].replica_topic
+    lc = live_consumer(p.bed.target_bootstrap, p.names["group"], rt, client_id="orders-on-backup")
+    lc.wait_stable(p.target, p.names["group"])
+    live = steps.live_groups(p.target, plan.groups())
+    assert [s.group for s in live] == [p.names["group"]]
+    assert live[0].members[0].client_id == "orders-on-backup"
+    assert "orders-on-backup" in live[0].describe() and "/127.0.0.1" in live[0].describe()
+    # if a consumer joins after the gate, the broker itself refuses and the group is reported, not moved
+    res = steps.apply_plan(p.target, plan)
+    assert list(res.refused) == [p.names["group"]] and not res.applied
+    lc.stop()
+    assert p.target.committed(p.names["group"]) == {}
+
+
+def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_finishes(bed, source, target, names,
+                                                                                        run_root, live_consumer):
+    from mm2_failover import scenario
+    from tests.integration.conftest import Prepared
+
+    g1, g2 = names["group"] + "-a", names["group"] + "-b"
+    prep1 = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g1, topic=names["topic"], partitions=2,
+                             produced=60, consumed_upto={0: 60, 1: 60})
+    last = scenario.consume_and_commit(bed.source_bootstrap, g2, names["topic"], {0: 60, 1: 60})
+    assert last == {0: 59, 1: 59}
+    scenario.wait_checkpointed(target, bed.checkpoints_topic, g2, prep1.replica_topic, 2)
+    p = Prepared(bed, source, target, names, run_root, [g1, g2], {g1: prep1})
+    snap = p.snapshot_and_checkpoints()
+    plan = steps.make_plan(target, p.params(), p.art, snap)
+    assert plan.groups() == [g1, g2]
+    assert steps.live_groups(target, plan.groups()) == []  # the gate passes...
+    lc = live_consumer(bed.target_bootstrap, g2, prep1.replica_topic)  # ...then g2 starts on the target
+    lc.wait_stable(target, g2)
+    res = steps.apply_plan(target, plan)
+    assert set(res.applied) == {g1} and set(res.refused) == {g2}
+    assert target.committed(g1) == plan.writes()[g1]
+    assert target.committed(g2) == {}
+    lc.stop()
+    # the retry writes only what is missing
+    res2 = steps.apply_plan(target, plan)
+    assert set(res2.applied) == {g2} and res2.unchanged == [g1] and not res2.refused
+    assert steps.planmod.verify(plan, steps.committed_offsets(target, plan.groups())) == []
+
+
+def test_target_commit_ahead_is_kept_unless_allow_rewind(prepared):
+    p = prepared
+    g = p.names["group"]
+    rt = p.prep[g].replica_topic
+    snap = p.snapshot_and_checkpoints()
+    p.target.alter_offsets(g, {(rt, 0): 90})  # the group already ran on the target, further than the checkpoint
+    with pytest.raises(planmod.PlanError, match="already have different committed offsets"):
+        steps.make_plan(p.target, p.params(), p.art, snap)
+    kept = steps.make_plan(p.target, p.params(on_existing_target_offsets="overwrite"), p.art, snap)
+    row0 = next(r for r in kept.rows if r.partition == 0)
+    assert (row0.action, row0.reason, row0.current_offset) == ("skip", "target_ahead", 90)
+    p.art.plan_json.unlink()
+    rewound = steps.make_plan(p.target, p.params(on_existing_target_offsets="overwrite", allow_rewind=True), p.art, snap)
+    row0 = next(r for r in rewound.rows if r.partition == 0)
+    assert row0.action == "commit" and row0.planned_offset == row0.downstream_offset < 90
+    steps.apply_plan(p.target, rewound)
+    assert p.target.committed(g)[(rt, 0)] == row0.planned_offset
+
+
+def test_records_deleted_by_retention_clamp_to_log_start(prepared):
+    from mm2_failover import scenario
+
+    p = prepared
+    g = p.names["group"]
+    rt = p.prep[g].replica_topic
+    cp0 = p.prep[g].checkpoints[0].downstream_offset
+    p.target.delete_records({(rt, 0): cp0 + 10})  # retention removed the records at the checkpoint
+    snap = p.snapshot_and_checkpoints()
+    plan = steps.make_plan(p.target, p.params(), p.art, snap)
+    row0 = next(r for r in plan.rows if r.partition == 0)
+    assert (row0.action, row0.reason, row0.planned_offset, row0.retention_gap) == ("clamp", "retention_gap", cp0 + 10, 10)
+    steps.take_backup(p.target, plan, p.art)
+    steps.apply_plan(p.target, plan)
+    rep = steps.verify_run(p.target, plan, p.art, p.params(), "test", "clamp")
+    assert rep["outcome"] == "succeeded" and rep["totals"]["clamped"] == 1
+    assert rep["totals"]["records_lost_to_retention"] == 10
+    first = scenario.first_records_on_target(p.bed.target_bootstrap, g, rt, 3)
+    assert first[0] == cp0 + 10
+
+
+def test_existing_commits_policies(prepared):
+    p = prepared
+    g = p.names["group"]
+    rt = p.prep[g].replica_topic
+    snap = p.snapshot_and_checkpoints()
+    p.target.alter_offsets(g, {(rt, 1): 0})
+    skip = steps.make_plan(p.target, p.params(on_existing_target_offsets="skip"), p.art, snap)
+    assert {(r.action, r.reason) for r in skip.rows} == {("skip", "existing_target_offsets")}
+    assert steps.apply_plan(p.target, skip).applied == {}
+    assert p.target.committed(g) == {(rt, 1): 0}
+
+
+def test_backup_then_rollback_restores_the_exact_prior_state_including_absence(prepared):
+    p = prepared
+    g = p.names["group"]
+    rt = p.prep[g].replica_topic
+    snap = p.snapshot_and_checkpoints()
+    p.target.alter_offsets(g, {(rt, 2): 3})  # before the run: a commit on partition 2 only
+    params = p.params(on_existing_target_offsets="overwrite", allow_rewind=True)
+    plan = steps.make_plan(p.target, params, p.art, snap)
+    backup = steps.take_backup(p.target, plan, p.art)
+    assert backup["groups"][g][rt] == {"0": None, "1": None, "2": 3}
+    steps.apply_plan(p.target, plan)
+    assert set(p.target.committed(g)) == {(rt, 0), (rt, 1), (rt, 2)}
+    # a second take_backup (a retry) keeps the state from before the run
+    assert steps.take_backup(p.target, plan, p.art) == backup
+    res = steps.rollback(p.target, json.loads(p.art.backup.read_text()))
+    assert res.applied == {g: 3} and not res.refused
+    assert p.target.committed(g) == {(rt, 2): 3}
+    assert steps.verify_rollback(p.target, backup) == []
+    assert steps.rollback(p.target, backup).unchanged == [g]  # idempotent

@@ -1,0 +1,47 @@
+"""The command line's contract: help, and exit codes a script can rely on (no Kafka needed for these)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args, env=None):
+    import os
+
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
+    e.update({"PYTHONPATH": str(REPO / "plugins"), **(env or {})})
+    return subprocess.run([sys.executable, "-m", "mm2_failover", *args], capture_output=True, text=True, env=e,
+                          timeout=120)
+
+
+def test_help_explains_every_command():
+    r = cli("--help")
+    assert r.returncode == 0
+    for cmd in ("plan", "apply", "verify", "rollback"):
+        assert cmd in r.stdout
+    assert "Exit codes" in r.stdout
+
+
+def test_no_target_is_a_usage_error():
+    r = cli("plan", "--run-dir", "/tmp/mm2-cli-none")
+    assert r.returncode == 2 and "no target cluster" in r.stderr
+
+
+def test_unreachable_target_exits_4_naming_it(tmp_path):
+    r = cli("--target-bootstrap", "127.0.0.1:1", "--timeout", "2", "plan", "--run-dir", str(tmp_path))
+    assert r.returncode == 4, r.stderr
+    assert "127.0.0.1:1" in r.stderr and "reachable" in r.stderr
+
+
+def test_target_from_the_airflow_connection_variable(tmp_path):
+    conn = json.dumps({"conn_type": "kafka", "extra": {"bootstrap.servers": "127.0.0.1:2"}})
+    r = cli("--timeout", "2", "verify", "--run-dir", str(tmp_path), env={"AIRFLOW_CONN_KAFKA_TARGET": conn})
+    assert r.returncode == 2 and "no plan" in r.stderr
+
+
+def test_missing_backup_is_a_usage_error(tmp_path):
+    r = cli("--target-bootstrap", "127.0.0.1:1", "--timeout", "2", "rollback", "--backup", str(tmp_path / "nope.json"))
+    assert r.returncode == 2 and "no backup" in r.stderr

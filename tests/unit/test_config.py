@@ -1,0 +1,148 @@
+"""config.java_client_options: a connection's librdkafka settings -> the Java client's, for Spark's Kafka source."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mm2_failover.config import java_client_options
+
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+JAVA_KEYS = {"bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.type",
+             "ssl.truststore.location", "ssl.endpoint.identification.algorithm", "sasl.kerberos.service.name",
+             "client.id"}
+
+
+@pytest.fixture(autouse=True)
+def no_override(monkeypatch):
+    monkeypatch.delenv("MM2_FAILOVER_SPARK_KAFKA_OPTIONS", raising=False)
+
+
+def java_unquote(jaas: str, option: str) -> str:
+    """The value of ``option="..."`` as Kafka's JaasConfig reads it (java.io.StreamTokenizer quoted strings:
+    backslash escapes \\\\ \\" \\t \\n ..., any other escaped character stands for itself)."""
+    start = jaas.index(f'{option}="') + len(option) + 2
+    out, i = [], start
+    escapes = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+    while i < len(jaas):
+        c = jaas[i]
+        if c == '"':
+            return "".join(out)
+        if c == "\\":
+            i += 1
+            out.append(escapes.get(jaas[i], jaas[i]))
+        else:
+            out.append(c)
+        i += 1
+    raise ValueError(f"unterminated quoted string in {jaas!r}")
+
+
+def test_plaintext():
+    assert java_client_options({"bootstrap.servers": "h1:9092,h2:9092"}) == {"bootstrap.servers": "h1:9092,h2:9092"}
+
+
+def test_sasl_plain():
+    out = java_client_options({"bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL",
+                               "sasl.mechanisms": "PLAIN", "sasl.username": "alice", "sasl.password": "s3cret"})
+    assert out == {
+        "bootstrap.servers": "b:9093",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": f'{PLAIN} required username="alice" password="s3cret";',
+    }
+
+
+def test_sasl_plain_is_the_default_mechanism():
+    out = java_client_options({"sasl.username": "alice", "sasl.password": "pw"})
+    assert out["sasl.jaas.config"] == f'{PLAIN} required username="alice" password="pw";'
+    assert "sasl.mechanism" not in out  # the Java client's default is GSSAPI: the connection should say PLAIN
+
+
+@pytest.mark.parametrize("key", ["sasl.mechanisms", "sasl.mechanism"])
+@pytest.mark.parametrize("mech", ["SCRAM-SHA-256", "SCRAM-SHA-512", "scram-sha-512"])
+def test_sasl_scram(key, mech):
+    out = java_client_options({"security.protocol": "SASL_PLAINTEXT", key: mech, "sasl.username": "bob",
+                               "sasl.password": "pw"})
+    assert out["sasl.mechanism"] == mech
+    assert out["sasl.jaas.config"] == f'{SCRAM} required username="bob" password="pw";'
+    assert out["security.protocol"] == "SASL_PLAINTEXT"
+
+
+def test_java_style_mechanism_wins_over_librdkafka_style():
+    out = java_client_options({"sasl.mechanism": "SCRAM-SHA-256", "sasl.mechanisms": "PLAIN", "sasl.username": "u"})
+    assert out["sasl.mechanism"] == "SCRAM-SHA-256" and out["sasl.jaas.config"].startswith(SCRAM)
+
+
+def test_missing_password_is_empty():
+    assert java_client_options({"sasl.username": "u"})["sasl.jaas.config"] == f'{PLAIN} required username="u" password="";'
+
+
+@pytest.mark.parametrize("password", ['with"quote', '"', "pl@in:;=,{}'", "\u00e9\u20ac\U0001f642"])
+def test_jaas_values_read_back_as_given(password):
+    jaas = java_client_options({"sasl.username": f"us{password}er", "sasl.password": password})["sasl.jaas.config"]
+    assert java_unquote(jaas, "password") == password
+    assert java_unquote(jaas, "username") == f"us{password}er"
+    assert jaas.endswith('";')
+
+
+@pytest.mark.parametrize("password", ["back\\slash", "ends\\", "tab\\tx", 'a\\"b'])
+def test_jaas_values_with_backslashes_read_back_as_given(password):
+    jaas = java_client_options({"sasl.username": "u", "sasl.password": password})["sasl.jaas.config"]
+    assert java_unquote(jaas, "password") == password
+
+
+def test_pem_ca():
+    out = java_client_options({"security.protocol": "SSL", "ssl.ca.location": "/etc/kafka/ca.pem"})
+    assert out == {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+                   "ssl.truststore.location": "/etc/kafka/ca.pem"}
+
+
+def test_same_named_settings_pass_through_as_strings():
+    out = java_client_options({"ssl.endpoint.identification.algorithm": "https", "sasl.kerberos.service.name": "kafka",
+                               "client.id": 42})
+    assert out == {"ssl.endpoint.identification.algorithm": "https", "sasl.kerberos.service.name": "kafka",
+                   "client.id": "42"}
+
+
+def test_endpoint_identification_none_is_translated():
+    assert java_client_options({"ssl.endpoint.identification.algorithm": "none"}) == \
+        {"ssl.endpoint.identification.algorithm": ""}
+
+
+def test_no_unrelated_librdkafka_keys_leak():
+    conf = {
+        "bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "u", "sasl.password": "p", "ssl.ca.location": "/ca.pem",
+        # librdkafka-only or meaningless for Spark's source: must not be passed on
+        "enable.ssl.certificate.verification": "false", "ssl.key.location": "/k.pem", "ssl.certificate.location": "/c.pem",
+        "ssl.key.password": "kp", "debug": "all", "socket.keepalive.enable": "true", "statistics.interval.ms": "1000",
+        "group.id": "g", "enable.auto.commit": "false", "api.version.request": "true", "log_level": 7,
+        "client.rack": "r1", "topic.metadata.refresh.interval.ms": "1000", "sasl.oauthbearer.config": "x",
+    }
+    out = java_client_options(conf)
+    assert set(out) == {"bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.jaas.config",
+                        "ssl.truststore.type", "ssl.truststore.location"}
+    assert set(out) <= JAVA_KEYS
+    assert all(isinstance(v, str) for v in out.values())
+    assert "sasl.username" not in out and "sasl.password" not in out and "sasl.mechanisms" not in out
+    assert conf["sasl.username"] == "u"  # the input is not modified
+
+
+def test_env_override_is_merged_over(monkeypatch):
+    conf = {"bootstrap.servers": "b:9093", "sasl.username": "u", "sasl.password": "p", "ssl.ca.location": "/ca.pem"}
+    monkeypatch.setenv("MM2_FAILOVER_SPARK_KAFKA_OPTIONS", json.dumps({
+        "ssl.truststore.location": "/other.pem", "kafka.request.timeout.ms": 60000,
+        "sasl.login.callback.handler.class": "com.example.Handler"}))
+    out = java_client_options(conf)
+    assert out["ssl.truststore.location"] == "/other.pem"  # overridden
+    assert out["kafka.request.timeout.ms"] == "60000"  # added, as a string
+    assert out["sasl.login.callback.handler.class"] == "com.example.Handler"
+    assert out["ssl.truststore.type"] == "PEM" and out["bootstrap.servers"] == "b:9093"  # the rest stays
+    assert out["sasl.jaas.config"] == f'{PLAIN} required username="u" password="p";'
+
+
+def test_empty_env_override_changes_nothing(monkeypatch):
+    monkeypatch.setenv("MM2_FAILOVER_SPARK_KAFKA_OPTIONS", "")
+    assert java_client_options({"bootstrap.servers": "b:1"}) == {"bootstrap.servers": "b:1"}

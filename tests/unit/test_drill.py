@@ -1,0 +1,248 @@
+"""The DR drill's pure parts (write gate, re-read estimate, checkpoint age, lag, findings) and its apply step
+with a fake target: nothing is ever written unless a non-empty prefix allows it, and then only those groups."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from mm2_failover import drill
+from mm2_failover.kafka_io import GroupState, Member
+from mm2_failover.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def rows():
+    return [
+        PlanRow("primary", "drill-a", "primary.t", 0, 40, 40, None, 40, COMMIT),
+        PlanRow("primary", "drill-a", "primary.t", 1, 50, 1, None, 1, COMMIT),
+        PlanRow("primary", "drill-a", "primary.t", 2, None, None, None, None, SKIP, "no_checkpoint"),
+        PlanRow("primary", "orders", "primary.u", 0, 10, 3, None, 10, CLAMP, "retention_gap", 10, 90, 7),
+        PlanRow("primary", "drilling", "primary.u", 0, 20, 20, None, 20, COMMIT),
+    ]
+
+
+# ------------------------------------------------------------------------------------------ the write gate
+
+
+@pytest.mark.parametrize("prefix", ["", None, "   ", "\t"])
+def test_no_prefix_means_nothing_is_writable(prefix):
+    assert drill.writable_plan(Plan(rows()), prefix).rows == []
+
+
+def test_prefix_selects_only_groups_starting_with_it():
+    sub = drill.writable_plan(Plan(rows()), "drill-")
+    assert sub.groups() == ["drill-a"] and sub.writes() == {"drill-a": {("primary.t", 0): 40, ("primary.t", 1): 1}}
+    # a prefix is literal, not a regex; and it is a prefix, not a substring
+    assert drill.writable_plan(Plan(rows()), ".*").rows == []
+    assert drill.writable_plan(Plan(rows()), "rders").rows == []
+    assert drill.writable_plan(Plan(rows()), "drill").groups() == ["drill-a", "drilling"]
+
+
+def test_prefix_must_be_a_string():
+    with pytest.raises(ValueError):
+        drill.normalize_prefix(["drill-"])
+
+
+# ------------------------------------------------------------------------------------------ estimates
+
+
+def test_reread_estimate_per_partition():
+    plan_rows = [r.as_dict() for r in rows()]
+    est = {(x["group"], x["partition"], x["topic"]): x for x in drill.estimate_reread(
+        plan_rows, {("drill-a", "primary.t", 0): 45})}
+    a0 = est[("drill-a", 0, "primary.t")]
+    assert (a0["source_committed"], a0["behind_commit"], a0["reread"]) == (45, 5, 5)  # consumed after the checkpoint
+    a1 = est[("drill-a", 1, "primary.t")]
+    assert (a1["source_committed"], a1["behind_commit"], a1["reread"]) == (None, None, 49)  # translation slack
+    assert ("drill-a", 2, "primary.t") not in est  # skipped: nothing planned, nothing re-read
+    assert est[("orders", 0, "primary.u")]["reread"] == 0  # clamped up to the log start: nothing to re-read
+
+
+def test_reread_not_guessed_when_offsets_are_not_aligned():
+    r = PlanRow("primary", "g", "primary.t", 0, 5, 900, None, 900, COMMIT).as_dict()
+    [x] = drill.estimate_reread([r], {("g", "primary.t", 0): 5})
+    assert x["reread"] is None and "not estimated" in x["note"]
+
+
+def test_checkpoint_ages_accept_datetimes_naive_or_aware_and_epoch_ms():
+    cap = "2026-11-23T10:00:00.000+00:00"
+    ages = drill.checkpoint_ages([
+        {"group": "g", "topic": "t", "partition": 0, "checkpoint_timestamp": datetime(2026, 11, 23, 9, 59, 30)},
+        {"group": "g", "topic": "t", "partition": 1,
+         "checkpoint_timestamp": datetime(2026, 11, 23, 8, 0, tzinfo=timezone.utc)},
+        {"group": "g", "topic": "t", "partition": 2, "checkpoint_timestamp": 1795427940000},  # 09:59:00Z
+        {"group": "g", "topic": "t", "partition": 3, "checkpoint_timestamp": None},
+    ], cap)
+    assert [a["age_seconds"] for a in ages] == [30.0, 7200.0, 60.0, None]
+
+
+def test_replication_lag_from_a_drain_observation():
+    lag = drill.replication_lag([
+        {"topic": "t", "partition": 0, "replica_topic": "primary.t", "source_end": 100, "moved": 4, "replicated": 89,
+         "replica_end": 95, "state": "producers still writing"},
+        {"topic": "t", "partition": 1, "replica_topic": "primary.t", "source_end": 50, "moved": 0, "replicated": None,
+         "replica_end": 50, "state": "drained"},
+    ])
+    assert [(x["lag_records"], x["mm2_progress_lag"], x["producers_active"]) for x in lag] == [(5, 10, True), (0, None, False)]
+
+
+def test_partitions_without_checkpoints_include_source_commits_never_checkpointed():
+    plan_rows = [r.as_dict() for r in rows()]
+    sgo = {"drill-a": {"t": {"0": 45, "3": 7}, "v": {"0": 1}}, "unknown": {"t": {"0": 1}}}
+    missing = drill.partitions_without_checkpoints(plan_rows, sgo, lambda t: f"primary.{t}")
+    assert [(m["group"], m["topic"], m["partition"]) for m in missing] == [
+        ("drill-a", "primary.t", 2), ("drill-a", "primary.t", 3), ("drill-a", "primary.v", 0)]
+
+
+def test_build_drill_report_totals_findings_and_markdown():
+    plan_rows = [r.as_dict() for r in rows()]
+    snap = {"captured_at": "2026-11-23T10:00:00+00:00", "source_alias": "primary",
+            "source_group_offsets": {"drill-a": {"t": {"0": 45, "1": 50}}, "orders": {"u": {"0": 10}},
+                                     "lost-group": {"t": {"0": 3}}}}
+    cps = [{"group": r.group, "topic": r.topic, "partition": r.partition,
+            "checkpoint_timestamp": datetime(2026, 11, 23, 9, 58, tzinfo=timezone.utc)}
+           for r in rows() if r.upstream_offset is not None]
+    d = drill.build_drill_report(
+        dag_id="mm2_failover_drill", run_id="scheduled__x", params={"groups_regex": ".*"}, snapshot=snap,
+        plan_rows=plan_rows, checkpoints=cps,
+        drain_rows=[{"topic": "t", "partition": 0, "replica_topic": "primary.t", "source_end": 100, "moved": 3,
+                     "replicated": 96, "replica_end": 97, "state": "producers still writing"}],
+        live_target_groups=["orders"], replica_topic_of=lambda t: f"primary.{t}", plan_refusal=None,
+        writes={"prefix": "", "applied": {}})
+    t = d["totals"]
+    assert t["groups_covered"] == 3 and t["groups_without_checkpoints"] == 1
+    assert t["partitions_without_checkpoints"] == 1
+    assert t["checkpoint_age_max_seconds"] == 120.0
+    assert t["replication_lag_max_records"] == 3
+    assert t["records_reread_estimate"] == 5 + 49  # drill-a p0 behind commit, p1 translation slack
+    assert t["partitions_clamped"] == 1 and t["records_lost_to_retention"] == 7
+    assert t["live_groups_on_target"] == 1 and t["findings"] == len(d["findings"])
+    text = " | ".join(d["findings"])
+    for needle in ("lost-group", "no checkpoint", "oldest checkpoint", "replication lag", "re-read", "clamped",
+                   "live members on the TARGET"):
+        assert needle in text, needle
+    g = {x["group"]: x for x in d["groups"]}
+    assert g["drill-a"]["reread_estimate"] == 54 and g["drill-a"]["without_checkpoint"] == 1
+    assert g["orders"]["live_on_target"] and g["orders"]["retention_lost"] == 7
+    md = drill.render_drill_markdown(d)
+    assert md.startswith("# mm2-failover DR drill") and "| drill-a | 3 | 1 |" in md
+    json.dumps(d)  # plain data
+
+
+# ------------------------------------------------------------------------------------------ the apply step
+
+
+class FakeTarget:
+    conf = {"bootstrap.servers": "fake:9092"}
+
+    def __init__(self, live=()):
+        self.live = set(live)
+        self.commits: dict[str, dict] = {}
+        self.altered: list[str] = []
+
+    def committed_many(self, groups, window=32):
+        return {g: dict(self.commits.get(g, {})) for g in groups}
+
+    def describe_groups(self, groups):
+        return {g: GroupState(g, "STABLE", [Member("m", "c", "h")]) if g in self.live else GroupState(g, "UNKNOWN")
+                for g in groups}
+
+    def alter_many(self, offsets, window=32):
+        for g, o in offsets.items():
+            self.altered.append(g)
+            self.commits.setdefault(g, {}).update(o)
+        return {g: None for g in offsets}
+
+
+@pytest.fixture
+def drill_run(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mm2_failover import config, steps, tasks
+
+    monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(tmp_path))
+    art = steps.RunArtifacts(config.run_dir("mm2_failover_drill", "manual__1"))
+    art.checkpoints.mkdir(parents=True)
+    cps = [("drill-a", 0, 40, 40), ("drill-a", 1, 50, 1), ("orders", 0, 30, 30), ("drill-live", 0, 5, 5)]
+    pq.write_table(pa.Table.from_pylist([
+        {"source_alias": "primary", "group": g, "topic": "primary.t", "partition": p, "upstream_offset": u,
+         "downstream_offset": d, "metadata": "", "checkpoint_timestamp": datetime(2026, 11, 23, 9, 0)}
+        for g, p, u, d in cps]), str(art.checkpoints / "part-0.parquet"))
+    steps.write_json(art.snapshot, {"captured_at": "2026-11-23T10:00:00+00:00", "source_alias": "primary",
+                                    "replica_partitions": {"primary.t": 2},
+                                    "replica_log_start": {"primary.t": {"0": 0, "1": 0}},
+                                    "replica_log_end": {"primary.t": {"0": 100, "1": 100}},
+                                    "source_group_offsets": None})
+    target = FakeTarget(live=["drill-live"])
+    monkeypatch.setattr(tasks, "_cluster", lambda conn_id, role, timeout=15.0: target)
+
+    def run(**params):
+        ctx = {"dag": SimpleNamespace(dag_id="mm2_failover_drill"), "run_id": "manual__1",
+               "params": {"groups_regex": ".*", **params}}
+        return drill.plan_group_offsets(ctx)
+
+    return SimpleNamespace(art=art, target=target, run=run)
+
+
+def test_drill_apply_without_prefix_writes_nothing(drill_run):
+    out = drill_run.run()
+    assert drill_run.target.altered == [] and out["groups_written"] == []
+    assert drill_run.art.plan_json.exists() and not drill_run.art.backup.exists()
+    w = json.loads((drill_run.art.dir / drill.DRILL_WRITES_JSON).read_text())
+    assert w["prefix"] == "" and w["applied"] == {}
+
+
+def test_drill_apply_with_prefix_writes_only_those_groups_after_a_backup(drill_run):
+    out = drill_run.run(allow_drill_writes_for_prefix="drill-")
+    assert drill_run.target.altered == ["drill-a"]  # not 'orders', not the live 'drill-live'
+    assert drill_run.target.commits == {"drill-a": {("primary.t", 0): 40, ("primary.t", 1): 1}}
+    assert out["groups_written"] == ["drill-a"]
+    backup = json.loads(drill_run.art.backup.read_text())
+    assert set(backup["groups"]) == {"drill-a"}
+    w = json.loads((drill_run.art.dir / drill.DRILL_WRITES_JSON).read_text())
+    assert w["skipped_live"] == ["drill-live"] and w["mismatches"] == []
+
+
+def test_drill_apply_records_a_plan_refusal_instead_of_failing(drill_run):
+    drill_run.target.commits = {"orders": {("primary.t", 0): 3}}  # different commits already on the target
+    out = drill_run.run()
+    assert out["refused_plan"] is True and drill_run.target.altered == []
+    refusal = json.loads((drill_run.art.dir / drill.PLAN_REFUSAL_JSON).read_text())["refusal"]
+    assert "orders" in refusal
+
+
+# ------------------------------------------------------------------------------------------ the DAG
+
+
+def test_drill_dag_is_paused_scheduled_and_reuses_the_pipeline():
+    from airflow.dag_processing.dagbag import DagBag
+
+    from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
+    from mm2_failover.sensors.groups_empty import GroupsEmptySensor
+
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert bag.import_errors == {}
+    dag = bag.dags["mm2_failover_drill"]
+    assert dag.is_paused_upon_creation is True
+    assert dag.schedule == "0 3 1 * *"
+    order = ["measure_replication_lag", "capture_end_offsets", "compute_latest_checkpoints", "check_groups_empty",
+             "plan_group_offsets", "drill_report"]
+    assert sorted(dag.task_ids) == sorted(order)
+    for up, down in zip(order, order[1:]):
+        assert dag.get_task(down).upstream_task_ids == {up}
+    assert isinstance(dag.get_task("compute_latest_checkpoints"), LatestCheckpointsOperator)
+    gate = dag.get_task("check_groups_empty")
+    assert isinstance(gate, GroupsEmptySensor) and gate.soft_fail and gate.mode == "reschedule"
+    assert all(dag.get_task(t).retries > 0 for t in order)
+    assert "dry_run" not in dag.params and dag.params["allow_drill_writes_for_prefix"] == ""
+    assert dag.params["source_groups_must_be_empty"] is False
+    for name in dag.params:
+        p = dag.params.get_param(name)
+        assert p.schema.get("title") and p.description, name

@@ -1,0 +1,283 @@
+"""The failover plan (mm2_failover.plan): every rule of the module docstring, on hand-built inputs."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mm2_failover import plan as pm
+from mm2_failover.plan import LatestCheckpoint, PartitionBounds, PlanError, PlanRow
+
+T = "primary.orders"
+U = "primary.users"
+
+
+def cp(group="app", topic=T, partition=0, down=10, up=None, alias="primary", metadata=""):
+    return LatestCheckpoint(alias, group, topic, partition, 100 + down if up is None else up, down, metadata)
+
+
+def bounds(start=0, end=1000, topic=T, partitions=1):
+    return {(topic, p): PartitionBounds(start, end) for p in range(partitions)}
+
+
+def build(cps, b=None, current=None, parts=None, **kw):
+    return pm.build_plan(cps, bounds() if b is None else b, current or {}, parts or {T: 1}, **kw)
+
+
+def row(plan, group="app", topic=T, partition=0) -> PlanRow:
+    (r,) = [r for r in plan.rows if (r.group, r.topic, r.partition) == (group, topic, partition)]
+    return r
+
+
+# ----------------------------------------------------------------------------------- plain commits
+
+
+def test_a_checkpoint_inside_the_log_is_committed_as_is():
+    p = build([cp(down=10, up=110, metadata="m")], b=bounds(5, 20), current={"app": {}})
+    r = row(p)
+    assert (r.action, r.reason, r.planned_offset) == (pm.COMMIT, "", 10)
+    assert (r.upstream_offset, r.downstream_offset, r.current_offset) == (110, 10, None)
+    assert (r.log_start, r.log_end, r.retention_gap, r.metadata, r.source_alias) == (5, 20, 0, "m", "primary")
+    assert r.writes
+
+
+@pytest.mark.parametrize("down", [5, 20])
+def test_the_log_bounds_themselves_are_not_clamped(down):
+    r = row(build([cp(down=down)], b=bounds(5, 20)))
+    assert (r.action, r.planned_offset, r.retention_gap) == (pm.COMMIT, down, 0)
+
+
+def test_without_bounds_nothing_is_clamped():
+    r = row(build([cp(down=10**12)], b={}))
+    assert (r.action, r.planned_offset, r.log_start, r.log_end) == (pm.COMMIT, 10**12, None, None)
+
+
+# ----------------------------------------------------------------------------------- rule 1
+
+
+def test_missing_checkpoint_is_skipped_never_invented():
+    p = build([cp(partition=1, down=7)], b=bounds(0, 50, partitions=3), current={"app": {(T, 2): 4}},
+              parts={T: 3}, on_existing_target_offsets="overwrite")
+    assert [(r.partition, r.action, r.reason, r.planned_offset) for r in p.rows] == [
+        (0, pm.SKIP, pm.NO_CHECKPOINT, None),
+        (1, pm.COMMIT, "", 7),
+        (2, pm.SKIP, pm.NO_CHECKPOINT, None),
+    ]
+    r0, r2 = row(p, partition=0), row(p, partition=2)
+    assert (r0.upstream_offset, r0.downstream_offset, r0.current_offset, r0.log_start, r0.log_end) == (None, None, None, 0, 50)
+    assert r2.current_offset == 4 and r2.source_alias == "primary"
+    assert p.counts() == {pm.COMMIT: 1, pm.CLAMP: 0, pm.SKIP: 2}
+
+
+def test_only_topics_the_group_has_checkpoints_for_get_rows():
+    p = build([cp(group="a", topic=T), cp(group="b", topic=U)], b={}, parts={T: 2, U: 1})
+    assert sorted((r.group, r.topic, r.partition) for r in p.rows) == [("a", T, 0), ("a", T, 1), ("b", U, 0)]
+    assert p.groups() == ["a", "b"]
+
+
+# ----------------------------------------------------------------------------------- rule 2
+
+
+def test_below_the_log_start_is_clamped_with_the_retention_gap():
+    r = row(build([cp(down=3)], b=bounds(start=40, end=100)))
+    assert (r.action, r.reason, r.planned_offset, r.retention_gap) == (pm.CLAMP, pm.RETENTION_GAP, 40, 37)
+    assert r.writes and r.downstream_offset == 3
+
+
+def test_above_the_log_end_is_clamped_to_the_log_end():
+    r = row(build([cp(down=500)], b=bounds(start=0, end=120)))
+    assert (r.action, r.reason, r.planned_offset, r.retention_gap) == (pm.CLAMP, pm.BEYOND_LOG_END, 120, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6))
+def test_the_planned_offset_is_always_inside_the_log(down, start, length):
+    end = start + length
+    r = row(build([cp(down=down)], b=bounds(start, end)))
+    assert start <= r.planned_offset <= end
+    assert r.planned_offset == min(max(down, start), end)
+    assert r.retention_gap == max(0, start - down)
+    assert r.action == (pm.COMMIT if start <= down <= end else pm.CLAMP)
+
+
+# ----------------------------------------------------------------------------------- rule 3
+
+
+def conflict_input():
+    cps = [cp(group="a", partition=0, down=10), cp(group="a", partition=1, down=20),
+           cp(group="b", partition=0, down=30), cp(group="b", partition=1, down=40)]
+    current = {"a": {(T, 0): 10, (T, 1): 15}, "b": {}}  # a's partition 1 differs from the plan
+    return cps, bounds(0, 100, partitions=2), current, {T: 2}
+
+
+def test_existing_different_commits_fail_the_whole_plan_naming_the_groups():
+    cps, b, current, parts = conflict_input()
+    with pytest.raises(PlanError) as e:
+        pm.build_plan(cps, b, current, parts, on_existing_target_offsets="fail")
+    msg = str(e.value)
+    assert msg.startswith("1 group(s) already have different committed offsets on the target: a. Nothing was written.")
+    assert "on_existing_target_offsets=skip" in msg and "=overwrite" in msg
+
+
+def test_fail_names_at_most_20_groups():
+    cps = [cp(group=f"g{i:02d}") for i in range(25)]
+    current = {f"g{i:02d}": {(T, 0): 1} for i in range(25)}
+    with pytest.raises(PlanError) as e:
+        build(cps, current=current)
+    msg = str(e.value)
+    assert msg.startswith("25 group(s)")
+    assert "g19" in msg and "g20" not in msg and "g19 ..." in msg
+
+
+def test_fail_is_the_default():
+    with pytest.raises(PlanError):
+        build([cp(down=10)], current={"app": {(T, 0): 9}})
+
+
+def test_skip_leaves_only_the_conflicting_group_alone():
+    cps, b, current, parts = conflict_input()
+    p = pm.build_plan(cps, b, current, parts, on_existing_target_offsets="skip")
+    a = [(r.partition, r.action, r.reason, r.planned_offset, r.current_offset) for r in p.rows if r.group == "a"]
+    assert a == [(0, pm.SKIP, pm.EXISTING_TARGET_OFFSETS, None, 10), (1, pm.SKIP, pm.EXISTING_TARGET_OFFSETS, None, 15)]
+    assert [(r.partition, r.action, r.planned_offset) for r in p.rows if r.group == "b"] == [(0, pm.COMMIT, 30), (1, pm.COMMIT, 40)]
+    assert p.writes() == {"b": {(T, 0): 30, (T, 1): 40}}
+
+
+def test_skip_marks_every_row_of_the_group_even_the_ones_without_checkpoint():
+    p = build([cp(partition=0, down=10)], b=bounds(0, 100, partitions=2), parts={T: 2},
+              current={"app": {(T, 0): 3}}, on_existing_target_offsets="skip")
+    assert [(r.action, r.reason) for r in p.rows] == [(pm.SKIP, pm.EXISTING_TARGET_OFFSETS)] * 2
+
+
+def test_a_commit_on_a_partition_without_checkpoint_counts_as_different():
+    # the plan does not write partition 1, but the group has a commit there: that is a difference
+    with pytest.raises(PlanError):
+        build([cp(partition=0, down=10)], b=bounds(0, 100, partitions=2), parts={T: 2}, current={"app": {(T, 1): 3}})
+
+
+def test_overwrite_moves_the_group_forward():
+    cps, b, current, parts = conflict_input()
+    p = pm.build_plan(cps, b, current, parts, on_existing_target_offsets="overwrite")
+    assert [(r.group, r.partition, r.action, r.planned_offset) for r in p.rows] == [
+        ("a", 0, pm.COMMIT, 10), ("a", 1, pm.COMMIT, 20), ("b", 0, pm.COMMIT, 30), ("b", 1, pm.COMMIT, 40)]
+
+
+@pytest.mark.parametrize("policy", ["fail", "skip", "overwrite"])
+def test_commits_equal_to_the_plan_are_not_different(policy):
+    """A re-run after a successful apply converges: same plan, nothing left to write."""
+    cps = [cp(partition=0, down=3), cp(partition=1, down=500)]  # one clamp to the start, one to the end
+    b = {(T, 0): PartitionBounds(10, 100), (T, 1): PartitionBounds(10, 100)}
+    first = pm.build_plan(cps, b, {}, {T: 2}, on_existing_target_offsets=policy)
+    assert first.writes() == {"app": {(T, 0): 10, (T, 1): 100}}
+    applied = first.writes()
+    again = pm.build_plan(cps, b, applied, {T: 2}, on_existing_target_offsets=policy)
+    assert [(r.action, r.reason, r.planned_offset) for r in again.rows] == \
+        [(r.action, r.reason, r.planned_offset) for r in first.rows]
+    assert [r.current_offset for r in again.rows] == [10, 100]
+    assert pm.diff_to_apply(again, applied) == {}
+    assert pm.verify(again, applied) == []
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(PlanError, match="fail, skip or overwrite, not 'merge'"):
+        build([cp()], on_existing_target_offsets="merge")
+
+
+# ----------------------------------------------------------------------------------- rule 4
+
+
+def test_no_rewind_unless_allowed():
+    cps = [cp(partition=0, down=10), cp(partition=1, down=10), cp(partition=2, down=10)]
+    current = {"app": {(T, 0): 50, (T, 1): 5}}  # 0 ahead of the plan, 1 behind, 2 none
+    p = pm.build_plan(cps, bounds(0, 100, partitions=3), current, {T: 3}, on_existing_target_offsets="overwrite")
+    assert [(r.action, r.reason, r.planned_offset) for r in p.rows] == [
+        (pm.SKIP, pm.TARGET_AHEAD, None), (pm.COMMIT, "", 10), (pm.COMMIT, "", 10)]
+    p = pm.build_plan(cps, bounds(0, 100, partitions=3), current, {T: 3}, on_existing_target_offsets="overwrite",
+                      allow_rewind=True)
+    assert [(r.action, r.planned_offset) for r in p.rows] == [(pm.COMMIT, 10)] * 3
+
+
+def test_no_rewind_applies_to_the_clamped_offset():
+    # checkpoint 500 clamped to the log end 100; the target commit 80 is behind the clamped offset: commit
+    p = build([cp(down=500)], b=bounds(0, 100), current={"app": {(T, 0): 80}}, on_existing_target_offsets="overwrite")
+    assert (row(p).action, row(p).planned_offset) == (pm.CLAMP, 100)
+    # log start 40, checkpoint 3 -> 40; the target commit 60 is ahead of 40: kept
+    p = build([cp(down=3)], b=bounds(40, 100), current={"app": {(T, 0): 60}}, on_existing_target_offsets="overwrite")
+    assert (row(p).action, row(p).reason, row(p).planned_offset) == (pm.SKIP, pm.TARGET_AHEAD, None)
+
+
+# ----------------------------------------------------------------------------------- missing replicas
+
+
+def test_missing_replica_topic_raises_naming_it():
+    with pytest.raises(PlanError) as e:
+        pm.build_plan([cp(topic="primary.gone"), cp(topic=T)], {}, {}, {T: 1})
+    assert "do not exist on the target: topic primary.gone. Check the replication policy/separator" in str(e.value)
+
+
+def test_missing_replica_partition_raises_naming_it():
+    with pytest.raises(PlanError) as e:
+        pm.build_plan([cp(partition=0), cp(partition=3), cp(partition=5, topic=U), cp(topic="x.y")],
+                      {}, {}, {T: 2, U: 1})
+    msg = str(e.value)
+    assert "topic x.y, primary.orders[3], primary.users[5]." in msg
+    assert f"{T}[0]" not in msg
+
+
+# ----------------------------------------------------------------------------------- outputs
+
+
+def mixed_plan() -> pm.Plan:
+    cps = [cp(group="z-app", partition=1, down=7), cp(group="a,app", partition=0, down=2), cp(group="m", down=900)]
+    b = bounds(5, 100, partitions=2)
+    return pm.build_plan(cps, b, {}, {T: 2})
+
+
+def test_to_reset_csv_has_only_writing_rows_sorted_and_headerless():
+    p = mixed_plan()
+    assert p.counts() == {pm.COMMIT: 1, pm.CLAMP: 2, pm.SKIP: 3}
+    assert p.to_reset_csv() == (
+        '"a,app",primary.orders,0,5\n'  # clamped to the log start; a comma in a group id is quoted
+        "m,primary.orders,0,100\n"  # clamped to the log end
+        "z-app,primary.orders,1,7\n"
+    )
+    assert pm.Plan().to_reset_csv() == ""
+
+
+def test_writes_groups_and_dict_round_trip():
+    p = mixed_plan()
+    assert p.writes() == {"a,app": {(T, 0): 5}, "m": {(T, 0): 100}, "z-app": {(T, 1): 7}}
+    assert p.groups() == ["a,app", "m", "z-app"]
+    again = pm.Plan.from_dicts(p.as_dicts())
+    assert again == p and again.to_reset_csv() == p.to_reset_csv()
+    assert set(p.as_dicts()[0]) == {"source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset",
+                                    "current_offset", "planned_offset", "action", "reason", "log_start", "log_end",
+                                    "retention_gap", "metadata"}
+
+
+def test_verify_reports_every_writing_row_that_does_not_read_back():
+    p = mixed_plan()
+    committed = {"a,app": {(T, 0): 5}, "m": {(T, 0): 99}, "z-app": {(T, 0): 1}}
+    assert pm.verify(p, committed) == [
+        pm.Mismatch("m", T, 0, 100, 99),
+        pm.Mismatch("z-app", T, 1, 7, None),  # never written
+    ]
+    assert pm.verify(p, p.writes()) == []
+    assert pm.verify(p, {}) == [pm.Mismatch(g, t, q, o, None) for g, tp in sorted(p.writes().items())
+                                for (t, q), o in tp.items()]
+
+
+def test_diff_to_apply_is_what_the_target_does_not_have_yet():
+    p = mixed_plan()
+    assert pm.diff_to_apply(p, {}) == p.writes()
+    current = {"a,app": {(T, 0): 5}, "m": {(T, 0): 3, (T, 1): 100}}
+    assert pm.diff_to_apply(p, current) == {"m": {(T, 0): 100}, "z-app": {(T, 1): 7}}
+    assert pm.diff_to_apply(p, p.writes()) == {}
+
+
+def test_skipped_rows_are_never_written_or_verified():
+    p = build([cp(down=10)], current={"app": {(T, 0): 50}}, on_existing_target_offsets="overwrite")
+    assert row(p).action == pm.SKIP
+    assert p.writes() == {} and p.to_reset_csv() == ""
+    assert pm.verify(p, {}) == [] and pm.diff_to_apply(p, {}) == {}

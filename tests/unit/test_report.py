@@ -1,0 +1,138 @@
+"""Run reports (mm2_failover.report): totals, per-group and per-partition tables, JSON and Markdown."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mm2_failover import plan as pm
+from mm2_failover.plan import Plan, PlanRow
+from mm2_failover.report import build_report, render_markdown
+
+T = "primary.orders"
+
+
+def the_plan() -> Plan:
+    return Plan([
+        PlanRow("primary", "a", T, 0, 110, 10, None, 10, pm.COMMIT, "", 0, 50),
+        PlanRow("primary", "a", T, 1, 103, 3, None, 5, pm.CLAMP, pm.RETENTION_GAP, 5, 40, retention_gap=2),
+        PlanRow("primary", "b", T, 0, 90, 9, 7, None, pm.SKIP, pm.EXISTING_TARGET_OFFSETS, 0, 60),
+        PlanRow("primary", "c", T, 0, 120, 20, None, 20, pm.COMMIT, "", 0, 30),
+        PlanRow("primary", "c", T, 1, None, None, None, None, pm.SKIP, pm.NO_CHECKPOINT, 0, 25),
+    ])
+
+
+COMMITTED = {"a": {(T, 0): 10, (T, 1): 5}, "b": {(T, 0): 7}, "c": {(T, 0): 19}}
+LOG_END = {(T, 0): 55, (T, 1): 45}
+
+
+def report(**kw):
+    plan = kw.pop("plan", the_plan())
+    committed = kw.pop("committed", COMMITTED)
+    args = dict(dag_id="mm2_failover", run_id="manual__1", params={"dry_run": kw.get("dry_run", False)}, plan=plan,
+                committed=committed, log_end=LOG_END, mismatches=pm.verify(plan, committed))
+    args.update(kw)
+    return build_report(**args)
+
+
+def test_totals_and_groups_of_a_failed_run():
+    r = report(refused={"b": "existing_target_offsets"})
+    assert r["outcome"] == "failed" and r["dry_run"] is False
+    assert r["mismatches"] == [{"group": "c", "topic": T, "partition": 0, "planned": 20, "committed": 19}]
+    assert r["totals"] == {
+        "groups": 3, "groups_moved": 1, "partitions": 5, "committed": 2, "planned_commits": 3, "skipped": 2,
+        "clamped": 1, "refused_groups": 1, "mismatches": 1, "records_lost_to_retention": 2,
+        "lag": (55 - 10) + (45 - 5) + (55 - 7) + (55 - 19),
+    }
+    g = {x["group"]: x for x in r["groups"]}
+    assert [x["group"] for x in r["groups"]] == ["a", "b", "c"]
+    assert g["a"] == {"group": "a", "partitions": 2, "committed": 2, "skipped": 0, "clamped": 1, "retention_lost": 2,
+                      "lag": 85, "mismatches": 0, "refused": "", "source_alias": "primary"}
+    assert (g["b"]["skipped"], g["b"]["committed"], g["b"]["lag"], g["b"]["refused"]) == (1, 0, 48, "existing_target_offsets")
+    assert (g["c"]["committed"], g["c"]["mismatches"], g["c"]["lag"], g["c"]["skipped"]) == (0, 1, 36, 1)
+    json.dumps(r)  # JSON-serialisable as it is
+
+
+def test_partition_rows():
+    p = {(x["group"], x["partition"]): x for x in report()["partitions"]}
+    assert (p["a", 0]["committed_after"], p["a", 0]["lag"], p["a", 0]["verified"]) == (10, 45, True)
+    assert (p["a", 1]["action"], p["a", 1]["retention_gap"], p["a", 1]["lag"]) == (pm.CLAMP, 2, 40)
+    assert (p["b", 0]["verified"], p["b", 0]["current_offset"], p["b", 0]["committed_after"]) == (None, 7, 7)
+    assert (p["c", 0]["verified"], p["c", 0]["committed_after"]) == (False, 19)
+    assert (p["c", 1]["lag"], p["c", 1]["committed_after"], p["c", 1]["verified"]) == (None, None, None)
+
+
+def test_lag_falls_back_to_the_planned_log_end():
+    r = report(log_end={})
+    p = {(x["group"], x["partition"]): x for x in r["partitions"]}
+    assert (p["a", 0]["lag"], p["a", 1]["lag"], p["b", 0]["lag"], p["c", 0]["lag"]) == (40, 35, 53, 11)
+
+
+def test_a_clean_run_succeeds():
+    plan = the_plan()
+    plan.rows = [r for r in plan.rows if r.group == "a"]
+    r = report(plan=plan)
+    assert r["outcome"] == "succeeded"
+    assert (r["totals"]["groups_moved"], r["totals"]["committed"], r["totals"]["mismatches"]) == (1, 2, 0)
+
+
+def test_dry_run_counts_nothing_committed():
+    plan = the_plan()
+    before = {"b": {(T, 0): 7}}  # the target as it is: nothing was written
+    r = build_report(dag_id="d", run_id="r", params={}, plan=plan, committed=before, log_end=LOG_END,
+                     mismatches=[], dry_run=True)
+    assert r["outcome"] == "dry_run" and r["dry_run"] is True
+    t = r["totals"]
+    assert (t["committed"], t["groups_moved"]) == (0, 0)
+    assert (t["planned_commits"], t["skipped"], t["clamped"], t["records_lost_to_retention"]) == (3, 2, 1, 2)
+    assert all(g["committed"] == 0 for g in r["groups"])
+    assert all(p["verified"] is None for p in r["partitions"])
+    assert "(dry run: nothing was written)" in render_markdown(r)
+
+
+def test_markdown_contains_the_tables():
+    r = report(refused={"b": "existing_target_offsets"}, warnings=["source unreachable: disaster mode"],
+               checkpoints_summary={"records_read": 10, "checkpoints": 4, "tombstones": 1, "quarantined": 2,
+                                    "quarantined_by_reason": {"key_truncated": 2}})
+    md = render_markdown(r)
+    lines = md.splitlines()
+    assert lines[0] == "# mm2-failover report: mm2_failover / manual__1"
+    assert "**Outcome: FAILED**" in lines
+    assert "| 3 | 1 | 5 | 2 | 2 | 1 | 1 | 1 | 2 | 169 |" in lines
+    assert "> WARNING: source unreachable: disaster mode" in lines
+    assert "Checkpoints read: 10 records, 4 latest, 1 tombstones, 2 quarantined {'key_truncated': 2}" in lines
+    assert "## Groups" in lines and "## Partitions" in lines
+    assert "| a | primary | 2 | 2 | 0 | 1 | 2 | 85 |  |" in lines
+    assert "| b | primary | 1 | 0 | 1 | 0 | 0 | 48 | existing_target_offsets |" in lines
+    assert f"| a | {T} | 1 | 103 | 3 |  | 5 | 5 | clamp | retention_gap | 40 |" in lines
+    assert f"| b | {T} | 0 | 90 | 9 | 7 |  | 7 | skip | existing_target_offsets | 48 |" in lines
+    assert f"| c | {T} | 1 |  |  |  |  |  | skip | no_checkpoint |  |" in lines
+    assert "## Mismatches (committed != planned)" in lines
+    assert f"- c {T}[0]: planned 20, committed 19" in lines
+    # every table row has as many cells as its header
+    for header in ("| groups |", "| group | alias |", "| group | topic |"):
+        i = next(n for n, l in enumerate(lines) if l.startswith(header))
+        width = lines[i].count("|")
+        j = i + 1
+        while j < len(lines) and lines[j].startswith("|"):
+            assert lines[j].count("|") == width, lines[j]
+            j += 1
+    assert md.endswith("\n")
+
+
+def test_markdown_of_a_clean_run_has_no_mismatch_section():
+    plan = the_plan()
+    plan.rows = [r for r in plan.rows if r.group == "a"]
+    md = render_markdown(report(plan=plan))
+    assert "**Outcome: SUCCEEDED**" in md and "Mismatches" not in md and "WARNING" not in md
+    assert "Checkpoints read" not in md
+
+
+@pytest.mark.parametrize("mismatches, refused, outcome", [([], None, "succeeded"),
+                                                          ([pm.Mismatch("a", T, 0, 1, 2)], None, "failed"),
+                                                          ([], {"a": "live consumers"}, "failed")])
+def test_outcome(mismatches, refused, outcome):
+    plan = the_plan()
+    plan.rows = [r for r in plan.rows if r.group == "a"]
+    assert report(plan=plan, mismatches=mismatches, refused=refused)["outcome"] == outcome

@@ -1,0 +1,156 @@
+"""The reports pages (mm2_failover.ui) without Airflow: listing, run page, drill trend, raw files, escaping,
+path safety, no secrets, and links that work under the /mm2 mount."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from mm2_failover import ui
+from mm2_failover.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
+from mm2_failover.report import build_report, render_markdown
+
+REPO = Path(__file__).resolve().parents[2]
+EVIL = "<script>alert(1)</script>"
+
+
+def _write_failover(root: Path, run_id: str, group: str):
+    plan = Plan([PlanRow("primary", group, "primary.t", 0, 45, 40, None, 40, COMMIT),
+                 PlanRow("primary", group, "primary.t", 1, None, None, None, None, SKIP, "no_checkpoint"),
+                 PlanRow("primary", "g-other", "primary.t", 0, 10, 3, None, 10, CLAMP, "retention_gap", 10, 90, 7)])
+    rep = build_report(dag_id="mm2_failover", run_id=run_id, params={"groups_regex": ".*"}, plan=plan,
+                       committed={group: {("primary.t", 0): 40}, "g-other": {("primary.t", 0): 10}},
+                       log_end={("primary.t", 0): 100}, mismatches=[], warnings=[f"warn {EVIL}"])
+    rep["stale_checkpoints"] = []
+    rep["params"]["sasl.password"] = "hunter2"  # must never be served (reports hold none; defence in depth)
+    d = root / "mm2_failover" / run_id.replace(":", "_")
+    d.mkdir(parents=True)
+    (d / "report.json").write_text(json.dumps(rep))
+    (d / "report.md").write_text(render_markdown(rep))
+    (d / "backup.json").write_text(json.dumps({"cluster": "secret-host:9093", "groups": {}}))
+    return d
+
+
+def _write_drill(root: Path, run_id: str, captured_at: str, reread: int, age: float):
+    d = root / "mm2_failover_drill" / run_id
+    d.mkdir(parents=True)
+    totals = {"groups_covered": 2, "groups_without_checkpoints": 0, "partitions": 4, "partitions_planned": 3,
+              "partitions_without_checkpoints": 1, "checkpoint_age_max_seconds": age,
+              "replication_lag_max_records": 3, "records_reread_estimate": reread, "partitions_clamped": 0,
+              "records_lost_to_retention": 0, "live_groups_on_target": 0, "findings": 2}
+    (d / "drill.json").write_text(json.dumps({
+        "kind": "drill", "dag_id": "mm2_failover_drill", "run_id": run_id, "captured_at": captured_at,
+        "source_alias": "primary", "totals": totals, "findings": ["f1", f"f2 {EVIL}"],
+        "groups": [{"group": "drill-g", "partitions": 2, "without_checkpoint": 1, "checkpoint_age_max_seconds": age,
+                    "reread_estimate": reread, "clamped": 0, "retention_lost": 0, "live_on_target": False}],
+        "reread": [], "replication_lag": [], "writes": {"prefix": ""}}))
+    return d
+
+
+@pytest.fixture
+def client(tmp_path):
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    root = tmp_path / "artifacts"
+    _write_failover(root, "manual__2026-11-23T08:00:00+00:00", f"orders-{EVIL}")
+    _write_drill(root, "scheduled__2026-10-01", "2026-10-01T03:00:05+00:00", 120, 30.0)
+    _write_drill(root, "scheduled__2026-11-01", "2026-11-01T03:00:05+00:00", 80, 12.5)
+    outer = FastAPI()
+    outer.mount("/mm2", ui.create_app(root))  # as Airflow's API server mounts plugin apps
+    return TestClient(outer)
+
+
+def test_index_lists_failover_and_drill_runs_escaped(client):
+    r = client.get("/mm2/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    t = r.text
+    assert "manual__2026-11-23T08:00:00+00:00" in t and "scheduled__2026-11-01" in t
+    assert "SUCCEEDED" in t and "finding(s)" in t
+    assert "/mm2/runs/mm2_failover/manual__2026-11-23T08_00_00_2B00_00" not in t  # folder name, quoted once
+    assert "href='/mm2/runs/mm2_failover/manual__2026-11-23T08_00_00%2B00_00'" in t
+    assert "<script" not in t
+    assert "not behind Airflow&#x27;s login" in t
+    assert "default-src 'none'" in r.headers["content-security-policy"]
+
+
+def test_run_page_per_group_table_and_links(client):
+    # the dag_run tab passes the real run id; the folder name is derived the same way config.run_dir does it
+    r = client.get("/mm2/runs/mm2_failover/manual__2026-11-23T08:00:00+00:00")
+    assert r.status_code == 200, r.text
+    t = r.text
+    assert "orders-&lt;script&gt;alert(1)&lt;/script&gt;" in t and "<script" not in t
+    assert "re-read (est.)" in t and "lost to retention" in t
+    assert "report.json</a>" in t and "report.md</a>" in t
+    assert "WARNING: warn &lt;script&gt;" in t
+    # per-group row: partitions 2, committed 1, skipped 1, clamped 0, lag 60, re-read 45-40 = 5
+    assert "<td class=n>2</td><td class=n>1</td><td class=n>1</td><td class=n>0</td><td></td><td class=n>60</td>" in t
+
+
+def test_raw_files_are_whitelisted_and_scrubbed(client):
+    base = "/mm2/runs/mm2_failover/manual__2026-11-23T08_00_00+00_00"
+    j = client.get(f"{base}/report.json")
+    assert j.status_code == 200 and j.headers["content-type"] == "application/json"
+    assert "hunter2" not in j.text and "sasl" not in j.text and j.json()["outcome"] == "succeeded"
+    md = client.get(f"{base}/report.md")
+    assert md.status_code == 200 and md.text.startswith("# mm2-failover report")
+    assert md.headers["content-type"].startswith("text/plain")
+    for name in ("backup.json", "snapshot.json", "../../etc/passwd"):
+        assert client.get(f"{base}/{name}").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/mm2/runs/../mm2_failover", "/mm2/runs/%2e%2e/%2e%2e", "/mm2/runs/mm2_failover/..",
+                                  "/mm2/runs/mm2_failover/.hidden", "/mm2/runs/other_dag/some_run",
+                                  "/mm2/runs/mm2_failover/..%2F..%2Fetc/report.json"])
+def test_unknown_or_unsafe_paths_are_404(client, path):
+    r = client.get(path)
+    assert r.status_code == 404
+    assert "secret-host" not in r.text
+
+
+def test_drill_run_page_and_trend_with_svg(client):
+    r = client.get("/mm2/runs/mm2_failover_drill/scheduled__2026-11-01")
+    assert r.status_code == 200 and "Findings" in r.text and "f2 &lt;script&gt;" in r.text and "drill.json</a>" in r.text
+    t = client.get("/mm2/drills").text
+    assert t.count("<svg") == 5 and "<polyline" in t and "Estimated re-read" in t
+    assert "scheduled__2026-10-01" in t and "<script" not in t
+    # oldest to newest in the plot: the first point is October's 120
+    assert t.index("scheduled__2026-10-01: 120") < t.index("scheduled__2026-11-01: 80")
+
+
+def test_empty_and_missing_roots(tmp_path):
+    from fastapi.testclient import TestClient
+
+    c = TestClient(ui.create_app(tmp_path / "nothing"))
+    assert "does not exist yet" in c.get("/").text
+    assert "No drill run" in c.get("/drills").text
+
+
+def test_svg_chart_escapes_and_handles_single_points():
+    s = ui.svg_chart(f"t {EVIL}", [(f"run {EVIL}", 3.0)], " s")
+    assert "<script" not in s and "<circle" in s and "<polyline" not in s
+    assert "no data" in ui.svg_chart("x", [("a", None)])
+
+
+def test_safe_name_matches_config_run_dir(monkeypatch, tmp_path):
+    from mm2_failover import config
+
+    monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(tmp_path))
+    rid = "manual__2026-11-23T08:57:31.979841+00:00"
+    assert config.run_dir("mm2_failover", rid).name == ui.safe_name(rid)
+    assert ui.safe_name("..") is None and ui.safe_name("") is None
+
+
+def test_plugin_declares_the_app_and_views():
+    spec = importlib.util.spec_from_file_location("mm2_failover_plugin", REPO / "plugins" / "mm2_failover_plugin.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    p = mod.Mm2FailoverPlugin
+    [app] = p.fastapi_apps
+    assert app["url_prefix"] == "/mm2" and app["name"] == "mm2-failover reports"
+    views = {v["url_route"]: v for v in p.external_views}
+    assert views["mm2-failover"]["href"] == "/mm2/" and views["mm2-failover"]["destination"] == "nav"
+    assert views["mm2-failover-run"]["href"] == "/mm2/runs/{DAG_ID}/{RUN_ID}"
