@@ -13,7 +13,11 @@ with the highest position per key (a tombstone deletes the key, as compaction wo
   (``--policy max`` keeps the highest instead of the latest for those keys);
 * ``<output>_quarantine`` - Parquet, only when some records are not usable checkpoints: source_alias,
   checkpoint_partition, checkpoint_offset, reason, key_hex, value_hex;
-* a JSON summary (counts) to ``--summary`` (a local path on the driver) and to stdout.
+* a JSON summary (counts, and seconds per phase) to ``--summary`` (a local path on the driver) and to stdout.
+
+The hot path is one Spark stage per Kafka partition split (read, decode, partial aggregate) and one small
+aggregation stage; the counts come from Observations on that pass. Bad records (normally none) are written by a
+second bounded read, only when the first pass counted some.
 
 Command line (runs without Airflow)::
 
@@ -37,11 +41,15 @@ import os
 import sys
 import time
 
-from mm2_failover.checkpoints import sql_decode_columns
+from mm2_failover.checkpoints import REASONS, sql_decode_columns
 
 OPTIONS_ENV = "MM2_FAILOVER_SPARK_KAFKA_OPTIONS"
 EXIT_BAD_ARGS = 2
 EXIT_TOO_MANY_QUARANTINED = 3
+# Spark's Kafka source polls with the Java consumer's defaults (max.poll.records=500) and lists offsets again
+# after every poll; one checkpoint record is ~60 bytes, so larger polls cut the read time several-fold.
+# Settings given through the environment or --kafka-option win.
+FAST_FETCH = {"max.poll.records": "200000", "max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": str(64 << 20)}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -92,129 +100,150 @@ def alias_of(topic: str) -> str:
 
 
 def run(spark, args: argparse.Namespace) -> dict:
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
-    from pyspark.storagelevel import StorageLevel
 
     t0 = time.monotonic()
+    phases: dict[str, float] = {}
+    mark = [t0]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        phases[name] = round(now - mark[0], 3)
+        mark[0] = now
+
     end_offsets = load_end_offsets(args.end_offsets)
     unknown = sorted(set(end_offsets) - set(args.checkpoints_topic))
     missing = sorted(set(args.checkpoints_topic) - set(end_offsets))
     if unknown or missing:
         raise ValueError(f"--end-offsets does not match --checkpoints-topic: missing {missing}, unexpected {unknown}")
-    parts = {t: sorted(int(p) for p in ps) for t, ps in end_offsets.items()}
     to_read = {t: {p: o for p, o in ps.items() if o > 0} for t, ps in end_offsets.items()}
     to_read = {t: ps for t, ps in to_read.items() if ps}
     summary = {
-        "checkpoints_topics": args.checkpoints_topic,
-        "end_offsets": end_offsets,
-        "records_read": 0,
-        "tombstones": 0,
-        "quarantined": 0,
-        "quarantined_by_reason": {},
-        "checkpoints": 0,
-        "groups": 0,
-        "output": args.output,
-        "quarantine_output": None,
-        "regressions": 0,
-        "regressions_output": None,
-        "policy": args.policy,
+        "checkpoints_topics": args.checkpoints_topic, "end_offsets": end_offsets, "records_read": 0, "tombstones": 0,
+        "quarantined": 0, "quarantined_by_reason": {}, "checkpoints": 0, "groups": 0, "output": args.output,
+        "quarantine_output": None, "regressions": 0, "regressions_output": None, "policy": args.policy,
     }
     schema = ("source_alias string, `group` string, topic string, partition int, upstream_offset bigint, "
               "downstream_offset bigint, metadata string, checkpoint_partition int, checkpoint_offset bigint, "
               "checkpoint_timestamp timestamp, regressed boolean, latest_downstream_offset bigint, "
               "latest_checkpoint_offset bigint, max_downstream_offset bigint, max_checkpoint_offset bigint")
-    if not to_read:  # nothing to read: an empty, well-typed result
+    if not to_read:
         spark.createDataFrame([], schema).write.mode("overwrite").parquet(args.output)
         summary["seconds"] = round(time.monotonic() - t0, 3)
         return summary
 
-    reader = (spark.read.format("kafka")
-              .options(**kafka_options(args))
-              .option("assign", json.dumps({t: [int(p) for p in ps] for t, ps in to_read.items()}))
-              .option("startingOffsets", json.dumps({t: {p: -2 for p in ps} for t, ps in to_read.items()}))
-              .option("endingOffsets", json.dumps(to_read))
-              .option("failOnDataLoss", "false"))  # compaction and retention leave gaps: expected
-    if args.min_partitions:
-        reader = reader.option("minPartitions", str(args.min_partitions))
-    df = reader.load()
+    kafka = kafka_options(args)
+    for k, v in FAST_FETCH.items():
+        kafka.setdefault(f"kafka.{k}", v)
 
-    # The Kafka source's own topic/partition/offset name the *checkpoint record*; the decoded key has its own
-    # topic/partition (the replica topic-partition), so rename the source's columns first.
-    df = df.selectExpr("key", "value", "topic AS checkpoint_topic", "partition AS checkpoint_partition",
-                       "offset AS checkpoint_offset", "timestamp AS checkpoint_timestamp")
-    df = df.withColumn("source_alias", F.expr(
-        "CASE " + " ".join(f"WHEN checkpoint_topic = '{t}' THEN '{alias_of(t)}'" for t in args.checkpoints_topic)
-        + " END"))
-    for name, expr in sql_decode_columns("key", "value").items():
-        df = df.withColumn(name, F.expr(expr))
-    # Usable records: checkpoints and tombstones of selected groups. Bad records are kept aside (never dropped).
-    include = f"^(?:{args.groups_regex})$"
-    cond = "reason IS NOT NULL OR `group` RLIKE " + sql_string(include)
-    if args.groups_exclude_regex:
-        cond = f"reason IS NOT NULL OR (({cond}) AND NOT `group` RLIKE {sql_string(f'^(?:{args.groups_exclude_regex})$')})"
-    decoded = df.where(cond).selectExpr(
-        "source_alias", "`group`", "topic", "partition", "upstream_offset", "downstream_offset", "metadata",
-        "is_tombstone", "reason", "checkpoint_partition", "checkpoint_offset", "checkpoint_timestamp",
-        "IF(reason IS NULL, NULL, hex(key)) AS key_hex", "IF(reason IS NULL, NULL, hex(value)) AS value_hex",
-    ).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        counts = {(r["reason"], r["is_tombstone"]): r["n"] for r in
-                  decoded.groupBy("reason", "is_tombstone").agg(F.count(F.lit(1)).alias("n")).collect()}
-        summary["records_read"] = sum(counts.values())
-        summary["tombstones"] = sum(n for (reason, tomb), n in counts.items() if reason is None and tomb)
-        by_reason: dict[str, int] = {}
-        for (reason, _), n in counts.items():
-            if reason is not None:
-                by_reason[reason] = by_reason.get(reason, 0) + n
-        summary["quarantined_by_reason"] = dict(sorted(by_reason.items()))
-        summary["quarantined"] = sum(by_reason.values())
-        if summary["quarantined"]:
-            qpath = args.output.rstrip("/") + "_quarantine"
-            (decoded.where("reason IS NOT NULL")
-             .select("source_alias", "checkpoint_partition", "checkpoint_offset", "reason", "key_hex", "value_hex")
-             .write.mode("overwrite").parquet(qpath))
-            summary["quarantine_output"] = qpath
-        rec = F.struct("is_tombstone", "upstream_offset", "downstream_offset", "metadata", "checkpoint_partition",
-                       "checkpoint_offset", "checkpoint_timestamp")
-        live = F.col("is_tombstone") == F.lit(False)
-        agg = (decoded.where("reason IS NULL")
-               .groupBy("source_alias", "group", "topic", "partition")
-               .agg(F.max_by(rec, F.struct("checkpoint_partition", "checkpoint_offset")).alias("c"),
-                    # the highest downstream offset seen for the key: a latest one below it means the checkpoint
-                    # went backwards within the read range (MM2 restarts, KAFKA-15905 and friends)
-                    F.max_by(F.when(live, rec), F.when(live, F.col("downstream_offset"))).alias("m"))
-               .where("NOT c.is_tombstone"))
-        chosen = "IF(regressed, m, c)" if args.policy == "max" else "c"
-        latest = (agg.withColumn("regressed", F.expr("m.downstream_offset > c.downstream_offset"))
-                  .selectExpr("source_alias", "`group`", "topic", "partition",
-                              *(f"({chosen}).{c} AS {c}" for c in (
-                                  "upstream_offset", "downstream_offset", "metadata", "checkpoint_partition",
-                                  "checkpoint_offset", "checkpoint_timestamp")),
-                              "regressed",
-                              "c.downstream_offset AS latest_downstream_offset",
-                              "c.checkpoint_offset AS latest_checkpoint_offset",
-                              "m.downstream_offset AS max_downstream_offset",
-                              "m.checkpoint_offset AS max_checkpoint_offset"))
-        latest.write.mode("overwrite").parquet(args.output)
-        written = spark.read.parquet(args.output)
-        stats = written.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("source_alias", "group").alias("g"),
-                            F.sum(F.col("regressed").cast("int")).alias("r")).first()
-        summary["checkpoints"], summary["groups"] = int(stats["n"]), int(stats["g"])
-        summary["regressions"] = int(stats["r"] or 0)
-        summary["policy"] = args.policy
-        if summary["regressions"]:
-            rpath = args.output.rstrip("/") + "_regressions"
-            (written.where("regressed")
-             .selectExpr("source_alias", "`group`", "topic", "partition",
-                         "max_downstream_offset AS from_downstream_offset",
-                         "latest_downstream_offset AS to_downstream_offset",
-                         "max_checkpoint_offset AS from_checkpoint_offset",
-                         "latest_checkpoint_offset AS to_checkpoint_offset")
-             .write.mode("overwrite").parquet(rpath))
-            summary["regressions_output"] = rpath
-            summary["regressions_sample"] = [r.asDict() for r in spark.read.parquet(rpath).limit(20).collect()]
-    finally:
-        decoded.unpersist()
+    def decoded():  # a bounded read + SQL decode; re-planned (never cached) so the hot pass stays one stage
+        reader = (spark.read.format("kafka").options(**kafka)
+                  .option("assign", json.dumps({t: [int(p) for p in ps] for t, ps in to_read.items()}))
+                  .option("startingOffsets", json.dumps({t: {p: -2 for p in ps} for t, ps in to_read.items()}))
+                  .option("endingOffsets", json.dumps(to_read))
+                  .option("failOnDataLoss", "false"))  # compaction and retention leave gaps: expected
+        if args.min_partitions:
+            reader = reader.option("minPartitions", str(args.min_partitions))
+        df = reader.load().selectExpr(
+            "key", "value", "topic AS checkpoint_topic", "partition AS checkpoint_partition",
+            "offset AS checkpoint_offset", "timestamp AS checkpoint_timestamp")
+        df = df.withColumn("source_alias", F.expr(
+            "CASE " + " ".join(f"WHEN checkpoint_topic = '{t}' THEN '{alias_of(t)}'" for t in args.checkpoints_topic)
+            + " END"))
+        for name, expr in sql_decode_columns("key", "value").items():
+            df = df.withColumn(name, F.expr(expr))
+        return df
+
+    lap("setup")
+    df = decoded()
+    lap("plan_decode")
+    # Selection is one boolean column folded into the aggregation, not a WHERE: Catalyst would push a filter below
+    # the ~20 stacked decode projections and inline the whole decoder into it, and the generated method grows past
+    # the JVM's 8,000-byte JIT limit ("Generated method too long to be JIT compiled"), so the stage ran
+    # interpreted. Rows that are not usable collapse into one NULL key, dropped after the aggregation.
+    if args.groups_regex in (".*", "") and not args.groups_exclude_regex:
+        usable = "reason IS NULL"
+    else:
+        usable = f"reason IS NULL AND `group` RLIKE {sql_string(f'^(?:{args.groups_regex})$')}"
+        if args.groups_exclude_regex:
+            usable += f" AND NOT `group` RLIKE {sql_string(f'^(?:{args.groups_exclude_regex})$')}"
+    d = df.selectExpr("source_alias", "`group`", "topic", "partition", "upstream_offset", "downstream_offset",
+                      "metadata", "is_tombstone", "reason", "checkpoint_partition", "checkpoint_offset",
+                      "checkpoint_timestamp", f"({usable}) AS _usable")
+    # Counts come from an Observation on the same pass that writes the output (no persist + count pass).
+    counts = Observation("mm2_failover_counts")
+    d = d.observe(counts, F.count(F.when(F.col("_usable"), 1)).alias("usable"),
+                  F.count(F.when(F.col("_usable") & F.col("is_tombstone"), 1)).alias("tombstones"),
+                  *(F.count(F.when(F.col("reason") == r, 1)).alias(r) for r in REASONS))
+    u = F.col("_usable")
+    live = u & ~F.col("is_tombstone")
+    rec = F.struct("is_tombstone", "upstream_offset", "downstream_offset", "metadata", "checkpoint_partition",
+                   "checkpoint_offset", "checkpoint_timestamp")
+    # The latest record of a key is the one at the highest (checkpoint partition, offset); with one partition per
+    # checkpoints topic (MM2's layout) and one alias per topic, the offset alone orders a key's records.
+    aliases = [alias_of(t) for t in to_read]
+    single = all(len(ps) == 1 for ps in to_read.values()) and len(set(aliases)) == len(aliases)
+    pos = F.col("checkpoint_offset") if single else F.struct("checkpoint_partition", "checkpoint_offset")
+    keys = [F.when(u, F.col(c)).alias(c) for c in ("source_alias", "group", "topic", "partition")]
+    if args.policy == "max":  # the whole record at the highest downstream offset may be the answer
+        m = [F.max_by(F.when(live, rec), F.when(live, F.col("downstream_offset"))).alias("m")]
+    else:  # only its downstream offset and position are reported: fixed-width aggregates, no second struct
+        m = [F.max(F.when(live, F.col("downstream_offset"))).alias("_md"),
+             F.max_by(F.when(live, F.col("checkpoint_offset")), F.when(live, F.col("downstream_offset"))).alias("_mo")]
+    agg = (d.groupBy(*keys)
+           .agg(F.max_by(F.when(u, rec), F.when(u, pos)).alias("c"), *m)
+           .where("c IS NOT NULL AND NOT c.is_tombstone"))
+    if args.policy != "max":
+        agg = agg.selectExpr("*", "named_struct('downstream_offset', _md, 'checkpoint_offset', _mo) AS m")
+    chosen = "IF(regressed, m, c)" if args.policy == "max" else "c"
+    latest = (agg.withColumn("regressed", F.expr("m.downstream_offset > c.downstream_offset"))
+              .selectExpr("source_alias", "`group`", "topic", "partition",
+                          *(f"({chosen}).{c} AS {c}" for c in (
+                              "upstream_offset", "downstream_offset", "metadata", "checkpoint_partition",
+                              "checkpoint_offset", "checkpoint_timestamp")),
+                          "regressed",
+                          "c.downstream_offset AS latest_downstream_offset",
+                          "c.checkpoint_offset AS latest_checkpoint_offset",
+                          "m.downstream_offset AS max_downstream_offset",
+                          "m.checkpoint_offset AS max_checkpoint_offset"))
+    written = Observation("mm2_failover_output")
+    latest = latest.observe(written, F.count(F.lit(1)).alias("n"),
+                            F.coalesce(F.sum(F.col("regressed").cast("int")), F.lit(0)).alias("r"))
+    lap("plan")
+    latest.write.mode("overwrite").parquet(args.output)
+    lap("read_decode_aggregate_write")
+    c, w = counts.get, written.get
+    lap("observations")
+    by_reason = {r: int(c[r]) for r in REASONS if c[r]}
+    summary["quarantined_by_reason"] = dict(sorted(by_reason.items()))
+    summary["quarantined"] = sum(by_reason.values())
+    summary["records_read"] = int(c["usable"]) + summary["quarantined"]
+    summary["tombstones"] = int(c["tombstones"])
+    summary["checkpoints"], summary["regressions"] = int(w["n"]), int(w["r"])
+    summary["groups"] = spark.read.parquet(args.output).select("source_alias", "group").distinct().count()
+    lap("count_groups")
+    if summary["quarantined"]:  # rare: a second bounded read, only for the bad records
+        qpath = args.output.rstrip("/") + "_quarantine"
+        (decoded().where("reason IS NOT NULL")
+         .selectExpr("source_alias", "checkpoint_partition", "checkpoint_offset", "reason", "hex(key) AS key_hex",
+                     "hex(value) AS value_hex")
+         .write.mode("overwrite").parquet(qpath))
+        summary["quarantine_output"] = qpath
+        lap("quarantine")
+    if summary["regressions"]:
+        rpath = args.output.rstrip("/") + "_regressions"
+        (spark.read.parquet(args.output).where("regressed")
+         .selectExpr("source_alias", "`group`", "topic", "partition",
+                     "max_downstream_offset AS from_downstream_offset",
+                     "latest_downstream_offset AS to_downstream_offset",
+                     "max_checkpoint_offset AS from_checkpoint_offset",
+                     "latest_checkpoint_offset AS to_checkpoint_offset")
+         .write.mode("overwrite").parquet(rpath))
+        summary["regressions_output"] = rpath
+        summary["regressions_sample"] = [r.asDict() for r in spark.read.parquet(rpath).limit(20).collect()]
+        lap("regressions")
+    summary["phases"] = phases
     summary["seconds"] = round(time.monotonic() - t0, 3)
     return summary
 
