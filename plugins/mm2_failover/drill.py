@@ -30,6 +30,8 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from mm2_failover.report import md_table
+
 log = logging.getLogger(__name__)
 
 DRILL_DAG_ID = "mm2_failover_drill"
@@ -282,40 +284,37 @@ def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict
 
 def render_drill_markdown(d: dict) -> str:
     t = d["totals"]
-
-    def f(v):
-        return "" if v is None else str(v)
-
+    prefix = (d.get("writes") or {}).get("prefix")
     lines = [f"# mm2-failover DR drill: {d['dag_id']} / {d['run_id']}", "",
-             f"Captured at {f(d.get('captured_at'))}, source alias {f(d.get('source_alias'))}. Dry run"
-             + (f"; writes allowed for groups starting with {d['writes'].get('prefix')!r}" if (d.get("writes") or {}).get("prefix") else
-                ": nothing was written") + ".", "",
-             "| groups covered | without checkpoints | partitions | without checkpoint | max checkpoint age (s) "
-             "| max replication lag | est. re-read | clamped | lost to retention | live on target |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-             f"| {t['groups_covered']} | {t['groups_without_checkpoints']} | {t['partitions']} "
-             f"| {t['partitions_without_checkpoints']} | {f(t['checkpoint_age_max_seconds'])} "
-             f"| {f(t['replication_lag_max_records'])} | {f(t['records_reread_estimate'])} | {t['partitions_clamped']} "
-             f"| {t['records_lost_to_retention']} | {t['live_groups_on_target']} |", "", "## Findings", ""]
+             f"Captured at {d.get('captured_at') or ''}, source alias {d.get('source_alias') or ''}. Dry run"
+             + (f"; writes allowed for groups starting with {prefix!r}" if prefix else ": nothing was written") + ".",
+             "",
+             *md_table([(c, "r") for c in ("groups covered", "without checkpoints", "partitions", "without checkpoint",
+                                           "max checkpoint age (s)", "max replication lag", "est. re-read", "clamped",
+                                           "lost to retention", "live on target")],
+                       [[t["groups_covered"], t["groups_without_checkpoints"], t["partitions"],
+                         t["partitions_without_checkpoints"], t["checkpoint_age_max_seconds"],
+                         t["replication_lag_max_records"], t["records_reread_estimate"], t["partitions_clamped"],
+                         t["records_lost_to_retention"], t["live_groups_on_target"]]]),
+             "", "## Findings", ""]
     lines += [f"- {x}" for x in d["findings"]] or ["- none"]
-    lines += ["", "## Groups", "", "| group | partitions | without checkpoint | max checkpoint age (s) | est. re-read "
-              "| clamped | lost to retention | live on target |", "|---|---:|---:|---:|---:|---:|---:|---|"]
-    for g in d["groups"]:
-        lines.append(f"| {g['group']} | {g['partitions']} | {g['without_checkpoint']} | "
-                     f"{f(g['checkpoint_age_max_seconds'])} | {f(g['reread_estimate'])} | {g['clamped']} | "
-                     f"{g['retention_lost']} | {'yes' if g['live_on_target'] else ''} |")
-    lines += ["", "## Estimated re-read per partition", "",
-              "| group | topic | partition | source commit | checkpoint upstream | planned | re-read |",
-              "|---|---|---:|---:|---:|---:|---:|"]
-    for e in d["reread"]:
-        lines.append(f"| {e['group']} | {e['topic']} | {e['partition']} | {f(e['source_committed'])} | "
-                     f"{e['checkpoint_upstream']} | {e['planned']} | {f(e['reread'])} |")
-    lines += ["", "## Replication lag (snapshot)", "",
-              "| topic | partition | source end | replica end | MM2 replicated | lag | producers active |",
-              "|---|---:|---:|---:|---:|---:|---|"]
-    for x in d["replication_lag"]:
-        lines.append(f"| {x['topic']} | {x['partition']} | {f(x['source_end'])} | {f(x['replica_end'])} | "
-                     f"{f(x['replicated'])} | {f(x['lag_records'])} | {'yes' if x['producers_active'] else ''} |")
+    lines += ["", "## Groups", ""]
+    lines += md_table([("group", "l"), ("partitions", "r"), ("without checkpoint", "r"),
+                       ("max checkpoint age (s)", "r"), ("est. re-read", "r"), ("clamped", "r"),
+                       ("lost to retention", "r"), ("live on target", "l")],
+                      ([g["group"], g["partitions"], g["without_checkpoint"], g["checkpoint_age_max_seconds"],
+                        g["reread_estimate"], g["clamped"], g["retention_lost"],
+                        "yes" if g["live_on_target"] else None] for g in d["groups"]))
+    lines += ["", "## Estimated re-read per partition", ""]
+    lines += md_table([("group", "l"), ("topic", "l"), ("partition", "r"), ("source commit", "r"),
+                       ("checkpoint upstream", "r"), ("planned", "r"), ("re-read", "r")],
+                      ([e["group"], e["topic"], e["partition"], e["source_committed"], e["checkpoint_upstream"],
+                        e["planned"], e["reread"]] for e in d["reread"]))
+    lines += ["", "## Replication lag (snapshot)", ""]
+    lines += md_table([("topic", "l"), ("partition", "r"), ("source end", "r"), ("replica end", "r"),
+                       ("MM2 replicated", "r"), ("lag", "r"), ("producers active", "l")],
+                      ([x["topic"], x["partition"], x["source_end"], x["replica_end"], x["replicated"],
+                        x["lag_records"], "yes" if x["producers_active"] else None] for x in d["replication_lag"]))
     return "\n".join(lines) + "\n"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any, Iterable
 
 from mm2_failover.plan import CLAMP, COMMIT, SKIP, Mismatch, Plan
 
@@ -81,6 +82,19 @@ def build_report(
     }
 
 
+def md_table(columns: Iterable[tuple[str, str]], rows: Iterable[Iterable[Any]]) -> list[str]:
+    """Markdown table lines. ``columns``: (title, "l" or "r" alignment); a None cell renders empty and a ``|``
+    inside a cell (a group name may hold one) is escaped so it cannot split the row."""
+    columns = list(columns)
+
+    def cell(v: Any) -> str:
+        return "" if v is None else str(v).replace("|", "\\|")
+
+    return (["| " + " | ".join(t for t, _ in columns) + " |",
+             "|" + "|".join("---:" if a == "r" else "---" for _, a in columns) + "|"]
+            + ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows])
+
+
 def render_markdown(report: dict) -> str:
     t = report["totals"]
     lines = [
@@ -88,10 +102,10 @@ def render_markdown(report: dict) -> str:
         "",
         f"**Outcome: {report['outcome'].upper()}**" + (" (dry run: nothing was written)" if report["dry_run"] else ""),
         "",
-        "| groups | moved | partitions | committed | skipped | clamped | refused groups | mismatches | lost to retention | lag |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {t['groups']} | {t['groups_moved']} | {t['partitions']} | {t['committed']} | {t['skipped']} | {t['clamped']} "
-        f"| {t['refused_groups']} | {t['mismatches']} | {t['records_lost_to_retention']} | {t['lag']} |",
+        *md_table([(c, "r") for c in ("groups", "moved", "partitions", "committed", "skipped", "clamped",
+                                       "refused groups", "mismatches", "lost to retention", "lag")],
+                  [[t["groups"], t["groups_moved"], t["partitions"], t["committed"], t["skipped"], t["clamped"],
+                    t["refused_groups"], t["mismatches"], t["records_lost_to_retention"], t["lag"]]]),
         "",
     ]
     for w in report.get("warnings", []):
@@ -101,22 +115,18 @@ def render_markdown(report: dict) -> str:
         lines += ["", f"Checkpoints read: {cs.get('records_read', '?')} records, {cs.get('checkpoints', '?')} latest, "
                       f"{cs.get('tombstones', 0)} tombstones, {cs.get('quarantined', 0)} quarantined "
                       f"{cs.get('quarantined_by_reason') or ''}".rstrip(), ""]
-    lines += ["## Groups", "", "| group | alias | partitions | committed | skipped | clamped | lost to retention | lag | refused |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-    for g in report["groups"]:
-        lines.append(f"| {g['group']} | {g['source_alias']} | {g['partitions']} | {g['committed']} | {g['skipped']} "
-                     f"| {g['clamped']} | {g['retention_lost']} | {g['lag']} | {g['refused'] or ''} |")
-    lines += ["", "## Partitions", "",
-              "| group | topic | partition | upstream | downstream | before | planned | after | action | reason | lag |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
-
-    def f(v):
-        return "" if v is None else str(v)
-
-    for p in report["partitions"]:
-        lines.append(f"| {p['group']} | {p['topic']} | {p['partition']} | {f(p['upstream_offset'])} | "
-                     f"{f(p['downstream_offset'])} | {f(p['current_offset'])} | {f(p['planned_offset'])} | "
-                     f"{f(p['committed_after'])} | {p['action']} | {p['reason']} | {f(p['lag'])} |")
+    lines += ["## Groups", ""]
+    lines += md_table([("group", "l"), ("alias", "l"), ("partitions", "r"), ("committed", "r"), ("skipped", "r"),
+                       ("clamped", "r"), ("lost to retention", "r"), ("lag", "r"), ("refused", "l")],
+                      ([g["group"], g["source_alias"], g["partitions"], g["committed"], g["skipped"], g["clamped"],
+                        g["retention_lost"], g["lag"], g["refused"] or None] for g in report["groups"]))
+    lines += ["", "## Partitions", ""]
+    lines += md_table([("group", "l"), ("topic", "l"), ("partition", "r"), ("upstream", "r"), ("downstream", "r"),
+                       ("before", "r"), ("planned", "r"), ("after", "r"), ("action", "l"), ("reason", "l"),
+                       ("lag", "r")],
+                      ([p["group"], p["topic"], p["partition"], p["upstream_offset"], p["downstream_offset"],
+                        p["current_offset"], p["planned_offset"], p["committed_after"], p["action"], p["reason"],
+                        p["lag"]] for p in report["partitions"]))
     if report["mismatches"]:
         lines += ["", "## Mismatches (committed != planned)", ""]
         for m in report["mismatches"]:

@@ -136,3 +136,10 @@ def test_outcome(mismatches, refused, outcome):
     plan = the_plan()
     plan.rows = [r for r in plan.rows if r.group == "a"]
     assert report(plan=plan, mismatches=mismatches, refused=refused)["outcome"] == outcome
+
+
+def test_md_table_escapes_pipes_and_renders_none_empty():
+    from mm2_failover.report import md_table
+
+    lines = md_table([("group", "l"), ("lag", "r")], [["a|b", None], ["c", 3]])
+    assert lines == ["| group | lag |", "|---|---:|", "| a\\|b |  |", "| c | 3 |"]
