@@ -98,6 +98,27 @@ def tail(path: Path, lines: int = 60) -> str:
         return "(no log)"
 
 
+class StartedInContext:
+    """``with X(...) as x:`` starts x and always stops it, also when the start itself fails half-way."""
+
+    def start(self):
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
 @dataclass
 class Process:
     name: str
@@ -232,7 +253,7 @@ def topic_exists(bootstrap: str, topic: str, timeout: float = 2.0) -> bool:
         return False
 
 
-class Bed:
+class Bed(StartedInContext):
     """Source cluster + target cluster + MirrorMaker 2 (dedicated mode), on loopback.
 
     ``with Bed() as bed: ...`` starts everything and always stops it. ``mm2`` settings are added to (and
@@ -285,17 +306,6 @@ class Bed:
         }
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    def __enter__(self) -> "Bed":
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
     def start(self, timeout: float = 90.0) -> "Bed":
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if not self._atexit:

@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from mm2_failover.bed import BedError, Process, _install_sigterm, free_port, tail
+from mm2_failover.bed import BedError, Process, StartedInContext, _install_sigterm, free_port, tail
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def spark_home() -> Path:
     return home
 
 
-class SparkCluster:
+class SparkCluster(StartedInContext):
     """One standalone master and one worker on loopback."""
 
     def __init__(self, run_dir: Path | str, cores: int = 1, memory: str = "1g", executor_memory: str = "512m",
@@ -98,17 +98,6 @@ class SparkCluster:
                 "master_log": str(self.run_dir / "master.log"), "worker_log": str(self.run_dir / "worker.log")}
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    def __enter__(self) -> "SparkCluster":
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
     def env(self) -> dict[str, str]:
         from mm2_failover.localenv import QUICK_JVM_OPTIONS
 
