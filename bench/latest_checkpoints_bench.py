@@ -259,6 +259,31 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
             "output": str(out), "log": str(log_path), "cmd": cmd}
 
 
+def run_dag_task(args, bootstrap: str, end_offset: int, home: Path) -> dict:
+    """``compute_latest_checkpoints`` as the DAG runs it (bench/dag_task_bench.py: the real operator under
+    ``dag.test()``); its figure is the task instance's duration as Airflow records it."""
+    conf = {}
+    master = args.current_master
+    if args.cluster is not None:
+        conf = {"spark.executor.memory": args.cluster.executor_memory, "spark.cores.max": str(args.cluster.cores)}
+    cmd = [sys.executable, str(REPO / "bench" / "dag_task_bench.py"), "--home", str(home), "--bootstrap", bootstrap,
+           "--topic", TOPIC, "--end-offset", str(end_offset), "--spark-master", master, "--spark-conf", json.dumps(conf)]
+    log_path = home.with_suffix(".log")
+    home.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONPATH": str(REPO / "plugins")},
+                           cwd=REPO)
+    out = next((json.loads(x.split(" ", 1)[1]) for x in r.stdout.decode().splitlines()
+                if x.startswith("DAG_TASK_BENCH ")), None)
+    if r.returncode or out is None:
+        raise RuntimeError(f"dag_task_bench failed ({r.returncode}); log {log_path}")
+    proc = float(out["summary"]["seconds"])
+    return {"variant": f"DAG task {args.master_label}", "wall_s": round(out["task_duration_s"], 3), "cpu_s": None,
+            "processing_s": proc, "startup_and_stop_s": round(out["task_duration_s"] - proc, 3),
+            "driver_java_peak_rss_mb": None, "executor_java_peak_rss_mb": None, "output": out["output"],
+            "dag_test_wall_s": out["dag_test_wall_s"], "log": str(log_path), "dag_task": True}
+
+
 def read_ours(path: str) -> dict[str, dict[tuple[str, int], int]]:
     import pyarrow.parquet as pq
 
@@ -364,6 +389,13 @@ def bench_size(args, groups: int, root: Path) -> dict:
                                      if row["executor_java_peak_rss_mb"] is not None else "") + "; "
                                   f"every key vs expected: {row['check']}", flush=True)
                             spark_rows.append(row)
+                if args.dag_task:
+                    row = run_dag_task(args, bootstrap, end, root / f"airflow-g{groups}-m{mi}")
+                    row["check"] = check_ours(read_ours(row["output"]), groups, P, U)
+                    row["answers_ok"] = row["check"]["ok"]
+                    print(f"   {row['variant']}: Airflow task duration {row['wall_s']} s (job processing "
+                          f"{row['processing_s']} s); every key vs expected: {row['check']}", flush=True)
+                    spark_rows.append(row)
         res["spark"] = spark_rows
 
         sample = pick_sample(groups, args.sample if args.sample else (24 if records <= 2_000_000 else 6))
@@ -464,8 +496,9 @@ def print_table(results: list[dict]) -> str:
         for row in r["rows"]:
             rss = f"{row['rss_mb']:.0f}" if row["rss_mb"] else "-"
             ex = f"{row['executor_rss_mb']:.0f}" if row.get("executor_rss_mb") else "-"
+            cpu = f"{row['cpu_s']:,.1f}" if row.get("cpu_s") is not None else "-"
             lines.append(
-                f"{r['groups']:>7,} {r['records']:>11,} | {row['variant']:<30} {row['wall_s']:>9,.2f} {row['cpu_s']:>8,.1f} "
+                f"{r['groups']:>7,} {r['records']:>11,} | {row['variant']:<30} {row['wall_s']:>9,.2f} {cpu:>8} "
                 f"{row['processing_s']:>8,.2f} {row['startup_s']:>7.2f} {row['proc_rps']:>11,.0f} "
                 f"{row['wall_rps']:>11,.0f} {row['x_per_group_wall']:>8,.1f}x {row['x_batch_proc']:>6.2f}x "
                 f"{rss:>6} {ex:>7} {row['answers']}")
@@ -497,6 +530,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="Spark job file(s) to bench (repeatable; default spark_jobs/latest_checkpoints.py)")
     ap.add_argument("--job-arg", action="append", default=[], help="extra argument for the job (repeatable)")
     ap.add_argument("--spark-conf", action="append", default=[], metavar="K=V", help="extra spark-submit --conf")
+    ap.add_argument("--dag-task", action="store_true",
+                    help="also time compute_latest_checkpoints as the DAG runs it (real operator, dag.test()), per master")
     ap.add_argument("--keep", action="store_true", help="keep the bed's data folders")
     ap.add_argument("--out", type=Path, default=None, help="results JSON (default bench/results/<timestamp>.json)")
     args = ap.parse_args(argv)
