@@ -3,6 +3,7 @@ when a test asks for it, and always stopped. Tests on the bed isolate themselves
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -17,6 +18,9 @@ RUN = REPO / "var" / "test" / time.strftime("%Y%m%d-%H%M%S")
 # Airflow reads AIRFLOW_HOME when it is first imported: set it before any test module imports airflow.
 os.environ.setdefault("AIRFLOW_HOME", str(RUN / "airflow"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+# py4j logs "Closing down clientserver connection" at INFO from __del__ at interpreter exit, after pytest has
+# closed the streams: a "--- Logging error ---" traceback at the end of every run that means nothing.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
