@@ -98,6 +98,18 @@ def tail(path: Path, lines: int = 60) -> str:
         return "(no log)"
 
 
+def run_until_interrupted(what: str, alive) -> int:
+    """Keep a started bed/cluster up for a person at a shell: 0 on Ctrl-C, 1 when one of its processes exits."""
+    print(f"{what} running; Ctrl-C stops it", flush=True)
+    try:
+        while alive():
+            time.sleep(1)
+        print(f"a {what} process exited; stopping", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+
+
 class StartedInContext:
     """``with X(...) as x:`` starts x and always stops it, also when the start itself fails half-way."""
 
@@ -466,19 +478,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     mm2 = dict(kv.split("=", 1) for kv in args.mm2)
+    from mm2_failover.localenv import kafka_conn
+
     with Bed(run_dir=args.run_dir, mm2=mm2) as bed:
         info = bed.info()
         print(json.dumps(info, indent=2))
-        print(f"export AIRFLOW_CONN_KAFKA_SOURCE='{{\"conn_type\":\"kafka\",\"extra\":{{\"bootstrap.servers\":\"{bed.source_bootstrap}\"}}}}'")
-        print(f"export AIRFLOW_CONN_KAFKA_TARGET='{{\"conn_type\":\"kafka\",\"extra\":{{\"bootstrap.servers\":\"{bed.target_bootstrap}\"}}}}'")
-        print("bed running; Ctrl-C stops it", flush=True)
-        try:
-            while all(p is None or p.alive for p in (bed.mm2, bed.source.process, bed.target.process)):
-                time.sleep(1)
-            print("a bed process exited; stopping", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            return 0
+        print(f"export AIRFLOW_CONN_KAFKA_SOURCE='{kafka_conn(bed.source_bootstrap)}'")
+        print(f"export AIRFLOW_CONN_KAFKA_TARGET='{kafka_conn(bed.target_bootstrap)}'")
+        return run_until_interrupted("bed", lambda: all(p is None or p.alive for p in
+                                                        (bed.mm2, bed.source.process, bed.target.process)))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from mm2_failover.bed import BedError, Process, StartedInContext, _install_sigterm, free_port, tail
+from mm2_failover.bed import (BedError, Process, StartedInContext, _install_sigterm, free_port, run_until_interrupted,
+                              tail)
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +242,6 @@ class SparkCluster(StartedInContext):
 def main(argv: list[str] | None = None) -> int:
     """``python -m mm2_failover.spark_cluster``: start a standalone cluster, print its master URL, run until Ctrl-C."""
     import argparse
-    import sys
 
     ap = argparse.ArgumentParser(prog="python -m mm2_failover.spark_cluster", description=main.__doc__)
     ap.add_argument("--run-dir", type=Path, default=Path(__file__).resolve().parents[2] / "var" / "spark-cluster"
@@ -254,14 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(cluster.info(), indent=2))
         print(f"export AIRFLOW_CONN_SPARK_DEFAULT='{spark_conn(cluster.master_url)}'")
         print(f"export MM2_FAILOVER_SPARK_CONF='{json.dumps(cluster.app_conf)}'  # merge with your other conf")
-        print("cluster running; Ctrl-C stops it", flush=True)
-        try:
-            while cluster.master.alive and cluster.worker.alive:
-                time.sleep(1)
-            print("a Spark process exited; stopping", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            return 0
+        return run_until_interrupted("Spark cluster", lambda: cluster.master.alive and cluster.worker.alive)
 
 
 if __name__ == "__main__":
