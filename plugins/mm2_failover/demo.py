@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + "=" * 78)
     print(f"mm2_failover DAG run {dagrun.run_id}: {dagrun.state}  ({result['seconds']} s in all)")
     print(scenario.render_outcomes(rows))
-    print(f"\nre-read: records the group had consumed on the source and reads again on the target "
-          f"(MM2's checkpoints are conservative);\nlost: records it would skip (must be 0).")
+    print("\nre-read: records the group had consumed on the source and reads again on the target "
+          "(MM2's checkpoints are conservative);\nlost: records it would skip (must be 0).")
     print(f"committed offsets == latest checkpoints' downstream offsets: {exact}")
     if args.spark == "cluster":
         app = spark.get("application") or {}

@@ -21,7 +21,6 @@ from mm2_failover import report as reportmod
 from mm2_failover.config import RunParams
 from mm2_failover.kafka_io import TP, Cluster, GroupState, KafkaUnavailable
 from mm2_failover.naming import (
-    ReplicationPolicy,
     compile_regex,
     group_selected,
     is_internal_topic,

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from mm2_failover import checkpoints as cpf
-from mm2_failover import scenario, steps
+from mm2_failover import steps
 from mm2_failover.spark import job_submission, spark_submit
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark]
