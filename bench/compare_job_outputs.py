@@ -76,13 +76,15 @@ def produce(bootstrap: str) -> dict:
 def run(job: Path, bootstrap: str, ends: dict, out: Path, topics: list[str], extra: list[str]) -> tuple[int, dict, dict]:
     import subprocess
 
-    cmd = [str(Path(sys.executable).with_name("spark-submit")), "--master", "local[2]", "--driver-memory", "1g",
-           "--jars", ",".join(lb.spark_jars()), "--conf", "spark.driver.host=127.0.0.1", "--conf",
-           "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4", str(job),
-           "--bootstrap-servers", bootstrap, "--end-offsets", json.dumps({t: ends[t] for t in topics}),
-           "--output", str(out), "--max-quarantined", "100", *extra]
+    from mm2_failover.spark import spark_submit_cmd
+
+    job_args = ["--bootstrap-servers", bootstrap, "--end-offsets", json.dumps({t: ends[t] for t in topics}),
+                "--output", str(out), "--max-quarantined", "100", *extra]
     for t in topics:
-        cmd += ["--checkpoints-topic", t]
+        job_args += ["--checkpoints-topic", t]
+    cmd = spark_submit_cmd("local[2]", {"spark.driver.host": "127.0.0.1", "spark.ui.enabled": "false",
+                                        "spark.sql.shuffle.partitions": "4"}, job_args, job=job,
+                           name="compare-job-outputs", driver_memory="1g")
     env = {"PYTHONPATH": str(REPO / "plugins"), "SPARK_LOCAL_IP": "127.0.0.1", "PATH": "/usr/bin:/bin",
            "PYSPARK_PYTHON": sys.executable}
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)

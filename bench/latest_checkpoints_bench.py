@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO / "plugins"))
 
 from mm2_failover import checkpoints as cpf  # noqa: E402
 from mm2_failover.bed import Bed  # noqa: E402
-from mm2_failover.config import spark_jars  # noqa: E402
+from mm2_failover.spark import spark_submit_cmd  # noqa: E402
 
 ALIAS = "primary"
 TOPIC = f"{ALIAS}.checkpoints.internal"
@@ -216,16 +216,13 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
         conf.update({"spark.executor.memory": args.cluster.executor_memory, "spark.cores.max": str(args.cluster.cores),
                      "spark.executorEnv.PYTHONPATH": str(REPO / "plugins")})
     conf.update(dict(kv.split("=", 1) for kv in args.spark_conf))
-    cmd = [str(Path(sys.executable).with_name("spark-submit")), "--master", master,
-           "--driver-memory", args.driver_memory, "--jars", ",".join(spark_jars()), "--name", f"bench-{tag}"]
-    for k, v in conf.items():
-        cmd += ["--conf", f"{k}={v}"]
-    cmd += [str(job), "--bootstrap-servers", bootstrap, "--checkpoints-topic", TOPIC,
-            "--end-offsets", json.dumps({TOPIC: {"0": end_offset}}), "--output", str(out),
-            "--summary", str(summary_path)]
+    job_args = ["--bootstrap-servers", bootstrap, "--checkpoints-topic", TOPIC,
+                "--end-offsets", json.dumps({TOPIC: {"0": end_offset}}), "--output", str(out),
+                "--summary", str(summary_path)]
     if min_partitions:
-        cmd += ["--min-partitions", str(min_partitions)]
-    cmd += list(args.job_arg)
+        job_args += ["--min-partitions", str(min_partitions)]
+    cmd = spark_submit_cmd(master, conf, job_args + list(args.job_arg), job=job, name=f"bench-{tag}",
+                           driver_memory=args.driver_memory)
     env = {**os.environ, "PYTHONPATH": str(REPO / "plugins"), "PYSPARK_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1"}
     log_path = out_dir / f"spark-{tag}.log"

@@ -64,17 +64,27 @@ def quarantine_failure(summary: dict | None, max_quarantined: int) -> str | None
             "Inspect them; if the remaining checkpoints are enough, re-run with a higher max_quarantined_records.")
 
 
-def spark_submit(master: str, args: list[str], env: dict[str, str], conf: dict[str, str]) -> int:
-    """Run the job with the venv's spark-submit (the CLI path; Airflow uses SparkSubmitOperator)."""
-    import os
-    import subprocess
+def spark_submit_cmd(master: str, conf: dict[str, str], args: list[str], job=None,
+                     name: str = "mm2-failover-latest-checkpoints", driver_memory: str | None = None) -> list[str]:
+    """The venv's spark-submit command line for the job (default ``spark_jobs/latest_checkpoints.py``) with the
+    Maven-fetched Kafka source jars: one place for the CLI and the benchmarks."""
     import sys
     from pathlib import Path
 
     from mm2_failover.config import SPARK_JOB, spark_jars
 
     cmd = [str(Path(sys.executable).with_name("spark-submit")), "--master", master, "--jars", ",".join(spark_jars()),
-           "--name", "mm2-failover-latest-checkpoints"]
+           "--name", name]
+    if driver_memory:
+        cmd += ["--driver-memory", driver_memory]
     for k, v in conf.items():
         cmd += ["--conf", f"{k}={v}"]
-    return subprocess.run(cmd + [str(SPARK_JOB), *args], env={**os.environ, **env}).returncode
+    return cmd + [str(job or SPARK_JOB), *args]
+
+
+def spark_submit(master: str, args: list[str], env: dict[str, str], conf: dict[str, str]) -> int:
+    """Run the job with the venv's spark-submit (the CLI path; Airflow uses SparkSubmitOperator)."""
+    import os
+    import subprocess
+
+    return subprocess.run(spark_submit_cmd(master, conf, args), env={**os.environ, **env}).returncode
