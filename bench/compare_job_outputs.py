@@ -103,7 +103,7 @@ def run(job: Path, bootstrap: str, ends: dict, out: Path, topics: list[str], ext
 
 
 def normalise(s: dict) -> dict:
-    s = {k: v for k, v in s.items() if k not in ("seconds", "phases", "output", "quarantine_output", "regressions_output")}
+    s = {k: v for k, v in s.items() if k not in ("seconds", "phases", "output", "quarantine_output", "regressions_output", "min_partitions")}
     if "regressions_sample" in s:
         s["regressions_sample"] = sorted(json.dumps(r, sort_keys=True) for r in s["regressions_sample"])
     return s

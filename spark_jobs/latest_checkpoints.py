@@ -15,9 +15,13 @@ with the highest position per key (a tombstone deletes the key, as compaction wo
   checkpoint_partition, checkpoint_offset, reason, key_hex, value_hex;
 * a JSON summary (counts, and seconds per phase) to ``--summary`` (a local path on the driver) and to stdout.
 
-The hot path is one Spark stage per Kafka partition split (read, decode, partial aggregate) and one small
-aggregation stage; the counts come from Observations on that pass. Bad records (normally none) are written by a
-second bounded read, only when the first pass counted some.
+The hot path is one Spark stage per Kafka partition split (MM2's single checkpoint partition is split into
+as many ranges as Spark has cores) that reads, extracts the two offsets, checks the value and pre-aggregates
+per raw key bytes in a hash map (fixed-width buffers: the position and two flags packed in one long), then one
+aggregation stage over the distinct keys, which decodes and checks each key once, applies the group
+selection and writes. The counts come from Observations on that pass. Two cases take a second bounded read,
+only when the first pass saw them: bad records (normally none: the quarantine goes through the full decoder),
+and answers whose record carries commit metadata (filled in by position, then the output is rewritten).
 
 Command line (runs without Airflow)::
 
@@ -41,7 +45,7 @@ import os
 import sys
 import time
 
-from mm2_failover.checkpoints import REASONS, sql_decode_columns
+from mm2_failover.checkpoints import REASONS
 
 OPTIONS_ENV = "MM2_FAILOVER_SPARK_KAFKA_OPTIONS"
 EXIT_BAD_ARGS = 2
@@ -49,7 +53,13 @@ EXIT_TOO_MANY_QUARANTINED = 3
 # Spark's Kafka source polls with the Java consumer's defaults (max.poll.records=500) and lists offsets again
 # after every poll; one checkpoint record is ~60 bytes, so larger polls cut the read time several-fold.
 # Settings given through the environment or --kafka-option win.
-FAST_FETCH = {"max.poll.records": "200000", "max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": str(64 << 20)}
+FAST_FETCH = {"max.poll.records": "10000", "max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": str(64 << 20)}
+
+
+OUTPUT_SCHEMA = ("source_alias string, `group` string, topic string, partition int, upstream_offset bigint, "
+                 "downstream_offset bigint, metadata string, checkpoint_partition int, checkpoint_offset bigint, "
+                 "checkpoint_timestamp timestamp, regressed boolean, latest_downstream_offset bigint, "
+                 "latest_checkpoint_offset bigint, max_downstream_offset bigint, max_checkpoint_offset bigint")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,7 +76,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-quarantined", type=int, default=0,
                    help="fail (exit 3) when more records than this are not usable checkpoints")
     p.add_argument("--min-partitions", type=int, default=0,
-                   help="split the read into at least this many Spark tasks (Kafka source minPartitions)")
+                   help="split the read into at least this many Spark tasks (Kafka source minPartitions); 0 (the "
+                        "default): Spark's default parallelism when the checkpoint topics have fewer partitions")
     p.add_argument("--policy", choices=["latest", "max"], default="latest",
                    help="latest: the last checkpoint per key wins (MM2's meaning); max: when a key's downstream "
                         "offset went backwards within the read range, keep the highest one instead")
@@ -99,9 +110,15 @@ def alias_of(topic: str) -> str:
     return source_alias_of_checkpoints_topic(topic) or topic
 
 
+POSITION_BITS = 47  # a record's position: partition << 47 | offset, times 4 plus two flags, in one long
+
+
 def run(spark, args: argparse.Namespace) -> dict:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
+
+    from mm2_failover.checkpoints import (sql_decode_columns, sql_inline, sql_key_columns, sql_value_columns,
+                                          sql_value_plain_ok)
 
     t0 = time.monotonic()
     phases: dict[str, float] = {}
@@ -112,123 +129,147 @@ def run(spark, args: argparse.Namespace) -> dict:
         phases[name] = round(now - mark[0], 3)
         mark[0] = now
 
+    topics = list(dict.fromkeys(args.checkpoints_topic))
     end_offsets = load_end_offsets(args.end_offsets)
-    unknown = sorted(set(end_offsets) - set(args.checkpoints_topic))
-    missing = sorted(set(args.checkpoints_topic) - set(end_offsets))
-    if unknown or missing:
-        raise ValueError(f"--end-offsets does not match --checkpoints-topic: missing {missing}, unexpected {unknown}")
+    check_topics(topics, end_offsets)
     to_read = {t: {p: o for p, o in ps.items() if o > 0} for t, ps in end_offsets.items()}
     to_read = {t: ps for t, ps in to_read.items() if ps}
     summary = {
-        "checkpoints_topics": args.checkpoints_topic, "end_offsets": end_offsets, "records_read": 0, "tombstones": 0,
+        "checkpoints_topics": topics, "end_offsets": end_offsets, "records_read": 0, "tombstones": 0,
         "quarantined": 0, "quarantined_by_reason": {}, "checkpoints": 0, "groups": 0, "output": args.output,
         "quarantine_output": None, "regressions": 0, "regressions_output": None, "policy": args.policy,
     }
-    schema = ("source_alias string, `group` string, topic string, partition int, upstream_offset bigint, "
-              "downstream_offset bigint, metadata string, checkpoint_partition int, checkpoint_offset bigint, "
-              "checkpoint_timestamp timestamp, regressed boolean, latest_downstream_offset bigint, "
-              "latest_checkpoint_offset bigint, max_downstream_offset bigint, max_checkpoint_offset bigint")
     if not to_read:
-        spark.createDataFrame([], schema).write.mode("overwrite").parquet(args.output)
+        spark.createDataFrame([], OUTPUT_SCHEMA).write.mode("overwrite").parquet(args.output)
         summary["seconds"] = round(time.monotonic() - t0, 3)
         return summary
 
     kafka = kafka_options(args)
     for k, v in FAST_FETCH.items():
         kafka.setdefault(f"kafka.{k}", v)
+    aliases = {t: alias_of(t) for t in topics}
+    # MM2's checkpoints topic has one partition: split it so that every core reads (and pre-aggregates) a range
+    min_partitions = args.min_partitions
+    if not min_partitions and sum(len(ps) for ps in to_read.values()) < spark.sparkContext.defaultParallelism:
+        min_partitions = spark.sparkContext.defaultParallelism
+    summary["min_partitions"] = min_partitions
+    alias_sql = (sql_string(aliases[next(iter(to_read))]) if len(to_read) == 1 else
+                 "CASE " + " ".join(f"WHEN topic = {sql_string(t)} THEN {sql_string(a)}" for t, a in aliases.items())
+                 + " END")
 
-    def decoded():  # a bounded read + SQL decode; re-planned (never cached) so the hot pass stays one stage
+    def read():  # the bounded read; planned again for the rare second passes (never cached)
         reader = (spark.read.format("kafka").options(**kafka)
                   .option("assign", json.dumps({t: [int(p) for p in ps] for t, ps in to_read.items()}))
                   .option("startingOffsets", json.dumps({t: {p: -2 for p in ps} for t, ps in to_read.items()}))
                   .option("endingOffsets", json.dumps(to_read))
                   .option("failOnDataLoss", "false"))  # compaction and retention leave gaps: expected
-        if args.min_partitions:
-            reader = reader.option("minPartitions", str(args.min_partitions))
-        df = reader.load().selectExpr(
-            "key", "value", "topic AS checkpoint_topic", "partition AS checkpoint_partition",
-            "offset AS checkpoint_offset", "timestamp AS checkpoint_timestamp")
-        df = df.withColumn("source_alias", F.expr(
-            "CASE " + " ".join(f"WHEN checkpoint_topic = '{t}' THEN '{alias_of(t)}'" for t in args.checkpoints_topic)
-            + " END"))
-        for name, expr in sql_decode_columns("key", "value").items():
-            df = df.withColumn(name, F.expr(expr))
-        return df
+        if min_partitions:
+            reader = reader.option("minPartitions", str(min_partitions))
+        return reader.load().selectExpr(f"{alias_sql} AS source_alias", "key", "value",
+                                        "partition AS checkpoint_partition", "offset AS checkpoint_offset",
+                                        "timestamp AS checkpoint_timestamp")
 
     lap("setup")
-    df = decoded()
-    lap("plan_decode")
-    # Selection is one boolean column folded into the aggregation, not a WHERE: Catalyst would push a filter below
-    # the ~20 stacked decode projections and inline the whole decoder into it, and the generated method grows past
-    # the JVM's 8,000-byte JIT limit ("Generated method too long to be JIT compiled"), so the stage ran
-    # interpreted. Rows that are not usable collapse into one NULL key, dropped after the aggregation.
-    if args.groups_regex in (".*", "") and not args.groups_exclude_regex:
-        usable = "reason IS NULL"
-    else:
-        usable = f"reason IS NULL AND `group` RLIKE {sql_string(f'^(?:{args.groups_regex})$')}"
-        if args.groups_exclude_regex:
-            usable += f" AND NOT `group` RLIKE {sql_string(f'^(?:{args.groups_exclude_regex})$')}"
-    d = df.selectExpr("source_alias", "`group`", "topic", "partition", "upstream_offset", "downstream_offset",
-                      "metadata", "is_tombstone", "reason", "checkpoint_partition", "checkpoint_offset",
-                      "checkpoint_timestamp", f"({usable}) AS _usable")
-    # Counts come from an Observation on the same pass that writes the output (no persist + count pass).
-    counts = Observation("mm2_failover_counts")
-    d = d.observe(counts, F.count(F.when(F.col("_usable"), 1)).alias("usable"),
-                  F.count(F.when(F.col("_usable") & F.col("is_tombstone"), 1)).alias("tombstones"),
-                  *(F.count(F.when(F.col("reason") == r, 1)).alias(r) for r in REASONS))
-    u = F.col("_usable")
+    # Pass 1, per record: only what choosing the latest record of a key needs - the raw key bytes, the position,
+    # the two offsets and whether the value is usable. The usual value (known version, non-negative offsets, no
+    # metadata) is recognised by byte comparisons; any other goes through the full value decoder. Keys are
+    # decoded and checked once per distinct key, after the aggregation (a key's checks depend on its bytes only).
+    vcols = sql_value_columns("value")
+    plain_ok = sql_value_plain_ok("value")
+    d = read().selectExpr(
+        "source_alias", "key", "checkpoint_timestamp", f"{vcols['is_tombstone']} AS is_tombstone",
+        f"{sql_inline(vcols, 'upstream_offset')} AS upstream_offset",
+        f"{sql_inline(vcols, 'downstream_offset')} AS downstream_offset",
+        # position: orders a key's records (partition, then offset) in one long; flags: tombstone 2, plain 1
+        f"shiftleft(CAST(checkpoint_partition AS BIGINT), {POSITION_BITS}) + checkpoint_offset AS pos",
+        f"IF(value IS NOT NULL AND {plain_ok}, 1, 0) AS plain",
+        f"value IS NOT NULL AND NOT {plain_ok} AND ({sql_inline(vcols, 'value_reason')}) IS NOT NULL AS bad_value")
+    # Fixed-width aggregation buffers only (longs, timestamps), so Spark aggregates in a hash map, not by sorting
+    # every record. c_* = the latest usable record (highest position), m_* = the live record with the highest
+    # downstream offset (regressions; the answer under --policy max).
+    u = ~F.col("bad_value")
     live = u & ~F.col("is_tombstone")
-    rec = F.struct("is_tombstone", "upstream_offset", "downstream_offset", "metadata", "checkpoint_partition",
-                   "checkpoint_offset", "checkpoint_timestamp")
-    # The latest record of a key is the one at the highest (checkpoint partition, offset); with one partition per
-    # checkpoints topic (MM2's layout) and one alias per topic, the offset alone orders a key's records.
-    aliases = [alias_of(t) for t in to_read]
-    single = all(len(ps) == 1 for ps in to_read.values()) and len(set(aliases)) == len(aliases)
-    pos = F.col("checkpoint_offset") if single else F.struct("checkpoint_partition", "checkpoint_offset")
-    keys = [F.when(u, F.col(c)).alias(c) for c in ("source_alias", "group", "topic", "partition")]
-    if args.policy == "max":  # the whole record at the highest downstream offset may be the answer
-        m = [F.max_by(F.when(live, rec), F.when(live, F.col("downstream_offset"))).alias("m")]
-    else:  # only its downstream offset and position are reported: fixed-width aggregates, no second struct
-        m = [F.max(F.when(live, F.col("downstream_offset"))).alias("_md"),
-             F.max_by(F.when(live, F.col("checkpoint_offset")), F.when(live, F.col("downstream_offset"))).alias("_mo")]
-    agg = (d.groupBy(*keys)
-           .agg(F.max_by(F.when(u, rec), F.when(u, pos)).alias("c"), *m)
-           .where("c IS NOT NULL AND NOT c.is_tombstone"))
-    if args.policy != "max":
-        agg = agg.selectExpr("*", "named_struct('downstream_offset', _md, 'checkpoint_offset', _mo) AS m")
-    chosen = "IF(regressed, m, c)" if args.policy == "max" else "c"
-    latest = (agg.withColumn("regressed", F.expr("m.downstream_offset > c.downstream_offset"))
-              .selectExpr("source_alias", "`group`", "topic", "partition",
-                          *(f"({chosen}).{c} AS {c}" for c in (
-                              "upstream_offset", "downstream_offset", "metadata", "checkpoint_partition",
-                              "checkpoint_offset", "checkpoint_timestamp")),
-                          "regressed",
-                          "c.downstream_offset AS latest_downstream_offset",
-                          "c.checkpoint_offset AS latest_checkpoint_offset",
-                          "m.downstream_offset AS max_downstream_offset",
-                          "m.checkpoint_offset AS max_checkpoint_offset"))
+    flagged = F.expr("shiftleft(pos, 2) + IF(is_tombstone, 2, 0) + plain")
+    cflag, lds = F.when(u, flagged), F.when(live, F.col("downstream_offset"))
+    aggs = [F.count(F.lit(1)).alias("n"), F.count(F.when(F.col("bad_value"), 1)).alias("n_bad_value"),
+            F.count(F.when(u & F.col("is_tombstone"), 1)).alias("n_tombstones"), F.max(cflag).alias("c_flagged")]
+    aggs += [F.max_by(f, cflag).alias(f"c_{f}") for f in ("upstream_offset", "downstream_offset", "checkpoint_timestamp")]
+    aggs += [F.max(lds).alias("m_downstream_offset"), F.max_by(flagged, lds).alias("m_flagged")]
+    if args.policy == "max":
+        aggs += [F.max_by(f, lds).alias(f"m_{f}") for f in ("upstream_offset", "checkpoint_timestamp")]
+    if len(to_read) == 1:  # one alias: group by the key bytes alone
+        k = d.groupBy("key").agg(*aggs).selectExpr(f"{alias_sql} AS source_alias", "*")
+    else:
+        k = d.groupBy("source_alias", "key").agg(*aggs)
+    mask = (1 << POSITION_BITS) - 1
+    for side in ("c", "m"):
+        k = k.selectExpr("*", f"CAST(shiftright({side}_flagged, 2 + {POSITION_BITS}) AS INT) AS {side}_checkpoint_partition",
+                         f"shiftright({side}_flagged, 2) & {mask} AS {side}_checkpoint_offset",
+                         f"({side}_flagged & 1) = 1 AS {side}_plain")
+    k = k.selectExpr("*", "(c_flagged & 2) = 2 AS c_is_tombstone")
+    for name, expr in sql_key_columns("key").items():  # ~1 row per key from here on
+        k = k.withColumn(name, F.expr(expr))
+    selected = "key_reason IS NULL"
+    if args.groups_regex not in (".*", ""):
+        selected += f" AND CAST(_graw AS STRING) RLIKE {sql_string(f'^(?:{args.groups_regex})$')}"
+    if args.groups_exclude_regex:
+        selected += f" AND NOT CAST(_graw AS STRING) RLIKE {sql_string(f'^(?:{args.groups_exclude_regex})$')}"
+    k = k.withColumn("_selected", F.expr(selected))
+    counts = Observation("mm2_failover_counts")
+    k = k.observe(counts,
+                  F.coalesce(F.sum(F.expr("IF(key_reason IS NOT NULL, n, n_bad_value)")), F.lit(0)).alias("quarantined"),
+                  F.coalesce(F.sum(F.expr("IF(_selected, n - n_bad_value, 0)")), F.lit(0)).alias("usable"),
+                  F.coalesce(F.sum(F.expr("IF(_selected, n_tombstones, 0)")), F.lit(0)).alias("tombstones"))
+    k = k.where("_selected AND c_flagged IS NOT NULL AND NOT c_is_tombstone")
+    k = k.withColumn("regressed", F.expr("m_downstream_offset > c_downstream_offset"))
+
+    def chosen(f: str) -> str:  # the answer's field: the latest record's, or under --policy max the highest one's
+        return f"IF(regressed, m_{f}, c_{f})" if args.policy == "max" else f"c_{f}"
+
+    latest = k.selectExpr(
+        "source_alias", "CAST(_graw AS STRING) AS `group`", "CAST(_traw AS STRING) AS topic", "partition",
+        f"{chosen('upstream_offset')} AS upstream_offset", f"{chosen('downstream_offset')} AS downstream_offset",
+        # NULL = metadata not empty: filled in below by a second read of just those records (rare)
+        f"IF({chosen('plain')}, '', CAST(NULL AS STRING)) AS metadata",
+        f"{chosen('checkpoint_partition')} AS checkpoint_partition",
+        f"{chosen('checkpoint_offset')} AS checkpoint_offset",
+        f"{chosen('checkpoint_timestamp')} AS checkpoint_timestamp",
+        "regressed", "c_downstream_offset AS latest_downstream_offset",
+        "c_checkpoint_offset AS latest_checkpoint_offset", "m_downstream_offset AS max_downstream_offset",
+        "m_checkpoint_offset AS max_checkpoint_offset")
     written = Observation("mm2_failover_output")
     latest = latest.observe(written, F.count(F.lit(1)).alias("n"),
-                            F.coalesce(F.sum(F.col("regressed").cast("int")), F.lit(0)).alias("r"))
+                            F.coalesce(F.sum(F.col("regressed").cast("int")), F.lit(0)).alias("r"),
+                            F.count(F.when(F.col("metadata").isNull(), 1)).alias("md"))
     lap("plan")
     latest.write.mode("overwrite").parquet(args.output)
     lap("read_decode_aggregate_write")
     c, w = counts.get, written.get
     lap("observations")
-    by_reason = {r: int(c[r]) for r in REASONS if c[r]}
-    summary["quarantined_by_reason"] = dict(sorted(by_reason.items()))
-    summary["quarantined"] = sum(by_reason.values())
+    summary["quarantined"] = int(c["quarantined"])
     summary["records_read"] = int(c["usable"]) + summary["quarantined"]
     summary["tombstones"] = int(c["tombstones"])
     summary["checkpoints"], summary["regressions"] = int(w["n"]), int(w["r"])
+    if w["md"]:  # some answers carry commit metadata: read those records' values again and fill it in
+        fill_metadata(spark, read, args.output, vcols)
+        lap("metadata")
     summary["groups"] = spark.read.parquet(args.output).select("source_alias", "group").distinct().count()
     lap("count_groups")
-    if summary["quarantined"]:  # rare: a second bounded read, only for the bad records
+    if summary["quarantined"]:  # rare: a second bounded read, through the full decoder, for the bad records only
         qpath = args.output.rstrip("/") + "_quarantine"
-        (decoded().where("reason IS NOT NULL")
+        q = read()
+        for name, expr in sql_decode_columns("key", "value").items():
+            q = q.withColumn(name, F.expr(expr))
+        by_reason = Observation("mm2_failover_quarantine")
+        (q.where("reason IS NOT NULL")
+         .observe(by_reason, *(F.count(F.when(F.col("reason") == r, 1)).alias(r) for r in REASONS))
          .selectExpr("source_alias", "checkpoint_partition", "checkpoint_offset", "reason", "hex(key) AS key_hex",
                      "hex(value) AS value_hex")
          .write.mode("overwrite").parquet(qpath))
+        summary["quarantined_by_reason"] = {r: int(n) for r, n in sorted(by_reason.get.items()) if n}
+        if sum(summary["quarantined_by_reason"].values()) != summary["quarantined"]:
+            raise RuntimeError(f"internal error: the first pass counted {summary['quarantined']} unusable records, "
+                               f"the full decoder {summary['quarantined_by_reason']} (please report this)")
         summary["quarantine_output"] = qpath
         lap("quarantine")
     if summary["regressions"]:
@@ -248,6 +289,50 @@ def run(spark, args: argparse.Namespace) -> dict:
     return summary
 
 
+def fill_metadata(spark, read, output: str, vcols: dict[str, str]) -> None:
+    """Fill in the commit metadata of the answers whose record carries some (NULL after the first pass): one more
+    bounded read, joined on (source alias, checkpoint partition, offset); the output is rewritten in place."""
+    from pyspark.sql import functions as F
+
+    where = ["source_alias", "checkpoint_partition", "checkpoint_offset"]
+    need = spark.read.parquet(output).where("metadata IS NULL").select(*where)
+    md = read().where("value IS NOT NULL AND length(value) > 20").join(need, where)
+    for name in ("_mlen", "_mraw"):
+        md = md.withColumn(name, F.expr(vcols[name]))
+    md = md.selectExpr(*where, "CAST(_mraw AS STRING) AS _metadata")
+    current = spark.read.parquet(output)
+    filled = (current.join(md, where, "left")
+              .withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
+              .select(*current.columns))
+    tmp = output.rstrip("/") + "_with_metadata.tmp"
+    filled.write.mode("overwrite").parquet(tmp)
+    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
+    src, dst = jvm.org.apache.hadoop.fs.Path(tmp), jvm.org.apache.hadoop.fs.Path(output)
+    fs = dst.getFileSystem(conf)
+    if not (fs.delete(dst, True) and fs.rename(src, dst)):
+        raise RuntimeError(f"could not replace {output} with {tmp} (the complete answer is in {tmp})")
+    if spark.read.parquet(output).where("metadata IS NULL").limit(1).count():
+        raise RuntimeError(f"internal error: some answers in {output} still lack their metadata (please report this)")
+
+
+def check_topics(topics: list[str], end_offsets: dict[str, dict[str, int]]) -> None:
+    unknown = sorted(set(end_offsets) - set(topics))
+    missing = sorted(set(topics) - set(end_offsets))
+    if unknown or missing:
+        raise ValueError(f"--end-offsets does not match --checkpoints-topic: missing {missing}, unexpected {unknown}")
+    by_alias: dict[str, list[str]] = {}
+    for t in topics:
+        by_alias.setdefault(alias_of(t), []).append(t)
+    same = {a: ts for a, ts in by_alias.items() if len(ts) > 1}
+    if same:
+        raise ValueError(f"several checkpoints topics name the same source alias: {same}; give one per alias")
+    for t, ps in end_offsets.items():
+        for p, o in ps.items():
+            if int(p) >= 1 << 14 or o >= 1 << POSITION_BITS:
+                raise ValueError(f"{t} partition {p} end offset {o}: beyond what the job orders records by "
+                                 f"(partition < 16384, offset < 2^{POSITION_BITS})")
+
+
 def sql_string(s: str) -> str:
     """A Spark SQL string literal for ``s`` (backslashes and quotes escaped)."""
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -256,7 +341,7 @@ def sql_string(s: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)
-        load_end_offsets(args.end_offsets)
+        check_topics(list(dict.fromkeys(args.checkpoints_topic)), load_end_offsets(args.end_offsets))
     except (ValueError, OSError) as e:
         print(f"latest_checkpoints: bad arguments: {e}", file=sys.stderr)
         return EXIT_BAD_ARGS

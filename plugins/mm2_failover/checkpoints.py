@@ -16,6 +16,7 @@ records they refuse; nothing is silently dropped.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 
@@ -127,7 +128,8 @@ def _utf8(raw: bytes) -> str:
 
 
 # The checks run in one fixed order (structure, then text, then trailing bytes, then ranges); the Spark SQL
-# rendering below applies them in the same order, so both paths give the same reason for the same bytes.
+# rendering below (sql_key_columns / sql_value_columns) applies them in the same order, so both paths give the
+# same reason for the same bytes.
 
 
 def decode_key(key: bytes | None) -> CheckpointKey:
@@ -196,6 +198,108 @@ def encode(cp: Checkpoint) -> tuple[bytes, bytes]:
 # ---------------------------------------------------------------------------------------------- Spark SQL
 
 
+def _sql_u16(col: str, pos: str) -> str:  # int16 read as unsigned 0..65535, NULL if out of bounds
+    return f"IF(length({col}) >= {pos} + 1, CAST(conv(hex(substring({col}, {pos}, 2)), 16, 10) AS INT), NULL)"
+
+
+def _sql_i32(col: str, pos: str) -> str:  # conv of 8 hex digits is unsigned: sign-extend by hand
+    u = f"CAST(conv(hex(substring({col}, {pos}, 4)), 16, 10) AS BIGINT)"
+    return f"IF(length({col}) >= {pos} + 3, CAST(IF({u} >= 2147483648, {u} - 4294967296, {u}) AS INT), NULL)"
+
+
+def _sql_i64(col: str, pos: str) -> str:
+    return f"IF(length({col}) >= {pos} + 7, CAST(conv(hex(substring({col}, {pos}, 8)), 16, -10) AS BIGINT), NULL)"
+
+
+# The checks run in the order decode() meets them: the key's checks (decode_key), then, for a non-null value,
+# the value's (decode_value). A reason of the key wins over one of the value, as in decode().
+
+
+def sql_key_columns(key: str = "key") -> dict[str, str]:
+    """:func:`decode_key` as Spark SQL expressions (evaluate in order): ``partition``, ``key_reason`` (NULL for
+    a usable key) and the raw ``_graw``/``_traw`` bytes of group and topic (cast them to STRING only when
+    ``key_reason`` is NULL). Positions are 1-based; key layout ``[g_len:2][group][t_len:2][topic][partition:4]``.
+    A length >= 0x8000 is a negative int16: treated as truncated, like decode_key does."""
+    cols: dict[str, str] = {}
+    cols["_glen"] = _sql_u16(key, "1")
+    cols["_tpos"] = "3 + _glen"
+    cols["_tlen"] = f"IF(_glen < 32768, {_sql_u16(key, '_tpos')}, NULL)"
+    cols["_ppos"] = "_tpos + 2 + _tlen"
+    cols["_key_ok"] = (
+        f"{key} IS NOT NULL AND _glen IS NOT NULL AND _glen < 32768 AND _tlen IS NOT NULL AND _tlen < 32768"
+        f" AND length({key}) >= _ppos + 3"
+    )
+    cols["_graw"] = f"IF(_key_ok, substring({key}, 3, _glen), NULL)"
+    cols["_traw"] = f"IF(_key_ok, substring({key}, _tpos + 2, _tlen), NULL)"
+    cols["partition"] = f"IF(_key_ok, {_sql_i32(key, '_ppos')}, NULL)"
+    cols["key_reason"] = (
+        "CASE"
+        f" WHEN {key} IS NULL THEN '{NULL_KEY}'"
+        f" WHEN NOT _key_ok THEN '{KEY_TRUNCATED}'"
+        f" WHEN NOT is_valid_utf8(CAST(_graw AS STRING)) THEN '{INVALID_UTF8}'"
+        f" WHEN NOT is_valid_utf8(CAST(_traw AS STRING)) THEN '{INVALID_UTF8}'"
+        f" WHEN length({key}) <> _ppos + 3 THEN '{KEY_TRAILING_BYTES}'"
+        f" WHEN partition < 0 THEN '{NEGATIVE_PARTITION}'"
+        " ELSE NULL END"
+    )
+    return cols
+
+
+def sql_value_columns(value: str = "value") -> dict[str, str]:
+    """:func:`decode_value` as Spark SQL expressions (evaluate in order): ``is_tombstone``, ``upstream_offset``,
+    ``downstream_offset``, ``value_reason`` (NULL for a usable value and for a tombstone) and the raw ``_mraw``
+    metadata bytes. Value layout ``[version:2][upstream:8][downstream:8][m_len:2][metadata]``."""
+    cols: dict[str, str] = {}
+    cols["is_tombstone"] = f"{value} IS NULL"
+    cols["_vraw"] = _sql_u16(value, "1")
+    cols["_version"] = "IF(_vraw >= 32768, _vraw - 65536, _vraw)"
+    cols["_up"] = _sql_i64(value, "3")
+    cols["_down"] = _sql_i64(value, "11")
+    cols["upstream_offset"] = "_up"
+    cols["downstream_offset"] = "_down"
+    cols["_mlen"] = _sql_u16(value, "19")
+    cols["_mraw"] = f"IF(_mlen IS NOT NULL AND _mlen < 32768, substring({value}, 21, _mlen), NULL)"
+    known = ", ".join(str(v) for v in KNOWN_VERSIONS)
+    cols["value_reason"] = (
+        "CASE"
+        f" WHEN {value} IS NULL THEN NULL"
+        f" WHEN _version IS NULL THEN '{VALUE_TRUNCATED}'"
+        f" WHEN _version NOT IN ({known}) THEN '{UNKNOWN_VERSION}'"
+        f" WHEN _down IS NULL OR _mlen IS NULL OR _mlen >= 32768"
+        f" OR length({value}) < 20 + _mlen THEN '{VALUE_TRUNCATED}'"
+        f" WHEN NOT is_valid_utf8(CAST(_mraw AS STRING)) THEN '{INVALID_UTF8}'"
+        f" WHEN length({value}) <> 20 + _mlen THEN '{VALUE_TRAILING_BYTES}'"
+        f" WHEN _up < 0 OR _down < 0 THEN '{NEGATIVE_OFFSET}'"
+        " ELSE NULL END"
+    )
+    return cols
+
+
+def sql_value_plain_ok(value: str = "value") -> str:
+    """A cheap test for the usual value: a known version, non-negative offsets and empty metadata (exactly 20
+    bytes). TRUE implies ``value_reason`` IS NULL and metadata ``''``; FALSE (or NULL, for a tombstone) says
+    nothing, and the caller falls back to :func:`sql_value_columns`. Byte comparisons only (Spark compares
+    binary unsigned), none of the hex/conv work of the full decoder."""
+    versions = ", ".join("X'" + struct.pack(">h", v).hex().upper() + "'" for v in KNOWN_VERSIONS)
+    return (f"(length({value}) = 20 AND substring({value}, 1, 2) IN ({versions})"
+            f" AND substring({value}, 19, 2) = X'0000'"
+            f" AND substring({value}, 3, 1) < X'80' AND substring({value}, 11, 1) < X'80')")
+
+
+_SQL_HELPER = re.compile(r"(?<![\w`.'])(_[A-Za-z]\w*)(?!\w)")
+
+
+def sql_inline(cols: dict[str, str], name: str) -> str:
+    """``cols[name]`` with the helper columns it uses (``_``-prefixed names in ``cols``) substituted, recursively:
+    one self-contained expression, which Spark evaluates only where it is used (e.g. in one branch of a CASE),
+    instead of helper columns that a projection computes for every row."""
+
+    def sub(expr: str) -> str:
+        return _SQL_HELPER.sub(lambda m: f"({sub(cols[m.group(1)])})" if m.group(1) in cols else m.group(0), expr)
+
+    return sub(cols[name])
+
+
 def sql_decode_columns(key: str = "key", value: str = "value") -> dict[str, str]:
     """The same decoding rules as :func:`decode`, as Spark SQL expressions over binary columns.
 
@@ -206,59 +310,9 @@ def sql_decode_columns(key: str = "key", value: str = "value") -> dict[str, str]
     otherwise. Spark 4 runs SQL in ANSI mode, so 64-bit values are converted with ``conv(..., 16, -10)``
     (signed) and every substring is bounds-checked before it is read.
     """
-
-    def u16(col: str, pos: str) -> str:  # int16 read as unsigned 0..65535, NULL if out of bounds
-        return f"IF(length({col}) >= {pos} + 1, CAST(conv(hex(substring({col}, {pos}, 2)), 16, 10) AS INT), NULL)"
-
-    def i32(col: str, pos: str) -> str:  # conv of 8 hex digits is unsigned: sign-extend by hand
-        u = f"CAST(conv(hex(substring({col}, {pos}, 4)), 16, 10) AS BIGINT)"
-        return f"IF(length({col}) >= {pos} + 3, CAST(IF({u} >= 2147483648, {u} - 4294967296, {u}) AS INT), NULL)"
-
-    def i64(col: str, pos: str) -> str:
-        return f"IF(length({col}) >= {pos} + 7, CAST(conv(hex(substring({col}, {pos}, 8)), 16, -10) AS BIGINT), NULL)"
-
-    # Positions are 1-based in Spark SQL. Key: [g_len:2][group][t_len:2][topic][partition:4]
-    # A length >= 0x8000 is a negative int16: treated as truncated, like decode_key does.
-    cols: dict[str, str] = {}
-    cols["_glen"] = u16(key, "1")
-    cols["_tpos"] = "3 + _glen"
-    cols["_tlen"] = f"IF(_glen < 32768, {u16(key, '_tpos')}, NULL)"
-    cols["_ppos"] = "_tpos + 2 + _tlen"
-    cols["_key_ok"] = (
-        f"{key} IS NOT NULL AND _glen IS NOT NULL AND _glen < 32768 AND _tlen IS NOT NULL AND _tlen < 32768"
-        f" AND length({key}) >= _ppos + 3"
-    )
-    cols["_graw"] = f"IF(_key_ok, substring({key}, 3, _glen), NULL)"
-    cols["_traw"] = f"IF(_key_ok, substring({key}, _tpos + 2, _tlen), NULL)"
-    cols["partition"] = f"IF(_key_ok, {i32(key, '_ppos')}, NULL)"
-    # Value: [version:2][upstream:8][downstream:8][m_len:2][metadata]
-    cols["is_tombstone"] = f"{value} IS NULL"
-    cols["_vraw"] = u16(value, "1")
-    cols["_version"] = "IF(_vraw >= 32768, _vraw - 65536, _vraw)"
-    cols["upstream_offset"] = i64(value, "3")
-    cols["downstream_offset"] = i64(value, "11")
-    cols["_mlen"] = u16(value, "19")
-    cols["_mraw"] = f"IF(_mlen IS NOT NULL AND _mlen < 32768, substring({value}, 21, _mlen), NULL)"
-    known = ", ".join(str(v) for v in KNOWN_VERSIONS)
-    # The order of the checks is the order decode() meets them in.
-    cols["reason"] = (
-        "CASE"
-        f" WHEN {key} IS NULL THEN '{NULL_KEY}'"
-        f" WHEN NOT _key_ok THEN '{KEY_TRUNCATED}'"
-        f" WHEN NOT is_valid_utf8(CAST(_graw AS STRING)) THEN '{INVALID_UTF8}'"
-        f" WHEN NOT is_valid_utf8(CAST(_traw AS STRING)) THEN '{INVALID_UTF8}'"
-        f" WHEN length({key}) <> _ppos + 3 THEN '{KEY_TRAILING_BYTES}'"
-        f" WHEN partition < 0 THEN '{NEGATIVE_PARTITION}'"
-        " WHEN is_tombstone THEN NULL"
-        f" WHEN _version IS NULL THEN '{VALUE_TRUNCATED}'"
-        f" WHEN _version NOT IN ({known}) THEN '{UNKNOWN_VERSION}'"
-        f" WHEN downstream_offset IS NULL OR _mlen IS NULL OR _mlen >= 32768"
-        f" OR length({value}) < 20 + _mlen THEN '{VALUE_TRUNCATED}'"
-        f" WHEN NOT is_valid_utf8(CAST(_mraw AS STRING)) THEN '{INVALID_UTF8}'"
-        f" WHEN length({value}) <> 20 + _mlen THEN '{VALUE_TRAILING_BYTES}'"
-        f" WHEN upstream_offset < 0 OR downstream_offset < 0 THEN '{NEGATIVE_OFFSET}'"
-        " ELSE NULL END"
-    )
+    cols = {**sql_key_columns(key), **sql_value_columns(value)}
+    # decode() checks the key first; a tombstone with a usable key is usable (value_reason is NULL for it)
+    cols["reason"] = "COALESCE(key_reason, value_reason)"
     cols["group"] = "IF(reason IS NULL, CAST(_graw AS STRING), NULL)"
     cols["topic"] = "IF(reason IS NULL, CAST(_traw AS STRING), NULL)"
     cols["metadata"] = "IF(reason IS NULL AND NOT is_tombstone, CAST(_mraw AS STRING), NULL)"

@@ -130,6 +130,14 @@ def generate() -> list[tuple[str, bytes | None, bytes | None]]:
         out += [(f"neg-len-group-{n}", neg + b"abcd" + s_string("t") + b"\0" * 4, v),
                 (f"neg-len-topic-{n}", s_string("g") + neg + b"abcd" + b"\0" * 4, v),
                 (f"neg-len-metadata-{n}", k, struct.pack(">hqq", 0, 1, 1) + neg + b"abcd")]
+    # the usual value (no metadata), which the job recognises by byte comparisons: offsets whose bytes have
+    # the high bit set in every position, and negative ones that must not pass
+    for o in BOUNDARY_OFFSETS + [0x80, 0x8080808080808080 & (2**63 - 1), 2**56, 2**56 - 1]:
+        out += [(f"plain-{o}", k, s_value(o, o, "")), (f"plain-up-{o}", k, s_value(o, 1, "")),
+                (f"plain-down-{o}", k, s_value(1, o, ""))]
+    out += [("plain-negative-up", k, s_value(-1, 1, "")), ("plain-negative-down", k, s_value(1, -(2**63), "")),
+            ("plain-version-1", k, s_value(1, 1, "", 1)), ("plain-version-256", k, s_value(1, 1, "", 256)),
+            ("plain-21-bytes", k, s_value(1, 1, "") + b"\0"), ("plain-19-bytes", k, s_value(1, 1, "")[:-1])]
     # precedence between reasons
     out += [("prec-utf8-over-trailing", s_key(b"\xff", "t", -1) + b"\0", v),
             ("prec-trailing-over-negative-partition", s_key("g", "t", -1) + b"\0", v),
@@ -234,3 +242,58 @@ def test_golden_rows_decode_in_spark_as_stored(decoded):
         row = decoded[by_label[f"golden-p{r['partition']}@{r['offset']}"]]
         assert row["reason"] is None and row["is_tombstone"] is False
         assert {f: row[f] for f in r["decoded"]} == r["decoded"]
+
+
+@pytest.fixture(scope="module")
+def value_path(spark):
+    """The job's per-record value expressions (the plain-value test, and the value checks inlined into one
+    expression each, as the job evaluates them): index -> Row, for every record with a value."""
+    vcols = cpf.sql_value_columns()
+    df = spark.createDataFrame([(i, v) for i, (_label, _k, v) in enumerate(RECORDS) if v is not None],
+                               "i INT, value BINARY")
+    rows = df.selectExpr("i", f"{cpf.sql_value_plain_ok()} AS plain",
+                         *(f"{cpf.sql_inline(vcols, c)} AS {c}" for c in ("value_reason", "upstream_offset",
+                                                                          "downstream_offset"))).collect()
+    return {r["i"]: r for r in rows}
+
+
+def python_value(v: bytes):
+    try:
+        return cpf.decode_value(v)
+    except cpf.MalformedCheckpoint as e:
+        return e.reason
+
+
+def test_plain_value_test_is_exactly_a_usable_value_without_metadata(value_path):
+    wrong = []
+    for i, (label, _k, v) in enumerate(RECORDS):
+        if v is None:
+            continue
+        val = python_value(v)
+        want = isinstance(val, cpf.CheckpointValue) and val.metadata == ""
+        if value_path[i]["plain"] is not want:
+            wrong.append(f"{label}: value={v.hex()} plain={value_path[i]['plain']} python={val}")
+    assert not wrong, "\n".join(wrong[:20])
+    assert sum(1 for r in value_path.values() if r["plain"]) >= 40
+    assert sum(1 for r in value_path.values() if not r["plain"]) >= 300
+
+
+def test_inlined_value_checks_agree_with_the_python_decoder(value_path):
+    wrong = []
+    for i, (label, _k, v) in enumerate(RECORDS):
+        if v is None:
+            continue
+        val, row = python_value(v), value_path[i]
+        if isinstance(val, cpf.CheckpointValue):
+            ok = row["value_reason"] is None and (row["upstream_offset"], row["downstream_offset"]) == (
+                val.upstream_offset, val.downstream_offset)
+        else:
+            ok = row["value_reason"] == val
+        if not ok:
+            wrong.append(f"{label}: value={v.hex()} python={val} spark={row}")
+    assert not wrong, "\n".join(wrong[:20])
+
+
+def test_sql_inline_substitutes_helper_columns_only():
+    cols = {"_a": "length(v)", "_b": "_a + 1", "x_a": "0", "out": "IF(_b > 2, '_a', x_a + _b)"}
+    assert cpf.sql_inline(cols, "out") == "IF(((length(v)) + 1) > 2, '_a', x_a + ((length(v)) + 1))"
