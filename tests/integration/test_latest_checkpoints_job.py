@@ -44,7 +44,7 @@ def test_job_is_bounded_handles_tombstones_quarantines_bad_records_and_reports_r
                    if k and k.startswith(cpf.encode_key(g, rt, 0)[:2 + len(g.encode())])]
     assert len(mm2_records) >= 3  # what MM2 wrote for the group, byte for byte
     produce_raw(p.bed.target_bootstrap, cp_topic, mm2_records)
-    gone, back = g + "-gone", g + "-back"
+    gone, back, meta = g + "-gone", g + "-back", g + "-meta"
     bad = [
         (cpf.encode_key(g + "-x", rt, 0), cpf.encode_value(5, 5)[:-3]),  # value truncated
         (cpf.encode_key(g + "-x", rt, 0)[:5], cpf.encode_value(5, 5)),  # key truncated
@@ -55,8 +55,11 @@ def test_job_is_bounded_handles_tombstones_quarantines_bad_records_and_reports_r
     produce_raw(p.bed.target_bootstrap, cp_topic, [
         (cpf.encode_key(gone, rt, 0), cpf.encode_value(10, 10)),
         (cpf.encode_key(gone, rt, 0), None),  # tombstone: the key is deleted
-        (cpf.encode_key(back, rt, 0), cpf.encode_value(60, 50)),
-        (cpf.encode_key(back, rt, 0), cpf.encode_value(61, 10)),  # went backwards (an MM2 restart)
+        (cpf.encode_key(back, rt, 0), cpf.encode_value(60, 50, "hi")),
+        (cpf.encode_key(back, rt, 0), cpf.encode_value(61, 10, "lo")),  # went backwards (an MM2 restart)
+        # commit metadata: the answer's own, never an older record's (the job fills it in by position)
+        (cpf.encode_key(meta, rt, 0), cpf.encode_value(1, 1, "older")), (cpf.encode_key(meta, rt, 0), cpf.encode_value(2, 2)),
+        (cpf.encode_key(meta, rt, 1), cpf.encode_value(1, 1)), (cpf.encode_key(meta, rt, 1), cpf.encode_value(3, 3, "\u00e9t\u00e9")),
         *bad,
     ])
     params = p.params(groups_regex=f"{g}.*", source_alias=alias)
@@ -79,8 +82,11 @@ def test_job_is_bounded_handles_tombstones_quarantines_bad_records_and_reports_r
     # the real MM2 checkpoints of the group, not the one written after the capture
     assert {k[1]: r["downstream_offset"] for k, r in rows.items() if k[0] == g} == \
         {part: c.downstream_offset for part, c in real.items()}
+    assert {k[1]: r["metadata"] for k, r in rows.items() if k[0] == g} == {part: c.metadata for part, c in real.items()}
     assert (gone, 0) not in rows
     assert rows[(back, 0)]["downstream_offset"] == 10 and rows[(back, 0)]["regressed"]
+    assert rows[(back, 0)]["metadata"] == "lo"
+    assert [(rows[(meta, q)]["downstream_offset"], rows[(meta, q)]["metadata"]) for q in (0, 1)] == [(2, ""), (3, "\u00e9t\u00e9")]
     assert summary["regressions"] == 1
     reg = read_parquet(summary["regressions_output"])
     assert [(r["group"], r["from_downstream_offset"], r["to_downstream_offset"]) for r in reg] == [(back, 50, 10)]
@@ -92,5 +98,6 @@ def test_job_is_bounded_handles_tombstones_quarantines_bad_records_and_reports_r
     args, env, conf = job_submission(params, p.art, snap, p.target.conf)
     assert spark_submit("local[2]", args, env, conf) == 0
     rows = {(r["group"], r["partition"]): r for r in read_parquet(p.art.checkpoints)}
-    assert (rows[(back, 0)]["downstream_offset"], rows[(back, 0)]["upstream_offset"]) == (50, 60)
+    assert (rows[(back, 0)]["downstream_offset"], rows[(back, 0)]["upstream_offset"], rows[(back, 0)]["metadata"]) == \
+        (50, 60, "hi")
     assert rows[(g, 0)]["downstream_offset"] == real[0].downstream_offset
