@@ -294,12 +294,12 @@ def fill_metadata(spark, read, output: str, vcols: dict[str, str]) -> None:
     bounded read, joined on (source alias, checkpoint partition, offset); the output is rewritten in place."""
     from pyspark.sql import functions as F
 
+    from mm2_failover.checkpoints import sql_inline
+
     where = ["source_alias", "checkpoint_partition", "checkpoint_offset"]
     need = spark.read.parquet(output).where("metadata IS NULL").select(*where)
-    md = read().where("value IS NOT NULL AND length(value) > 20").join(need, where)
-    for name in ("_mlen", "_mraw"):
-        md = md.withColumn(name, F.expr(vcols[name]))
-    md = md.selectExpr(*where, "CAST(_mraw AS STRING) AS _metadata")
+    md = (read().where("value IS NOT NULL AND length(value) > 20").join(need, where)
+          .selectExpr(*where, f"CAST({sql_inline(vcols, '_mraw')} AS STRING) AS _metadata"))
     current = spark.read.parquet(output)
     filled = (current.join(md, where, "left")
               .withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
