@@ -111,6 +111,7 @@ def alias_of(topic: str) -> str:
 
 
 POSITION_BITS = 47  # a record's position: partition << 47 | offset, times 4 plus two flags, in one long
+MAX_PARTITIONS = 1 << (63 - 2 - POSITION_BITS)  # what fits above the offset and the flags in a signed long
 
 
 def run(spark, args: argparse.Namespace) -> dict:
@@ -328,9 +329,9 @@ def check_topics(topics: list[str], end_offsets: dict[str, dict[str, int]]) -> N
         raise ValueError(f"several checkpoints topics name the same source alias: {same}; give one per alias")
     for t, ps in end_offsets.items():
         for p, o in ps.items():
-            if int(p) >= 1 << 14 or o >= 1 << POSITION_BITS:
+            if int(p) >= MAX_PARTITIONS or o >= 1 << POSITION_BITS:
                 raise ValueError(f"{t} partition {p} end offset {o}: beyond what the job orders records by "
-                                 f"(partition < 16384, offset < 2^{POSITION_BITS})")
+                                 f"(partition < {MAX_PARTITIONS}, offset < 2^{POSITION_BITS})")
 
 
 def sql_string(s: str) -> str:
