@@ -83,7 +83,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "offset went backwards within the read range, keep the highest one instead")
     p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Java Kafka consumer setting (prefer the environment variable for secrets)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.checkpoints_topic = list(dict.fromkeys(args.checkpoints_topic))  # a topic given twice is read once
+    return args
 
 
 def load_end_offsets(arg: str) -> dict[str, dict[str, int]]:
@@ -114,7 +116,8 @@ POSITION_BITS = 47  # a record's position: partition << 47 | offset, times 4 plu
 MAX_PARTITIONS = 1 << (63 - 2 - POSITION_BITS)  # what fits above the offset and the flags in a signed long
 
 
-def run(spark, args: argparse.Namespace) -> dict:
+def run(spark, args: argparse.Namespace, end_offsets: dict[str, dict[str, int]]) -> dict:
+    """The job, with arguments already checked by :func:`check_topics` (``main`` does it before Spark starts)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -130,9 +133,7 @@ def run(spark, args: argparse.Namespace) -> dict:
         phases[name] = round(now - mark[0], 3)
         mark[0] = now
 
-    topics = list(dict.fromkeys(args.checkpoints_topic))
-    end_offsets = load_end_offsets(args.end_offsets)
-    check_topics(topics, end_offsets)
+    topics = args.checkpoints_topic
     to_read = {t: {p: o for p, o in ps.items() if o > 0} for t, ps in end_offsets.items()}
     to_read = {t: ps for t, ps in to_read.items() if ps}
     summary = {
@@ -342,7 +343,8 @@ def sql_string(s: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)
-        check_topics(list(dict.fromkeys(args.checkpoints_topic)), load_end_offsets(args.end_offsets))
+        end_offsets = load_end_offsets(args.end_offsets)
+        check_topics(args.checkpoints_topic, end_offsets)
     except (ValueError, OSError) as e:
         print(f"latest_checkpoints: bad arguments: {e}", file=sys.stderr)
         return EXIT_BAD_ARGS
@@ -350,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = SparkSession.builder.appName("mm2-failover-latest-checkpoints").getOrCreate()
     try:
-        summary = run(spark, args)
+        summary = run(spark, args, end_offsets)
     finally:
         spark.stop()
     text = json.dumps(summary, sort_keys=True)
