@@ -1,0 +1,543 @@
+"""Issue "Trust on the worst day": every path that failed open or lost commits, on the real bed (real brokers, real
+MM2 checkpoints, real Spark where the job is involved). Each test names the item of the issue it guards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mm2_failover import checkpoints as cpf
+from testbed import scenario
+
+pytestmark = [pytest.mark.bed]
+REPO = Path(__file__).resolve().parents[2]
+
+
+QUIET = ("plan", "apply", "drain", "snapshot", "drill")
+
+
+def cli(*args, env: dict | None = None, timeout: float = 600):
+    """The CLI in a process of its own; the drain's quiet window is 1 s (unless given) to keep the tests short."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
+    e.update({"PYTHONPATH": str(REPO / "plugins"), **(env or {})})
+    args = list(args)
+    cmd = next((i for i, a in enumerate(args) if a in QUIET), None)
+    if cmd is not None and "--drain-quiet-seconds" not in args:
+        args[cmd + 1:cmd + 1] = ["--drain-quiet-seconds", "1"]
+    return subprocess.run([sys.executable, "-m", "mm2_failover", *args], capture_output=True, text=True, env=e,
+                          timeout=timeout)
+
+
+def on_bed(bed, *args, **kw):
+    return cli("--source-bootstrap", bed.source_bootstrap, "--target-bootstrap", bed.target_bootstrap, *args, **kw)
+
+
+def produce_raw(bootstrap: str, topic: str, records) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap})
+    for k, v in records:
+        p.produce(topic, key=k, value=v, partition=0)
+    assert p.flush(30) == 0
+
+
+# ------------------------------------------------------------------------------------------ 1. rollback journal
+
+
+@pytest.fixture(scope="module")
+def failed_over(bed, run_root):
+    """Three groups moved by one CLI apply; each also holds a commit the failover never touched (other[0]=777).
+    Each rollback test restores one group, from a backup file of its own (the backup filtered to that group)."""
+    import uuid
+    from types import SimpleNamespace
+
+    from mm2_failover.kafka_io import Cluster
+
+    tag = uuid.uuid4().hex[:6]
+    groups, topic = [f"g-rb{i}-{tag}" for i in range(3)], f"t-rb-{tag}"
+    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=groups[0], topic=topic, partitions=2,
+                            produced=40, consumed_upto={0: 40, 1: 10})
+    for g in groups[1:]:
+        scenario.consume_and_commit(bed.source_bootstrap, g, topic, {0: 40, 1: 10})
+        scenario.wait_checkpointed(target, bed.checkpoints_topic, g, prep.replica_topic, 2)
+    other = f"{topic}-other"
+    target.create_topic(other, 1)
+    for g in groups:
+        target.alter_offsets(g, {(other, 0): 777})
+    run = run_root / "worst" / f"rollbacks-{tag}"
+    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", f"g-rb.-{tag}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    backup = json.loads((run / "backup.json").read_text())
+    for g in groups:
+        moved = {(prep.replica_topic, p): c.offset for (t, p), c in target.commits(g).items() if t != other}
+        assert target.committed(g) == {**moved, (other, 0): 777} and len(moved) == 2
+
+    def backup_of(g: str) -> Path:
+        path = run / f"backup-{g}.json"
+        path.write_text(json.dumps({**backup, "groups": {g: backup["groups"][g]}}))
+        return path
+
+    return SimpleNamespace(groups=groups, prep=prep, other=other, run=run, backup_of=backup_of)
+
+
+def test_rollback_retry_after_a_crash_between_delete_and_recommit_restores_every_commit(bed, target, failed_over):
+    """Item 1: the process is killed (SIGKILL, through the fault hook) right after it deleted the group; the retry
+    must read the journal and restore the commits the failover never touched, not only the backed-up ones."""
+    g, other = failed_over.groups[0], failed_over.other
+    backup = failed_over.backup_of(g)
+    r = on_bed(bed, "rollback", "--backup", str(backup), env={"MM2_FAILOVER_FAULT": "kill@rollback.after_delete_group"})
+    assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-2000:])
+    assert target.committed(g) == {}  # the crash left the group deleted
+    r = on_bed(bed, "rollback", "--backup", str(backup))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert target.committed(g) == {(other, 0): 777}  # the failover's commits undone, the other one back
+
+
+def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_on_retry(target, failed_over,
+                                                                                        monkeypatch):
+    """Item 1, in process: the re-commit after the delete fails once (a timeout); the retry reads the journal."""
+    from mm2_failover import kafka_io, steps
+
+    g, other, run = failed_over.groups[1], failed_over.other, failed_over.run
+    try:
+        from mm2_failover.runfolder import load_backup
+
+        backup = load_backup(failed_over.backup_of(g))
+    except ImportError:  # the previous version
+        backup = json.loads(failed_over.backup_of(g).read_text())
+    real = kafka_io.Cluster.alter_offsets
+    calls = []
+
+    def fail_once(self, group, offsets, *a, **kw):
+        calls.append(group)
+        if len(calls) == 1:
+            raise kafka_io.KafkaUnavailable("target: alter offsets: no answer (injected)")
+        return real(self, group, offsets, *a, **kw)
+
+    monkeypatch.setattr(kafka_io.Cluster, "alter_offsets", fail_once)
+    first = steps.rollback(target, backup, 4, run)
+    assert g in first.refused and target.committed(g) == {}
+    monkeypatch.setattr(kafka_io.Cluster, "alter_offsets", real)
+    steps.rollback(target, backup, 4, run)
+    assert target.committed(g) == {(other, 0): 777}
+
+
+@pytest.mark.parametrize("kind", ["path", "long"])
+def test_rollback_journal_names_cannot_escape_or_overflow(bed, target, names, run_root, kind):
+    """Item 1: the journal file is named by a hash of the group id, not by the id itself: a group id like
+    '../../../x' must not write (and then delete) a file outside the journal folder, a 300-byte id must not fail."""
+    from mm2_failover import steps
+
+    journal_dir = run_root / "journals" / names["group"] / "a" / "b"
+    journal_dir.mkdir(parents=True)
+    sentinel = journal_dir.parent / f"{names['group']}.json"  # where '<journal_dir>/rollback-journal-../../../x' lands
+    sentinel.write_text("an unrelated file")
+    g = ("../../../" + names["group"]) if kind == "path" else names["group"] + "-" + "x" * 300
+    rt = "primary." + names["topic"]
+    target.create_topic(rt, 1)
+    target.alter_offsets(g, {(rt, 0): 5})
+    backup = _backup(target, {g: {rt: {"0": None}}}, after=5)
+    res = steps.rollback(target, backup, 2, journal_dir)
+    assert res.refused == {}, res.refused
+    assert target.committed(g) == {}
+    assert sentinel.read_text() == "an unrelated file"
+
+
+def _backup(target, groups: dict, after: int):
+    """A backup as apply writes it (this version's format), or as the previous version wrote it."""
+    try:
+        from mm2_failover.rollback import Backup
+    except ImportError:  # the previous version: {group: {topic: {partition: offset or None}}}
+        return {"taken_at": "t", "cluster": target.conf["bootstrap.servers"], "groups": groups}
+    return Backup.from_dict({"taken_at": "t", "cluster": target.conf["bootstrap.servers"],
+                             "cluster_id": target.cluster_id(), "groups": {
+                                 g: {t: {p: {"before": None if o is None else {"offset": o, "metadata": ""},
+                                             "after": {"offset": after, "metadata": ""}} for p, o in ps.items()}
+                                     for t, ps in ts.items()} for g, ts in groups.items()}})
+
+
+# ------------------------------------------------------------------------------------------ 2. source gates
+
+
+def test_wrong_source_password_is_an_error_never_disaster_mode(bed, names, tmp_path):
+    """Item 2: an authentication failure against the source must not switch the run to disaster mode."""
+    from testbed.bed import scram_conf
+
+    cfg = tmp_path / "source.json"
+    cfg.write_text(json.dumps(scram_conf(bed.source.sasl_bootstrap, password="wrong-password")))
+    r = cli("--source-config", str(cfg), "--target-bootstrap", bed.target_bootstrap, "--timeout", "5",
+            "plan", "--run-dir", str(tmp_path / "run"), "--groups-regex", names["group"], timeout=300)
+    assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
+    assert "authentication" in r.stderr.lower() and "DISASTER" not in r.stderr
+    assert not (tmp_path / "run" / "snapshot.json").exists()
+
+
+def test_mistyped_source_property_is_a_configuration_error(bed, names, tmp_path):
+    """Item 2/12: a librdkafka property that does not exist is named; it is not 'unreachable' (exit 4)."""
+    cfg = tmp_path / "source.json"
+    cfg.write_text(json.dumps({"bootstrap.servers": bed.source_bootstrap, "sasl.mechanismz": "PLAIN"}))
+    r = cli("--source-config", str(cfg), "--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir",
+            str(tmp_path / "run"), "--groups-regex", names["group"], timeout=300)
+    assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
+    assert "sasl.mechanismz" in r.stderr and str(cfg) in r.stderr
+
+
+@pytest.mark.airflow
+def test_groups_empty_gate_fails_when_a_source_decided_reachable_stops_answering(bed, names, run_root, monkeypatch):
+    """Item 2: the run decided at its start that the source is reachable; when the gate's source check fails later,
+    the gate fails - it never passes with a warning, and never switches to disaster mode half-way."""
+    from types import SimpleNamespace
+
+    from mm2_failover import config
+    from mm2_failover.run import REACHABILITY
+    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.sensors.groups_empty import GroupsEmptySensor
+    from testbed import localenv
+    from tests.integration.conftest import write_latest
+
+    g = names["group"]
+    monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(run_root / "gate-artifacts"))
+    folder = RunFolder(config.run_dir("mm2_failover", f"gate-{g}"))
+    write_latest(folder, [cpf.Checkpoint(g, "primary.t", 0, 5, 5, "")])
+    folder.save_decision(REACHABILITY, {"mode": "detect", "decided_at": "t", "aliases": {
+        "primary": {"decision": "reachable", "outcomes": ["ok"], "connection": "kafka_source"}}})
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", localenv.kafka_conn("127.0.0.1:1"))  # the source is gone now
+    sensor = GroupsEmptySensor(task_id="check_groups_empty", run_params={"groups_regex": g})
+    ctx = {"params": {}, "dag": SimpleNamespace(dag_id="mm2_failover"), "run_id": f"gate-{g}"}
+    with pytest.raises(Exception) as e:
+        sensor.poke(ctx)
+    assert "source primary" in str(e.value) and "127.0.0.1:1" in str(e.value)
+    assert folder.decision(REACHABILITY)["aliases"]["primary"]["decision"] == "reachable"  # never downgraded
+
+
+# ------------------------------------------------------------------------------------------ 3. selected groups
+
+
+@pytest.mark.spark
+def test_selected_group_that_mm2_never_checkpointed_refuses_the_run_unless_accepted(bed, target, names, run_root):
+    """Item 3: MM2 never checkpoints groups matching its default groups.exclude (console-consumer-.*); such a group,
+    selected and committing on the source, must not vanish from the run."""
+    g, ghost = names["group"], "console-consumer-" + names["group"]
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=1,
+                            produced=30, consumed_upto={0: 30})
+    scenario.consume_and_commit(bed.source_bootstrap, ghost, names["topic"], {0: 20})
+    sel = f"{g}|{ghost}"
+    run = run_root / "worst" / (g + "-ghost")
+    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", sel)
+    assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
+    assert ghost in r.stderr and "checkpoint" in r.stderr
+    assert target.committed(g) == {}  # refused: nothing written
+    run2 = run_root / "worst" / (g + "-ghost-accepted")
+    r = on_bed(bed, "apply", "--run-dir", str(run2), "--groups-regex", sel, "--accept-groups-without-checkpoints")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert target.committed(g) == {(prep.replica_topic, 0): 30}
+    report = json.loads((run2 / "report.json").read_text())
+    fates = {x["group"]: x for x in report["groups"]}
+    assert fates[g]["fate"] == "moved"
+    assert fates[ghost]["fate"].startswith("skipped") and "checkpoint" in fates[ghost]["fate"]
+    assert any(ghost in w for w in report["warnings"])
+
+
+@pytest.mark.spark
+def test_group_selection_is_python_regex_everywhere(bed, target, names, run_root):
+    """Item 3/15: the job selected groups with Java's RLIKE: Python-only syntax failed inside Spark, '\\w' missed
+    non-ASCII ids, and '$' matched before a trailing newline. (MM2 itself never checkpoints a group id with a
+    newline: its groups filter does not match it; the checkpoints here are encoded as MM2 does.)"""
+    alias, rt, _g = _isolated_checkpoints(bed, target, names, bad=0)
+    tag = names["group"][-6:]
+    cafe, newline = f"caf\u00e9-{tag}-app", f"app-{tag}-x\n"
+    produce_raw(bed.target_bootstrap, f"{alias}.checkpoints.internal",
+                [(cpf.encode_key(cafe, rt, 0), cpf.encode_value(5, 5)),
+                 (cpf.encode_key(newline, rt, 0), cpf.encode_value(6, 6))])
+    run = run_root / "worst" / (names["group"] + "-regex")
+    # (?P<name>...) is Python-only; \w matches the non-ASCII letter only in Python; app-.* must not match "...-x\n"
+    rx = rf"(?P<name>\w+)-{tag}-app|app-{tag}-.*"
+    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run), "--source-alias", alias,
+            "--groups-regex", rx, "--source-reachable", "no")
+    assert r.returncode == 0, r.stderr[-3000:]
+    planned = {row["group"] for row in json.loads((run / "plan.json").read_text())["rows"]}
+    assert planned == {cafe}
+
+
+# ------------------------------------------------------------------------------------------ 5. rollback scope
+
+
+def test_rollback_leaves_alone_what_the_run_never_wrote_and_refuses_moved_commits_unless_forced(bed, target, names,
+                                                                                               run_root):
+    """Item 5: the backup holds only what apply wrote; a rollback after consumers committed on the target refuses
+    (naming the difference) unless forced; a backup of another cluster is refused."""
+    g, bystander = names["group"], names["group"] + "-bystander"
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=2,
+                            produced=40, consumed_upto={0: 40, 1: 10})
+    scenario.consume_and_commit(bed.source_bootstrap, bystander, names["topic"], {0: 30, 1: 30})
+    scenario.wait_checkpointed(target, bed.checkpoints_topic, bystander, prep.replica_topic, 2)
+    rt = prep.replica_topic
+    target.alter_offsets(bystander, {(rt, 0): 3})  # an application already running on the target: skipped
+    run = run_root / "worst" / (g + "-scope")
+    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", f"{g}|{bystander}",
+               "--on-existing-target-offsets", "skip")
+    assert r.returncode == 0, r.stderr[-3000:]
+    backup = json.loads((run / "backup.json").read_text())
+    assert set(backup["groups"]) == {g}  # only what apply wrote
+    target.alter_offsets(bystander, {(rt, 0): 9})  # the bystander application goes on committing
+    moved_to = target.committed(g)[(rt, 0)]
+    target.alter_offsets(g, {(rt, 0): moved_to + 1})  # a consumer of g committed on the target since the failover
+    r = on_bed(bed, "rollback", "--backup", str(run / "backup.json"))
+    assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
+    assert f"{rt}[0]" in r.stderr and str(moved_to + 1) in r.stderr and "--force" in r.stderr
+    r = on_bed(bed, "rollback", "--backup", str(run / "backup.json"), "--force")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert target.committed(g) == {}
+    assert target.committed(bystander) == {(rt, 0): 9}
+    # a backup taken on another cluster is refused
+    forged = dict(backup, cluster_id="another-cluster-id")
+    (run / "backup-other.json").write_text(json.dumps(forged))
+    r = on_bed(bed, "rollback", "--backup", str(run / "backup-other.json"))
+    assert r.returncode == 2 and "another-cluster-id" in r.stderr
+
+
+# ------------------------------------------------------------------------------------------ 6. topic names
+
+
+@pytest.mark.spark
+def test_replicated_topic_whose_name_merely_looks_internal_fails_over(bed, target, names, run_root):
+    """Item 6: 'user-heartbeats', 'orders_replica' are ordinary topics for MM2."""
+    g, topic = names["group"], names["topic"] + "-heartbeats"
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=2,
+                            produced=30, consumed_upto={0: 30, 1: 30})
+    run = run_root / "worst" / (g + "-names")
+    r = on_bed(bed, "plan", "--run-dir", str(run), "--groups-regex", g)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (run / "plan.csv").read_text().splitlines() == [f"{g},{prep.replica_topic},{p},30" for p in range(2)]
+
+
+# ------------------------------------------------------------------------------------------ 7. one run folder
+
+
+def _isolated_checkpoints(bed, target, names, bad: int):
+    """A checkpoints topic of its own (alias q<tag>) holding MM2-encoded checkpoints and ``bad`` unusable records,
+    with its replica topic on the target."""
+    alias = "q" + names["group"][-6:]
+    rt = f"{alias}.{names['topic']}"
+    target.create_topic(f"{alias}.checkpoints.internal", 1)
+    target.create_topic(rt, 1)
+    produce_raw(bed.target_bootstrap, rt, [(None, b"x")] * 10)
+    g = names["group"]
+    produce_raw(bed.target_bootstrap, f"{alias}.checkpoints.internal",
+                [(cpf.encode_key(g, rt, 0), cpf.encode_value(8, 8))]
+                + [(cpf.encode_key(g, rt, 0)[:3], cpf.encode_value(1, 1))] * bad)
+    return alias, rt, g
+
+
+@pytest.mark.spark
+def test_quarantine_limit_and_plan_params_hold_on_every_cli_path(bed, target, names, run_root):
+    """Item 7: 'plan' refused on quarantined records; 'apply' on the same run folder must refuse too, and a plan built
+    with other flags is never reused silently."""
+    alias, rt, g = _isolated_checkpoints(bed, target, names, bad=2)
+    run = run_root / "worst" / (g + "-quarantine")
+    args = ["--source-alias", alias, "--groups-regex", g, "--source-reachable", "no"]
+    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run), *args)
+    assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
+    r = cli("--target-bootstrap", bed.target_bootstrap, "apply", "--run-dir", str(run), *args)
+    assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
+    assert target.committed(g) == {}
+    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run), *args,
+            "--max-quarantined-records", "2")
+    assert r.returncode == 2 and "max_quarantined_records" in r.stderr  # the folder's run was built with 0
+    run2 = run_root / "worst" / (g + "-params")
+    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run2), *args,
+            "--max-quarantined-records", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = cli("--target-bootstrap", bed.target_bootstrap, "apply", "--run-dir", str(run2), *args,
+            "--max-quarantined-records", "2", "--allow-rewind")
+    assert r.returncode == 2 and "allow_rewind" in r.stderr
+    assert target.committed(g) == {}
+
+
+# ------------------------------------------------------------------------------------------ 8. snapshot age, lost records
+
+
+@pytest.mark.spark
+def test_records_deleted_from_the_checkpoint_topic_after_capture_fail_the_job(bed, target, names, run_root):
+    """Item 8: the job reads from the log start captured in the snapshot; records gone since then fail it."""
+    alias, rt, g = _isolated_checkpoints(bed, target, names, bad=0)
+    run = run_root / "worst" / (g + "-lost")
+    args = ["--source-alias", alias, "--groups-regex", g, "--source-reachable", "no"]
+    r = cli("--target-bootstrap", bed.target_bootstrap, "snapshot", "--run-dir", str(run), *args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    target.delete_records({(f"{alias}.checkpoints.internal", 0): 1})  # the only checkpoint is gone
+    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run), *args)
+    assert r.returncode != 0, r.stderr[-3000:]
+    assert "since the snapshot" in r.stderr and f"{alias}.checkpoints.internal" in r.stderr
+
+
+# ------------------------------------------------------------------------------------------ 10. one writer
+
+
+def test_a_second_writer_on_the_same_target_waits_then_refuses_naming_the_first(bed, target, failed_over):
+    """Item 10: a rollback and a failover (or two of either) never write the same target at once."""
+    g, other = failed_over.groups[2], failed_over.other
+    backup = failed_over.backup_of(g)
+    holder = on_bed_popen(bed, "rollback", "--backup", str(backup), env={"MM2_FAILOVER_FAULT": "sleep10@rollback.locked"})
+    try:
+        time.sleep(5)  # the rollback holds the target's writer lock now
+        r = on_bed(bed, "rollback", "--backup", str(backup), "--lock-wait-seconds", "1")
+        assert r.returncode == 7, (r.returncode, r.stderr[-3000:])
+        assert "lock" in r.stderr and "rollback" in r.stderr  # names who holds it
+    finally:
+        holder.wait(120)
+    assert holder.returncode == 0
+    assert target.committed(g) == {(other, 0): 777}
+
+
+def on_bed_popen(bed, *args, env=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
+    e.update({"PYTHONPATH": str(REPO / "plugins"), **(env or {})})
+    return subprocess.Popen([sys.executable, "-m", "mm2_failover", "--source-bootstrap", bed.source_bootstrap,
+                             "--target-bootstrap", bed.target_bootstrap, *args], env=e,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# ------------------------------------------------------------------------------------------ 11. commit metadata
+
+
+def test_commit_metadata_is_committed_byte_for_byte_and_backed_up(bed, target, names, run_root):
+    """Item 11: Kafka Streams keeps state in commit metadata; MM2 copies it into checkpoints; so must we, exactly
+    (confluent-kafka would append a NUL byte: the metadata is checked in __consumer_offsets itself)."""
+    from mm2_failover.kafka_io import Cluster, Commit
+
+    g, topic = names["group"], names["topic"]
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g + "-warmup", topic=topic,
+                            partitions=1, produced=30, consumed_upto={0: 30})
+    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
+    meta = "streams-state-\u00e9"
+    assert source.alter_exact({g: {(topic, 0): Commit(25, meta)}}) == {g: None}  # as a Java client commits
+    assert raw_commit(bed.source_bootstrap, g, topic, 0) == (25, meta)
+    rt = prep.replica_topic
+    cps = scenario.wait_checkpointed(target, bed.checkpoints_topic, g, rt, 1)
+    assert cps[0].metadata == meta  # MM2 copied it exactly
+    run = run_root / "worst" / (g + "-meta")
+    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", g)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert raw_commit(bed.target_bootstrap, g, rt, 0) == (cps[0].downstream_offset, meta)
+    backup = json.loads((run / "backup.json").read_text())
+    assert backup["groups"][g][rt]["0"] == {"before": None,
+                                           "after": {"offset": cps[0].downstream_offset, "metadata": meta}}
+    report = json.loads((run / "report.json").read_text())
+    assert report["outcome"] == "succeeded" and report["totals"]["mismatches"] == 0
+
+
+def raw_commit(bootstrap: str, group: str, topic: str, partition: int) -> tuple[int, str] | None:
+    """The group's last commit as the broker stored it: read from __consumer_offsets and decoded (OffsetCommit
+    key v0/v1; value v1-v4, metadata a STRING or, from v3 on, a COMPACT_STRING), metadata bytes untouched."""
+    import struct
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    from mm2_failover.kafka_io import Cluster
+
+    want = struct.pack(">h", len(group.encode())) + group.encode() + struct.pack(">h", len(topic.encode())) + \
+        topic.encode() + struct.pack(">i", partition)
+    c = Cluster({"bootstrap.servers": bootstrap}, "raw")
+    parts = c.partitions(["__consumer_offsets"])
+    ends = c.offsets(parts)
+    r = Consumer({"bootstrap.servers": bootstrap, "group.id": "raw-reader", "enable.auto.commit": False,
+                  "enable.partition.eof": True})
+    r.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in parts])
+    last, todo, deadline = None, {p for (_t, p), e in ends.items() if e > 0}, time.monotonic() + 30
+    while todo and time.monotonic() < deadline:
+        m = r.poll(1)
+        if m is None:
+            continue
+        if m.error():
+            todo.discard(m.partition())
+            continue
+        k, v = m.key() or b"", m.value()
+        if k[:2] in (b"\x00\x00", b"\x00\x01") and k[2:] == want:
+            if v is None:
+                last = None
+                continue
+            version, offset = struct.unpack(">hq", v[:10])
+            pos = 10 + (4 if version >= 3 else 0)  # leader epoch
+            if version >= 3:  # COMPACT_STRING: unsigned varint length + 1
+                n, shift, b = 0, 0, 0x80
+                while b & 0x80:
+                    b = v[pos]
+                    n |= (b & 0x7F) << shift
+                    shift, pos = shift + 7, pos + 1
+                size = n - 1
+            else:
+                size = struct.unpack(">h", v[pos:pos + 2])[0]
+                pos += 2
+            last = (offset, v[pos:pos + size].decode())
+        if m.offset() + 1 >= ends[(m.topic(), m.partition())]:
+            todo.discard(m.partition())
+    r.close()
+    return last
+
+
+# ------------------------------------------------------------------------------------------ 18. fail fast
+
+
+@pytest.mark.spark
+def test_live_group_is_refused_before_the_spark_job_runs(bed, target, names, run_root, live_consumer):
+    """Item 18: the empty-group gate runs first, then the (slow) computation."""
+    g = names["group"]
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=1,
+                            produced=20, consumed_upto={0: 20})
+    lc = live_consumer(bed.target_bootstrap, g, prep.replica_topic, client_id="early-bird")
+    lc.wait_stable(target, g)
+    run = run_root / "worst" / (g + "-live")
+    t0 = time.monotonic()
+    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", g)
+    assert r.returncode == 3, (r.returncode, r.stderr[-3000:])
+    assert "early-bird" in r.stderr
+    assert not (run / "latest_checkpoints.parquet").exists()
+    assert time.monotonic() - t0 < 60
+
+
+def test_unknown_source_alias_is_a_configuration_error(bed, tmp_path):
+    """Item 18: exit 2 (configuration), naming the checkpoint topics that exist."""
+    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(tmp_path / "run"),
+            "--source-alias", "nosuchalias", "--source-reachable", "no")
+    assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
+    assert "nosuchalias.checkpoints.internal" in r.stderr and "primary.checkpoints.internal" in r.stderr
+
+
+# ------------------------------------------------------------------------------------------ 19. drain from a shell
+
+
+def test_cli_apply_waits_for_the_drain_and_refuses_while_producers_write(bed, target, names, run_root):
+    """Item 19: 'apply' from a shell checks that producers stopped and MM2 replicated everything."""
+    g, topic = names["group"], names["topic"]
+    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=1, produced=20,
+                     consumed_upto={0: 20})
+    stop = threading.Event()
+
+    def keep_producing():
+        i = 20
+        while not stop.is_set():
+            scenario.produce(bed.source_bootstrap, topic, 1, 1, start=i)
+            i += 1
+            time.sleep(0.3)
+
+    t = threading.Thread(target=keep_producing, daemon=True)
+    t.start()
+    try:
+        r = on_bed(bed, "apply", "--run-dir", str(run_root / "worst" / (g + "-drain")), "--groups-regex", g,
+                   "--drain-quiet-seconds", "2", "--drain-timeout-seconds", "8")
+    finally:
+        stop.set()
+        t.join()
+    assert r.returncode == 6, (r.returncode, r.stderr[-3000:])
+    assert "producers still writing" in r.stderr and topic in r.stderr
+    assert target.committed(g) == {}
