@@ -1,7 +1,7 @@
 # The two commands: `make demo` (set up + run the pipeline end to end on the local bed) and `make test`
 # (set up + run the whole test suite; .ci/run calls it).
 SHELL := /bin/bash
-export PYTHONPATH := $(CURDIR)/plugins
+export PYTHONPATH := $(CURDIR)/plugins:$(CURDIR)
 PY := $(CURDIR)/.venv/bin/python
 SPARK ?= local
 
@@ -11,7 +11,7 @@ setup:
 	@scripts/setup.sh
 
 demo: setup
-	$(PY) -m mm2_failover.demo --spark $(SPARK)
+	$(PY) -m testbed.demo --spark $(SPARK)
 
 test: setup
 	$(PY) -m pytest
@@ -20,7 +20,7 @@ test-unit: setup
 	$(PY) -m pytest tests/unit
 
 bed: setup
-	$(PY) -m mm2_failover.bed
+	$(PY) -m testbed.bed
 
 clean:
 	rm -rf var .pytest_cache

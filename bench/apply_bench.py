@@ -1,12 +1,12 @@
 """Benchmark: plan, apply and verify many groups on a real target broker (issue "Safe apply").
 
-    PYTHONPATH=plugins .venv/bin/python bench/apply_bench.py --groups 10000 --partitions 10 [--concurrency 16]
+    PYTHONPATH=plugins:. .venv/bin/python bench/apply_bench.py --groups 10000 --partitions 10 [--concurrency 16]
 
 Starts the bed's target broker (no MM2 needed: the plan is built from synthetic latest checkpoints for a real
 replica topic), then in the same run measures:
 
 * ours: ``steps.apply_plan`` (one ``alter_consumer_group_offsets`` per group, ``--concurrency`` in flight) and
-  the verification read-back (``steps.committed_offsets`` + ``plan.verify``);
+  the verification read-back (``Cluster.commits_many`` + ``plan.verify``);
 * baseline: the same requests one at a time (concurrency 1), on a fresh set of groups.
 
 Prints groups/s for apply and verify and the ratio against the baseline; writes JSON to bench/results/.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mm2_failover import plan as planmod
 from mm2_failover import steps
-from mm2_failover.bed import Bed
+from testbed.bed import Bed
 from mm2_failover.kafka_io import Cluster
 
 
@@ -38,7 +38,7 @@ def run(target: Cluster, plan: planmod.Plan, concurrency: int) -> dict:
     t0 = time.monotonic()
     res = steps.apply_plan(target, plan, concurrency)
     t1 = time.monotonic()
-    committed = steps.committed_offsets(target, plan.groups(), concurrency)
+    committed = target.commits_many(plan.groups(), concurrency)
     mismatches = planmod.verify(plan, committed)
     t2 = time.monotonic()
     n = len(plan.groups())
@@ -61,7 +61,7 @@ def main() -> int:
         target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target", timeout=60)
         topic = "primary.bench-orders"
         target.create_topic(topic, args.partitions)
-        from mm2_failover.scenario import produce
+        from testbed.scenario import produce
 
         produce(bed.target_bootstrap, topic, args.partitions, 100)
         t0 = time.monotonic()

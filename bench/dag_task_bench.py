@@ -8,7 +8,7 @@ instance's duration (start to end, as the Airflow UI shows it) and the job's sum
 ``latest_checkpoints_bench.py --dag-task`` in a subprocess (Airflow reads its settings from the environment
 at import time):
 
-    PYTHONPATH=plugins .venv/bin/python bench/dag_task_bench.py --home var/bench/x/airflow \\
+    PYTHONPATH=plugins:. .venv/bin/python bench/dag_task_bench.py --home var/bench/x/airflow \\
         --bootstrap 127.0.0.1:9092 --topic primary.checkpoints.internal --end-offset 1000000
 """
 
@@ -23,6 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins"))
+sys.path.insert(0, str(REPO))
 
 DAG_ID = "bench_compute_latest_checkpoints"
 DAG_FILE = f'''"""{DAG_ID}: seed the end-offset snapshot, then compute_latest_checkpoints (written by bench/dag_task_bench.py)."""
@@ -32,25 +33,25 @@ import os
 from airflow.sdk import DAG, task
 
 from mm2_failover import config
-from mm2_failover.naming import source_alias_of_checkpoints_topic
+from mm2_failover.naming import checkpoint_topic_aliases
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
-from mm2_failover.params import failover_params
-from mm2_failover.steps import RunArtifacts
+from mm2_failover.params import failover_params, run_params_template
+from mm2_failover.runfolder import RunFolder, Snapshot
 
 TOPIC, END = os.environ["BENCH_TOPIC"], int(os.environ["BENCH_END_OFFSET"])
+ALIAS = checkpoint_topic_aliases([TOPIC])[TOPIC]
 params = failover_params()
-params["source_alias"].value = source_alias_of_checkpoints_topic(TOPIC)
+params["source_alias"].value = ALIAS
 
 with DAG("{DAG_ID}", schedule=None, params=params, catchup=False):
     @task(task_id="seed_snapshot")
     def seed_snapshot(**context):
-        # what capture_end_offsets leaves for the next task: the checkpoint topics and their end offsets
-        art = RunArtifacts(config.run_dir(context["dag"].dag_id, context["run_id"]))
-        art.dir.mkdir(parents=True, exist_ok=True)
-        art.snapshot.write_text(json.dumps({{"checkpoints_topics": [TOPIC],
-                                             "checkpoints_end_offsets": {{TOPIC: {{"0": END}}}}}}))
+        # what capture_end_offsets leaves for the next task: the checkpoint topics and the range to read
+        folder = RunFolder(config.run_dir(context["dag"].dag_id, context["run_id"]))
+        folder.save_snapshot(Snapshot("bench", {{ALIAS: TOPIC}}, {{(TOPIC, 0): END}}, {{(TOPIC, 0): 0}}, {{}}, {{}}, {{}}, {{}}))
 
-    seed_snapshot() >> LatestCheckpointsOperator(task_id="compute_latest_checkpoints", retries=0)
+    seed_snapshot() >> LatestCheckpointsOperator(task_id="compute_latest_checkpoints", retries=0,
+                                                 run_params=run_params_template(params))
 '''
 
 
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spark-conf", default="{}", help="JSON: extra Spark conf (e.g. a standalone cluster's)")
     args = ap.parse_args(argv)
 
-    from mm2_failover.localenv import airflow_env, migrate_db
+    from testbed.localenv import airflow_env, migrate_db
 
     env = airflow_env(args.home, args.bootstrap, args.bootstrap, spark_master=args.spark_master,
                       spark_conf=json.loads(args.spark_conf))
@@ -84,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     from airflow.utils.session import create_session
 
     from mm2_failover import config
-    from mm2_failover.localenv import task_states
-    from mm2_failover.steps import RunArtifacts
+    from mm2_failover.runfolder import RunFolder
+    from testbed.localenv import task_states
 
     dag = DagBag(dag_folder=str(dags)).get_dag(DAG_ID)
     if dag is None:
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         ti = s.query(TaskInstance).filter(TaskInstance.dag_id == DAG_ID, TaskInstance.run_id == dr.run_id,
                                           TaskInstance.task_id == "compute_latest_checkpoints").one()
         duration = ti.duration
-    art = RunArtifacts(config.run_dir(DAG_ID, dr.run_id))
+    art = RunFolder(config.run_dir(DAG_ID, dr.run_id))
     summary = json.loads(art.checkpoints_summary.read_text()) if art.checkpoints_summary.exists() else None
     out = {"state": task_states(DAG_ID, dr.run_id), "task_duration_s": duration, "dag_test_wall_s": round(wall, 3),
            "db_migrate_s": round(migrate_s, 3), "summary": summary,

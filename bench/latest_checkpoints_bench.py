@@ -17,7 +17,7 @@ For each size (G groups x P partitions x U updates = G*P*U checkpoint records) t
    ours for the sampled groups (and, for batch/consumer, a count + checksum over every key);
 5. prints a table and writes everything to ``bench/results/<timestamp>.json``.
 
-    PYTHONPATH=plugins .venv/bin/python bench/latest_checkpoints_bench.py --groups 1000 --partitions 10 --updates 10
+    PYTHONPATH=plugins:. .venv/bin/python bench/latest_checkpoints_bench.py --groups 1000 --partitions 10 --updates 10
     ... --sizes 1000,10000 --min-partitions 0,2,4 --master 'local[2]' --out bench/results/run.json
 """
 
@@ -38,15 +38,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins"))
+sys.path.insert(0, str(REPO))
 
 from mm2_failover import checkpoints as cpf  # noqa: E402
-from mm2_failover.bed import Bed  # noqa: E402
+from testbed.bed import Bed  # noqa: E402
 from mm2_failover.spark import spark_submit_cmd  # noqa: E402
 
 ALIAS = "primary"
 TOPIC = f"{ALIAS}.checkpoints.internal"
 JAVA_SRC = REPO / "bench" / "jvm" / "TranslateBench.java"
-DEFAULT_JOB = REPO / "spark_jobs" / "latest_checkpoints.py"
+DEFAULT_JOB = REPO / "spark_jobs" / "latest_checkpoints.py"  # the package's job (mm2_failover.jobs), entry point
 REPLICA_TOPICS = 8
 
 
@@ -216,7 +217,7 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
         conf.update({"spark.executor.memory": args.cluster.executor_memory, "spark.cores.max": str(args.cluster.cores),
                      "spark.executorEnv.PYTHONPATH": str(REPO / "plugins")})
     conf.update(dict(kv.split("=", 1) for kv in args.spark_conf))
-    job_args = ["--bootstrap-servers", bootstrap, "--checkpoints-topic", TOPIC,
+    job_args = ["--bootstrap-servers", bootstrap, "--checkpoints-topic", f"primary={TOPIC}",
                 "--end-offsets", json.dumps({TOPIC: {"0": end_offset}}), "--output", str(out),
                 "--summary", str(summary_path)]
     if min_partitions:
@@ -548,7 +549,7 @@ def spark_master(args, master: str, root: Path):
     standalone cluster (one worker, N executor cores), started here and stopped afterwards."""
     args.cluster, args.current_master, args.master_label = None, master, master
     if master.startswith("cluster:"):
-        from mm2_failover.spark_cluster import SparkCluster
+        from testbed.spark_cluster import SparkCluster
 
         cores = int(master.split(":", 1)[1])
         mem = args.executor_memory

@@ -13,21 +13,24 @@ from datetime import timedelta
 from airflow.sdk import DAG, task
 
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
-from mm2_failover.params import failover_params
+from mm2_failover.params import failover_params, run_params_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 from mm2_failover.sensors.producers_drained import ProducersDrainedSensor
+
+PARAMS = failover_params()
+RUN = run_params_template(PARAMS)  # {{ params.<name> }} for each: the operators' templated run_params
 
 with DAG(
     dag_id="mm2_failover",
     schedule=None,
     catchup=False,
     max_active_runs=1,
-    params=failover_params(),
+    params=PARAMS,
     default_args={"retries": 2, "retry_delay": timedelta(seconds=15)},
     doc_md=__doc__,
     tags=["kafka", "mirrormaker2", "failover"],
 ) as dag:
-    drained = ProducersDrainedSensor(task_id="verify_producers_drained", poke_interval=10, timeout=1800)
+    drained = ProducersDrainedSensor(task_id="verify_producers_drained", run_params=RUN, poke_interval=10, timeout=1800)
 
     @task(task_id="capture_end_offsets")
     def capture_end_offsets(**context):
@@ -35,8 +38,8 @@ with DAG(
 
         return tasks.capture_end_offsets(context)
 
-    latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints")
-    empty = GroupsEmptySensor(task_id="check_groups_empty", poke_interval=10, timeout=1800)
+    latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints", run_params=RUN)
+    empty = GroupsEmptySensor(task_id="check_groups_empty", run_params=RUN, poke_interval=10, timeout=1800)
 
     @task(task_id="apply_group_offsets")
     def apply_group_offsets(**context):

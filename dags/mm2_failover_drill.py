@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from airflow.sdk import DAG, Param, task
 
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
-from mm2_failover.params import failover_params
+from mm2_failover.params import failover_params, run_params_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 
 
@@ -39,6 +39,9 @@ def drill_params() -> dict:
     return p
 
 
+PARAMS = drill_params()
+RUN = run_params_template(PARAMS)
+
 with DAG(
     dag_id="mm2_failover_drill",
     schedule="0 3 1 * *",  # 03:00 on the 1st of every month
@@ -46,7 +49,7 @@ with DAG(
     catchup=False,
     is_paused_upon_creation=True,
     max_active_runs=1,
-    params=drill_params(),
+    params=PARAMS,
     default_args={"retries": 2, "retry_delay": timedelta(seconds=15)},
     doc_md=__doc__,
     tags=["kafka", "mirrormaker2", "failover", "drill"],
@@ -54,9 +57,9 @@ with DAG(
 
     @task(task_id="measure_replication_lag")
     def measure_replication_lag(**context):
-        from mm2_failover import drill
+        from mm2_failover import tasks
 
-        return drill.measure_replication_lag(context)
+        return tasks.measure_replication_lag(context)
 
     @task(task_id="capture_end_offsets")
     def capture_end_offsets(**context):
@@ -64,20 +67,21 @@ with DAG(
 
         return tasks.capture_end_offsets(context)
 
-    latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints")
+    latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints", run_params=RUN)
     # soft_fail: live consumers on the target are a finding of the drill, not a reason to stop it
-    empty = GroupsEmptySensor(task_id="check_groups_empty", poke_interval=10, timeout=60, soft_fail=True)
+    empty = GroupsEmptySensor(task_id="check_groups_empty", run_params=RUN, poke_interval=10, timeout=60,
+                              soft_fail=True)
 
     @task(task_id="plan_group_offsets", trigger_rule="none_failed")
     def plan_group_offsets(**context):
-        from mm2_failover import drill
+        from mm2_failover import tasks
 
-        return drill.plan_group_offsets(context)
+        return tasks.plan_group_offsets(context)
 
     @task(task_id="drill_report", trigger_rule="none_failed")
     def drill_report(**context):
-        from mm2_failover import drill
+        from mm2_failover import tasks
 
-        return drill.drill_report(context)
+        return tasks.drill_report(context)
 
     measure_replication_lag() >> capture_end_offsets() >> latest >> empty >> plan_group_offsets() >> drill_report()

@@ -1,7 +1,9 @@
 """mm2_failover_rollback: undo a failover run - restore the target's commits saved in its backup.
 
 Give ``failover_run_id`` (the mm2_failover run) or ``backup_path``. Offsets that existed before the run are
-committed again; offsets that did not exist are deleted. The same empty-group gate as the failover applies.
+committed again; offsets that did not exist are deleted - only on the partitions the failover wrote. The same
+empty-group gate as the failover applies; a rollback refuses (listing them) partitions committed on the target
+since the failover unless ``force``, and a backup of another cluster. It holds the target's writer lock.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ with DAG(
     doc_md=__doc__,
     tags=["kafka", "mirrormaker2", "failover", "rollback"],
 ) as dag:
-    empty = GroupsEmptySensor(task_id="check_groups_empty", groups_from="backup", poke_interval=10, timeout=1800)
+    empty = GroupsEmptySensor(task_id="check_groups_empty", groups_from="backup", poke_interval=10, timeout=1800,
+                              backup_path="{{ params.backup_path }}", failover_run_id="{{ params.failover_run_id }}",
+                              run_params={"groups_empty_timeout_seconds": "{{ params.groups_empty_timeout_seconds }}"})
 
     @task(task_id="rollback_group_offsets")
     def rollback_group_offsets(**context):

@@ -90,22 +90,22 @@ def main() -> int:
                                     f"{GROUP})")
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args()
-    from mm2_failover.bed import DEFAULT_JARS, kafka_jars
+    from testbed.bed import DEFAULT_JARS, kafka_jars
 
     meta = {"kafka_version": kafka_version(kafka_jars(DEFAULT_JARS))}
     if a.bootstrap:
         records = capture(a.bootstrap, a.topic, a.group)
         meta["source"] = f"Apache Kafka {meta['kafka_version']} MirrorMaker 2, target {a.bootstrap}"
     else:
-        from mm2_failover import scenario
-        from mm2_failover.bed import Bed
+        from testbed import scenario
+        from testbed.bed import Bed
 
         with Bed() as bed:
             prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=GROUP, topic=TOPIC,
                                     partitions=PARTITIONS, produced=PRODUCED, consumed_upto=dict(CONSUMED_UPTO))
             records = capture(bed.target_bootstrap, a.topic, a.group)
         meta["source"] = (f"Apache Kafka {meta['kafka_version']} MirrorMaker 2 (dedicated mode) on the local bed "
-                          "(mm2_failover.bed.Bed)")
+                          "(testbed.bed.Bed)")
         meta["scenario"] = {"group": GROUP, "topic": TOPIC, "replica_topic": prep.replica_topic,
                             "partitions": PARTITIONS, "produced_per_partition": PRODUCED,
                             "committed_on_source": {str(p): o for p, o in sorted(CONSUMED_UPTO.items())}}

@@ -1,7 +1,7 @@
 """The local bed: a source and a target Kafka cluster (one KRaft broker each) and MirrorMaker 2.
 
-A product component, not only a test fixture: ``make demo``, the CLI (``python -m mm2_failover.bed up``)
-and the test-suite all start the bed through :class:`Bed`.
+``make demo``, ``make bed`` (``python -m testbed.bed``), the test suite and the benchmarks all start the bed
+through :class:`Bed`.
 
 * Jars come from Maven Central through ``jvm/*/pom.xml`` (``scripts/fetch_jars.sh`` caches them in
   ``.cache/jars``); Java 17+ runs them.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JARS = REPO_ROOT / ".cache" / "jars"
 DEFAULT_RUNS = REPO_ROOT / "var" / "bed"
 
@@ -48,6 +48,17 @@ rootLogger.appenderRef.out.ref = out
 logger.reflections.name = org.reflections
 logger.reflections.level = error
 """
+
+
+# The SCRAM user every bed broker knows on its SASL_PLAINTEXT listener (Broker.sasl_bootstrap). A test credential.
+SCRAM_USER = "failover"
+SCRAM_PASSWORD = "bed-Scram-Secret-7f3c"
+
+
+def scram_conf(bootstrap: str, password: str = SCRAM_PASSWORD) -> dict:
+    """librdkafka settings for a broker's SASL_PLAINTEXT listener."""
+    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": SCRAM_USER, "sasl.password": password}
 
 
 class BedError(RuntimeError):
@@ -178,12 +189,19 @@ class Broker:
     jars: Path
     port: int = field(default_factory=free_port)
     controller_port: int = field(default_factory=free_port)
+    sasl_port: int = field(default_factory=free_port)
     extra: dict = field(default_factory=dict)
     process: Process | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """A second listener, SASL_PLAINTEXT with SCRAM-SHA-512 (user :data:`SCRAM_USER`): for tests of
+        credentials and authentication errors. MM2 and everything else use the PLAINTEXT one."""
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def dir(self) -> Path:
@@ -194,11 +212,15 @@ class Broker:
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": (f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                          f"CONTROLLER://127.0.0.1:{self.controller_port}"),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
             "log.dirs": str(self.dir / "data"),
             "num.partitions": "1",
             "auto.create.topics.enable": "false",
@@ -216,7 +238,8 @@ class Broker:
     def format_cmd(self) -> list[str]:
         cfg = self.dir / "server.properties"
         return java_cmd(self.jars, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(cfg),
-                        "--standalone", heap="256m", log4j=self.dir / "log4j2.properties")
+                        "--standalone", "--add-scram", f"SCRAM-SHA-512=[name={SCRAM_USER},password={SCRAM_PASSWORD}]",
+                        heap="256m", log4j=self.dir / "log4j2.properties")
 
     def prepare(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -238,7 +261,7 @@ def write_properties(path: Path, props: dict) -> None:
 
 
 def _quiet_logger() -> logging.Logger:
-    lg = logging.getLogger("mm2_failover.bed.librdkafka")
+    lg = logging.getLogger("testbed.bed.librdkafka")
     lg.setLevel(logging.CRITICAL)
     lg.propagate = False
     return lg
@@ -292,6 +315,7 @@ class Bed(StartedInContext):
         self.with_mm2 = start_mm2
         self.mm2: Process | None = None
         self.extra_mm2: list[Process] = []
+        self.extra_brokers: list[Broker] = []
         self._atexit = False
 
     # -- addresses ----------------------------------------------------------------------------------
@@ -417,11 +441,37 @@ class Bed(StartedInContext):
         proc.start()
         from mm2_failover.naming import checkpoints_topic
 
-        cp = checkpoints_topic(alias, props.get("replication.policy.separator", "."))
+        internal_sep = props.get("replication.policy.separator", ".")
+        if props.get("replication.policy.internal.topic.separator.enabled", "true").lower() == "false":
+            internal_sep = "."  # MM2 keeps '.' for its own topics then
+        cp = checkpoints_topic(alias, internal_sep)
         self._wait(lambda: topic_exists(self.target_bootstrap, cp), proc, timeout,
                    f"did not create {cp} on {self.target_alias}")
         log.info("%s ready in %.1fs (%s exists)", proc.name, time.monotonic() - t0, cp)
         return proc
+
+    def add_source_cluster(self, alias: str, topics: str = ".*", overrides: dict | None = None,
+                           timeout: float = 90.0) -> Broker:
+        """Another source cluster (one more KRaft broker) replicated to the target by its own MM2 flow under
+        ``alias``: a second data centre. Stopped with the bed."""
+        b = Broker(alias, self.run_dir, self.jars)
+        b.prepare()
+        fmt = Process(f"storage format {alias}", b.format_cmd(), b.dir / "format.log")
+        fmt.start()
+        if fmt.popen.wait(60) != 0:
+            raise fmt.fail(f"exited with {fmt.popen.returncode}")
+        b.start()
+        self.extra_brokers.append(b)
+        self._wait(lambda: broker_ready(b.bootstrap), b.process, timeout, "did not answer metadata")
+        s, t = alias, self.target_alias
+        props = {k: v for k, v in self.mm2_properties().items()
+                 if not k.startswith((f"{self.source_alias}.", f"{self.source_alias}->", f"{t}->"))}
+        props.update({"clusters": f"{s}, {t}", f"{s}.bootstrap.servers": b.bootstrap, f"{s}->{t}.enabled": "true",
+                      f"{t}->{s}.enabled": "false", f"{s}->{t}.topics": topics, f"{s}->{t}.groups": ".*",
+                      f"{s}.plugin.discovery": "service_load", "emit.heartbeats.enabled": "false"})
+        props.update(overrides or {})
+        self.extra_mm2.append(self._start_mm2_process(f"mm2-{alias}", alias, props, timeout))
+        return b
 
     def stop_mm2(self) -> None:
         if self.mm2:
@@ -433,7 +483,8 @@ class Bed(StartedInContext):
             self.source.process.stop()
 
     def stop(self) -> None:
-        for p in (*self.extra_mm2, self.mm2, self.source.process, self.target.process):
+        for p in (*self.extra_mm2, self.mm2, *(b.process for b in self.extra_brokers), self.source.process,
+                  self.target.process):
             if p is not None:
                 with contextlib.suppress(Exception):
                     p.stop()
@@ -468,17 +519,17 @@ def _install_sigterm() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mm2_failover.bed``: start the bed, print how to reach it, run until Ctrl-C."""
+    """``python -m testbed.bed``: start the bed, print how to reach it, run until Ctrl-C."""
     import argparse
     import json
 
-    ap = argparse.ArgumentParser(prog="python -m mm2_failover.bed", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m testbed.bed", description=main.__doc__)
     ap.add_argument("--run-dir", type=Path, default=None)
     ap.add_argument("--mm2", action="append", default=[], metavar="KEY=VALUE", help="extra/overriding mm2.properties")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     mm2 = dict(kv.split("=", 1) for kv in args.mm2)
-    from mm2_failover.localenv import kafka_conn
+    from testbed.localenv import kafka_conn
 
     with Bed(run_dir=args.run_dir, mm2=mm2) as bed:
         info = bed.info()

@@ -22,11 +22,11 @@ import sys
 import time
 from pathlib import Path
 
-from mm2_failover.config import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mm2_failover.demo", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m testbed.demo", description=__doc__.split("\n\n")[0])
     ap.add_argument("--spark", choices=["local", "cluster"], default="local",
                     help="local: Spark in local mode (--spark-master); cluster: start a Spark standalone cluster "
                          "(master + 1 worker) in the bed's run folder and submit to it (default local)")
@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from mm2_failover import localenv, scenario
-    from mm2_failover.bed import Bed
+    from testbed import localenv, scenario
+    from testbed.bed import Bed
     from mm2_failover.config import run_dir
     from mm2_failover.kafka_io import Cluster
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     with Bed(run_dir=args.workdir / "bed") as bed, contextlib.ExitStack() as stack:
         master, spark_conf = args.spark_master, {}
         if args.spark == "cluster":
-            from mm2_failover.spark_cluster import SparkCluster
+            from testbed.spark_cluster import SparkCluster
 
             cluster = stack.enter_context(SparkCluster(bed.run_dir / "spark"))
             master, spark_conf = cluster.master_url, cluster.app_conf

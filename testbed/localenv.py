@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mm2_failover.config import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def kafka_conn(bootstrap: str, **librdkafka) -> str:
@@ -97,7 +97,7 @@ def task_states(dag_id: str, run_id: str) -> dict[str, str]:
 
 def kafka_consumer_groups(bootstrap: str, *args: str, jars_root: Path | None = None) -> subprocess.CompletedProcess:
     """Kafka's own kafka-consumer-groups (ConsumerGroupCommand from the Maven-fetched tools jar)."""
-    from mm2_failover.bed import DEFAULT_JARS, java_cmd, kafka_jars
+    from testbed.bed import DEFAULT_JARS, java_cmd, kafka_jars
 
     cmd = java_cmd(kafka_jars(jars_root or DEFAULT_JARS), "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
                    "--bootstrap-server", bootstrap, *args, heap="256m")

@@ -3,7 +3,7 @@ SPARK=cluster`` and the tests that prove the DAG's Spark job runs on a cluster a
 
 * SPARK_HOME is the installed ``pyspark`` package (it ships ``bin/spark-class`` and the jars, but no
   ``sbin/start-master.sh``): the master and the worker run ``spark-class`` in the foreground, which execs the
-  JVM, so each is stopped by its own PID (:class:`mm2_failover.bed.Process`: log file, PR_SET_PDEATHSIG).
+  JVM, so each is stopped by its own PID (:class:`testbed.bed.Process`: log file, PR_SET_PDEATHSIG).
 * Everything listens on 127.0.0.1 on free ports (``SPARK_LOCAL_IP=127.0.0.1``).
 * Readiness is observed, never slept for: the master answers ``GET /json/`` with status ALIVE, then the
   worker is started and the cluster is ready when the master lists one ALIVE worker.
@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from mm2_failover.bed import (BedError, Process, StartedInContext, _install_sigterm, free_port, run_until_interrupted,
+from testbed.bed import (BedError, Process, StartedInContext, _install_sigterm, free_port, run_until_interrupted,
                               tail)
 
 log = logging.getLogger(__name__)
@@ -84,8 +84,8 @@ class SparkCluster(StartedInContext):
     def app_conf(self) -> dict[str, str]:
         """Spark conf an application needs to fit on this cluster (merge into ``MM2_FAILOVER_SPARK_CONF``):
         executor size, and short-lived JVMs for the driver and the executor (C1 only, serial GC; see
-        :data:`mm2_failover.localenv.QUICK_JVM_CONF`)."""
-        from mm2_failover.localenv import QUICK_JVM_CONF
+        :data:`testbed.localenv.QUICK_JVM_CONF`)."""
+        from testbed.localenv import QUICK_JVM_CONF
 
         return {**QUICK_JVM_CONF, "spark.executor.memory": self.executor_memory, "spark.cores.max": str(self.cores)}
 
@@ -100,7 +100,7 @@ class SparkCluster(StartedInContext):
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
-        from mm2_failover.localenv import QUICK_JVM_OPTIONS
+        from testbed.localenv import QUICK_JVM_OPTIONS
 
         home = spark_home()
         conf_dir = self.run_dir / "conf"  # empty: no spark-env.sh or spark-defaults.conf from anywhere else
@@ -240,15 +240,15 @@ class SparkCluster(StartedInContext):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mm2_failover.spark_cluster``: start a standalone cluster, print its master URL, run until Ctrl-C."""
+    """``python -m testbed.spark_cluster``: start a standalone cluster, print its master URL, run until Ctrl-C."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m mm2_failover.spark_cluster", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m testbed.spark_cluster", description=main.__doc__)
     ap.add_argument("--run-dir", type=Path, default=Path(__file__).resolve().parents[2] / "var" / "spark-cluster"
                     / time.strftime("%Y%m%d-%H%M%S"))
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    from mm2_failover.localenv import spark_conn
+    from testbed.localenv import spark_conn
 
     with SparkCluster(args.run_dir) as cluster:
         print(json.dumps(cluster.info(), indent=2))

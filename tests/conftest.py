@@ -32,8 +32,8 @@ def run_root() -> Path:
 @pytest.fixture(scope="session")
 def bed(run_root):
     """The local bed, wired to a local Airflow (connections as AIRFLOW_CONN_* env vars, metadata DB migrated)."""
-    from mm2_failover import localenv
-    from mm2_failover.bed import Bed
+    from testbed import localenv
+    from testbed.bed import Bed
 
     b = Bed(run_dir=run_root / "bed")
     try:

@@ -1,21 +1,26 @@
 """``python -m mm2_failover``: the pipeline without Airflow (for when the scheduler is in the lost region).
 
-Each command calls exactly the step functions the DAG's tasks call, on a run folder of the same layout:
+Each command calls exactly the steps the DAG's tasks call, with the same gates, on a run folder of the same layout:
 
-  plan      capture the end-offset snapshot, run the Spark job, build and export the plan (a dry run)
-  apply     plan if not planned yet, check the groups are empty, back up, apply, then verify
+  drain     wait until producers stopped and MM2 replicated everything (the DAG's verify_producers_drained)
+  snapshot  drain, then capture the end offsets once (the DAG's capture_end_offsets)
+  plan      drain, snapshot, run the Spark job, build and export the plan (a dry run: writes no offsets)
+  apply     the empty-group gate first, then everything 'plan' does, the gate again, back up, apply, verify
   verify    read the committed offsets back, compare with the plan, write the report
-  rollback  restore the commits saved in a run's backup.json (same empty-group check), then verify
-  drill     a DR drill: replication lag, plan (dry run), drill report (drill.json/drill.md); writes offsets only
-            for groups starting with --allow-drill-writes-for-prefix
+  rollback  restore the commits saved in a run's backup.json (same gate, same writer lock), then verify
+  drill     a DR drill: replication lag, plan (dry run), drill report; writes offsets only for groups starting
+            with --allow-drill-writes-for-prefix
 
-Clusters: ``--source-config``/``--target-config`` (a JSON file of librdkafka settings), or the same
-``AIRFLOW_CONN_KAFKA_SOURCE``/``AIRFLOW_CONN_KAFKA_TARGET`` JSON the DAG uses, or ``--*-bootstrap``.
-Spark: ``--spark-master`` (default: the host of ``AIRFLOW_CONN_SPARK_DEFAULT``, else ``local[2]``).
+Clusters: ``--target-config``/``--source-config`` (a JSON file of librdkafka settings), or the same
+``AIRFLOW_CONN_KAFKA_TARGET``/``AIRFLOW_CONN_KAFKA_SOURCE`` variables the DAG uses (JSON or URI form), or
+``--*-bootstrap``. A second source alias needs ``--alias-source-config ALIAS=FILE`` (or ``ALIAS=`` to fail it over
+without checking its source). Spark: ``--spark-master`` (default: the host of ``AIRFLOW_CONN_SPARK_DEFAULT``, else
+``local[2]``). A run folder remembers the parameters it was started with: continuing it with others is refused.
 
 Exit codes: 0 done; 1 verification failed or some groups were refused (named on stderr); 2 bad usage or
-configuration; 3 groups still have live members (nothing written); 4 a cluster is unreachable;
-5 the plan was refused by a safety rule (nothing written).
+configuration (a wrong file, option, alias, password or client setting); 3 groups still have live members (nothing
+written); 4 a cluster is unreachable; 5 a safety rule refused the plan or the rollback (nothing written); 6 not
+drained (producers still write or MM2 is behind); 7 another writer holds the target's lock.
 """
 
 from __future__ import annotations
@@ -28,10 +33,10 @@ import sys
 import time
 from pathlib import Path
 
-from mm2_failover import config, steps
+from mm2_failover import config
 from mm2_failover.config import RunParams
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LIVE, EXIT_UNREACHABLE, EXIT_REFUSED = 0, 1, 2, 3, 4, 5
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LIVE, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_NOT_DRAINED, EXIT_LOCKED = range(8)
 log = logging.getLogger("mm2_failover")
 
 
@@ -41,17 +46,74 @@ class CliError(Exception):
         self.code = code
 
 
-def cluster_conf(file: str | None, bootstrap: str | None, env_var: str) -> dict | None:
+# ------------------------------------------------------------------------------------------ clusters
+
+
+def read_config_file(path: str, what: str) -> dict:
+    """A JSON object of librdkafka settings from ``path``; CliError(2) naming the file and what is wrong."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise CliError(EXIT_USAGE, f"{what} {p}: no such file") from None
+    except OSError as e:
+        raise CliError(EXIT_USAGE, f"{what} {p}: cannot read it ({e.strerror})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise CliError(EXIT_USAGE, f"{what} {p} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise CliError(EXIT_USAGE, f"{what} {p} must hold a JSON object of librdkafka settings, e.g. "
+                                   f'{{"bootstrap.servers": "host:9092"}}, not a JSON {type(data).__name__}')
+    check_client_settings(data, f"{what} {p}")
+    return data
+
+
+def check_client_settings(conf: dict, what: str) -> None:
+    """librdkafka refuses unknown properties and bad values when a client is created: do it now, to name the file."""
+    from mm2_failover.kafka_io import KafkaConfigError, admin, check_conf
+
+    try:
+        check_conf(conf, what)
+        admin(conf, name=what)
+    except KafkaConfigError as e:
+        raise CliError(EXIT_USAGE, str(e)) from None
+
+
+def conf_from_env(var: str) -> dict | None:
+    """The librdkafka settings of an ``AIRFLOW_CONN_*`` variable (JSON or URI form, as Airflow reads them)."""
+    raw = os.environ.get(var, "").strip()
+    if not raw:
+        return None
+    if raw.startswith("{"):
+        try:
+            conn = json.loads(raw)
+        except ValueError as e:
+            raise CliError(EXIT_USAGE, f"{var} is not valid JSON: {e}") from None
+        extra = conn.get("extra", {}) if isinstance(conn, dict) else None
+    else:
+        from airflow.sdk import Connection
+
+        try:
+            extra = Connection.from_uri(raw, conn_id=var).extra_dejson
+        except Exception as e:  # noqa: BLE001 - any parse failure is the operator's to fix
+            raise CliError(EXIT_USAGE, f"{var} is neither a JSON connection nor a connection URI: {e}") from None
+    if isinstance(extra, str):
+        try:
+            extra = json.loads(extra)
+        except ValueError as e:
+            raise CliError(EXIT_USAGE, f"{var}: its extra is not valid JSON: {e}") from None
+    if not isinstance(extra, dict):
+        raise CliError(EXIT_USAGE, f"{var}: its extra must be a JSON object of librdkafka settings")
+    return dict(extra)
+
+
+def cluster_conf(file: str | None, bootstrap: str | None, env_var: str, what: str) -> dict | None:
     if file:
-        return json.loads(Path(file).read_text())
+        return read_config_file(file, what)
     if bootstrap:
         return {"bootstrap.servers": bootstrap}
-    raw = os.environ.get(env_var, "")
-    if raw:
-        conn = json.loads(raw)
-        extra = conn.get("extra", {})
-        return json.loads(extra) if isinstance(extra, str) else dict(extra)
-    return None
+    return conf_from_env(env_var)
 
 
 def spark_master(arg: str | None) -> str:
@@ -59,193 +121,299 @@ def spark_master(arg: str | None) -> str:
         return arg
     raw = os.environ.get("AIRFLOW_CONN_SPARK_DEFAULT", "")
     if raw:
-        c = json.loads(raw)
-        return f"{c['host']}:{c['port']}" if c.get("port") else c["host"]
+        try:
+            c = json.loads(raw)
+            return f"{c['host']}:{c['port']}" if c.get("port") else c["host"]
+        except (ValueError, KeyError, TypeError):
+            raise CliError(EXIT_USAGE, "AIRFLOW_CONN_SPARK_DEFAULT must be JSON with a host (the master)") from None
     return "local[2]"
+
+
+# ------------------------------------------------------------------------------------------ arguments
+
+
+def positive(v: str) -> float:
+    try:
+        f = float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not a number of seconds") from None
+    if not f > 0:
+        raise argparse.ArgumentTypeError(f"{v!r} must be more than 0 seconds")
+    return f
+
+
+def non_negative_int(v: str) -> int:
+    try:
+        i = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not a whole number") from None
+    if i < 0:
+        raise argparse.ArgumentTypeError(f"{v!r} must not be negative")
+    return i
 
 
 def add_params(p: argparse.ArgumentParser) -> None:
     d = RunParams()
+    p.add_argument("--run-dir", type=Path, help="the run's artifacts folder (default: a new one under "
+                                                "$MM2_FAILOVER_ARTIFACTS/cli/)")
     p.add_argument("--source-alias", default=d.source_alias)
-    p.add_argument("--groups-regex", default=d.groups_regex)
+    p.add_argument("--groups-regex", default=d.groups_regex, help="groups to move (Python regex, whole id)")
     p.add_argument("--groups-exclude-regex", default=d.groups_exclude_regex)
+    p.add_argument("--topics-regex", default=d.topics_regex, help="drain scope (default: the groups' topics)")
     p.add_argument("--replication-policy", default=d.replication_policy, choices=["default", "identity"])
     p.add_argument("--replication-policy-separator", default=d.replication_policy_separator)
-    p.add_argument("--max-quarantined-records", type=int, default=d.max_quarantined_records)
+    p.add_argument("--no-internal-topic-separator", dest="internal_topic_separator_enabled", action="store_false",
+                   help="MM2's replication.policy.internal.topic.separator.enabled=false")
+    p.add_argument("--source-reachable", default=d.source_reachable, choices=["detect", "yes", "no"],
+                   help="detect: probe the source, disaster mode if it never answers; no: the source is lost")
+    p.add_argument("--drain-quiet-seconds", type=non_negative_int, default=d.drain_quiet_seconds)
+    p.add_argument("--drain-timeout-seconds", type=non_negative_int, default=d.drain_timeout_seconds)
+    p.add_argument("--max-quarantined-records", type=non_negative_int, default=d.max_quarantined_records)
+    p.add_argument("--checkpoint-policy", default=d.checkpoint_policy, choices=["latest", "max"])
     p.add_argument("--allow-rewind", action="store_true")
-    p.add_argument("--on-existing-target-offsets", default=d.on_existing_target_offsets, choices=["fail", "skip", "overwrite"])
-    p.add_argument("--apply-concurrency", type=int, default=d.apply_concurrency)
+    p.add_argument("--on-existing-target-offsets", default=d.on_existing_target_offsets,
+                   choices=["fail", "skip", "overwrite"])
+    p.add_argument("--accept-groups-without-checkpoints", action="store_true")
     p.add_argument("--no-source-groups-must-be-empty", dest="source_groups_must_be_empty", action="store_false")
+    p.add_argument("--apply-concurrency", type=non_negative_int, default=d.apply_concurrency)
+    p.add_argument("--lock-wait-seconds", type=non_negative_int, default=d.lock_wait_seconds)
     p.add_argument("--spark-master", default=None)
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m mm2_failover", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--source-config", help="JSON file of librdkafka settings for the source")
+    ap.add_argument("--source-config", help="JSON file of librdkafka settings for the (first alias's) source")
     ap.add_argument("--target-config", help="JSON file of librdkafka settings for the target")
     ap.add_argument("--source-bootstrap")
     ap.add_argument("--target-bootstrap")
-    ap.add_argument("--timeout", type=float, default=15.0, help="seconds for every Kafka request (default 15)")
+    ap.add_argument("--alias-source-config", action="append", default=[], metavar="ALIAS=FILE",
+                    help="the source cluster of another alias (repeat); ALIAS= fails it over without checking it")
+    ap.add_argument("--timeout", type=positive, default=15.0, help="seconds for every Kafka request (default 15)")
     sub = ap.add_subparsers(dest="command", required=True)
-    for name, help_ in [("plan", "snapshot + Spark job + plan, writes plan.json/plan.csv; never writes offsets"),
-                        ("apply", "plan (unless done), check groups empty, back up, apply, verify"),
+    for name, help_ in [("drain", "wait until producers stopped and MM2 replicated everything"),
+                        ("snapshot", "drain, then capture the end offsets once"),
+                        ("plan", "drain + snapshot + Spark job + plan (plan.json/plan.csv); never writes offsets"),
+                        ("apply", "gate, drain, plan (unless done), gate, back up, apply, verify"),
                         ("verify", "read back, compare with the plan, write report.json/report.md")]:
-        p = sub.add_parser(name, help=help_, description=help_)
-        p.add_argument("--run-dir", type=Path, help="the run's artifacts folder (default: a new one under "
-                                                    "$MM2_FAILOVER_ARTIFACTS/cli/)")
-        add_params(p)
+        add_params(sub.add_parser(name, help=help_, description=help_))
     p = sub.add_parser("drill", help="DR drill: lag, dry-run plan and findings; writes only for a drill prefix",
                        description="DR drill: lag, dry-run plan and findings; writes only for a drill prefix")
-    p.add_argument("--run-dir", type=Path)
     p.add_argument("--allow-drill-writes-for-prefix", default="")
     add_params(p)
     p = sub.add_parser("rollback", help="restore the commits saved in a backup.json, then verify",
-                       description="restore the commits saved in a backup.json, then verify")
+                       description="restore the commits a failover's apply overwrote (saved in its backup.json), "
+                                   "on the partitions it wrote, then verify")
     p.add_argument("--backup", type=Path, required=True)
-    p.add_argument("--apply-concurrency", type=int, default=8)
+    p.add_argument("--force", action="store_true", help="also rewind partitions committed since the failover")
+    p.add_argument("--apply-concurrency", type=non_negative_int, default=RunParams().apply_concurrency)
+    p.add_argument("--lock-wait-seconds", type=non_negative_int, default=RunParams().lock_wait_seconds)
     return ap
 
 
-def params_of(a: argparse.Namespace) -> RunParams:
-    return RunParams.from_mapping({k: v for k, v in vars(a).items() if v is not None})
-
-
-def clusters(a: argparse.Namespace):
-    from mm2_failover.kafka_io import Cluster
-
-    tconf = cluster_conf(a.target_config, a.target_bootstrap, "AIRFLOW_CONN_KAFKA_TARGET")
+def confs_of(a: argparse.Namespace) -> tuple[dict[str, dict], dict[str, str]]:
+    """(label -> librdkafka settings, source_connections) from the arguments."""
+    tconf = cluster_conf(a.target_config, a.target_bootstrap, "AIRFLOW_CONN_KAFKA_TARGET", "--target-config")
     if not tconf:
-        raise CliError(EXIT_USAGE, "no target cluster: give --target-config, --target-bootstrap or AIRFLOW_CONN_KAFKA_TARGET")
-    sconf = cluster_conf(a.source_config, a.source_bootstrap, "AIRFLOW_CONN_KAFKA_SOURCE")
-    return (Cluster(sconf, "source", a.timeout) if sconf else None), Cluster(tconf, "target", a.timeout)
+        raise CliError(EXIT_USAGE, "no target cluster: give --target-config, --target-bootstrap or "
+                                   "AIRFLOW_CONN_KAFKA_TARGET")
+    confs = {"target": tconf}
+    sconf = cluster_conf(a.source_config, a.source_bootstrap, "AIRFLOW_CONN_KAFKA_SOURCE", "--source-config")
+    if sconf:
+        confs["source"] = sconf
+    conns: dict[str, str] = {}
+    for spec in getattr(a, "alias_source_config", []) or []:
+        alias, sep, f = spec.partition("=")
+        if not sep or not alias:
+            raise CliError(EXIT_USAGE, f"--alias-source-config {spec!r}: expected ALIAS=FILE (or ALIAS= for none)")
+        conns[alias] = f"alias:{alias}" if f else ""
+        if f:
+            confs[f"alias:{alias}"] = read_config_file(f, f"--alias-source-config {alias}")
+    return confs, conns
 
 
-def cmd_plan(a, art: steps.RunArtifacts, params: RunParams):
-    snap, target = latest_checkpoints(a, art, params)
-    plan = steps.make_plan(target, params, art, snap)
-    print(f"plan: {len(plan.groups())} group(s), {plan.counts()} -> {art.plan_json}, {art.plan_csv}")
-    return plan, target
+def context_of(a: argparse.Namespace, command: str):
+    from mm2_failover.run import RunContext
+
+    confs, conns = confs_of(a)
+    values = {k: v for k, v in vars(a).items() if v is not None}
+    params = RunParams.from_mapping({**values, "source_connections": conns})
+    if "source" not in confs:
+        # no source configured: the first alias's source is not checked (only allowed as a declared disaster)
+        params = RunParams.from_mapping({**params.as_dict(),
+                                         "source_connections": {params.source_aliases[0]: "", **conns}})
+        if params.source_reachable == "yes":
+            raise CliError(EXIT_USAGE, "--source-reachable yes, but no source cluster: give --source-config or "
+                                       "--source-bootstrap")
+        if params.source_reachable == "detect" and command not in ("verify",):
+            log.warning("WARNING: no source cluster given: its producers and groups cannot be checked; the run "
+                        "treats it as LOST (disaster mode). Give --source-config, or --source-reachable no to say so.")
+    folder = a.run_dir or config.artifacts_root() / "cli" / time.strftime("%Y%m%d-%H%M%S")
+    ctx = RunContext.from_cli(params, folder, confs, a.timeout)
+    ctx.folder.bind_params("cli", params.result_params(), list(params.RESULT_PARAMS))
+    return ctx
 
 
-def latest_checkpoints(a, art: steps.RunArtifacts, params: RunParams):
-    """Snapshot (once per run folder) and the latest-checkpoints Spark job (unless done)."""
-    from mm2_failover.spark import job_submission, quarantine_failure, spark_submit
-
-    source, target = clusters(a)
-    if source is not None:
-        try:
-            source.topics()
-        except Exception as e:
-            log.warning("WARNING: source not reachable (%s): the snapshot has no source end offsets", e)
-            source = None
-    snap = steps.capture_snapshot(target, params, art, source)
-    if not art.checkpoints_summary.exists():
-        args, env, conf = job_submission(params, art, snap, target.conf)
-        rc = spark_submit(spark_master(a.spark_master), args, env, conf)
-        if rc:
-            summary = json.loads(art.checkpoints_summary.read_text()) if art.checkpoints_summary.exists() else None
-            raise CliError(EXIT_REFUSED if quarantine_failure(summary, params.max_quarantined_records) else EXIT_FAILED,
-                           quarantine_failure(summary, params.max_quarantined_records)
-                           or f"the latest-checkpoints Spark job failed with exit code {rc}")
-    return snap, target
+# ------------------------------------------------------------------------------------------ commands
 
 
-def cmd_apply(a, art, params):
-    plan, target = cmd_plan(a, art, params)
-    source, _ = clusters(a)
-    live = [("target", s) for s in steps.live_groups(target, plan.groups())]
-    if params.source_groups_must_be_empty and source is not None:
-        try:
-            live += [("source", s) for s in steps.live_groups(source, plan.groups())]
-        except Exception as e:
-            log.warning("WARNING: cannot check the groups on the source (%s)", e)
+def compute_latest_checkpoints(a, ctx) -> None:
+    """The Spark job, unless this run folder already has its output (make_plan checks the quarantine limit)."""
+    from mm2_failover.spark import job_submission, spark_submit
+
+    f = ctx.folder
+    if f.checkpoints_summary.exists() and f.checkpoints.exists():
+        log.info("latest checkpoints already computed for this run: %s", f.checkpoints)
+        return
+    snap = f.load_snapshot()
+    said: list[str] = []
+    with job_submission(ctx.params, f, snap, ctx.target.conf) as sub:
+        rc = spark_submit(spark_master(a.spark_master), sub, said)
+    if rc == 3:
+        return  # quarantine: make_plan refuses with the details
+    if rc:
+        code = {2: EXIT_USAGE, 4: EXIT_UNREACHABLE, 5: EXIT_REFUSED}.get(rc, EXIT_FAILED)
+        raise CliError(code, f"the latest-checkpoints Spark job failed with exit code {rc}: "
+                             + (" ".join(said) or "see its output above"))
+
+
+def gate(ctx, groups=None) -> None:
+    from mm2_failover import steps
+
+    live = steps.early_gate(ctx) if groups is None else steps.check_groups_empty(ctx, groups)
     if live:
-        raise CliError(EXIT_LIVE, "groups still have live members (nothing written):\n" +
-                       "\n".join(f"  on {w}: {s.describe()}" for w, s in live))
-    steps.take_backup(target, plan, art, params.apply_concurrency)
-    res = steps.apply_plan(target, plan, params.apply_concurrency)
-    steps.write_json(art.apply_result, res.as_dict())
-    rep = steps.verify_run(target, plan, art, params, "cli", art.dir.name, refused=res.refused)
-    print(art.report_md.read_text())
+        raise CliError(EXIT_LIVE, steps.describe_live(live) + "\nNothing was written. Stop these consumers and retry.")
+
+
+def cmd_drain(a, ctx):
+    from mm2_failover import steps
+
+    v = steps.wait_drained(ctx)
+    print(v.table())
+
+
+def cmd_snapshot(a, ctx):
+    from mm2_failover import steps
+
+    if not ctx.folder.snapshot.exists():
+        cmd_drain(a, ctx)
+    snap = steps.capture_snapshot(ctx)
+    print(f"snapshot: {ctx.folder.snapshot} (captured {snap.captured_at}; lost aliases: "
+          f"{', '.join(snap.disaster_aliases) or 'none'})")
+
+
+def cmd_plan(a, ctx):
+    from mm2_failover import steps
+
+    cmd_snapshot(a, ctx)
+    compute_latest_checkpoints(a, ctx)
+    plan = steps.make_plan(ctx)
+    print(f"plan: {len(plan.groups())} group(s), {plan.counts()} -> {ctx.folder.plan_json}, {ctx.folder.plan_csv}")
+    return plan
+
+
+def cmd_apply(a, ctx):
+    from mm2_failover import steps
+
+    if not ctx.folder.backup.exists():
+        gate(ctx)  # first the gate, then the (slow) computation
+    plan = cmd_plan(a, ctx)
+    gate(ctx, steps.groups_to_move(ctx))
+    res = steps.backup_and_apply(ctx, plan)
+    rep = steps.verify_run(ctx, plan, dry_run=False, refused=res.refused)
+    print(ctx.folder.report_md.read_text())
     if res.refused:
         raise CliError(EXIT_FAILED, "groups NOT moved: " + "; ".join(f"{g}: {w}" for g, w in res.refused.items()))
     if rep["mismatches"]:
-        raise CliError(EXIT_FAILED, f"{len(rep['mismatches'])} partition(s) differ from the plan; see {art.report_md}")
+        raise CliError(EXIT_FAILED, f"{len(rep['mismatches'])} partition(s) differ from the plan; see "
+                                    f"{ctx.folder.report_md}")
 
 
-def cmd_verify(a, art, params):
-    _, target = clusters(a)
-    if not art.plan_json.exists():
-        raise CliError(EXIT_USAGE, f"no plan in {art.dir}: run plan/apply first")
-    plan = steps.make_plan(target, params, art, json.loads(art.snapshot.read_text()))
-    rep = steps.verify_run(target, plan, art, params, "cli", art.dir.name)
-    print(art.report_md.read_text())
+def cmd_verify(a, ctx):
+    from mm2_failover import steps
+
+    if not ctx.folder.plan_json.exists():
+        raise CliError(EXIT_USAGE, f"no plan in {ctx.folder.dir}: run plan/apply first")
+    plan = steps.make_plan(ctx)
+    rep = steps.verify_run(ctx, plan, dry_run=not ctx.folder.backup.exists())
+    print(ctx.folder.report_md.read_text())
     if rep["mismatches"]:
         raise CliError(EXIT_FAILED, f"{len(rep['mismatches'])} partition(s) differ from the plan")
 
 
-def cmd_drill(a, art, params):
-    """The drill DAG's task functions, called with a minimal task context (the same code, no scheduler)."""
-    from types import SimpleNamespace
+def cmd_drill(a, ctx):
+    from dataclasses import replace
 
-    from mm2_failover import drill
+    from mm2_failover import tasks
 
-    source, target = clusters(a)
-    # the drill's task functions resolve clusters from the same connection ids the DAG uses
-    os.environ["AIRFLOW_CONN_KAFKA_TARGET"] = json.dumps({"conn_type": "kafka", "extra": target.conf})
-    if source is not None:
-        os.environ["AIRFLOW_CONN_KAFKA_SOURCE"] = json.dumps({"conn_type": "kafka", "extra": source.conf})
-    os.environ["MM2_FAILOVER_ARTIFACTS"] = str(art.dir.parent.parent)
-    ctx = {"params": {**params.as_dict(), "dry_run": True,
-                      "allow_drill_writes_for_prefix": a.allow_drill_writes_for_prefix},
-           "dag": SimpleNamespace(dag_id=art.dir.parent.name), "run_id": art.dir.name}
-    drill.measure_replication_lag(ctx)
-    latest_checkpoints(a, art, params)
-    drill.plan_group_offsets(ctx)
-    out = drill.drill_report(ctx)
-    print((art.dir / drill.DRILL_MD).read_text())
+    ctx.params = replace(ctx.params, dry_run=True)
+    tasks.drill_lag(ctx)
+    from mm2_failover import steps
+
+    steps.capture_snapshot(ctx)
+    compute_latest_checkpoints(a, ctx)
+    tasks.drill_plan(ctx, a.allow_drill_writes_for_prefix)
+    out = tasks.drill_report_of(ctx)
+    print(ctx.folder.drill_md.read_text())
     return out
 
 
 def cmd_rollback(a):
-    _, target = clusters(a)
-    backup = steps.load_backup(a.backup)
-    live = steps.live_groups(target, sorted(backup["groups"]))
+    from mm2_failover import steps
+    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.runfolder import RunFolder, load_backup
+
+    confs, _ = confs_of(a)
+    target = Cluster(confs["target"], "target", a.timeout)
+    backup = load_backup(a.backup)
+    live = steps.live_groups(target, sorted(backup.groups))
     if live:
-        raise CliError(EXIT_LIVE, "groups still have live members (nothing written):\n" +
-                       "\n".join("  " + s.describe() for s in live))
-    res = steps.rollback(target, backup, a.apply_concurrency, a.backup.parent)
+        raise CliError(EXIT_LIVE, steps.describe_live([("target", s) for s in live]) + "\nNothing was written.")
+    folder = RunFolder(a.backup.parent / f"rollback-{time.strftime('%Y%m%d-%H%M%S')}")
+    with steps.writer_lock(target, "rollback (cli)", a.lock_wait_seconds, run=str(a.backup)):
+        from mm2_failover import faults
+
+        faults.hit("rollback.locked")
+        res = steps.rollback(target, backup, a.apply_concurrency, a.backup.parent / "rollback-journal", force=a.force,
+                             backup_path=str(a.backup))
     left = steps.verify_rollback(target, backup, a.apply_concurrency)
+    folder.save("rollback.json", {"backup": str(a.backup), **res.as_dict(), "still_different": left})
     print(json.dumps({**res.as_dict(), "still_different": left}, indent=2))
     if res.refused or left:
-        raise CliError(EXIT_FAILED, "rollback incomplete")
+        raise CliError(EXIT_FAILED, "rollback incomplete: " + "; ".join(
+            [f"{g}: {w}" for g, w in sorted(res.refused.items())] + left))
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     a = parser().parse_args(argv)
-    from mm2_failover.kafka_io import KafkaUnavailable
+    from mm2_failover import steps
+    from mm2_failover.kafka_io import KafkaConfigError, KafkaUnavailable
+    from mm2_failover.locks import Locked
     from mm2_failover.plan import PlanError
+    from mm2_failover.reachability import SourceRequiredUnreachable
+    from mm2_failover.runfolder import RunFolderError
 
     try:
         if a.command == "rollback":
             cmd_rollback(a)
             return EXIT_OK
-        params = params_of(a)
-        art = steps.RunArtifacts(a.run_dir or config.artifacts_root() / "cli" / time.strftime("%Y%m%d-%H%M%S"))
-        print(f"run folder: {art.dir}", file=sys.stderr)
-        {"plan": cmd_plan, "apply": cmd_apply, "verify": cmd_verify, "drill": cmd_drill}[a.command](a, art, params)
+        ctx = context_of(a, a.command)
+        print(f"run folder: {ctx.folder.dir}", file=sys.stderr)
+        {"drain": cmd_drain, "snapshot": cmd_snapshot, "plan": cmd_plan, "apply": cmd_apply, "verify": cmd_verify,
+         "drill": cmd_drill}[a.command](a, ctx)
         return EXIT_OK
     except CliError as e:
-        print(f"mm2_failover {a.command}: {e}", file=sys.stderr)
-        return e.code
-    except PlanError as e:
-        print(f"mm2_failover {a.command}: plan refused, nothing written: {e}", file=sys.stderr)
-        return EXIT_REFUSED
-    except KafkaUnavailable as e:
-        print(f"mm2_failover {a.command}: {e}", file=sys.stderr)
-        return EXIT_UNREACHABLE
-    except (ValueError, FileNotFoundError) as e:
-        print(f"mm2_failover {a.command}: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        code, msg = e.code, str(e)
+    except (PlanError, steps.RollbackRefused) as e:
+        code, msg = EXIT_REFUSED, f"refused, nothing written: {e}"
+    except steps.NotDrained as e:
+        code, msg = EXIT_NOT_DRAINED, str(e)
+    except Locked as e:
+        code, msg = EXIT_LOCKED, str(e)
+    except (KafkaUnavailable, SourceRequiredUnreachable) as e:
+        code, msg = EXIT_UNREACHABLE, str(e)
+    except (KafkaConfigError, steps.ConfigurationError, RunFolderError, ValueError, FileNotFoundError) as e:
+        code, msg = EXIT_USAGE, str(e)
+    print(f"mm2_failover {a.command}: {msg}", file=sys.stderr)
+    return code

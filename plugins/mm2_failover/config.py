@@ -19,16 +19,18 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 SOURCE_CONN_ID = "kafka_source"
 TARGET_CONN_ID = "kafka_target"
 SPARK_CONN_ID = "spark_default"
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PLUGINS_DIR = REPO_ROOT / "plugins"
-SPARK_JOB = REPO_ROOT / "spark_jobs" / "latest_checkpoints.py"
+PACKAGE_DIR = Path(__file__).resolve().parent
+PLUGINS_DIR = PACKAGE_DIR.parent  # what must be on the driver's PYTHONPATH
+REPO_ROOT = PLUGINS_DIR.parent  # defaults for a checkout (var/, .cache/); a deployment sets the variables below
+# the job ships inside the package: a deployment that copies only dags/ and plugins/ has it
+SPARK_JOB = PACKAGE_DIR / "jobs" / "latest_checkpoints.py"
 
 
 def artifacts_root() -> Path:
@@ -44,9 +46,29 @@ def spark_jars() -> list[str]:
     return jars
 
 
+def java_kafka_classpath() -> str:
+    """Kafka's Java client for the small JVM helpers (the Spark Kafka source's kafka-clients jar and pyspark's
+    slf4j), as a java -cp value."""
+    import importlib.util
+
+    jars = [j for j in spark_jars() if "kafka-clients" in Path(j).name]
+    spec = importlib.util.find_spec("pyspark")
+    if spec and spec.origin:
+        jars += sorted(str(p) for p in (Path(spec.origin).parent / "jars").glob("slf4j-api-*.jar"))
+    return os.pathsep.join(jars)
+
+
 def spark_conf() -> dict[str, str]:
     raw = os.environ.get("MM2_FAILOVER_SPARK_CONF", "")
-    return {str(k): str(v) for k, v in json.loads(raw).items()} if raw else {}
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as e:
+        raise ValueError(f"MM2_FAILOVER_SPARK_CONF is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError("MM2_FAILOVER_SPARK_CONF must be a JSON object of spark-submit --conf settings")
+    return {str(k): str(v) for k, v in data.items()}
 
 
 def run_dir(dag_id: str, run_id: str) -> Path:
@@ -57,7 +79,8 @@ def run_dir(dag_id: str, run_id: str) -> Path:
 
 @dataclass(frozen=True)
 class RunParams:
-    """The parameters of one failover run (the DAG's trigger form, the CLI's flags)."""
+    """The parameters of one failover run (the DAG's trigger form, the CLI's flags): their one definition and
+    their defaults (``params.py`` builds the trigger form from these)."""
 
     source_alias: str = "primary"
     groups_regex: str = ".*"
@@ -65,44 +88,125 @@ class RunParams:
     dry_run: bool = False
     replication_policy: str = "default"  # default | identity
     replication_policy_separator: str = "."
-    drain_quiet_seconds: int = 5
-    max_quarantined_records: int = 0
-    allow_rewind: bool = False
-    on_existing_target_offsets: str = "fail"  # fail | skip | overwrite
-    apply_concurrency: int = 32
-    source_groups_must_be_empty: bool = True
-    checkpoint_policy: str = "latest"  # latest | max
+    internal_topic_separator_enabled: bool = True  # MM2's replication.policy.internal.topic.separator.enabled
+    # per-alias overrides of the three settings above, e.g. {"dc3": {"separator": "_"}}
+    alias_policies: dict = field(default_factory=dict)
+    # the Airflow connection (CLI: the config) of each source alias's cluster; "" = none (that alias is not checked)
+    source_connections: dict = field(default_factory=dict)
     source_reachable: str = "detect"  # detect | yes | no (disaster mode)
     topics_regex: str = ""  # drain scope; empty = the topics the selected groups consume
-    # per-alias overrides of replication_policy/replication_policy_separator, e.g. {"dc3": {"separator": "_"}}
-    alias_policies: dict = field(default_factory=dict)
+    drain_quiet_seconds: int = 5
+    drain_timeout_seconds: int = 1800
+    groups_empty_timeout_seconds: int = 1800
+    max_quarantined_records: int = 0
+    checkpoint_policy: str = "latest"  # latest | max
+    allow_rewind: bool = False
+    on_existing_target_offsets: str = "fail"  # fail | skip | overwrite
+    accept_groups_without_checkpoints: bool = False
+    source_groups_must_be_empty: bool = True
+    apply_concurrency: int = 32
+    lock_wait_seconds: int = 120
+
+    #: the parameters a run's results depend on: a run folder keeps them, and a later step with other values is
+    #: refused (the others - waits, concurrency - may change between retries)
+    RESULT_PARAMS = ("source_alias", "groups_regex", "groups_exclude_regex", "replication_policy",
+                     "replication_policy_separator", "internal_topic_separator_enabled", "alias_policies",
+                     "source_connections", "source_reachable", "topics_regex", "max_quarantined_records",
+                     "checkpoint_policy", "allow_rewind", "on_existing_target_offsets",
+                     "accept_groups_without_checkpoints", "source_groups_must_be_empty")
 
     def policies(self) -> list:
-        """One ReplicationPolicy per source alias (the first is the one behind the kafka_source connection)."""
+        """One ReplicationPolicy per source alias."""
         from mm2_failover.naming import ReplicationPolicy
 
         out = []
         for a in self.source_aliases:
             o = (self.alias_policies or {}).get(a, {})
-            unknown = set(o) - {"policy", "separator"}
+            unknown = set(o) - {"policy", "separator", "internal_topic_separator_enabled"}
             if unknown:
-                raise ValueError(f"alias_policies[{a!r}]: unknown key(s) {sorted(unknown)}; use 'policy' and 'separator'")
+                raise ValueError(f"alias_policies[{a!r}]: unknown key(s) {sorted(unknown)}; use 'policy', 'separator' "
+                                 "and 'internal_topic_separator_enabled'")
             out.append(ReplicationPolicy(a, o.get("policy", self.replication_policy),
-                                         o.get("separator", self.replication_policy_separator)))
+                                         o.get("separator", self.replication_policy_separator),
+                                         bool(o.get("internal_topic_separator_enabled",
+                                                    self.internal_topic_separator_enabled))))
         return out
+
+    def policy(self, alias: str):
+        return {p.source_alias: p for p in self.policies()}[alias]
 
     @property
     def source_aliases(self) -> list[str]:
         """``source_alias`` may name several aliases, comma-separated (groups replicated from several sources)."""
-        return [a.strip() for a in self.source_alias.split(",") if a.strip()]
+        return list(dict.fromkeys(a.strip() for a in self.source_alias.split(",") if a.strip()))
+
+    def source_connection(self, alias: str, default: str | None) -> str | None:
+        """The connection id (CLI: the config label) of ``alias``'s source cluster, or None for none: the first
+        alias defaults to ``default`` (kafka_source); every other alias must be named in ``source_connections``
+        (ValueError otherwise: an alias whose source nobody checks is never assumed checked)."""
+        conns = self.source_connections or {}
+        if alias in conns:
+            return conns[alias] or None
+        if alias == self.source_aliases[0]:
+            return default
+        raise ValueError(
+            f"source alias {alias!r} has no source connection, so its producers and live groups could not be checked. "
+            f"Set source_connections, e.g. {{\"{alias}\": \"kafka_source_{alias}\"}} (an Airflow connection of "
+            f"{alias}'s cluster; the CLI: --alias-source-config {alias}=FILE), or {{\"{alias}\": \"\"}} to fail over "
+            f"its groups without checking its source (as in disaster mode).")
 
     @classmethod
     def from_mapping(cls, m: dict) -> "RunParams":
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in (m or {}).items() if k in names})
+        """From the trigger form, the CLI or templated operator arguments (Jinja renders strings: "False", "5",
+        a JSON object - each is converted back to its field's type, or refused naming the parameter)."""
+        out = {}
+        for f in fields(cls):
+            if f.name in (m or {}):
+                out[f.name] = _coerce(f.name, m[f.name], type(getattr(cls(), f.name)))
+        return cls(**out)
+
+    @classmethod
+    def templates(cls) -> dict[str, str]:
+        """``{name: "{{ params.name }}"}`` for every parameter: what a DAG passes as an operator's ``run_params``."""
+        return {f.name: ("{{ params.%s | tojson }}" if f.default_factory is not MISSING else "{{ params.%s }}") % f.name
+                for f in fields(cls)}
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def result_params(self) -> dict:
+        d = self.as_dict()
+        return {k: d[k] for k in self.RESULT_PARAMS}
+
+
+def _coerce(name: str, value, ty):
+    import ast
+
+    if isinstance(value, ty) and not (ty is int and isinstance(value, bool)):
+        return value
+    if isinstance(value, str):
+        v = value.strip()
+        try:
+            if ty is bool and v.lower() in ("true", "false"):
+                return v.lower() == "true"
+            if ty is int and re.fullmatch(r"-?\d+", v):
+                return int(v)
+            if ty is dict:
+                if v in ("", "None"):
+                    return {}
+                try:
+                    d = json.loads(v)
+                except ValueError:
+                    d = ast.literal_eval(v)
+                if isinstance(d, dict):
+                    return d
+            if ty is str:
+                return value
+        except (ValueError, SyntaxError):
+            pass
+    if ty is str and value is None:
+        return ""
+    raise ValueError(f"parameter {name}: {value!r} is not a {ty.__name__}")
 
 
 def _jaas_quote(v) -> str:

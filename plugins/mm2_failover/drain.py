@@ -16,6 +16,8 @@ window starts there) and the age of MM2's heartbeats.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 DRAINED = "drained"
@@ -24,6 +26,33 @@ BEHIND = "replication behind"
 NOT_REPLICATED = "not replicated: replica topic missing on the target"
 MOVING = "replica still changing"
 PROGRESS_UNKNOWN = "drained (MM2 progress unknown: replica end == source end)"
+
+
+def mm2_progress(records: Iterable[tuple[bytes | None, bytes | None]], alias: str) -> dict[tuple[str, int], int]:
+    """MM2's record of replication progress, from the records (key, value) of its Connect offsets topic on the target
+    (dedicated mode: ``mm2-offsets.<alias>.internal``): JSON key ``[connector, {cluster, partition, topic}]``, value
+    ``{"offset": N}`` = the last source offset the MirrorSourceConnector replicated. Later records win; a null value
+    deletes; records of other aliases and the checkpoint/heartbeat connectors' dummy offsets are ignored."""
+    out: dict[tuple[str, int], int] = {}
+    for key, value in records:
+        try:
+            _connector, part = json.loads(key)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(part, dict) or part.get("cluster") != alias or "topic" not in part or "partition" not in part:
+            continue
+        try:
+            tp = (str(part["topic"]), int(part["partition"]))
+        except (TypeError, ValueError):
+            continue
+        if value is None:
+            out.pop(tp, None)
+            continue
+        try:
+            out[tp] = int(json.loads(value)["offset"])
+        except (TypeError, ValueError, KeyError):
+            continue
+    return out
 
 
 @dataclass
@@ -39,6 +68,7 @@ class PartitionObservation:
     replica_end: int | None = None  # None: replica missing
     newest_replicated_ms: int | None = None  # timestamp of the replica's last record
     progress_moved: bool = False  # MM2's progress for this partition changed during the quiet window
+    alias: str = ""  # the source alias (MM2 flow) this partition belongs to
 
 
 @dataclass
@@ -50,31 +80,39 @@ class DrainVerdict:
     groups: list[str] = field(default_factory=list)
     topics: list[str] = field(default_factory=list)
     rpo: dict | None = None  # disaster mode only
+    disaster_aliases: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"drained": self.drained, "disaster": self.disaster, "rows": self.rows, "notes": self.notes,
-                "groups": self.groups, "topics": self.topics, "rpo": self.rpo}
+                "groups": self.groups, "topics": self.topics, "rpo": self.rpo,
+                "disaster_aliases": self.disaster_aliases}
+
+    def not_drained(self) -> list[dict]:
+        return [r for r in self.rows if r["state"] not in (DRAINED, PROGRESS_UNKNOWN)]
 
     def table(self) -> str:
-        head = (f"{'topic':<32} {'part':>4} {'source end':>11} {'moved':>6} {'replicated':>11} "
+        head = (f"{'alias':<10} {'topic':<32} {'part':>4} {'source end':>11} {'moved':>6} {'replicated':>11} "
                 f"{'replica end':>12}  state")
         lines = [head]
         for r in self.rows:
             def f(v):
                 return "-" if v is None else str(v)
 
-            lines.append(f"{r['topic']:<32} {r['partition']:>4} {f(r['source_end']):>11} {f(r['moved']):>6} "
-                         f"{f(r['replicated']):>11} {f(r['replica_end']):>12}  {r['state']}")
+            lines.append(f"{r.get('alias', ''):<10} {r['topic']:<32} {r['partition']:>4} {f(r['source_end']):>11} "
+                         f"{f(r['moved']):>6} {f(r['replicated']):>11} {f(r['replica_end']):>12}  {r['state']}")
         return "\n".join(lines)
 
 
-def evaluate(obs: list[PartitionObservation], disaster: bool) -> DrainVerdict:
-    v = DrainVerdict(True, disaster)
+def evaluate(obs: list[PartitionObservation], disaster: bool | set[str]) -> DrainVerdict:
+    """``disaster``: True (every alias lost), or the set of aliases decided lost."""
+    lost = disaster if isinstance(disaster, set) else None
+    v = DrainVerdict(True, bool(disaster))
     for o in obs:
+        in_disaster = (o.alias in lost) if lost is not None else bool(disaster)
         moved = None if o.source_end is None or o.source_end_before is None else o.source_end - o.source_end_before
         if o.replica_end is None:
             state = NOT_REPLICATED
-        elif disaster:
+        elif in_disaster:
             state = MOVING if o.replica_end_before != o.replica_end or o.progress_moved else DRAINED
         elif moved:
             state = WRITING
@@ -84,7 +122,7 @@ def evaluate(obs: list[PartitionObservation], disaster: bool) -> DrainVerdict:
         else:
             state = PROGRESS_UNKNOWN if o.replica_end >= o.source_end else BEHIND
         v.drained &= state in (DRAINED, PROGRESS_UNKNOWN)
-        v.rows.append({"topic": o.topic, "partition": o.partition, "replica_topic": o.replica_topic,
+        v.rows.append({"alias": o.alias, "topic": o.topic, "partition": o.partition, "replica_topic": o.replica_topic,
                        "source_end": o.source_end, "moved": moved, "replicated": o.replicated,
                        "replica_end": o.replica_end, "newest_replicated_ms": o.newest_replicated_ms, "state": state})
     return v

@@ -1,8 +1,9 @@
 """DR drill: run the failover pipeline against the configured clusters as a dry run, while production keeps
 running, and record what a real failover would do and how ready the replica is.
 
-The DAG ``mm2_failover_drill`` (dags/mm2_failover_drill.py) reuses the failover's task functions, Spark
-operator and empty-group sensor; what differs lives here:
+The DAG ``mm2_failover_drill`` (dags/mm2_failover_drill.py) reuses the failover's steps, Spark operator and
+empty-group sensor; its task bodies are in :mod:`mm2_failover.tasks`. This module is the drill's pure part: what it
+writes and what it finds. What differs from a failover:
 
 * ``measure_replication_lag`` replaces the drain sensor: producers and consumers keep running during a drill,
   so it observes once (the same :func:`steps.drain_status`) and records the replication lag instead of
@@ -23,22 +24,14 @@ offset), the estimate is left empty rather than guessed.
 
 from __future__ import annotations
 
-import json
 import logging
 import statistics
-from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from mm2_failover.report import md_table
+from mm2_failover.report import estimate_reread, md_table
 
 log = logging.getLogger(__name__)
-
-DRILL_DAG_ID = "mm2_failover_drill"
-DRILL_JSON = "drill.json"
-DRILL_MD = "drill.md"
-DRILL_WRITES_JSON = "drill_writes.json"
-PLAN_REFUSAL_JSON = "plan_refusal.json"
 
 
 # ------------------------------------------------------------------------------------------ pure parts
@@ -77,32 +70,6 @@ def _as_utc(ts: Any) -> datetime | None:
     raise TypeError(f"not a timestamp: {ts!r}")
 
 
-def estimate_reread(rows: Iterable[dict], source_commits: dict[tuple[str, str, int], int]) -> list[dict]:
-    """Per planned partition: records the group will read again on the target.
-
-    ``rows``: plan rows (dicts with group, topic = replica topic, partition, upstream_offset, planned_offset);
-    ``source_commits``: (group, replica topic, partition) -> the group's committed offset on the source (when
-    known). ``behind_commit`` = source commit - checkpoint upstream (records consumed after MM2's newest
-    checkpoint); ``reread`` = source commit - planned offset (None when offsets are evidently not aligned)."""
-    out = []
-    for r in rows:
-        up, planned = r.get("upstream_offset"), r.get("planned_offset")
-        if planned is None or up is None:
-            continue
-        key = (r["group"], r["topic"], int(r["partition"]))
-        src = source_commits.get(key)
-        commit = up if src is None else src
-        aligned = planned <= up  # MM2 translates conservatively: downstream <= upstream when offsets align
-        out.append({
-            "group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
-            "source_committed": src, "checkpoint_upstream": up, "planned": planned,
-            "behind_commit": None if src is None else src - up,
-            "reread": max(0, commit - planned) if aligned else None,
-            "note": "" if aligned else "replica offsets differ from the source's: not estimated",
-        })
-    return out
-
-
 def checkpoint_ages(checkpoints: Iterable[dict], captured_at: Any) -> list[dict]:
     """Age (seconds, at snapshot time) of each latest checkpoint, from its record timestamp."""
     now = _as_utc(captured_at)
@@ -133,24 +100,18 @@ def replication_lag(drain_rows: Iterable[dict]) -> list[dict]:
     return out
 
 
-def partitions_without_checkpoints(plan_rows: Iterable[dict], source_group_offsets: dict | None,
-                                   replica_topic_of) -> list[dict]:
-    """Partitions a failover would not move for lack of a checkpoint: plan rows skipped as ``no_checkpoint``, and
-    partitions a covered group commits on the source whose replica partition has no checkpoint at all."""
+def partitions_without_checkpoints(plan_rows: Iterable[dict], source_commits: dict[tuple[str, str, int], int]) -> list[dict]:
+    """Partitions a failover would not move for lack of a checkpoint: plan rows skipped for it (the plan includes
+    the partitions the selected groups commit on at the source), and source commits of covered groups that have no
+    plan row at all."""
     rows = list(plan_rows)
     have = {(r["group"], r["topic"], int(r["partition"])) for r in rows if r.get("upstream_offset") is not None}
     out = {(r["group"], r["topic"], int(r["partition"])): "no checkpoint for this partition"
-           for r in rows if r.get("reason") == "no_checkpoint"}
+           for r in rows if r.get("reason") in ("no_checkpoint", "group_never_checkpointed")}
     covered = {r["group"] for r in rows}
-    for g, topics in (source_group_offsets or {}).items():
-        if g not in covered:
-            continue
-        for t, parts in topics.items():
-            rt = replica_topic_of(t)
-            for p in parts:
-                k = (g, rt, int(p))
-                if k not in have and k not in out:
-                    out[k] = "committed on the source, never checkpointed"
+    for k in source_commits:
+        if k[0] in covered and k not in have and k not in out:
+            out[k] = "committed on the source, never checkpointed"
     return [{"group": g, "topic": t, "partition": p, "why": why} for (g, t, p), why in sorted(out.items())]
 
 
@@ -161,21 +122,19 @@ def _max_by(items: list[dict], key: str) -> dict | None:
 
 def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict, plan_rows: list[dict],
                        checkpoints: list[dict], drain_rows: list[dict] | None, live_target_groups: list[str],
-                       replica_topic_of, plan_refusal: str | None = None, writes: dict | None = None,
+                       source_commits: dict[tuple[str, str, int], int], selected_source_groups: list[str] | None,
+                       plan_refusal: str | None = None, writes: dict | None = None,
                        report_warnings: list[str] | None = None, finished_at: str | None = None) -> dict:
-    """Pure: the drill's findings from what its tasks observed (all inputs are plain data)."""
-    groups = sorted({r["group"] for r in plan_rows})
-    sgo = snapshot.get("source_group_offsets")
-    src_commits = {}
-    for g, topics in (sgo or {}).items():
-        for t, parts in topics.items():
-            for p, o in parts.items():
-                src_commits[(g, replica_topic_of(t), int(p))] = int(o)
-    reread = estimate_reread(plan_rows, src_commits)
+    """Pure: the drill's findings from what its tasks observed (all inputs are plain data). ``source_commits``:
+    (group, replica topic, partition) -> the group's commit on the source; ``selected_source_groups``: the selected
+    groups that commit on a source (None: no source was reachable)."""
+    with_checkpoints = {r["group"] for r in plan_rows if r.get("upstream_offset") is not None}
+    groups = sorted(with_checkpoints)  # covered: a failover would move them
+    reread = estimate_reread(plan_rows, source_commits)
     ages = checkpoint_ages(checkpoints, snapshot.get("captured_at"))
     lag = replication_lag(drain_rows or [])
-    missing = partitions_without_checkpoints(plan_rows, sgo, replica_topic_of)
-    no_cp_groups = sorted(set(sgo or {}) - set(groups)) if sgo is not None else []
+    missing = partitions_without_checkpoints(plan_rows, source_commits)
+    no_cp_groups = sorted(set(selected_source_groups) - with_checkpoints) if selected_source_groups is not None else []
     clamps = [{"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]), "reason": r["reason"],
                "checkpoint": r.get("downstream_offset"), "planned": r.get("planned_offset"),
                "log_start": r.get("log_start"), "log_end": r.get("log_end"),
@@ -266,7 +225,7 @@ def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict
         "captured_at": snapshot.get("captured_at"),
         "finished_at": finished_at,
         "source_alias": snapshot.get("source_alias"),
-        "disaster_mode": bool(snapshot.get("disaster_mode")),
+        "disaster_mode": bool(snapshot.get("disaster_aliases")),
         "params": params,
         "totals": totals,
         "findings": findings,
@@ -316,112 +275,3 @@ def render_drill_markdown(d: dict) -> str:
                       ([x["topic"], x["partition"], x["source_end"], x["replica_end"], x["replicated"],
                         x["lag_records"], "yes" if x["producers_active"] else None] for x in d["replication_lag"]))
     return "\n".join(lines) + "\n"
-
-
-# ------------------------------------------------------------------------------------------ task bodies
-
-
-def _clusters(params):
-    from mm2_failover import config, steps, tasks
-
-    target = tasks._cluster(config.TARGET_CONN_ID, "target")
-    source = steps.connect_source(tasks._cluster(config.SOURCE_CONN_ID, "source", timeout=5.0), params)
-    return source, target
-
-
-def measure_replication_lag(context) -> dict:
-    """One drain observation (no waiting for a drain): the replication lag at drill time, kept in drain.json."""
-    from mm2_failover import steps, tasks
-
-    params, art, _, _ = tasks.run_context(context)
-    source, target = _clusters(params)
-    v = steps.drain_status(source, target, params)
-    steps.write_json(art.dir / "drain.json", v.as_dict())
-    lag = replication_lag(v.rows)
-    if v.rows:
-        log.info("replication at drill time (%d partition(s)):\n%s", len(v.rows), v.table())
-    return {"partitions": len(lag), "lag_records": sum(x["lag_records"] or 0 for x in lag), "disaster": v.disaster}
-
-
-def plan_group_offsets(context) -> dict:
-    """Build the plan like a failover would; write offsets ONLY for groups starting with a non-empty
-    ``allow_drill_writes_for_prefix`` (backup first, live groups left alone, read back after)."""
-    from mm2_failover import config, steps, tasks
-    from mm2_failover import plan as planmod
-
-    params, art, _, _ = tasks.run_context(context)
-    params = replace(params, dry_run=True)
-    prefix = normalize_prefix(dict(context["params"]).get("allow_drill_writes_for_prefix"))
-    target = tasks._cluster(config.TARGET_CONN_ID, "target")
-    snapshot = json.loads(art.snapshot.read_text())
-    refusal = None
-    try:
-        plan = steps.make_plan(target, params, art, snapshot)
-    except planmod.PlanError as e:
-        refusal = str(e)
-        log.warning("a real failover would refuse this plan: %s", refusal)
-        plan = steps.make_plan(target, replace(params, on_existing_target_offsets="skip"), art, snapshot)
-    steps.write_json(art.dir / PLAN_REFUSAL_JSON, {"refusal": refusal})
-    writes: dict[str, Any] = {"prefix": prefix, "applied": {}, "unchanged": [], "refused": {}, "skipped_live": [],
-                              "mismatches": []}
-    sub = writable_plan(plan, prefix)
-    if not prefix:
-        log.info("drill: plan of %d group(s) built (%s); nothing written (allow_drill_writes_for_prefix is empty)",
-                 len(plan.groups()), plan.counts())
-    elif sub.writes():
-        live = {s.group for s in steps.live_groups(target, sub.groups())}
-        writes["skipped_live"] = sorted(live)
-        sub = planmod.Plan([r for r in sub.rows if r.group not in live])
-        if sub.writes():
-            steps.take_backup(target, sub, art, params.apply_concurrency)
-            res = steps.apply_plan(target, sub, params.apply_concurrency)
-            writes.update(res.as_dict())
-            committed = steps.committed_offsets(target, sub.groups(), params.apply_concurrency)
-            writes["mismatches"] = [m.__dict__ for m in planmod.verify(sub, committed) if m.group not in res.refused]
-            log.warning("drill WROTE offsets for %d group(s) starting with %r (backup: %s)", len(res.applied), prefix,
-                        art.backup)
-    else:
-        log.info("drill: no planned commit for groups starting with %r: nothing written", prefix)
-    steps.write_json(art.dir / DRILL_WRITES_JSON, writes)
-    return {"plan": str(art.plan_json), "counts": plan.counts(), "refused_plan": bool(refusal),
-            "groups_written": sorted(writes["applied"])}
-
-
-def load_checkpoint_rows(path) -> list[dict]:
-    import pyarrow.parquet as pq
-
-    cols = ["source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset"]
-    t = pq.read_table(str(path))
-    cols += ["checkpoint_timestamp"] if "checkpoint_timestamp" in t.column_names else []
-    return t.select(cols).to_pylist()
-
-
-def drill_report(context) -> dict:
-    from mm2_failover import config, metrics, steps, tasks
-    from mm2_failover import plan as planmod
-
-    params, art, dag_id, run_id = tasks.run_context(context)
-    params = replace(params, dry_run=True)
-    target = tasks._cluster(config.TARGET_CONN_ID, "target")
-    plan = planmod.Plan.from_dicts(json.loads(art.plan_json.read_text())["rows"])
-    refusal = (json.loads((art.dir / PLAN_REFUSAL_JSON).read_text()).get("refusal")
-               if (art.dir / PLAN_REFUSAL_JSON).exists() else None)
-    writes = json.loads((art.dir / DRILL_WRITES_JSON).read_text()) if (art.dir / DRILL_WRITES_JSON).exists() else {}
-    rep = steps.verify_run(target, plan, art, params, dag_id, run_id, dry_run=True,
-                           warnings=[f"plan refused by a safety rule: {refusal}"] if refusal else None)
-    snapshot = json.loads(art.snapshot.read_text())
-    drain = json.loads((art.dir / "drain.json").read_text()) if (art.dir / "drain.json").exists() else {}
-    live = sorted(s.group for s in steps.live_groups(target, plan.groups()))
-    policy = params.policies()[0]
-    drill = build_drill_report(
-        dag_id=dag_id, run_id=run_id, params={**params.as_dict(), "allow_drill_writes_for_prefix": writes.get("prefix", "")},
-        snapshot=snapshot, plan_rows=plan.as_dicts(), checkpoints=load_checkpoint_rows(art.checkpoints),
-        drain_rows=drain.get("rows"), live_target_groups=live, replica_topic_of=policy.replica_topic,
-        plan_refusal=refusal, writes=writes,
-        report_warnings=[w for w in rep.get("warnings", []) if not w.startswith("plan refused")],
-        finished_at=steps.now_iso())
-    steps.write_json(art.dir / DRILL_JSON, drill)
-    steps.write_text(art.dir / DRILL_MD, render_drill_markdown(drill))
-    metrics.emit_drill_metrics(drill)
-    log.info("drill report: %s\n%s", art.dir / DRILL_MD, (art.dir / DRILL_MD).read_text())
-    return {"drill": str(art.dir / DRILL_JSON), "totals": drill["totals"], "findings": drill["findings"]}

@@ -1,35 +1,70 @@
 """Thin adapter over confluent-kafka's AdminClient and Consumer: the only module that talks to Kafka.
 
-Every call has a timeout and turns transport failures into :class:`KafkaUnavailable` naming the cluster
-and what to check. Client settings (``conf``) are librdkafka settings passed through untouched; only
-``bootstrap.servers`` is ever logged or put in an error message.
+Every call has a timeout. Failures are told apart, because a failover decides differently on each:
+
+* :class:`KafkaUnavailable` - the cluster did not answer (connection refused, timed out, all brokers down);
+* :class:`KafkaAuthError` - it answered and refused us: authentication failed, or an ACL denies an operation
+  (the message names the operation and the resource);
+* :class:`KafkaConfigError` - our client settings are wrong: an unknown librdkafka property, a bad value, a TLS
+  handshake with a plaintext listener or an untrusted certificate.
+
+librdkafka reports authentication and TLS failures through its error callback, not through the call that timed
+out: every client records those errors, and a failed call consults them before it says "unreachable".
+Client settings (``conf``) are librdkafka settings passed through untouched; only ``bootstrap.servers`` is ever
+logged or put in an error message.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+
+from mm2_failover.plan import TP, Commit
+from mm2_failover.reachability import SourceUnreachable
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 15.0
 
 
-class KafkaUnavailable(RuntimeError):
+class KafkaUnavailable(SourceUnreachable):
     """A cluster could not be reached or did not answer in time."""
+
+
+class KafkaConfigError(ValueError):
+    """The client settings of a cluster are not valid (named property or TLS problem); retrying will not help."""
+
+
+class KafkaAuthError(KafkaConfigError):
+    """The cluster refused us: authentication failed or an ACL denies the operation; retrying will not help."""
 
 
 class MissingTopics(LookupError):
     """Topics that should exist do not."""
 
-    def __init__(self, cluster: str, topics: Iterable[str], hint: str = ""):
+    def __init__(self, cluster: str, topics: Iterable[str]):
         self.topics = sorted(topics)
-        super().__init__(f"{cluster}: topic(s) not found: {', '.join(self.topics)}" + (f". {hint}" if hint else ""))
+        super().__init__(f"{cluster}: topic(s) not found: {', '.join(self.topics)}")
 
 
-TP = tuple[str, int]  # (topic, partition)
+
+
+_UNREACHABLE = {"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_DESTROY", "_MSG_TIMED_OUT",
+                "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+                "COORDINATOR_LOAD_IN_PROGRESS", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION"}
+_AUTH = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "ILLEGAL_SASL_STATE", "UNSUPPORTED_SASL_MECHANISM"}
+
+
+def _code(err) -> str:
+    return getattr(err, "name", lambda: "")() or ""
+
+
+def _text(err) -> str:
+    return str(getattr(err, "str", lambda: err)())
 
 
 def _quiet_logger() -> logging.Logger:
@@ -43,34 +78,124 @@ def describe_conf(conf: dict) -> str:
     return str(conf.get("bootstrap.servers", "?"))
 
 
-def admin(conf: dict):
-    from confluent_kafka.admin import AdminClient
+def check_conf(conf, what: str = "client settings") -> dict:
+    """``conf`` must be a JSON object of librdkafka settings with ``bootstrap.servers`` (ValueError naming ``what``)."""
+    if not isinstance(conf, dict):
+        raise KafkaConfigError(f"{what}: must be a JSON object of librdkafka settings (e.g. {{\"bootstrap.servers\": "
+                               f"\"host:9092\"}}), not a {type(conf).__name__}")
+    if not conf.get("bootstrap.servers"):
+        raise KafkaConfigError(f"{what}: 'bootstrap.servers' is missing")
+    bad = sorted(str(k) for k, v in conf.items() if not isinstance(v, (str, int, float, bool)) and not callable(v)
+                 and k not in ("logger",))
+    if bad:
+        raise KafkaConfigError(f"{what}: the value of {', '.join(bad)} must be a string, a number or a boolean")
+    return conf
 
+
+class _Errors:
+    """The errors librdkafka reported through ``error_cb`` (authentication and TLS failures arrive only there)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.recent: deque = deque(maxlen=20)
+
+    def __call__(self, err) -> None:
+        with self._lock:
+            self.recent.append((_code(err), _text(err)))
+
+    def worst(self) -> tuple[str, str] | None:
+        with self._lock:
+            items = list(self.recent)
+        for code, text in reversed(items):
+            if code in _AUTH:
+                return code, text
+        for code, text in reversed(items):
+            if code == "_SSL" or "SSL handshake failed" in text or "certificate" in text.lower():
+                return code, text
+        for code, text in reversed(items):
+            if code != "_ALL_BROKERS_DOWN":
+                return code, text
+        return items[-1] if items else None
+
+
+def _client_conf(conf: dict, errors: _Errors | None) -> dict:
     c = dict(conf)
     c.setdefault("log_level", 3)
     c.setdefault("logger", _quiet_logger())
+    if errors is not None:
+        c.setdefault("error_cb", errors)
+    return c
+
+
+def _construct(factory, conf: dict, name: str):
+    """Create a librdkafka client; an unknown property or a bad value is a :class:`KafkaConfigError` naming it."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return factory(conf)
+    except KafkaException as e:
+        raise KafkaConfigError(f"{name}: the client settings are not valid: {_text(e.args[0])}. Check the connection's "
+                               "extra (or the config file) against librdkafka's CONFIGURATION.md") from None
+    except (TypeError, ValueError) as e:
+        raise KafkaConfigError(f"{name}: the client settings are not valid: {e}") from None
+
+
+def admin(conf: dict, errors: _Errors | None = None, name: str = "cluster"):
+    from confluent_kafka.admin import AdminClient
+
+    c = _client_conf(conf, errors)
     c.setdefault("socket.connection.setup.timeout.ms", 10000)
-    return AdminClient(c)
+    return _construct(AdminClient, c, name)
 
 
-def _result(fut: Future, conf: dict, what: str, timeout: float = TIMEOUT_S):
+def classify(conf: dict, what: str, err, errors: _Errors | None = None, client=None) -> Exception:
+    """The exception for a failed call: authentication/ACL and TLS problems are errors of configuration, never
+    'unreachable'; for a timeout or a transport failure, the client's recorded errors say which it was."""
+    code, text = _code(err), _text(err)
+    where = describe_conf(conf)
+    if code.endswith("_AUTHORIZATION_FAILED"):
+        return KafkaAuthError(f"{what}: not authorized at {where} ({code}: {text}). The connection's principal "
+                              "lacks a permission: see the README's ACL table for what the pipeline needs.")
+    if code in _AUTH:
+        return KafkaAuthError(f"{what}: authentication failed at {where} ({text}). Check the connection's sasl.* "
+                              "settings (mechanism, user name, password).")
+    if code in _UNREACHABLE or code == "" or code == "_SSL":
+        if client is not None:
+            try:
+                client.poll(0)  # serve error_cb: authentication/TLS failures are reported there
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        seen = errors.worst() if errors else None
+        if seen and seen[0] in _AUTH:
+            return KafkaAuthError(f"{what}: authentication failed at {where} ({seen[1]}). Check the connection's "
+                                  "sasl.* settings (mechanism, user name, password).")
+        if code == "_SSL" or (seen and (seen[0] == "_SSL" or "SSL handshake failed" in seen[1]
+                                        or "certificate" in seen[1].lower())):
+            detail = seen[1] if seen else text
+            return KafkaConfigError(f"{what}: TLS with {where} failed ({detail}). Check security.protocol and the "
+                                    "ssl.* settings (CA file, listener type).")
+        detail = seen[1] if seen else f"{code}: {text}"
+        return KafkaUnavailable(f"{what}: cannot reach {where} ({detail}). Check that the brokers are up and "
+                                "reachable, and the connection's bootstrap servers.")
+    return RuntimeError(f"{what}: {code}: {text}")
+
+
+def _result(fut: Future, conf: dict, what: str, timeout: float = TIMEOUT_S, errors: _Errors | None = None,
+            client=None):
     from confluent_kafka import KafkaException
 
     try:
         return fut.result(timeout=timeout)
     except TimeoutError:
-        raise KafkaUnavailable(
-            f"{what}: no answer from {describe_conf(conf)} within {timeout:.0f}s. "
-            "Check that the brokers are up and reachable, and the connection's bootstrap servers and security settings."
-        ) from None
+        from confluent_kafka import KafkaError
+
+        raise classify(conf, f"{what}: no answer within {timeout:.0f}s", KafkaError(KafkaError._TIMED_OUT),
+                       errors, client) from None
     except KafkaException as e:
         err = e.args[0] if e.args else e
-        code = getattr(err, "name", lambda: "")()
-        if code in ("_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_DESTROY"):
-            raise KafkaUnavailable(
-                f"{what}: cannot reach {describe_conf(conf)} ({code}: {getattr(err, 'str', lambda: err)()}). "
-                "Check that the brokers are up and reachable, and the connection's security settings."
-            ) from None
+        c = _code(err)
+        if c in _UNREACHABLE or c in _AUTH or c.endswith("_AUTHORIZATION_FAILED") or c == "_SSL":
+            raise classify(conf, what, err, errors, client) from None
         raise
 
 
@@ -78,10 +203,11 @@ class Cluster:
     """One Kafka cluster, seen through an AdminClient (kept alive while its futures resolve)."""
 
     def __init__(self, conf: dict, name: str = "cluster", timeout: float = TIMEOUT_S):
-        self.conf = dict(conf)
+        self.conf = dict(check_conf(conf, f"{name} cluster"))
         self.name = name
         self.timeout = timeout
         self._admin = None
+        self.errors = _Errors()
 
     def __repr__(self) -> str:
         return f"Cluster({self.name} at {describe_conf(self.conf)})"
@@ -89,30 +215,53 @@ class Cluster:
     @property
     def admin(self):
         if self._admin is None:
-            self._admin = admin(self.conf)
+            self._admin = admin(self.conf, self.errors, self.name)
         return self._admin
 
-    def _ms(self) -> int:
-        return int(self.timeout * 1000)
+    def _result(self, fut: Future, what: str):
+        return _result(fut, self.conf, f"{self.name}: {what}", self.timeout, self.errors, self._admin)
+
+    def _fail(self, what: str, e: Exception) -> Exception:
+        from confluent_kafka import KafkaError, KafkaException
+
+        err = e.args[0] if isinstance(e, KafkaException) and e.args else KafkaError(KafkaError._TIMED_OUT)
+        return classify(self.conf, f"{self.name}: {what}", err, self.errors, self._admin)
+
+    # -- the cluster ---------------------------------------------------------------------------------
+    def probe(self) -> str:
+        """Does the cluster answer, with these settings? Returns its cluster id; raises KafkaUnavailable,
+        KafkaAuthError or KafkaConfigError."""
+        self.topics()
+        return self.cluster_id()
+
+    def cluster_id(self) -> str:
+        fut = self.admin.describe_cluster(request_timeout=self.timeout)
+        return self._result(fut, "describe cluster").cluster_id
 
     # -- topics ------------------------------------------------------------------------------------
     def topics(self) -> dict[str, int]:
         """All topics -> partition count."""
         try:
             md = self.admin.list_topics(timeout=self.timeout)
-        except Exception as e:
-            raise KafkaUnavailable(
-                f"{self.name}: cannot list topics at {describe_conf(self.conf)} within {self.timeout:.0f}s ({e}). "
-                "Check that the brokers are up and reachable, and the connection's security settings."
-            ) from None
+        except KafkaConfigError:
+            raise
+        except Exception as e:  # noqa: BLE001 - classified below
+            raise self._fail(f"list topics (within {self.timeout:.0f}s)", e) from None
         return {t: len(m.partitions) for t, m in md.topics.items() if m.error is None}
 
-    def partitions(self, topics: Iterable[str], hint: str = "") -> list[TP]:
+    def topic_id(self, topic: str) -> str:
+        """The topic's id (a new one when the topic is deleted and created again)."""
+        from confluent_kafka import TopicCollection
+
+        futs = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self.timeout)
+        return str(self._result(futs[topic], f"describe topic {topic}").topic_id)
+
+    def partitions(self, topics: Iterable[str]) -> list[TP]:
         existing = self.topics()
         topics = sorted(set(topics))
         missing = [t for t in topics if t not in existing]
         if missing:
-            raise MissingTopics(self.name, missing, hint)
+            raise MissingTopics(self.name, missing)
         return [(t, p) for t in topics for p in range(existing[t])]
 
     def offsets(self, tps: Iterable[TP], spec: str = "latest") -> dict[TP, int]:
@@ -125,15 +274,24 @@ class Cluster:
             return {}
         s = OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest()
         futs = self.admin.list_offsets({TopicPartition(t, p): s for t, p in tps}, request_timeout=self.timeout)
-        return {(tp.topic, tp.partition): _result(f, self.conf, f"{self.name}: list {spec} offsets", self.timeout).offset
-                for tp, f in futs.items()}
+        return {(tp.topic, tp.partition): self._result(f, f"list {spec} offsets").offset for tp, f in futs.items()}
+
+    def offset_for_time(self, tp: TP, timestamp_ms: int) -> int | None:
+        """The first offset of ``tp`` whose record timestamp is >= ``timestamp_ms`` (None: no such record)."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        futs = self.admin.list_offsets({TopicPartition(*tp): OffsetSpec.for_timestamp(timestamp_ms)},
+                                       request_timeout=self.timeout)
+        off = self._result(next(iter(futs.values())), f"find the offset of time {timestamp_ms} in {tp}").offset
+        return None if off < 0 else off
 
     def create_topic(self, topic: str, partitions: int = 1, config: dict | None = None) -> None:
         from confluent_kafka.admin import NewTopic
 
         futs = self.admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})],
                                         request_timeout=self.timeout)
-        _result(futs[topic], self.conf, f"{self.name}: create topic {topic}", self.timeout)
+        self._result(futs[topic], f"create topic {topic}")
 
     def delete_records(self, before: dict[TP, int]) -> None:
         from confluent_kafka import TopicPartition
@@ -141,12 +299,15 @@ class Cluster:
         futs = self.admin.delete_records([TopicPartition(t, p, o) for (t, p), o in before.items()],
                                          request_timeout=self.timeout)
         for f in futs.values():
-            _result(f, self.conf, f"{self.name}: delete records", self.timeout)
+            self._result(f, "delete records")
 
     # -- groups ------------------------------------------------------------------------------------
     def groups(self) -> list[str]:
+        """Every consumer group id. Fails (never an empty or partial list) when a broker did not answer."""
         fut = self.admin.list_consumer_groups(request_timeout=self.timeout)
-        res = _result(fut, self.conf, f"{self.name}: list consumer groups", self.timeout)
+        res = self._result(fut, "list consumer groups")
+        if res.errors:
+            raise classify(self.conf, f"{self.name}: list consumer groups", res.errors[0], self.errors, self._admin)
         return sorted(g.group_id for g in res.valid)
 
     def describe_groups(self, groups: Iterable[str]) -> dict[str, "GroupState"]:
@@ -159,10 +320,9 @@ class Cluster:
         futs = self.admin.describe_consumer_groups(groups, request_timeout=self.timeout)
         for g, f in futs.items():
             try:
-                d = _result(f, self.conf, f"{self.name}: describe group {g}", self.timeout)
+                d = self._result(f, f"describe group {g}")
             except KafkaException as e:
-                err = e.args[0]
-                if err.name() == "GROUP_ID_NOT_FOUND":
+                if _code(e.args[0]) == "GROUP_ID_NOT_FOUND":
                     out[g] = GroupState(g, "UNKNOWN")
                     continue
                 raise
@@ -173,44 +333,74 @@ class Cluster:
             )
         return out
 
+    @staticmethod
+    def _commits(res) -> dict[TP, Commit]:
+        """librdkafka's view; non-empty metadata is only a sign that there is some (see commits_many)."""
+        def metadata(tp) -> str:
+            try:
+                return tp.metadata or ""
+            except UnicodeDecodeError:  # librdkafka read past the metadata (no NUL): there is some, read it again
+                return "\ufffd"
+
+        return {(tp.topic, tp.partition): Commit(tp.offset, metadata(tp))
+                for tp in res.topic_partitions or [] if tp.offset >= 0}
+
     def committed(self, group: str) -> dict[TP, int]:
         """The group's committed offsets (partitions without a commit are absent)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
+        return {tp: c.offset for tp, c in self.commits(group).items()}
 
-        futs = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                      request_timeout=self.timeout)
-        res = _result(futs[group], self.conf, f"{self.name}: committed offsets of {group}", self.timeout)
-        return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions or [] if tp.offset >= 0}
+    def commits(self, group: str) -> dict[TP, Commit]:
+        """The group's committed offsets with their metadata."""
+        return self.commits_many([group])[group]
 
     def committed_many(self, groups: list[str], window: int = 32) -> dict[str, dict[TP, int]]:
-        """Committed offsets of many groups: one request per group (the client's limit), up to ``window`` requests
-        in flight on the client's own event loop (no threads)."""
+        return {g: {tp: c.offset for tp, c in cs.items()} for g, cs in self.commits_many(groups, window).items()}
+
+    def commits_many(self, groups: list[str], window: int = 32) -> dict[str, dict[TP, Commit]]:
+        """Committed offsets and metadata of many groups: one request per group (the client's limit), up to
+        ``window`` requests in flight on the client's own event loop (no threads). librdkafka reads metadata as a C
+        string (wrong for metadata without a NUL), so the groups whose commits carry any are read again, exactly,
+        with Kafka's Java client."""
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         def submit(g):
             return self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
                                                           request_timeout=self.timeout)[g]
 
-        out = {}
-        for g, fut in _windowed(groups, submit, window):
-            res = _result(fut, self.conf, f"{self.name}: committed offsets of {g}", self.timeout)
-            out[g] = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions or [] if tp.offset >= 0}
+        out = {g: self._commits(self._result(fut, f"committed offsets of {g}"))
+               for g, fut in _windowed(list(groups), submit, window)}
+        with_metadata = sorted(g for g, cs in out.items() if any(c.metadata for c in cs.values()))
+        if with_metadata:
+            out.update(read_with_java(self, with_metadata))
         return out
 
-    def alter_many(self, offsets: dict[str, dict[TP, int]], window: int = 32) -> dict[str, str | None]:
-        """Commit many groups' offsets: one request per group, ``window`` in flight. Returns group -> error text
-        (None = every partition committed). A refused group does not stop the others."""
+    @staticmethod
+    def _request(group: str, offsets: dict[TP, "int | Commit"]):
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-        def submit(g):
-            req = ConsumerGroupTopicPartitions(g, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets[g].items())])
-            return self.admin.alter_consumer_group_offsets([req], request_timeout=self.timeout)[g]
+        parts = []
+        for (t, p), o in sorted(offsets.items()):
+            c = o if isinstance(o, Commit) else Commit(int(o))
+            parts.append(TopicPartition(t, p, c.offset, metadata=c.metadata) if c.metadata
+                         else TopicPartition(t, p, c.offset))
+        return ConsumerGroupTopicPartitions(group, parts)
 
-        out: dict[str, str | None] = {}
+    def alter_many(self, offsets: dict[str, dict[TP, "int | Commit"]], window: int = 32) -> dict[str, str | None]:
+        """Commit many groups' offsets: one request per group, ``window`` in flight. Returns group -> error text (None
+        = every partition committed). A refused group does not stop the others; an unreachable cluster or a refused
+        permission stops them all. Groups whose commits carry metadata go through :meth:`alter_exact`."""
+        exact = {g: o for g, o in offsets.items() if any(isinstance(c, Commit) and c.metadata for c in o.values())}
+        out = self.alter_exact(exact) if exact else {}
+        offsets = {g: o for g, o in offsets.items() if g not in exact}
+
+        def submit(g):
+            return self.admin.alter_consumer_group_offsets([self._request(g, offsets[g])],
+                                                           request_timeout=self.timeout)[g]
+
         for g, fut in _windowed(sorted(offsets), submit, window):
             try:
-                res = _result(fut, self.conf, f"{self.name}: alter offsets of {g}", self.timeout)
-            except KafkaUnavailable:
+                res = self._result(fut, f"alter offsets of {g}")
+            except (KafkaUnavailable, KafkaConfigError):
                 raise
             except Exception as e:  # the broker refused the group (e.g. it has live members)
                 out[g] = f"{type(e).__name__}: {e}"
@@ -219,22 +409,38 @@ class Cluster:
             out[g] = f"partition errors: {bad}" if bad else None
         return out
 
-    def alter_offsets(self, group: str, offsets: dict[TP, int]) -> dict[TP, str | None]:
+    def alter_exact(self, offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
+        """Commit offsets with their metadata byte for byte, through Kafka's Java AdminClient (``jvm/
+        KafkaOffsets.java``): confluent-kafka would append a NUL byte to every metadata string. One request per
+        group; returns group -> error text (None = committed)."""
+        return commit_with_java(self, offsets)
+
+    def alter_offsets(self, group: str, offsets: dict[TP, "int | Commit"]) -> dict[TP, str | None]:
         """Commit ``offsets`` for ``group`` in one request. Returns per-partition error text (None = ok).
 
         A group-level refusal (e.g. the group has live members) raises ``KafkaException``.
         """
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        if any(isinstance(c, Commit) and c.metadata for c in offsets.values()):
+            err = self.alter_exact({group: offsets}).get(group)
+            if err:
+                from confluent_kafka import KafkaError, KafkaException
 
-        req = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
-        futs = self.admin.alter_consumer_group_offsets([req], request_timeout=self.timeout)
-        res = _result(futs[group], self.conf, f"{self.name}: alter offsets of {group}", self.timeout)
+                raise KafkaException(KafkaError(KafkaError._FAIL, err))
+            return {tp: None for tp in offsets}
+        futs = self.admin.alter_consumer_group_offsets([self._request(group, offsets)], request_timeout=self.timeout)
+        res = self._result(futs[group], f"alter offsets of {group}")
         return {(tp.topic, tp.partition): (str(tp.error) if tp.error else None) for tp in res.topic_partitions}
 
-    def delete_group(self, group: str) -> None:
+    def delete_group(self, group: str, missing_ok: bool = False) -> None:
         """Delete an empty group and all its commits (confluent-kafka has no OffsetDelete; see steps.rollback)."""
+        from confluent_kafka import KafkaException
+
         futs = self.admin.delete_consumer_groups([group], request_timeout=self.timeout)
-        _result(futs[group], self.conf, f"{self.name}: delete group {group}", self.timeout)
+        try:
+            self._result(futs[group], f"delete group {group}")
+        except KafkaException as e:
+            if not (missing_ok and _code(e.args[0]) == "GROUP_ID_NOT_FOUND"):
+                raise
 
     # -- records -------------------------------------------------------------------------------------
     def read(self, tps_end: dict[TP, int], start: dict[TP, int] | None = None,
@@ -248,15 +454,19 @@ class Cluster:
         todo = {tp: end for tp, end in tps_end.items() if end > (start or {}).get(tp, 0)}
         if not todo:
             return
-        c = Consumer({**self.conf, "group.id": "mm2-failover-reader", "enable.auto.commit": False,
-                      "enable.partition.eof": True, "log_level": 3, "logger": _quiet_logger(), **(extra or {})})
+        errors = _Errors()
+        c = _construct(Consumer, _client_conf({**self.conf, "group.id": "mm2-failover-reader",
+                                               "enable.auto.commit": False, "enable.partition.eof": True,
+                                               **(extra or {})}, errors), self.name)
         try:
             c.assign([TopicPartition(t, p, (start or {}).get((t, p), OFFSET_BEGINNING)) for t, p in todo])
             deadline = time.monotonic() + timeout
             while todo:
                 if time.monotonic() > deadline:
-                    raise KafkaUnavailable(f"{self.name}: reading {sorted(todo)} did not reach the end offsets "
-                                           f"within {timeout:.0f}s")
+                    from confluent_kafka import KafkaError
+
+                    raise classify(self.conf, f"{self.name}: reading {sorted(todo)} did not reach the end offsets "
+                                              f"within {timeout:.0f}s", KafkaError(KafkaError._TIMED_OUT), errors, c)
                 for m in c.consume(1000, 1.0):
                     tp = (m.topic(), m.partition())
                     if m.error():
@@ -264,7 +474,7 @@ class Cluster:
                             if tp in todo and m.offset() >= todo[tp]:
                                 todo.pop(tp)
                             continue
-                        raise KafkaUnavailable(f"{self.name}: read {tp}: {m.error()}")
+                        raise classify(self.conf, f"{self.name}: read {tp}", m.error(), errors, c)
                     if tp not in todo:
                         continue
                     if m.offset() >= todo[tp]:
@@ -275,6 +485,122 @@ class Cluster:
                         todo.pop(tp)
         finally:
             c.close()
+
+
+def _java_properties(d: dict) -> str:
+    """A ``java.util.Properties`` file's text for ``d`` (keys and values escaped as Properties.load reads them)."""
+    def esc(s: str, key: bool) -> str:
+        out = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        if key:
+            out = out.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
+        elif out.startswith(" "):
+            out = "\\" + out
+        return out
+    return "".join(f"{esc(str(k), True)}={esc(str(v), False)}\n" for k, v in d.items())
+
+
+def _b64(x) -> str:
+    import base64
+
+    return base64.b64encode(str(x).encode()).decode()
+
+
+def _unb64(x: str) -> str:
+    import base64
+
+    return base64.b64decode(x).decode()
+
+
+def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int) -> list[list[str]]:
+    """Run ``jvm/KafkaOffsets.java`` (Java 11+ runs a one-file program from source) in ``mode`` (commit | read) with
+    the cluster's settings translated to the Java client's, in a 0600 file of this user's private folder (removed
+    after). Returns its output lines split on tabs, base64 fields decoded."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    from mm2_failover.config import java_client_options, java_kafka_classpath
+
+    java = shutil.which("java")
+    if not java:
+        raise KafkaConfigError(f"{cluster.name}: commits with metadata are read and written with Kafka's Java client "
+                               "(byte for byte): this host needs Java 11+")
+    d = Path(tempfile.gettempdir()) / f"mm2-failover-{os.getuid()}"
+    d.mkdir(mode=0o700, exist_ok=True)
+    tag = uuid.uuid4().hex
+    props, rows = d / f"offsets-{tag}.properties", d / f"offsets-{tag}.tsv"
+    try:
+        fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(_java_properties({**java_client_options(cluster.conf),
+                                      "mm2.failover.timeout.ms": int(cluster.timeout * 1000)}))
+        rows.write_text("".join(line + "\n" for line in lines))
+        src = Path(__file__).with_name("jvm") / "KafkaOffsets.java"
+        r = subprocess.run([java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", java_kafka_classpath(), str(src),
+                            mode, str(props), str(rows)], capture_output=True, text=True,
+                           timeout=60 + cluster.timeout * max(1, items))
+    finally:
+        props.unlink(missing_ok=True)
+        rows.unlink(missing_ok=True)
+    if r.returncode:
+        tail = (r.stderr or "").strip().splitlines()[-5:]
+        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client ({mode} commits with metadata) failed (exit "
+                               f"{r.returncode}): {' | '.join(tail)}")
+    return [[f[0], *map(_unb64, f[1:])] for f in (line.split("\t") for line in r.stdout.splitlines())
+            if f[0] in ("OK", "ERR", "ROW")]
+
+
+def commit_with_java(cluster: "Cluster", offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
+    lines = []
+    for g, parts in sorted(offsets.items()):
+        for (t, p), c in sorted(parts.items()):
+            c = c if isinstance(c, Commit) else Commit(int(c))
+            lines.append("\t".join(map(_b64, (g, t, p, c.offset, c.metadata))))
+    out = {f[1]: (None if f[0] == "OK" else f[2]) for f in run_java_offsets(cluster, "commit", lines, len(offsets))}
+    missing = sorted(set(offsets) - set(out))
+    if missing:
+        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not commit {', '.join(missing[:5])}")
+    return out
+
+
+def read_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, dict[TP, Commit]]:
+    out: dict[str, dict[TP, Commit]] = {}
+    done = set()
+    for f in run_java_offsets(cluster, "read", [_b64(g) for g in groups], len(groups)):
+        if f[0] == "ROW":
+            out.setdefault(f[1], {})[(f[2], int(f[3]))] = Commit(int(f[4]), f[5])
+        elif f[0] == "OK":
+            done.add(f[1])
+        else:
+            raise classify(cluster.conf, f"{cluster.name}: committed offsets of {f[1]} (Java client)",
+                           _JavaError(f[2]), cluster.errors)
+    missing = sorted(set(groups) - done)
+    if missing:
+        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not read {', '.join(missing[:5])}")
+    return {g: out.get(g, {}) for g in groups}
+
+
+class _JavaError:
+    """A Java client's error message, classified like librdkafka's by its exception name."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def name(self) -> str:
+        m = self.message
+        if "Authorization" in m:
+            return "GROUP_AUTHORIZATION_FAILED"
+        if "Authentication" in m or "SaslAuthentication" in m:
+            return "_AUTHENTICATION"
+        if "Timeout" in m:
+            return "_TIMED_OUT"
+        return "_FAIL"
+
+    def str(self) -> str:
+        return self.message
 
 
 def _windowed(items, submit, window: int):

@@ -15,7 +15,7 @@ After a failover (``verify_group_offsets``), counters:
 ``mm2_failover.partitions_skipped``         partitions left alone (no checkpoint, target ahead, existing commits)
 ``mm2_failover.partitions_clamped``         checkpoints clamped to the replica's log start/end
 ``mm2_failover.records_lost_to_retention``  records between a checkpoint and the replica's log start
-``mm2_failover.records_reread_estimate``    records the moved groups will read again (estimate, see drill.py)
+``mm2_failover.records_reread_estimate``    records the moved groups will read again (see report.py)  
 ``mm2_failover.partitions_mismatched``      partitions that did not read back as planned
 ``mm2_failover.groups_refused``             groups the broker refused to move
 ==========================================  =================================================================
@@ -77,26 +77,9 @@ def airflow_stats() -> StatsSink:
     return Stats
 
 
-def reread_total(report: dict) -> int | None:
-    """Estimated records re-read by the moved groups, from a failover report (None: cannot be estimated)."""
-    from mm2_failover.drill import estimate_reread
-
-    if "partitions" not in report:
-        return None
-    src = {(s["group"], s["topic"], int(s["partition"])): int(s["source_committed"])
-           for s in report.get("stale_checkpoints") or []}
-    rows = [p for p in report["partitions"] if p.get("planned_offset") is not None]
-    est = [e["reread"] for e in estimate_reread(rows, src) if e["reread"] is not None]
-    return sum(est) if est else (0 if not rows else None)
-
-
 def failover_metrics(report: dict) -> list[tuple[str, int, dict[str, str]]]:
     """Pure: the (name, value, tags) counters for one failover report."""
-    t = dict(report.get("totals") or {})
-    if "records_reread_estimate" not in t:
-        rr = reread_total(report)
-        if rr is not None:
-            t["records_reread_estimate"] = rr
+    t = report.get("totals") or {}
     tags = {"dag_id": str(report.get("dag_id", "")), "outcome": str(report.get("outcome", ""))}
     out = [(f"{PREFIX}.runs", 1, tags)]
     for name, key in FAILOVER_COUNTERS:

@@ -1,44 +1,53 @@
-"""Topic names under MirrorMaker 2's replication policies (pure).
+"""Topic names under MirrorMaker 2's replication policies (pure), following MM2 4.3's own code
+(``DefaultReplicationPolicy``, ``IdentityReplicationPolicy`` and the ``ReplicationPolicy`` interface):
 
-* ``DefaultReplicationPolicy``: replica topic = ``<source-alias><separator><topic>`` (separator ``.``
-  unless ``replication.policy.separator`` is set).
-* ``IdentityReplicationPolicy``: replica topic = source topic.
+* default policy: replica topic = ``<source-alias><separator><topic>`` (``replication.policy.separator``, ``.``
+  unless set; several characters are allowed);
+* identity policy: replica topic = source topic, except topics whose name ends with ``heartbeats``, which it names
+  like the default policy (``IdentityReplicationPolicy.looksLikeHeartbeat``);
+* MM2's own topics use the separator too (KIP-690) unless ``replication.policy.internal.topic.separator.enabled``
+  is false, then ``.``: checkpoints ``<alias><s>checkpoints<s>internal`` (on the target), offset syncs
+  ``mm2-offset-syncs<s><target-alias><s>internal``;
+* internal topics (never failed over): ``__*`` and ``.*`` (Kafka's), MM2's (``mm2*<s>internal`` and checkpoint
+  topics), and heartbeats topics (``heartbeats`` after removing every replication hop). Nothing else: a topic named
+  ``user-heartbeats`` or ``orders_replica`` is data.
 
-The checkpoints topic lives on the target cluster and is ``<source-alias>.checkpoints.internal`` under both
-policies with the default separator. With another separator MM2 (KIP-690,
-``replication.policy.internal.topic.separator.enabled``, default true) uses it for its internal topics
-too: separator ``_`` gives ``<alias>_checkpoints_internal``.
+MM2 in dedicated mode keeps its Connect offsets in ``mm2-offsets.<source-alias>.internal`` on the target (always
+with dots: that name is the Connect worker's, not the replication policy's).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-_CHECKPOINTS_RE = re.compile(r"^(?P<alias>.+)(?P<sep>.)checkpoints(?P=sep)internal$")
+HEARTBEATS = "heartbeats"
 
 
 def checkpoints_topic(source_alias: str, separator: str = ".") -> str:
-    """``DefaultReplicationPolicy.checkpointsTopic`` (and the identity policy's, which inherits it)."""
+    """``DefaultReplicationPolicy.checkpointsTopic`` with ``separator`` as the internal separator."""
     return f"{source_alias}{separator}checkpoints{separator}internal"
 
 
-def source_alias_of_checkpoints_topic(topic: str) -> str | None:
-    m = _CHECKPOINTS_RE.match(topic)
-    return m.group("alias") if m else None
+def mm2_offsets_topic(source_alias: str) -> str:
+    """Where MM2 in dedicated mode keeps the MirrorSourceConnector's progress, on the target."""
+    return f"mm2-offsets.{source_alias}.internal"
 
 
-def is_internal_topic(topic: str) -> bool:
-    """Topics that are Kafka's or MM2's own and never failed over."""
-    return (
-        topic.startswith("__")
-        or topic.startswith("mm2-")
-        or topic.endswith(".internal")
-        or _CHECKPOINTS_RE.match(topic) is not None
-        or re.fullmatch(r".*[^A-Za-z0-9](replica|heartbeats)", topic) is not None  # any policy separator
-        or topic == "heartbeats"
-        or topic.startswith("connect-")
-    )
+_CHECKPOINTS = re.compile(r"^(?P<alias>.+?)(?P<sep>.+)checkpoints(?P=sep)internal$")
+
+
+def checkpoint_topic_aliases(topics: Iterable[str]) -> dict[str, str]:
+    """The topics that look like some MM2 flow's checkpoints topic, with the alias each names (any separator, one
+    character or more): for error messages that list what exists. A run never parses an alias back out of a topic
+    name: it derives the topic from the alias."""
+    out = {}
+    for t in topics:
+        m = _CHECKPOINTS.match(t)
+        if m:
+            out[t] = m.group("alias")
+    return out
 
 
 @dataclass(frozen=True)
@@ -53,31 +62,70 @@ class ReplicationPolicy:
             raise ValueError(f"unknown replication policy {self.kind!r}: use 'default' or 'identity'")
         if not self.source_alias:
             raise ValueError("source alias must not be empty")
+        if not self.separator:
+            raise ValueError("replication policy separator must not be empty")
+
+    # -- data topics ----------------------------------------------------------------------------------
+    def _prefixed(self, source_topic: str) -> bool:
+        return self.kind == "default" or source_topic.endswith(HEARTBEATS)
 
     def replica_topic(self, source_topic: str) -> str:
-        if self.kind == "identity":
+        if not self._prefixed(source_topic):
             return source_topic
         return f"{self.source_alias}{self.separator}{source_topic}"
 
     def source_topic(self, replica_topic: str) -> str | None:
         """The source topic a replica topic mirrors, or None when it is not a replica of this alias."""
-        if self.kind == "identity":
+        if not self._prefixed(replica_topic):
             return replica_topic
         prefix = f"{self.source_alias}{self.separator}"
-        return replica_topic[len(prefix):] if replica_topic.startswith(prefix) else None
+        return replica_topic[len(prefix):] if replica_topic.startswith(prefix) and len(replica_topic) > len(prefix) \
+            else None
+
+    # -- MM2's own topics -----------------------------------------------------------------------------
+    @property
+    def internal_separator(self) -> str:
+        return self.separator if self.internal_topic_separator_enabled else "."
 
     @property
     def checkpoints_topic(self) -> str:
-        return checkpoints_topic(self.source_alias, self.separator if self.internal_topic_separator_enabled else ".")
+        return checkpoints_topic(self.source_alias, self.internal_separator)
+
+    def offset_syncs_topic(self, target_alias: str) -> str:
+        s = self.internal_separator
+        return f"mm2-offset-syncs{s}{target_alias}{s}internal"
+
+    @property
+    def mm2_offsets_topic(self) -> str:
+        return mm2_offsets_topic(self.source_alias)
+
+    def _original_topic(self, topic: str) -> str:
+        """``ReplicationPolicy.originalTopic``: remove every replication hop (default-policy naming)."""
+        while True:
+            parts = topic.split(self.separator, 1)
+            if len(parts) < 2 or not parts[0] or not parts[1]:
+                return topic
+            topic = parts[1]
+
+    def is_heartbeats_topic(self, topic: str) -> bool:
+        return self._original_topic(topic) == HEARTBEATS
+
+    def is_checkpoints_topic(self, topic: str) -> bool:
+        s = self.internal_separator
+        return topic.endswith(f"{s}checkpoints{s}internal")
+
+    def is_internal_topic(self, topic: str) -> bool:
+        """MM2's ``isInternalTopic`` plus heartbeats: never a topic to fail groups over on."""
+        # MM2's (mm2-offset-syncs, and the dedicated mode's Connect topics, which always use dots) and checkpoints
+        mm2 = topic.startswith("mm2") and topic.endswith((f"{self.internal_separator}internal", ".internal"))
+        return topic.startswith(("__", ".")) or mm2 or self.is_checkpoints_topic(topic) or self.is_heartbeats_topic(topic)
+
+    def replica_topics(self, target_topics: Iterable[str]) -> list[str]:
+        """The topics of ``target_topics`` that are replicas of this alias's data topics, sorted."""
+        return sorted(t for t in target_topics if not self.is_internal_topic(t) and self.source_topic(t) is not None)
 
 
 def compile_regex(pattern: str, what: str) -> re.Pattern:
-    try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise ValueError(f"{what} {pattern!r} is not a valid regular expression: {e}") from None
+    from mm2_failover.selection import compile_pattern
 
-
-def group_selected(group: str, include: re.Pattern, exclude: re.Pattern | None) -> bool:
-    """Full-match semantics, like MM2's ``groups`` / ``groups.exclude``."""
-    return include.fullmatch(group) is not None and not (exclude and exclude.fullmatch(group))
+    return compile_pattern(pattern, what)

@@ -1,5 +1,6 @@
 """The trigger form of the failover DAGs: every run parameter with a title, a description, a type and
-validation (a bad value is refused before any task runs). Defaults are the safe choice."""
+validation (a bad value is refused before any task runs). Defaults are the safe choice, and come from
+:class:`mm2_failover.config.RunParams` (their one definition)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ def failover_params() -> dict[str, Param]:
                         "run (one pass over all their checkpoint topics)."),
         "groups_regex": Param(
             _D.groups_regex, type="string", format="regex", minLength=1, title="Groups to fail over (regex)",
-            description="Consumer groups to move, as a regular expression matched against the whole group id. "
-                        "Narrow it (e.g. 'orders-.*') to fail over some applications only."),
+            description="Consumer groups to move, as a (Python) regular expression matched against the whole group "
+                        "id. Narrow it (e.g. 'orders-.*') to fail over some applications only."),
         "groups_exclude_regex": Param(
             _D.groups_exclude_regex, type="string", format="regex", title="Groups to leave alone (regex)",
             description="Groups matching this (whole id) are never moved, even if groups_regex matches. Empty: none."),
@@ -34,16 +35,30 @@ def failover_params() -> dict[str, Param]:
             description="'default': replica topics are <alias><separator><topic>; 'identity': they keep the source name."),
         "replication_policy_separator": Param(
             _D.replication_policy_separator, type="string", minLength=1, title="Replication policy separator",
-            description="MM2's replication.policy.separator (default '.'). Only used with the default policy."),
+            description="MM2's replication.policy.separator (default '.', several characters allowed). Only used "
+                        "with the default policy."),
+        "internal_topic_separator_enabled": Param(
+            _D.internal_topic_separator_enabled, type="boolean", title="Separator in MM2's own topic names",
+            description="MM2's replication.policy.internal.topic.separator.enabled (default true): with false, MM2 "
+                        "names its checkpoints topic <alias>.checkpoints.internal whatever the separator."),
         "alias_policies": Param(
             {}, type="object", title="Per-alias replication policy",
             description='Only when several source aliases use different policies: {"dc2": {"policy": "identity"}, '
-                        '"dc3": {"separator": "_"}}. Aliases not listed use the two settings above.'),
+                        '"dc3": {"separator": "_", "internal_topic_separator_enabled": false}}. Aliases not listed '
+                        "use the settings above."),
+        "source_connections": Param(
+            {}, type="object", title="Source connection of each alias",
+            description='The Kafka connection of each source alias\'s cluster: {"dc3": "kafka_source_dc3"}. The first '
+                        "alias uses kafka_source unless listed; every other alias must be listed (its producers and "
+                        'live groups are checked there), or given "" to fail it over without checking its source '
+                        "(as in disaster mode, said in the report)."),
         "source_reachable": Param(
             _D.source_reachable, type="string", enum=["detect", "yes", "no"], title="Is the source cluster reachable?",
-            description="detect: try it (5-15 s) and fall back to DISASTER MODE if it does not answer; yes: fail if it "
-                        "does not answer; no: the source is lost - skip every source-side check (target-side evidence "
-                        "only, with an estimate of the data-loss window in the report)."),
+            description="Decided once, at the start of the run. detect: probe each source (3 tries, ~20 s at most) "
+                        "and use DISASTER MODE for one that never answers; yes: fail if one does not answer; no: the "
+                        "sources are lost - skip every source-side check (target-side evidence only, with an estimate "
+                        "of the data-loss window in the report). A wrong password or bad client setting is an error, "
+                        "never 'unreachable'."),
         "topics_regex": Param(
             _D.topics_regex, type="string", format="regex", title="Topics to check for drain (regex)",
             description="Source topics whose producers must have stopped and whose replication must have caught up. "
@@ -53,10 +68,10 @@ def failover_params() -> dict[str, Param]:
             _D.drain_quiet_seconds, type="integer", minimum=1, maximum=600, title="Drain quiet window (s)",
             description="Source end offsets must not move for this long for producers to count as stopped."),
         "drain_timeout_seconds": Param(
-            1800, type="integer", minimum=10, maximum=86400, title="Drain timeout (s)",
+            _D.drain_timeout_seconds, type="integer", minimum=10, maximum=86400, title="Drain timeout (s)",
             description="How long verify_producers_drained waits before failing with the table of what is not drained."),
         "groups_empty_timeout_seconds": Param(
-            1800, type="integer", minimum=10, maximum=86400, title="Empty-group timeout (s)",
+            _D.groups_empty_timeout_seconds, type="integer", minimum=10, maximum=86400, title="Empty-group timeout (s)",
             description="How long check_groups_empty waits for live consumers on the target to stop."),
         "max_quarantined_records": Param(
             _D.max_quarantined_records, type="integer", minimum=0, title="Max unusable checkpoint records",
@@ -76,6 +91,11 @@ def failover_params() -> dict[str, Param]:
             title="Groups that already have commits on the target",
             description="fail: refuse the run and name them; skip: leave those groups alone; overwrite: replace "
                         "their commits (a commit ahead is still kept unless allow_rewind)."),
+        "accept_groups_without_checkpoints": Param(
+            _D.accept_groups_without_checkpoints, type="boolean", title="Accept groups without checkpoints",
+            description="A selected group that commits on the source but has no checkpoint at all refuses the run "
+                        "(its consumers would start on the target without a commit). True: move the other groups and "
+                        "list those in the report."),
         "source_groups_must_be_empty": Param(
             _D.source_groups_must_be_empty, type="boolean", title="Source groups must be stopped too",
             description="When the source is reachable, also wait until the groups have no live members on the "
@@ -83,6 +103,10 @@ def failover_params() -> dict[str, Param]:
         "apply_concurrency": Param(
             _D.apply_concurrency, type="integer", minimum=1, maximum=256, title="Requests in flight",
             description="How many groups are read or committed at the same time (one request per group)."),
+        "lock_wait_seconds": Param(
+            _D.lock_wait_seconds, type="integer", minimum=0, maximum=86400, title="Writer lock wait (s)",
+            description="One writer per target cluster (failover, rollback, drill writes, the CLI): how long to wait "
+                        "for another writer before failing (naming it)."),
     }
 
 
@@ -95,6 +119,17 @@ def rollback_params() -> dict[str, Param]:
         "backup_path": Param(
             "", type="string", title="Backup file",
             description="Path of a backup.json written by apply_group_offsets. Overrides failover_run_id."),
+        "force": Param(
+            False, type="boolean", title="Force",
+            description="Roll back even partitions whose commits moved since the failover (consumers committed on "
+                        "the target): they are rewound to the backup. Default: refuse and list them."),
         "groups_empty_timeout_seconds": failover_params()["groups_empty_timeout_seconds"],
         "apply_concurrency": failover_params()["apply_concurrency"],
+        "lock_wait_seconds": failover_params()["lock_wait_seconds"],
     }
+
+
+def run_params_template(params: dict) -> dict[str, str]:
+    """The ``run_params`` argument of the pipeline's operators in a DAG with these params: ``{{ params.x }}`` for
+    each run parameter the DAG has."""
+    return {k: v for k, v in RunParams.templates().items() if k in params}

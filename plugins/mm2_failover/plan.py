@@ -1,10 +1,16 @@
 """The failover plan: from the latest checkpoints and the target's state to one row per
 (group, replica topic, partition). Pure functions; every rule lives here once.
 
-Rules, in the order they apply to a row:
+Rules, in the order they apply:
 
-1. **Missing checkpoint** - a partition of a replica topic the group has checkpoints for, but no
-   checkpoint of its own: ``skip`` (reason ``no_checkpoint``); an offset is never invented.
+0. **One answer per key** - two source aliases with a checkpoint for the same (group, replica topic, partition)
+   (e.g. the identity policy on both flows) are two different answers: the plan is refused, naming both.
+1. **Missing checkpoint** - a partition of a replica topic the group has checkpoints for, or commits on at the
+   source, but no checkpoint of its own: ``skip`` (reason ``no_checkpoint``); an offset is never invented.
+   A selected group that commits on the source (on replicated topics) but has no checkpoint at all gets its
+   partitions as rows too (reason ``group_never_checkpointed``: MM2's group filter, or MM2 never saw a commit
+   it could translate), and the plan is refused naming those groups unless ``accept_groups_without_checkpoints``
+   (then they are only skipped and reported).
 2. **Clamp** - a checkpointed downstream offset below the replica's log start (records deleted by
    retention) is clamped to the log start (flag ``retention_gap`` = records lost); above the log end it is
    clamped to the log end (flag ``beyond_log_end``). Action ``clamp``.
@@ -15,7 +21,8 @@ Rules, in the order they apply to a row:
 4. **No rewind** - a target commit ahead of the planned offset: ``skip`` (reason ``target_ahead``) unless
    ``allow_rewind``.
 
-Replica partitions named by checkpoints that do not exist on the target raise :class:`PlanError`.
+Replica partitions named by checkpoints that do not exist on the target raise :class:`PlanError`, and so does a
+checkpoint read with more unusable records than allowed (:func:`quarantine_refusal`).
 """
 
 from __future__ import annotations
@@ -26,11 +33,51 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
+from typing import Any, NamedTuple
+
+TP = tuple[str, int]  # (topic, partition)
+
+
+class Commit(NamedTuple):
+    """A committed offset and its metadata (Kafka Streams keeps state there; plain consumers leave it empty)."""
+
+    offset: int
+    metadata: str = ""
+
+    def same_as(self, other: "Commit | int | None") -> bool:
+        """The same offset and metadata (a bare offset: metadata not read, the offset alone)."""
+        if other is None:
+            return False
+        if not isinstance(other, Commit):
+            return other == self.offset
+        return other.offset == self.offset and (other.metadata or "") == (self.metadata or "")
+
+
+def tp_map_to_json(m: dict[TP, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for (t, p), o in sorted(m.items()):
+        out.setdefault(t, {})[str(p)] = o
+    return out
+
+
+def tp_map_from_json(d: dict[str, dict[str, Any]] | None) -> dict[TP, Any]:
+    return {(t, int(p)): o for t, parts in (d or {}).items() for p, o in parts.items()}
+
+
+def commit_to_json(c: Commit | None) -> dict | None:
+    return None if c is None else {"offset": c.offset, "metadata": c.metadata}
+
+
+def commit_from_json(d) -> Commit | None:
+    return None if d is None else Commit(int(d["offset"]), d.get("metadata") or "")
+
+
 COMMIT = "commit"
 CLAMP = "clamp"
 SKIP = "skip"
 
 NO_CHECKPOINT = "no_checkpoint"
+GROUP_NEVER_CHECKPOINTED = "group_never_checkpointed"
 RETENTION_GAP = "retention_gap"
 BEYOND_LOG_END = "beyond_log_end"
 EXISTING_TARGET_OFFSETS = "existing_target_offsets"
@@ -92,10 +139,14 @@ class Plan:
 
     def writes(self) -> dict[str, dict[tuple[str, int], int]]:
         """group -> {(topic, partition): offset} for every row that commits."""
-        out: dict[str, dict[tuple[str, int], int]] = defaultdict(dict)
+        return {g: {tp: c.offset for tp, c in cs.items()} for g, cs in self.commits().items()}
+
+    def commits(self) -> dict[str, dict[tuple[str, int], Commit]]:
+        """group -> {(topic, partition): (offset, metadata)} for every row that commits."""
+        out: dict[str, dict[tuple[str, int], Commit]] = defaultdict(dict)
         for r in self.rows:
             if r.writes:
-                out[r.group][(r.topic, r.partition)] = r.planned_offset
+                out[r.group][(r.topic, r.partition)] = Commit(r.planned_offset, r.metadata or "")
         return dict(out)
 
     def as_dicts(self) -> list[dict]:
@@ -122,6 +173,17 @@ class Plan:
         return c
 
 
+def quarantine_refusal(summary: dict | None, max_quarantined: int) -> str | None:
+    """Rule: no plan is built from a checkpoint read with more unusable records than ``max_quarantined_records``
+    (the message an operator gets), else None."""
+    if not summary or int(summary.get("quarantined") or 0) <= max_quarantined:
+        return None
+    return (f"{summary['quarantined']} checkpoint record(s) are not usable ({summary.get('quarantined_by_reason')}), "
+            f"more than max_quarantined_records={max_quarantined}. They are listed in "
+            f"{summary.get('quarantine_output')}. Inspect them; if the remaining checkpoints are enough, start a new run "
+            "with a higher max_quarantined_records.")
+
+
 def build_plan(
     checkpoints: Iterable[LatestCheckpoint],
     bounds: dict[tuple[str, int], PartitionBounds],
@@ -129,18 +191,29 @@ def build_plan(
     topic_partitions: dict[str, int],
     on_existing_target_offsets: str = "fail",
     allow_rewind: bool = False,
+    source_commits: dict[str, dict[tuple[str, str, int], int]] | None = None,
+    accept_groups_without_checkpoints: bool = False,
 ) -> Plan:
     """Build the plan.
 
     ``bounds``: log start/end per replica partition on the target (from the captured snapshot);
     ``current``: each group's commits on the target now; ``topic_partitions``: partition count of every
-    replica topic on the target.
+    replica topic on the target; ``source_commits``: the selected groups' commits on the source, as
+    group -> {(source alias, replica topic, partition): offset}, for replicated topics (None: not known, e.g.
+    every source is lost).
     """
     if on_existing_target_offsets not in ("fail", "skip", "overwrite"):
         raise PlanError(f"on_existing_target_offsets must be fail, skip or overwrite, not {on_existing_target_offsets!r}")
+    checkpoints = list(checkpoints)
+    _one_answer_per_key(checkpoints)
     by_group: dict[str, dict[tuple[str, int], LatestCheckpoint]] = defaultdict(dict)
     for cp in checkpoints:
         by_group[cp.group][(cp.topic, cp.partition)] = cp
+    committed_on_source: dict[str, dict[tuple[str, int], str]] = defaultdict(dict)  # group -> {(topic, p): alias}
+    for g, commits in (source_commits or {}).items():
+        for (alias, t, p) in commits:
+            if t in topic_partitions:
+                committed_on_source[g][(t, p)] = alias
 
     missing_topics = sorted({t for cps in by_group.values() for (t, _p) in cps if t not in topic_partitions})
     missing_parts = sorted({(t, p) for cps in by_group.values() for (t, p) in cps
@@ -153,25 +226,39 @@ def build_plan(
         )
 
     rows: list[PlanRow] = []
-    for group in sorted(by_group):
-        cps = by_group[group]
-        alias = next(iter(cps.values())).source_alias
+    never = sorted(set(committed_on_source) - set(by_group))
+    for group in sorted(set(by_group) | set(committed_on_source)):
+        cps = by_group.get(group, {})
+        src = committed_on_source.get(group, {})
+        missing = NO_CHECKPOINT if cps else GROUP_NEVER_CHECKPOINTED
         cur = current.get(group, {})
         group_rows: list[PlanRow] = []
-        for topic in sorted({t for t, _ in cps}):
+        for topic in sorted({t for t, _ in cps} | {t for t, _ in src}):
             for p in range(topic_partitions[topic]):
+                if (topic, p) not in cps and (topic, p) not in src and not any(t == topic for t, _ in cps):
+                    continue  # a topic the group has no checkpoint on: only the partitions it commits on the source
                 b = bounds.get((topic, p))
                 cp = cps.get((topic, p))
-                row = PlanRow(alias, group, topic, p, None, None, cur.get((topic, p)), None, SKIP, NO_CHECKPOINT,
+                alias = cp.source_alias if cp else src.get((topic, p)) or _alias_of_topic(cps, src, topic)
+                row = PlanRow(alias, group, topic, p, None, None, cur.get((topic, p)), None, SKIP, missing,
                               b.log_start if b else None, b.log_end if b else None)
                 if cp is not None:
-                    row.source_alias = cp.source_alias
                     row.upstream_offset, row.downstream_offset = cp.upstream_offset, cp.downstream_offset
                     row.metadata = cp.metadata
                     _clamp(row)
                 group_rows.append(row)
-        _existing_and_rewind(group_rows, on_existing_target_offsets, allow_rewind)
+        if cps:
+            _existing_and_rewind(group_rows, on_existing_target_offsets, allow_rewind)
         rows.extend(group_rows)
+
+    if never and not accept_groups_without_checkpoints:
+        raise PlanError(
+            f"{len(never)} selected group(s) commit on the source but MM2 has no checkpoint for them: "
+            + ", ".join(never[:20]) + (" ..." if len(never) > 20 else "")
+            + ". Nothing was written: their consumers would start on the target without a commit. Check MM2's "
+            "groups / groups.exclude (the default excludes console-consumer-.*, connect-.* and __.*) and "
+            "emit.checkpoints settings; or narrow groups_regex; or re-run with "
+            "accept_groups_without_checkpoints=true to move the other groups and leave these without a commit.")
 
     if on_existing_target_offsets == "fail":
         conflicts = sorted({r.group for r in rows if r.reason == EXISTING_TARGET_OFFSETS})
@@ -184,6 +271,32 @@ def build_plan(
                 "unless allow_rewind=true)."
             )
     return Plan(rows)
+
+
+def _alias_of_topic(cps: dict, src: dict, topic: str) -> str:
+    for (t, _p), cp in cps.items():
+        if t == topic:
+            return cp.source_alias
+    return next((a for (t, _p), a in src.items() if t == topic), "")
+
+
+def _one_answer_per_key(checkpoints: list[LatestCheckpoint]) -> None:
+    seen: dict[tuple[str, str, int], LatestCheckpoint] = {}
+    clashes = []
+    for cp in checkpoints:
+        k = (cp.group, cp.topic, cp.partition)
+        if k in seen and seen[k].source_alias != cp.source_alias:
+            a, b = seen[k], cp
+            clashes.append(f"{cp.group} {cp.topic}[{cp.partition}]: alias {a.source_alias} says {a.downstream_offset} "
+                           f"(upstream {a.upstream_offset}), alias {b.source_alias} says {b.downstream_offset} "
+                           f"(upstream {b.upstream_offset})")
+        seen.setdefault(k, cp)
+    if clashes:
+        raise PlanError(
+            f"{len(clashes)} replica partition(s) have checkpoints from several source aliases, which cannot both be "
+            "right: " + "; ".join(clashes[:10]) + (" ..." if len(clashes) > 10 else "")
+            + ". Two flows write the same replica topic (e.g. the identity policy on both). Fail over one alias at "
+            "a time, or narrow groups_regex.")
 
 
 def _clamp(row: PlanRow) -> None:
@@ -222,22 +335,27 @@ class Mismatch:
     committed: int | None
 
 
-def verify(plan: Plan, committed: dict[str, dict[tuple[str, int], int]]) -> list[Mismatch]:
-    """Every committing row must read back exactly as planned."""
+def _same(got, want: Commit) -> bool:
+    """A read-back commit (a Commit, or a bare offset when metadata was not read) against the planned one."""
+    return want.same_as(got)
+
+
+def verify(plan: Plan, committed: dict[str, dict[tuple[str, int], int | Commit]]) -> list[Mismatch]:
+    """Every committing row must read back exactly as planned (offset, and metadata when it was read)."""
     out = []
-    for r in plan.rows:
-        if r.writes:
-            got = committed.get(r.group, {}).get((r.topic, r.partition))
-            if got != r.planned_offset:
-                out.append(Mismatch(r.group, r.topic, r.partition, r.planned_offset, got))
+    for group, commits in plan.commits().items():
+        for (t, p), want in sorted(commits.items()):
+            got = committed.get(group, {}).get((t, p))
+            if not _same(got, want):
+                out.append(Mismatch(group, t, p, want.offset, got.offset if isinstance(got, Commit) else got))
     return out
 
 
-def diff_to_apply(plan: Plan, current: dict[str, dict[tuple[str, int], int]]) -> dict[str, dict[tuple[str, int], int]]:
-    """What still has to be written: planned commits that the target does not have yet (idempotent retries)."""
+def diff_to_apply(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commit]]) -> dict[str, dict[tuple[str, int], Commit]]:
+    """What still has to be written: planned commits that the target does not hold yet (idempotent retries)."""
     out = {}
-    for group, offsets in plan.writes().items():
-        todo = {tp: o for tp, o in offsets.items() if current.get(group, {}).get(tp) != o}
+    for group, commits in plan.commits().items():
+        todo = {tp: c for tp, c in commits.items() if not _same(current.get(group, {}).get(tp), c)}
         if todo:
             out[group] = todo
     return out

@@ -1,11 +1,122 @@
-"""Run reports (pure): totals and a per-group table, as JSON (machines) and Markdown (people)."""
+"""Run reports (pure): totals, the fate of every selected group, per-partition rows, warnings; as JSON (machines)
+and Markdown (people). The rules that only describe a run live here, once:
+
+* **re-read estimate** (:func:`estimate_reread`) - records a moved group reads again on the target;
+* **stale checkpoints** (:func:`stale_checkpoints`) - a checkpoint behind the group's last commit on the source;
+* **checkpoint warnings** (:func:`checkpoint_warnings`) - quarantined records, regressions;
+* **lost to retention** - ``log start - checkpoint`` is only an upper bound (the checkpoint is conservative);
+  where the group's source commit is known and the source offset of the replica's first record was found, the
+  exact number of records the group had not read and that are gone (``lost_exact``);
+* **group fate** (:func:`group_fates`) - moved / skipped (why) / refused / dry run, for every selected group.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any, Iterable
 
-from mm2_failover.plan import CLAMP, COMMIT, SKIP, Mismatch, Plan
+from mm2_failover.plan import (
+    CLAMP,
+    COMMIT,
+    EXISTING_TARGET_OFFSETS,
+    GROUP_NEVER_CHECKPOINTED,
+    NO_CHECKPOINT,
+    SKIP,
+    TARGET_AHEAD,
+    Mismatch,
+    Plan,
+)
+
+#: (group, replica topic, partition) -> the group's committed offset on the source
+SourceCommits = dict[tuple[str, str, int], int]
+
+STALE_SNAPSHOT_S = 900  # a snapshot older than this when the plan is built is called out
+
+
+def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list[dict]:
+    """Per planned partition: records the group will read again on the target.
+
+    ``rows``: plan rows (dicts with group, topic = replica topic, partition, upstream_offset, planned_offset);
+    ``source_commits``: the group's committed offset on the source when known. ``behind_commit`` = source commit -
+    checkpoint upstream (records consumed after MM2's newest checkpoint); ``reread`` = source commit - planned
+    offset, counting records in offsets and assuming the replica's offsets equal the source's (MM2 replicated the
+    topic from its start, no transaction markers); when the plan shows they cannot be (planned downstream offset
+    above the upstream offset), it is left empty rather than guessed."""
+    out = []
+    for r in rows:
+        up, planned = r.get("upstream_offset"), r.get("planned_offset")
+        if planned is None or up is None:
+            continue
+        key = (r["group"], r["topic"], int(r["partition"]))
+        src = source_commits.get(key)
+        commit = up if src is None else src
+        aligned = planned <= up  # MM2 translates conservatively: downstream <= upstream when offsets align
+        out.append({
+            "group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
+            "source_committed": src, "checkpoint_upstream": up, "planned": planned,
+            "behind_commit": None if src is None else src - up,
+            "reread": max(0, commit - planned) if aligned else None,
+            "note": "" if aligned else "replica offsets differ from the source's: not estimated",
+        })
+    return out
+
+
+def stale_checkpoints(rows: Iterable[dict], source_commits: SourceCommits) -> list[dict]:
+    """Rows whose checkpoint's upstream offset differs from the group's commit on the source at capture time: MM2
+    had not (yet, or could not) checkpoint the newest commit."""
+    out = []
+    for r in rows:
+        if r.get("upstream_offset") is None:
+            continue
+        src = source_commits.get((r["group"], r["topic"], int(r["partition"])))
+        if src is not None and src != r["upstream_offset"]:
+            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
+                        "source_committed": src, "checkpoint_upstream": r["upstream_offset"]})
+    return out
+
+
+def checkpoint_warnings(summary: dict) -> list[str]:
+    out = []
+    if summary.get("quarantined"):
+        out.append(f"{summary['quarantined']} checkpoint record(s) could not be used {summary['quarantined_by_reason']}: "
+                   f"listed in {summary.get('quarantine_output')}")
+    if summary.get("regressions"):
+        out.append(f"{summary['regressions']} checkpoint(s) went backwards within the read range (policy "
+                   f"{summary.get('policy')}: {'the highest was kept' if summary.get('policy') == 'max' else 'the latest was kept'}); "
+                   f"listed in {summary.get('regressions_output')}")
+    return out
+
+
+_SKIP_WHY = {
+    GROUP_NEVER_CHECKPOINTED: "MM2 never checkpointed it (no commit written on the target)",
+    NO_CHECKPOINT: "no checkpoint for its partitions",
+    EXISTING_TARGET_OFFSETS: "it already has different commits on the target (on_existing_target_offsets)",
+    TARGET_AHEAD: "its commits on the target are ahead of the checkpoints (allow_rewind=false)",
+}
+
+
+def group_fates(plan: Plan, refused: dict[str, str], mismatched: set[str], dry_run: bool) -> dict[str, str]:
+    """Every group of the plan: ``moved``, ``would move (dry run)``, ``refused by the broker: ...``,
+    ``not as planned: ...``, or ``skipped: <why>``."""
+    rows = defaultdict(list)
+    for r in plan.rows:
+        rows[r.group].append(r)
+    out = {}
+    for g, rs in sorted(rows.items()):
+        writes = [r for r in rs if r.writes]
+        if not writes:
+            reasons = sorted({r.reason for r in rs}, key=lambda x: list(_SKIP_WHY).index(x) if x in _SKIP_WHY else 99)
+            out[g] = "skipped: " + "; ".join(_SKIP_WHY.get(x, x) for x in reasons)
+        elif dry_run:
+            out[g] = "would move (dry run)"
+        elif g in refused:
+            out[g] = f"refused by the broker: {refused[g]}"
+        elif g in mismatched:
+            out[g] = "not as planned after apply (see mismatches)"
+        else:
+            missing = sum(1 for r in rs if not r.writes)
+            out[g] = "moved" if not missing else f"moved ({missing} partition(s) skipped: see partitions)"
+    return out
 
 
 def build_report(
@@ -21,40 +132,63 @@ def build_report(
     dry_run: bool = False,
     checkpoints_summary: dict | None = None,
     warnings: list[str] | None = None,
+    source_commits: SourceCommits | None = None,
+    lost_exact: dict[tuple[str, str, int], int] | None = None,
+    snapshot: dict | None = None,
 ) -> dict:
-    """``committed``: what the target holds after the run; ``log_end``: replica end offsets now (for lag)."""
+    """``committed``: what the target holds after the run; ``log_end``: replica end offsets now (for lag);
+    ``source_commits``: the groups' source commits (re-read estimate, stale checkpoints); ``lost_exact``: records
+    lost to retention where they could be counted exactly; ``snapshot``: ``captured_at``, ``age_seconds``,
+    ``disaster_aliases`` of the snapshot the plan was built from."""
     refused = refused or {}
+    source_commits = source_commits or {}
+    lost_exact = lost_exact or {}
     per_group: dict[str, dict] = defaultdict(lambda: {
         "partitions": 0, "committed": 0, "skipped": 0, "clamped": 0, "retention_lost": 0, "lag": 0,
-        "mismatches": 0, "refused": "", "source_alias": ""})
+        "mismatches": 0, "refused": "", "source_aliases": set(), "reread_estimate": None})
     partitions = []
     mism = {(m.group, m.topic, m.partition) for m in mismatches}
+    reread = {(e["group"], e["topic"], e["partition"]): e["reread"]
+              for e in estimate_reread([r.as_dict() for r in plan.rows if r.writes], source_commits)}
+    lost_total = 0
     for r in plan.rows:
         g = per_group[r.group]
-        g["source_alias"] = r.source_alias
+        key = (r.group, r.topic, r.partition)
+        if r.source_alias:
+            g["source_aliases"].add(r.source_alias)
         g["partitions"] += 1
         got = committed.get(r.group, {}).get((r.topic, r.partition))
+        got = getattr(got, "offset", got)
         end = log_end.get((r.topic, r.partition), r.log_end)
         lag = (end - got) if (got is not None and end is not None) else None
         if r.action == SKIP:
             g["skipped"] += 1
         elif r.action == CLAMP:
             g["clamped"] += 1
-        if r.writes and not dry_run and (r.group, r.topic, r.partition) not in mism:
+        if r.writes and not dry_run and key not in mism:
             g["committed"] += 1
-        g["retention_lost"] += r.retention_gap
+        lost = min(lost_exact[key], r.retention_gap) if key in lost_exact else r.retention_gap
+        lost_total += lost
+        g["retention_lost"] += lost
         g["lag"] += lag or 0
-        if (r.group, r.topic, r.partition) in mism:
+        if reread.get(key) is not None:
+            g["reread_estimate"] = (g["reread_estimate"] or 0) + reread[key]
+        if key in mism:
             g["mismatches"] += 1
-        partitions.append({**r.as_dict(), "committed_after": got, "lag": lag,
-                           "verified": (r.group, r.topic, r.partition) not in mism if r.writes and not dry_run else None})
+        partitions.append({**r.as_dict(), "committed_after": got, "lag": lag, "reread_estimate": reread.get(key),
+                           "lost_to_retention_exact": lost_exact.get(key),
+                           "verified": key not in mism if r.writes and not dry_run else None})
     for g, why in refused.items():
         per_group[g]["refused"] = why
-    groups = [{"group": g, **v} for g, v in sorted(per_group.items())]
+    fates = group_fates(plan, refused, {m.group for m in mismatches}, dry_run)
+    groups = [{"group": g, **v, "source_aliases": sorted(v["source_aliases"]), "fate": fates.get(g, "")}
+              for g, v in sorted(per_group.items())]
     counts = plan.counts()
+    rr = [v for v in reread.values() if v is not None]
     totals = {
         "groups": len(groups),
-        "groups_moved": 0 if dry_run else sum(1 for g in groups if g["committed"] and not g["refused"]),
+        "groups_moved": 0 if dry_run else sum(1 for g in groups if g["fate"].startswith("moved")),
+        "groups_skipped": sum(1 for g in groups if g["fate"].startswith("skipped")),
         "partitions": len(plan.rows),
         "committed": 0 if dry_run else sum(g["committed"] for g in groups),
         "planned_commits": counts[COMMIT] + counts[CLAMP],
@@ -62,23 +196,67 @@ def build_report(
         "clamped": counts[CLAMP],
         "refused_groups": len(refused),
         "mismatches": len(mismatches),
-        "records_lost_to_retention": sum(r.retention_gap for r in plan.rows),
+        "records_lost_to_retention_upper_bound": sum(r.retention_gap for r in plan.rows),
+        "records_lost_to_retention": lost_total,
+        "records_reread_estimate": sum(rr) if rr else (0 if not reread else None),
         "lag": sum(g["lag"] for g in groups),
     }
+    snapshot = snapshot or {}
+    if snapshot.get("age_seconds") is not None:
+        totals["snapshot_age_seconds"] = snapshot["age_seconds"]
     outcome = ("dry_run" if dry_run else
                "failed" if mismatches or refused else "succeeded")
+    stale = stale_checkpoints([r.as_dict() for r in plan.rows], source_commits)
+    warnings = list(warnings or []) + checkpoint_warnings(checkpoints_summary or {})
+    never = [g["group"] for g in groups if GROUP_NEVER_CHECKPOINTED in {r.reason for r in plan.rows if r.group == g["group"]}]
+    if never:
+        warnings.append(f"{len(never)} selected group(s) commit on the source but MM2 never checkpointed them; they "
+                        "were NOT moved and will start without a commit on the target: " + ", ".join(never[:20]))
+    no_cp = [r for r in plan.rows if r.reason == NO_CHECKPOINT]
+    if no_cp:
+        warnings.append(f"{len(no_cp)} partition(s) of moved groups have no checkpoint and get no commit on the target "
+                        "(consumers fall back to auto.offset.reset): "
+                        + ", ".join(f"{r.group} {r.topic}[{r.partition}]" for r in no_cp[:10]))
+    if stale:
+        warnings.append(f"{len(stale)} partition(s) have a checkpoint behind the group's last commit on the source "
+                        f"(MM2 had not checkpointed the newest commit): {stale[:10]}")
+    if (snapshot.get("age_seconds") or 0) > STALE_SNAPSHOT_S:
+        warnings.append(f"the end-offset snapshot was {snapshot['age_seconds']:.0f} s old when the plan was built "
+                        f"(captured {snapshot.get('captured_at')}): checkpoints written since were not used")
     return {
         "dag_id": dag_id,
         "run_id": run_id,
         "outcome": outcome,
         "dry_run": dry_run,
         "params": params,
+        "snapshot": snapshot,
         "totals": totals,
         "checkpoints": checkpoints_summary or {},
-        "warnings": warnings or [],
+        "warnings": warnings,
         "groups": groups,
         "partitions": partitions,
+        "stale_checkpoints": stale,
         "mismatches": [m.__dict__ for m in mismatches],
+    }
+
+
+def run_summary(dag_id: str, run_id: str, rep: dict | None, drill: dict | None, time: str) -> dict:
+    """The few fields of a run the reports index and the drill trend show (``summary.json``, a few hundred bytes: the
+    index never parses whole reports), from its report and/or drill report."""
+    t = (rep or {}).get("totals") or {}
+    dt = (drill or {}).get("totals") or {}
+    kind = "drill" if drill is not None or "drill" in dag_id else "failover"
+    outcome = "drill" if drill is not None else (rep or {}).get("outcome", "unknown")
+    return {
+        "dag_id": dag_id, "run_id": run_id, "kind": kind, "outcome": outcome,
+        "time": (drill or {}).get("captured_at") or time,
+        "groups": dt.get("groups_covered", t.get("groups")), "moved": t.get("groups_moved"),
+        "partitions": t.get("partitions", dt.get("partitions")), "committed": t.get("committed"),
+        "skipped": t.get("skipped"), "clamped": t.get("clamped", dt.get("partitions_clamped")),
+        "lost": t.get("records_lost_to_retention", dt.get("records_lost_to_retention")),
+        "mismatches": t.get("mismatches"),
+        "reread": dt.get("records_reread_estimate", t.get("records_reread_estimate")),
+        "findings": dt.get("findings"), "drill_totals": dt,
     }
 
 
@@ -88,7 +266,7 @@ def md_table(columns: Iterable[tuple[str, str]], rows: Iterable[Iterable[Any]]) 
     columns = list(columns)
 
     def cell(v: Any) -> str:
-        return "" if v is None else str(v).replace("|", "\\|")
+        return "" if v is None else str(v).replace("|", "\\|").replace("\n", "\\n")
 
     return (["| " + " | ".join(t for t, _ in columns) + " |",
              "|" + "|".join("---:" if a == "r" else "---" for _, a in columns) + "|"]
@@ -97,15 +275,31 @@ def md_table(columns: Iterable[tuple[str, str]], rows: Iterable[Iterable[Any]]) 
 
 def render_markdown(report: dict) -> str:
     t = report["totals"]
+    snap = report.get("snapshot") or {}
     lines = [
         f"# mm2-failover report: {report['dag_id']} / {report['run_id']}",
         "",
         f"**Outcome: {report['outcome'].upper()}**" + (" (dry run: nothing was written)" if report["dry_run"] else ""),
         "",
-        *md_table([(c, "r") for c in ("groups", "moved", "partitions", "committed", "skipped", "clamped",
-                                       "refused groups", "mismatches", "lost to retention", "lag")],
-                  [[t["groups"], t["groups_moved"], t["partitions"], t["committed"], t["skipped"], t["clamped"],
-                    t["refused_groups"], t["mismatches"], t["records_lost_to_retention"], t["lag"]]]),
+    ]
+    if snap.get("captured_at"):
+        lines += [f"End offsets captured at {snap['captured_at']}"
+                  + (f" ({snap['age_seconds']:.0f} s before the plan was built)" if snap.get("age_seconds") is not None
+                     else "") + ".", ""]
+    lost = t["records_lost_to_retention"]
+    bound = t.get("records_lost_to_retention_upper_bound", lost)
+    lines += [
+        *md_table([(c, "r") for c in ("groups", "moved", "skipped", "partitions", "committed", "skipped partitions",
+                                       "clamped", "refused groups", "mismatches", "lost to retention", "est. re-read",
+                                       "lag")],
+                  [[t["groups"], t["groups_moved"], t.get("groups_skipped"), t["partitions"], t["committed"],
+                    t["skipped"], t["clamped"], t["refused_groups"], t["mismatches"],
+                    lost if lost == bound else f"{lost} (at most {bound})", t.get("records_reread_estimate"),
+                    t["lag"]]]),
+        "",
+        "Lost to retention: records the group had not read whose replicas are gone; where the source offset of the "
+        "replica's first record could not be found, it is at most log start - checkpoint (the checkpoint is "
+        "conservative).",
         "",
     ]
     for w in report.get("warnings", []):
@@ -116,10 +310,12 @@ def render_markdown(report: dict) -> str:
                       f"{cs.get('tombstones', 0)} tombstones, {cs.get('quarantined', 0)} quarantined "
                       f"{cs.get('quarantined_by_reason') or ''}".rstrip(), ""]
     lines += ["## Groups", ""]
-    lines += md_table([("group", "l"), ("alias", "l"), ("partitions", "r"), ("committed", "r"), ("skipped", "r"),
-                       ("clamped", "r"), ("lost to retention", "r"), ("lag", "r"), ("refused", "l")],
-                      ([g["group"], g["source_alias"], g["partitions"], g["committed"], g["skipped"], g["clamped"],
-                        g["retention_lost"], g["lag"], g["refused"] or None] for g in report["groups"]))
+    lines += md_table([("group", "l"), ("aliases", "l"), ("fate", "l"), ("partitions", "r"), ("committed", "r"),
+                       ("skipped", "r"), ("clamped", "r"), ("lost to retention", "r"), ("est. re-read", "r"),
+                       ("lag", "r")],
+                      ([g["group"], ",".join(g.get("source_aliases") or []), g.get("fate"), g["partitions"],
+                        g["committed"], g["skipped"], g["clamped"], g["retention_lost"], g.get("reread_estimate"),
+                        g["lag"]] for g in report["groups"]))
     lines += ["", "## Partitions", ""]
     lines += md_table([("group", "l"), ("topic", "l"), ("partition", "r"), ("upstream", "r"), ("downstream", "r"),
                        ("before", "r"), ("planned", "r"), ("after", "r"), ("action", "l"), ("reason", "l"),

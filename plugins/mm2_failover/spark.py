@@ -1,6 +1,23 @@
-"""Spark connection checks (the Spark provider silently falls back to master ``yarn`` without one)."""
+"""Submitting the latest-checkpoints Spark job: its arguments for one run, where its credentials go, the
+``spark_default`` check (the Spark provider silently falls back to master ``yarn`` without one), and the venv's
+``spark-submit`` command for the CLI and the benchmarks.
+
+Credentials never go on a command line or into the job's environment: the Spark provider turns ``env_vars`` into
+``--conf spark.yarn.appMasterEnv.*`` / ``spark.kubernetes.driverEnv.*`` for YARN and Kubernetes, visible in ``ps``.
+They go into a file readable only by the job's user (0600, in a 0700 folder of that user under the temporary
+folder, never the run folder), whose path alone is passed; the driver (client deploy mode: on the Airflow worker)
+reads it, and the submitter deletes it when the job ends. The path is the same for every try of a run, so a retry
+submits the same command.
+"""
 
 from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 
 
 class SparkConnectionMissing(RuntimeError):
@@ -25,52 +42,88 @@ def check_spark_connection(conn_id: str) -> str:
     return master
 
 
-def job_submission(params, art, snapshot: dict, target_conf: dict) -> tuple[list[str], dict[str, str], dict[str, str]]:
-    """The latest-checkpoints job's arguments, environment and Spark conf for one run: the same for the
-    Airflow operator and the CLI. The Kafka client settings go in the environment (secrets stay off the
-    command line)."""
-    import json
-    import sys
+@dataclass
+class JobSubmission:
+    """The job's arguments, environment and Spark conf for one run, and the private options file they point at."""
 
-    from mm2_failover.config import PLUGINS_DIR, java_client_options, spark_conf
+    args: list[str]
+    env: dict[str, str]
+    conf: dict[str, str]
+    options_file: Path | None = None
 
-    kafka = java_client_options(target_conf)
-    topics = snapshot["checkpoints_topics"]
-    args = ["--bootstrap-servers", kafka.pop("bootstrap.servers")]
-    for t in topics:
-        args += ["--checkpoints-topic", t]
+    def cleanup(self) -> None:
+        if self.options_file is not None:
+            self.options_file.unlink(missing_ok=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
+
+def private_dir() -> Path:
+    """``<tmp>/mm2-failover-<uid>``: 0700, owned by this user (refused otherwise)."""
+    d = Path(tempfile.gettempdir()) / f"mm2-failover-{os.getuid()}"
+    d.mkdir(mode=0o700, exist_ok=True)
+    st = d.lstat()
+    if st.st_uid != os.getuid() or (st.st_mode & 0o077) or not d.is_dir() or d.is_symlink():
+        raise PermissionError(f"{d} must be a folder owned by this user with mode 0700; remove it and retry")
+    return d
+
+
+def write_options_file(target_conf: dict, key: str) -> Path:
+    """The target's client settings for the job: Java (Spark's Kafka source) and librdkafka (the driver's checks),
+    in a 0600 file of :func:`private_dir` named by ``key`` (the run folder: the same path for every try)."""
+    import hashlib
+
+    from mm2_failover.config import java_client_options
+
+    java = java_client_options(target_conf)
+    rdk = {k: v for k, v in target_conf.items() if isinstance(v, (str, int, float, bool))}
+    f = private_dir() / f"job-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+    f.unlink(missing_ok=True)
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump({"java": java, "librdkafka": rdk}, out)
+    return f
+
+
+def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission:
+    """The latest-checkpoints job's submission for one run: the same for the Airflow operator and the CLI. The
+    Kafka client settings (secrets) go into a private file (see the module docstring); call ``cleanup()`` after."""
+    from mm2_failover.config import PLUGINS_DIR, spark_conf
+
+    topics = snapshot.checkpoints_topics  # alias -> topic
+    ends = {t: {str(p): o for (tt, p), o in sorted(snapshot.checkpoints_end.items()) if tt == t}
+            for t in topics.values()}
+    starts = {t: {str(p): o for (tt, p), o in sorted(snapshot.checkpoints_start.items()) if tt == t}
+              for t in topics.values()}
+    options = write_options_file(target_conf, str(Path(folder.dir).resolve()))
+    args = ["--bootstrap-servers", str(target_conf["bootstrap.servers"])]
+    for alias, t in topics.items():
+        args += ["--checkpoints-topic", f"{alias}={t}"]
     args += [
-        "--end-offsets", json.dumps({t: snapshot["checkpoints_end_offsets"].get(t, {}) for t in topics}),
+        "--end-offsets", json.dumps(ends),
+        "--start-offsets", json.dumps(starts),
         "--policy", params.checkpoint_policy,
-        "--output", str(art.checkpoints),
-        "--summary", str(art.checkpoints_summary),
-        "--groups-regex", params.groups_regex,
+        "--output", str(folder.checkpoints),
+        "--summary", str(folder.checkpoints_summary),
         "--max-quarantined", str(params.max_quarantined_records),
+        "--kafka-options-file", str(options),
     ]
-    if params.groups_exclude_regex:
-        args += ["--groups-exclude-regex", params.groups_exclude_regex]
-    env = {"PYTHONPATH": str(PLUGINS_DIR), "PYSPARK_PYTHON": sys.executable,
-           "MM2_FAILOVER_SPARK_KAFKA_OPTIONS": json.dumps(kafka)}
-    conf = {"spark.pyspark.python": sys.executable, **spark_conf()}
-    return args, env, conf
-
-
-def quarantine_failure(summary: dict | None, max_quarantined: int) -> str | None:
-    """The operator-facing message when too many checkpoint records were unusable, else None."""
-    if not summary or summary["quarantined"] <= max_quarantined:
-        return None
-    return (f"{summary['quarantined']} checkpoint record(s) are not usable ({summary['quarantined_by_reason']}), "
-            f"more than max_quarantined_records={max_quarantined}. They are listed in {summary['quarantine_output']}. "
-            "Inspect them; if the remaining checkpoints are enough, re-run with a higher max_quarantined_records.")
+    env = {"PYTHONPATH": str(PLUGINS_DIR), "PYSPARK_PYTHON": sys.executable}
+    # redact anything that looks like a credential in Spark's UI, logs and event log too
+    conf = {"spark.pyspark.python": sys.executable,
+            "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas|sasl|keystore|truststore",
+            **spark_conf()}
+    return JobSubmission(args, env, conf, options)
 
 
 def spark_submit_cmd(master: str, conf: dict[str, str], args: list[str], job=None,
                      name: str = "mm2-failover-latest-checkpoints", driver_memory: str | None = None) -> list[str]:
-    """The venv's spark-submit command line for the job (default ``spark_jobs/latest_checkpoints.py``) with the
-    Maven-fetched Kafka source jars: one place for the CLI and the benchmarks."""
-    import sys
-    from pathlib import Path
-
+    """The venv's spark-submit command line for the job (default: the package's job) with the Maven-fetched Kafka
+    source jars: one place for the CLI and the benchmarks."""
     from mm2_failover.config import SPARK_JOB, spark_jars
 
     cmd = [str(Path(sys.executable).with_name("spark-submit")), "--master", master, "--jars", ",".join(spark_jars()),
@@ -82,9 +135,16 @@ def spark_submit_cmd(master: str, conf: dict[str, str], args: list[str], job=Non
     return cmd + [str(job or SPARK_JOB), *args]
 
 
-def spark_submit(master: str, args: list[str], env: dict[str, str], conf: dict[str, str]) -> int:
-    """Run the job with the venv's spark-submit (the CLI path; Airflow uses SparkSubmitOperator)."""
-    import os
+def spark_submit(master: str, sub: JobSubmission, said: list[str] | None = None) -> int:
+    """Run the job with the venv's spark-submit (the CLI path; Airflow uses SparkSubmitOperator). Its output goes
+    to this process's stderr as it comes; the job's own messages (``latest_checkpoints: ...``) are also appended to
+    ``said``, for the caller's error message."""
     import subprocess
 
-    return subprocess.run(spark_submit_cmd(master, conf, args), env={**os.environ, **env}).returncode
+    p = subprocess.Popen(spark_submit_cmd(master, sub.conf, sub.args), env={**os.environ, **sub.env},
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    for line in p.stdout:
+        sys.stderr.write(line)
+        if said is not None and line.startswith("latest_checkpoints:"):
+            said.append(line.strip())
+    return p.wait()

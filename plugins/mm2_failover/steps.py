@@ -1,162 +1,181 @@
-"""The pipeline's steps as plain functions: the Airflow tasks and the CLI call exactly these.
+"""The pipeline's steps as plain functions over a :class:`~mm2_failover.run.RunContext`: the Airflow tasks, sensors
+and operator and the CLI call exactly these, and decide nothing themselves.
 
-Each step reads and writes the run's artifacts folder (see :class:`RunArtifacts`) so that a retry or a re-run
-of a step converges: the snapshot is captured once, the plan is built once, the backup is taken before the
-first write and never replaced, and apply writes only what the target does not hold yet.
+Each step reads and writes the run's folder (:class:`~mm2_failover.runfolder.RunFolder`) so that a retry or a re-run
+converges: reachability is decided once, the snapshot is captured once, the plan is built once, the backup is taken
+before the first write and never replaced, and apply writes only what the target does not hold yet.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
+from mm2_failover import drain as drainmod
+from mm2_failover import faults
 from mm2_failover import plan as planmod
 from mm2_failover import report as reportmod
-from mm2_failover.config import RunParams
-from mm2_failover.kafka_io import TP, Cluster, GroupState, KafkaUnavailable
-from mm2_failover.naming import (
-    compile_regex,
-    group_selected,
-    is_internal_topic,
-    source_alias_of_checkpoints_topic,
+from mm2_failover import rollback as rb
+from mm2_failover.kafka_io import TP, Cluster, Commit, GroupState, KafkaConfigError
+from mm2_failover.naming import checkpoint_topic_aliases
+from mm2_failover.run import RunContext
+from mm2_failover.rollback import Backup, BackupEntry
+from mm2_failover.runfolder import (
+    PLAN_JSON,
+    RunFolder,
+    RunFolderError,
+    Snapshot,
+    SourceState,
+    age_seconds,
+    now_iso,
+    read_json,
+    write_json,
+    write_text,
 )
+from mm2_failover.selection import compile_pattern
 
 log = logging.getLogger(__name__)
 
 
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+class ConfigurationError(ValueError):
+    """The run's parameters do not match the clusters (e.g. no checkpoints topic for an alias); exit 2."""
 
 
-def write_json(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)  # atomic: a crash never leaves half a file
+class NotDrained(RuntimeError):
+    """Producers still write or MM2 has not replicated everything (the CLI's drain wait timed out)."""
 
 
-def write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def tp_map_to_json(m: dict[TP, int]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for (t, p), o in sorted(m.items()):
-        out.setdefault(t, {})[str(p)] = o
-    return out
-
-
-def tp_map_from_json(d: dict[str, dict[str, int]]) -> dict[TP, int]:
-    return {(t, int(p)): o for t, parts in d.items() for p, o in parts.items()}
-
-
-@dataclass(frozen=True)
-class RunArtifacts:
-    """The files of one run. Local paths: the Spark job's output must be readable here too."""
-
-    dir: Path
-
-    @property
-    def snapshot(self) -> Path:
-        return self.dir / "snapshot.json"
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.dir / "latest_checkpoints.parquet"
-
-    @property
-    def checkpoints_summary(self) -> Path:
-        return self.dir / "latest_checkpoints.summary.json"
-
-    @property
-    def plan_json(self) -> Path:
-        return self.dir / "plan.json"
-
-    @property
-    def plan_csv(self) -> Path:
-        return self.dir / "plan.csv"
-
-    @property
-    def backup(self) -> Path:
-        return self.dir / "backup.json"
-
-    @property
-    def apply_result(self) -> Path:
-        return self.dir / "apply.json"
-
-    @property
-    def report_json(self) -> Path:
-        return self.dir / "report.json"
-
-    @property
-    def report_md(self) -> Path:
-        return self.dir / "report.md"
+class RollbackRefused(RuntimeError):
+    """The target's commits moved since the failover; a forced rollback would overwrite them."""
 
 
 # ------------------------------------------------------------------------------------------ 1. drain
 
 
-def selected_groups(cluster: Cluster, params: RunParams) -> list[str]:
-    inc = compile_regex(params.groups_regex, "groups_regex")
-    exc = compile_regex(params.groups_exclude_regex, "groups_exclude_regex") if params.groups_exclude_regex else None
-    return [g for g in cluster.groups() if group_selected(g, inc, exc)]
+@dataclass
+class _AliasScope:
+    alias: str
+    policy: object
+    source: Cluster | None
+    topics: list[str]  # source topic names in scope
+    groups: list[str] = field(default_factory=list)
 
 
-def topics_in_scope(source: Cluster, groups: list[str]) -> list[str]:
-    """The source topics the selected groups consume (their committed offsets on the source)."""
-    topics: set[str] = set()
-    for g in groups:
-        topics.update(t for t, _ in source.committed(g))
-    return sorted(t for t in topics if not is_internal_topic(t))
+def _scope(ctx: RunContext, target_topics: dict[str, int]) -> list[_AliasScope]:
+    """Per alias, the source topics whose producers must have stopped and whose replication must have caught up:
+    ``topics_regex``, else the topics the selected groups commit on (on a lost source: every replica)."""
+    rx = compile_pattern(ctx.params.topics_regex, "topics_regex") if ctx.params.topics_regex else None
+    out = []
+    for alias in ctx.aliases:
+        policy, source = ctx.policies[alias], ctx.source(alias)
+        replicated = [policy.source_topic(t) for t in policy.replica_topics(target_topics)]
+        groups: list[str] = []
+        if source is None:
+            topics = [t for t in replicated if rx is None or rx.fullmatch(t)]
+        elif rx is not None:
+            topics = [t for t in source.topics() if not policy.is_internal_topic(t) and rx.fullmatch(t)]
+        else:
+            groups = ctx.selection.select(source.groups())
+            commits = source.commits_many(groups, ctx.params.apply_concurrency)
+            topics = sorted({t for cs in commits.values() for t, _ in cs if not policy.is_internal_topic(t)})
+        out.append(_AliasScope(alias, policy, source, sorted(set(topics)), groups))
+    # several aliases may read the same source cluster: a topic only one of them replicates is not missing for the
+    # others (a topic no alias replicates stays in scope: "replica topic missing on the target")
+    present = {t for s in out for t in s.topics if s.policy.replica_topic(t) in target_topics}
+    for s in out:
+        s.topics = [t for t in s.topics if s.policy.replica_topic(t) in target_topics or t not in present]
+    return out
 
 
-def connect_source(source: Cluster | None, params: RunParams) -> Cluster | None:
-    """The source cluster, or None in disaster mode (``source_reachable``: detect | yes | no)."""
-    if source is None or params.source_reachable == "no":
-        return None
-    try:
-        source.topics()
-        return source
-    except KafkaUnavailable as e:
-        if params.source_reachable == "yes":
-            raise
-        log.warning("WARNING: DISASTER MODE - the source cluster is not reachable (%s). Source-side checks are "
-                    "skipped; only target-side evidence is used.", e)
-        return None
+def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.DrainVerdict:
+    """Observe, wait the quiet window, observe again, and evaluate (see :mod:`mm2_failover.drain`), for every
+    source alias; a lost alias (disaster mode) is judged on target-side evidence only."""
+    target = ctx.target
+    quiet = ctx.params.drain_quiet_seconds if quiet_s is None else quiet_s
+    lost = set(ctx.disaster_aliases())
+    target_topics = target.topics()
+    scopes = _scope(ctx, target_topics)
+    groups = sorted({g for s in scopes for g in s.groups})
+    topics = sorted({t for s in scopes for t in s.topics})
+    if not topics:
+        return drainmod.DrainVerdict(True, bool(lost), notes=[
+            "nothing in scope: no selected group has committed offsets on the source for a replicated topic"],
+            groups=groups, disaster_aliases=sorted(lost))
+    layout = []  # (alias, source topic, partition, replica topic)
+    for s in scopes:
+        if s.source is None:
+            reps = [s.policy.replica_topic(t) for t in s.topics]
+            parts = target.partitions([r for r in reps if r in target_topics])
+            layout += [(s.alias, s.policy.source_topic(r), p, r) for r, p in parts]
+        else:
+            layout += [(s.alias, t, p, s.policy.replica_topic(t)) for t, p in s.source.partitions(s.topics)]
+    rparts = sorted({(r, p) for _a, _t, p, r in layout if r in target_topics})
+    progress_topics = {s.alias: s.policy.mm2_offsets_topic for s in scopes}
+
+    def observe():
+        src = {}
+        for s in scopes:
+            if s.source is not None:
+                src.update({(s.alias, t, p): o for (t, p), o in s.source.offsets(
+                    [(t, p) for a, t, p, _r in layout if a == s.alias]).items()})
+        rep = target.offsets(rparts)
+        prog = {a: mm2_progress(target, a, t, target_topics) for a, t in progress_topics.items()}
+        return src, rep, prog
+
+    src1, rep1, prog1 = observe()
+    time.sleep(quiet)
+    src2, rep2, prog2 = observe()
+    notes = []
+    for a, t in progress_topics.items():
+        if prog2[a] is None:
+            notes.append(f"MM2 progress topic {t} not found on the target: alias {a} falls back to comparing replica "
+                         "and source end offsets")
+    if any(p is not None for a, p in prog2.items() if a not in lost):
+        notes.append("MM2 writes its progress on each offset flush (offset.flush.interval.ms, 60 s by default): "
+                     "a partition can look behind for up to that long after replication finished")
+    tails = last_record_ms(target, {rp: rep2[rp] for rp in rparts if any(
+        a in lost and (r, p) == rp for a, _t, p, r in layout)}) if lost else {}
+    obs = []
+    by_alias = {s.alias: s for s in scopes}
+    for alias, t, p, r in layout:
+        present = r in target_topics
+        prog_a2, prog_a1 = (prog2[alias] or {}), (prog1[alias] or {})
+        o = drainmod.PartitionObservation(
+            t, p, r, src1.get((alias, t, p)), src2.get((alias, t, p)),
+            prog_a2.get((t, p)) if prog2[alias] is not None else None, None,
+            rep1.get((r, p)), rep2.get((r, p)) if present else None, tails.get((r, p)), alias=alias)
+        o.progress_moved = prog_a1.get((t, p)) != prog_a2.get((t, p))
+        source = by_alias[alias].source
+        if source is not None and o.replicated is not None and o.source_end is not None \
+                and o.replicated + 1 < o.source_end:
+            # only transaction markers / aborted records after the last replicated offset?
+            data = list(source.read({(t, p): o.source_end}, start={(t, p): o.replicated + 1},
+                                    extra={"isolation.level": "read_committed"}))
+            o.data_after_replicated = bool(data)
+        obs.append(o)
+    v = drainmod.evaluate(obs, lost)
+    v.notes, v.disaster_aliases = notes, sorted(lost)
+    if lost:
+        hb = None
+        if "heartbeats" in target_topics:
+            hb = max(last_record_ms(target, target.offsets(target.partitions(["heartbeats"]))).values(), default=None)
+        v.rpo = drainmod.rpo_estimate([o for o in obs if o.alias in lost], int(time.time() * 1000), hb)
+    v.groups, v.topics = groups, topics
+    return v
 
 
-def mm2_progress(target: Cluster, alias: str, topic: str | None = None) -> dict[TP, int] | None:
-    """MM2's record of replication progress: the MirrorSourceConnector's committed source offsets, from the Connect
-    offsets topic on the target (dedicated mode: ``mm2-offsets.<alias>.internal``; JSON key
-    ``[connector, {cluster, partition, topic}]``, value ``{"offset": N}`` = last replicated source offset).
-    None when the topic does not exist (e.g. MM2 in a Connect cluster with other names)."""
-    topic = topic or f"mm2-offsets.{alias}.internal"
-    if topic not in target.topics():
+def mm2_progress(target: Cluster, alias: str, topic: str, target_topics: dict[str, int] | None = None):
+    """MM2's replication progress of ``alias`` (see :func:`mm2_failover.drain.mm2_progress`), or None when its
+    Connect offsets topic does not exist (e.g. MM2 in a Connect cluster with other names)."""
+    if topic not in (target_topics if target_topics is not None else target.topics()):
         return None
     parts = target.partitions([topic])
-    out: dict[TP, int] = {}
-    for _t, _p, _o, key, value, _ts in target.read(target.offsets(parts)):
-        try:
-            connector, part = json.loads(key)
-        except (TypeError, ValueError):
-            continue
-        if not isinstance(part, dict) or part.get("cluster") != alias or "topic" not in part:
-            continue  # checkpoint/heartbeat connectors keep dummy offsets here too
-        tp = (part["topic"], int(part["partition"]))
-        if value is None:
-            out.pop(tp, None)
-        else:
-            out[tp] = int(json.loads(value)["offset"])
-    return out
+    return drainmod.mm2_progress(((k, v) for _t, _p, _o, k, v, _ts in target.read(target.offsets(parts))), alias)
 
 
 def last_record_ms(cluster: Cluster, ends: dict[TP, int]) -> dict[TP, int]:
@@ -168,194 +187,207 @@ def last_record_ms(cluster: Cluster, ends: dict[TP, int]) -> dict[TP, int]:
     return out
 
 
-def drain_status(source: Cluster | None, target: Cluster, params: RunParams, quiet_s: float | None = None):
-    """Observe, wait the quiet window, observe again, and evaluate (see :mod:`mm2_failover.drain`).
-    ``source`` None = disaster mode. Returns a DrainVerdict with ``groups``/``topics`` attributes."""
-    from mm2_failover import drain
-
-    policy = params.policies()[0]  # kafka_source is one cluster: the first alias's
-    quiet = params.drain_quiet_seconds if quiet_s is None else quiet_s
-    disaster = source is None
-    target_topics = target.topics()
-    groups: list[str] = []
-    if params.topics_regex:
-        rx = compile_regex(params.topics_regex, "topics_regex")
-        if disaster:
-            topics = sorted(policy.source_topic(t) for t in target_topics
-                            if not is_internal_topic(t) and policy.source_topic(t) and rx.fullmatch(policy.source_topic(t)))
-        else:
-            topics = sorted(t for t in source.topics() if not is_internal_topic(t) and rx.fullmatch(t))
-    elif disaster:
-        topics = sorted(policy.source_topic(t) for t in target_topics if not is_internal_topic(t) and policy.source_topic(t))
-    else:
-        groups = selected_groups(source, params)
-        topics = topics_in_scope(source, groups)
-    if not topics:
-        return drain.DrainVerdict(True, disaster, notes=["nothing in scope: no selected group has committed offsets "
-                                                         "on the source for a replicated topic"], groups=groups)
-
-    replicas = {t: policy.replica_topic(t) for t in topics}
-    present = [t for t in topics if replicas[t] in target_topics]
-    if disaster:
-        parts = target.partitions([replicas[t] for t in present])
-        src_parts = [(policy.source_topic(rt), p) for rt, p in parts]
-    else:
-        src_parts = source.partitions(topics)
-    rparts = [(replicas[t], p) for t, p in src_parts if t in present]
-
-    def observe():
-        src = source.offsets(src_parts) if not disaster else {}
-        rep = target.offsets(rparts)
-        prog = mm2_progress(target, policy.source_alias)
-        return src, rep, prog
-
-    src1, rep1, prog1 = observe()
-    time.sleep(quiet)
-    src2, rep2, prog2 = observe()
-    notes = []
-    if prog2 is None:
-        notes.append(f"MM2 progress topic mm2-offsets.{policy.source_alias}.internal not found on the target: "
-                     "falling back to comparing replica and source end offsets")
-    elif not disaster:
-        notes.append("MM2 writes its progress on each offset flush (offset.flush.interval.ms, 60 s by default): "
-                     "a partition can look behind for up to that long after replication finished")
-    tails = last_record_ms(target, rep2) if disaster else {}
-    obs = []
-    for t, p in src_parts:
-        rt = replicas[t]
-        o = drain.PartitionObservation(t, p, rt, src1.get((t, p)), src2.get((t, p)),
-                                       (prog2 or {}).get((t, p)), None,
-                                       rep1.get((rt, p)), rep2.get((rt, p)) if t in present else None,
-                                       tails.get((rt, p)))
-        o.progress_moved = (prog1 or {}).get((t, p)) != (prog2 or {}).get((t, p))
-        if not disaster and o.replicated is not None and o.source_end is not None and o.replicated + 1 < o.source_end:
-            # only transaction markers / aborted records after the last replicated offset?
-            data = list(source.read({(t, p): o.source_end}, start={(t, p): o.replicated + 1},
-                                    extra={"isolation.level": "read_committed"}))
-            o.data_after_replicated = bool(data)
-        obs.append(o)
-    v = drain.evaluate(obs, disaster)
-    v.notes = notes
-    if disaster:
-        hb = None
-        if "heartbeats" in target_topics:
-            hb_parts = target.partitions(["heartbeats"])
-            hb = max(last_record_ms(target, target.offsets(hb_parts)).values(), default=None)
-        v.rpo = drain.rpo_estimate(obs, int(time.time() * 1000), hb)
-    v.groups, v.topics = groups, topics
-    return v
+def wait_drained(ctx: RunContext, timeout_s: float | None = None, poll_s: float = 2.0) -> drainmod.DrainVerdict:
+    """The CLI's drain wait: evaluate until drained, or raise NotDrained with the table after ``timeout_s``."""
+    timeout_s = ctx.params.drain_timeout_seconds if timeout_s is None else timeout_s
+    deadline = time.monotonic() + timeout_s
+    while True:
+        v = drain_status(ctx)
+        ctx.folder.save("drain.json", v.as_dict())
+        if v.drained:
+            log.info("drained: %d topic(s) of %d group(s)\n%s", len(v.topics), len(v.groups), v.table())
+            return v
+        if time.monotonic() + poll_s > deadline:
+            raise NotDrained(f"not drained after {timeout_s:.0f} s: stop the producers on the source and let MM2 catch "
+                             f"up (or, if the source is lost, use source_reachable=no):\n{v.table()}")
+        log.warning("%d partition(s) not drained yet; checking again", len(v.not_drained()))
+        time.sleep(poll_s)
 
 
 # ------------------------------------------------------------------------------------------ 2. snapshot
 
 
-def capture_snapshot(target: Cluster, params: RunParams, art: RunArtifacts, source: Cluster | None = None) -> dict:
+def capture_snapshot(ctx: RunContext) -> Snapshot:
     """Capture end offsets once per run; a re-run returns the snapshot already captured, unchanged."""
-    if art.snapshot.exists():
-        snap = json.loads(art.snapshot.read_text())
-        log.info("snapshot already captured at %s for this run: reusing it unchanged (%s)", snap["captured_at"], art.snapshot)
+    f = ctx.folder
+    if f.snapshot.exists():
+        snap = f.load_snapshot()
+        log.info("snapshot already captured at %s for this run: reusing it unchanged (%s)", snap.captured_at, f.snapshot)
         return snap
-    policies = params.policies()
+    ctx.reachability()  # decided before anything is captured (and never again)
+    target = ctx.target
     topics = target.topics()
-    cp_topics = [p.checkpoints_topic for p in policies]
-    missing = [t for t in cp_topics if t not in topics]
+    cp_topics = {a: ctx.policies[a].checkpoints_topic for a in ctx.aliases}
+    missing = {a: t for a, t in cp_topics.items() if t not in topics}
     if missing:
-        candidates = sorted(t for t in topics if source_alias_of_checkpoints_topic(t))
-        raise planmod.PlanError(
-            f"checkpoints topic(s) {', '.join(missing)} for source alias(es) {params.source_alias!r} not found on the "
-            f"target ({target.conf.get('bootstrap.servers')}). Checkpoint topics that do exist: {candidates or 'none'}. "
-            "Check the source_alias param and that MM2's MirrorCheckpointConnector runs for this flow."
-        )
-    cp_end = target.offsets(target.partitions(cp_topics))
-    replicas = sorted({t for t in topics if not is_internal_topic(t)
-                       for p in policies if p.source_topic(t) is not None})
+        found = checkpoint_topic_aliases(topics)
+        raise ConfigurationError(
+            f"checkpoints topic(s) {', '.join(missing.values())} for source alias(es) {', '.join(missing)} not found on "
+            f"the target ({target.conf.get('bootstrap.servers')}). Checkpoint topics that do exist: "
+            f"{', '.join(f'{t} (alias {a})' for t, a in sorted(found.items())) or 'none'}. Check source_alias, the "
+            "replication policy separator (and internal_topic_separator_enabled), and that MM2's "
+            "MirrorCheckpointConnector runs for this flow.")
+    cp_parts = target.partitions(cp_topics.values())
+    cp_end, cp_start = target.offsets(cp_parts), target.offsets(cp_parts, "earliest")
+    replicas = sorted({t for p in ctx.policies.values() for t in p.replica_topics(topics)})
     rparts = target.partitions(replicas)
     r_end, r_start = target.offsets(rparts, "latest"), target.offsets(rparts, "earliest")
-    snap = {
-        "captured_at": now_iso(),
-        "source_alias": params.source_alias,
-        "checkpoints_topics": cp_topics,
-        "checkpoints_end_offsets": tp_map_to_json(cp_end),
-        "replica_partitions": {t: n for t, n in topics.items() if t in replicas},
-        "replica_log_start": tp_map_to_json(r_start),
-        "replica_log_end": tp_map_to_json(r_end),
-        "source_end_offsets": None,
-    }
-    if source is not None:  # the source behind the kafka_source connection: the first alias
-        src_topics = sorted({policies[0].source_topic(t) for t in replicas if policies[0].source_topic(t)})
+    sources = {}
+    for alias in ctx.aliases:
+        source = ctx.source(alias)
+        if source is None:
+            sources[alias] = SourceState(alias, False)
+            continue
+        policy = ctx.policies[alias]
+        src_topics = sorted({policy.source_topic(t) for t in policy.replica_topics(topics)})
         existing = source.topics()
-        snap["source_end_offsets"] = tp_map_to_json(source.offsets(source.partitions([t for t in src_topics if t in existing])))
-        # the selected groups' commits on the source: checkpoint freshness and re-read estimates
-        groups = selected_groups(source, params)
-        snap["source_group_offsets"] = {g: tp_map_to_json(o) for g, o in
-                                        committed_offsets(source, groups, params.apply_concurrency).items()}
-    else:
-        snap["source_group_offsets"] = None
-        snap["disaster_mode"] = True
-    write_json(art.snapshot, snap)
-    log.info("captured snapshot: checkpoint end offsets %s; %d replica topic(s)", snap["checkpoints_end_offsets"],
-             len(replicas))
+        end = source.offsets(source.partitions([t for t in src_topics if t in existing]))
+        groups = ctx.selection.select(source.groups())
+        commits = source.commits_many(groups, ctx.params.apply_concurrency)
+        sources[alias] = SourceState(alias, True, end, {g: cs for g, cs in commits.items() if cs})
+    snap = Snapshot(now_iso(), cp_topics, cp_end, cp_start, {t: topics[t] for t in replicas}, r_start, r_end, sources,
+                    target.cluster_id())
+    f.save_snapshot(snap)
+    log.info("captured snapshot: checkpoint end offsets %s; %d replica topic(s); sources: %s", cp_end, len(replicas),
+             {a: "reachable" if s.reachable else "LOST (disaster mode)" for a, s in sources.items()})
     return snap
+
+
+def source_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str, str, int], Commit]]:
+    """The selected groups' source commits on replicated topics: group -> {(alias, replica topic, partition): commit}."""
+    out: dict[str, dict] = {}
+    for alias, state in snap.sources.items():
+        policy = ctx.policies[alias]
+        for g, cs in (state.group_commits or {}).items():
+            if not ctx.selection.selects(g):
+                continue
+            for (t, p), c in cs.items():
+                rt = policy.replica_topic(t)
+                if rt in snap.replica_partitions and not policy.is_internal_topic(t):
+                    out.setdefault(g, {})[(alias, rt, p)] = c
+    return out
 
 
 # ------------------------------------------------------------------------------------------ 3. checkpoints
 
 
 def load_latest_checkpoints(path: Path) -> list[planmod.LatestCheckpoint]:
-    import pyarrow.parquet as pq
+    """Every answer of the Spark job (all groups: the job does not select)."""
+    from mm2_failover.runfolder import checkpoint_rows
 
-    t = pq.read_table(str(path), columns=["source_alias", "group", "topic", "partition", "upstream_offset",
-                                          "downstream_offset", "metadata"])
-    return [planmod.LatestCheckpoint(**r) for r in t.to_pylist()]
+    return [planmod.LatestCheckpoint(**r) for r in checkpoint_rows(path, [
+        "source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata"])]
+
+
+def selected_checkpoints(ctx: RunContext) -> list[planmod.LatestCheckpoint]:
+    """The latest checkpoints of the run's selected groups and aliases."""
+    f = ctx.folder
+    if not f.checkpoints.exists():
+        raise RunFolderError(f"no latest checkpoints at {f.checkpoints}: compute_latest_checkpoints must run first")
+    aliases = set(ctx.aliases)
+    return [c for c in load_latest_checkpoints(f.checkpoints) if c.source_alias in aliases and ctx.selection.selects(c.group)]
 
 
 # ------------------------------------------------------------------------------------------ 4. gate
 
 
-def live_groups(target: Cluster, groups: list[str]) -> list[GroupState]:
-    """Groups that have members (or are mid-rebalance) on ``target``: the broker would refuse their commits."""
-    return [s for s in target.describe_groups(groups).values() if not s.is_safe_to_move]
+def live_groups(cluster: Cluster, groups: list[str]) -> list[GroupState]:
+    """Groups that have members (or are mid-rebalance) on ``cluster``: the broker would refuse their commits."""
+    return [s for s in cluster.describe_groups(groups).values() if not s.is_safe_to_move]
 
 
-# ------------------------------------------------------------------------------------------ 5. apply
+def groups_to_move(ctx: RunContext) -> list[str]:
+    """The selected groups of the run: those with checkpoints and those with commits on a source."""
+    groups = {c.group for c in selected_checkpoints(ctx)}
+    if ctx.folder.snapshot.exists():
+        groups |= set(source_commits(ctx, ctx.folder.load_snapshot()))
+    return sorted(groups)
 
 
-def make_plan(target: Cluster, params: RunParams, art: RunArtifacts, snapshot: dict) -> planmod.Plan:
+def check_groups_empty(ctx: RunContext, groups: list[str], sources: bool | None = None) -> list[tuple[str, GroupState]]:
+    """``(where, state)`` of every group with live members on the target, and (``source_groups_must_be_empty``) on
+    every source the run decided reachable. A source check that fails raises: it never passes with a warning."""
+    if not groups:
+        return []
+    live = [("target", s) for s in live_groups(ctx.target, groups)]
+    if ctx.params.source_groups_must_be_empty if sources is None else sources:
+        for alias, source in ctx.sources().items():
+            live += [(f"source {alias}", s) for s in live_groups(source, groups)]
+    return live
+
+
+def early_gate(ctx: RunContext) -> list[tuple[str, GroupState]]:
+    """Before the (slow) computation: live members of any selected group known to the target or a source."""
+    candidates = set(ctx.selection.select(ctx.target.groups()))
+    for source in ctx.sources().values():
+        candidates |= set(ctx.selection.select(source.groups()))
+    return check_groups_empty(ctx, sorted(candidates))
+
+
+def describe_live(live: list[tuple[str, GroupState]]) -> str:
+    return f"{len(live)} group(s) still have live members:\n" + "\n".join(f"  on {w}: {s.describe()}" for w, s in live)
+
+
+# ------------------------------------------------------------------------------------------ 5. plan
+
+
+def make_plan(ctx: RunContext) -> planmod.Plan:
     """Build the plan once per run (a retry reloads it, so 'current' keeps meaning 'before this run')."""
-    if art.plan_json.exists():
-        log.info("plan already built for this run: reusing %s", art.plan_json)
-        return planmod.Plan.from_dicts(json.loads(art.plan_json.read_text())["rows"])
-    cps = load_latest_checkpoints(art.checkpoints)
-    groups = sorted({c.group for c in cps})
-    current = committed_offsets(target, groups, params.apply_concurrency)
-    starts = tp_map_from_json(snapshot["replica_log_start"])
-    ends = tp_map_from_json(snapshot["replica_log_end"])
-    bounds = {tp: planmod.PartitionBounds(starts[tp], ends[tp]) for tp in ends}
-    plan = planmod.build_plan(cps, bounds, current, snapshot["replica_partitions"],
-                              params.on_existing_target_offsets, params.allow_rewind)
-    write_json(art.plan_json, {"built_at": now_iso(), "params": params.as_dict(), "counts": plan.counts(),
-                               "rows": plan.as_dicts()})
-    write_text(art.plan_csv, plan.to_reset_csv())
-    log.info("plan: %d group(s), %s; written to %s and %s", len(plan.groups()), plan.counts(), art.plan_json, art.plan_csv)
+    f, p = ctx.folder, ctx.params
+    if f.plan_json.exists():
+        log.info("plan already built for this run: reusing %s", f.plan_json)
+        return planmod.Plan.from_dicts(f.load(PLAN_JSON)["rows"])
+    summary = f.load_summary()
+    refusal = planmod.quarantine_refusal(summary.raw if summary else None, p.max_quarantined_records)
+    if refusal:
+        raise planmod.PlanError(refusal)
+    snap = f.load_snapshot()
+    cps = selected_checkpoints(ctx)
+    src = source_commits(ctx, snap)
+    groups = sorted({c.group for c in cps} | set(src))
+    current = ctx.target.commits_many(groups, p.apply_concurrency)
+    bounds = {tp: planmod.PartitionBounds(snap.replica_start[tp], snap.replica_end[tp]) for tp in snap.replica_end}
+    plan = planmod.build_plan(cps, bounds, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in current.items()},
+                              snap.replica_partitions, p.on_existing_target_offsets, p.allow_rewind,
+                              {g: {k: c.offset for k, c in cs.items()} for g, cs in src.items()},
+                              p.accept_groups_without_checkpoints)
+    built = now_iso()
+    f.save(PLAN_JSON, {"built_at": built, "params": p.as_dict(), "counts": plan.counts(),
+                       "snapshot_captured_at": snap.captured_at,
+                       "snapshot_age_seconds": age_seconds(snap.captured_at, datetime.fromisoformat(built)),
+                       "rows": plan.as_dicts()})
+    write_text(f.plan_csv, plan.to_reset_csv())
+    log.info("plan: %d group(s), %s; written to %s and %s", len(plan.groups()), plan.counts(), f.plan_json, f.plan_csv)
     return plan
 
 
-def committed_offsets(cluster: Cluster, groups: list[str], concurrency: int = 8) -> dict[str, dict[TP, int]]:
-    return cluster.committed_many(list(groups), window=concurrency)
+# ------------------------------------------------------------------------------------------ 6. backup and apply
 
 
-def take_backup(target: Cluster, plan: planmod.Plan, art: RunArtifacts, concurrency: int = 8) -> dict:
-    """Store the target's commits for every planned partition ("no commit" as null) before the first write.
-    Never replaced: a retry keeps the state from before the run."""
-    if art.backup.exists():
-        return json.loads(art.backup.read_text())
-    groups = plan.groups()
-    current = committed_offsets(target, groups, concurrency)
-    backup = {"taken_at": now_iso(), "cluster": target.conf.get("bootstrap.servers"), "groups": {}}
-    for r in plan.rows:
-        backup["groups"].setdefault(r.group, {}).setdefault(r.topic, {})[str(r.partition)] = \
-            current.get(r.group, {}).get((r.topic, r.partition))
-    write_json(art.backup, backup)
+@contextlib.contextmanager
+def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
+    """Hold the target cluster's writer lock (see :mod:`mm2_failover.locks`) while writing offsets."""
+    from mm2_failover import config, locks
+
+    target = ctx_or_target.target if isinstance(ctx_or_target, RunContext) else ctx_or_target
+    run = run or (f"{ctx_or_target.dag_id}/{ctx_or_target.run_id}" if isinstance(ctx_or_target, RunContext) else "")
+    with locks.writer_lock(config.artifacts_root(), target.cluster_id(), {"writer": what, "run": run}, wait_s) as rec:
+        yield rec
+
+
+def take_backup(ctx: RunContext, plan: planmod.Plan) -> Backup:
+    """Store, for every partition apply will write, the target's commit before the run (or none) and the commit
+    apply writes. Taken before the first write; never replaced (a retry keeps the state from before the run)."""
+    f = ctx.folder
+    existing = f.load_backup()
+    if existing is not None:
+        return existing
+    writes = plan.commits()
+    current = ctx.target.commits_many(sorted(writes), ctx.params.apply_concurrency)
+    backup = Backup(now_iso(), str(ctx.target.conf.get("bootstrap.servers")), ctx.target.cluster_id(), ctx.dag_id,
+                    ctx.run_id, {g: {tp: BackupEntry(current.get(g, {}).get(tp), c) for tp, c in parts.items()}
+                                 for g, parts in writes.items()})
+    f.save_backup(backup)
     return backup
 
 
@@ -369,11 +401,11 @@ class ApplyResult:
         return {"applied": self.applied, "unchanged": self.unchanged, "refused": self.refused}
 
 
-def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 8) -> ApplyResult:
+def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32) -> ApplyResult:
     """One ``alter_consumer_group_offsets`` request per group, ``concurrency`` at a time. Writes only what
-    differs from the target's current commits; a refused group does not stop the others."""
-    groups = sorted(plan.writes())
-    current = committed_offsets(target, groups, concurrency)
+    differs from the target's current commits (offset and metadata); a refused group does not stop the others."""
+    groups = sorted(plan.commits())
+    current = target.commits_many(groups, concurrency)
     todo = planmod.diff_to_apply(plan, current)
     res = ApplyResult(unchanged=[g for g in groups if g not in todo])
     t0, done = time.monotonic(), 0
@@ -393,136 +425,172 @@ def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 8) -> App
     return res
 
 
-# ------------------------------------------------------------------------------------------ 6. verify
+def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
+    """Under the target's writer lock: the backup (once), then apply, then the result in ``apply.json``."""
+    with writer_lock(ctx, "failover apply", ctx.params.lock_wait_seconds):
+        faults.hit("apply.locked")
+        take_backup(ctx, plan)
+        log.info("backup of the target's commits before this run: %s (rollback restores exactly this)",
+                 ctx.folder.backup)
+        faults.hit("apply.after_backup")
+        res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency)
+        ctx.folder.save("apply.json", res.as_dict())
+    log.info("applied: %d group(s) written, %d already as planned, %d refused", len(res.applied), len(res.unchanged),
+             len(res.refused))
+    return res
 
 
-def stale_checkpoints(plan: planmod.Plan, source_group_offsets: dict | None, params: RunParams) -> list[dict]:
-    """Rows whose checkpoint's upstream offset differs from the group's commit on the source at capture time:
-    MM2 had not (yet, or could not) checkpoint the newest commit. Only rows of the first alias (the source
-    behind ``kafka_source``) can be compared."""
-    if not source_group_offsets:
-        return []
-    policy = params.policies()[0]
-    out = []
+# ------------------------------------------------------------------------------------------ 7. verify
+
+
+def lost_to_retention_exact(ctx: RunContext, plan: planmod.Plan, snap: Snapshot, scan: int = 2000) -> dict:
+    """For partitions clamped to the replica's log start, where the group's source commit U is known: find the
+    source offset u of the replica's first record (same key, value and timestamp on the source) and count the
+    offsets [U, u) the group had not read and that are gone: exactly what was lost. Partitions where the record is
+    not found within ``scan`` records of its timestamp keep the upper bound."""
+    src = source_commits(ctx, snap)
+    out = {}
     for r in plan.rows:
-        if r.upstream_offset is None or r.source_alias != policy.source_alias:
+        if r.reason != planmod.RETENTION_GAP or not r.retention_gap:
             continue
-        commits = tp_map_from_json(source_group_offsets.get(r.group, {}))
-        src = commits.get((policy.source_topic(r.topic), r.partition))
-        if src is not None and src != r.upstream_offset:
-            out.append({"group": r.group, "topic": r.topic, "partition": r.partition,
-                        "source_committed": src, "checkpoint_upstream": r.upstream_offset})
+        commit = src.get(r.group, {}).get((r.source_alias, r.topic, r.partition))
+        source = ctx.source(r.source_alias) if r.source_alias in ctx.aliases else None
+        if commit is None or source is None:
+            continue
+        u = find_source_offset(ctx.target, source, ctx.policies[r.source_alias].source_topic(r.topic), r.topic,
+                               r.partition, r.log_start, scan)
+        if u is not None:
+            out[(r.group, r.topic, r.partition)] = max(0, u - commit.offset)
     return out
 
 
-def checkpoint_warnings(summary: dict) -> list[str]:
-    out = []
-    if summary.get("quarantined"):
-        out.append(f"{summary['quarantined']} checkpoint record(s) could not be used {summary['quarantined_by_reason']}: "
-                   f"listed in {summary.get('quarantine_output')}")
-    if summary.get("regressions"):
-        out.append(f"{summary['regressions']} checkpoint(s) went backwards within the read range (policy "
-                   f"{summary.get('policy')}: {'the highest was kept' if summary.get('policy') == 'max' else 'the latest was kept'}); "
-                   f"listed in {summary.get('regressions_output')}")
-    return out
+def find_source_offset(target: Cluster, source: Cluster, source_topic: str, replica_topic: str, partition: int,
+                       downstream: int, scan: int) -> int | None:
+    """The source offset of the record MM2 copied to ``replica_topic[partition]@downstream`` (None: not found)."""
+    rec = list(target.read({(replica_topic, partition): downstream + 1}, start={(replica_topic, partition): downstream}))
+    if not rec:
+        return None
+    _t, _p, _o, key, value, ts = rec[0]
+    start = source.offset_for_time((source_topic, partition), ts)
+    if start is None:
+        return None
+    end = source.offsets([(source_topic, partition)])[(source_topic, partition)]
+    for _t, _p, off, k, v, t2 in source.read({(source_topic, partition): min(end, start + scan)},
+                                              start={(source_topic, partition): start}):
+        if (k, v, t2) == (key, value, ts):
+            return off
+    return None
 
 
-def verify_run(target: Cluster, plan: planmod.Plan, art: RunArtifacts, params: RunParams, dag_id: str, run_id: str,
-               dry_run: bool = False, refused: dict[str, str] | None = None, warnings: list[str] | None = None) -> dict:
-    groups = plan.groups()
-    committed = committed_offsets(target, groups, params.apply_concurrency)
+def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None, refused: dict[str, str] | None = None,
+               warnings: list[str] | None = None) -> dict:
+    """Read every planned group back, compare with the plan, and write report.json, report.md and summary.json."""
+    f, p = ctx.folder, ctx.params
+    dry_run = p.dry_run if dry_run is None else dry_run
+    committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
     mismatches = [] if dry_run else planmod.verify(plan, committed)
     tps = sorted({(r.topic, r.partition) for r in plan.rows})
-    log_end = target.offsets(tps) if tps else {}
-    summary = json.loads(art.checkpoints_summary.read_text()) if art.checkpoints_summary.exists() else {}
-    warnings = list(warnings or []) + checkpoint_warnings(summary)
-    snapshot = json.loads(art.snapshot.read_text()) if art.snapshot.exists() else {}
-    drain_obs = json.loads((art.dir / "drain.json").read_text()) if (art.dir / "drain.json").exists() else {}
-    if drain_obs.get("disaster") or snapshot.get("disaster_mode"):
-        warnings.append("DISASTER MODE: the source cluster was not reachable; producer and source-group checks were "
-                        f"skipped. Data-loss window: {drain_obs.get('rpo')}")
-    stale = stale_checkpoints(plan, snapshot.get("source_group_offsets"), params)
-    if stale:
-        warnings.append(f"{len(stale)} partition(s) have a checkpoint behind the group's last commit on the source "
-                        f"(MM2 had not checkpointed the newest commit): {stale[:10]}")
-    rep = reportmod.build_report(dag_id=dag_id, run_id=run_id, params=params.as_dict(), plan=plan, committed=committed,
-                                 log_end=log_end, mismatches=mismatches, refused=refused, dry_run=dry_run,
-                                 checkpoints_summary=summary, warnings=warnings)
-    rep["artifacts"] = str(art.dir)
-    rep["rpo"] = drain_obs.get("rpo")
-    rep["stale_checkpoints"] = stale
-    write_json(art.report_json, rep)
-    write_text(art.report_md, reportmod.render_markdown(rep))
+    log_end = ctx.target.offsets(tps) if tps else {}
+    summary = f.load_summary()
+    snap = f.load_snapshot()
+    drain = f.load_drain()
+    warnings = list(warnings or [])
+    if snap.disaster_aliases:
+        warnings.append(f"DISASTER MODE for source alias(es) {', '.join(snap.disaster_aliases)}: their clusters were "
+                        "not reachable (or declared lost); producer and source-group checks were skipped for them. "
+                        f"Data-loss window: {drain.get('rpo')}")
+    built = f.load(PLAN_JSON, {})
+    src = {(g, rt, part): c.offset for g, cs in source_commits(ctx, snap).items() for (_a, rt, part), c in cs.items()}
+    lost = {} if dry_run and not any(r.retention_gap for r in plan.rows) else lost_to_retention_exact(ctx, plan, snap)
+    rep = reportmod.build_report(
+        dag_id=ctx.dag_id, run_id=ctx.run_id, params=p.as_dict(), plan=plan, committed=committed, log_end=log_end,
+        mismatches=mismatches, refused=refused, dry_run=dry_run, checkpoints_summary=summary.raw if summary else {},
+        warnings=warnings, source_commits=src, lost_exact=lost,
+        snapshot={"captured_at": snap.captured_at, "age_seconds": built.get("snapshot_age_seconds"),
+                  "disaster_aliases": snap.disaster_aliases})
+    rep["artifacts"] = str(f.dir)
+    rep["rpo"] = drain.get("rpo")
+    write_json(f.report_json, rep)
+    write_text(f.report_md, reportmod.render_markdown(rep))
+    f.save("summary.json", reportmod.run_summary(ctx.dag_id, ctx.run_id, rep, None, now_iso()))
     return rep
 
 
 # ------------------------------------------------------------------------------------------ rollback
 
 
-def backup_offsets(backup: dict) -> dict[str, dict[TP, int | None]]:
-    """group -> {(topic, partition): offset before the run, or None = no commit then}."""
-    return {g: {(t, int(p)): o for t, parts in topics.items() for p, o in parts.items()}
-            for g, topics in backup["groups"].items()}
+def backup_path_of(backup_path: str | None, failover_run_id: str | None) -> Path:
+    """The backup a rollback restores: ``backup_path``, or the backup of the mm2_failover run ``failover_run_id``."""
+    from mm2_failover.config import run_dir
+
+    if backup_path:
+        return Path(backup_path)
+    if failover_run_id:
+        return RunFolder(run_dir("mm2_failover", failover_run_id)).backup
+    raise ValueError("give failover_run_id (the mm2_failover run to undo) or backup_path")
 
 
-def load_backup(path: Path) -> dict:
-    if not path.exists():
-        raise FileNotFoundError(f"no backup at {path}: apply_group_offsets writes it before its first write; a run "
-                                "that never reached that point changed nothing")
-    return json.loads(path.read_text())
+def check_backup_cluster(target: Cluster, backup: Backup, path) -> None:
+    """Rollback rule 2: a backup is restored only on the cluster it was taken on."""
+    if not backup.cluster_id:
+        raise KafkaConfigError(f"backup {path} has no cluster id: it was not written by apply_group_offsets")
+    here = target.cluster_id()
+    if here != backup.cluster_id:
+        raise KafkaConfigError(f"backup {path} was taken on cluster {backup.cluster_id} ({backup.cluster}), but the "
+                               f"target is cluster {here} ({target.conf.get('bootstrap.servers')}): nothing was "
+                               "written. Point the rollback at the cluster the failover wrote to.")
 
 
-def rollback_diff(backup: dict, current: dict[str, dict[TP, int]]) -> dict[str, tuple[dict[TP, int], list[TP]]]:
-    """Pure: per group, what to commit and which commits to delete to get back exactly to the backup."""
-    out = {}
-    for g, before in backup_offsets(backup).items():
-        now = current.get(g, {})
-        to_set = {tp: o for tp, o in before.items() if o is not None and now.get(tp) != o}
-        to_delete = sorted(tp for tp, o in before.items() if o is None and tp in now)
-        if to_set or to_delete:
-            out[g] = (to_set, to_delete)
-    return out
-
-
-def rollback(target: Cluster, backup: dict, concurrency: int = 8, journal_dir: Path | None = None) -> ApplyResult:
-    """Restore the commits in ``backup`` exactly: offsets that existed are committed again, offsets that did not
-    exist are removed. Idempotent; refused groups are reported and the others proceed.
-
-    Kafka removes single commits with OffsetDelete, which confluent-kafka does not offer; so a group that needs
-    commits removed is deleted (it is empty: the gate checked) and re-committed with its backed-up offsets plus
-    its current commits on partitions the backup does not cover. That list is journaled first, so a retry after
-    a crash in between still restores it."""
-    groups = sorted(backup["groups"])
-    current = committed_offsets(target, groups, concurrency)
-    todo = rollback_diff(backup, current)
-    res = ApplyResult(unchanged=[g for g in groups if g not in todo])
-    before = backup_offsets(backup)
-    journal_dir = journal_dir or Path(os.environ.get("TMPDIR", "/tmp"))
+def rollback(target: Cluster, backup: Backup, concurrency: int, journal_dir: Path, force: bool = False,
+             backup_path: str = "backup") -> ApplyResult:
+    """Restore exactly the commits ``backup`` saved, on the partitions the failover wrote (see
+    :mod:`mm2_failover.rollback` for the rules). Idempotent; refused groups are reported and the others proceed.
+    Raises RollbackRefused when commits moved since the failover (unless ``force``)."""
+    check_backup_cluster(target, backup, backup_path)
+    groups = sorted(backup.groups)
+    journals = {g: Path(journal_dir) / rb.journal_name(g) for g in groups}
+    resuming = {g for g, j in journals.items() if j.exists()}
+    current = target.commits_many(groups, concurrency)
+    moved = rb.moved_since_failover(backup, current, skip=resuming)
+    if moved and not force:
+        raise RollbackRefused(
+            f"{len(moved)} partition(s) were committed on the target since the failover: {rb.describe_moved(moved)}. "
+            "Nothing was written. A rollback would rewind these consumers; stop them and roll back with --force "
+            "(DAG: force=true) if that is what you want.")
+    if moved:
+        log.warning("forced rollback overwrites commits made since the failover: %s", rb.describe_moved(moved))
+    todo = rb.actions(backup, current)
+    res = ApplyResult(unchanged=[g for g in groups if g not in todo and g not in resuming])
 
     def one(group: str):
-        to_set, to_delete = todo[group]
+        journal = journals[group]
         try:
-            if to_delete:
-                journal = journal_dir / f"rollback-journal-{group}.json"
-                if journal.exists():  # a previous attempt deleted the group already: use what it saw
-                    keep = {tuple(k): v for k, v in json.loads(journal.read_text())}
-                else:
-                    keep = {tp: o for tp, o in current.get(group, {}).items() if tp not in before[group]}
-                    write_json(journal, [[list(tp), o] for tp, o in keep.items()])
-                target.delete_group(group)
-                to_set = {**keep, **{tp: o for tp, o in before[group].items() if o is not None}}
-            if to_set:
-                errs = {tp: e for tp, e in target.alter_offsets(group, to_set).items() if e}
+            if journal.exists():  # a previous attempt saw the group before deleting it: finish what it started
+                rec = read_json(journal, "rollback journal")
+                recommit = {(t, int(p)): Commit(int(o), m or "") for t, p, o, m in rec["recommit"]}
+                target.delete_group(group, missing_ok=True)
+                faults.hit("rollback.after_delete_group")
+            elif todo[group].needs_delete:
+                recommit = rb.recommit_after_delete(backup, group, current.get(group, {}))
+                write_json(journal, {"group": group, "written_at": now_iso(),
+                                     "recommit": [[t, p, c.offset, c.metadata] for (t, p), c in sorted(recommit.items())]})
+                faults.hit("rollback.after_journal")
+                target.delete_group(group, missing_ok=True)
+                faults.hit("rollback.after_delete_group")
+            else:
+                recommit = todo[group].restore
+            if recommit:
+                errs = {tp: e for tp, e in target.alter_offsets(group, recommit).items() if e}
                 if errs:
                     return group, None, f"partition errors: {errs}"
-            if to_delete:
-                journal.unlink(missing_ok=True)
-        except Exception as e:
+            journal.unlink(missing_ok=True)
+        except Exception as e:  # noqa: BLE001 - reported per group; the others proceed
             return group, None, f"{type(e).__name__}: {e}"
-        return group, len(todo[group][0]) + len(to_delete), None
+        return group, len(recommit), None
 
+    Path(journal_dir).mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
-        for group, n, err in pool.map(one, sorted(todo)):
+        for group, n, err in pool.map(one, sorted(set(todo) | resuming)):
             if err:
                 res.refused[group] = err
                 log.error("group %s NOT rolled back: %s", group, err)
@@ -531,7 +599,8 @@ def rollback(target: Cluster, backup: dict, concurrency: int = 8, journal_dir: P
     return res
 
 
-def verify_rollback(target: Cluster, backup: dict, concurrency: int = 8) -> list[str]:
-    groups = sorted(backup["groups"])
-    left = rollback_diff(backup, committed_offsets(target, groups, concurrency))
-    return [f"{g}: still differs from the backup (set {s}, delete {d})" for g, (s, d) in sorted(left.items())]
+def verify_rollback(target: Cluster, backup: Backup, concurrency: int = 32) -> list[str]:
+    return rb.remaining(backup, target.commits_many(sorted(backup.groups), concurrency))
+
+
+__all__ = ["ApplyResult", "ConfigurationError", "NotDrained", "RollbackRefused", "RunFolder", "RunFolderError"]

@@ -30,6 +30,8 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
+
+from mm2_failover.report import run_summary
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 SERVED_FILES = {"report.json": "application/json", "report.md": "text/plain; charset=utf-8",
@@ -49,7 +51,7 @@ h1{font-size:1.35rem;margin:.2rem 0 .8rem} h2{font-size:1.1rem;margin:1.4rem 0 .
 table{border-collapse:collapse;margin:.3rem 0 1rem} th,td{border:1px solid #d0d5dd;padding:.25rem .5rem}
 th{background:#f2f4f7;text-align:left} td.n{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:.1rem .5rem;border-radius:.6rem;font-weight:600;font-size:.85rem}
-.succeeded{background:#d1fadf;color:#05603a}.failed{background:#fee4e2;color:#912018}
+.succeeded{background:#d1fadf;color:#05603a}.failed,.unreadable{background:#fee4e2;color:#912018}
 .dry_run,.drill{background:#e0eaff;color:#1d3a8a}.warn{background:#fef0c7;color:#7a2e0e;padding:.3rem .6rem;margin:.2rem 0}
 nav a{margin-right:1rem} footer{margin-top:2rem;color:#667085;font-size:.8rem;border-top:1px solid #eaecf0;padding-top:.5rem}
 .muted{color:#667085} svg{background:#fcfcfd;border:1px solid #eaecf0;margin:.3rem .6rem .6rem 0}
@@ -64,7 +66,7 @@ HEADERS = {
 }
 
 
-def e(v: Any) -> str:
+def esc(v: Any) -> str:
     """HTML-escape anything (None -> empty)."""
     return "" if v is None else html.escape(str(v), quote=True)
 
@@ -118,8 +120,34 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
 
 
+SUMMARY_FILE = "summary.json"
+MAX_FALLBACK_BYTES = 2 << 20  # a run without summary.json (older versions): parse its report only if this small
+
+
+_SUMMARY_TYPES = {"dag_id": str, "run_id": str, "kind": str, "outcome": str, "time": str, "drill_totals": dict}
+
+
+def _valid(summary: Any) -> bool:
+    if not isinstance(summary, dict):
+        return False
+    for k, ty in _SUMMARY_TYPES.items():
+        if k in summary and not isinstance(summary[k], ty):
+            return False
+    num = ("groups", "moved", "partitions", "committed", "skipped", "clamped", "lost", "mismatches", "reread",
+           "findings")
+    return all(summary.get(k) is None or isinstance(summary[k], (int, float)) for k in num)
+
+
+def _unreadable(dag_id: str, folder: str, mtime: float, why: str) -> dict:
+    return {"dag_id": dag_id, "folder": folder, "run_id": folder, "kind": "failover", "outcome": "unreadable",
+            "time": _iso(mtime), "why": why, "drill_totals": {}, **{k: None for k in (
+                "groups", "moved", "partitions", "committed", "skipped", "clamped", "lost", "mismatches", "reread",
+                "findings")}}
+
+
 def scan_runs(root: Path, cache: _JsonCache, limit: int = MAX_RUNS) -> list[dict]:
-    """Runs with a report.json or drill.json under ``root/<dag_id>/<run>/``, newest first."""
+    """Runs with a report under ``root/<dag_id>/<run>/``, newest first, from each run's ``summary.json``. A run whose
+    files are missing, too big or malformed is listed as unreadable; it never breaks the page for the others."""
     found = []
     if not root.is_dir():
         return []
@@ -127,74 +155,68 @@ def scan_runs(root: Path, cache: _JsonCache, limit: int = MAX_RUNS) -> list[dict
         if not dag_dir.is_dir() or dag_dir.name.startswith("."):
             continue
         for run in dag_dir.iterdir():
-            rj, dj = run / "report.json", run / "drill.json"
-            files = [p for p in (dj, rj) if p.is_file()]
+            files = [p for p in (run / SUMMARY_FILE, run / "drill.json", run / "report.json") if p.is_file()]
             if files:
                 found.append((max(p.stat().st_mtime for p in files), dag_dir.name, run))
     found.sort(key=lambda x: x[0], reverse=True)
     out = []
     for mtime, dag_id, run in found[:limit]:
-        rep = cache.get(run / "report.json") if (run / "report.json").is_file() else None
-        drill = cache.get(run / "drill.json") if (run / "drill.json").is_file() else None
-        out.append(summarize(dag_id, run.name, rep, drill, mtime))
+        try:
+            s = summarize_folder(dag_id, run, cache, mtime)
+        except Exception as e:  # noqa: BLE001 - one bad run never breaks the index
+            s = _unreadable(dag_id, run.name, mtime, f"{type(e).__name__}: {e}")
+        out.append(s)
     return out
 
 
-def summarize(dag_id: str, folder: str, rep: dict | None, drill: dict | None, mtime: float) -> dict:
-    t = (rep or {}).get("totals") or {}
-    dt = (drill or {}).get("totals") or {}
-    kind = "drill" if drill is not None or "drill" in dag_id else "failover"
-    if drill is not None:
-        outcome = "drill"
-    else:
-        outcome = (rep or {}).get("outcome", "unknown")
-    rr = dt.get("records_reread_estimate")
-    if rr is None and rep is not None:
-        from mm2_failover.metrics import reread_total
-
-        try:
-            rr = t.get("records_reread_estimate", reread_total(rep))
-        except Exception:
-            rr = None
-    return {
-        "dag_id": dag_id, "folder": folder, "run_id": (drill or rep or {}).get("run_id", folder), "kind": kind,
-        "outcome": outcome, "time": (drill or {}).get("captured_at") or _iso(mtime),
-        "groups": dt.get("groups_covered", t.get("groups")), "moved": t.get("groups_moved"),
-        "partitions": t.get("partitions", dt.get("partitions")), "committed": t.get("committed"),
-        "skipped": t.get("skipped"), "clamped": t.get("clamped", dt.get("partitions_clamped")),
-        "lost": t.get("records_lost_to_retention", dt.get("records_lost_to_retention")),
-        "mismatches": t.get("mismatches"), "reread": rr, "findings": dt.get("findings"),
-        "drill_totals": dt,
-    }
+def summarize_folder(dag_id: str, run: Path, cache: _JsonCache, mtime: float) -> dict:
+    summary = cache.get(run / SUMMARY_FILE) if (run / SUMMARY_FILE).is_file() else None
+    if summary is None:  # a run written before summary.json existed: its report, if small enough
+        loaded = {}
+        for name in ("report.json", "drill.json"):
+            p = run / name
+            if p.is_file():
+                if p.stat().st_size > MAX_FALLBACK_BYTES:
+                    return _unreadable(dag_id, run.name, mtime, f"{name} is large and the run has no {SUMMARY_FILE}")
+                loaded[name] = cache.get(p)
+        rep, drill = loaded.get("report.json"), loaded.get("drill.json")
+        if (rep is not None and not isinstance(rep, dict)) or (drill is not None and not isinstance(drill, dict)):
+            return _unreadable(dag_id, run.name, mtime, "report is not a JSON object")
+        if rep is None and drill is None:
+            return _unreadable(dag_id, run.name, mtime, "report is not valid JSON")
+        summary = run_summary(dag_id, (drill or rep).get("run_id", run.name), rep, drill, _iso(mtime))
+    if not _valid(summary):
+        return _unreadable(dag_id, run.name, mtime, "summary has unexpected values")
+    return {**summary, "dag_id": dag_id, "folder": run.name, "run_id": summary.get("run_id") or run.name}
 
 
 # ------------------------------------------------------------------------------------------ rendering
 
 
 def page(title: str, body: str, base: str) -> str:
-    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>"
-            f"<nav><a href='{e(base)}/'>All runs</a><a href='{e(base)}/drills'>Drill trend</a></nav>"
-            f"<h1>{e(title)}</h1>{body}<footer>{e(FOOTER)}</footer></body></html>")
+            f"<nav><a href='{esc(base)}/'>All runs</a><a href='{esc(base)}/drills'>Drill trend</a></nav>"
+            f"<h1>{esc(title)}</h1>{body}<footer>{esc(FOOTER)}</footer></body></html>")
 
 
 def table(headers: list[str], rows: list[list[Any]], numeric: set[int] | None = None, raw: set[int] | None = None,
           cls: str = "") -> str:
-    """``raw``: column indexes whose cells are already-safe HTML (built with e())."""
+    """``raw``: column indexes whose cells are already-safe HTML (built with esc())."""
     numeric, raw = numeric or set(), raw or set()
-    h = "".join(f"<th>{e(x)}</th>" for x in headers)
+    h = "".join(f"<th>{esc(x)}</th>" for x in headers)
     body = []
     for r in rows:
         cells = []
         for i, v in enumerate(r):
             c = " class=n" if i in numeric else ""
-            cells.append(f"<td{c}>{v if i in raw else e(v)}</td>")
+            cells.append(f"<td{c}>{v if i in raw else esc(v)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table class='{e(cls)}'><thead><tr>{h}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f"<table class='{esc(cls)}'><thead><tr>{h}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def badge(outcome: str) -> str:
-    return f"<span class='badge {e(outcome)}'>{e(outcome.replace('_', ' ').upper())}</span>"
+    return f"<span class='badge {esc(outcome)}'>{esc(outcome.replace('_', ' ').upper())}</span>"
 
 
 def run_href(base: str, dag_id: str, folder: str) -> str:
@@ -207,8 +229,8 @@ def svg_chart(title: str, points: list[tuple[str, float | None]], unit: str = ""
     pad_l, pad_r, pad_t, pad_b = 56, 14, 26, 30
     vals = [v for _, v in points if v is not None]
     out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
-           f"aria-label='{e(title)}'><title>{e(title)}</title>",
-           f"<text x='{pad_l}' y='16' font-size='13' font-weight='600' fill='#1d2939'>{e(title)}</text>"]
+           f"aria-label='{esc(title)}'><title>{esc(title)}</title>",
+           f"<text x='{pad_l}' y='16' font-size='13' font-weight='600' fill='#1d2939'>{esc(title)}</text>"]
     if not vals:
         out.append(f"<text x='{pad_l}' y='{height // 2}' font-size='12' fill='#667085'>no data</text></svg>")
         return "".join(out)
@@ -223,7 +245,7 @@ def svg_chart(title: str, points: list[tuple[str, float | None]], unit: str = ""
     out.append(f"<line x1='{pad_l}' y1='{pad_t + h}' x2='{pad_l + w}' y2='{pad_t + h}' stroke='#98a2b3'/>")
     out.append(f"<line x1='{pad_l}' y1='{pad_t}' x2='{pad_l}' y2='{pad_t + h}' stroke='#98a2b3'/>")
     out.append(f"<text x='{pad_l - 6}' y='{pad_t + 4}' font-size='11' text-anchor='end' fill='#475467'>"
-               f"{e(_num(vmax))}{e(unit)}</text>")
+               f"{esc(_num(vmax))}{esc(unit)}</text>")
     out.append(f"<text x='{pad_l - 6}' y='{pad_t + h}' font-size='11' text-anchor='end' fill='#475467'>0</text>")
     coords = [(i, *xy(i, v)) for i, (_, v) in enumerate(points) if v is not None]
     if len(coords) > 1:
@@ -231,12 +253,12 @@ def svg_chart(title: str, points: list[tuple[str, float | None]], unit: str = ""
                    + " ".join(f"{x},{y}" for _, x, y in coords) + "'/>")
     for i, x, y in coords:
         label, v = points[i]
-        out.append(f"<circle cx='{x}' cy='{y}' r='3.5' fill='#1570ef'><title>{e(label)}: {e(_num(v))}{e(unit)}"
+        out.append(f"<circle cx='{x}' cy='{y}' r='3.5' fill='#1570ef'><title>{esc(label)}: {esc(_num(v))}{esc(unit)}"
                    f"</title></circle>")
-    out.append(f"<text x='{pad_l}' y='{height - 8}' font-size='11' fill='#475467'>{e(points[0][0][:16])}</text>")
+    out.append(f"<text x='{pad_l}' y='{height - 8}' font-size='11' fill='#475467'>{esc(points[0][0][:16])}</text>")
     if n > 1:
         out.append(f"<text x='{pad_l + w}' y='{height - 8}' font-size='11' text-anchor='end' fill='#475467'>"
-                   f"{e(points[-1][0][:16])}</text>")
+                   f"{esc(points[-1][0][:16])}</text>")
     out.append("</svg>")
     return "".join(out)
 
@@ -251,11 +273,13 @@ def render_index(runs: list[dict], base: str, root_exists: bool) -> str:
     if not runs:
         msg = ("No failover or drill run has written a report yet." if root_exists
                else "The artifacts folder does not exist yet: no run has written a report.")
-        return page("mm2-failover reports", f"<p class=muted>{e(msg)}</p>", base)
+        return page("mm2-failover reports", f"<p class=muted>{esc(msg)}</p>", base)
     rows = []
     for r in runs:
-        link = f"<a href='{e(run_href(base, r['dag_id'], r['folder']))}'>{e(r['run_id'])}</a>"
-        outcome = (f"{badge('drill')} {e(r['findings'])} finding(s)" if r["kind"] == "drill" else badge(r["outcome"]))
+        link = f"<a href='{esc(run_href(base, r['dag_id'], r['folder']))}'>{esc(r['run_id'])}</a>"
+        outcome = (f"{badge('drill')} {esc(r['findings'])} finding(s)" if r["kind"] == "drill" else badge(r["outcome"]))
+        if r["outcome"] == "unreadable":
+            outcome += f" <span class=muted>{esc(r.get('why'))}</span>"
         rows.append([r["time"], r["dag_id"], link, outcome, r["groups"], r["moved"], r["partitions"], r["committed"],
                      r["skipped"], r["clamped"], r["lost"], r["reread"]])
     body = (f"<p class=muted>{len(runs)} run(s) under the artifacts folder, newest first.</p>"
@@ -265,45 +289,32 @@ def render_index(runs: list[dict], base: str, root_exists: bool) -> str:
     return page("mm2-failover reports", body, base)
 
 
-def _group_reread(rep: dict) -> dict[str, int]:
-    from mm2_failover.drill import estimate_reread
-
-    src = {(s["group"], s["topic"], int(s["partition"])): int(s["source_committed"])
-           for s in rep.get("stale_checkpoints") or []}
-    out: dict[str, int] = {}
-    for x in estimate_reread([p for p in rep.get("partitions", []) if p.get("planned_offset") is not None], src):
-        if x["reread"] is not None:
-            out[x["group"]] = out.get(x["group"], 0) + x["reread"]
-    return out
-
-
 def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> str:
     t = rep.get("totals") or {}
     parts = [f"<p>Outcome: {badge(rep.get('outcome', 'unknown'))}"
-             + (f" <span class=muted>({e(dry_note)})</span>" if rep.get("dry_run") else "") + "</p>"]
+             + (f" <span class=muted>({esc(dry_note)})</span>" if rep.get("dry_run") else "") + "</p>"]
     keys = [("groups", "groups"), ("groups_moved", "moved"), ("partitions", "partitions"), ("committed", "committed"),
             ("skipped", "skipped"), ("clamped", "clamped"), ("refused_groups", "refused groups"),
-            ("mismatches", "mismatches"), ("records_lost_to_retention", "lost to retention"), ("lag", "lag")]
+            ("mismatches", "mismatches"), ("records_lost_to_retention", "lost to retention"),
+            ("records_lost_to_retention_upper_bound", "lost to retention (at most)"),
+            ("records_reread_estimate", "est. re-read"), ("lag", "lag")]
     parts.append(table([h for _, h in keys], [[t.get(k) for k, _ in keys]], numeric=set(range(len(keys))),
                        cls="totals"))
     for w in rep.get("warnings") or []:
-        parts.append(f"<div class=warn>WARNING: {e(w)}</div>")
+        parts.append(f"<div class=warn>WARNING: {esc(w)}</div>")
     groups = rep.get("groups") or []
-    has_reread = "partitions" in rep and "stale_checkpoints" in rep
-    rr = _group_reread(rep) if has_reread else {}
-    heads = ["group", "alias", "partitions", "committed", "skipped", "clamped", "refused", "lag", "lost to retention"]
-    heads += ["re-read (est.)"] if has_reread or any("re_read" in g for g in groups) else []
+    heads = ["group", "aliases", "fate", "partitions", "committed", "skipped", "clamped", "refused", "lag",
+             "lost to retention", "re-read (est.)"]
     rows = []
     for g in groups[:MAX_ROWS]:
-        row = [g.get("group"), g.get("source_alias"), g.get("partitions"), g.get("committed"), g.get("skipped"),
-               g.get("clamped"), g.get("refused") or "", g.get("lag"), g.get("retention_lost")]
-        if len(heads) > 9:
-            row.append(g.get("re_read", rr.get(g.get("group"))))
-        rows.append(row)
+        aliases = g.get("source_aliases", [g.get("source_alias")] if g.get("source_alias") else [])
+        rows.append([g.get("group"), ", ".join(str(a) for a in aliases or []), g.get("fate"), g.get("partitions"),
+                     g.get("committed"), g.get("skipped"), g.get("clamped"), g.get("refused") or "", g.get("lag"),
+                     g.get("retention_lost"), g.get("reread_estimate")])
     parts.append(f"<h2>Groups ({len(groups)})</h2>")
     if len(groups) > MAX_ROWS:
         parts.append(f"<p class=muted>First {MAX_ROWS} shown; report.json has them all.</p>")
-    parts.append(table(heads, rows, numeric={2, 3, 4, 5, 7, 8, 9}, cls="groups"))
+    parts.append(table(heads, rows, numeric={3, 4, 5, 6, 8, 9, 10}, cls="groups"))
     prow = rep.get("partitions") or []
     if prow:
         cols = ["group", "topic", "partition", "upstream_offset", "downstream_offset", "current_offset",
@@ -325,9 +336,9 @@ def render_drill(d: dict) -> str:
     t = d.get("totals") or {}
     w = d.get("writes") or {}
     parts = ["<h2>Drill</h2>",
-             f"<p>Captured at {e(d.get('captured_at'))}, source alias {e(d.get('source_alias'))}. "
-             + (f"Writes allowed for groups starting with <code>{e(w.get('prefix'))}</code>: "
-                f"{e(len(w.get('applied') or {}))} group(s) written." if w.get("prefix") else "Nothing was written.")
+             f"<p>Captured at {esc(d.get('captured_at'))}, source alias {esc(d.get('source_alias'))}. "
+             + (f"Writes allowed for groups starting with <code>{esc(w.get('prefix'))}</code>: "
+                f"{esc(len(w.get('applied') or {}))} group(s) written." if w.get("prefix") else "Nothing was written.")
              + "</p>"]
     keys = [("groups_covered", "groups covered"), ("groups_without_checkpoints", "groups w/o checkpoints"),
             ("partitions_without_checkpoints", "partitions w/o checkpoint"),
@@ -337,7 +348,7 @@ def render_drill(d: dict) -> str:
             ("live_groups_on_target", "live on target")]
     parts.append(table([h for _, h in keys], [[t.get(k) for k, _ in keys]], numeric=set(range(len(keys))),
                        cls="drill-totals"))
-    parts.append("<h3>Findings</h3><ul>" + ("".join(f"<li>{e(f)}</li>" for f in d.get("findings") or [])
+    parts.append("<h3>Findings</h3><ul>" + ("".join(f"<li>{esc(f)}</li>" for f in d.get("findings") or [])
                                            or "<li>none</li>") + "</ul>")
     parts.append("<h3>Groups</h3>" + table(
         ["group", "partitions", "without checkpoint", "max checkpoint age (s)", "est. re-read", "clamped",
@@ -359,8 +370,8 @@ def render_drill(d: dict) -> str:
 
 
 def render_run(dag_id: str, folder: str, rep: dict | None, drill: dict | None, files: list[str], base: str) -> str:
-    links = " ".join(f"<a href='{e(run_href(base, dag_id, folder))}/{e(f)}'>{e(f)}</a>" for f in files)
-    body = [f"<p class=muted>DAG {e(dag_id)}, run {e((rep or drill or {}).get('run_id', folder))}</p>",
+    links = " ".join(f"<a href='{esc(run_href(base, dag_id, folder))}/{esc(f)}'>{esc(f)}</a>" for f in files)
+    body = [f"<p class=muted>DAG {esc(dag_id)}, run {esc((rep or drill or {}).get('run_id', folder))}</p>",
             f"<p>Files: {links}</p>"]
     if rep is not None:
         written = ((drill or {}).get("writes") or {}).get("applied")
@@ -387,7 +398,7 @@ def render_trend(drills: list[dict], base: str) -> str:
     rows = []
     for r in reversed(drills):
         t = r["drill_totals"]
-        rows.append([r["time"], f"<a href='{e(run_href(base, r['dag_id'], r['folder']))}'>{e(r['run_id'])}</a>",
+        rows.append([r["time"], f"<a href='{esc(run_href(base, r['dag_id'], r['folder']))}'>{esc(r['run_id'])}</a>",
                      t.get("groups_covered"), t.get("groups_without_checkpoints"),
                      t.get("partitions_without_checkpoints"), t.get("checkpoint_age_max_seconds"),
                      t.get("replication_lag_max_records"), t.get("records_reread_estimate"),
@@ -434,7 +445,7 @@ def create_app(root: Path | Callable[[], Path] | None = None):
         return p if p.parent.parent == rt and p.is_dir() else None
 
     def not_found(request: Request, what: str) -> HTMLResponse:
-        return HTMLResponse(page("Not found", f"<p>{e(what)}</p>", base(request)), status_code=404)
+        return HTMLResponse(page("Not found", f"<p>{esc(what)}</p>", base(request)), status_code=404)
 
     @app.get("/", response_class=HTMLResponse)
     def index(request: Request, limit: int = MAX_RUNS):

@@ -45,7 +45,7 @@ class AirflowStack:
     process group, all stopped by :meth:`stop` (the fixture's finalizer)."""
 
     def __init__(self, home: Path, artifacts: Path):
-        from mm2_failover.bed import free_port
+        from testbed.bed import free_port
 
         self.home, self.artifacts = home, artifacts
         self.port = free_port()
@@ -60,7 +60,7 @@ class AirflowStack:
         self._spawner: threading.Thread | None = None
 
     def env(self, source_bootstrap: str, target_bootstrap: str) -> dict[str, str]:
-        from mm2_failover import localenv
+        from testbed import localenv
 
         return {**os.environ,
                 **localenv.airflow_env(self.home, source_bootstrap, target_bootstrap, artifacts=self.artifacts),
@@ -76,7 +76,7 @@ class AirflowStack:
 
     def migrate(self) -> float:
         """The separate metadata DB (no cluster needed: runs while the bed starts)."""
-        from mm2_failover import localenv
+        from testbed import localenv
 
         t0 = time.monotonic()
         self.home.mkdir(parents=True, exist_ok=True)
@@ -84,7 +84,7 @@ class AirflowStack:
         return time.monotonic() - t0
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
-        from mm2_failover.bed import _pdeathsig  # own process group + SIGTERM if pytest dies
+        from testbed.bed import _pdeathsig  # own process group + SIGTERM if pytest dies
 
         out = open(self.home / f"{name}.log", "ab")
         self.procs[name] = subprocess.Popen([self.airflow, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -195,7 +195,7 @@ def test_failover_run_in_the_real_ui(request, run_root, names):
                     "chromium-driver)")
     from playwright.sync_api import expect, sync_playwright
 
-    from mm2_failover import scenario
+    from testbed import scenario
 
     t0 = time.monotonic()
     af = request.getfixturevalue("airflow_stack")

@@ -8,11 +8,14 @@ import time
 
 import pytest
 
-from mm2_failover import scenario, steps
+from mm2_failover import steps
 from mm2_failover.config import RunParams
+from mm2_failover.run import RunContext
+from mm2_failover.runfolder import RunFolder
+from testbed import scenario
 
 
-def write_latest(art: steps.RunArtifacts, checkpoints, alias: str = "primary") -> None:
+def write_latest(art: RunFolder, checkpoints, alias: str = "primary") -> None:
     """The latest checkpoints (read from the real checkpoint topic with the Python decoder) in the Parquet form the
     Spark job writes. Step-level tests use this to skip a ~20 s Spark start; the end-to-end tests run Spark."""
     import pyarrow as pa
@@ -33,13 +36,19 @@ class Prepared:
         self.bed, self.source, self.target, self.names = bed, source, target, names
         self.groups = groups
         self.prep = prep_by_group
-        self.art = steps.RunArtifacts(run_root / "steps" / names["group"])
+        self.art = RunFolder(run_root / "steps" / names["group"])
 
     def params(self, **kw) -> RunParams:
         return RunParams(**{"groups_regex": "|".join(self.groups), "drain_quiet_seconds": 1, **kw})
 
-    def snapshot_and_checkpoints(self, params: RunParams | None = None) -> dict:
-        snap = steps.capture_snapshot(self.target, params or self.params(), self.art, self.source)
+    def ctx(self, **kw) -> RunContext:
+        """The run as the CLI builds it, on this run folder, with these parameters."""
+        confs = {"target": {"bootstrap.servers": self.bed.target_bootstrap},
+                 "source": {"bootstrap.servers": self.bed.source_bootstrap}}
+        return RunContext.from_cli(self.params(**kw), self.art.dir, confs, 15.0)
+
+    def snapshot_and_checkpoints(self, **kw):
+        snap = steps.capture_snapshot(self.ctx(**kw))
         cps = [c for k, c in scenario.read_checkpoints(self.target, self.bed.checkpoints_topic).items()
                if k.group in self.groups]
         write_latest(self.art, cps)

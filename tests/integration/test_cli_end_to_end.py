@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover import scenario
+from testbed import scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]

@@ -6,12 +6,13 @@ import pytest
 
 from mm2_failover import steps
 from mm2_failover.config import run_dir
+from mm2_failover.runfolder import RunFolder
 
 pytestmark = [pytest.mark.bed, pytest.mark.airflow, pytest.mark.spark]
 
 
 def test_dry_run_exports_a_plan_kafka_tools_accept_and_writes_nothing(prepared):
-    from mm2_failover import localenv
+    from testbed import localenv
 
     p = prepared
     g = p.names["group"]
@@ -20,7 +21,7 @@ def test_dry_run_exports_a_plan_kafka_tools_accept_and_writes_nothing(prepared):
     states = localenv.task_states("mm2_failover", dr.run_id)
     assert states["apply_group_offsets"] == "skipped" and states["verify_group_offsets"] == "skipped"
     assert states["compute_latest_checkpoints"] == "success"
-    art = steps.RunArtifacts(run_dir("mm2_failover", dr.run_id))
+    art = RunFolder(run_dir("mm2_failover", dr.run_id))
     assert p.target.committed(g) == {}  # __consumer_offsets untouched
     assert p.target.describe_groups([g])[g].state in ("DEAD", "UNKNOWN")  # never existed on the target
     csv_lines = art.plan_csv.read_text().splitlines()
@@ -35,7 +36,7 @@ def test_dry_run_exports_a_plan_kafka_tools_accept_and_writes_nothing(prepared):
 
 
 def test_gate_waits_for_a_live_target_consumer_then_fails_naming_it(prepared, live_consumer, capfd):
-    from mm2_failover import localenv
+    from testbed import localenv
 
     p = prepared
     g = p.names["group"]
@@ -55,15 +56,14 @@ def test_gate_waits_for_a_live_target_consumer_then_fails_naming_it(prepared, li
 
 
 def test_rollback_dag_restores_the_backup(prepared):
-    from mm2_failover import localenv
+    from testbed import localenv
 
     p = prepared
     g = p.names["group"]
     rt = p.prep[g].replica_topic
-    snap = p.snapshot_and_checkpoints()
-    plan = steps.make_plan(p.target, p.params(), p.art, snap)
-    steps.take_backup(p.target, plan, p.art)
-    steps.apply_plan(p.target, plan)
+    p.snapshot_and_checkpoints()
+    ctx = p.ctx()
+    steps.backup_and_apply(ctx, steps.make_plan(ctx))
     assert len(p.target.committed(g)) == 3
     dr = localenv.run_dag("mm2_failover_rollback", {"backup_path": str(p.art.backup)})
     assert dr.state == "success"

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from mm2_failover import localenv, scenario, steps
+from mm2_failover.kafka_io import Cluster
+from testbed import localenv, scenario
 from mm2_failover.config import run_dir
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
@@ -49,7 +50,7 @@ def test_sensor_waits_while_producers_write_then_succeeds(bed, target, names, ca
 @pytest.fixture(scope="module")
 def own_bed(bed, run_root):
     """A bed of its own: these tests stop MM2 and then the source broker."""
-    from mm2_failover.bed import Bed
+    from testbed.bed import Bed
 
     b = Bed(run_dir=run_root / "bed-disaster")
     with b:
@@ -85,7 +86,7 @@ def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions(o
 
 def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own_bed, capfd):
     b = on_own_bed
-    target = steps.Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+    target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
     b.stop_source()
     dr = localenv.run_dag("mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
                                            "drain_timeout_seconds": 60})
@@ -98,7 +99,9 @@ def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own
     assert report["rpo"]["seconds_since_newest_replicated_record"] is not None
     assert report["rpo"]["seconds_since_newest_replicated_record"] >= 0
     snap = json.loads((art / "snapshot.json").read_text())
-    assert snap["source_end_offsets"] is None and snap["disaster_mode"]
+    assert snap["sources"]["primary"] == {"alias": "primary", "reachable": False, "end_offsets": None,
+                                          "group_commits": None}
+    assert snap["disaster_aliases"] == ["primary"]
     committed = target.committed("lost-app")
     assert set(committed) == {("primary.payments", 0), ("primary.payments", 1)}
     assert all(o <= 40 for o in committed.values())  # never past what was replicated and consumed

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mm2_failover import scenario
+from testbed import scenario
 from mm2_failover.config import run_dir
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
@@ -17,7 +17,8 @@ pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 def test_drill_dry_run_records_findings_and_writes_only_the_prefixed_groups(bed, target, names):
     from fastapi.testclient import TestClient
 
-    from mm2_failover import localenv, ui
+    from mm2_failover import ui
+    from testbed import localenv
 
     drill_group, other_group = f"drill-{names['group']}", names["group"]
     prep_d = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=drill_group, topic=names["topic"] + "-d",

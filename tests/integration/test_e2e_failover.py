@@ -1,28 +1,41 @@
 """End to end on real software: real Kafka brokers, real MirrorMaker 2 checkpoints, real Spark (local),
-real Airflow (dag.test()). The group must resume on the target without losing a record."""
+real Airflow (dag.test()). The group must resume on the target without losing a record.
+
+The pipeline reaches the target through its SASL_PLAINTEXT listener (SCRAM-SHA-512), with librdkafka and with
+Spark's Java Kafka source alike, and the run leaves the password nowhere: on no process command line while it runs,
+in no task log, XCom or artifact afterwards (issue 14 item 9)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import threading
+from pathlib import Path
 
 import pytest
 
-from mm2_failover import scenario
+from testbed import scenario
 from mm2_failover.config import run_dir
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
 
-def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, target, names):
+def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, target, names, monkeypatch, capfd):
     import pyarrow.parquet as pq
 
-    from mm2_failover import localenv
+    from testbed import localenv
+    from testbed.bed import SCRAM_PASSWORD, scram_conf
 
     prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
                             partitions=3, produced=120, consumed_upto={0: 30, 1: 75, 2: 120})
-    dr = localenv.run_dag("mm2_failover", {"groups_regex": names["group"], "drain_quiet_seconds": 2})
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TARGET", json.dumps(
+        {"conn_type": "kafka", "extra": scram_conf(bed.target.sasl_bootstrap)}))
+    with PasswordWatch(SCRAM_PASSWORD) as seen:
+        dr = localenv.run_dag("mm2_failover", {"groups_regex": names["group"], "drain_quiet_seconds": 2})
     assert dr.state == "success"
     art = run_dir("mm2_failover", dr.run_id)
+    assert_password_nowhere(SCRAM_PASSWORD, seen, capfd, art, dr.run_id)
 
     # the group's commits on the target are exactly the latest checkpoints' downstream offsets
     latest = {k.partition: v for k, v in scenario.read_checkpoints(target, bed.checkpoints_topic).items()
@@ -32,7 +45,7 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, targ
     assert len(committed) == 3
 
     # the Spark job's Parquet output holds the same latest checkpoints, named by replica topic
-    rows = pq.read_table(str(art / "latest_checkpoints.parquet")).to_pylist()
+    rows = [r for r in pq.read_table(str(art / "latest_checkpoints.parquet")).to_pylist() if r["group"] == names["group"]]
     assert sorted((r["group"], r["topic"], r["partition"], r["upstream_offset"], r["downstream_offset"]) for r in rows) == \
         sorted((names["group"], prep.replica_topic, p, cp.upstream_offset, cp.downstream_offset) for p, cp in latest.items())
     assert {r["source_alias"] for r in rows} == {"primary"}
@@ -54,3 +67,43 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, targ
     assert (art / "report.md").read_text().startswith("# mm2-failover report")
     assert (art / "plan.csv").read_text().splitlines() == [
         f"{names['group']},{prep.replica_topic},{p},{latest[p].downstream_offset}" for p in range(3)]
+
+
+class PasswordWatch:
+    """Lists every process command line that shows ``password`` while the ``with`` block runs (ps, every 0.2 s)."""
+
+    def __init__(self, password: str):
+        self.password, self.seen = password, []
+        self._stop = threading.Event()
+
+    def _watch(self):
+        while not self._stop.is_set():
+            out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+            self.seen.extend(line for line in out.splitlines() if self.password in line)
+            self._stop.wait(0.2)
+
+    def __enter__(self):
+        self._t = threading.Thread(target=self._watch, daemon=True)
+        self._t.start()
+        return self.seen
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
+def assert_password_nowhere(password: str, seen: list[str], capfd, art, run_id: str) -> None:
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    assert seen == [], "a command line showed the password"
+    out = capfd.readouterr()
+    assert "compute_latest_checkpoints" in out.out + out.err  # the task logs (dag.test() prints them)
+    assert password not in out.out + out.err
+    for folder in (art, Path(os.environ["AIRFLOW_HOME"]) / "logs"):
+        for f in folder.rglob("*"):
+            if f.is_file():
+                assert password.encode() not in f.read_bytes(), f
+    with create_session() as s:
+        values = [json.dumps(x.value, default=str) for x in s.query(XComModel).filter(XComModel.run_id == run_id).all()]
+    assert values and not any(password in v for v in values)

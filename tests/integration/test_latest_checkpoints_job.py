@@ -7,14 +7,17 @@ checkpoint topic of its own, under its own source alias, and adds the forged one
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from mm2_failover import checkpoints as cpf
 from mm2_failover import steps
+from mm2_failover.report import checkpoint_warnings
 from mm2_failover.spark import job_submission, spark_submit
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def produce_raw(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
@@ -62,13 +65,13 @@ def test_job_is_bounded_handles_tombstones_quarantines_bad_records_and_reports_r
         (cpf.encode_key(meta, rt, 1), cpf.encode_value(1, 1)), (cpf.encode_key(meta, rt, 1), cpf.encode_value(3, 3, "\u00e9t\u00e9")),
         *bad,
     ])
-    params = p.params(groups_regex=f"{g}.*", source_alias=alias)
-    snap = steps.capture_snapshot(p.target, params, p.art, p.source)
+    ctx = p.ctx(groups_regex=f"{g}.*", source_alias=alias)
+    snap = steps.capture_snapshot(ctx)
     # written after the snapshot: must not influence the result, although it is in the topic when Spark reads
     produce_raw(p.bed.target_bootstrap, cp_topic, [(cpf.encode_key(g, rt, 0), cpf.encode_value(99, 99))])
 
-    args, env, conf = job_submission(params, p.art, snap, p.target.conf)
-    assert spark_submit("local[2]", args, env, conf) == 3  # more bad records than max_quarantined_records=0
+    with job_submission(ctx.params, p.art, snap, p.target.conf) as sub:
+        assert spark_submit("local[2]", sub) == 3  # more bad records than max_quarantined_records=0
     summary = json.loads(p.art.checkpoints_summary.read_text())
     assert summary["quarantined"] == 5
     assert summary["quarantined_by_reason"] == {"invalid_utf8": 1, "key_truncated": 1, "negative_offset": 1,
@@ -91,13 +94,66 @@ def test_job_is_bounded_handles_tombstones_quarantines_bad_records_and_reports_r
     reg = read_parquet(summary["regressions_output"])
     assert [(r["group"], r["from_downstream_offset"], r["to_downstream_offset"]) for r in reg] == [(back, 50, 10)]
     assert reg[0]["from_checkpoint_offset"] < reg[0]["to_checkpoint_offset"]
-    assert any("went backwards" in w for w in steps.checkpoint_warnings(summary))
+    assert any("went backwards" in w for w in checkpoint_warnings(summary))
+    assert summary["records_read"] == len(mm2_records) + 8 + 5  # every record of the range, whatever its group
 
     # the operator's choice: keep the highest checkpoint for keys that went backwards
     params = p.params(groups_regex=f"{g}.*", source_alias=alias, checkpoint_policy="max", max_quarantined_records=5)
-    args, env, conf = job_submission(params, p.art, snap, p.target.conf)
-    assert spark_submit("local[2]", args, env, conf) == 0
+    with job_submission(params, p.art, snap, p.target.conf) as sub:
+        assert spark_submit("local[2]", sub) == 0
     rows = {(r["group"], r["partition"]): r for r in read_parquet(p.art.checkpoints)}
     assert (rows[(back, 0)]["downstream_offset"], rows[(back, 0)]["upstream_offset"], rows[(back, 0)]["metadata"]) == \
         (50, 60, "hi")
     assert rows[(g, 0)]["downstream_offset"] == real[0].downstream_offset
+
+
+# ------------------------------------------------------------------------------------------ the driver's checks
+
+
+def job(*args):
+    """The job's entry point as spark-submit runs it, but with plain Python: the driver's checks run before Spark
+    starts, so a refused argument never costs a Spark start."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "plugins")}
+    return subprocess.run([sys.executable, str(REPO / "spark_jobs" / "latest_checkpoints.py"), *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("case", ["past_end", "no_partition", "below_start", "no_topic", "deleted_since"])
+def test_the_driver_checks_offsets_against_the_topic_before_spark_starts(bed, target, names, case):
+    """Issue 14 item 15: offsets outside the log, partitions or topics that do not exist, and records deleted since
+    the snapshot are refused with the partition named (exit 2, or 5), within seconds (the old job exited 0 with an
+    empty answer, stalled ~120 s per split, or failed with a Java trace)."""
+    import time
+
+    topic = f"{names['topic']}.checkpoints.internal"
+    target.create_topic(topic, 1)
+    produce_raw(bed.target_bootstrap, topic, [(cpf.encode_key("g", "t", 0), cpf.encode_value(i, i)) for i in range(10)])
+    end, start, want = {topic: {"0": 10}}, {topic: {"0": 0}}, 2
+    if case == "past_end":
+        end = {topic: {"0": 11}}
+    elif case == "no_partition":
+        end = {topic: {"0": 10, "1": 3}}
+    elif case == "below_start":
+        target.delete_records({(topic, 0): 8})
+        end, start = {topic: {"0": 5}}, {}
+    elif case == "no_topic":
+        end = {topic + "-x": {"0": 1}}
+    elif case == "deleted_since":
+        target.delete_records({(topic, 0): 4})
+        want = 5
+    args = ["--bootstrap-servers", bed.target_bootstrap, "--checkpoints-topic",
+            f"a={topic if case != 'no_topic' else topic + '-x'}", "--end-offsets", json.dumps(end), "--output",
+            "/nonexistent/out"] + (["--start-offsets", json.dumps(start)] if start else [])
+    t0 = time.monotonic()
+    r = job(*args)
+    assert r.returncode == want, r.stderr[-2000:]
+    assert time.monotonic() - t0 < 30
+    assert "Traceback" not in r.stderr
+    says = {"past_end": "end offset 11 is past the log end 10", "no_partition": f"{topic}[1]",
+            "below_start": "end offset 5 is below the log start 8", "no_topic": "not found",
+            "deleted_since": "records [0, 4) of the range were deleted since the snapshot"}[case]
+    assert says in r.stderr

@@ -3,9 +3,11 @@ under alias `dc2` with the identity policy, and one under alias `dc3` with the d
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from mm2_failover import scenario
+from testbed import scenario
 from mm2_failover.config import run_dir
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
@@ -16,11 +18,13 @@ def extra_flows(bed):
     bed.start_extra_mm2("dc2", "ident-.*", {
         "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"})
     bed.start_extra_mm2("dc3", "sep-.*", {"replication.policy.separator": "_"})  # -> dc3_checkpoints_internal
+    bed.start_extra_mm2("legacy", "legacy-.*", {"replication.policy.separator": "_",
+                                               "replication.policy.internal.topic.separator.enabled": "false"})
     return bed
 
 
 def test_identity_policy_names_the_replica_topic_by_its_source_name(extra_flows, target, names):
-    from mm2_failover import localenv
+    from testbed import localenv
 
     bed = extra_flows
     topic, g = "ident-" + names["topic"], names["group"]
@@ -37,7 +41,7 @@ def test_identity_policy_names_the_replica_topic_by_its_source_name(extra_flows,
 def test_one_run_over_two_source_aliases_says_where_each_row_came_from(extra_flows, target, names):
     import pyarrow.parquet as pq
 
-    from mm2_failover import localenv
+    from testbed import localenv
 
     bed = extra_flows
     topic, g = "sep-" + names["topic"], names["group"]
@@ -45,9 +49,75 @@ def test_one_run_over_two_source_aliases_says_where_each_row_came_from(extra_flo
     scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias="dc3", group=g, topic=topic,
                      partitions=1, produced=40, consumed_upto={0: 40}, separator="_")
     scenario.wait_checkpointed(target, bed.checkpoints_topic, g, f"primary.{topic}", 1)
+    # both flows read the same source cluster: dc3's source connection is kafka_source too
     dr = localenv.run_dag("mm2_failover", {"source_alias": "primary,dc3", "alias_policies": {"dc3": {"separator": "_"}},
+                                           "source_connections": {"dc3": "kafka_source"},
                                            "groups_regex": g, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60})
     assert dr.state == "success"
-    rows = pq.read_table(str(run_dir("mm2_failover", dr.run_id) / "latest_checkpoints.parquet")).to_pylist()
+    rows = [r for r in pq.read_table(str(run_dir("mm2_failover", dr.run_id) / "latest_checkpoints.parquet")).to_pylist()
+            if r["group"] == g]
     assert sorted((r["source_alias"], r["topic"]) for r in rows) == [("dc3", f"dc3_{topic}"), ("primary", f"primary.{topic}")]
     assert target.committed(g) == {(f"dc3_{topic}", 0): 40, (f"primary.{topic}", 0): 40}
+
+
+@pytest.fixture(scope="module")
+def east(bed):
+    """A second source cluster of its own (alias east) replicated to the same target by its own MM2 flow."""
+    return bed.add_source_cluster("east")
+
+
+def test_every_source_alias_is_checked_on_its_own_cluster(extra_flows, east, target, names, monkeypatch, capfd,
+                                                         live_consumer):
+    """Issue 14 item 16: a group live on the second source cluster must not be moved as if it had been checked."""
+    from testbed import localenv
+
+    bed = extra_flows
+    g, topic = names["group"], names["topic"]
+    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=1, produced=20,
+                     consumed_upto={0: 20})
+    scenario.prepare(east.bootstrap, bed.target_bootstrap, source_alias="east", group=g, topic=topic + "-e",
+                     partitions=1, produced=20, consumed_upto={0: 20})
+    lc = live_consumer(east.bootstrap, g, topic + "-e", client_id="still-on-east")
+    lc.wait_stable(steps_cluster(east.bootstrap), g)
+    conf = {"source_alias": "primary,east", "groups_regex": g, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60,
+            "groups_empty_timeout_seconds": 10}
+    dr = localenv.run_dag("mm2_failover", conf)  # no connection for east: refused, not silently unchecked
+    assert dr.state == "failed"
+    assert "east" in capfd.readouterr().out
+    assert target.committed(g) == {}
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE_EAST", localenv.kafka_conn(east.bootstrap))
+    dr = localenv.run_dag("mm2_failover", {**conf, "source_connections": {"east": "kafka_source_east"}})
+    assert dr.state == "failed"
+    assert localenv.task_states("mm2_failover", dr.run_id)["check_groups_empty"] == "failed"
+    out = capfd.readouterr().out
+    assert "on source east" in out and "still-on-east" in out
+    assert target.committed(g) == {}
+    lc.stop()
+    dr = localenv.run_dag("mm2_failover", {**conf, "source_connections": {"east": "kafka_source_east"}})
+    assert dr.state == "success"
+    report = json.loads((run_dir("mm2_failover", dr.run_id) / "report.json").read_text())
+    [row] = [x for x in report["groups"] if x["group"] == g]
+    assert row["source_aliases"] == ["east", "primary"]
+    assert set(target.committed(g)) == {(f"primary.{topic}", 0), (f"east.{topic}-e", 0)}
+
+
+def steps_cluster(bootstrap):
+    from mm2_failover.kafka_io import Cluster
+
+    return Cluster({"bootstrap.servers": bootstrap}, "east")
+
+
+def test_internal_topic_separator_disabled(extra_flows, target, names):
+    """Issue 14 item 17: MM2 with separator '_' and replication.policy.internal.topic.separator.enabled=false
+    names its checkpoints legacy.checkpoints.internal and its replicas legacy_<topic>."""
+    from testbed import localenv
+
+    bed = extra_flows
+    topic, g = "legacy-" + names["topic"], names["group"]
+    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias="legacy", group=g, topic=topic,
+                     partitions=1, produced=30, consumed_upto={0: 30}, replica=f"legacy_{topic}")
+    dr = localenv.run_dag("mm2_failover", {
+        "source_alias": "legacy", "replication_policy_separator": "_", "internal_topic_separator_enabled": False,
+        "groups_regex": g, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60})
+    assert dr.state == "success"
+    assert target.committed(g) == {(f"legacy_{topic}", 0): 30}

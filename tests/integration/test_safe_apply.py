@@ -3,20 +3,20 @@ retention clamps, existing commits, refusals between gate and apply, retries, ba
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from mm2_failover import plan as planmod
 from mm2_failover import steps
+from mm2_failover.kafka_io import Commit
+from mm2_failover.runfolder import load_backup
 
 pytestmark = [pytest.mark.bed]
 
 
 def test_live_consumer_on_target_is_named_and_refused_by_the_broker(prepared, live_consumer):
     p = prepared
-    snap = p.snapshot_and_checkpoints()
-    plan = steps.make_plan(p.target, p.params(), p.art, snap)
+    p.snapshot_and_checkpoints()
+    plan = steps.make_plan(p.ctx())
     rt = p.prep[p.names["group"]].replica_topic
     lc = live_consumer(p.bed.target_bootstrap, p.names["group"], rt, client_id="orders-on-backup")
     lc.wait_stable(p.target, p.names["group"])
@@ -33,7 +33,7 @@ def test_live_consumer_on_target_is_named_and_refused_by_the_broker(prepared, li
 
 def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_finishes(bed, source, target, names,
                                                                                         run_root, live_consumer):
-    from mm2_failover import scenario
+    from testbed import scenario
     from tests.integration.conftest import Prepared
 
     g1, g2 = names["group"] + "-a", names["group"] + "-b"
@@ -43,8 +43,8 @@ def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_f
     assert last == {0: 59, 1: 59}
     scenario.wait_checkpointed(target, bed.checkpoints_topic, g2, prep1.replica_topic, 2)
     p = Prepared(bed, source, target, names, run_root, [g1, g2], {g1: prep1})
-    snap = p.snapshot_and_checkpoints()
-    plan = steps.make_plan(target, p.params(), p.art, snap)
+    p.snapshot_and_checkpoints()
+    plan = steps.make_plan(p.ctx())
     assert plan.groups() == [g1, g2]
     assert steps.live_groups(target, plan.groups()) == []  # the gate passes...
     lc = live_consumer(bed.target_bootstrap, g2, prep1.replica_topic)  # ...then g2 starts on the target
@@ -57,22 +57,22 @@ def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_f
     # the retry writes only what is missing
     res2 = steps.apply_plan(target, plan)
     assert set(res2.applied) == {g2} and res2.unchanged == [g1] and not res2.refused
-    assert steps.planmod.verify(plan, steps.committed_offsets(target, plan.groups())) == []
+    assert steps.planmod.verify(plan, target.commits_many(plan.groups())) == []
 
 
 def test_target_commit_ahead_is_kept_unless_allow_rewind(prepared):
     p = prepared
     g = p.names["group"]
     rt = p.prep[g].replica_topic
-    snap = p.snapshot_and_checkpoints()
+    p.snapshot_and_checkpoints()
     p.target.alter_offsets(g, {(rt, 0): 90})  # the group already ran on the target, further than the checkpoint
     with pytest.raises(planmod.PlanError, match="already have different committed offsets"):
-        steps.make_plan(p.target, p.params(), p.art, snap)
-    kept = steps.make_plan(p.target, p.params(on_existing_target_offsets="overwrite"), p.art, snap)
+        steps.make_plan(p.ctx())
+    kept = steps.make_plan(p.ctx(on_existing_target_offsets="overwrite"))
     row0 = next(r for r in kept.rows if r.partition == 0)
     assert (row0.action, row0.reason, row0.current_offset) == ("skip", "target_ahead", 90)
     p.art.plan_json.unlink()
-    rewound = steps.make_plan(p.target, p.params(on_existing_target_offsets="overwrite", allow_rewind=True), p.art, snap)
+    rewound = steps.make_plan(p.ctx(on_existing_target_offsets="overwrite", allow_rewind=True))
     row0 = next(r for r in rewound.rows if r.partition == 0)
     assert row0.action == "commit" and row0.planned_offset == row0.downstream_offset < 90
     steps.apply_plan(p.target, rewound)
@@ -80,33 +80,38 @@ def test_target_commit_ahead_is_kept_unless_allow_rewind(prepared):
 
 
 def test_records_deleted_by_retention_clamp_to_log_start(prepared):
-    from mm2_failover import scenario
+    from testbed import scenario
 
     p = prepared
     g = p.names["group"]
     rt = p.prep[g].replica_topic
     cp0 = p.prep[g].checkpoints[0].downstream_offset
-    p.target.delete_records({(rt, 0): cp0 + 10})  # retention removed the records at the checkpoint
-    snap = p.snapshot_and_checkpoints()
-    plan = steps.make_plan(p.target, p.params(), p.art, snap)
+    # retention removed the records at the checkpoint: 20 of them, past the 20 the group had consumed on the source
+    gone = max(cp0, 20) + 20
+    p.target.delete_records({(rt, 0): gone})
+    p.snapshot_and_checkpoints()
+    ctx = p.ctx()
+    plan = steps.make_plan(ctx)
     row0 = next(r for r in plan.rows if r.partition == 0)
-    assert (row0.action, row0.reason, row0.planned_offset, row0.retention_gap) == ("clamp", "retention_gap", cp0 + 10, 10)
-    steps.take_backup(p.target, plan, p.art)
-    steps.apply_plan(p.target, plan)
-    rep = steps.verify_run(p.target, plan, p.art, p.params(), "test", "clamp")
+    assert (row0.action, row0.reason, row0.planned_offset, row0.retention_gap) == ("clamp", "retention_gap", gone,
+                                                                                  gone - cp0)
+    steps.backup_and_apply(ctx, plan)
+    rep = steps.verify_run(ctx, plan)
     assert rep["outcome"] == "succeeded" and rep["totals"]["clamped"] == 1
-    assert rep["totals"]["records_lost_to_retention"] == 10
+    # at most log start - checkpoint; exactly: the records the group had not read (source offsets 20 .. gone-1)
+    assert rep["totals"]["records_lost_to_retention_upper_bound"] == gone - cp0
+    assert rep["totals"]["records_lost_to_retention"] == gone - 20
     first = scenario.first_records_on_target(p.bed.target_bootstrap, g, rt, 3)
-    assert first[0] == cp0 + 10
+    assert first[0] == gone
 
 
 def test_existing_commits_policies(prepared):
     p = prepared
     g = p.names["group"]
     rt = p.prep[g].replica_topic
-    snap = p.snapshot_and_checkpoints()
+    p.snapshot_and_checkpoints()
     p.target.alter_offsets(g, {(rt, 1): 0})
-    skip = steps.make_plan(p.target, p.params(on_existing_target_offsets="skip"), p.art, snap)
+    skip = steps.make_plan(p.ctx(on_existing_target_offsets="skip"))
     assert {(r.action, r.reason) for r in skip.rows} == {("skip", "existing_target_offsets")}
     assert steps.apply_plan(p.target, skip).applied == {}
     assert p.target.committed(g) == {(rt, 1): 0}
@@ -116,18 +121,18 @@ def test_backup_then_rollback_restores_the_exact_prior_state_including_absence(p
     p = prepared
     g = p.names["group"]
     rt = p.prep[g].replica_topic
-    snap = p.snapshot_and_checkpoints()
+    p.snapshot_and_checkpoints()
     p.target.alter_offsets(g, {(rt, 2): 3})  # before the run: a commit on partition 2 only
-    params = p.params(on_existing_target_offsets="overwrite", allow_rewind=True)
-    plan = steps.make_plan(p.target, params, p.art, snap)
-    backup = steps.take_backup(p.target, plan, p.art)
-    assert backup["groups"][g][rt] == {"0": None, "1": None, "2": 3}
+    ctx = p.ctx(on_existing_target_offsets="overwrite", allow_rewind=True)
+    plan = steps.make_plan(ctx)
+    backup = steps.take_backup(ctx, plan)
+    assert {tp: e.before for tp, e in backup.groups[g].items()} == {(rt, 0): None, (rt, 1): None, (rt, 2): Commit(3)}
     steps.apply_plan(p.target, plan)
     assert set(p.target.committed(g)) == {(rt, 0), (rt, 1), (rt, 2)}
     # a second take_backup (a retry) keeps the state from before the run
-    assert steps.take_backup(p.target, plan, p.art) == backup
-    res = steps.rollback(p.target, json.loads(p.art.backup.read_text()))
-    assert res.applied == {g: 3} and not res.refused
+    assert steps.take_backup(ctx, plan) == backup
+    res = steps.rollback(p.target, load_backup(p.art.backup), 4, p.art.journals)
+    assert res.applied == {g: 1} and not res.refused  # deleted, then its one earlier commit re-committed
     assert p.target.committed(g) == {(rt, 2): 3}
     assert steps.verify_rollback(p.target, backup) == []
-    assert steps.rollback(p.target, backup).unchanged == [g]  # idempotent
+    assert steps.rollback(p.target, backup, 4, p.art.journals).unchanged == [g]  # idempotent

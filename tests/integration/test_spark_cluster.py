@@ -11,10 +11,13 @@ import uuid
 
 import pytest
 
-from mm2_failover import localenv, scenario, steps
+from mm2_failover import steps
+from testbed import localenv, scenario
 from mm2_failover.config import RunParams, run_dir, spark_conf
+from mm2_failover.run import RunContext
+from mm2_failover.runfolder import RunFolder
 from mm2_failover.spark import job_submission, spark_submit
-from mm2_failover.spark_cluster import APP_NAME, SparkCluster
+from testbed.spark_cluster import APP_NAME, SparkCluster
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
@@ -63,10 +66,12 @@ def expected_rows(prep: scenario.Prepared) -> list[tuple]:
                    False) for part, c in prep.checkpoints.items())
 
 
-def rows(path) -> list[tuple]:
+def rows(path, group: str | None = None) -> list[tuple]:
+    """The job's answers (of one group: the job answers for every group, the pipeline selects in Python)."""
     import pyarrow.parquet as pq
 
-    return sorted(tuple(r[c] for c in COLS) for r in pq.read_table(str(path)).to_pylist())
+    return sorted(tuple(r[c] for c in COLS) for r in pq.read_table(str(path)).to_pylist()
+                  if group is None or r["group"] == group)
 
 
 def assert_ran_on(cluster: SparkCluster, before: set[str], snapshot: dict) -> dict:
@@ -80,12 +85,13 @@ def assert_ran_on(cluster: SparkCluster, before: set[str], snapshot: dict) -> di
     assert logs, f"no executor logs under {cluster.work_dir / app['id']}"
     reads = [m for p in logs.values() for m in KAFKA_READ.finditer(p.read_text(errors="replace"))]
     assert reads, f"no Kafka read in the executor logs {sorted(map(str, logs.values()))}"
-    ends = {f"{t}-{p}": o for t, ps in snapshot["checkpoints_end_offsets"].items() for p, o in ps.items()}
+    starts = snapshot["checkpoints_log_start"]
+    ends = {f"{t}-{p}": o - starts[t][p] for t, ps in snapshot["checkpoints_end_offsets"].items() for p, o in ps.items()}
     read: dict[str, int] = {}
     for m in reads:
         assert int(m["n"]) > 0, m.group(0)
         read[m["tp"]] = read.get(m["tp"], 0) + int(m["n"])
-    assert read == {tp: o for tp, o in ends.items() if o > 0}, ([m.group(0) for m in reads], ends)
+    assert read == {tp: n for tp, n in ends.items() if n > 0}, ([m.group(0) for m in reads], ends)
     return app
 
 
@@ -102,8 +108,8 @@ def test_same_dag_same_result_in_local_mode_and_on_a_standalone_cluster(spark_cl
     assert localenv.task_states("mm2_failover", dr.run_id)["compute_latest_checkpoints"] == "success"
     assert cluster.app_ids() == before
     assert target.committed(g) == {}
-    local = steps.RunArtifacts(run_dir("mm2_failover", dr.run_id))
-    assert rows(local.checkpoints) == expected_rows(scene)
+    local = RunFolder(run_dir("mm2_failover", dr.run_id))
+    assert rows(local.checkpoints, g) == expected_rows(scene)
     plan = {(t, int(p)): int(o) for gr, t, p, o in (line.split(",") for line in local.plan_csv.read_text().splitlines())
             if gr == g}
     assert len(plan) == 3
@@ -113,7 +119,7 @@ def test_same_dag_same_result_in_local_mode_and_on_a_standalone_cluster(spark_cl
     dr = localenv.run_dag("mm2_failover", conf)
     assert dr.state == "success"
     assert set(localenv.task_states("mm2_failover", dr.run_id).values()) == {"success"}
-    on_cluster = steps.RunArtifacts(run_dir("mm2_failover", dr.run_id))
+    on_cluster = RunFolder(run_dir("mm2_failover", dr.run_id))
     assert_ran_on(cluster, before, json.loads(on_cluster.snapshot.read_text()))
 
     # same Parquet rows, and the committed offsets are the local run's plan
@@ -125,23 +131,30 @@ def test_same_dag_same_result_in_local_mode_and_on_a_standalone_cluster(spark_cl
 def test_job_writes_a_file_uri_output_on_the_cluster(spark_cluster, scene, source, target, run_root, same_spark_conf):
     """The job's CLI with its output given as a file:// URI (a Hadoop filesystem URI, as hdfs:// or s3a:// are)."""
     cluster = spark_cluster
-    art = steps.RunArtifacts(run_root / "spark-uri" / scene.group)
     params = RunParams(groups_regex=scene.group, drain_quiet_seconds=1)
-    snap = steps.capture_snapshot(target, params, art, source)
-    args, env, conf = job_submission(params, art, snap, target.conf)
+    ctx = RunContext.from_cli(params, run_root / "spark-uri" / scene.group,
+                              {"target": target.conf, "source": source.conf}, 15.0)
+    art = ctx.folder
+    snap = steps.capture_snapshot(ctx)
     out = art.dir / "uri-output" / "latest.parquet"
     uri = out.as_uri()
     assert uri.startswith("file:///")
-    args[args.index("--output") + 1] = uri
     before = cluster.app_ids()
+    with job_submission(params, art, snap, target.conf) as sub:
+        sub.args[sub.args.index("--output") + 1] = uri
+        assert spark_submit(cluster.master_url, sub) == 0
 
-    assert spark_submit(cluster.master_url, args, env, conf) == 0
-
-    assert_ran_on(cluster, before, snap)
+    assert_ran_on(cluster, before, snap.as_dict())
     summary = json.loads(art.checkpoints_summary.read_text())
-    assert summary["output"] == uri and summary["checkpoints"] == 3
+    # every key of the range answered (the job does not select groups): as many as the pure rule finds
+    from mm2_failover.latest import Record, latest_per_key
+
+    oracle = latest_per_key(Record("primary", k, v, p, o) for _t, p, o, k, v, _ts in
+                            target.read(snap.checkpoints_end, start=snap.checkpoints_start))
+    assert summary["output"] == uri and summary["checkpoints"] == len(oracle.answers)
     assert (out / "_SUCCESS").exists()
-    assert rows(out) == expected_rows(scene)
+    assert rows(out, scene.group) == expected_rows(scene)
     # the DAG's reader takes the URI as it is (pyarrow understands file://; s3a:// would need mapping to s3://)
-    assert sorted((c.topic, c.partition, c.downstream_offset) for c in steps.load_latest_checkpoints(uri)) == \
+    assert sorted((c.topic, c.partition, c.downstream_offset) for c in steps.load_latest_checkpoints(uri)
+                  if c.group == scene.group) == \
         sorted((scene.replica_topic, part, c.downstream_offset) for part, c in scene.checkpoints.items())

@@ -3,13 +3,12 @@ gives, row for row, what the Python decoder gives: the same fields for checkpoin
 values, and the same reason code for every malformed class (including every truncation), for MM2's golden
 bytes and for a few hundred randomly mutated records.
 
-Spark runs once per module (one local session, one DataFrame); the records come from a seeded generator.
+Spark runs once for the Spark tests (one local session, tests/spark/conftest.py; one DataFrame here); the records come from a seeded generator.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import struct
 from pathlib import Path
@@ -22,31 +21,6 @@ pytestmark = [pytest.mark.spark]
 
 SEED = 20261123
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "mm2_checkpoints_golden.json"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    saved = os.environ.get("SPARK_LOCAL_IP")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
-    s = (SparkSession.builder.master("local[1]").appName("test-sql-decoder")
-         .config("spark.driver.host", "127.0.0.1")
-         .config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "1")
-         .config("spark.ui.showConsoleProgress", "false")
-         # a short-lived test JVM: the C1 compiler only starts Spark about twice as fast on a busy machine
-         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-         .getOrCreate())
-    try:
-        yield s
-    finally:
-        s.stop()
-        if saved is None:
-            os.environ.pop("SPARK_LOCAL_IP", None)
-        else:
-            os.environ["SPARK_LOCAL_IP"] = saved
 
 
 # ----------------------------------------------------------------------------------- record generator

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from mm2_failover import drill
-from mm2_failover.kafka_io import GroupState, Member
+from mm2_failover.kafka_io import Commit, GroupState, Member
 from mm2_failover.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,24 +52,6 @@ def test_prefix_must_be_a_string():
 # ------------------------------------------------------------------------------------------ estimates
 
 
-def test_reread_estimate_per_partition():
-    plan_rows = [r.as_dict() for r in rows()]
-    est = {(x["group"], x["partition"], x["topic"]): x for x in drill.estimate_reread(
-        plan_rows, {("drill-a", "primary.t", 0): 45})}
-    a0 = est[("drill-a", 0, "primary.t")]
-    assert (a0["source_committed"], a0["behind_commit"], a0["reread"]) == (45, 5, 5)  # consumed after the checkpoint
-    a1 = est[("drill-a", 1, "primary.t")]
-    assert (a1["source_committed"], a1["behind_commit"], a1["reread"]) == (None, None, 49)  # translation slack
-    assert ("drill-a", 2, "primary.t") not in est  # skipped: nothing planned, nothing re-read
-    assert est[("orders", 0, "primary.u")]["reread"] == 0  # clamped up to the log start: nothing to re-read
-
-
-def test_reread_not_guessed_when_offsets_are_not_aligned():
-    r = PlanRow("primary", "g", "primary.t", 0, 5, 900, None, 900, COMMIT).as_dict()
-    [x] = drill.estimate_reread([r], {("g", "primary.t", 0): 5})
-    assert x["reread"] is None and "not estimated" in x["note"]
-
-
 def test_checkpoint_ages_accept_datetimes_naive_or_aware_and_epoch_ms():
     cap = "2026-11-23T10:00:00.000+00:00"
     ages = drill.checkpoint_ages([
@@ -94,17 +76,18 @@ def test_replication_lag_from_a_drain_observation():
 
 def test_partitions_without_checkpoints_include_source_commits_never_checkpointed():
     plan_rows = [r.as_dict() for r in rows()]
-    sgo = {"drill-a": {"t": {"0": 45, "3": 7}, "v": {"0": 1}}, "unknown": {"t": {"0": 1}}}
-    missing = drill.partitions_without_checkpoints(plan_rows, sgo, lambda t: f"primary.{t}")
+    src = {("drill-a", "primary.t", 0): 45, ("drill-a", "primary.t", 3): 7, ("drill-a", "primary.v", 0): 1,
+           ("unknown", "primary.t", 0): 1}
+    missing = drill.partitions_without_checkpoints(plan_rows, src)
     assert [(m["group"], m["topic"], m["partition"]) for m in missing] == [
         ("drill-a", "primary.t", 2), ("drill-a", "primary.t", 3), ("drill-a", "primary.v", 0)]
 
 
 def test_build_drill_report_totals_findings_and_markdown():
     plan_rows = [r.as_dict() for r in rows()]
-    snap = {"captured_at": "2026-11-23T10:00:00+00:00", "source_alias": "primary",
-            "source_group_offsets": {"drill-a": {"t": {"0": 45, "1": 50}}, "orders": {"u": {"0": 10}},
-                                     "lost-group": {"t": {"0": 3}}}}
+    snap = {"captured_at": "2026-11-23T10:00:00+00:00", "source_alias": "primary"}
+    src = {("drill-a", "primary.t", 0): 45, ("drill-a", "primary.t", 1): 50, ("orders", "primary.u", 0): 10,
+           ("lost-group", "primary.t", 0): 3}
     cps = [{"group": r.group, "topic": r.topic, "partition": r.partition,
             "checkpoint_timestamp": datetime(2026, 11, 23, 9, 58, tzinfo=timezone.utc)}
            for r in rows() if r.upstream_offset is not None]
@@ -113,7 +96,8 @@ def test_build_drill_report_totals_findings_and_markdown():
         plan_rows=plan_rows, checkpoints=cps,
         drain_rows=[{"topic": "t", "partition": 0, "replica_topic": "primary.t", "source_end": 100, "moved": 3,
                      "replicated": 96, "replica_end": 97, "state": "producers still writing"}],
-        live_target_groups=["orders"], replica_topic_of=lambda t: f"primary.{t}", plan_refusal=None,
+        live_target_groups=["orders"], source_commits=src, selected_source_groups=["drill-a", "lost-group", "orders"],
+        plan_refusal=None,
         writes={"prefix": "", "applied": {}})
     t = d["totals"]
     assert t["groups_covered"] == 3 and t["groups_without_checkpoints"] == 1
@@ -139,6 +123,8 @@ def test_build_drill_report_totals_findings_and_markdown():
 
 
 class FakeTarget:
+    """The few Cluster methods the drill's apply step uses, in memory (the step is tested on the real bed too)."""
+
     conf = {"bootstrap.servers": "fake:9092"}
 
     def __init__(self, live=()):
@@ -146,8 +132,12 @@ class FakeTarget:
         self.commits: dict[str, dict] = {}
         self.altered: list[str] = []
 
-    def committed_many(self, groups, window=32):
-        return {g: dict(self.commits.get(g, {})) for g in groups}
+    def cluster_id(self):
+        return "fake-cluster"
+
+    def commits_many(self, groups, window=32):
+        return {g: {tp: c if isinstance(c, Commit) else Commit(c) for tp, c in self.commits.get(g, {}).items()}
+                for g in groups}
 
     def describe_groups(self, groups):
         return {g: GroupState(g, "STABLE", [Member("m", "c", "h")]) if g in self.live else GroupState(g, "UNKNOWN")
@@ -156,7 +146,7 @@ class FakeTarget:
     def alter_many(self, offsets, window=32):
         for g, o in offsets.items():
             self.altered.append(g)
-            self.commits.setdefault(g, {}).update(o)
+            self.commits.setdefault(g, {}).update({tp: c.offset for tp, c in o.items()})
         return {g: None for g in offsets}
 
 
@@ -165,37 +155,38 @@ def drill_run(tmp_path, monkeypatch):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from mm2_failover import config, steps, tasks
+    from mm2_failover import config, tasks
+    from mm2_failover.config import RunParams
+    from mm2_failover.run import RunContext
+    from mm2_failover.runfolder import RunFolder, Snapshot, SourceState
 
     monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(tmp_path))
-    art = steps.RunArtifacts(config.run_dir("mm2_failover_drill", "manual__1"))
-    art.checkpoints.mkdir(parents=True)
+    folder = RunFolder(config.run_dir("mm2_failover_drill", "manual__1"))
+    folder.checkpoints.mkdir(parents=True)
     cps = [("drill-a", 0, 40, 40), ("drill-a", 1, 50, 1), ("orders", 0, 30, 30), ("drill-live", 0, 5, 5)]
     pq.write_table(pa.Table.from_pylist([
         {"source_alias": "primary", "group": g, "topic": "primary.t", "partition": p, "upstream_offset": u,
          "downstream_offset": d, "metadata": "", "checkpoint_timestamp": datetime(2026, 11, 23, 9, 0)}
-        for g, p, u, d in cps]), str(art.checkpoints / "part-0.parquet"))
-    steps.write_json(art.snapshot, {"captured_at": "2026-11-23T10:00:00+00:00", "source_alias": "primary",
-                                    "replica_partitions": {"primary.t": 2},
-                                    "replica_log_start": {"primary.t": {"0": 0, "1": 0}},
-                                    "replica_log_end": {"primary.t": {"0": 100, "1": 100}},
-                                    "source_group_offsets": None})
+        for g, p, u, d in cps]), str(folder.checkpoints / "part-0.parquet"))
+    t, cp = "primary.t", "primary.checkpoints.internal"
+    folder.save_snapshot(Snapshot("2026-11-23T10:00:00+00:00", {"primary": cp}, {(cp, 0): 4}, {(cp, 0): 0}, {t: 2},
+                                  {(t, 0): 0, (t, 1): 0}, {(t, 0): 100, (t, 1): 100},
+                                  {"primary": SourceState("primary", False)}, "fake-cluster"))
     target = FakeTarget(live=["drill-live"])
-    monkeypatch.setattr(tasks, "_cluster", lambda conn_id, role, timeout=15.0: target)
 
     def run(**params):
-        ctx = {"dag": SimpleNamespace(dag_id="mm2_failover_drill"), "run_id": "manual__1",
-               "params": {"groups_regex": ".*", **params}}
-        return drill.plan_group_offsets(ctx)
+        ctx = RunContext(RunParams.from_mapping({"groups_regex": ".*", **params}), folder, "mm2_failover_drill",
+                         "manual__1", lambda conn, role, timeout: target)
+        return tasks.drill_plan(ctx, params.get("allow_drill_writes_for_prefix"))
 
-    return SimpleNamespace(art=art, target=target, run=run)
+    return SimpleNamespace(art=folder, target=target, run=run)
 
 
 def test_drill_apply_without_prefix_writes_nothing(drill_run):
     out = drill_run.run()
     assert drill_run.target.altered == [] and out["groups_written"] == []
     assert drill_run.art.plan_json.exists() and not drill_run.art.backup.exists()
-    w = json.loads((drill_run.art.dir / drill.DRILL_WRITES_JSON).read_text())
+    w = json.loads((drill_run.art.dir / "drill_writes.json").read_text())
     assert w["prefix"] == "" and w["applied"] == {}
 
 
@@ -206,7 +197,8 @@ def test_drill_apply_with_prefix_writes_only_those_groups_after_a_backup(drill_r
     assert out["groups_written"] == ["drill-a"]
     backup = json.loads(drill_run.art.backup.read_text())
     assert set(backup["groups"]) == {"drill-a"}
-    w = json.loads((drill_run.art.dir / drill.DRILL_WRITES_JSON).read_text())
+    assert backup["groups"]["drill-a"]["primary.t"]["0"] == {"before": None, "after": {"offset": 40, "metadata": ""}}
+    w = json.loads((drill_run.art.dir / "drill_writes.json").read_text())
     assert w["skipped_live"] == ["drill-live"] and w["mismatches"] == []
 
 
@@ -214,7 +206,7 @@ def test_drill_apply_records_a_plan_refusal_instead_of_failing(drill_run):
     drill_run.target.commits = {"orders": {("primary.t", 0): 3}}  # different commits already on the target
     out = drill_run.run()
     assert out["refused_plan"] is True and drill_run.target.altered == []
-    refusal = json.loads((drill_run.art.dir / drill.PLAN_REFUSAL_JSON).read_text())["refusal"]
+    refusal = json.loads((drill_run.art.dir / "plan_refusal.json").read_text())["refusal"]
     assert "orders" in refusal
 
 

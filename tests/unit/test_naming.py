@@ -78,10 +78,12 @@ def test_invalid_policies(kwargs, message):
     ("dc1", "_", "dc1_checkpoints_internal"),
     ("a.b", ".", "a.b.checkpoints.internal"),
     ("dc_1", "_", "dc_1_checkpoints_internal"),
+    ("dc", "--", "dc--checkpoints--internal"),
 ])
-def test_checkpoints_topic_name_and_its_inverse(alias, sep, name):
+def test_checkpoints_topic_name_and_the_alias_it_names(alias, sep, name):
     assert nm.checkpoints_topic(alias, sep) == name
-    assert nm.source_alias_of_checkpoints_topic(name) == alias
+    assert ReplicationPolicy(alias, separator=sep).checkpoints_topic == name
+    assert nm.checkpoint_topic_aliases([name]) == {name: alias}
 
 
 def test_checkpoints_topic_default_separator():
@@ -91,28 +93,61 @@ def test_checkpoints_topic_default_separator():
 @pytest.mark.parametrize("topic", ["orders", "primary.orders", "checkpoints.internal", "primary.checkpoints_internal",
                                    "primary.checkpoints.internal.x", "primary.heartbeats"])
 def test_not_a_checkpoints_topic(topic):
-    assert nm.source_alias_of_checkpoints_topic(topic) is None
+    assert nm.checkpoint_topic_aliases([topic]) == {}
 
 
-# ----------------------------------------------------------------------------------- internal topics
+def test_mm2_topic_names():
+    p = ReplicationPolicy("primary")
+    assert p.offset_syncs_topic("backup") == "mm2-offset-syncs.backup.internal"
+    assert p.mm2_offsets_topic == "mm2-offsets.primary.internal"
+    q = ReplicationPolicy("dc1", separator="_")
+    assert q.offset_syncs_topic("backup") == "mm2-offset-syncs_backup_internal"
+    assert q.mm2_offsets_topic == "mm2-offsets.dc1.internal"  # the Connect worker's name: always dots
+
+
+# ----------------------------------------------------------------------------------- internal topics (MM2 4.3's rules)
 
 
 @pytest.mark.parametrize("topic", [
-    "__consumer_offsets", "__transaction_state", "mm2-offset-syncs.backup.internal", "mm2-configs.backup.internal",
-    "primary.checkpoints.internal", "dc1_checkpoints_internal", "heartbeats", "primary.heartbeats",
-    "connect-offsets", "something.internal", "x.replica",
+    "__consumer_offsets", "__transaction_state", ".hidden", "mm2-offset-syncs.backup.internal",
+    "mm2-configs.backup.internal", "mm2-offsets.primary.internal", "primary.checkpoints.internal",
+    "other.checkpoints.internal", "heartbeats", "primary.heartbeats", "dc0.primary.heartbeats",
 ])
 def test_internal_topics(topic):
-    assert nm.is_internal_topic(topic)
+    assert ReplicationPolicy("primary").is_internal_topic(topic)
 
 
 @pytest.mark.parametrize("topic", ["orders", "primary.orders", "dc1_orders", "internal", "my-heartbeats-topic",
-                                   "replica", "a_internal", "mm2orders"])
+                                   "replica", "a_internal", "mm2orders", "connect-offsets", "something.internal",
+                                   "x.replica", "user-heartbeats", "primary.user-heartbeats"])
 def test_user_topics(topic):
-    assert not nm.is_internal_topic(topic)
+    assert not ReplicationPolicy("primary").is_internal_topic(topic)
 
 
-# ----------------------------------------------------------------------------------- regexes and groups
+def test_internal_topics_under_a_custom_separator():
+    p = ReplicationPolicy("dc1", separator="_")
+    assert p.is_internal_topic(p.replica_topic("heartbeats"))
+    assert p.is_internal_topic("dc1_checkpoints_internal") and p.is_internal_topic("mm2-offset-syncs_b_internal")
+    assert not p.is_internal_topic("dc1_orders")
+
+
+def test_identity_policy_names_heartbeat_like_topics_like_the_default_policy():
+    # IdentityReplicationPolicy.looksLikeHeartbeat: a topic ending with "heartbeats" is prefixed
+    p = ReplicationPolicy("primary", kind="identity")
+    assert p.replica_topic("user-heartbeats") == "primary.user-heartbeats"
+    assert p.source_topic("primary.user-heartbeats") == "user-heartbeats"
+    assert not p.is_internal_topic("primary.user-heartbeats")
+    assert p.is_internal_topic("primary.heartbeats")
+
+
+def test_replica_topics_of_an_alias():
+    p = ReplicationPolicy("primary")
+    assert p.replica_topics(["primary.orders", "primary.heartbeats", "primary.checkpoints.internal", "orders",
+                             "dc2.orders", "__consumer_offsets", "primary.user-heartbeats"]) == [
+        "primary.orders", "primary.user-heartbeats"]
+
+
+# ----------------------------------------------------------------------------------- regexes
 
 
 def test_compile_regex():
@@ -120,35 +155,6 @@ def test_compile_regex():
     with pytest.raises(ValueError) as e:
         nm.compile_regex("orders-(", "groups_regex")
     msg = str(e.value)
-    assert msg.startswith("groups_regex 'orders-(' is not a valid regular expression: ")
+    assert msg.startswith("groups_regex 'orders-(' is not a valid (Python) regular expression: ")
     assert "missing )" in msg
     assert e.value.__cause__ is None and e.value.__suppress_context__
-
-
-def test_group_selected_uses_full_match():
-    inc = re.compile("orders")
-    assert nm.group_selected("orders", inc, None)
-    assert not nm.group_selected("orders-app", inc, None)  # not a prefix match
-    assert not nm.group_selected("my-orders", inc, None)  # not a search
-    assert nm.group_selected("anything", re.compile(".*"), None)
-    assert nm.group_selected("", re.compile(".*"), None)
-    assert nm.group_selected("a", re.compile("a|b"), None) and nm.group_selected("b", re.compile("a|b"), None)
-    assert not nm.group_selected("ab", re.compile("a|b"), None)
-
-
-def test_group_selected_with_exclude():
-    inc = re.compile(".*")
-    exc = re.compile("test")
-    assert not nm.group_selected("test", inc, exc)
-    assert nm.group_selected("test-1", inc, exc)  # exclude is a full match too
-    assert nm.group_selected("my-test", inc, exc)
-    exc = re.compile("test-.*|tmp")
-    assert not nm.group_selected("test-1", inc, exc)
-    assert not nm.group_selected("tmp", inc, exc)
-    assert nm.group_selected("tmp2", inc, exc)
-    assert not nm.group_selected("other", re.compile("orders.*"), exc)  # not included at all
-
-
-def test_replicated_heartbeats_under_a_custom_separator_are_internal():
-    p = ReplicationPolicy("dc1", separator="_")
-    assert nm.is_internal_topic(p.replica_topic("heartbeats"))

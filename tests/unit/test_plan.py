@@ -269,11 +269,24 @@ def test_verify_reports_every_writing_row_that_does_not_read_back():
 
 
 def test_diff_to_apply_is_what_the_target_does_not_have_yet():
+    from mm2_failover.kafka_io import Commit
+
     p = mixed_plan()
-    assert pm.diff_to_apply(p, {}) == p.writes()
+    assert pm.diff_to_apply(p, {}) == p.commits()
     current = {"a,app": {(T, 0): 5}, "m": {(T, 0): 3, (T, 1): 100}}
-    assert pm.diff_to_apply(p, current) == {"m": {(T, 0): 100}, "z-app": {(T, 1): 7}}
+    assert pm.diff_to_apply(p, current) == {"m": {(T, 0): Commit(100)}, "z-app": {(T, 1): Commit(7)}}
     assert pm.diff_to_apply(p, p.writes()) == {}
+    assert pm.diff_to_apply(p, p.commits()) == {}
+
+
+def test_metadata_is_planned_written_and_verified():
+    from mm2_failover.kafka_io import Commit
+
+    p = build([cp(down=10, metadata="streams")])
+    assert p.commits() == {"app": {(T, 0): Commit(10, "streams")}}
+    assert pm.diff_to_apply(p, {"app": {(T, 0): Commit(10, "")}}) == {"app": {(T, 0): Commit(10, "streams")}}
+    assert pm.verify(p, {"app": {(T, 0): Commit(10, "")}})  # the metadata did not arrive: a mismatch
+    assert pm.verify(p, {"app": {(T, 0): Commit(10, "streams")}}) == []
 
 
 def test_skipped_rows_are_never_written_or_verified():
@@ -281,3 +294,43 @@ def test_skipped_rows_are_never_written_or_verified():
     assert row(p).action == pm.SKIP
     assert p.writes() == {} and p.to_reset_csv() == ""
     assert pm.verify(p, {}) == [] and pm.diff_to_apply(p, {}) == {}
+
+
+# ----------------------------------------------------------------------------------- rule 0: one answer per key
+
+
+def test_two_aliases_for_one_key_are_refused_one_alias_per_key_is_fine():
+    with pytest.raises(pm.PlanError, match="several source aliases"):
+        build([cp(alias="dc1", down=5), cp(alias="dc2", down=9)])
+    p = build([cp(alias="dc1", down=5), cp(alias="dc2", group="other", down=9)])
+    assert {(r.group, r.source_alias) for r in p.rows} == {("app", "dc1"), ("other", "dc2")}
+
+
+# ----------------------------------------------------------------------------------- rule 1: groups MM2 never checkpointed
+
+
+def test_selected_group_committing_on_the_source_without_any_checkpoint_refuses_the_plan():
+    with pytest.raises(pm.PlanError, match="ghost") as e:
+        build([cp()], source_commits={"ghost": {("primary", T, 0): 5}})
+    assert "accept_groups_without_checkpoints" in str(e.value)
+
+
+def test_accepted_groups_without_checkpoints_are_skipped_rows_and_the_others_move():
+    p = build([cp()], source_commits={"ghost": {("primary", T, 0): 5}}, accept_groups_without_checkpoints=True)
+    r = row(p, "ghost")
+    assert (r.action, r.reason, r.planned_offset, r.source_alias) == (pm.SKIP, pm.GROUP_NEVER_CHECKPOINTED, None,
+                                                                      "primary")
+    assert p.writes() == {"app": {(T, 0): 10}}
+
+
+def test_partition_committed_on_the_source_without_a_checkpoint_is_a_skipped_row():
+    p = build([cp()], b={**bounds(), **bounds(topic=U, partitions=2)}, parts={T: 1, U: 2},
+              source_commits={"app": {("primary", U, 1): 7, ("primary", T, 0): 9}})
+    assert (row(p, "app", U, 1).action, row(p, "app", U, 1).reason) == (pm.SKIP, pm.NO_CHECKPOINT)
+    assert not [r for r in p.rows if (r.topic, r.partition) == (U, 0)]  # it commits nothing there
+    assert row(p).action == pm.COMMIT
+
+
+def test_source_commits_on_topics_without_a_replica_are_ignored():
+    p = build([cp()], source_commits={"app": {("primary", "not-replicated", 0): 3}, "x": {("primary", "nr", 0): 1}})
+    assert {(r.group, r.topic) for r in p.rows} == {("app", T)}

@@ -8,7 +8,7 @@ import pytest
 
 from mm2_failover import plan as pm
 from mm2_failover.plan import Plan, PlanRow
-from mm2_failover.report import build_report, render_markdown
+from mm2_failover.report import build_report, estimate_reread, render_markdown
 
 T = "primary.orders"
 
@@ -41,14 +41,18 @@ def test_totals_and_groups_of_a_failed_run():
     assert r["outcome"] == "failed" and r["dry_run"] is False
     assert r["mismatches"] == [{"group": "c", "topic": T, "partition": 0, "planned": 20, "committed": 19}]
     assert r["totals"] == {
-        "groups": 3, "groups_moved": 1, "partitions": 5, "committed": 2, "planned_commits": 3, "skipped": 2,
-        "clamped": 1, "refused_groups": 1, "mismatches": 1, "records_lost_to_retention": 2,
+        "groups": 3, "groups_moved": 1, "groups_skipped": 1, "partitions": 5, "committed": 2, "planned_commits": 3,
+        "skipped": 2, "clamped": 1, "refused_groups": 1, "mismatches": 1, "records_lost_to_retention": 2,
+        "records_lost_to_retention_upper_bound": 2, "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20),
         "lag": (55 - 10) + (45 - 5) + (55 - 7) + (55 - 19),
     }
     g = {x["group"]: x for x in r["groups"]}
     assert [x["group"] for x in r["groups"]] == ["a", "b", "c"]
     assert g["a"] == {"group": "a", "partitions": 2, "committed": 2, "skipped": 0, "clamped": 1, "retention_lost": 2,
-                      "lag": 85, "mismatches": 0, "refused": "", "source_alias": "primary"}
+                      "lag": 85, "mismatches": 0, "refused": "", "source_aliases": ["primary"], "fate": "moved",
+                      "reread_estimate": (110 - 10) + (103 - 5)}
+    assert g["b"]["fate"].startswith("skipped: it already has different commits on the target")
+    assert g["c"]["fate"].startswith("not as planned")
     assert (g["b"]["skipped"], g["b"]["committed"], g["b"]["lag"], g["b"]["refused"]) == (1, 0, 48, "existing_target_offsets")
     assert (g["c"]["committed"], g["c"]["mismatches"], g["c"]["lag"], g["c"]["skipped"]) == (0, 1, 36, 1)
     json.dumps(r)  # JSON-serialisable as it is
@@ -99,19 +103,20 @@ def test_markdown_contains_the_tables():
     lines = md.splitlines()
     assert lines[0] == "# mm2-failover report: mm2_failover / manual__1"
     assert "**Outcome: FAILED**" in lines
-    assert "| 3 | 1 | 5 | 2 | 2 | 1 | 1 | 1 | 2 | 169 |" in lines
+    assert "| 3 | 1 | 1 | 5 | 2 | 2 | 1 | 1 | 1 | 2 | 298 | 169 |" in lines
     assert "> WARNING: source unreachable: disaster mode" in lines
     assert "Checkpoints read: 10 records, 4 latest, 1 tombstones, 2 quarantined {'key_truncated': 2}" in lines
     assert "## Groups" in lines and "## Partitions" in lines
-    assert "| a | primary | 2 | 2 | 0 | 1 | 2 | 85 |  |" in lines
-    assert "| b | primary | 1 | 0 | 1 | 0 | 0 | 48 | existing_target_offsets |" in lines
+    assert "| a | primary | moved | 2 | 2 | 0 | 1 | 2 | 198 | 85 |" in lines
+    assert ("| b | primary | skipped: it already has different commits on the target (on_existing_target_offsets) "
+            "| 1 | 0 | 1 | 0 | 0 |  | 48 |") in lines
     assert f"| a | {T} | 1 | 103 | 3 |  | 5 | 5 | clamp | retention_gap | 40 |" in lines
     assert f"| b | {T} | 0 | 90 | 9 | 7 |  | 7 | skip | existing_target_offsets | 48 |" in lines
     assert f"| c | {T} | 1 |  |  |  |  |  | skip | no_checkpoint |  |" in lines
     assert "## Mismatches (committed != planned)" in lines
     assert f"- c {T}[0]: planned 20, committed 19" in lines
     # every table row has as many cells as its header
-    for header in ("| groups |", "| group | alias |", "| group | topic |"):
+    for header in ("| groups |", "| group | aliases |", "| group | topic |"):
         i = next(n for n, l in enumerate(lines) if l.startswith(header))
         width = lines[i].count("|")
         j = i + 1
@@ -143,3 +148,26 @@ def test_md_table_escapes_pipes_and_renders_none_empty():
 
     lines = md_table([("group", "l"), ("lag", "r")], [["a|b", None], ["c", 3]])
     assert lines == ["| group | lag |", "|---|---:|", "| a\\|b |  |", "| c | 3 |"]
+
+
+# ------------------------------------------------------------------------------------------ re-read estimate
+
+
+def test_reread_estimate_per_partition():
+    from tests.unit.test_drill import rows
+
+    plan_rows = [r.as_dict() for r in rows()]
+    est = {(x["group"], x["partition"], x["topic"]): x for x in estimate_reread(
+        plan_rows, {("drill-a", "primary.t", 0): 45})}
+    a0 = est[("drill-a", 0, "primary.t")]
+    assert (a0["source_committed"], a0["behind_commit"], a0["reread"]) == (45, 5, 5)  # consumed after the checkpoint
+    a1 = est[("drill-a", 1, "primary.t")]
+    assert (a1["source_committed"], a1["behind_commit"], a1["reread"]) == (None, None, 49)  # translation slack
+    assert ("drill-a", 2, "primary.t") not in est  # skipped: nothing planned, nothing re-read
+    assert est[("orders", 0, "primary.u")]["reread"] == 0  # clamped up to the log start: nothing to re-read
+
+
+def test_reread_not_guessed_when_offsets_are_not_aligned():
+    r = PlanRow("primary", "g", "primary.t", 0, 5, 900, None, 900, pm.COMMIT).as_dict()
+    [x] = estimate_reread([r], {("g", "primary.t", 0): 5})
+    assert x["reread"] is None and "not estimated" in x["note"]

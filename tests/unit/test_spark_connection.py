@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.localenv import spark_conn
+from testbed.localenv import spark_conn
 from mm2_failover.spark import SparkConnectionMissing, check_spark_connection
 
 

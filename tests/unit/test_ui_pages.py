@@ -11,7 +11,7 @@ import pytest
 
 from mm2_failover import ui
 from mm2_failover.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
-from mm2_failover.report import build_report, render_markdown
+from mm2_failover.report import build_report, render_markdown, run_summary
 
 REPO = Path(__file__).resolve().parents[2]
 EVIL = "<script>alert(1)</script>"
@@ -154,3 +154,27 @@ def test_plugin_declares_the_app_and_views():
     views = {v["url_route"]: v for v in p.external_views}
     assert views["mm2-failover"]["href"] == "/mm2/" and views["mm2-failover"]["destination"] == "nav"
     assert views["mm2-failover-run"]["href"] == "/mm2/runs/{DAG_ID}/{RUN_ID}"
+
+
+# ------------------------------------------------------------------------------------------ issue 14, item 14
+
+
+def test_index_renders_from_small_summaries_and_one_bad_run_never_breaks_it(tmp_path):
+    """The index lists runs from each run's small summary.json (never parsing whole reports), and a run whose
+    files are broken or odd is shown as such while every other run is still listed."""
+    from fastapi.testclient import TestClient
+
+    root = tmp_path / "artifacts"
+    good = _write_failover(root, "good-run", "orders")
+    # a big report the index must not need: its summary says what the index shows
+    rep = json.loads((good / "report.json").read_text())
+    (good / "summary.json").write_text(json.dumps(run_summary("mm2_failover", "good-run", rep, None, "2026-11-23T08:00")))
+    (good / "report.json").write_text("{ truncated by a full disk")
+    odd = root / "mm2_failover" / "odd-run"
+    odd.mkdir(parents=True)
+    (odd / "report.json").write_text(json.dumps({"outcome": {"not": "a string"}, "totals": [1, 2]}))
+    c = TestClient(ui.create_app(root))
+    r = c.get("/")
+    assert r.status_code == 200, r.text
+    assert "good-run" in r.text and "SUCCEEDED" in r.text and "odd-run" in r.text
+    assert "UNREADABLE" in r.text  # the odd run is listed, marked, not fatal

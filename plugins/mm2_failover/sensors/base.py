@@ -1,38 +1,56 @@
-"""Shared behaviour of the pipeline's sensors: params from the run, clusters from the connections, and a
-timeout message that carries the last poke's findings (not just "timed out")."""
+"""Shared behaviour of the pipeline's sensors: explicit, templated arguments (the run's parameters and the
+connection ids), the run resolved once per poke by :class:`~mm2_failover.run.RunContext`, and a timeout message
+that carries the last poke's findings (not just "timed out")."""
 
 from __future__ import annotations
 
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
-from mm2_failover.config import SOURCE_CONN_ID, TARGET_CONN_ID, RunParams
+from mm2_failover.config import SOURCE_CONN_ID, TARGET_CONN_ID
 
 
 class FailoverSensor(BaseSensorOperator):
-    #: name of the run param that, when set, overrides ``timeout`` (seconds)
+    """
+    :param run_params: the run's parameters (see ``mm2_failover.config.RunParams``); templated - the DAGs pass
+        ``{{ params.<name> }}`` for each (``RunParams.templates()``)
+    :param source_conn_id: Kafka connection of the (first alias's) source cluster; templated
+    :param target_conn_id: Kafka connection of the target cluster; templated
+    """
+
+    template_fields = ("run_params", "source_conn_id", "target_conn_id")
+    #: the run parameter that, when set, overrides ``timeout`` (seconds)
     timeout_param: str | None = None
 
-    def __init__(self, *, source_conn_id: str = SOURCE_CONN_ID, target_conn_id: str = TARGET_CONN_ID, **kwargs):
+    def __init__(self, *, run_params: dict | None = None, source_conn_id: str = SOURCE_CONN_ID,
+                 target_conn_id: str = TARGET_CONN_ID, **kwargs):
         kwargs.setdefault("mode", "reschedule")
         kwargs.setdefault("retries", 2)  # a rescheduled sensor can lose a try to a scheduler race
         super().__init__(**kwargs)
+        self.run_params = run_params or {}
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
         self._findings = ""
 
-    def run_params(self, context) -> RunParams:
-        return RunParams.from_mapping(dict(context["params"]))
+    def run_context(self, context):
+        from mm2_failover.run import RunContext
 
-    def cluster(self, conn_id: str, role: str, timeout: float = 15.0):
-        from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
-
-        return KafkaClusterHook(conn_id, role).cluster(timeout)
+        return RunContext.from_airflow(context, target_conn_id=self.target_conn_id, source_conn_id=self.source_conn_id,
+                                       params=self.run_params)
 
     def execute(self, context):
-        if self.timeout_param and context["params"].get(self.timeout_param):
-            self.timeout = float(context["params"][self.timeout_param])
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from mm2_failover.config import RunParams
+        from mm2_failover.reachability import SourceRequiredUnreachable
+
         try:
+            if self.timeout_param and self.run_params.get(self.timeout_param) not in (None, ""):
+                self.timeout = float(getattr(RunParams.from_mapping(self.run_params), self.timeout_param))
             return super().execute(context)
         except AirflowSensorTimeout as e:
             raise AirflowSensorTimeout(f"{e}\n{self._findings}") from None
+        except (ValueError, SourceRequiredUnreachable) as e:
+            # a wrong parameter, a bad client setting or password, a required source that did not answer on any
+            # try: a retry would not help
+            raise AirflowFailException(str(e)) from None

@@ -1,9 +1,9 @@
 """``verify_producers_drained``: producers on the source stopped, and MirrorMaker 2 replicated everything.
 
-See :mod:`mm2_failover.drain` for the rules. Each poke logs a table of every partition in scope (source end,
-moved, MM2's last replicated offset, replica end, state) and keeps it in the run's ``drain.json``; on timeout
-the task fails with the table of what is not drained. When the source cannot be reached (``source_reachable``
-detect/no) it runs in DISASTER MODE: target-side evidence only, with an estimate of the data-loss window.
+See :mod:`mm2_failover.drain` for the rules and :mod:`mm2_failover.reachability` for when a source counts as lost.
+The first poke of a run decides each source's reachability (and records it); each poke logs a table of every
+partition in scope (alias, source end, moved, MM2's last replicated offset, replica end, state) and keeps it in the
+run's ``drain.json``; on timeout the task fails with the table of what is not drained.
 """
 
 from __future__ import annotations
@@ -16,22 +16,20 @@ class ProducersDrainedSensor(FailoverSensor):
     timeout_param = "drain_timeout_seconds"
 
     def poke(self, context) -> bool:
-        from mm2_failover import steps, tasks
+        from mm2_failover import steps
 
-        params, art, _, _ = tasks.run_context(context)
-        source = steps.connect_source(self.cluster(self.source_conn_id, "source", timeout=5.0), params)
-        v = steps.drain_status(source, self.cluster(self.target_conn_id, "target"), params)
-        steps.write_json(art.dir / "drain.json", v.as_dict())
+        ctx = self.run_context(context)
+        v = steps.drain_status(ctx)
+        ctx.folder.save("drain.json", v.as_dict())
         for n in v.notes:
             self.log.info(n)
         if v.disaster:
-            self.log.warning("WARNING: DISASTER MODE: the source is not reachable; checked the target only. "
-                             "Data-loss window: %s", v.rpo)
+            self.log.warning("WARNING: DISASTER MODE for alias(es) %s: checked the target only. Data-loss window: %s",
+                             ", ".join(v.disaster_aliases), v.rpo)
         if v.rows:
             self.log.info("drain check for %d group(s), %d topic(s):\n%s", len(v.groups), len(v.topics), v.table())
-        not_drained = [r for r in v.rows if r["state"] not in ("drained",) and not r["state"].startswith("drained")]
-        self._findings = ("Not drained:\n" + v.table()) if not_drained else ""
+        self._findings = ("Not drained:\n" + v.table()) if v.not_drained() else ""
         if not v.drained:
             self.log.warning("%d partition(s) not drained yet: stop the producers on the source and let MM2 catch "
-                             "up; the sensor checks again by itself.", len(not_drained))
+                             "up; the sensor checks again by itself.", len(v.not_drained()))
         return v.drained

@@ -1,0 +1,124 @@
+// Consumer-group commits WITH their metadata, byte for byte, through Kafka's own Java AdminClient.
+//
+// Why: confluent-kafka-python sends a commit's metadata as a C string including its terminating NUL ("abc" reaches
+// the broker as "abc\0", which older Kafka Streams versions cannot decode), and librdkafka reads metadata back as a
+// C string (metadata without a NUL comes back with bytes of whatever follows it in memory). The pipeline reads and
+// writes commits without metadata with confluent-kafka, and the few groups whose commits carry metadata (Kafka
+// Streams applications) with this program.
+//
+// Usage: java -cp '<kafka-clients and slf4j-api jars>' KafkaOffsets.java commit|read <client.properties> <in.tsv>
+//   client.properties: Java client settings (bootstrap.servers, security...), plus mm2.failover.timeout.ms
+//   commit: in.tsv has one line per partition, every field base64 (UTF-8): group, topic, partition, offset, metadata
+//           output, one line per group: "OK\t<group>" or "ERR\t<group>\t<message>"
+//   read:   in.tsv has one base64 group per line
+//           output: "ROW\t<group>\t<topic>\t<partition>\t<offset>\t<metadata>" per commit, "OK\t<group>" after a
+//           group's rows, or "ERR\t<group>\t<message>"
+// Every output field is base64 (UTF-8). Exit 0 when the input was read (groups may still have failed: see the ERR
+// lines), 2 on bad input.
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+
+public class KafkaOffsets {
+    static String text(String b64) {
+        return new String(Base64.getDecoder().decode(b64), StandardCharsets.UTF_8);
+    }
+
+    static String b64(Object o) {
+        return Base64.getEncoder().encodeToString(String.valueOf(o == null ? "" : o).getBytes(StandardCharsets.UTF_8));
+    }
+
+    static String error(Throwable t) {
+        Throwable c = t instanceof ExecutionException && t.getCause() != null ? t.getCause() : t;
+        return b64(c.getClass().getSimpleName() + ": " + c.getMessage());
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 3 || !(args[0].equals("commit") || args[0].equals("read"))) {
+            System.err.println("usage: KafkaOffsets commit|read <client.properties> <in.tsv>");
+            System.exit(2);
+        }
+        Properties props = new Properties();
+        try (Reader r = Files.newBufferedReader(Path.of(args[1]), StandardCharsets.UTF_8)) {
+            props.load(r);
+        }
+        long timeoutMs = Long.parseLong((String) props.remove("mm2.failover.timeout.ms"));
+        List<String> lines = Files.readAllLines(Path.of(args[2]), StandardCharsets.UTF_8);
+        try (Admin admin = Admin.create(props)) {
+            if (args[0].equals("commit")) {
+                commit(admin, lines, timeoutMs);
+            } else {
+                read(admin, lines, timeoutMs);
+            }
+        }
+    }
+
+    static void commit(Admin admin, List<String> lines, long timeoutMs) throws InterruptedException {
+        Map<String, Map<TopicPartition, OffsetAndMetadata>> byGroup = new TreeMap<>();
+        for (String line : lines) {
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] f = line.split("\t", -1);
+            if (f.length != 5) {
+                System.err.println("bad line: " + line);
+                System.exit(2);
+            }
+            TopicPartition tp = new TopicPartition(text(f[1]), Integer.parseInt(text(f[2])));
+            byGroup.computeIfAbsent(text(f[0]), g -> new HashMap<>())
+                   .put(tp, new OffsetAndMetadata(Long.parseLong(text(f[3])), text(f[4])));
+        }
+        for (Map.Entry<String, Map<TopicPartition, OffsetAndMetadata>> e : byGroup.entrySet()) {
+            try {
+                admin.alterConsumerGroupOffsets(e.getKey(), e.getValue()).all().get(timeoutMs, TimeUnit.MILLISECONDS);
+                System.out.println("OK\t" + b64(e.getKey()));
+            } catch (ExecutionException | TimeoutException ex) {
+                System.out.println("ERR\t" + b64(e.getKey()) + "\t" + error(ex));
+            }
+            System.out.flush();
+        }
+    }
+
+    static void read(Admin admin, List<String> lines, long timeoutMs) throws InterruptedException {
+        List<String> groups = new ArrayList<>();
+        for (String line : lines) {
+            if (!line.isEmpty()) {
+                groups.add(text(line));
+            }
+        }
+        for (String g : groups) {
+            try {
+                Map<TopicPartition, OffsetAndMetadata> m = admin.listConsumerGroupOffsets(g)
+                    .partitionsToOffsetAndMetadata().get(timeoutMs, TimeUnit.MILLISECONDS);
+                StringBuilder out = new StringBuilder();
+                for (Map.Entry<TopicPartition, OffsetAndMetadata> e : m.entrySet()) {
+                    if (e.getValue() == null) {
+                        continue;
+                    }
+                    out.append("ROW\t").append(b64(g)).append('\t').append(b64(e.getKey().topic())).append('\t')
+                       .append(b64(e.getKey().partition())).append('\t').append(b64(e.getValue().offset())).append('\t')
+                       .append(b64(e.getValue().metadata())).append('\n');
+                }
+                System.out.print(out);
+                System.out.println("OK\t" + b64(g));
+            } catch (ExecutionException | TimeoutException ex) {
+                System.out.println("ERR\t" + b64(g) + "\t" + error(ex));
+            }
+            System.out.flush();
+        }
+    }
+}

@@ -1,0 +1,87 @@
+"""Is each source cluster reachable? Decided ONCE per run, at its start, and never changed afterwards.
+
+The rules (``source_reachable``), per source alias:
+
+1. ``no`` - the operator says the source is lost: DISASTER MODE for it, without contacting it.
+2. ``yes`` - the source must answer: a probe that finds it unreachable fails the run.
+3. ``detect`` - probe it up to :data:`PROBE_TRIES` times (a bounded wait); DISASTER MODE only when EVERY try found
+   it unreachable (no answer, connection refused). One answer is enough for "reachable".
+4. An authentication or configuration error is never "unreachable": it fails the run with its cause, whatever the
+   mode (a wrong password must not turn a live source into a lost one).
+5. The decision is recorded in the run folder (and the snapshot) by the first task; every later task reads it.
+   A source decided reachable whose check fails later fails that task: it is never downgraded to disaster mode.
+
+:func:`decide` is the pure rule over the probe's outcomes; :func:`probe` runs the bounded probe against a cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+REACHABLE = "reachable"
+DISASTER = "disaster"  # decided unreachable (or declared lost): source-side checks are skipped, loudly
+MODES = ("detect", "yes", "no")
+PROBE_TRIES = 3
+PROBE_PAUSE_S = 2.0
+
+OK = "ok"
+UNREACHABLE = "unreachable"
+
+
+class SourceUnreachable(RuntimeError):
+    """A cluster did not answer (``kafka_io.KafkaUnavailable`` is one): the only error a probe counts as
+    unreachable."""
+
+
+class SourceRequiredUnreachable(RuntimeError):
+    """``source_reachable=yes`` and the source did not answer."""
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"source_reachable must be one of {', '.join(MODES)}, not {mode!r}")
+    return mode
+
+
+def decide(mode: str, outcomes: list[str], what: str = "the source cluster") -> str:
+    """The decision from the probe's outcomes (``ok`` / ``unreachable``, in order). Errors other than
+    "unreachable" never reach here: the probe raises them (rule 4)."""
+    check_mode(mode)
+    if mode == "no":
+        return DISASTER
+    if OK in outcomes:
+        return REACHABLE
+    if mode == "yes":
+        raise SourceRequiredUnreachable(
+            f"{what} did not answer on any of {len(outcomes)} tries and source_reachable=yes: nothing was done. "
+            "Check that it is up and reachable; if it is lost, re-run with source_reachable=no (disaster mode).")
+    return DISASTER
+
+
+def probe(check: Callable[[], object], tries: int = PROBE_TRIES, pause_s: float = PROBE_PAUSE_S,
+          mode: str = "detect", what: str = "the source cluster") -> tuple[str, list[str], str]:
+    """Call ``check`` (e.g. ``cluster.probe``) until it answers, at most ``tries`` times (one try under ``yes``
+    still retries: a brief network hiccup must not fail a failover either). Returns ``(decision, outcomes,
+    last_error)``. ``SourceUnreachable`` counts as unreachable; any other exception (authentication,
+    configuration) propagates."""
+    check_mode(mode)
+    outcomes: list[str] = []
+    last = ""
+    if mode == "no":
+        return DISASTER, outcomes, last
+    for i in range(max(1, tries)):
+        try:
+            check()
+            outcomes.append(OK)
+            break
+        except SourceUnreachable as e:
+            outcomes.append(UNREACHABLE)
+            last = str(e)
+            log.warning("%s: try %d/%d found it unreachable: %s", what, i + 1, tries, e)
+            if i + 1 < tries:
+                time.sleep(pause_s)
+    return decide(mode, outcomes, what), outcomes, last

@@ -1,0 +1,332 @@
+"""One run's folder: the name of every artifact, and typed load/save.
+
+``$MM2_FAILOVER_ARTIFACTS/<dag_id>/<run_id>/`` (the CLI: ``--run-dir``) holds everything a run decided and did,
+so that any task - or a retry, or the CLI on the same folder - continues from it instead of deciding again:
+
+==============================  =======================================================================
+``run.json``                    the run's parameters and the source-reachability decision (written first)
+``drain.json``                  the last drain observation (:class:`mm2_failover.drain.DrainVerdict`)
+``snapshot.json``               end offsets captured once (:class:`Snapshot`)
+``latest_checkpoints.parquet``  the Spark job's output (+ ``.summary.json``, ``_quarantine``, ``_regressions``)
+``plan.json`` / ``plan.csv``    the plan, built once (CSV for ``kafka-consumer-groups --from-file``)
+``backup.json``                 what apply is about to overwrite, saved before its first write (:class:`Backup`)
+``apply.json``                  what apply did
+``report.json`` / ``report.md`` the verified report; ``summary.json`` its one-line summary for the UI's index
+``drill.*``                     the drill's findings, writes and plan refusal
+``rollback.json``, ``rollback-journal/``  a rollback run's result and its per-group journals
+==============================  =======================================================================
+
+Every file is written atomically and durably (temporary file, fsync, rename, fsync of the folder): after a host
+crash a file is either the old one or the new one, never empty - ``backup.json`` is the only undo record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mm2_failover.plan import (
+    TP,
+    Commit,
+    commit_from_json,
+    commit_to_json,
+    tp_map_from_json,
+    tp_map_to_json,
+)
+from mm2_failover.rollback import Backup
+
+RUN = "run.json"
+DRAIN = "drain.json"
+SNAPSHOT = "snapshot.json"
+CHECKPOINTS = "latest_checkpoints.parquet"
+CHECKPOINTS_SUMMARY = "latest_checkpoints.summary.json"
+PLAN_JSON = "plan.json"
+PLAN_CSV = "plan.csv"
+BACKUP = "backup.json"
+APPLY = "apply.json"
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+SUMMARY = "summary.json"
+DRILL_JSON = "drill.json"
+DRILL_MD = "drill.md"
+DRILL_WRITES = "drill_writes.json"
+PLAN_REFUSAL = "plan_refusal.json"
+ROLLBACK = "rollback.json"
+JOURNALS = "rollback-journal"
+
+
+class RunFolderError(ValueError):
+    """An artifact is missing, unreadable or does not belong to this run; the message names the file."""
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def age_seconds(iso: str | None, now: datetime | None = None) -> float | None:
+    if not iso:
+        return None
+    t = datetime.fromisoformat(iso)
+    return round(((now or datetime.now(timezone.utc)) - t).total_seconds(), 1)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Atomic and durable: a crash leaves the old file or the new one, never a partial or empty one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def write_text(path: Path, text: str) -> None:
+    write_bytes(path, text.encode())
+
+
+def write_json(path: Path, data) -> None:
+    write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def read_json(path: Path, what: str = "") -> Any:
+    """The JSON in ``path``; RunFolderError naming the file when it is missing or not JSON."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise RunFolderError(f"{what or 'file'} {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunFolderError(f"cannot read {what or 'file'} {path}: {e}") from None
+    except ValueError as e:
+        raise RunFolderError(f"{what or 'file'} {path} is not valid JSON ({e})") from None
+
+
+# ------------------------------------------------------------------------------------------ typed artifacts
+
+
+@dataclass
+class SourceState:
+    """What the snapshot knows of one source alias's cluster (nothing in disaster mode)."""
+
+    alias: str
+    reachable: bool
+    end_offsets: dict[TP, int] | None = None  # source topics the alias replicates
+    group_commits: dict[str, dict[TP, Commit]] | None = None  # the selected groups' commits (source topic names)
+
+    def as_dict(self) -> dict:
+        return {"alias": self.alias, "reachable": self.reachable,
+                "end_offsets": None if self.end_offsets is None else tp_map_to_json(self.end_offsets),
+                "group_commits": None if self.group_commits is None else {
+                    g: tp_map_to_json({tp: commit_to_json(c) for tp, c in cs.items()})
+                    for g, cs in self.group_commits.items()}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SourceState":
+        gc = d.get("group_commits")
+        return cls(d["alias"], bool(d["reachable"]),
+                   None if d.get("end_offsets") is None else tp_map_from_json(d["end_offsets"]),
+                   None if gc is None else {g: {tp: commit_from_json(c) for tp, c in tp_map_from_json(cs).items()}
+                                            for g, cs in gc.items()})
+
+
+@dataclass
+class Snapshot:
+    """End offsets and positions captured once per run, at capture time (see ``steps.capture_snapshot``)."""
+
+    captured_at: str
+    checkpoints_topics: dict[str, str]  # source alias -> its checkpoints topic
+    checkpoints_end: dict[TP, int]
+    checkpoints_start: dict[TP, int]
+    replica_partitions: dict[str, int]
+    replica_start: dict[TP, int]
+    replica_end: dict[TP, int]
+    sources: dict[str, SourceState]
+    target_cluster_id: str = ""
+
+    @property
+    def aliases(self) -> list[str]:
+        return list(self.checkpoints_topics)
+
+    @property
+    def disaster_aliases(self) -> list[str]:
+        return [a for a, s in self.sources.items() if not s.reachable]
+
+    def source_commits(self) -> dict[str, dict[tuple[str, TP], Commit]]:
+        """group -> {(alias, (source topic, partition)): commit} over every reachable alias."""
+        out: dict[str, dict] = {}
+        for a, s in self.sources.items():
+            for g, cs in (s.group_commits or {}).items():
+                for tp, c in cs.items():
+                    out.setdefault(g, {})[(a, tp)] = c
+        return out
+
+    def as_dict(self) -> dict:
+        return {"captured_at": self.captured_at, "checkpoints_topics": self.checkpoints_topics,
+                "checkpoints_end_offsets": tp_map_to_json(self.checkpoints_end),
+                "checkpoints_log_start": tp_map_to_json(self.checkpoints_start),
+                "replica_partitions": self.replica_partitions,
+                "replica_log_start": tp_map_to_json(self.replica_start),
+                "replica_log_end": tp_map_to_json(self.replica_end),
+                "sources": {a: s.as_dict() for a, s in self.sources.items()},
+                "disaster_aliases": self.disaster_aliases, "target_cluster_id": self.target_cluster_id}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Snapshot":
+        return cls(d["captured_at"], dict(d["checkpoints_topics"]), tp_map_from_json(d["checkpoints_end_offsets"]),
+                   tp_map_from_json(d.get("checkpoints_log_start")), dict(d["replica_partitions"]),
+                   tp_map_from_json(d["replica_log_start"]), tp_map_from_json(d["replica_log_end"]),
+                   {a: SourceState.from_dict(s) for a, s in d["sources"].items()}, d.get("target_cluster_id", ""))
+
+
+@dataclass
+class CheckpointsSummary:
+    """The Spark job's summary (``--summary``): counts, outputs, phases."""
+
+    raw: dict
+
+    @property
+    def quarantined(self) -> int:
+        return int(self.raw.get("quarantined") or 0)
+
+    def __getitem__(self, k):
+        return self.raw[k]
+
+    def get(self, k, default=None):
+        return self.raw.get(k, default)
+
+
+# ------------------------------------------------------------------------------------------ the folder
+
+
+class RunFolder:
+    """The files of one run. Local paths: the Spark job's output must be readable here too."""
+
+    def __init__(self, path: Path | str):
+        self.dir = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({self.dir})"
+
+    def path(self, name: str) -> Path:
+        return self.dir / name
+
+    # the artifacts, by name
+    run = property(lambda self: self.dir / RUN)
+    drain = property(lambda self: self.dir / DRAIN)
+    snapshot = property(lambda self: self.dir / SNAPSHOT)
+    checkpoints = property(lambda self: self.dir / CHECKPOINTS)
+    checkpoints_summary = property(lambda self: self.dir / CHECKPOINTS_SUMMARY)
+    plan_json = property(lambda self: self.dir / PLAN_JSON)
+    plan_csv = property(lambda self: self.dir / PLAN_CSV)
+    backup = property(lambda self: self.dir / BACKUP)
+    apply_result = property(lambda self: self.dir / APPLY)
+    report_json = property(lambda self: self.dir / REPORT_JSON)
+    report_md = property(lambda self: self.dir / REPORT_MD)
+    summary = property(lambda self: self.dir / SUMMARY)
+    drill_json = property(lambda self: self.dir / DRILL_JSON)
+    drill_md = property(lambda self: self.dir / DRILL_MD)
+    drill_writes = property(lambda self: self.dir / DRILL_WRITES)
+    plan_refusal = property(lambda self: self.dir / PLAN_REFUSAL)
+    rollback = property(lambda self: self.dir / ROLLBACK)
+    journals = property(lambda self: self.dir / JOURNALS)
+
+    # -- generic ---------------------------------------------------------------------------------------
+    def save(self, name: str, data) -> Path:
+        p = self.dir / name
+        write_json(p, data)
+        return p
+
+    def load(self, name: str, default: Any = ...) -> Any:
+        p = self.dir / name
+        if not p.exists() and default is not ...:
+            return default
+        return read_json(p, name)
+
+    # -- run.json: the run's parameters and decisions ----------------------------------------------------
+    def record(self) -> dict:
+        return self.load(RUN, {})
+
+    def bind_params(self, kind: str, params: dict, compare: list[str]) -> None:
+        """The first call records ``params``; a later call with different values of any ``compare`` key fails
+        naming them (a plan built with other flags is never reused silently)."""
+        rec = self.record()
+        if not rec:
+            self.save(RUN, {"kind": kind, "created_at": now_iso(), "params": params})
+            return
+        old = rec.get("params", {})
+        diff = [k for k in compare if k in old and old.get(k) != params.get(k)]
+        if diff:
+            raise RunFolderError(
+                f"the run folder {self.dir} was started with other parameters: "
+                + ", ".join(f"{k}={old.get(k)!r} (now {params.get(k)!r})" for k in diff)
+                + ". Use the same values to continue this run, or a new run folder for a new run.")
+
+    def save_decision(self, key: str, value: dict) -> None:
+        rec = self.record() or {"created_at": now_iso()}
+        rec.setdefault("decisions", {})[key] = value
+        self.save(RUN, rec)
+
+    def decision(self, key: str) -> dict | None:
+        return (self.record().get("decisions") or {}).get(key)
+
+    # -- typed -----------------------------------------------------------------------------------------
+    def save_snapshot(self, snap: Snapshot) -> None:
+        self.save(SNAPSHOT, snap.as_dict())
+
+    def load_snapshot(self) -> Snapshot:
+        if not self.snapshot.exists():
+            raise RunFolderError(f"no end-offset snapshot at {self.snapshot}: capture_end_offsets must run first")
+        try:
+            return Snapshot.from_dict(self.load(SNAPSHOT))
+        except (KeyError, TypeError) as e:
+            raise RunFolderError(f"{self.snapshot} is not a snapshot of this version ({e}): start a new run") from None
+
+    def load_summary(self) -> CheckpointsSummary | None:
+        return CheckpointsSummary(self.load(CHECKPOINTS_SUMMARY)) if self.checkpoints_summary.exists() else None
+
+    def save_backup(self, backup: Backup) -> None:
+        self.save(BACKUP, backup.as_dict())
+
+    def load_backup(self) -> Backup | None:
+        return load_backup(self.backup) if self.backup.exists() else None
+
+    def load_drain(self) -> dict:
+        return self.load(DRAIN, {})
+
+
+def checkpoint_rows(path, columns: list[str] | None = None) -> list[dict]:
+    """The Spark job's answers (Parquet: a folder or any pyarrow-readable URI), as dicts; ``columns`` that the
+    output lacks (an older job's) are left out."""
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(str(path))
+    return t.select([c for c in (columns or t.column_names) if c in t.column_names]).to_pylist()
+
+
+def load_backup(path: Path | str) -> Backup:
+    path = Path(path)
+    if not path.exists():
+        raise RunFolderError(f"no backup at {path}: apply_group_offsets writes it before its first write; a run that "
+                             "never reached that point changed nothing")
+    try:
+        return Backup.from_dict(read_json(path, "backup"), path)
+    except ValueError as e:
+        raise RunFolderError(str(e)) from None
+
+
+def as_plain(obj) -> Any:
+    """Dataclasses to plain data (for XCom and JSON)."""
+    return asdict(obj) if hasattr(obj, "__dataclass_fields__") else obj

@@ -1,0 +1,91 @@
+"""The Spark job's aggregation (mm2_failover.jobs.latest_checkpoints.run, fed a DataFrame instead of Kafka) gives,
+key for key, what the pure rule (mm2_failover.latest.latest_per_key) gives: the same answers, regression flags,
+positions and metadata, and the same counts, over random histories with tombstones, regressions, unusable
+records, commit metadata, two partitions and two source aliases, under both policies."""
+
+from __future__ import annotations
+
+import argparse
+import random
+from datetime import datetime, timezone
+
+import pytest
+
+from mm2_failover import checkpoints as cpf
+from mm2_failover.jobs import latest_checkpoints as job
+from mm2_failover.latest import Record, latest_per_key
+
+pytestmark = [pytest.mark.spark]
+TOPICS = {"a": "a.checkpoints.internal", "b": "b.checkpoints.internal"}
+
+
+def history(seed: int, keys: int = 150) -> list[Record]:
+    """Random histories per key, interleaved as they would arrive; downstream offsets unique per key (so that the
+    'highest' record of the max policy is never a tie)."""
+    rnd = random.Random(seed)
+    per_key = []
+    for i in range(keys):
+        alias = rnd.choice("ab")
+        group = rnd.choice([f"g{i}", f"caf\u00e9-{i}", f"grp {i}"])
+        key = cpf.encode_key(group, f"{alias}.t{i % 5}", rnd.randrange(4))
+        if rnd.random() < 0.03:
+            key = key[:rnd.randrange(len(key))]  # a key that does not decode: every record of it is quarantined
+        downs = rnd.sample(range(1000), rnd.randint(1, 8))
+        recs = []
+        for d in downs:
+            r = rnd.random()
+            if r < 0.12:
+                value = None  # tombstone
+            elif r < 0.18:
+                value = rnd.choice([cpf.encode_value(d + 5, d)[:-2], cpf.encode_value(d + 5, d, version=3),
+                                    cpf.encode_value(-1, d), cpf.encode_value(d + 5, d) + b"x"])
+            else:
+                value = cpf.encode_value(d + rnd.randrange(50), d, rnd.choice(["", "", "m", "\u00e9t\u00e9"]))
+            recs.append((alias, key, value))
+        per_key.append(recs)
+    out, offsets, ts = [], {}, 1_700_000_000_000
+    while any(per_key):
+        recs = rnd.choice([r for r in per_key if r])
+        alias, key, value = recs.pop(0)
+        part = rnd.randrange(2)
+        off = offsets.get((alias, part), 0)
+        offsets[(alias, part)] = off + 1
+        ts += 1
+        out.append(Record(alias, key, value, part, off, ts))
+    return out
+
+
+def run_job(spark, tmp_path, records: list[Record], policy: str) -> tuple[dict, list[dict]]:
+    import pyarrow.parquet as pq
+
+    rows = [(r.source_alias, r.key, r.value, r.partition, r.offset,
+             datetime.fromtimestamp(r.timestamp_ms / 1000, timezone.utc)) for r in records]
+    df = spark.createDataFrame(rows, "source_alias string, key binary, value binary, checkpoint_partition int, "
+                                     "checkpoint_offset bigint, checkpoint_timestamp timestamp")
+    end = {TOPICS[a]: {p: 1 + max([r.offset for r in records if (r.source_alias, r.partition) == (a, p)], default=0)
+                       for p in (0, 1)} for a in TOPICS}
+    out = tmp_path / f"out-{policy}"
+    args = argparse.Namespace(output=str(out), policy=policy, min_partitions=2, max_quarantined=0, summary="")
+    summary = job.run(spark, args, TOPICS, end, {}, read=lambda: df)
+    return summary, pq.read_table(str(out)).to_pylist()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("policy", ["latest", "max"])
+def test_the_job_answers_as_the_rule_does(spark, tmp_path, seed, policy):
+    records = history(seed)
+    want = latest_per_key(records, policy)
+    summary, got = run_job(spark, tmp_path, records, policy)
+    fields = ("upstream_offset", "downstream_offset", "metadata", "checkpoint_partition", "checkpoint_offset",
+              "regressed", "latest_downstream_offset", "max_downstream_offset")
+    got_by_key = {(r["source_alias"], r["group"], r["topic"], r["partition"]): {f: r[f] for f in fields} for r in got}
+    want_by_key = {k: {f: getattr(a, f) for f in fields} for k, a in want.answers.items()}
+    assert got_by_key == want_by_key
+    assert (summary["records_read"], summary["tombstones"], summary["quarantined"], summary["checkpoints"]) == \
+        (want.records_read, want.tombstones, want.quarantined, len(want.answers))
+    assert summary["quarantined_by_reason"] == want.quarantined_by_reason
+    assert summary["regressions"] == sum(a.regressed for a in want.answers.values())
+    assert summary["groups"] == len({(a, g) for a, g, _t, _p in want.answers})
+    # the histories really exercise every rule
+    assert want.tombstones and want.quarantined and summary["regressions"] and any(
+        a.metadata for a in want.answers.values())

@@ -1,0 +1,130 @@
+"""The shape of the package, checked from its source (no import runs): every module sits in one layer, imports only
+from its own layer or below (core <- I/O <- run <- Airflow / entry points), and no imports go round in a circle.
+Imports inside functions count too. The local bed (testbed/) is not part of the package, and nothing under
+plugins/ imports it."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PKG = REPO / "plugins" / "mm2_failover"
+
+#: layer of every module of the package (a new module must be placed here)
+LAYERS = {
+    # pure rules: no I/O
+    "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
+             "reachability", "config", "faults"},
+    # talks to Kafka or the filesystem
+    "io": {"kafka_io", "runfolder", "locks", "spark", "hooks.kafka_cluster"},
+    # one run: its context and its steps
+    "run": {"run", "steps"},
+    # Airflow glue and entry points
+    "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
+            "operators.latest_checkpoints", "tasks", "params", "metrics", "ui", "cli", "__main__",
+            "jobs.latest_checkpoints"},
+}
+ORDER = ["core", "io", "run", "top"]
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for p in PKG.rglob("*.py"):
+        rel = p.relative_to(PKG).with_suffix("")
+        if rel.name == "__init__":
+            continue
+        out[".".join(rel.parts)] = p
+    return out
+
+
+def imports_of(path: Path) -> set[str]:
+    """mm2_failover modules imported anywhere in ``path`` (``from mm2_failover import x`` counts as module x when
+    x is a module)."""
+    names = set(modules())
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("mm2_failover."):
+                    out.add(a.name.removeprefix("mm2_failover."))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mm2_failover"):
+            base = node.module.removeprefix("mm2_failover").lstrip(".")
+            for a in node.names:
+                cand = f"{base}.{a.name}" if base else a.name
+                out.add(cand if cand in names else base)
+    return {m for m in out if m}
+
+
+def layer_of(module: str) -> str:
+    for layer, mods in LAYERS.items():
+        if module in mods:
+            return layer
+    raise AssertionError(f"module {module} is in no layer: add it to LAYERS in {__file__}")
+
+
+def test_every_module_has_a_layer():
+    for m in modules():
+        layer_of(m)
+
+
+def test_imports_only_go_down_the_layers():
+    bad = []
+    for m, path in modules().items():
+        mine = ORDER.index(layer_of(m))
+        for dep in imports_of(path):
+            if dep in modules() and ORDER.index(layer_of(dep)) > mine:
+                bad.append(f"{m} ({layer_of(m)}) imports {dep} ({layer_of(dep)})")
+    assert bad == []
+
+
+def test_no_import_circles():
+    graph = {m: {d for d in imports_of(p) if d in modules() and d != m} for m, p in modules().items()}
+    seen, stack, cycles = set(), [], []
+
+    def visit(m):
+        if m in stack:
+            cycles.append(stack[stack.index(m):] + [m])
+            return
+        if m in seen:
+            return
+        seen.add(m)
+        stack.append(m)
+        for d in sorted(graph[m]):
+            visit(d)
+        stack.pop()
+
+    for m in sorted(graph):
+        visit(m)
+    assert cycles == []
+
+
+def test_the_shipped_package_never_imports_the_local_bed():
+    for m, path in modules().items():
+        src = path.read_text()
+        assert "import testbed" not in src and "from testbed" not in src, m
+
+
+@pytest.mark.parametrize("dag", ["mm2_failover.py", "mm2_failover_rollback.py", "mm2_failover_drill.py"])
+def test_dag_files_parse_fast_and_import_only_wiring(dag):
+    code = ("import sys, time, importlib.util\n"
+            f"sys.path.insert(0, {str(REPO / 'plugins')!r})\n"
+            # Airflow and the providers are loaded before the DAG processor parses a file: time only this file
+            "from airflow.sdk import DAG, task, Param, BaseSensorOperator\n"
+            "import airflow.providers.apache.spark.operators.spark_submit\n"
+            f"spec = importlib.util.spec_from_file_location('d', {str(REPO / 'dags' / dag)!r})\n"
+            "m = importlib.util.module_from_spec(spec); t0 = time.perf_counter(); spec.loader.exec_module(m)\n"
+            "print(round(time.perf_counter() - t0, 3))\n"
+            "print(sorted(k for k in sys.modules if k.startswith('mm2_failover')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    seconds, mods = out.stdout.strip().splitlines()[-2:]
+    assert float(seconds) < 0.3, f"{dag} took {seconds} s to parse"
+    loaded = set(eval(mods))  # noqa: S307 - our own subprocess's output
+    heavy = {"mm2_failover.steps", "mm2_failover.kafka_io", "mm2_failover.run", "mm2_failover.spark",
+             "mm2_failover.jobs.latest_checkpoints", "mm2_failover.ui"}
+    assert not loaded & heavy, sorted(loaded & heavy)
