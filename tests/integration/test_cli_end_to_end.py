@@ -28,16 +28,17 @@ def test_cli_plan_apply_and_drill(bed, target, names, run_root):
     prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=2,
                             produced=40, consumed_upto={0: 40, 1: 10})
     run = run_root / "cli" / g
-    r = cli(bed, "plan", "--run-dir", str(run), "--groups-regex", g)
+    r = cli(bed, "plan", "--run-dir", str(run), "--groups-regex", g, "--drain-quiet-seconds", "1")
     assert r.returncode == 0, r.stderr[-3000:]
     assert target.committed(g) == {}  # plan never writes
     assert len((run / "plan.csv").read_text().splitlines()) == 2
-    r = cli(bed, "apply", "--run-dir", str(run), "--groups-regex", g)
+    r = cli(bed, "apply", "--run-dir", str(run), "--groups-regex", g, "--drain-quiet-seconds", "1")
     assert r.returncode == 0, r.stderr[-3000:]
     assert target.committed(g) == {(prep.replica_topic, p): c.downstream_offset for p, c in prep.checkpoints.items()}
     assert json.loads((run / "report.json").read_text())["outcome"] == "succeeded"
     drill_dir = run_root / "cli" / "drills" / g
-    r = cli(bed, "drill", "--run-dir", str(drill_dir), "--groups-regex", g, "--on-existing-target-offsets", "overwrite")
+    r = cli(bed, "drill", "--run-dir", str(drill_dir), "--groups-regex", g, "--on-existing-target-offsets", "overwrite",
+            "--drain-quiet-seconds", "1")
     assert r.returncode == 0, r.stderr[-3000:]
     d = json.loads((drill_dir / "drill.json").read_text())
     assert d["totals"]["groups_covered"] == 1

@@ -54,39 +54,60 @@ def produce_raw(bootstrap: str, topic: str, records) -> None:
 
 @pytest.fixture(scope="module")
 def failed_over(bed, run_root):
-    """Three groups moved by one CLI apply; each also holds a commit the failover never touched (other[0]=777).
-    Each rollback test restores one group, from a backup file of its own (the backup filtered to that group)."""
+    """ONE CLI apply (one Spark job) for every test below that needs a failover done, each with a group of its own:
+
+    * rb0, rb1, rb2 - moved; each also holds a commit the failover never touched (other[0]=777): rollback tests;
+    * names - consumes a topic named ``...-heartbeats``: an ordinary topic for MM2 (item 6);
+    * meta - committed on the source with metadata by a Java client, byte for byte (item 11);
+    * scope - moved; bystander - already running on the target: skipped, never in the backup (item 5);
+    * ghost - console-consumer-...: MM2 never checkpoints it (its default groups.exclude); accepted here (item 3).
+
+    Each rollback test restores its own group, from a backup file of its own (the backup filtered to that group)."""
     import uuid
     from types import SimpleNamespace
 
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.kafka_io import Cluster, Commit
 
     tag = uuid.uuid4().hex[:6]
-    groups, topic = [f"g-rb{i}-{tag}" for i in range(3)], f"t-rb-{tag}"
     target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=groups[0], topic=topic, partitions=2,
+    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
+    g = {k: f"w{tag}-{k}" for k in ("rb0", "rb1", "rb2", "names", "meta", "scope", "bystander")}
+    g["ghost"] = f"console-consumer-w{tag}"
+    topic, names_topic = f"t-w-{tag}", f"t-w-{tag}-heartbeats"
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g["rb0"], topic=topic, partitions=2,
                             produced=40, consumed_upto={0: 40, 1: 10})
-    for g in groups[1:]:
-        scenario.consume_and_commit(bed.source_bootstrap, g, topic, {0: 40, 1: 10})
-        scenario.wait_checkpointed(target, bed.checkpoints_topic, g, prep.replica_topic, 2)
+    names_prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g["names"], topic=names_topic,
+                                  partitions=2, produced=30, consumed_upto={0: 30, 1: 30})
+    for k in ("rb1", "rb2", "scope", "bystander"):
+        scenario.consume_and_commit(bed.source_bootstrap, g[k], topic, {0: 40, 1: 10})
+    meta = "streams-state-\u00e9"
+    assert source.alter_exact({g["meta"]: {(topic, 0): Commit(25, meta)}}) == {g["meta"]: None}  # as Java commits
+    scenario.consume_and_commit(bed.source_bootstrap, g["ghost"], topic, {0: 20, 1: 5})
+    rt = prep.replica_topic
+    for k in ("rb1", "rb2", "scope", "bystander"):
+        scenario.wait_checkpointed(target, bed.checkpoints_topic, g[k], rt, 2)
+    meta_cp = scenario.wait_checkpointed(target, bed.checkpoints_topic, g["meta"], rt, 1)[0]
     other = f"{topic}-other"
     target.create_topic(other, 1)
-    for g in groups:
-        target.alter_offsets(g, {(other, 0): 777})
-    run = run_root / "worst" / f"rollbacks-{tag}"
-    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", f"g-rb.-{tag}")
+    for k in ("rb0", "rb1", "rb2"):
+        target.alter_offsets(g[k], {(other, 0): 777})
+    target.alter_offsets(g["bystander"], {(rt, 0): 3})  # an application already running on the target
+    run = run_root / "worst" / f"failed-over-{tag}"
+    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", f"w{tag}-.*|console-consumer-w{tag}",
+               "--on-existing-target-offsets", "skip", "--accept-groups-without-checkpoints")
     assert r.returncode == 0, r.stderr[-3000:]
     backup = json.loads((run / "backup.json").read_text())
-    for g in groups:
-        moved = {(prep.replica_topic, p): c.offset for (t, p), c in target.commits(g).items() if t != other}
-        assert target.committed(g) == {**moved, (other, 0): 777} and len(moved) == 2
+    for k in ("rb0", "rb1", "rb2"):
+        moved = {tp: c.offset for tp, c in target.commits(g[k]).items() if tp[0] != other}
+        assert target.committed(g[k]) == {**moved, (other, 0): 777} and len(moved) == 2
 
-    def backup_of(g: str) -> Path:
-        path = run / f"backup-{g}.json"
-        path.write_text(json.dumps({**backup, "groups": {g: backup["groups"][g]}}))
+    def backup_of(group: str) -> Path:
+        path = run / f"backup-{group}.json"
+        path.write_text(json.dumps({**backup, "groups": {group: backup["groups"][group]}}))
         return path
 
-    return SimpleNamespace(groups=groups, prep=prep, other=other, run=run, backup_of=backup_of)
+    return SimpleNamespace(g=g, groups=[g["rb0"], g["rb1"], g["rb2"]], prep=prep, names_prep=names_prep, rt=rt,
+                           other=other, run=run, backup=backup, backup_of=backup_of, meta=meta, meta_cp=meta_cp)
 
 
 def test_rollback_retry_after_a_crash_between_delete_and_recommit_restores_every_commit(bed, target, failed_over):
@@ -222,29 +243,30 @@ def test_groups_empty_gate_fails_when_a_source_decided_reachable_stops_answering
 # ------------------------------------------------------------------------------------------ 3. selected groups
 
 
-@pytest.mark.spark
-def test_selected_group_that_mm2_never_checkpointed_refuses_the_run_unless_accepted(bed, target, names, run_root):
+def test_selected_group_that_mm2_never_checkpointed_refuses_the_run_unless_accepted(bed, target, failed_over,
+                                                                                     run_root):
     """Item 3: MM2 never checkpoints groups matching its default groups.exclude (console-consumer-.*); such a group,
-    selected and committing on the source, must not vanish from the run."""
-    g, ghost = names["group"], "console-consumer-" + names["group"]
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=1,
-                            produced=30, consumed_upto={0: 30})
-    scenario.consume_and_commit(bed.source_bootstrap, ghost, names["topic"], {0: 20})
-    sel = f"{g}|{ghost}"
-    run = run_root / "worst" / (g + "-ghost")
-    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", sel)
-    assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
-    assert ghost in r.stderr and "checkpoint" in r.stderr
-    assert target.committed(g) == {}  # refused: nothing written
-    run2 = run_root / "worst" / (g + "-ghost-accepted")
-    r = on_bed(bed, "apply", "--run-dir", str(run2), "--groups-regex", sel, "--accept-groups-without-checkpoints")
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert target.committed(g) == {(prep.replica_topic, 0): 30}
-    report = json.loads((run2 / "report.json").read_text())
+    selected and committing on the source, must not vanish from the run. Accepted (the shared apply): it is listed as
+    skipped and warned about. Not accepted: the same snapshot and checkpoints in a fresh run folder refuse the plan."""
+    import shutil
+
+    f = failed_over
+    ghost = f.g["ghost"]
+    report = json.loads((f.run / "report.json").read_text())
     fates = {x["group"]: x for x in report["groups"]}
-    assert fates[g]["fate"] == "moved"
-    assert fates[ghost]["fate"].startswith("skipped") and "checkpoint" in fates[ghost]["fate"]
+    assert fates[f.g["rb1"]]["fate"] == "moved"
+    assert fates[ghost]["fate"].startswith("skipped") and "never checkpointed" in fates[ghost]["fate"]
     assert any(ghost in w for w in report["warnings"])
+    assert target.committed(ghost) == {}
+    run = run_root / "worst" / (f.run.name + "-not-accepted")
+    run.mkdir(parents=True)
+    for name in ("snapshot.json", "latest_checkpoints.parquet", "latest_checkpoints.summary.json", "drain.json"):
+        src = f.run / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, run / name)
+    r = on_bed(bed, "plan", "--run-dir", str(run), "--groups-regex", f"{f.g['rb1']}|{ghost}")
+    assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
+    assert ghost in r.stderr and "no checkpoint" in r.stderr and "accept_groups_without_checkpoints" in r.stderr
+    assert not (run / "plan.json").exists()
 
 
 @pytest.mark.spark
@@ -271,53 +293,41 @@ def test_group_selection_is_python_regex_everywhere(bed, target, names, run_root
 # ------------------------------------------------------------------------------------------ 5. rollback scope
 
 
-def test_rollback_leaves_alone_what_the_run_never_wrote_and_refuses_moved_commits_unless_forced(bed, target, names,
-                                                                                               run_root):
+def test_rollback_leaves_alone_what_the_run_never_wrote_and_refuses_moved_commits_unless_forced(bed, target,
+                                                                                               failed_over):
     """Item 5: the backup holds only what apply wrote; a rollback after consumers committed on the target refuses
     (naming the difference) unless forced; a backup of another cluster is refused."""
-    g, bystander = names["group"], names["group"] + "-bystander"
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=2,
-                            produced=40, consumed_upto={0: 40, 1: 10})
-    scenario.consume_and_commit(bed.source_bootstrap, bystander, names["topic"], {0: 30, 1: 30})
-    scenario.wait_checkpointed(target, bed.checkpoints_topic, bystander, prep.replica_topic, 2)
-    rt = prep.replica_topic
-    target.alter_offsets(bystander, {(rt, 0): 3})  # an application already running on the target: skipped
-    run = run_root / "worst" / (g + "-scope")
-    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", f"{g}|{bystander}",
-               "--on-existing-target-offsets", "skip")
-    assert r.returncode == 0, r.stderr[-3000:]
-    backup = json.loads((run / "backup.json").read_text())
-    assert set(backup["groups"]) == {g}  # only what apply wrote
+    f = failed_over
+    g, bystander, rt = f.g["scope"], f.g["bystander"], f.rt
+    assert bystander not in f.backup["groups"] and g in f.backup["groups"]  # only what apply wrote
+    assert f.g["ghost"] not in f.backup["groups"]
     target.alter_offsets(bystander, {(rt, 0): 9})  # the bystander application goes on committing
     moved_to = target.committed(g)[(rt, 0)]
     target.alter_offsets(g, {(rt, 0): moved_to + 1})  # a consumer of g committed on the target since the failover
-    r = on_bed(bed, "rollback", "--backup", str(run / "backup.json"))
+    backup = f.backup_of(g)
+    r = on_bed(bed, "rollback", "--backup", str(backup))
     assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
     assert f"{rt}[0]" in r.stderr and str(moved_to + 1) in r.stderr and "--force" in r.stderr
-    r = on_bed(bed, "rollback", "--backup", str(run / "backup.json"), "--force")
+    r = on_bed(bed, "rollback", "--backup", str(backup), "--force")
     assert r.returncode == 0, r.stderr[-3000:]
     assert target.committed(g) == {}
     assert target.committed(bystander) == {(rt, 0): 9}
     # a backup taken on another cluster is refused
-    forged = dict(backup, cluster_id="another-cluster-id")
-    (run / "backup-other.json").write_text(json.dumps(forged))
-    r = on_bed(bed, "rollback", "--backup", str(run / "backup-other.json"))
+    forged = f.run / "backup-other.json"
+    forged.write_text(json.dumps({**json.loads(backup.read_text()), "cluster_id": "another-cluster-id"}))
+    r = on_bed(bed, "rollback", "--backup", str(forged))
     assert r.returncode == 2 and "another-cluster-id" in r.stderr
 
 
 # ------------------------------------------------------------------------------------------ 6. topic names
 
 
-@pytest.mark.spark
-def test_replicated_topic_whose_name_merely_looks_internal_fails_over(bed, target, names, run_root):
+def test_replicated_topic_whose_name_merely_looks_internal_fails_over(target, failed_over):
     """Item 6: 'user-heartbeats', 'orders_replica' are ordinary topics for MM2."""
-    g, topic = names["group"], names["topic"] + "-heartbeats"
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=2,
-                            produced=30, consumed_upto={0: 30, 1: 30})
-    run = run_root / "worst" / (g + "-names")
-    r = on_bed(bed, "plan", "--run-dir", str(run), "--groups-regex", g)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert (run / "plan.csv").read_text().splitlines() == [f"{g},{prep.replica_topic},{p},30" for p in range(2)]
+    g, rt = failed_over.g["names"], failed_over.names_prep.replica_topic
+    assert [line for line in (failed_over.run / "plan.csv").read_text().splitlines() if line.startswith(g + ",")] == \
+        [f"{g},{rt},{p},30" for p in range(2)]
+    assert target.committed(g) == {(rt, 0): 30, (rt, 1): 30}
 
 
 # ------------------------------------------------------------------------------------------ 7. one run folder
@@ -410,29 +420,17 @@ def on_bed_popen(bed, *args, env=None):
 # ------------------------------------------------------------------------------------------ 11. commit metadata
 
 
-def test_commit_metadata_is_committed_byte_for_byte_and_backed_up(bed, target, names, run_root):
+def test_commit_metadata_is_committed_byte_for_byte_and_backed_up(bed, failed_over):
     """Item 11: Kafka Streams keeps state in commit metadata; MM2 copies it into checkpoints; so must we, exactly
     (confluent-kafka would append a NUL byte: the metadata is checked in __consumer_offsets itself)."""
-    from mm2_failover.kafka_io import Cluster, Commit
-
-    g, topic = names["group"], names["topic"]
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g + "-warmup", topic=topic,
-                            partitions=1, produced=30, consumed_upto={0: 30})
-    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
-    meta = "streams-state-\u00e9"
-    assert source.alter_exact({g: {(topic, 0): Commit(25, meta)}}) == {g: None}  # as a Java client commits
-    assert raw_commit(bed.source_bootstrap, g, topic, 0) == (25, meta)
-    rt = prep.replica_topic
-    cps = scenario.wait_checkpointed(target, bed.checkpoints_topic, g, rt, 1)
-    assert cps[0].metadata == meta  # MM2 copied it exactly
-    run = run_root / "worst" / (g + "-meta")
-    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", g)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert raw_commit(bed.target_bootstrap, g, rt, 0) == (cps[0].downstream_offset, meta)
-    backup = json.loads((run / "backup.json").read_text())
-    assert backup["groups"][g][rt]["0"] == {"before": None,
-                                           "after": {"offset": cps[0].downstream_offset, "metadata": meta}}
-    report = json.loads((run / "report.json").read_text())
+    f = failed_over
+    g, rt, meta, cp = f.g["meta"], f.rt, f.meta, f.meta_cp
+    assert raw_commit(bed.source_bootstrap, g, f.prep.topic, 0) == (25, meta)  # committed as a Java client does
+    assert cp.metadata == meta  # MM2 copied it exactly
+    assert raw_commit(bed.target_bootstrap, g, rt, 0) == (cp.downstream_offset, meta)
+    assert f.backup["groups"][g][rt]["0"] == {"before": None, "after": {"offset": cp.downstream_offset,
+                                                                      "metadata": meta}}
+    report = json.loads((f.run / "report.json").read_text())
     assert report["outcome"] == "succeeded" and report["totals"]["mismatches"] == 0
 
 
