@@ -1,6 +1,6 @@
 """mm2_failover: move consumer groups from a lost (or drilled) source cluster to its MirrorMaker 2 replica.
 
-Six retryable tasks; the waits are sensors in reschedule mode. Connections: ``kafka_source``,
+Seven retryable tasks (a pre-flight audit of MM2's settings first); the waits are sensors in reschedule mode. Connections: ``kafka_source``,
 ``kafka_target`` (type kafka, librdkafka settings in the extra) and ``spark_default``. Every run keeps its
 artifacts (snapshot, latest checkpoints, plan JSON/CSV, backup, report) under
 ``$MM2_FAILOVER_ARTIFACTS/mm2_failover/<run_id>/``. See README.md, "Failing over during an incident".
@@ -30,6 +30,12 @@ with DAG(
     doc_md=__doc__,
     tags=["kafka", "mirrormaker2", "failover"],
 ) as dag:
+    @task(task_id="preflight_audit")
+    def preflight_audit(**context):
+        from mm2_failover import tasks
+
+        return tasks.preflight_audit(context)
+
     drained = ProducersDrainedSensor(task_id="verify_producers_drained", run_params=RUN, poke_interval=10, timeout=1800)
 
     @task(task_id="capture_end_offsets")
@@ -53,4 +59,4 @@ with DAG(
 
         return tasks.verify_group_offsets(context)
 
-    drained >> capture_end_offsets() >> latest >> empty >> apply_group_offsets() >> verify_group_offsets()
+    preflight_audit() >> drained >> capture_end_offsets() >> latest >> empty >> apply_group_offsets() >> verify_group_offsets()

@@ -55,6 +55,12 @@ with DAG(
     tags=["kafka", "mirrormaker2", "failover", "drill"],
 ) as dag:
 
+    @task(task_id="preflight_audit")
+    def preflight_audit(**context):
+        from mm2_failover import tasks
+
+        return tasks.preflight_audit(context)
+
     @task(task_id="measure_replication_lag")
     def measure_replication_lag(**context):
         from mm2_failover import tasks
@@ -84,4 +90,4 @@ with DAG(
 
         return tasks.drill_report(context)
 
-    measure_replication_lag() >> capture_end_offsets() >> latest >> empty >> plan_group_offsets() >> drill_report()
+    preflight_audit() >> measure_replication_lag() >> capture_end_offsets() >> latest >> empty >> plan_group_offsets() >> drill_report()

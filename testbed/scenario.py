@@ -235,9 +235,14 @@ def compare(prep: Prepared, target_committed: dict[TP, int], first: dict[int, in
 
 
 def render_outcomes(rows: list[Outcome]) -> str:
-    head = f"{'group':<14} {'partition':>9} {'source committed':>16} {'target committed':>16} {'re-read':>8} {'lost':>5}"
+    """The outcome per partition, with what MM2's checkpoint alone would have given (its downstream offset, and the
+    records the group would then have read again)."""
+    head = (f"{'group':<14} {'partition':>9} {'source committed':>16} {'target committed':>16} {'re-read':>8} "
+            f"{'lost':>5} {'MM2 checkpoint':>14} {'its re-read':>11}")
     lines = [head, "-" * len(head)]
     for r in rows:
+        cp = r.checkpoint_downstream
+        cp_reread = "" if cp is None else str(max(0, r.source_committed - cp))
         lines.append(f"{r.group:<14} {r.partition:>9} {r.source_committed:>16} {str(r.target_committed):>16} "
-                     f"{r.re_read:>8} {r.lost:>5}")
+                     f"{r.re_read:>8} {r.lost:>5} {str(cp):>14} {cp_reread:>11}")
     return "\n".join(lines)

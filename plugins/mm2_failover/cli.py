@@ -8,6 +8,9 @@ Each command calls exactly the steps the DAG's tasks call, with the same gates, 
   apply     the empty-group gate first, then everything 'plan' does, the gate again, back up, apply, verify
   verify    read the committed offsets back, compare with the plan, write the report
   rollback  restore the commits saved in a run's backup.json (same gate, same writer lock), then verify
+  archive   append MM2's new offset syncs to the archive (what the mm2_sync_archive DAG does every 5 minutes)
+  audit     the pre-flight audit of MM2's settings (--mm2-config) and of what the clusters show (also run first
+            by snapshot, plan, apply and drill; warnings only)
   drill     a DR drill: replication lag, plan (dry run), drill report; writes offsets only for groups starting
             with --allow-drill-writes-for-prefix
 
@@ -174,6 +177,14 @@ def add_params(p: argparse.ArgumentParser) -> None:
     p.add_argument("--on-existing-target-offsets", default=d.on_existing_target_offsets,
                    choices=["fail", "skip", "overwrite"])
     p.add_argument("--accept-groups-without-checkpoints", action="store_true")
+    p.add_argument("--translation", default=d.translation, choices=["exact", "checkpoint"],
+                   help="exact: resume where MM2's offset syncs prove the group is; checkpoint: MM2's checkpoints")
+    p.add_argument("--mm2-target-alias", default=d.mm2_target_alias,
+                   help="MM2's alias of the target (names mm2-offset-syncs.<alias>.internal); default: discovered")
+    p.add_argument("--offset-syncs-location", default=d.offset_syncs_location, choices=["source", "target"])
+    p.add_argument("--mm2-config", default=d.mm2_config,
+                   help="MM2's mm2.properties, for the pre-flight audit (warnings in the log and the report)")
+    p.add_argument("--rpo-seconds", type=non_negative_int, default=d.rpo_seconds)
     p.add_argument("--no-source-groups-must-be-empty", dest="source_groups_must_be_empty", action="store_false")
     p.add_argument("--apply-concurrency", type=non_negative_int, default=d.apply_concurrency)
     p.add_argument("--lock-wait-seconds", type=non_negative_int, default=d.lock_wait_seconds)
@@ -195,7 +206,9 @@ def parser() -> argparse.ArgumentParser:
                         ("snapshot", "drain, then capture the end offsets once"),
                         ("plan", "drain + snapshot + Spark job + plan (plan.json/plan.csv); never writes offsets"),
                         ("apply", "gate, drain, plan (unless done), gate, back up, apply, verify"),
-                        ("verify", "read back, compare with the plan, write report.json/report.md")]:
+                        ("verify", "read back, compare with the plan, write report.json/report.md"),
+                        ("archive", "append MM2's new offset syncs to the archive (the mm2_sync_archive DAG)"),
+                        ("audit", "pre-flight audit of MM2's settings (--mm2-config) and what the clusters show")]:
         add_params(sub.add_parser(name, help=help_, description=help_))
     p = sub.add_parser("drill", help="DR drill: lag, dry-run plan and findings; writes only for a drill prefix",
                        description="DR drill: lag, dry-run plan and findings; writes only for a drill prefix")
@@ -296,6 +309,7 @@ def cmd_snapshot(a, ctx):
     from mm2_failover import steps
 
     if not ctx.folder.snapshot.exists():
+        cmd_audit(a, ctx, quiet=True)
         cmd_drain(a, ctx)
     snap = steps.capture_snapshot(ctx)
     print(f"snapshot: {ctx.folder.snapshot} (captured {snap.captured_at}; lost aliases: "
@@ -341,12 +355,29 @@ def cmd_verify(a, ctx):
         raise CliError(EXIT_FAILED, f"{len(rep['mismatches'])} partition(s) differ from the plan")
 
 
+def cmd_audit(a, ctx, quiet: bool = False):
+    """The pre-flight audit (also run once by snapshot/plan/apply/drill before the drain)."""
+    from mm2_failover import steps
+
+    found = steps.preflight_audit(ctx)
+    if not quiet:
+        for f in found:
+            print(f"{f['severity'].upper():8} {f['alias']:10} {f['rule']:22} {f['message']}")
+
+
+def cmd_archive(a, ctx):
+    from mm2_failover import steps
+
+    print(json.dumps(steps.archive_offset_syncs(ctx), indent=2, default=str))
+
+
 def cmd_drill(a, ctx):
     from dataclasses import replace
 
     from mm2_failover import tasks
 
     ctx.params = replace(ctx.params, dry_run=True)
+    cmd_audit(a, ctx, quiet=True)
     tasks.drill_lag(ctx)
     from mm2_failover import steps
 
@@ -401,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx = context_of(a, a.command)
         print(f"run folder: {ctx.folder.dir}", file=sys.stderr)
         {"drain": cmd_drain, "snapshot": cmd_snapshot, "plan": cmd_plan, "apply": cmd_apply, "verify": cmd_verify,
-         "drill": cmd_drill}[a.command](a, ctx)
+         "drill": cmd_drill, "archive": cmd_archive, "audit": cmd_audit}[a.command](a, ctx)
         return EXIT_OK
     except CliError as e:
         code, msg = e.code, str(e)

@@ -37,6 +37,12 @@ def artifacts_root() -> Path:
     return Path(os.environ.get("MM2_FAILOVER_ARTIFACTS", REPO_ROOT / "var" / "artifacts"))
 
 
+def archive_root() -> Path:
+    """Where MM2's offset syncs are archived on the target side (``MM2_FAILOVER_ARCHIVE``; default beside the run
+    artifacts). Shared by the archive DAG, the failover DAG and the CLI."""
+    return Path(os.environ.get("MM2_FAILOVER_ARCHIVE", artifacts_root() / "archive"))
+
+
 def spark_jars() -> list[str]:
     d = Path(os.environ.get("MM2_FAILOVER_SPARK_JARS", REPO_ROOT / ".cache" / "jars" / "spark"))
     jars = sorted(str(p) for p in d.glob("*.jar"))
@@ -103,7 +109,16 @@ class RunParams:
     allow_rewind: bool = False
     on_existing_target_offsets: str = "fail"  # fail | skip | overwrite
     accept_groups_without_checkpoints: bool = False
+    # exact: translate each group's source position from MM2's offset syncs where they prove it; checkpoint: MM2's
+    # checkpoints as they are (conservative)
+    translation: str = "exact"
+    mm2_target_alias: str = ""  # MM2's alias of the target cluster (names the offset-sync topic); "": discover it
+    offset_syncs_location: str = "source"  # MM2's offset-syncs.topic.location: source | target
     source_groups_must_be_empty: bool = True
+    # the pre-flight audit: MM2's configuration file as MM2 runs it ("": audit what the clusters show), and the
+    # recovery point objective its intervals are held against
+    mm2_config: str = ""
+    rpo_seconds: int = 60
     apply_concurrency: int = 32
     lock_wait_seconds: int = 120
 
@@ -113,7 +128,8 @@ class RunParams:
                      "replication_policy_separator", "internal_topic_separator_enabled", "alias_policies",
                      "source_connections", "source_reachable", "topics_regex", "max_quarantined_records",
                      "checkpoint_policy", "allow_rewind", "on_existing_target_offsets",
-                     "accept_groups_without_checkpoints", "source_groups_must_be_empty")
+                     "accept_groups_without_checkpoints", "source_groups_must_be_empty", "translation",
+                     "mm2_target_alias", "offset_syncs_location")
 
     def policies(self) -> list:
         """One ReplicationPolicy per source alias."""

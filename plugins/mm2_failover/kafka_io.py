@@ -256,6 +256,15 @@ class Cluster:
         futs = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self.timeout)
         return str(self._result(futs[topic], f"describe topic {topic}").topic_id)
 
+    def topic_config(self, topic: str) -> dict[str, str]:
+        """The topic's effective configuration (name -> value)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        futs = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)],
+                                           request_timeout=self.timeout)
+        res = self._result(next(iter(futs.values())), f"describe configs of topic {topic}")
+        return {k: e.value for k, e in res.items()}
+
     def partitions(self, topics: Iterable[str]) -> list[TP]:
         existing = self.topics()
         topics = sorted(set(topics))
@@ -443,15 +452,42 @@ class Cluster:
                 raise
 
     # -- records -------------------------------------------------------------------------------------
+    def records(self, ranges: dict[TP, tuple[int, int]], timeout: float = 60.0) -> dict[TP, list[Record]]:
+        """The records of each partition in [start, end) (with headers), in one consumer; a partition whose range
+        holds no record (compaction, markers) gets an empty list."""
+        out: dict[TP, list[Record]] = {tp: [] for tp in ranges}
+        for m in self._bounded({tp: r for tp, r in ranges.items() if r[1] > r[0]}, timeout, stop_at_eof=True):
+            out[(m.topic(), m.partition())].append(Record(m.offset(), m.key(), m.value(), m.timestamp()[1],
+                                                          tuple(m.headers() or ())))
+        return out
+
+    def first_records(self, positions: dict[TP, int], scan: int = 1000) -> dict[TP, Record | None]:
+        """The first record at or after each position (None: none within ``scan`` offsets before the log end)."""
+        ends = self.offsets(list(positions))
+        got = self.records({tp: (o, min(ends[tp], o + scan)) for tp, o in positions.items()})
+        return {tp: (rs[0] if rs else None) for tp, rs in got.items()}
+
     def read(self, tps_end: dict[TP, int], start: dict[TP, int] | None = None,
              timeout: float = 60.0, extra: dict | None = None) -> Iterator[tuple[str, int, int, bytes | None, bytes | None, int]]:
         """Yield ``(topic, partition, offset, key, value, timestamp_ms)`` from start (default: log start) up to
         (excluding) the given end offsets. A bounded read: records past the end are never returned."""
+        from confluent_kafka import OFFSET_BEGINNING
+
+        ranges = {tp: ((start or {}).get(tp, OFFSET_BEGINNING), end) for tp, end in tps_end.items()
+                  if end > (start or {}).get(tp, 0)}
+        for m in self._bounded(ranges, timeout, extra):
+            yield m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1]
+
+    def _bounded(self, ranges: dict[TP, tuple[int, int]], timeout: float, extra: dict | None = None,
+                 stop_at_eof: bool = False) -> Iterator:
+        """The messages of each partition in [start, end), in one consumer that commits nothing. A partition is done
+        at its end offset, or at the log end when ``stop_at_eof`` (ranges that end in a compaction or marker gap);
+        without it, reaching the log end before the end offset waits (records not yet readable)."""
         import time
 
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-        todo = {tp: end for tp, end in tps_end.items() if end > (start or {}).get(tp, 0)}
+        todo = {tp: e for tp, (_s, e) in ranges.items()}
         if not todo:
             return
         errors = _Errors()
@@ -459,19 +495,17 @@ class Cluster:
                                                "enable.auto.commit": False, "enable.partition.eof": True,
                                                **(extra or {})}, errors), self.name)
         try:
-            c.assign([TopicPartition(t, p, (start or {}).get((t, p), OFFSET_BEGINNING)) for t, p in todo])
+            c.assign([TopicPartition(t, p, s) for (t, p), (s, _e) in ranges.items()])
             deadline = time.monotonic() + timeout
             while todo:
                 if time.monotonic() > deadline:
-                    from confluent_kafka import KafkaError
-
-                    raise classify(self.conf, f"{self.name}: reading {sorted(todo)} did not reach the end offsets "
+                    raise classify(self.conf, f"{self.name}: reading {sorted(todo)[:5]} did not reach the end offsets "
                                               f"within {timeout:.0f}s", KafkaError(KafkaError._TIMED_OUT), errors, c)
                 for m in c.consume(1000, 1.0):
                     tp = (m.topic(), m.partition())
                     if m.error():
-                        if m.error().code() == -191:  # _PARTITION_EOF
-                            if tp in todo and m.offset() >= todo[tp]:
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            if tp in todo and (stop_at_eof or m.offset() >= todo[tp]):
                                 todo.pop(tp)
                             continue
                         raise classify(self.conf, f"{self.name}: read {tp}", m.error(), errors, c)
@@ -480,7 +514,7 @@ class Cluster:
                     if m.offset() >= todo[tp]:
                         todo.pop(tp)
                         continue
-                    yield m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1]
+                    yield m
                     if m.offset() + 1 >= todo[tp]:
                         todo.pop(tp)
         finally:
@@ -601,6 +635,20 @@ class _JavaError:
 
     def str(self) -> str:
         return self.message
+
+
+@dataclass(frozen=True)
+class Record:
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+    headers: tuple = ()
+
+    def same_content(self, other: "Record | None") -> bool:
+        """The same record as MM2 copies it: key, value, timestamp and headers (not the offset)."""
+        return other is not None and (self.key, self.value, self.timestamp_ms, self.headers) == \
+            (other.key, other.value, other.timestamp_ms, other.headers)
 
 
 def _windowed(items, submit, window: int):

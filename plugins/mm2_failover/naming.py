@@ -50,6 +50,19 @@ def checkpoint_topic_aliases(topics: Iterable[str]) -> dict[str, str]:
     return out
 
 
+_OFFSET_SYNCS = re.compile(r"^mm2-offset-syncs(?P<sep>.+?)(?P<target>.+)(?P=sep)internal$")
+
+
+def offset_syncs_topics(topics: Iterable[str]) -> dict[str, str]:
+    """The topics that look like MM2's offset-sync topics, with the target alias each names (any separator)."""
+    out = {}
+    for t in topics:
+        m = _OFFSET_SYNCS.match(t)
+        if m:
+            out[t] = m.group("target")
+    return out
+
+
 @dataclass(frozen=True)
 class ReplicationPolicy:
     source_alias: str

@@ -96,6 +96,27 @@ def failover_params() -> dict[str, Param]:
             description="A selected group that commits on the source but has no checkpoint at all refuses the run "
                         "(its consumers would start on the target without a commit). True: move the other groups and "
                         "list those in the report."),
+        "translation": Param(
+            _D.translation, type="string", enum=["exact", "checkpoint"], title="Translation",
+            description="exact: resume each group at the exact record where MM2's offset syncs prove it (archived on "
+                        "the target side, checked against the records themselves), MM2's checkpoint elsewhere; "
+                        "checkpoint: MM2's checkpoints as they are (conservative: re-reads)."),
+        "mm2_target_alias": Param(
+            _D.mm2_target_alias, type="string", title="MM2's alias of the target cluster",
+            description="Names MM2's offset-sync topic (mm2-offset-syncs.<alias>.internal). Empty: found on the "
+                        "cluster, when there is only one."),
+        "offset_syncs_location": Param(
+            _D.offset_syncs_location, type="string", enum=["source", "target"], title="Where MM2 keeps offset syncs",
+            description="MM2's offset-syncs.topic.location (source by default: lost with the source; the archive "
+                        "keeps a copy on the target side)."),
+        "mm2_config": Param(
+            _D.mm2_config, type="string", title="MM2's configuration file",
+            description="Path of the mm2.properties MM2 runs with, as seen by the Airflow workers: the pre-flight "
+                        "audit warns about settings that cost records or re-reads (see the report). Empty: only what "
+                        "the clusters show is audited."),
+        "rpo_seconds": Param(
+            _D.rpo_seconds, type="integer", minimum=1, title="Recovery point objective (s)",
+            description="The audit warns when MM2's checkpoint or progress intervals are longer than this."),
         "source_groups_must_be_empty": Param(
             _D.source_groups_must_be_empty, type="boolean", title="Source groups must be stopped too",
             description="When the source is reachable, also wait until the groups have no live members on the "
@@ -133,3 +154,11 @@ def run_params_template(params: dict) -> dict[str, str]:
     """The ``run_params`` argument of the pipeline's operators in a DAG with these params: ``{{ params.x }}`` for
     each run parameter the DAG has."""
     return {k: v for k, v in RunParams.templates().items() if k in params}
+
+
+def archive_params() -> dict[str, Param]:
+    """What names the offset-sync topics to archive (the same values as the failover's)."""
+    f = failover_params()
+    return {k: f[k] for k in ("source_alias", "source_connections", "replication_policy",
+                              "replication_policy_separator", "internal_topic_separator_enabled", "alias_policies",
+                              "mm2_target_alias", "offset_syncs_location")}

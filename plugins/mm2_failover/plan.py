@@ -6,7 +6,8 @@ Rules, in the order they apply:
 0. **One answer per key** - two source aliases with a checkpoint for the same (group, replica topic, partition)
    (e.g. the identity policy on both flows) are two different answers: the plan is refused, naming both.
 1. **Missing checkpoint** - a partition of a replica topic the group has checkpoints for, or commits on at the
-   source, but no checkpoint of its own: ``skip`` (reason ``no_checkpoint``); an offset is never invented.
+   source, but no checkpoint of its own and no exact translation: ``skip`` (reason ``no_checkpoint``); an offset
+   is never invented.
    A selected group that commits on the source (on replicated topics) but has no checkpoint at all gets its
    partitions as rows too (reason ``group_never_checkpointed``: MM2's group filter, or MM2 never saw a commit
    it could translate), and the plan is refused naming those groups unless ``accept_groups_without_checkpoints``
@@ -20,6 +21,11 @@ Rules, in the order they apply:
    after a successful apply converges instead of failing.
 4. **No rewind** - a target commit ahead of the planned offset: ``skip`` (reason ``target_ahead``) unless
    ``allow_rewind``.
+
+**Exact translation** (``exact``, proven by :mod:`mm2_failover.translate` from MM2's offset syncs and the records
+themselves) replaces the checkpoint's downstream offset where it exists, and gives a partition without a checkpoint
+its offset; the row's ``rule`` says which rule produced the offset (``checkpoint`` otherwise), and rules 2-4 apply
+to it as to a checkpoint.
 
 Replica partitions named by checkpoints that do not exist on the target raise :class:`PlanError`, and so does a
 checkpoint read with more unusable records than allowed (:func:`quarantine_refusal`).
@@ -121,6 +127,9 @@ class PlanRow:
     log_end: int | None = None
     retention_gap: int = 0  # records between the checkpoint and the log start, lost to retention
     metadata: str = ""
+    rule: str = "checkpoint"  # what the planned offset comes from: MM2's checkpoint, or a translation rule
+    source_position: int | None = None  # the group's position on the source, when translated
+    exact_offset: int | None = None  # the replica offset of the record at source_position, when proven
 
     @property
     def writes(self) -> bool:
@@ -193,6 +202,7 @@ def build_plan(
     allow_rewind: bool = False,
     source_commits: dict[str, dict[tuple[str, str, int], int]] | None = None,
     accept_groups_without_checkpoints: bool = False,
+    exact: dict[tuple[str, str, int], tuple] | None = None,
 ) -> Plan:
     """Build the plan.
 
@@ -200,7 +210,8 @@ def build_plan(
     ``current``: each group's commits on the target now; ``topic_partitions``: partition count of every
     replica topic on the target; ``source_commits``: the selected groups' commits on the source, as
     group -> {(source alias, replica topic, partition): offset}, for replicated topics (None: not known, e.g.
-    every source is lost).
+    every source is lost); ``exact``: (group, replica topic, partition) -> (offset, rule, source position, metadata)
+    of the proven translations.
     """
     if on_existing_target_offsets not in ("fail", "skip", "overwrite"):
         raise PlanError(f"on_existing_target_offsets must be fail, skip or overwrite, not {on_existing_target_offsets!r}")
@@ -225,8 +236,10 @@ def build_plan(
             + ". Check the replication policy/separator and that MM2 replicates these topics to this cluster."
         )
 
+    exact = exact or {}
     rows: list[PlanRow] = []
-    never = sorted(set(committed_on_source) - set(by_group))
+    translated_groups = {g for g, _t, _p in exact}
+    never = sorted(set(committed_on_source) - set(by_group) - translated_groups)
     for group in sorted(set(by_group) | set(committed_on_source)):
         cps = by_group.get(group, {})
         src = committed_on_source.get(group, {})
@@ -242,12 +255,18 @@ def build_plan(
                 alias = cp.source_alias if cp else src.get((topic, p)) or _alias_of_topic(cps, src, topic)
                 row = PlanRow(alias, group, topic, p, None, None, cur.get((topic, p)), None, SKIP, missing,
                               b.log_start if b else None, b.log_end if b else None)
+                ex = exact.get((group, topic, p))
                 if cp is not None:
                     row.upstream_offset, row.downstream_offset = cp.upstream_offset, cp.downstream_offset
                     row.metadata = cp.metadata
-                    _clamp(row)
+                if ex is not None:
+                    row.exact_offset, row.rule, row.source_position = ex[0], ex[1], ex[2]
+                    if cp is None:
+                        row.metadata = ex[3] if len(ex) > 3 else ""
+                if cp is not None or ex is not None:
+                    _clamp(row, row.exact_offset if ex is not None else row.downstream_offset)
                 group_rows.append(row)
-        if cps:
+        if cps or any(r.writes for r in group_rows):
             _existing_and_rewind(group_rows, on_existing_target_offsets, allow_rewind)
         rows.extend(group_rows)
 
@@ -299,8 +318,7 @@ def _one_answer_per_key(checkpoints: list[LatestCheckpoint]) -> None:
             "a time, or narrow groups_regex.")
 
 
-def _clamp(row: PlanRow) -> None:
-    planned = row.downstream_offset
+def _clamp(row: PlanRow, planned: int) -> None:
     row.action, row.reason = COMMIT, ""
     if row.log_start is not None and planned < row.log_start:
         row.retention_gap = row.log_start - planned

@@ -37,14 +37,26 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
     """Per planned partition: records the group will read again on the target.
 
     ``rows``: plan rows (dicts with group, topic = replica topic, partition, upstream_offset, planned_offset);
-    ``source_commits``: the group's committed offset on the source when known. ``behind_commit`` = source commit -
+    ``source_commits``: the group's committed offset on the source when known. Where the replica offset of the
+    group's position is known exactly (``exact_offset``, from the offset syncs), ``reread`` = exact - planned (0 when
+    the plan resumes there) and ``reread_by_checkpoint`` = what MM2's checkpoint alone would re-read. Otherwise
+    ``behind_commit`` = source commit -
     checkpoint upstream (records consumed after MM2's newest checkpoint); ``reread`` = source commit - planned
     offset, counting records in offsets and assuming the replica's offsets equal the source's (MM2 replicated the
     topic from its start, no transaction markers); when the plan shows they cannot be (planned downstream offset
     above the upstream offset), it is left empty rather than guessed."""
     out = []
     for r in rows:
-        up, planned = r.get("upstream_offset"), r.get("planned_offset")
+        up, planned, exact = r.get("upstream_offset"), r.get("planned_offset"), r.get("exact_offset")
+        if planned is not None and exact is not None:  # the record at the group's position is known: re-read exactly
+            key = (r["group"], r["topic"], int(r["partition"]))
+            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
+                        "source_committed": source_commits.get(key, r.get("source_position")),
+                        "checkpoint_upstream": up, "planned": planned, "behind_commit": None,
+                        "reread": max(0, exact - planned),
+                        "reread_by_checkpoint": None if r.get("downstream_offset") is None
+                        else max(0, exact - r["downstream_offset"]), "note": ""})
+            continue
         if planned is None or up is None:
             continue
         key = (r["group"], r["topic"], int(r["partition"]))
@@ -148,8 +160,9 @@ def build_report(
         "mismatches": 0, "refused": "", "source_aliases": set(), "reread_estimate": None})
     partitions = []
     mism = {(m.group, m.topic, m.partition) for m in mismatches}
-    reread = {(e["group"], e["topic"], e["partition"]): e["reread"]
-              for e in estimate_reread([r.as_dict() for r in plan.rows if r.writes], source_commits)}
+    estimates = estimate_reread([r.as_dict() for r in plan.rows if r.writes], source_commits)
+    reread = {(e["group"], e["topic"], e["partition"]): e["reread"] for e in estimates}
+    by_checkpoint = [e.get("reread_by_checkpoint") for e in estimates if e.get("reread_by_checkpoint") is not None]
     lost_total = 0
     for r in plan.rows:
         g = per_group[r.group]
@@ -199,6 +212,9 @@ def build_report(
         "records_lost_to_retention_upper_bound": sum(r.retention_gap for r in plan.rows),
         "records_lost_to_retention": lost_total,
         "records_reread_estimate": sum(rr) if rr else (0 if not reread else None),
+        # what MM2's checkpoints alone would have re-read on the partitions whose exact position is known
+        "records_reread_by_checkpoints": sum(by_checkpoint) if by_checkpoint else None,
+        "partitions_exact": sum(1 for r in plan.rows if r.writes and r.rule != "checkpoint"),
         "lag": sum(g["lag"] for g in groups),
     }
     snapshot = snapshot or {}
@@ -286,6 +302,10 @@ def render_markdown(report: dict) -> str:
         lines += [f"End offsets captured at {snap['captured_at']}"
                   + (f" ({snap['age_seconds']:.0f} s before the plan was built)" if snap.get("age_seconds") is not None
                      else "") + ".", ""]
+    if t.get("records_reread_by_checkpoints") is not None:
+        lines += [f"Exact translation: {t.get('partitions_exact', 0)} partition(s) resume at the exact record their "
+                  f"offset syncs prove (estimated re-read {t.get('records_reread_estimate')}; MM2's checkpoints alone: "
+                  f"{t['records_reread_by_checkpoints']}).", ""]
     lost = t["records_lost_to_retention"]
     bound = t.get("records_lost_to_retention_upper_bound", lost)
     lines += [
@@ -317,12 +337,12 @@ def render_markdown(report: dict) -> str:
                         g["committed"], g["skipped"], g["clamped"], g["retention_lost"], g.get("reread_estimate"),
                         g["lag"]] for g in report["groups"]))
     lines += ["", "## Partitions", ""]
-    lines += md_table([("group", "l"), ("topic", "l"), ("partition", "r"), ("upstream", "r"), ("downstream", "r"),
-                       ("before", "r"), ("planned", "r"), ("after", "r"), ("action", "l"), ("reason", "l"),
-                       ("lag", "r")],
+    lines += md_table([("group", "l"), ("topic", "l"), ("partition", "r"), ("upstream", "r"), ("checkpoint", "r"),
+                       ("exact", "r"), ("rule", "l"), ("before", "r"), ("planned", "r"), ("after", "r"),
+                       ("action", "l"), ("reason", "l"), ("lag", "r")],
                       ([p["group"], p["topic"], p["partition"], p["upstream_offset"], p["downstream_offset"],
-                        p["current_offset"], p["planned_offset"], p["committed_after"], p["action"], p["reason"],
-                        p["lag"]] for p in report["partitions"]))
+                        p.get("exact_offset"), p.get("rule"), p["current_offset"], p["planned_offset"],
+                        p["committed_after"], p["action"], p["reason"], p["lag"]] for p in report["partitions"]))
     if report["mismatches"]:
         lines += ["", "## Mismatches (committed != planned)", ""]
         for m in report["mismatches"]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ DRILL_MD = "drill.md"
 DRILL_WRITES = "drill_writes.json"
 PLAN_REFUSAL = "plan_refusal.json"
 ROLLBACK = "rollback.json"
+AUDIT = "audit.json"
 JOURNALS = "rollback-journal"
 
 
@@ -155,6 +156,9 @@ class Snapshot:
     replica_end: dict[TP, int]
     sources: dict[str, SourceState]
     target_cluster_id: str = ""
+    # per alias: MM2's offset-sync topic - {"topic", "location", "end": {partition: offset}, "archived": bool,
+    # "why": ...} (captured with the rest; the syncs themselves are in the archive)
+    syncs: dict[str, dict] = field(default_factory=dict)
 
     @property
     def aliases(self) -> list[str]:
@@ -181,14 +185,16 @@ class Snapshot:
                 "replica_log_start": tp_map_to_json(self.replica_start),
                 "replica_log_end": tp_map_to_json(self.replica_end),
                 "sources": {a: s.as_dict() for a, s in self.sources.items()},
-                "disaster_aliases": self.disaster_aliases, "target_cluster_id": self.target_cluster_id}
+                "disaster_aliases": self.disaster_aliases, "target_cluster_id": self.target_cluster_id,
+                "syncs": self.syncs}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Snapshot":
         return cls(d["captured_at"], dict(d["checkpoints_topics"]), tp_map_from_json(d["checkpoints_end_offsets"]),
                    tp_map_from_json(d.get("checkpoints_log_start")), dict(d["replica_partitions"]),
                    tp_map_from_json(d["replica_log_start"]), tp_map_from_json(d["replica_log_end"]),
-                   {a: SourceState.from_dict(s) for a, s in d["sources"].items()}, d.get("target_cluster_id", ""))
+                   {a: SourceState.from_dict(s) for a, s in d["sources"].items()}, d.get("target_cluster_id", ""),
+                   d.get("syncs") or {})
 
 
 @dataclass

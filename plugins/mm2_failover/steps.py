@@ -26,6 +26,7 @@ from mm2_failover.naming import checkpoint_topic_aliases
 from mm2_failover.run import RunContext
 from mm2_failover.rollback import Backup, BackupEntry
 from mm2_failover.runfolder import (
+    AUDIT,
     PLAN_JSON,
     RunFolder,
     RunFolderError,
@@ -246,11 +247,127 @@ def capture_snapshot(ctx: RunContext) -> Snapshot:
         commits = source.commits_many(groups, ctx.params.apply_concurrency)
         sources[alias] = SourceState(alias, True, end, {g: cs for g, cs in commits.items() if cs})
     snap = Snapshot(now_iso(), cp_topics, cp_end, cp_start, {t: topics[t] for t in replicas}, r_start, r_end, sources,
-                    target.cluster_id())
+                    target.cluster_id(), {a: capture_syncs(ctx, a) for a in ctx.aliases})
     f.save_snapshot(snap)
     log.info("captured snapshot: checkpoint end offsets %s; %d replica topic(s); sources: %s", cp_end, len(replicas),
              {a: "reachable" if s.reachable else "LOST (disaster mode)" for a, s in sources.items()})
     return snap
+
+
+# ------------------------------------------------------------------------------------------ offset syncs
+
+
+def sync_cluster(ctx: RunContext, alias: str) -> Cluster | None:
+    """The cluster holding ``alias``'s offset-sync topic (MM2's offset-syncs.topic.location), None when lost."""
+    return ctx.target if ctx.params.offset_syncs_location == "target" else ctx.source(alias)
+
+
+def sync_topic(ctx: RunContext, alias: str, cluster: Cluster) -> tuple[str | None, str]:
+    """(the offset-sync topic of ``alias``, or None and why)."""
+    from mm2_failover.naming import offset_syncs_topics
+
+    topics = cluster.topics()
+    if ctx.params.mm2_target_alias:
+        t = ctx.policies[alias].offset_syncs_topic(ctx.params.mm2_target_alias)
+        return (t, "") if t in topics else (None, f"offset-sync topic {t} not found on the {cluster.name} cluster")
+    found = sorted(offset_syncs_topics(topics))
+    if len(found) == 1:
+        return found[0], ""
+    if not found:
+        return None, f"no offset-sync topic on the {cluster.name} cluster (offset_syncs_location=" \
+                     f"{ctx.params.offset_syncs_location})"
+    return None, f"several offset-sync topics on the {cluster.name} cluster ({', '.join(found)}): set mm2_target_alias"
+
+
+def archive_offset_syncs(ctx: RunContext) -> dict[str, dict]:
+    """The scheduled archive (DAG ``mm2_sync_archive``, CLI ``archive``): append every alias's new offset syncs to
+    the archive. Unlike the failover's own append, a failure here fails (the archive must be kept alive)."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive
+
+    out = {}
+    for alias in ctx.aliases:
+        loc = ctx.params.offset_syncs_location
+        conn = ctx.target_conn if loc == "target" else ctx.source_conn_of(alias)
+        if conn is None:
+            out[alias] = {"why": "no source connection for this alias"}
+            continue
+        cluster = ctx.connect(conn, "target" if loc == "target" else f"source {alias}", ctx.timeout)
+        topic, why = sync_topic(ctx, alias, cluster)
+        if topic is None:
+            raise ConfigurationError(f"alias {alias}: {why}")
+        res = SyncArchive(archive_root(), alias).append(cluster, topic, loc)
+        log.info("alias %s: %d offset sync(s) archived from %s (%s)%s", alias, res.appended, topic, loc,
+                 f"; {len(res.gaps)} gap(s): {res.gaps}" if res.gaps else "")
+        out[alias] = res.as_dict()
+    return out
+
+
+def capture_syncs(ctx: RunContext, alias: str) -> dict:
+    """Archive ``alias``'s offset syncs up to now (the archive then holds every sync up to the end offsets captured
+    here), or, when their cluster is lost, say what the archive holds. Never fails the run: without syncs, the plan
+    uses MM2's checkpoints (said in the report)."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive
+
+    if ctx.params.translation != "exact":
+        return {"why": "translation=checkpoint"}
+    archive = SyncArchive(archive_root(), alias)
+    loc = ctx.params.offset_syncs_location
+    cluster = sync_cluster(ctx, alias)
+    if cluster is None:
+        m = archive.manifest()
+        if not m:
+            return {"why": "the offset syncs live on the lost source and were never archived"}
+        log.warning("alias %s: the source is lost; exact translation uses the archived offset syncs (archived up to "
+                    "%s)", alias, m.get("updated_at"))
+        return {"topic": m["topic"], "location": loc, "end": archive.archived_to(), "archive_only": True}
+    try:
+        topic, why = sync_topic(ctx, alias, cluster)
+        if topic is None:
+            log.warning("alias %s: %s: MM2's checkpoints will be used", alias, why)
+            return {"why": why}
+        end = {p: o for (_t, p), o in cluster.offsets(cluster.partitions([topic])).items()}
+        res = archive.append(cluster, topic, loc)
+    except Exception as e:  # noqa: BLE001 - the checkpoints remain; the report says why
+        log.warning("alias %s: could not archive the offset syncs (%s: %s): MM2's checkpoints will be used", alias,
+                    type(e).__name__, e)
+        return {"why": f"{type(e).__name__}: {e}"}
+    log.info("alias %s: %d offset sync(s) archived from %s (%s)", alias, res.appended, topic, loc)
+    return {"topic": topic, "location": loc, "end": end, "appended": res.appended, "gaps": res.gaps}
+
+
+def preflight_audit(ctx: RunContext) -> list[dict]:
+    """The pre-flight audit (rules in :mod:`mm2_failover.audit`): MM2's configuration (``mm2_config``) and what the
+    clusters show, per source alias, into ``audit.json``; warnings are logged and carried into the report. A
+    configuration file that cannot be read is a configuration error; findings never fail the run."""
+    from mm2_failover import audit
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive
+
+    props: dict[str, str] | None = None
+    path = ctx.params.mm2_config
+    if path:
+        try:
+            props = audit.parse_properties(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigurationError(f"mm2_config: cannot read MM2's configuration file {path} ({e}); give the path "
+                                     "of the mm2.properties MM2 runs with, or leave mm2_config empty") from None
+    target_topics = ctx.target.topics()
+    out = []
+    for alias in ctx.aliases:
+        target_alias = ctx.params.mm2_target_alias or audit.target_alias(props or {}, alias) or "target"
+        m = SyncArchive(archive_root(), alias).manifest()
+        age = age_seconds(m.get("updated_at")) if m else None
+        cp_topic = ctx.policies[alias].checkpoints_topic
+        cp_cfg = ctx.target.topic_config(cp_topic) if cp_topic in target_topics else None
+        facts = audit.Facts(age, cp_cfg, ctx.params.offset_syncs_location, ctx.params.rpo_seconds)
+        findings = audit.audit(props, alias, target_alias, facts)
+        for f in findings:
+            (log.warning if f.severity == audit.WARNING else log.info)("audit %s %s: %s", alias, f.rule, f.message)
+        out += [{"alias": alias, **f.as_dict()} for f in findings]
+    ctx.folder.save(AUDIT, {"mm2_config": path, "findings": out})
+    return out
 
 
 def source_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str, str, int], Commit]]:
@@ -266,6 +383,152 @@ def source_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str,
                 if rt in snap.replica_partitions and not policy.is_internal_topic(t):
                     out.setdefault(g, {})[(alias, rt, p)] = c
     return out
+
+
+@dataclass
+class Exact:
+    """The exact translation of one (group, replica partition): where to resume, by which rule."""
+
+    offset: int
+    rule: str
+    source_position: int  # the group's position on the source it translates
+
+
+def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str]]:
+    """(group, replica topic, partition) -> :class:`Exact`, for every position MM2's archived offset syncs prove
+    (see :mod:`mm2_failover.translate`: the rules, and what counts as proof), and notes for the report. The group's
+    position is its source commit at capture time when known, else its checkpoint's upstream offset."""
+    from mm2_failover import translate as tr
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive, index_rows
+
+    if ctx.params.translation != "exact":
+        return {}, []
+    notes: list[str] = []
+    want: dict[tuple[str, str, str, int], int] = {}
+    for c in cps:
+        want[(c.source_alias, c.group, c.topic, c.partition)] = c.upstream_offset
+    for g, commits in src.items():
+        for (a, rt, p), commit in commits.items():
+            want[(a, g, rt, p)] = commit.offset
+    indexes: dict[str, dict] = {}
+    for alias in {a for a, *_ in want}:
+        info = snap.syncs.get(alias) or {}
+        if not info.get("topic"):
+            notes.append(f"alias {alias}: no offset syncs ({info.get('why', 'not captured')}): MM2's checkpoints are "
+                         "used as they are")
+            continue
+        end = {int(p): int(o) for p, o in (info.get("end") or {}).items()}
+        rows = [r for r in SyncArchive(archive_root(), alias).rows() if r["sync_offset"] < end.get(r["sync_partition"], 0)]
+        indexes[alias] = {tp: tr.SyncIndex(v) for tp, v in index_rows(rows).items()}
+    candidates: dict[tuple, tuple[int, object]] = {}
+    for (a, g, rt, p), u in want.items():
+        idx = indexes.get(a, {}).get((ctx.policies[a].source_topic(rt), p))
+        if idx is None:
+            continue
+        state = snap.sources[a]
+        st = ctx.policies[a].source_topic(rt)
+        drained = None
+        if state.reachable and state.end_offsets and (st, p) in state.end_offsets and (rt, p) in snap.replica_end:
+            drained = (state.end_offsets[(st, p)], snap.replica_end[(rt, p)])  # captured after the drain check
+        candidates[(a, g, rt, p)] = (u, idx.translate(u, drained))
+    evidence = _gather_evidence(ctx, candidates)
+    out = {}
+    for key, ev in evidence.items():
+        got = tr.decide(ev)
+        if got is not None:
+            out[key[1:]] = Exact(got[0], got[1], candidates[key][0])
+    return out, notes
+
+
+def _gather_evidence(ctx: RunContext, candidates: dict) -> dict:
+    """Read what proves (or refutes) each candidate translation, in as few consumers as possible: on a reachable
+    source the record at U and its copy on the target; on a lost one, each bracket's downstream range."""
+    from mm2_failover import translate as tr
+    from mm2_failover.kafka_io import Record
+
+    target = ctx.target
+    ranges: dict[TP, tuple[int, int]] = {}  # target ranges to read, merged per partition
+    source_points: dict[str, dict[TP, int]] = {}
+
+    def want_range(tp, lo, hi):
+        a, b = ranges.get(tp, (lo, hi))
+        ranges[tp] = (min(a, lo), max(b, hi))
+
+    plan = {}
+    for key, (u, t) in candidates.items():
+        a, _g, rt, p = key
+        source = ctx.source(a)
+        st = ctx.policies[a].source_topic(rt)
+        if isinstance(t, tr.Translation):
+            if t.rule == tr.EXACT_SYNC:
+                plan[key] = "none"
+            elif source is not None:
+                plan[key] = "verify"
+                lo, hi = t.bracket
+                # the copy itself, and the bracket's range for a lookup should the source refute the arithmetic
+                want_range((rt, p), lo.downstream if hi else t.downstream, (hi.downstream if hi else t.downstream) + 1)
+                source_points.setdefault(a, {})[(st, p)] = min(u, source_points.get(a, {}).get((st, p), u))
+            else:
+                lo, hi = t.bracket
+                plan[key] = "dups"
+                want_range((rt, p), lo.downstream, (hi.downstream if hi else t.downstream) + 1)
+        elif source is not None and t.bracket[0] is not None and t.bracket[1] is not None:
+            plan[key] = "lookup"
+            want_range((rt, p), t.bracket[0].downstream, t.bracket[1].downstream + 1)
+            source_points.setdefault(a, {})[(st, p)] = min(u, source_points.get(a, {}).get((st, p), u))
+        else:
+            plan[key] = "none"
+    # several groups on one partition may need different points: read each source partition from its lowest point
+    target_records = _records_merged(target, ranges)
+    source_records: dict[tuple[str, TP], list[Record]] = {}
+    for a, points in source_points.items():
+        src = ctx.source(a)
+        ends = src.offsets(list(points))
+        wanted: dict[TP, tuple[int, int]] = {}
+        for key, (u, t) in candidates.items():
+            if key[0] != a or plan[key] not in ("verify", "lookup"):
+                continue
+            tp = (ctx.policies[a].source_topic(key[2]), key[3])
+            lo, hi = wanted.get(tp, (u, u + 1))
+            wanted[tp] = (min(lo, u), min(ends[tp], max(hi, u + 1000)))
+        for tp, recs in _records_merged(src, wanted).items():
+            source_records[(a, tp)] = recs
+    out = {}
+    for key, (u, t) in candidates.items():
+        a, _g, rt, p = key
+        kind = plan[key]
+        tgt = target_records.get((rt, p), [])
+        if kind == "none":
+            out[key] = tr.Evidence(t)
+        elif kind == "dups":
+            lo, hi = t.bracket
+            top = hi.downstream if hi else t.downstream
+            span = [r for r in tgt if lo.downstream <= r.offset <= top]
+            seen = {(r.key, r.value, r.timestamp_ms, r.headers) for r in span}
+            out[key] = tr.Evidence(t, one_to_one=len(seen) == len(span))
+        else:
+            first = next((r for r in source_records.get((a, (ctx.policies[a].source_topic(rt), p)), [])
+                          if r.offset >= u), None)
+            lo, hi = t.bracket
+            found = None if first is None or lo is None or hi is None else next(
+                (r.offset for r in tgt if lo.downstream <= r.offset <= hi.downstream and first.same_content(r)), None)
+            if kind == "verify":
+                at = next((r for r in tgt if r.offset == t.downstream), None)
+                if first is None:  # nothing at or after U on the source: the group is at the end
+                    out[key] = tr.Evidence(t, verified=at is None)
+                else:
+                    out[key] = tr.Evidence(t, verified=first.same_content(at), lookup=found)
+            else:  # lookup inside the bracket's downstream range
+                out[key] = tr.Evidence(t, lookup=found)
+    return out
+
+
+def _records_merged(cluster: Cluster, ranges: dict[TP, tuple[int, int]], most: int = 200_000) -> dict[TP, list]:
+    """Records of each partition's range (one consumer); ranges over ``most`` records are not read (their
+    translations then stay unproven)."""
+    small = {tp: r for tp, r in ranges.items() if r[1] - r[0] <= most}
+    return cluster.records(small) if small else {}
 
 
 # ------------------------------------------------------------------------------------------ 3. checkpoints
@@ -347,17 +610,26 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
     groups = sorted({c.group for c in cps} | set(src))
     current = ctx.target.commits_many(groups, p.apply_concurrency)
     bounds = {tp: planmod.PartitionBounds(snap.replica_start[tp], snap.replica_end[tp]) for tp in snap.replica_end}
+    exact, notes = exact_translations(ctx, snap, cps, src)
+    src_meta = {(g, rt, part): c.metadata for g, cs in src.items() for (_a, rt, part), c in cs.items()}
     plan = planmod.build_plan(cps, bounds, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in current.items()},
                               snap.replica_partitions, p.on_existing_target_offsets, p.allow_rewind,
                               {g: {k: c.offset for k, c in cs.items()} for g, cs in src.items()},
-                              p.accept_groups_without_checkpoints)
+                              p.accept_groups_without_checkpoints,
+                              {k: (e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()})
     built = now_iso()
-    f.save(PLAN_JSON, {"built_at": built, "params": p.as_dict(), "counts": plan.counts(),
+    rules: dict[str, int] = {}
+    for r in plan.rows:
+        if r.writes:
+            rules[r.rule] = rules.get(r.rule, 0) + 1
+    f.save(PLAN_JSON, {"built_at": built, "params": p.as_dict(), "counts": plan.counts(), "rules": rules,
+                       "translation_notes": notes,
                        "snapshot_captured_at": snap.captured_at,
                        "snapshot_age_seconds": age_seconds(snap.captured_at, datetime.fromisoformat(built)),
                        "rows": plan.as_dicts()})
     write_text(f.plan_csv, plan.to_reset_csv())
-    log.info("plan: %d group(s), %s; written to %s and %s", len(plan.groups()), plan.counts(), f.plan_json, f.plan_csv)
+    log.info("plan: %d group(s), %s, offsets by rule %s; written to %s and %s", len(plan.groups()), plan.counts(), rules,
+             f.plan_json, f.plan_csv)
     return plan
 
 
@@ -500,6 +772,9 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
                         "not reachable (or declared lost); producer and source-group checks were skipped for them. "
                         f"Data-loss window: {drain.get('rpo')}")
     built = f.load(PLAN_JSON, {})
+    warnings += built.get("translation_notes") or []
+    warnings += [f"pre-flight audit, alias {a['alias']}, {a['rule']}: {a['message']}"
+                 for a in f.load(AUDIT, {}).get("findings", []) if a["severity"] == "warning"]
     src = {(g, rt, part): c.offset for g, cs in source_commits(ctx, snap).items() for (_a, rt, part), c in cs.items()}
     lost = {} if dry_run and not any(r.retention_gap for r in plan.rows) else lost_to_retention_exact(ctx, plan, snap)
     rep = reportmod.build_report(

@@ -91,6 +91,31 @@ def verify_group_offsets(context) -> dict:
     return {"report": str(ctx.folder.report_json), "outcome": rep["outcome"], "totals": t}
 
 
+def preflight_audit(context) -> list[dict]:
+    """The pre-flight audit: warnings only (logged, in audit.json and the report); an unreadable mm2_config fails."""
+    from mm2_failover import steps
+    from mm2_failover.kafka_io import KafkaConfigError
+
+    ctx = _ctx(context)
+    try:
+        return steps.preflight_audit(ctx)
+    except (steps.ConfigurationError, KafkaConfigError, ValueError) as e:
+        raise _fail_fast(e) from None
+
+
+def archive_offset_syncs(context) -> dict:
+    """The archive DAG's task: no run folder (it runs every few minutes); the result is the task's XCom."""
+    from mm2_failover import steps
+    from mm2_failover.kafka_io import KafkaConfigError
+    from mm2_failover.run import RunContext
+
+    ctx = RunContext.from_airflow(context)
+    try:
+        return steps.archive_offset_syncs(ctx)
+    except (steps.ConfigurationError, KafkaConfigError, ValueError) as e:
+        raise _fail_fast(e) from None
+
+
 # ------------------------------------------------------------------------------------------ rollback
 
 

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow, pytest.ma
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-FAILOVER_TASKS = ["verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
+FAILOVER_TASKS = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
                   "check_groups_empty", "apply_group_offsets", "verify_group_offsets"]
 
 

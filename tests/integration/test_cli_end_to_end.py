@@ -34,7 +34,8 @@ def test_cli_plan_apply_and_drill(bed, target, names, run_root):
     assert len((run / "plan.csv").read_text().splitlines()) == 2
     r = cli(bed, "apply", "--run-dir", str(run), "--groups-regex", g, "--drain-quiet-seconds", "1")
     assert r.returncode == 0, r.stderr[-3000:]
-    assert target.committed(g) == {(prep.replica_topic, p): c.downstream_offset for p, c in prep.checkpoints.items()}
+    # the exact positions the offset syncs prove (replica offsets equal the source's: one producer)
+    assert target.committed(g) == {(prep.replica_topic, p): o for p, o in prep.consumed_upto.items()}
     assert json.loads((run / "report.json").read_text())["outcome"] == "succeeded"
     drill_dir = run_root / "cli" / "drills" / g
     r = cli(bed, "drill", "--run-dir", str(drill_dir), "--groups-regex", g, "--on-existing-target-offsets", "overwrite",
@@ -42,4 +43,4 @@ def test_cli_plan_apply_and_drill(bed, target, names, run_root):
     assert r.returncode == 0, r.stderr[-3000:]
     d = json.loads((drill_dir / "drill.json").read_text())
     assert d["totals"]["groups_covered"] == 1
-    assert target.committed(g) == {(prep.replica_topic, p): c.downstream_offset for p, c in prep.checkpoints.items()}
+    assert target.committed(g) == {(prep.replica_topic, p): o for p, o in prep.consumed_upto.items()}

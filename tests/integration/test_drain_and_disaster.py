@@ -11,7 +11,7 @@ import pytest
 
 from mm2_failover.kafka_io import Cluster
 from testbed import localenv, scenario
-from mm2_failover.config import run_dir
+from mm2_failover.config import artifacts_root, run_dir
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
@@ -22,10 +22,21 @@ def test_sensor_waits_while_producers_write_then_succeeds(bed, target, names, ca
                             produced=30, consumed_upto={0: 30})
     stop = threading.Event()
 
-    def keep_producing():
+    t0 = time.time()
+
+    def a_poke_saw_writes() -> bool:  # this run's drain.json says "not drained" (the sensor poked while we wrote)
+        for f in artifacts_root().glob("mm2_failover/*/drain.json"):
+            try:
+                if f.stat().st_mtime >= t0 and not json.loads(f.read_text()).get("drained"):
+                    return True
+            except (OSError, ValueError):
+                pass
+        return False
+
+    def keep_producing():  # until a poke has seen the source move (the audit task runs first), 60 s at most
         i = 30
-        deadline = time.monotonic() + 14
-        while time.monotonic() < deadline and not stop.is_set():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not stop.is_set() and not a_poke_saw_writes():
             scenario.produce(bed.source_bootstrap, topic, 1, 1, start=i)
             i += 1
             time.sleep(0.3)

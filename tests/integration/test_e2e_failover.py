@@ -32,17 +32,19 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, targ
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TARGET", json.dumps(
         {"conn_type": "kafka", "extra": scram_conf(bed.target.sasl_bootstrap)}))
     with PasswordWatch(SCRAM_PASSWORD) as seen:
-        dr = localenv.run_dag("mm2_failover", {"groups_regex": names["group"], "drain_quiet_seconds": 2})
+        dr = localenv.run_dag("mm2_failover", {"groups_regex": names["group"], "drain_quiet_seconds": 2,
+                                               "mm2_config": str(bed.run_dir / "mm2" / "mm2.properties")})
     assert dr.state == "success"
     art = run_dir("mm2_failover", dr.run_id)
     assert_password_nowhere(SCRAM_PASSWORD, seen, capfd, art, dr.run_id)
 
-    # the group's commits on the target are exactly the latest checkpoints' downstream offsets
+    # the group resumes at the exact record after the last it consumed: MM2's offset syncs prove where it is (one
+    # producer, so replica offsets equal the source's), where MM2's own checkpoints lag behind
     latest = {k.partition: v for k, v in scenario.read_checkpoints(target, bed.checkpoints_topic).items()
               if k.group == names["group"]}
     committed = target.committed(names["group"])
-    assert committed == {(prep.replica_topic, p): cp.downstream_offset for p, cp in latest.items()}
-    assert len(committed) == 3
+    assert committed == {(prep.replica_topic, p): o for p, o in prep.consumed_upto.items()}
+    assert any(cp.downstream_offset < prep.consumed_upto[p] for p, cp in latest.items())
 
     # the Spark job's Parquet output holds the same latest checkpoints, named by replica topic
     rows = [r for r in pq.read_table(str(art / "latest_checkpoints.parquet")).to_pylist() if r["group"] == names["group"]]
@@ -58,15 +60,27 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, targ
         assert o.first_on_target == o.target_committed  # resumes exactly where we committed (or at the end)
         assert o.lost == 0, f"partition {o.partition} would skip {o.lost} record(s)"
         assert o.target_committed <= o.source_committed
-    # MM2 translates exactly at the log end (group consumed everything): nothing re-read there
-    assert outcomes[2].re_read == 0
+        assert o.re_read == 0, f"partition {o.partition} re-reads {o.re_read} record(s)"
 
     report = json.loads((art / "report.json").read_text())
     assert report["outcome"] == "succeeded"
     assert report["totals"]["committed"] == 3 and report["totals"]["mismatches"] == 0
+    assert report["totals"]["records_reread_estimate"] == 0
+    assert report["totals"]["records_reread_by_checkpoints"] == sum(
+        prep.consumed_upto[p] - cp.downstream_offset for p, cp in latest.items())
+    assert {p["partition"]: p["rule"] for p in report["partitions"]}.keys() == {0, 1, 2}
+    assert all(p["rule"] != "checkpoint" for p in report["partitions"])
     assert (art / "report.md").read_text().startswith("# mm2-failover report")
+
+    # the pre-flight audit read the bed's mm2.properties: MM2 copies aborted transactions (read_uncommitted, the
+    # default) - a warning carried into the report -, and it does not write the groups itself
+    audit = {f["rule"]: f for f in json.loads((art / "audit.json").read_text())["findings"]}
+    assert audit["isolation"]["severity"] == "warning" and "primary.consumer.isolation.level" in audit["isolation"]["message"]
+    assert audit["second_writer"]["severity"] == "ok" and audit["checkpoint_retention"]["severity"] == "ok"
+    assert audit["rpo"]["severity"] == "ok"  # the bed emits every second
+    assert any("pre-flight audit" in w and "isolation" in w for w in report["warnings"])
     assert (art / "plan.csv").read_text().splitlines() == [
-        f"{names['group']},{prep.replica_topic},{p},{latest[p].downstream_offset}" for p in range(3)]
+        f"{names['group']},{prep.replica_topic},{p},{prep.consumed_upto[p]}" for p in range(3)]
 
 
 class PasswordWatch:

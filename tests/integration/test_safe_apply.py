@@ -74,7 +74,7 @@ def test_target_commit_ahead_is_kept_unless_allow_rewind(prepared):
     p.art.plan_json.unlink()
     rewound = steps.make_plan(p.ctx(on_existing_target_offsets="overwrite", allow_rewind=True))
     row0 = next(r for r in rewound.rows if r.partition == 0)
-    assert row0.action == "commit" and row0.planned_offset == row0.downstream_offset < 90
+    assert row0.action == "commit" and row0.planned_offset == row0.exact_offset == 20 < 90  # exact: consumed 20
     steps.apply_plan(p.target, rewound)
     assert p.target.committed(g)[(rt, 0)] == row0.planned_offset
 
@@ -90,7 +90,7 @@ def test_records_deleted_by_retention_clamp_to_log_start(prepared):
     gone = max(cp0, 20) + 20
     p.target.delete_records({(rt, 0): gone})
     p.snapshot_and_checkpoints()
-    ctx = p.ctx()
+    ctx = p.ctx(translation="checkpoint")  # MM2's checkpoint as it is: the lost count must be found another way
     plan = steps.make_plan(ctx)
     row0 = next(r for r in plan.rows if r.partition == 0)
     assert (row0.action, row0.reason, row0.planned_offset, row0.retention_gap) == ("clamp", "retention_gap", gone,

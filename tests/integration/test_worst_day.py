@@ -427,8 +427,10 @@ def test_commit_metadata_is_committed_byte_for_byte_and_backed_up(bed, failed_ov
     g, rt, meta, cp = f.g["meta"], f.rt, f.meta, f.meta_cp
     assert raw_commit(bed.source_bootstrap, g, f.prep.topic, 0) == (25, meta)  # committed as a Java client does
     assert cp.metadata == meta  # MM2 copied it exactly
-    assert raw_commit(bed.target_bootstrap, g, rt, 0) == (cp.downstream_offset, meta)
-    assert f.backup["groups"][g][rt]["0"] == {"before": None, "after": {"offset": cp.downstream_offset,
+    [row] = [r for r in json.loads((f.run / "plan.json").read_text())["rows"] if r["group"] == g and r["partition"] == 0]
+    assert row["metadata"] == meta and row["planned_offset"] >= cp.downstream_offset
+    assert raw_commit(bed.target_bootstrap, g, rt, 0) == (row["planned_offset"], meta)
+    assert f.backup["groups"][g][rt]["0"] == {"before": None, "after": {"offset": row["planned_offset"],
                                                                       "metadata": meta}}
     report = json.loads((f.run / "report.json").read_text())
     assert report["outcome"] == "succeeded" and report["totals"]["mismatches"] == 0

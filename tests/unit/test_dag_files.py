@@ -18,9 +18,9 @@ def bag():
     return b
 
 
-def test_failover_dag_has_the_six_tasks_in_order_all_retryable(bag):
+def test_failover_dag_has_the_seven_tasks_in_order_all_retryable(bag):
     dag = bag.dags["mm2_failover"]
-    order = ["verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints", "check_groups_empty",
+    order = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints", "check_groups_empty",
              "apply_group_offsets", "verify_group_offsets"]
     assert sorted(dag.task_ids) == sorted(order)
     for up, down in zip(order, order[1:]):

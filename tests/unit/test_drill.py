@@ -224,7 +224,7 @@ def test_drill_dag_is_paused_scheduled_and_reuses_the_pipeline():
     dag = bag.dags["mm2_failover_drill"]
     assert dag.is_paused_upon_creation is True
     assert dag.schedule == "0 3 1 * *"
-    order = ["measure_replication_lag", "capture_end_offsets", "compute_latest_checkpoints", "check_groups_empty",
+    order = ["preflight_audit", "measure_replication_lag", "capture_end_offsets", "compute_latest_checkpoints", "check_groups_empty",
              "plan_group_offsets", "drill_report"]
     assert sorted(dag.task_ids) == sorted(order)
     for up, down in zip(order, order[1:]):

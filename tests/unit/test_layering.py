@@ -19,9 +19,9 @@ PKG = REPO / "plugins" / "mm2_failover"
 LAYERS = {
     # pure rules: no I/O
     "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
-             "reachability", "config", "faults"},
+             "reachability", "config", "faults", "translate", "audit"},
     # talks to Kafka or the filesystem
-    "io": {"kafka_io", "runfolder", "locks", "spark", "hooks.kafka_cluster"},
+    "io": {"kafka_io", "runfolder", "locks", "spark", "hooks.kafka_cluster", "syncs"},
     # one run: its context and its steps
     "run": {"run", "steps"},
     # Airflow glue and entry points
@@ -109,7 +109,8 @@ def test_the_shipped_package_never_imports_the_local_bed():
         assert "import testbed" not in src and "from testbed" not in src, m
 
 
-@pytest.mark.parametrize("dag", ["mm2_failover.py", "mm2_failover_rollback.py", "mm2_failover_drill.py"])
+@pytest.mark.parametrize("dag", ["mm2_failover.py", "mm2_failover_rollback.py", "mm2_failover_drill.py",
+                                 "mm2_sync_archive.py"])
 def test_dag_files_parse_fast_and_import_only_wiring(dag):
     code = ("import sys, time, importlib.util\n"
             f"sys.path.insert(0, {str(REPO / 'plugins')!r})\n"

@@ -44,6 +44,7 @@ def test_totals_and_groups_of_a_failed_run():
         "groups": 3, "groups_moved": 1, "groups_skipped": 1, "partitions": 5, "committed": 2, "planned_commits": 3,
         "skipped": 2, "clamped": 1, "refused_groups": 1, "mismatches": 1, "records_lost_to_retention": 2,
         "records_lost_to_retention_upper_bound": 2, "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20),
+        "records_reread_by_checkpoints": None, "partitions_exact": 0,
         "lag": (55 - 10) + (45 - 5) + (55 - 7) + (55 - 19),
     }
     g = {x["group"]: x for x in r["groups"]}
@@ -110,9 +111,9 @@ def test_markdown_contains_the_tables():
     assert "| a | primary | moved | 2 | 2 | 0 | 1 | 2 | 198 | 85 |" in lines
     assert ("| b | primary | skipped: it already has different commits on the target (on_existing_target_offsets) "
             "| 1 | 0 | 1 | 0 | 0 |  | 48 |") in lines
-    assert f"| a | {T} | 1 | 103 | 3 |  | 5 | 5 | clamp | retention_gap | 40 |" in lines
-    assert f"| b | {T} | 0 | 90 | 9 | 7 |  | 7 | skip | existing_target_offsets | 48 |" in lines
-    assert f"| c | {T} | 1 |  |  |  |  |  | skip | no_checkpoint |  |" in lines
+    assert f"| a | {T} | 1 | 103 | 3 |  | checkpoint |  | 5 | 5 | clamp | retention_gap | 40 |" in lines
+    assert f"| b | {T} | 0 | 90 | 9 |  | checkpoint | 7 |  | 7 | skip | existing_target_offsets | 48 |" in lines
+    assert f"| c | {T} | 1 |  |  |  | checkpoint |  |  |  | skip | no_checkpoint |  |" in lines
     assert "## Mismatches (committed != planned)" in lines
     assert f"- c {T}[0]: planned 20, committed 19" in lines
     # every table row has as many cells as its header
@@ -171,3 +172,14 @@ def test_reread_not_guessed_when_offsets_are_not_aligned():
     r = PlanRow("primary", "g", "primary.t", 0, 5, 900, None, 900, pm.COMMIT).as_dict()
     [x] = estimate_reread([r], {("g", "primary.t", 0): 5})
     assert x["reread"] is None and "not estimated" in x["note"]
+
+
+def test_exact_positions_give_the_re_read_and_what_the_checkpoints_alone_would_re_read():
+    plan = Plan([PlanRow("primary", "a", T, 0, 110, 10, None, 100, pm.COMMIT, "", 0, 200, rule="gap_free_bracket",
+                         source_position=110, exact_offset=100),
+                 PlanRow("primary", "a", T, 1, 50, 20, None, 20, pm.COMMIT, "", 0, 200)])
+    r = build_report(dag_id="d", run_id="r", params={}, plan=plan, committed={}, log_end={}, mismatches=[],
+                     dry_run=True, source_commits={("a", T, 1): 50})
+    t = r["totals"]
+    assert (t["records_reread_estimate"], t["records_reread_by_checkpoints"], t["partitions_exact"]) == (30, 90, 1)
+    assert "MM2's checkpoints alone: 90" in render_markdown(r)

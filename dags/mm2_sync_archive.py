@@ -1,0 +1,37 @@
+"""mm2_sync_archive: keep MirrorMaker 2's offset syncs on the target side, every 5 minutes.
+
+MM2's offset-sync topic is compacted (the history exact translation needs survives only until its segments roll)
+and by default lives on the SOURCE cluster, the one a disaster takes away. This DAG appends every new sync record to
+the archive (``$MM2_FAILOVER_ARCHIVE``, default ``$MM2_FAILOVER_ARTIFACTS/archive``; a shared filesystem), which the
+failover reads when the source is gone. A retry or a crashed run never duplicates or skips a record; a recreated
+topic or records gone before they were archived are said in the log and the archive's manifest. Paused on creation
+like every DAG here: unpause it together with MM2. See README.md, "Exact failover".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from airflow.sdk import DAG, task
+
+from mm2_failover.params import archive_params
+
+with DAG(
+    dag_id="mm2_sync_archive",
+    schedule="*/5 * * * *",
+    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    params=archive_params(),
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
+    doc_md=__doc__,
+    tags=["kafka", "mirrormaker2", "failover", "archive"],
+) as dag:
+
+    @task(task_id="archive_offset_syncs")
+    def archive_offset_syncs(**context):
+        from mm2_failover import tasks
+
+        return tasks.archive_offset_syncs(context)
+
+    archive_offset_syncs()

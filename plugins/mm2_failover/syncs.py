@@ -1,0 +1,171 @@
+"""MM2's offset syncs: read them from their topic, and keep them in an archive on the target side.
+
+The offset-sync topic (``mm2-offset-syncs.<target-alias>.internal``) is compacted by source partition, so the history
+exact translation needs survives only until its segment rolls (7 days by default, often less), and it lives on the
+SOURCE cluster unless MM2 runs with ``offset-syncs.topic.location=target`` - the cluster that is gone in a disaster.
+The archive keeps every sync record on the target side (a folder beside the run artifacts by default; any shared
+filesystem), appended incrementally:
+
+``<archive>/<alias>/offset-syncs/``
+    ``manifest.json`` - the topic (name, id, cluster id, where), and per partition of the sync topic the offset archived up to,
+    the archived ranges, and the gaps (records gone before they were archived: the topic was recreated, or its log
+    start passed the archived offset);
+    ``<topic-id>-p<partition>-<from>-<to>.parquet`` - immutable files of decoded syncs (sync partition, offset,
+    timestamp, source topic, source partition, upstream, downstream).
+
+A run appends [archived up to, current end) per partition: it writes the file (atomically), then the manifest
+(atomically). A crash in between leaves an orphan file the manifest does not name (never read, replaced by the next
+run); a retry never duplicates or skips a record. The archive is read with pyarrow (no Spark needed at failover).
+
+Why plain Python and not Spark here: the sync topic carries one record per ``offset.lag.max`` records replicated, so
+even a busy cluster adds thousands of syncs a minute; a bounded read of that with confluent-kafka takes well under a
+second, where any Spark job pays ~15 s of start-up for every scheduled run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mm2_failover import faults
+from mm2_failover.kafka_io import TP, Cluster
+from mm2_failover.runfolder import now_iso, read_json, write_json
+from mm2_failover.translate import MalformedSync, Sync, decode_sync
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ("sync_partition", "sync_offset", "timestamp_ms", "topic", "partition", "upstream", "downstream")
+
+
+def read_syncs(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int]) -> tuple[list[dict], int]:
+    """The sync records of ``topic`` in [start, end) per partition, decoded (rows of :data:`COLUMNS`), and how many
+    records were not syncs (skipped, counted)."""
+    rows, bad = [], 0
+    rng = {(topic, p): e for p, e in end.items() if e > start.get(p, 0)}
+    if not rng:
+        return rows, bad
+    for _t, p, o, k, v, ts in cluster.read(rng, start={(topic, q): s for q, s in start.items()}, timeout=120):
+        try:
+            src_topic, src_p, s = decode_sync(k, v)
+        except MalformedSync:
+            bad += 1
+            continue
+        rows.append({"sync_partition": p, "sync_offset": o, "timestamp_ms": ts, "topic": src_topic,
+                     "partition": src_p, "upstream": s.upstream, "downstream": s.downstream})
+    return rows, bad
+
+
+def index_rows(rows: Iterable[dict]) -> dict[TP, list[Sync]]:
+    """(source topic, partition) -> its syncs."""
+    out: dict[TP, list[Sync]] = defaultdict(list)
+    for r in rows:
+        out[(r["topic"], int(r["partition"]))].append(Sync(int(r["upstream"]), int(r["downstream"])))
+    return dict(out)
+
+
+@dataclass
+class ArchiveResult:
+    alias: str
+    topic: str
+    appended: int = 0  # sync records archived by this run
+    files: list[str] = field(default_factory=list)
+    gaps: list[dict] = field(default_factory=list)  # ranges lost before they could be archived (said loudly)
+    new_topic: bool = False  # the topic id changed: a new segment of history starts
+
+    def as_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+class SyncArchive:
+    """The archive of one alias's offset syncs (see the module docstring)."""
+
+    def __init__(self, root: Path, alias: str):
+        self.dir = Path(root) / alias / "offset-syncs"
+        self.alias = alias
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.dir / "manifest.json"
+
+    def manifest(self) -> dict:
+        return read_json(self.manifest_path, "sync archive manifest") if self.manifest_path.exists() else {}
+
+    def append(self, cluster: Cluster, topic: str, location: str) -> ArchiveResult:
+        """Archive the records of ``topic`` (on ``cluster``) past what is archived, up to its current end."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        res = ArchiveResult(self.alias, topic)
+        m = self.manifest()
+        topic_id = cluster.topic_id(topic)
+        cluster_id = cluster.cluster_id()
+        if m and (m.get("topic_id"), m.get("cluster_id")) != (topic_id, cluster_id):
+            res.new_topic = True
+            log.warning("offset-sync topic %s is not the one archived (topic id %s on cluster %s, was %s on %s): it "
+                        "was recreated, or the alias now names another cluster. A new segment of history starts; the "
+                        "old one is kept but no longer used", topic, topic_id, cluster_id, m.get("topic_id"),
+                        m.get("cluster_id"))
+            m = {"segments": [*m.get("segments", []), {k: m[k] for k in ("topic_id", "cluster_id", "partitions")
+                                                        if k in m}]}
+        parts = {p for (_t, p) in cluster.partitions([topic])}
+        lo = cluster.offsets([(topic, p) for p in parts], "earliest")
+        hi = cluster.offsets([(topic, p) for p in parts], "latest")
+        state = {int(p): v for p, v in (m.get("partitions") or {}).items()}
+        start = {}
+        for p in sorted(parts):
+            done = state.get(p, {}).get("archived_to", 0)
+            log_start = lo[(topic, p)]
+            if log_start > done:  # retention or compaction of the head took records never archived
+                gap = {"partition": p, "from": done, "to": log_start, "noticed_at": now_iso()}
+                res.gaps.append(gap)
+                state.setdefault(p, {}).setdefault("gaps", []).append(gap)
+                log.warning("offset syncs %s[%d] [%d, %d) were gone before they could be archived: exact translation "
+                            "has no history for that range", topic, p, done, log_start)
+                done = log_start
+            start[p] = done
+        end = {p: hi[(topic, p)] for p in parts}
+        rows, bad = read_syncs(cluster, topic, start, end)
+        if rows:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            by_part: dict[int, list[dict]] = defaultdict(list)
+            for r in rows:
+                by_part[r["sync_partition"]].append(r)
+            for p, prow in sorted(by_part.items()):
+                safe_id = "".join(c if c.isalnum() else "_" for c in topic_id)  # base64: '/' and '+' too
+                name = f"{safe_id}-p{p}-{start[p]}-{end[p]}.parquet"
+                tmp = self.dir / (name + ".tmp")
+                pq.write_table(pa.Table.from_pylist(prow), str(tmp))
+                tmp.replace(self.dir / name)
+                state.setdefault(p, {}).setdefault("files", []).append(name)
+                res.files.append(name)
+        faults.hit("archive.after_files")  # a crash here leaves files the manifest does not name: never read
+        for p in parts:
+            s = state.setdefault(p, {})
+            if end[p] > start[p]:
+                s.setdefault("ranges", []).append([start[p], end[p]])
+            s["archived_to"] = max(end[p], s.get("archived_to", 0))
+        res.appended = len(rows)
+        write_json(self.manifest_path, {**m, "alias": self.alias, "topic": topic, "topic_id": topic_id,
+                                        "cluster_id": cluster_id,
+                                        "location": location, "updated_at": now_iso(), "not_syncs": bad + int(
+                                            m.get("not_syncs") or 0),
+                                        "partitions": {str(p): v for p, v in sorted(state.items())}})
+        return res
+
+    def rows(self) -> list[dict]:
+        """Every archived sync of the current segment (the topic and cluster archived now; older segments are kept
+        for the record but describe another topic's offsets)."""
+        import pyarrow.parquet as pq
+
+        m = self.manifest()
+        names = [f for v in (m.get("partitions") or {}).values() for f in v.get("files", [])]
+        out = []
+        for n in names:
+            out += pq.read_table(str(self.dir / n)).to_pylist()
+        return out
+
+    def archived_to(self) -> dict[int, int]:
+        return {int(p): int(v.get("archived_to", 0)) for p, v in (self.manifest().get("partitions") or {}).items()}

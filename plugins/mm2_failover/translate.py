@@ -1,0 +1,160 @@
+"""Exact translation of a group's source position to the target, from MM2's offset syncs (pure).
+
+MirrorMaker 2 records, now and then, that the source record at offset ``u`` of a partition was written to the
+replica at offset ``d``: an *offset sync* ``(u, d)`` (topic ``mm2-offset-syncs.<target>.internal``; key = source
+topic STRING + partition INT32, value = upstream INT64 + downstream INT64). MM2's own checkpoints translate a group's
+source commit ``U`` with the newest sync at or below it (plus one), from a sparse store: conservative, often
+hundreds of records early. The syncs prove more:
+
+1. **Exact sync** - a sync at ``u == U``: the record at ``U`` is at ``d``.
+2. **Gap-free bracket** - two consecutive syncs ``(u1, d1) <= U < (u2, d2)`` with ``u2 - u1 == d2 - d1``: MM2 copied
+   every source offset between them one to one (no transaction marker, aborted batch, compaction gap or duplicate
+   changed the count), so the record at ``U`` is at ``d1 + (U - u1)``.
+3. **Drained tail** - past the last sync ``(u, d)``, when replication is finished and the source's and the replica's
+   end offsets ``(S, R)`` are known: ``S - u == R - d`` proves the same for the tail, and ``U <= S`` is at
+   ``d + (U - u)``.
+4. Otherwise the syncs prove nothing about ``U``: the caller keeps MM2's checkpoint (or, where the source can be
+   read, looks up the copy of the record at ``U`` inside the bracket's downstream range).
+
+Never past the consumed position: each rule gives the replica offset of the record at ``U`` itself (the next record
+the group reads), so a consumer starting there reads it again and loses nothing. A bracket that is not gap-free is
+never interpolated. Arithmetic alone is not proof, though: a transaction marker before ``U`` and a record MM2 copied
+twice after it (an MM2 restart) cancel out. So a translation is trusted (:func:`decide`) only
+
+5. when the source confirms it - the first record at or after ``U`` on the source and the record at the translated
+   offset on the target are the same record (key, value, timestamp, headers) -, or, with the source lost,
+6. when no record was copied twice in the bracket's downstream range (its ends included);
+7. where no rule applies and the source can be read, the copy of the record at ``U`` is looked up inside the
+   bracket's downstream range (transactions and compaction leave gaps elsewhere in it).
+
+An exact sync needs none of these: MM2 itself recorded that copy.
+
+The syncs of a partition may contain several histories (MM2 restarted and copied records again, a replica topic
+recreated): only *consecutive* syncs of the sorted list form brackets, and a bracket whose downstream span differs
+from its upstream span - as any such seam does - is refused by rule 2.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+EXACT_SYNC = "exact_sync"
+BRACKET = "gap_free_bracket"
+DRAINED_TAIL = "drained_tail"
+RULES = (EXACT_SYNC, BRACKET, DRAINED_TAIL)
+
+
+@dataclass(frozen=True, order=True)
+class Sync:
+    upstream: int
+    downstream: int
+
+
+@dataclass(frozen=True)
+class Translation:
+    downstream: int
+    rule: str  # one of RULES
+    bracket: tuple[Sync, Sync | None]  # the syncs that prove it (the second is None for exact syncs / the tail)
+
+
+@dataclass(frozen=True)
+class Unproven:
+    """No rule applies; ``bracket`` is the narrowest pair of syncs around ``U`` (either may be None), the range a
+    lookup of the record at ``U`` would search."""
+
+    bracket: tuple[Sync | None, Sync | None]
+
+
+class SyncIndex:
+    """The syncs of one source partition, sorted by upstream offset (duplicates and re-emissions kept once each)."""
+
+    def __init__(self, syncs: Iterable[Sync | tuple[int, int]]):
+        self.syncs: list[Sync] = sorted({s if isinstance(s, Sync) else Sync(*s) for s in syncs})
+        self._ups = [s.upstream for s in self.syncs]
+
+    def __len__(self) -> int:
+        return len(self.syncs)
+
+    def translate(self, upstream: int, drained: tuple[int, int] | None = None) -> Translation | Unproven:
+        """The replica offset of the source record at ``upstream`` (rules 1-3), or why not (rule 4).
+        ``drained``: the (source end, replica end) offsets once replication is finished, if known."""
+        i = bisect.bisect_right(self._ups, upstream)  # syncs[:i] have upstream <= U
+        at = [s for s in self.syncs[:i] if s.upstream == upstream]
+        if at:
+            # several syncs for one upstream offset (a re-copy after an MM2 restart): the first copy is the one the
+            # group would have read; a later duplicate would make it read the record twice, never skip it
+            s = min(at, key=lambda x: x.downstream)
+            return Translation(s.downstream, EXACT_SYNC, (s, None))
+        lo = self.syncs[i - 1] if i else None
+        hi = self.syncs[i] if i < len(self.syncs) else None
+        if lo is not None and hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream \
+                and hi.downstream >= lo.downstream:
+            return Translation(lo.downstream + (upstream - lo.upstream), BRACKET, (lo, hi))
+        if lo is not None and hi is None and drained is not None:
+            source_end, replica_end = drained
+            if upstream <= source_end and source_end - lo.upstream == replica_end - lo.downstream:
+                return Translation(lo.downstream + (upstream - lo.upstream), DRAINED_TAIL, (lo, None))
+        return Unproven((lo, hi))
+
+
+RECORD_LOOKUP = "record_lookup"
+CHECKPOINT = "checkpoint"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What was read to check a translation (None: not read)."""
+
+    translation: Translation | Unproven
+    verified: bool | None = None  # the source's record at U is the target's record at the translated offset
+    one_to_one: bool | None = None  # no record copied twice in the bracket's downstream range (ends included)
+    lookup: int | None = None  # where the copy of the record at U was found inside the bracket
+
+
+def decide(ev: Evidence) -> tuple[int, str] | None:
+    """Rules 5-7: the offset to resume at and the rule that proves it, or None (keep MM2's checkpoint)."""
+    t = ev.translation
+    if isinstance(t, Translation):
+        if t.rule == EXACT_SYNC or ev.verified or (ev.verified is None and ev.one_to_one):
+            return t.downstream, t.rule
+    if ev.lookup is not None:
+        return ev.lookup, RECORD_LOOKUP
+    return None
+
+
+# ------------------------------------------------------------------------------------------ the wire format
+
+
+class MalformedSync(ValueError):
+    pass
+
+
+def decode_sync(key: bytes | None, value: bytes | None) -> tuple[str, int, Sync]:
+    """An offset-sync record (``org.apache.kafka.connect.mirror.OffsetSync``): key = topic STRING + partition INT32,
+    value = upstream INT64 + downstream INT64, big-endian. Raises MalformedSync."""
+    if key is None or value is None:
+        raise MalformedSync("null key or value")
+    if len(key) < 2:
+        raise MalformedSync("key truncated")
+    n = struct.unpack(">h", key[:2])[0]
+    if n < 0 or len(key) != 2 + n + 4:
+        raise MalformedSync("key truncated or with trailing bytes")
+    try:
+        topic = key[2:2 + n].decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedSync("topic not UTF-8") from None
+    partition = struct.unpack(">i", key[2 + n:])[0]
+    if len(value) != 16:
+        raise MalformedSync(f"value of {len(value)} bytes, not 16")
+    up, down = struct.unpack(">qq", value)
+    if partition < 0 or up < 0 or down < 0:
+        raise MalformedSync("negative partition or offset")
+    return topic, partition, Sync(up, down)
+
+
+def encode_sync(topic: str, partition: int, upstream: int, downstream: int) -> tuple[bytes, bytes]:
+    raw = topic.encode()
+    return struct.pack(">h", len(raw)) + raw + struct.pack(">i", partition), struct.pack(">qq", upstream, downstream)

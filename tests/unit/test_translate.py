@@ -1,0 +1,201 @@
+"""Exact translation from offset syncs (mm2_failover.translate, pure): the rules by example, the wire format, and a
+property test over random source histories - data records, transaction markers, aborted batches (copied or not),
+compaction gaps, and MM2 restarts that copy records again - with sparse syncs as MM2 emits them."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mm2_failover import translate as tr
+from mm2_failover.translate import Sync, SyncIndex, Translation, Unproven
+
+
+# ------------------------------------------------------------------------------------------ rules by example
+
+
+def test_exact_sync():
+    t = SyncIndex([(0, 0), (100, 100)]).translate(100)
+    assert (t.downstream, t.rule) == (100, tr.EXACT_SYNC)
+
+
+def test_gap_free_bracket_interpolates():
+    t = SyncIndex([(0, 0), (100, 100)]).translate(40)
+    assert (t.downstream, t.rule, t.bracket) == (40, tr.BRACKET, (Sync(0, 0), Sync(100, 100)))
+    t = SyncIndex([(10, 3), (110, 103)]).translate(50)  # the replica started later: offsets shifted, not stretched
+    assert t.downstream == 43
+
+
+def test_a_bracket_with_a_gap_proves_nothing():
+    u = SyncIndex([(0, 0), (100, 98)]).translate(40)  # two source offsets (e.g. transaction markers) not copied
+    assert isinstance(u, Unproven) and u.bracket == (Sync(0, 0), Sync(100, 98))
+
+
+def test_drained_tail():
+    idx = SyncIndex([(0, 0), (100, 100)])
+    assert isinstance(idx.translate(130), Unproven)  # past the last sync, nothing known
+    t = idx.translate(130, drained=(150, 150))
+    assert (t.downstream, t.rule) == (130, tr.DRAINED_TAIL)
+    assert isinstance(idx.translate(130, drained=(150, 149)), Unproven)  # the tail lost one: not one to one
+    assert isinstance(idx.translate(160, drained=(150, 150)), Unproven)  # beyond the end
+
+
+def test_before_the_first_sync_nothing_is_known():
+    assert isinstance(SyncIndex([(50, 50)]).translate(10), Unproven)
+
+
+def test_a_re_copied_offset_translates_to_its_first_copy():
+    t = SyncIndex([(0, 0), (60, 60), (60, 75)]).translate(60)
+    assert (t.downstream, t.rule) == (60, tr.EXACT_SYNC)
+
+
+# ------------------------------------------------------------------------------------------ wire format
+
+
+def test_offset_sync_records_round_trip_and_bad_ones_are_refused():
+    k, v = tr.encode_sync("orders", 3, 120, 97)
+    assert tr.decode_sync(k, v) == ("orders", 3, Sync(120, 97))
+    for key, value in [(None, v), (k, None), (k[:-1], v), (k, v[:-1]), (k, v + b"x"), (k + b"x", v),
+                       (tr.encode_sync("o", 0, -1, 2)[0], tr.encode_sync("o", 0, -1, 2)[1])]:
+        with pytest.raises(tr.MalformedSync):
+            tr.decode_sync(key, value)
+
+
+# ------------------------------------------------------------------------------------------ the property
+
+DATA, MARKER, ABORTED, COMPACTED = "data", "marker", "aborted", "compacted"
+
+
+def simulate(seed: int):
+    """A source partition and MM2 copying it. Returns (kinds by source offset, replica as a list of source offsets,
+    syncs, read_uncommitted)."""
+    rnd = random.Random(seed)
+    n = rnd.randint(5, 120)
+    kinds = [rnd.choices([DATA, MARKER, ABORTED, COMPACTED], [0.8, 0.07, 0.06, 0.07])[0] for _ in range(n)]
+    read_uncommitted = rnd.random() < 0.5
+    copied = {DATA} | ({ABORTED} if read_uncommitted else set())
+    replica: list[int] = []
+    syncs: list[tuple[int, int]] = []
+    lag_max = rnd.choice([0, 3, 10, 100])
+    s, last_sync_d, fresh = 0, None, True
+    restarts = rnd.randint(0, 2)
+    while s < n:
+        if kinds[s] in copied:
+            d = len(replica)
+            replica.append(s)
+            # MM2 emits a sync for the first record after a (re)start and then at most every lag_max records, and
+            # drops some (its producer keeps few syncs in flight)
+            if fresh or (d - last_sync_d > lag_max and rnd.random() < 0.8):
+                syncs.append((s, d))
+                last_sync_d, fresh = d, False
+        s += 1
+        if restarts and rnd.random() < 0.03 and s > 2:  # MM2 restarts and copies again from an earlier offset
+            s, fresh, restarts = rnd.randint(max(0, s - 20), s - 1), True, restarts - 1
+    return kinds, replica, syncs, read_uncommitted
+
+
+def safe_limit(replica: list[int], u: int) -> int | None:
+    """The highest replica offset a consumer of source position ``u`` may start at without losing a record: every
+    source record >= u that was copied must still be ahead (some copy of it at or after the start)."""
+    last_copy: dict[int, int] = {}
+    for d, s in enumerate(replica):
+        last_copy[s] = d
+    ahead = [d for s, d in last_copy.items() if s >= u]
+    return min(ahead) if ahead else len(replica)
+
+
+def no_duplicates(replica: list[int], lo: int, hi: int) -> bool:
+    """What the pipeline checks on the target before trusting a bracket: no record copied twice in [lo, hi] (the
+    bracket's own ends included: a sync emitted after an MM2 restart marks a re-copy)."""
+    part = replica[lo:hi + 1]
+    return len(part) == len(set(part))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 10**9))
+def test_never_past_the_consumed_position_and_exact_when_gap_free(seed):
+    kinds, replica, syncs, _ru = simulate(seed)
+    idx = SyncIndex(syncs)
+    drained = (len(kinds), len(replica))
+    for u in range(len(kinds) + 1):
+        t = idx.translate(u, drained)
+        if isinstance(t, Unproven):
+            continue
+        lo, hi = t.bracket
+        if t.rule == tr.BRACKET and not no_duplicates(replica, lo.downstream, hi.downstream):
+            continue  # the pipeline refuses such a bracket (a re-copy inside it)
+        if t.rule == tr.DRAINED_TAIL and not no_duplicates(replica, lo.downstream, len(replica) - 1):
+            continue
+        limit = safe_limit(replica, u)
+        assert t.downstream <= limit, (u, t, syncs, replica)  # nothing lost
+        if len(set(replica)) == len(replica):  # MM2 never copied a record twice: nothing re-read either
+            assert t.downstream == limit, (u, t, syncs, replica)
+
+
+def test_without_the_duplicate_check_a_re_copy_inside_a_bracket_could_lose_records():
+    """Why the pipeline reads the bracket's downstream range before trusting it: a transaction marker before U and
+    a re-copy after it cancel out in the arithmetic."""
+    # source: 10 data, 11 marker, 12 data, 13 data; MM2 copies 10, 12, 13, restarts, copies 13 again, then 14
+    replica = [10, 12, 13, 13, 14]
+    idx = SyncIndex([(10, 0), (14, 4)])
+    t = idx.translate(12)
+    assert isinstance(t, Translation) and t.downstream == 2  # arithmetic alone says the copy of 12 is at 2 ...
+    assert replica[2] == 13 and safe_limit(replica, 12) == 1  # ... but it is at 1: starting at 2 would lose 12
+    assert not no_duplicates(replica, 0, 4)  # the check refuses this bracket
+
+
+# ------------------------------------------------------------------------------------------ rules 5-7: trust
+
+
+def test_a_translation_is_trusted_only_with_evidence():
+    idx = SyncIndex([(0, 0), (100, 100)])
+    t = idx.translate(40)
+    assert tr.decide(tr.Evidence(t)) is None  # arithmetic alone: not enough
+    assert tr.decide(tr.Evidence(t, verified=True)) == (40, tr.BRACKET)
+    assert tr.decide(tr.Evidence(t, verified=False, one_to_one=True)) is None  # the source contradicts it
+    assert tr.decide(tr.Evidence(t, one_to_one=True)) == (40, tr.BRACKET)  # source lost: no copy twice in range
+    assert tr.decide(tr.Evidence(t, one_to_one=False)) is None
+    assert tr.decide(tr.Evidence(idx.translate(100))) == (100, tr.EXACT_SYNC)  # MM2 recorded that copy itself
+
+
+def test_a_lookup_answers_where_no_rule_applies():
+    u = SyncIndex([(0, 0), (100, 98)]).translate(40)
+    assert tr.decide(tr.Evidence(u)) is None
+    assert tr.decide(tr.Evidence(u, lookup=39)) == (39, tr.RECORD_LOOKUP)
+
+
+def test_archive_file_names_never_contain_a_path_separator(tmp_path):
+    """Topic ids are base64 (they may hold '/' and '+'): the archive names its files safely."""
+    import pyarrow.parquet as pq
+
+    from mm2_failover.syncs import SyncArchive
+
+    class FakeSyncCluster:  # the few calls append() makes, in memory (append runs on the real bed elsewhere)
+        name = "source"
+
+        def topic_id(self, topic):
+            return "ab/c+d=="
+
+        def cluster_id(self):
+            return "cid"
+
+        def partitions(self, topics):
+            return [(topics[0], 0)]
+
+        def offsets(self, tps, spec="latest"):
+            return {tp: (0 if spec == "earliest" else 2) for tp in tps}
+
+        def read(self, ends, start=None, timeout=0):
+            for o in range(start[("syncs", 0)], ends.get(("syncs", 0), 0)):
+                k, v = tr.encode_sync("orders", 0, 10 * o, 10 * o)
+                yield "syncs", 0, o, k, v, 1000
+
+    a = SyncArchive(tmp_path, "primary")
+    res = a.append(FakeSyncCluster(), "syncs", "source")
+    assert res.appended == 2 and all("/" not in f for f in res.files)
+    assert [r["upstream"] for r in a.rows()] == [0, 10] and a.archived_to() == {0: 2}
+    assert a.append(FakeSyncCluster(), "syncs", "source").appended == 0  # nothing new: nothing twice
+    assert len(pq.read_table(str(a.dir / res.files[0]))) == 2
