@@ -8,7 +8,9 @@ compare what the group would read next on each side (re-read, lost).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
 from dataclasses import dataclass
 
@@ -109,6 +111,29 @@ class Prepared:
     consumed_upto: dict[int, int]  # the group's committed offset per source partition
     last_consumed: dict[int, int]  # payload index of the last record consumed per partition
     checkpoints: dict[int, cpf.Checkpoint]
+
+
+@contextlib.contextmanager
+def producing(bootstrap: str, topic: str, start: int, until=lambda: False, most_s: float = 60.0,
+              every_s: float = 0.3):
+    """Inside the ``with`` block, a producer writes one numbered record to partition 0 of ``topic`` every
+    ``every_s`` seconds (from index ``start``), until the block ends, ``until()`` is true or ``most_s`` passed."""
+    stop = threading.Event()
+
+    def run():
+        i, deadline = start, time.monotonic() + most_s
+        while time.monotonic() < deadline and not stop.is_set() and not until():
+            produce(bootstrap, topic, 1, 1, start=i)
+            i += 1
+            time.sleep(every_s)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
 
 
 def wait_for(cond, timeout: float, what: str, interval: float = 0.5):

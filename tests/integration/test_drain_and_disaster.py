@@ -4,7 +4,6 @@ unreplicated records, and the source cluster lost (disaster mode)."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
@@ -20,8 +19,6 @@ def test_sensor_waits_while_producers_write_then_succeeds(bed, target, names, ca
     g, topic = names["group"], names["topic"]
     prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=1,
                             produced=30, consumed_upto={0: 30})
-    stop = threading.Event()
-
     t0 = time.time()
 
     def a_poke_saw_writes() -> bool:  # this run's drain.json says "not drained" (the sensor poked while we wrote)
@@ -33,21 +30,9 @@ def test_sensor_waits_while_producers_write_then_succeeds(bed, target, names, ca
                 pass
         return False
 
-    def keep_producing():  # until a poke has seen the source move (the audit task runs first), 60 s at most
-        i = 30
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not stop.is_set() and not a_poke_saw_writes():
-            scenario.produce(bed.source_bootstrap, topic, 1, 1, start=i)
-            i += 1
-            time.sleep(0.3)
-
-    t = threading.Thread(target=keep_producing, daemon=True)
-    t.start()
-    try:
+    # produce until a poke has seen the source move (the audit task runs first), 60 s at most
+    with scenario.producing(bed.source_bootstrap, topic, 30, until=a_poke_saw_writes):
         dr = localenv.run_dag("mm2_failover", {"groups_regex": g, "drain_quiet_seconds": 2, "dry_run": True})
-    finally:
-        stop.set()
-        t.join()
     out = capfd.readouterr().out
     assert "producers still writing" in out  # a poke saw the source end offset move...
     assert dr.state == "success"  # ...and a later one found everything drained

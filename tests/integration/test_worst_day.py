@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -525,23 +524,9 @@ def test_cli_apply_waits_for_the_drain_and_refuses_while_producers_write(bed, ta
     g, topic = names["group"], names["topic"]
     scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=1, produced=20,
                      consumed_upto={0: 20})
-    stop = threading.Event()
-
-    def keep_producing():
-        i = 20
-        while not stop.is_set():
-            scenario.produce(bed.source_bootstrap, topic, 1, 1, start=i)
-            i += 1
-            time.sleep(0.3)
-
-    t = threading.Thread(target=keep_producing, daemon=True)
-    t.start()
-    try:
+    with scenario.producing(bed.source_bootstrap, topic, 20, most_s=600):
         r = on_bed(bed, "apply", "--run-dir", str(run_root / "worst" / (g + "-drain")), "--groups-regex", g,
                    "--drain-quiet-seconds", "2", "--drain-timeout-seconds", "8")
-    finally:
-        stop.set()
-        t.join()
     assert r.returncode == 6, (r.returncode, r.stderr[-3000:])
     assert "producers still writing" in r.stderr and topic in r.stderr
     assert target.committed(g) == {}
