@@ -1,9 +1,9 @@
 """mm2_sync_archive: keep MirrorMaker 2's offset syncs on the target side, every 5 minutes.
 
 MM2's offset-sync topic is compacted (the history exact translation needs survives only until its segments roll)
-and by default lives on the SOURCE cluster, the one a disaster takes away. This DAG appends every new sync record to
-the archive (``$MM2_FAILOVER_ARCHIVE``, default ``$MM2_FAILOVER_ARTIFACTS/archive``; a shared filesystem), which the
-failover reads when the source is gone. A retry or a crashed run never duplicates or skips a record; a recreated
+and by default lives on the SOURCE cluster, the one a disaster takes away. This DAG appends every new sync record (and
+every new checkpoint record, read from the target) to the archive (``$MM2_FAILOVER_ARCHIVE``, default
+``$MM2_FAILOVER_ARTIFACTS/archive``; a shared filesystem), which the failover reads when the source is gone. A retry or a crashed run never duplicates or skips a record; a recreated
 topic or records gone before they were archived are said in the log and the archive's manifest. Paused on creation
 like every DAG here: unpause it together with MM2. See README.md, "Exact failover".
 """

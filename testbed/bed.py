@@ -65,10 +65,20 @@ class BedError(RuntimeError):
     """The bed could not start; the message names the process and includes its log tail."""
 
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port never handed out before in this process: the kernel may return a port it just gave
+    (bound and closed, nobody listening yet), which once made two brokers of one bed pick the same port."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise BedError("no free loopback port after 100 tries")
 
 
 def _pdeathsig() -> None:  # runs in the child between fork and exec
@@ -476,6 +486,14 @@ class Bed(StartedInContext):
     def stop_mm2(self) -> None:
         if self.mm2:
             self.mm2.stop()
+
+    def kill_mm2(self) -> None:
+        """SIGKILL MirrorMaker 2 (no clean shutdown: its unflushed progress is lost, so a restart copies some
+        records again). :meth:`start_mm2` starts it again on the same configuration and state."""
+        if self.mm2 and self.mm2.alive:
+            self.mm2.popen.kill()
+            self.mm2.popen.wait(15)
+            log.info("killed %s (SIGKILL)", self.mm2.name)
 
     def stop_source(self) -> None:
         """Stop the source broker (disaster scenarios)."""

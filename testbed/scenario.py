@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from mm2_failover import checkpoints as cpf
 from mm2_failover.kafka_io import TP, Cluster
 from mm2_failover.naming import checkpoints_topic
+from mm2_failover.runfolder import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -271,3 +272,19 @@ def render_outcomes(rows: list[Outcome]) -> str:
         lines.append(f"{r.group:<14} {r.partition:>9} {r.source_committed:>16} {str(r.target_committed):>16} "
                      f"{r.re_read:>8} {r.lost:>5} {str(cp):>14} {cp_reread:>11}")
     return "\n".join(lines)
+
+
+def write_latest(art: RunFolder, checkpoints, alias: str = "primary") -> None:
+    """The latest checkpoints (read from the real checkpoint topic with the Python decoder) in the Parquet form the
+    Spark job writes. Step-level tests use this to skip a ~20 s Spark start; the end-to-end tests run Spark."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"source_alias": alias, "group": c.group, "topic": c.topic, "partition": c.partition,
+             "upstream_offset": c.upstream_offset, "downstream_offset": c.downstream_offset, "metadata": c.metadata}
+            for c in checkpoints]
+    art.checkpoints.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema([
+        ("source_alias", pa.string()), ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+        ("upstream_offset", pa.int64()), ("downstream_offset", pa.int64()), ("metadata", pa.string())])),
+        str(art.checkpoints / "part-0.parquet"))

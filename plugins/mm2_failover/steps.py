@@ -280,10 +280,11 @@ def sync_topic(ctx: RunContext, alias: str, cluster: Cluster) -> tuple[str | Non
 
 
 def archive_offset_syncs(ctx: RunContext) -> dict[str, dict]:
-    """The scheduled archive (DAG ``mm2_sync_archive``, CLI ``archive``): append every alias's new offset syncs to
-    the archive. Unlike the failover's own append, a failure here fails (the archive must be kept alive)."""
+    """The scheduled archive (DAG ``mm2_sync_archive``, CLI ``archive``): append every alias's new offset syncs, and
+    its new checkpoint records, to the archive. Unlike the failover's own append, a failure here fails (the archive
+    must be kept alive)."""
     from mm2_failover.config import archive_root
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.syncs import CheckpointArchive, SyncArchive
 
     out = {}
     for alias in ctx.aliases:
@@ -300,6 +301,11 @@ def archive_offset_syncs(ctx: RunContext) -> dict[str, dict]:
         log.info("alias %s: %d offset sync(s) archived from %s (%s)%s", alias, res.appended, topic, loc,
                  f"; {len(res.gaps)} gap(s): {res.gaps}" if res.gaps else "")
         out[alias] = res.as_dict()
+        cp_topic = ctx.policies[alias].checkpoints_topic
+        cps = CheckpointArchive(archive_root(), alias).append(ctx.target, cp_topic, "target")
+        log.info("alias %s: %d checkpoint record(s) archived from %s (target)%s", alias, cps.appended, cp_topic,
+                 f"; {len(cps.gaps)} gap(s): {cps.gaps}" if cps.gaps else "")
+        out[alias]["checkpoints"] = cps.as_dict()
     return out
 
 
@@ -421,7 +427,8 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         end = {int(p): int(o) for p, o in (info.get("end") or {}).items()}
         rows = [r for r in SyncArchive(archive_root(), alias).rows() if r["sync_offset"] < end.get(r["sync_partition"], 0)]
         indexes[alias] = {tp: tr.SyncIndex(v) for tp, v in index_rows(rows).items()}
-    candidates: dict[tuple, tuple[int, object]] = {}
+    nxt, to_end = _next_records(ctx, {key: u for key, u in want.items() if key[0] in indexes})
+    candidates: dict[tuple, tuple] = {}
     for (a, g, rt, p), u in want.items():
         idx = indexes.get(a, {}).get((ctx.policies[a].source_topic(rt), p))
         if idx is None:
@@ -431,7 +438,12 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         drained = None
         if state.reachable and state.end_offsets and (st, p) in state.end_offsets and (rt, p) in snap.replica_end:
             drained = (state.end_offsets[(st, p)], snap.replica_end[(rt, p)])  # captured after the drain check
-        candidates[(a, g, rt, p)] = (u, idx.translate(u, drained))
+        first = nxt.get((a, g, rt, p))
+        # translate the next record the group reads: past markers, aborted and compacted records, it is the same
+        # position, and the record whose copy the rules place (and the lookup looks for)
+        v = first.offset if first is not None else u
+        candidates[(a, g, rt, p)] = (u, idx.translate(v, drained, snap.replica_start.get((rt, p))), first,
+                                     (a, g, rt, p) in to_end)
     evidence = _gather_evidence(ctx, candidates)
     out = {}
     for key, ev in evidence.items():
@@ -441,25 +453,49 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
     return out, notes
 
 
-def _gather_evidence(ctx: RunContext, candidates: dict) -> dict:
-    """Read what proves (or refutes) each candidate translation, in as few consumers as possible: on a reachable
-    source the record at U and its copy on the target; on a lost one, each bracket's downstream range."""
-    from mm2_failover import translate as tr
-    from mm2_failover.kafka_io import Record
+def _next_records(ctx: RunContext, positions: dict[tuple, int]) -> tuple[dict, set]:
+    """On reachable sources: the first record at or after each group's position (None: none within 1,000 offsets),
+    read with one consumer per source over each partition's lowest to highest position, and the positions whose read
+    reached the partition's end (a None there means nothing is left to read)."""
+    by_alias: dict[str, dict[TP, list[tuple[tuple, int]]]] = {}
+    for key, u in positions.items():
+        a, _g, rt, p = key
+        if ctx.source(a) is not None:
+            by_alias.setdefault(a, {}).setdefault((ctx.policies[a].source_topic(rt), p), []).append((key, u))
+    found: dict[tuple, object] = {}
+    to_end: set[tuple] = set()
+    for a, parts in by_alias.items():
+        src = ctx.source(a)
+        ends = src.offsets(list(parts))
+        wanted = {tp: (min(u for _k, u in ks), min(ends[tp], max(u for _k, u in ks) + 1000)) for tp, ks in parts.items()}
+        got = _records_merged(src, wanted)
+        for tp, ks in parts.items():
+            if tp not in got:
+                continue
+            for key, u in ks:
+                found[key] = next((r for r in got[tp] if r.offset >= u), None)
+                if wanted[tp][1] >= ends[tp]:
+                    to_end.add(key)
+    return found, to_end
 
-    target = ctx.target
+
+def _gather_evidence(ctx: RunContext, candidates: dict) -> dict:
+    """Read what proves (or refutes) each candidate translation ``(U, translation, next record on the source or
+    None, whether that read reached the source's end)``, in one consumer on the target: on a reachable source the
+    copy of the next record (at the translated offset, or inside the search range); on a lost one, each bracket's
+    downstream range (no record copied twice)."""
+    from mm2_failover import translate as tr
+
     ranges: dict[TP, tuple[int, int]] = {}  # target ranges to read, merged per partition
-    source_points: dict[str, dict[TP, int]] = {}
 
     def want_range(tp, lo, hi):
         a, b = ranges.get(tp, (lo, hi))
         ranges[tp] = (min(a, lo), max(b, hi))
 
     plan = {}
-    for key, (u, t) in candidates.items():
+    for key, (_u, t, _first, _end) in candidates.items():
         a, _g, rt, p = key
         source = ctx.source(a)
-        st = ctx.policies[a].source_topic(rt)
         if isinstance(t, tr.Translation):
             if t.rule == tr.EXACT_SYNC:
                 plan[key] = "none"
@@ -468,7 +504,6 @@ def _gather_evidence(ctx: RunContext, candidates: dict) -> dict:
                 lo, hi = t.bracket
                 # the copy itself, and the bracket's range for a lookup should the source refute the arithmetic
                 want_range((rt, p), lo.downstream if hi else t.downstream, (hi.downstream if hi else t.downstream) + 1)
-                source_points.setdefault(a, {})[(st, p)] = min(u, source_points.get(a, {}).get((st, p), u))
             else:
                 lo, hi = t.bracket
                 plan[key] = "dups"
@@ -476,26 +511,11 @@ def _gather_evidence(ctx: RunContext, candidates: dict) -> dict:
         elif source is not None and t.bracket[0] is not None and t.bracket[1] is not None:
             plan[key] = "lookup"
             want_range((rt, p), t.bracket[0].downstream, t.bracket[1].downstream + 1)
-            source_points.setdefault(a, {})[(st, p)] = min(u, source_points.get(a, {}).get((st, p), u))
         else:
             plan[key] = "none"
-    # several groups on one partition may need different points: read each source partition from its lowest point
-    target_records = _records_merged(target, ranges)
-    source_records: dict[tuple[str, TP], list[Record]] = {}
-    for a, points in source_points.items():
-        src = ctx.source(a)
-        ends = src.offsets(list(points))
-        wanted: dict[TP, tuple[int, int]] = {}
-        for key, (u, t) in candidates.items():
-            if key[0] != a or plan[key] not in ("verify", "lookup"):
-                continue
-            tp = (ctx.policies[a].source_topic(key[2]), key[3])
-            lo, hi = wanted.get(tp, (u, u + 1))
-            wanted[tp] = (min(lo, u), min(ends[tp], max(hi, u + 1000)))
-        for tp, recs in _records_merged(src, wanted).items():
-            source_records[(a, tp)] = recs
+    target_records = _records_merged(ctx.target, ranges)
     out = {}
-    for key, (u, t) in candidates.items():
+    for key, (_u, t, first, read_to_end) in candidates.items():
         a, _g, rt, p = key
         kind = plan[key]
         tgt = target_records.get((rt, p), [])
@@ -508,19 +528,19 @@ def _gather_evidence(ctx: RunContext, candidates: dict) -> dict:
             seen = {(r.key, r.value, r.timestamp_ms, r.headers) for r in span}
             out[key] = tr.Evidence(t, one_to_one=len(seen) == len(span))
         else:
-            first = next((r for r in source_records.get((a, (ctx.policies[a].source_topic(rt), p)), [])
-                          if r.offset >= u), None)
             lo, hi = t.bracket
-            found = None if first is None or lo is None or hi is None else next(
-                (r.offset for r in tgt if lo.downstream <= r.offset <= hi.downstream and first.same_content(r)), None)
+            # the last copy in the range (rule 7: any copy is safe, the last re-reads least after an MM2 restart)
+            found = None if first is None or lo is None or hi is None else max(
+                (r.offset for r in tgt if lo.downstream <= r.offset <= hi.downstream and first.same_content(r)),
+                default=None)
             if kind == "verify":
                 at = next((r for r in tgt if r.offset == t.downstream), None)
                 if first is None:  # nothing at or after U on the source: the group is at the end
-                    out[key] = tr.Evidence(t, verified=at is None)
+                    out[key] = tr.Evidence(t, verified=read_to_end and at is None)
                 else:
                     out[key] = tr.Evidence(t, verified=first.same_content(at), lookup=found)
-            else:  # lookup inside the bracket's downstream range
-                out[key] = tr.Evidence(t, lookup=found)
+            else:  # lookup inside the search range
+                out[key] = tr.Evidence(t, lookup=found, nothing_after=first is None and read_to_end)
     return out
 
 

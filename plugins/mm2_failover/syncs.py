@@ -1,4 +1,4 @@
-"""MM2's offset syncs: read them from their topic, and keep them in an archive on the target side.
+"""MM2's offset syncs and checkpoints: read them from their topics, and keep them in an archive on the target side.
 
 The offset-sync topic (``mm2-offset-syncs.<target-alias>.internal``) is compacted by source partition, so the history
 exact translation needs survives only until its segment rolls (7 days by default, often less), and it lives on the
@@ -6,12 +6,14 @@ SOURCE cluster unless MM2 runs with ``offset-syncs.topic.location=target`` - the
 The archive keeps every sync record on the target side (a folder beside the run artifacts by default; any shared
 filesystem), appended incrementally:
 
-``<archive>/<alias>/offset-syncs/``
+``<archive>/<alias>/offset-syncs/`` (and ``<archive>/<alias>/checkpoints/`` for the checkpoint records, laid out
+the same way: the checkpoint topic is compacted too, and its history is what a later refresh of the latest
+checkpoints builds on)
     ``manifest.json`` - the topic (name, id, cluster id, where), and per partition of the sync topic the offset archived up to,
     the archived ranges, and the gaps (records gone before they were archived: the topic was recreated, or its log
     start passed the archived offset);
-    ``<topic-id>-p<partition>-<from>-<to>.parquet`` - immutable files of decoded syncs (sync partition, offset,
-    timestamp, source topic, source partition, upstream, downstream).
+    ``<topic-id>-p<partition>-<from>-<to>.parquet`` - immutable files of decoded records (:data:`COLUMNS`,
+    :data:`CHECKPOINT_COLUMNS`).
 
 A run appends [archived up to, current end) per partition: it writes the file (atomically), then the manifest
 (atomically). A crash in between leaves an orphan file the manifest does not name (never read, replaced by the next
@@ -30,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mm2_failover import checkpoints as cpf
 from mm2_failover import faults
 from mm2_failover.kafka_io import TP, Cluster
 from mm2_failover.runfolder import now_iso, read_json, write_json
@@ -38,24 +41,53 @@ from mm2_failover.translate import MalformedSync, Sync, decode_sync
 log = logging.getLogger(__name__)
 
 COLUMNS = ("sync_partition", "sync_offset", "timestamp_ms", "topic", "partition", "upstream", "downstream")
+CHECKPOINT_COLUMNS = ("record_partition", "record_offset", "timestamp_ms", "group", "topic", "partition", "upstream",
+                      "downstream", "metadata", "tombstone")
 
 
-def read_syncs(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int]) -> tuple[list[dict], int]:
-    """The sync records of ``topic`` in [start, end) per partition, decoded (rows of :data:`COLUMNS`), and how many
-    records were not syncs (skipped, counted)."""
+def _read_decoded(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int], decode,
+                  malformed: type[Exception]) -> tuple[list[dict], int]:
+    """``decode(partition, offset, key, value, timestamp)`` of every record of ``topic`` in [start, end) per
+    partition, and how many raised ``malformed`` (skipped, counted)."""
     rows, bad = [], 0
     rng = {(topic, p): e for p, e in end.items() if e > start.get(p, 0)}
     if not rng:
         return rows, bad
     for _t, p, o, k, v, ts in cluster.read(rng, start={(topic, q): s for q, s in start.items()}, timeout=120):
         try:
-            src_topic, src_p, s = decode_sync(k, v)
-        except MalformedSync:
+            rows.append(decode(p, o, k, v, ts))
+        except malformed:
             bad += 1
-            continue
-        rows.append({"sync_partition": p, "sync_offset": o, "timestamp_ms": ts, "topic": src_topic,
-                     "partition": src_p, "upstream": s.upstream, "downstream": s.downstream})
     return rows, bad
+
+
+def _sync_row(p: int, o: int, k, v, ts: int) -> dict:
+    src_topic, src_p, s = decode_sync(k, v)
+    return {"sync_partition": p, "sync_offset": o, "timestamp_ms": ts, "topic": src_topic, "partition": src_p,
+            "upstream": s.upstream, "downstream": s.downstream}
+
+
+def _checkpoint_row(p: int, o: int, k, v, ts: int) -> dict:
+    rec = cpf.decode(k, v)
+    tomb = isinstance(rec, cpf.CheckpointKey)
+    return {"record_partition": p, "record_offset": o, "timestamp_ms": ts, "group": rec.group, "topic": rec.topic,
+            "partition": rec.partition, "upstream": None if tomb else rec.upstream_offset,
+            "downstream": None if tomb else rec.downstream_offset, "metadata": None if tomb else rec.metadata,
+            "tombstone": tomb}
+
+
+def read_syncs(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int]) -> tuple[list[dict], int]:
+    """The sync records of ``topic`` in [start, end) per partition, decoded (rows of :data:`COLUMNS`), and how many
+    records were not syncs (skipped, counted)."""
+    return _read_decoded(cluster, topic, start, end, _sync_row, MalformedSync)
+
+
+def read_checkpoint_records(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int]
+                            ) -> tuple[list[dict], int]:
+    """The checkpoint records of ``topic`` in [start, end) per partition, decoded (rows of
+    :data:`CHECKPOINT_COLUMNS`; a tombstone keeps its key and position, offsets None), and how many records were not
+    checkpoints (skipped, counted; the Spark job quarantines and reports them)."""
+    return _read_decoded(cluster, topic, start, end, _checkpoint_row, cpf.MalformedCheckpoint)
 
 
 def index_rows(rows: Iterable[dict]) -> dict[TP, list[Sync]]:
@@ -79,11 +111,18 @@ class ArchiveResult:
         return self.__dict__.copy()
 
 
-class SyncArchive:
-    """The archive of one alias's offset syncs (see the module docstring)."""
+class TopicArchive:
+    """The archive of one alias's records of one MM2 topic (see the module docstring); subclasses say which."""
+
+    kind = ""  # the folder under the alias, and what the log calls the records
+    partition_column = ""
+
+    @staticmethod
+    def reader(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int]) -> tuple[list[dict], int]:
+        raise NotImplementedError
 
     def __init__(self, root: Path, alias: str):
-        self.dir = Path(root) / alias / "offset-syncs"
+        self.dir = Path(root) / alias / self.kind
         self.alias = alias
 
     @property
@@ -104,9 +143,9 @@ class SyncArchive:
         cluster_id = cluster.cluster_id()
         if m and (m.get("topic_id"), m.get("cluster_id")) != (topic_id, cluster_id):
             res.new_topic = True
-            log.warning("offset-sync topic %s is not the one archived (topic id %s on cluster %s, was %s on %s): it "
+            log.warning("%s topic %s is not the one archived (topic id %s on cluster %s, was %s on %s): it "
                         "was recreated, or the alias now names another cluster. A new segment of history starts; the "
-                        "old one is kept but no longer used", topic, topic_id, cluster_id, m.get("topic_id"),
+                        "old one is kept but no longer used", self.kind, topic, topic_id, cluster_id, m.get("topic_id"),
                         m.get("cluster_id"))
             m = {"segments": [*m.get("segments", []), {k: m[k] for k in ("topic_id", "cluster_id", "partitions")
                                                         if k in m}]}
@@ -122,17 +161,17 @@ class SyncArchive:
                 gap = {"partition": p, "from": done, "to": log_start, "noticed_at": now_iso()}
                 res.gaps.append(gap)
                 state.setdefault(p, {}).setdefault("gaps", []).append(gap)
-                log.warning("offset syncs %s[%d] [%d, %d) were gone before they could be archived: exact translation "
-                            "has no history for that range", topic, p, done, log_start)
+                log.warning("%s %s[%d] [%d, %d) were gone before they could be archived: the archive has no "
+                            "history for that range", self.kind, topic, p, done, log_start)
                 done = log_start
             start[p] = done
         end = {p: hi[(topic, p)] for p in parts}
-        rows, bad = read_syncs(cluster, topic, start, end)
+        rows, bad = self.reader(cluster, topic, start, end)
         if rows:
             self.dir.mkdir(parents=True, exist_ok=True)
             by_part: dict[int, list[dict]] = defaultdict(list)
             for r in rows:
-                by_part[r["sync_partition"]].append(r)
+                by_part[r[self.partition_column]].append(r)
             for p, prow in sorted(by_part.items()):
                 safe_id = "".join(c if c.isalnum() else "_" for c in topic_id)  # base64: '/' and '+' too
                 name = f"{safe_id}-p{p}-{start[p]}-{end[p]}.parquet"
@@ -150,13 +189,13 @@ class SyncArchive:
         res.appended = len(rows)
         write_json(self.manifest_path, {**m, "alias": self.alias, "topic": topic, "topic_id": topic_id,
                                         "cluster_id": cluster_id,
-                                        "location": location, "updated_at": now_iso(), "not_syncs": bad + int(
-                                            m.get("not_syncs") or 0),
+                                        "location": location, "updated_at": now_iso(), "undecodable": bad + int(
+                                            m.get("undecodable") or 0),
                                         "partitions": {str(p): v for p, v in sorted(state.items())}})
         return res
 
     def rows(self) -> list[dict]:
-        """Every archived sync of the current segment (the topic and cluster archived now; older segments are kept
+        """Every archived record of the current segment (the topic and cluster archived now; older segments are kept
         for the record but describe another topic's offsets)."""
         import pyarrow.parquet as pq
 
@@ -169,3 +208,19 @@ class SyncArchive:
 
     def archived_to(self) -> dict[int, int]:
         return {int(p): int(v.get("archived_to", 0)) for p, v in (self.manifest().get("partitions") or {}).items()}
+
+
+class SyncArchive(TopicArchive):
+    """MM2's offset syncs of one alias (``mm2-offset-syncs.<target>.internal``, on the source by default)."""
+
+    kind = "offset-syncs"
+    partition_column = "sync_partition"
+    reader = staticmethod(read_syncs)
+
+
+class CheckpointArchive(TopicArchive):
+    """MM2's checkpoint records of one alias (``<alias>.checkpoints.internal`` on the target)."""
+
+    kind = "checkpoints"
+    partition_column = "record_partition"
+    reader = staticmethod(read_checkpoint_records)

@@ -25,7 +25,12 @@ twice after it (an MM2 restart) cancel out. So a translation is trusted (:func:`
    offset on the target are the same record (key, value, timestamp, headers) -, or, with the source lost,
 6. when no record was copied twice in the bracket's downstream range (its ends included);
 7. where no rule applies and the source can be read, the copy of the record at ``U`` is looked up inside the
-   bracket's downstream range (transactions and compaction leave gaps elsewhere in it).
+   bracket's downstream range (transactions and compaction leave gaps elsewhere in it); past the last sync of a
+   drained partition, the range ends at the replica's end offset, and a group with no record left at or after
+   ``U`` on the source (its position is past the last record, behind only markers) resumes at that end. Where MM2
+   restarted and copied records again, the range runs from the latest copy below ``U`` to the first sync above it
+   copied later (:meth:`SyncIndex.search_range`), and the lookup takes the last copy in it: any copy of the record
+   is safe (every record after it follows it, in its history or a later one), the last re-reads least.
 
 An exact sync needs none of these: MM2 itself recorded that copy.
 
@@ -66,6 +71,7 @@ class Unproven:
     lookup of the record at ``U`` would search."""
 
     bracket: tuple[Sync | None, Sync | None]
+    drained_tail: bool = False  # the second "sync" is the drained partition's (source end, replica end)
 
 
 class SyncIndex:
@@ -78,9 +84,11 @@ class SyncIndex:
     def __len__(self) -> int:
         return len(self.syncs)
 
-    def translate(self, upstream: int, drained: tuple[int, int] | None = None) -> Translation | Unproven:
-        """The replica offset of the source record at ``upstream`` (rules 1-3), or why not (rule 4).
-        ``drained``: the (source end, replica end) offsets once replication is finished, if known."""
+    def translate(self, upstream: int, drained: tuple[int, int] | None = None,
+                  replica_start: int | None = None) -> Translation | Unproven:
+        """The replica offset of the source record at ``upstream`` (rules 1-3), or why not (rule 4) with the range a
+        lookup searches (rule 7). ``drained``: the (source end, replica end) offsets once replication is finished,
+        if known; ``replica_start``: the replica's log start (the search's floor below the first sync)."""
         i = bisect.bisect_right(self._ups, upstream)  # syncs[:i] have upstream <= U
         at = [s for s in self.syncs[:i] if s.upstream == upstream]
         if at:
@@ -97,10 +105,32 @@ class SyncIndex:
             source_end, replica_end = drained
             if upstream <= source_end and source_end - lo.upstream == replica_end - lo.downstream:
                 return Translation(lo.downstream + (upstream - lo.upstream), DRAINED_TAIL, (lo, None))
-        return Unproven((lo, hi))
+        return self.search_range(upstream, i, drained, replica_start)
+
+    def search_range(self, upstream: int, i: int, drained: tuple[int, int] | None,
+                     replica_start: int | None) -> Unproven:
+        """Rule 7's range: where some copy of the record at ``upstream`` (the next record the group reads) must be.
+        After any sync ``(u, d)`` with ``u <= upstream`` the record is copied - by that sync's history, or, if MM2
+        died before reaching it, by the next history, which resumes at or before where the last one stopped - so
+        the range starts at the highest such ``d``. It ends at the lowest sync above ``upstream`` copied after that
+        start (its history, or an earlier one, copied the record before it); past every sync, at the drained
+        replica's end; below the first sync it starts at the replica's log start."""
+        below = self.syncs[:i]
+        lo = max(below, key=lambda x: x.downstream) if below else None
+        if lo is None and replica_start is not None:
+            lo = Sync(0, replica_start)
+        floor = lo.downstream if lo is not None else -1
+        above = [x for x in self.syncs[i:] if x.downstream > floor]
+        if above:
+            return Unproven((lo, min(above, key=lambda x: x.downstream)))
+        if drained is not None and upstream <= drained[0]:
+            # a tail that is not gap-free (markers, aborted batches): the drained ends bound the copy's range
+            return Unproven((lo, Sync(*drained)), drained_tail=True)
+        return Unproven((lo, None))
 
 
 RECORD_LOOKUP = "record_lookup"
+AT_END = "at_end"
 CHECKPOINT = "checkpoint"
 
 
@@ -112,6 +142,7 @@ class Evidence:
     verified: bool | None = None  # the source's record at U is the target's record at the translated offset
     one_to_one: bool | None = None  # no record copied twice in the bracket's downstream range (ends included)
     lookup: int | None = None  # where the copy of the record at U was found inside the bracket
+    nothing_after: bool = False  # the source holds no record at or after U (read up to its end)
 
 
 def decide(ev: Evidence) -> tuple[int, str] | None:
@@ -122,6 +153,8 @@ def decide(ev: Evidence) -> tuple[int, str] | None:
             return t.downstream, t.rule
     if ev.lookup is not None:
         return ev.lookup, RECORD_LOOKUP
+    if ev.nothing_after and isinstance(t, Unproven) and t.drained_tail:
+        return t.bracket[1].downstream, AT_END  # nothing left to read: the drained replica's end
     return None
 
 

@@ -13,22 +13,7 @@ from mm2_failover.config import RunParams
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import RunFolder
 from testbed import scenario
-
-
-def write_latest(art: RunFolder, checkpoints, alias: str = "primary") -> None:
-    """The latest checkpoints (read from the real checkpoint topic with the Python decoder) in the Parquet form the
-    Spark job writes. Step-level tests use this to skip a ~20 s Spark start; the end-to-end tests run Spark."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = [{"source_alias": alias, "group": c.group, "topic": c.topic, "partition": c.partition,
-             "upstream_offset": c.upstream_offset, "downstream_offset": c.downstream_offset, "metadata": c.metadata}
-            for c in checkpoints]
-    art.checkpoints.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema([
-        ("source_alias", pa.string()), ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
-        ("upstream_offset", pa.int64()), ("downstream_offset", pa.int64()), ("metadata", pa.string())])),
-        str(art.checkpoints / "part-0.parquet"))
+from testbed.scenario import write_latest  # noqa: F401 - the step-level tests import it from here
 
 
 class Prepared:

@@ -170,7 +170,8 @@ def test_without_the_archive_a_lost_source_leaves_only_mm2s_checkpoints(bed, bur
 
 def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, names, tmp_path):
     """SIGKILL between writing the archive's files and its manifest (fault point archive.after_files), twice, each
-    time followed by a clean run: the archive holds every sync record of MM2's topic exactly once."""
+    time followed by a clean run: the archive holds every sync record of MM2's topic exactly once, and every
+    checkpoint record of the checkpoint topic (archived from the target beside them)."""
     import os
     import subprocess
     import sys
@@ -210,3 +211,15 @@ def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, nam
         archived_to = a.archived_to()
         assert held == [x for x in on_topic() if x[1] < archived_to[x[0]]]  # nothing skipped
         assert sum(archived_to.values()) >= before
+    # the checkpoint records are archived beside the syncs, from the target, each exactly once
+    from mm2_failover.syncs import CheckpointArchive, read_checkpoint_records
+
+    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    c = CheckpointArchive(tmp_path / "archive", "primary")
+    held = sorted((r["record_partition"], r["record_offset"]) for r in c.rows())
+    upto = c.archived_to()
+    rows, _bad = read_checkpoint_records(target, bed.checkpoints_topic, {}, upto)
+    assert held and held == sorted((r["record_partition"], r["record_offset"]) for r in rows)
+    assert all(r["group"] and r["topic"].startswith("primary.") and (r["tombstone"] or r["downstream"] >= 0)
+               for r in c.rows())  # decoded: group, replica topic, offsets
+    assert c.manifest()["location"] == "target" and c.manifest()["topic"] == bed.checkpoints_topic

@@ -43,6 +43,21 @@ def test_drained_tail():
     assert isinstance(idx.translate(160, drained=(150, 150)), Unproven)  # beyond the end
 
 
+def test_a_drained_tail_with_gaps_is_searched_up_to_the_replica_end():
+    """Transaction markers in the tail: not one to one, but the drained ends bound where the copy can be (rule 7)."""
+    u = SyncIndex([(0, 0), (100, 100)]).translate(130, drained=(150, 146))
+    assert isinstance(u, Unproven) and u.bracket == (Sync(100, 100), Sync(150, 146))
+    assert SyncIndex([(0, 0), (100, 100)]).translate(130).bracket == (Sync(100, 100), None)  # not drained: no end
+
+
+def test_a_group_past_the_last_record_of_a_drained_partition_resumes_at_the_replica_end():
+    u = SyncIndex([(0, 0), (100, 100)]).translate(149, drained=(150, 146))  # 149: a commit marker, the last offset
+    assert tr.decide(tr.Evidence(u)) is None
+    assert tr.decide(tr.Evidence(u, nothing_after=True)) == (146, tr.AT_END)
+    inner = SyncIndex([(0, 0), (100, 98)]).translate(40)  # inside a bracket: records follow, never "at the end"
+    assert tr.decide(tr.Evidence(inner, nothing_after=True)) is None
+
+
 def test_before_the_first_sync_nothing_is_known():
     assert isinstance(SyncIndex([(50, 50)]).translate(10), Unproven)
 
@@ -133,6 +148,41 @@ def test_never_past_the_consumed_position_and_exact_when_gap_free(seed):
         assert t.downstream <= limit, (u, t, syncs, replica)  # nothing lost
         if len(set(replica)) == len(replica):  # MM2 never copied a record twice: nothing re-read either
             assert t.downstream == limit, (u, t, syncs, replica)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 10**9))
+def test_the_lookup_range_holds_a_copy_of_the_next_record_and_the_last_copy_in_it_loses_nothing(seed):
+    """Rule 7 over random histories (MM2 restarts included): the pipeline translates the next record the group reads
+    (the first data record V at or after U, read on the source); wherever no rule applies to V, the search range
+    holds a copy of V, and the last copy in the range is at or below the highest offset that loses no data record
+    (aborted copies skipped are phantoms, not loss)."""
+    kinds, replica, syncs, _ru = simulate(seed)
+    idx = SyncIndex(syncs)
+    drained = (len(kinds), len(replica))
+    last_data: dict[int, int] = {}
+    for d, s in enumerate(replica):
+        if kinds[s] == DATA:
+            last_data[s] = d
+    for u in range(len(kinds)):
+        nxt = next((s for s in range(u, len(kinds)) if kinds[s] == DATA), None)
+        t = idx.translate(u if nxt is None else nxt, drained, replica_start=0)
+        if not isinstance(t, Unproven):
+            continue
+        if nxt is None:
+            continue  # nothing left to read (decided by rule 7's "at the end", tested above)
+        lo, hi = t.bracket
+        assert lo is not None and hi is not None, (u, t, syncs)
+        copies = [d for d in range(lo.downstream, min(hi.downstream, len(replica) - 1) + 1) if replica[d] == nxt]
+        assert copies, (u, nxt, t, syncs, replica)
+        assert max(copies) <= min(d for s, d in last_data.items() if s >= u), (u, t, syncs, replica)
+
+
+def test_after_an_mm2_restart_the_search_runs_between_the_latest_copies():
+    # history A copied 0..40 (syncs (0, 0), (20, 20), (35, 35)); B re-copied from 10 (syncs (10, 41), (30, 61))
+    u = SyncIndex([(0, 0), (20, 20), (35, 35), (10, 41), (30, 61)]).translate(25, replica_start=0)
+    assert isinstance(u, Unproven) and u.bracket == (Sync(10, 41), Sync(30, 61))  # B's copy of 25 is at 56
+    assert SyncIndex([(50, 50), (60, 60)]).translate(10, replica_start=7).bracket == (Sync(0, 7), Sync(50, 50))
 
 
 def test_without_the_duplicate_check_a_re_copy_inside_a_bracket_could_lose_records():

@@ -1,0 +1,445 @@
+"""The exact-failover drill (issue 16): five production patterns, MirrorMaker 2 killed (SIGKILL) and restarted in the
+middle of production, real groups consuming part of every partition, one failover planned with MM2's checkpoints
+(``translation=checkpoint``) and one with ``translation=exact``, and every (group, partition) scored against the truth
+taken from unique payloads.
+
+The truth. Every record carries a unique payload (``topic|partition|index``). The producers record each payload's
+source offset (delivery reports) and whether its transaction was aborted; each group's consumer (``read_committed``,
+as real applications read transactional data) records the payloads it consumed and commits the offset after the
+last one. Scoring a planned replica offset ``d`` for a group whose source position is ``U`` uses every copy MM2 wrote
+to the replica partition (:func:`score`):
+
+- **lost**: records at source offsets >= U that the source still holds at failover (committed, not compacted away:
+  what the group would read next on the source) and that MM2 copied, with no copy at or after ``d``;
+- **re-read**: copies at or after ``d`` of records before ``U`` (consumed already, or superseded by compaction);
+- **phantom**: copies at or after ``d`` of aborted records (MM2's source consumer reading ``read_uncommitted`` copies
+  them as plain records, which every consumer of the replica then receives);
+- **answered**: the plan commits an offset at all (where MM2 wrote no checkpoint, only translation answers).
+
+The patterns: ``burst`` (three bursts), ``slow`` (one record per partition every 30 ms), ``mixed`` (random bursts and
+pauses), ``transactions`` (transactions of 10 records, every 4th aborted after its records reached the log),
+``compacted`` (a compacted topic, few keys, the source's log cleaner running every second).
+
+Used by ``bench/exact_drill.py`` (the README's table) and ``tests/integration/test_exact_drill.py`` (its targets).
+The checkpoints are decoded in Python here (the Spark job that computes them is tested on its own); the snapshot,
+the archive of offset syncs, the translation and the plan are the pipeline's own steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from mm2_failover.kafka_io import Cluster
+from testbed import scenario
+
+log = logging.getLogger(__name__)
+
+PATTERNS = ("burst", "slow", "mixed", "transactions", "compacted")
+NON_TRANSACTIONAL = ("burst", "slow", "mixed")
+COMPACTED_CONFIG = {"cleanup.policy": "compact", "segment.ms": "500", "min.cleanable.dirty.ratio": "0.01",
+                    "min.compaction.lag.ms": "0", "delete.retention.ms": "0"}
+# the source broker's cleaner looks for work every second (default 15 s), so that compaction happens during the drill
+SOURCE_BROKER = {"log.cleaner.backoff.ms": "1000"}
+ADVISED_MM2 = {"primary.consumer.isolation.level": "read_committed"}  # what the pre-flight audit advises
+
+
+# ----------------------------------------------------------------------------------------------- scoring (pure)
+@dataclass(frozen=True)
+class Truth:
+    """What was produced to one source partition: payload -> source offset, the aborted payloads, and the payloads
+    the source still holds at failover (None: all that were not aborted). A record the source's cleaner removed
+    before failover is one the group would never have read there either (Kafka's compaction contract): skipping
+    its copy is not a loss, reading it again is counted as a re-read."""
+
+    offsets: dict[bytes, int]
+    aborted: frozenset[bytes] = frozenset()
+    present: frozenset[bytes] | None = None
+
+
+class Score(NamedTuple):
+    lost: int
+    re_read: int
+    phantom: int
+
+
+def score(planned: int, position: int, copies: list[tuple[int, bytes]], truth: Truth) -> Score:
+    """Score resuming at replica offset ``planned`` for a group whose next source offset is ``position``, given every
+    copy on the replica partition as ``(replica offset, payload)`` (see the module docstring)."""
+    after = [v for o, v in copies if o >= planned]
+    kept_after = set(after)
+    re_read = phantom = 0
+    for v in after:
+        if v in truth.aborted:
+            phantom += 1
+        elif truth.offsets.get(v, position) < position:
+            re_read += 1
+    copied_next = {v for _o, v in copies if v not in truth.aborted and truth.offsets.get(v, -1) >= position
+                   and (truth.present is None or v in truth.present)}
+    return Score(lost=len(copied_next - kept_after), re_read=re_read, phantom=phantom)
+
+
+@dataclass
+class PointResult:
+    pattern: str
+    translation: str
+    group: str
+    partition: int
+    position: int  # the group's committed offset on the source
+    had_checkpoint: bool  # MM2 wrote a checkpoint for this (group, partition)
+    answered: bool  # the plan commits an offset
+    rule: str = ""
+    planned: int | None = None
+    lost: int = 0
+    re_read: int = 0
+    phantom: int = 0
+
+
+def summarize(points: list[PointResult]) -> list[dict]:
+    """One row per (pattern, translation): points, answered, points MM2 left without a checkpoint (and how many of
+    them were answered), and lost / re-read / phantom records summed over the answered points."""
+    rows: dict[tuple[str, str], dict] = {}
+    for p in points:
+        r = rows.setdefault((p.pattern, p.translation), {
+            "pattern": p.pattern, "translation": p.translation, "points": 0, "answered": 0, "no_checkpoint": 0,
+            "no_checkpoint_answered": 0, "lost": 0, "re_read": 0, "phantom": 0, "rules": {}})
+        r["points"] += 1
+        r["answered"] += p.answered
+        r["no_checkpoint"] += not p.had_checkpoint
+        r["no_checkpoint_answered"] += (not p.had_checkpoint) and p.answered
+        r["lost"] += p.lost
+        r["re_read"] += p.re_read
+        r["phantom"] += p.phantom
+        if p.answered:
+            r["rules"][p.rule] = r["rules"].get(p.rule, 0) + 1
+    order = {k: i for i, k in enumerate(PATTERNS)}
+    return sorted(rows.values(), key=lambda r: (order.get(r["pattern"], 99), r["translation"]))
+
+
+def render(summary: list[dict]) -> str:
+    """The summary as a Markdown table (the README's)."""
+    head = ("| pattern | translation | points | answered | no checkpoint (answered) | lost | re-read | phantom "
+            "| rules |\n|---|---|---:|---:|---:|---:|---:|---:|---|")
+    lines = [head]
+    for r in summary:
+        rules = ", ".join(f"{k} {v}" for k, v in sorted(r["rules"].items()))
+        lines.append(f"| {r['pattern']} | {r['translation']} | {r['points']} | {r['answered']} | "
+                     f"{r['no_checkpoint']} ({r['no_checkpoint_answered']}) | {r['lost']} | {r['re_read']} | "
+                     f"{r['phantom']} | {rules} |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ producing the truth
+@dataclass
+class TopicRun:
+    pattern: str
+    topic: str
+    partitions: int
+    offsets: dict[int, dict[bytes, int]] = field(default_factory=lambda: defaultdict(dict))
+    aborted: set[bytes] = field(default_factory=set)
+    next_index: int = 0
+    producer: object = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    present: dict[int, frozenset[bytes]] = field(default_factory=dict)
+
+    def truth(self, partition: int) -> Truth:
+        return Truth(dict(self.offsets[partition]), frozenset(self.aborted), self.present.get(partition))
+
+    def delivered(self, err, msg) -> None:
+        if err is None:
+            with self.lock:
+                self.offsets[msg.partition()][msg.value()] = msg.offset()
+
+
+def _producer(bootstrap: str, run: TopicRun):
+    from confluent_kafka import Producer
+
+    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "log_level": 3}
+    if run.pattern == "transactions":
+        conf["transactional.id"] = f"drill-{run.topic}"
+    p = Producer(conf)
+    if run.pattern == "transactions":
+        p.init_transactions(30)
+    return p
+
+
+def produce(bootstrap: str, run: TopicRun, count: int, rng: random.Random) -> None:
+    """``count`` more records per partition of ``run.topic``, in the run's pattern."""
+    if run.producer is None:
+        run.producer = _producer(bootstrap, run)
+    p = run.producer
+    start, end = run.next_index, run.next_index + count
+    run.next_index = end
+
+    def send(indexes) -> list[bytes]:
+        sent = []
+        for i in indexes:
+            for part in range(run.partitions):
+                v = scenario.payload(run.topic, part, i)
+                key = f"k{part}-{i % 12}".encode() if run.pattern == "compacted" else None
+                p.produce(run.topic, value=v, key=key, partition=part, on_delivery=run.delivered)
+                sent.append(v)
+            p.poll(0)
+        return sent
+
+    i = start
+    if run.pattern == "burst":
+        step = max(1, count // 3)
+        while i < end:
+            send(range(i, min(end, i + step)))
+            p.flush(30)
+            i += step
+            time.sleep(0.8)
+    elif run.pattern == "slow":
+        for i in range(start, end):
+            send([i])
+            p.flush(30)
+            time.sleep(0.03)
+    elif run.pattern in ("mixed", "compacted"):
+        while i < end:
+            n = rng.randint(1, 40)
+            send(range(i, min(end, i + n)))
+            p.flush(30)
+            i += n
+            time.sleep(rng.choice((0, 0.02, 0.2, 0.5)))
+    elif run.pattern == "transactions":
+        tx = 0
+        while i < end:
+            p.begin_transaction()
+            sent = send(range(i, min(end, i + 10)))
+            p.flush(30)  # the records reach the log before an abort (else librdkafka purges them unsent)
+            if tx % 4 == 3:
+                p.abort_transaction(30)
+                run.aborted.update(sent)
+            else:
+                p.commit_transaction(30)
+            i += 10
+            tx += 1
+    else:
+        raise ValueError(f"unknown pattern {run.pattern!r}")
+    if p.flush(30):
+        raise RuntimeError(f"could not deliver every record to {run.topic}")
+
+
+# ------------------------------------------------------------------------------------------- consuming the truth
+def consume(bootstrap: str, group: str, topic: str, want: dict[int, int | None], timeout: float = 60.0) -> dict[int, int]:
+    """Consume ``want[p]`` more records (None: to the end) of each partition in ``group``, ``read_committed``, from
+    its committed offset, and commit the offset after the last record consumed. Returns the committed offsets."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "enable.partition.eof": True, "log_level": 3})
+    try:
+        committed = {tp.partition: tp.offset for tp in _committed(c, [TopicPartition(topic, p) for p in want])}
+        c.assign([TopicPartition(topic, p, committed[p] if committed.get(p, -1) >= 0 else OFFSET_BEGINNING)
+                  for p in want])
+        got = {p: 0 for p in want}
+        last: dict[int, int] = {}
+        todo = {p for p, n in want.items() if n is None or n > 0}
+        deadline = time.monotonic() + timeout
+        while todo:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{group} consumed {got} of {topic}, wanted {want}")
+            for m in c.consume(500, 0.5):
+                p = m.partition()
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        todo.discard(p)
+                    continue
+                if p not in todo:
+                    continue
+                got[p] += 1
+                last[p] = m.offset()
+                if want[p] is not None and got[p] >= want[p]:
+                    todo.discard(p)
+                    c.pause([TopicPartition(topic, p)])
+        if last:
+            c.commit(offsets=[TopicPartition(topic, p, o + 1) for p, o in last.items()], asynchronous=False)
+        return {p: (last[p] + 1 if p in last else committed.get(p, -1)) for p in want}
+    finally:
+        c.close()
+
+
+def _committed(c, tps, tries: int = 20):
+    """The group's committed offsets, retried while a fresh cluster's group coordinator is still loading
+    (NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS are transient)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    transient = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                 KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT}
+    for i in range(tries):
+        try:
+            return c.committed(tps, 15)
+        except KafkaException as e:
+            if i == tries - 1 or e.args[0].code() not in transient:
+                raise
+            time.sleep(0.5)
+
+
+# ------------------------------------------------------------------------------------------------------ the drill
+@dataclass
+class DrillResult:
+    tag: str
+    mm2: str  # "default" or "advised"
+    points: list[PointResult]
+    seconds: float
+    facts: dict  # MM2 restarts, duplicates copied, compaction gaps, checkpoints missing
+
+    def summary(self) -> list[dict]:
+        return summarize(self.points)
+
+    def as_dict(self) -> dict:
+        return {"tag": self.tag, "mm2": self.mm2, "seconds": round(self.seconds, 1), "facts": self.facts,
+                "summary": self.summary(), "points": [asdict(p) for p in self.points]}
+
+
+def _settled(read, what: str, quiet_s: float, timeout: float, ready=lambda v: True):
+    """Wait until ``read()`` returns the same (ready) value for ``quiet_s`` seconds."""
+    deadline = time.monotonic() + timeout
+    last, since = read(), time.monotonic()
+    while True:
+        time.sleep(0.5)
+        now = read()
+        if now != last or not ready(now):
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return now
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not settle within {timeout:.0f}s")
+
+
+def plan_of(bed, folder: Path, groups: list[str], **params):
+    """Snapshot + latest checkpoints (Python decoder) + the pipeline's plan, for ``groups``."""
+    from mm2_failover import steps
+    from mm2_failover.config import RunParams
+    from mm2_failover.run import RunContext
+
+    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    confs = {"target": {"bootstrap.servers": bed.target_bootstrap},
+             "source": {"bootstrap.servers": bed.source_bootstrap}}
+    rx = "|".join(re.escape(g) for g in groups)
+    ctx = RunContext.from_cli(RunParams(drain_quiet_seconds=1, groups_regex=rx, accept_groups_without_checkpoints=True,
+                                        **params), folder, confs, 15.0)
+    steps.capture_snapshot(ctx)
+    cps = [c for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic).items() if k.group in groups]
+    scenario.write_latest(ctx.folder, cps)
+    return steps.make_plan(ctx), cps
+
+
+def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, seed: int = 16, mm2: str = "advised",
+              kill_mm2: bool = True) -> DrillResult:
+    """The drill on a started bed (see the module docstring). ``mm2`` only labels the result: the bed's MM2
+    configuration decides (``ADVISED_MM2`` or MM2's defaults). The archive of offset syncs is wherever
+    ``$MM2_FAILOVER_ARCHIVE`` points (the caller gives each drill its own)."""
+    t0 = time.monotonic()
+    rng = random.Random(seed)
+    tag = uuid.uuid4().hex[:6]
+    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
+    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    runs = {pat: TopicRun(pat, f"drill-{pat}-{tag}", partitions) for pat in PATTERNS}
+    for r in runs.values():
+        source.create_topic(r.topic, partitions, COMPACTED_CONFIG if r.pattern == "compacted" else None)
+    groups = {pat: [f"drill-{pat}-{tag}-g{i}" for i in range(2)] for pat in PATTERNS}
+    ghosts = {pat: f"console-consumer-drill-{pat}-{tag}" for pat in ("burst", "transactions")}  # MM2 excludes them
+    first, second = per_partition // 2, per_partition - per_partition // 2
+
+    def produce_all(count: int) -> None:
+        errors: list[BaseException] = []
+
+        def one(r: TopicRun, seed_: int) -> None:
+            try:
+                produce(bed.source_bootstrap, r, count, random.Random(seed_))
+            except BaseException as e:  # noqa: BLE001 - re-raised below
+                errors.append(e)
+
+        threads = [threading.Thread(target=one, args=(r, rng.random())) for r in runs.values()]
+        for t in threads:
+            t.start()
+        if kill_mm2 and count == second:  # MM2 dies while every pattern is producing, and comes back
+            time.sleep(1.0)
+            bed.kill_mm2()
+            time.sleep(2.0)
+            bed.start_mm2()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
+    produce_all(first)
+    for pat, gs in groups.items():  # the groups consume part of the first half, and commit (MM2 checkpoints that)
+        for g in gs:
+            consume(bed.source_bootstrap, g, runs[pat].topic, {p: rng.randint(1, first // 2) for p in range(partitions)})
+    pid_before = bed.mm2.popen.pid
+    produce_all(second)
+    positions: dict[tuple[str, str], dict[int, int]] = {}
+    for pat, gs in groups.items():
+        for i, g in enumerate(gs):
+            want = {p: rng.randint(1, first) for p in range(partitions)}
+            if i == 1:
+                want[rng.randrange(partitions)] = None  # one partition consumed to the end
+            positions[(pat, g)] = consume(bed.source_bootstrap, g, runs[pat].topic, want)
+    for pat, g in ghosts.items():
+        positions[(pat, g)] = consume(bed.source_bootstrap, g, runs[pat].topic,
+                                      {p: rng.randint(1, per_partition - 1) for p in range(partitions)})
+
+    # MM2 has copied everything (the replica ends stop moving) and written its checkpoints (the topic stops growing)
+    replicas = {pat: f"{bed.source_alias}.{r.topic}" for pat, r in runs.items()}
+    rtps = [(rt, p) for rt in replicas.values() for p in range(partitions)]
+
+    def caught_up(ends) -> bool:
+        src = source.offsets([(runs[pat].topic, p) for pat in NON_TRANSACTIONAL for p in range(partitions)])
+        return all(ends.get((replicas[pat], p), 0) >= src[(runs[pat].topic, p)]
+                   for pat in NON_TRANSACTIONAL for p in range(partitions))
+
+    _settled(lambda: target.offsets(rtps), "the replicas", 4.0, 120.0, caught_up)
+    cp_parts = target.partitions([bed.checkpoints_topic])
+    _settled(lambda: target.offsets(cp_parts), "MM2's checkpoints", 5.0, 120.0)
+
+    for r in runs.values():  # what the source holds now (read_committed: no aborted record; compaction done)
+        got = source.records({(r.topic, p): (0, e) for (_t, p), e in
+                              source.offsets([(r.topic, p) for p in range(partitions)]).items()}, timeout=120)
+        r.present = {p: frozenset(x.value for x in recs) for (_t, p), recs in got.items()}
+    all_groups = sorted(g for _pat, g in positions)
+    points: list[PointResult] = []
+    copies = {tp: [(r.offset, r.value) for r in recs] for tp, recs in
+              target.records({tp: (0, e) for tp, e in target.offsets(rtps).items()}, timeout=120).items()}
+    plans = {}
+    for translation in ("checkpoint", "exact"):
+        plans[translation] = plan_of(bed, root / tag / translation, all_groups, translation=translation)
+    for translation, (plan, cps) in plans.items():
+        have_cp = {(c.group, c.partition) for c in cps}
+        rows = {(r.group, r.topic, r.partition): r for r in plan.rows}
+        for (pat, g), pos in positions.items():
+            for p, u in pos.items():
+                rt = replicas[pat]
+                r = rows.get((g, rt, p))
+                pr = PointResult(pat, translation, g, p, u, (g, p) in have_cp, bool(r and r.writes))
+                if pr.answered:
+                    s = score(r.planned_offset, u, copies[(rt, p)], runs[pat].truth(p))
+                    pr.rule, pr.planned, pr.lost, pr.re_read, pr.phantom = (r.rule, r.planned_offset, s.lost, s.re_read,
+                                                                            s.phantom)
+                points.append(pr)
+    facts = {"mm2_killed": kill_mm2, "mm2_pid_before_kill": pid_before, "mm2_pid_after": bed.mm2.popen.pid,
+             "records_per_partition": per_partition, "partitions": partitions,
+             "copied_twice": {pat: sum(len(c) - len({v for _o, v in c}) for (rt, _p), c in copies.items()
+                                       if rt == replicas[pat]) for pat in PATTERNS},
+             "aborted_records": len(runs["transactions"].aborted),
+             "compacted_away_on_source": _compacted_away(runs["compacted"])}
+    for r in runs.values():
+        r.producer = None  # its bed stops next: let it go now rather than retry a stopped broker
+    log.info("drill %s done in %.0fs: %s", tag, time.monotonic() - t0, facts)
+    return DrillResult(tag, mm2, points, time.monotonic() - t0, facts)
+
+
+def _compacted_away(run: TopicRun) -> int:
+    """Records of the compacted topic the source's cleaner had removed at failover."""
+    return sum(len(v) for v in run.offsets.values()) - sum(len(v) for v in run.present.values())
