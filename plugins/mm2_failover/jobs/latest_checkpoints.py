@@ -55,6 +55,8 @@ import os
 import re
 import sys
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from mm2_failover.checkpoints import REASONS
 
@@ -109,11 +111,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="a source alias and its checkpoints topic, e.g. primary=primary.checkpoints.internal "
                         "(repeat for several source aliases)")
     p.add_argument("--end-offsets", required=True,
-                   help='JSON {"topic": {"partition": end_offset}} or @file: read up to (excluding) these')
+                   help='JSON {"topic": {"partition": end_offset}} or @file: read up to (excluding) these; with '
+                        '--refresh-state also "latest" (the current log end of every partition)')
     p.add_argument("--start-offsets", default="",
                    help="JSON or @file: the log start offsets captured with the end offsets; records of the range "
                         "deleted since then fail the job (exit 5). Default: the current log start")
-    p.add_argument("--output", required=True, help="Parquet output path (any Hadoop-compatible URI)")
+    p.add_argument("--output", default="", help="Parquet output path (any Hadoop-compatible URI); required unless "
+                                                "--refresh-state")
+    p.add_argument("--state-dir", default="",
+                   help="the latest-checkpoint state (a local or shared folder, <archive>/latest-state): start from "
+                        "its newest usable version and read only the tail (mm2_failover.state); a full pass when "
+                        "none is usable, said in the summary")
+    p.add_argument("--refresh-state", action="store_true",
+                   help="write a new state version to --state-dir covering up to --end-offsets ('latest': the "
+                        "current log end) instead of answers")
     p.add_argument("--summary", default="", help="also write the JSON summary to this local path")
     p.add_argument("--max-quarantined", type=int, default=0,
                    help="fail (exit 3) when more records than this are not usable checkpoints")
@@ -300,10 +311,11 @@ def per_record(records, vcols: dict[str, str]):
         f"value IS NOT NULL AND NOT {plain_ok} AND ({sql_inline(vcols, 'value_reason')}) IS NOT NULL AS bad_value")
 
 
-def aggregate(d, policy: str, one_alias: bool, alias_sql: str):
-    """Per raw key bytes: counts, and two answers. ``c_*`` = the latest usable record (highest position, a
-    tombstone included); ``m_*`` = the live record with the highest downstream offset (regressions; the answer
-    under ``--policy max``). Fixed-width buffers only (longs, timestamps)."""
+def buffers(d, with_max_fields: bool, one_alias: bool, alias_sql: str):
+    """Per raw key bytes, the aggregation buffers (:data:`BUFFER_COLUMNS`): counts, and two records. ``c_*`` = the
+    latest usable record (highest position, a tombstone included); ``m_*`` = the live record with the highest
+    downstream offset (regressions; the answer under ``--policy max``: its upstream offset and timestamp are kept when
+    ``with_max_fields``). Fixed-width buffers only (longs, timestamps), so Spark aggregates in a hash map."""
     from pyspark.sql import functions as F
 
     u = ~F.col("bad_value")
@@ -314,12 +326,38 @@ def aggregate(d, policy: str, one_alias: bool, alias_sql: str):
             F.count(F.when(u & F.col("is_tombstone"), 1)).alias("n_tombstones"), F.max(cflag).alias("c_flagged")]
     aggs += [F.max_by(f, cflag).alias(f"c_{f}") for f in ("upstream_offset", "downstream_offset", "checkpoint_timestamp")]
     aggs += [F.max(lds).alias("m_downstream_offset"), F.max_by(flagged, lds).alias("m_flagged")]
-    if policy == "max":
+    if with_max_fields:
         aggs += [F.max_by(f, lds).alias(f"m_{f}") for f in ("upstream_offset", "checkpoint_timestamp")]
     if one_alias:  # group by the key bytes alone
-        k = d.groupBy("key").agg(*aggs).selectExpr(f"{alias_sql} AS source_alias", "*")
-    else:
-        k = d.groupBy("source_alias", "key").agg(*aggs)
+        return d.groupBy("key").agg(*aggs).selectExpr(f"{alias_sql} AS source_alias", "*")
+    return d.groupBy("source_alias", "key").agg(*aggs)
+
+
+BUFFER_COLUMNS = ("source_alias", "key", "n", "n_bad_value", "n_tombstones", "c_flagged", "c_upstream_offset",
+                  "c_downstream_offset", "c_checkpoint_timestamp", "m_downstream_offset", "m_flagged",
+                  "m_upstream_offset", "m_checkpoint_timestamp")
+
+
+def merge(base, tail):
+    """The buffers of two consecutive ranges of the same topics -> the buffers of both (a state version's and its
+    tail's): counts add up, the latest record is the one with the highest position, the highest is the one with the
+    highest downstream offset (ties: the latest of them). ~1 row per key on each side."""
+    from pyspark.sql import functions as F
+
+    m = F.max(F.struct("m_downstream_offset", "m_flagged", "m_upstream_offset", "m_checkpoint_timestamp")).alias("_m")
+    k = (base.select(*BUFFER_COLUMNS).unionByName(tail.select(*BUFFER_COLUMNS))
+         .groupBy("source_alias", "key")
+         .agg(F.sum("n").alias("n"), F.sum("n_bad_value").alias("n_bad_value"),
+              F.sum("n_tombstones").alias("n_tombstones"), F.max("c_flagged").alias("c_flagged"),
+              *(F.max_by(f"c_{f}", "c_flagged").alias(f"c_{f}")
+                for f in ("upstream_offset", "downstream_offset", "checkpoint_timestamp")), m))
+    return k.select(*(c for c in BUFFER_COLUMNS if not c.startswith("m_")),
+                    *(F.col(f"_m.{c}").alias(c) for c in BUFFER_COLUMNS if c.startswith("m_")))
+
+
+def derive(k):
+    """The buffers' packed positions unpacked: ``{c,m}_checkpoint_partition``, ``{c,m}_checkpoint_offset``,
+    ``{c,m}_plain`` and ``c_is_tombstone``."""
     mask = (1 << POSITION_BITS) - 1
     for side in ("c", "m"):
         k = k.selectExpr("*", f"CAST(shiftright({side}_flagged, 2 + {POSITION_BITS}) AS INT) AS {side}_checkpoint_partition",
@@ -361,14 +399,90 @@ def answers(k, policy: str, counts):
         "m_checkpoint_offset AS max_checkpoint_offset")
 
 
+BUFFER_SCHEMA = ("source_alias string, key binary, n bigint, n_bad_value bigint, n_tombstones bigint, c_flagged bigint, "
+                 "c_upstream_offset bigint, c_downstream_offset bigint, c_checkpoint_timestamp timestamp, "
+                 "m_downstream_offset bigint, m_flagged bigint, m_upstream_offset bigint, "
+                 "m_checkpoint_timestamp timestamp")
+MD_COLUMNS = ("source_alias", "checkpoint_partition", "checkpoint_offset")
+QUARANTINE_SCHEMA = ("source_alias string, checkpoint_partition int, checkpoint_offset bigint, reason string, "
+                     "key_hex string, value_hex string")
+
+
+@dataclass
+class StatePlan:
+    """The state this run starts from (per alias: a version, or a full pass; :func:`mm2_failover.state.choose`),
+    and whether it writes the next version instead of answers."""
+
+    root: object  # mm2_failover.state.StateRoot
+    refresh: bool
+    topic_ids: dict[str, str]  # topic -> topic id
+    log_start: dict[str, dict[int, int]]  # topic -> partition -> the log start captured (or current)
+    choices: list  # [mm2_failover.state.AliasChoice]
+    paths: dict[str, str] = field(default_factory=dict)  # version name -> folder
+
+    def used(self) -> dict[str, list[str]]:
+        """version folder -> the aliases it answers for"""
+        out: dict[str, list[str]] = {}
+        for c in self.choices:
+            if c.version:
+                out.setdefault(self.paths[c.version], []).append(c.alias)
+        return out
+
+    def summary(self) -> dict:
+        return {"dir": str(self.root.dir), "refresh": self.refresh,
+                "aliases": {c.alias: c.as_dict() for c in self.choices},
+                "full_pass": sorted(c.alias for c in self.choices if not c.version)}
+
+
+def base_tables(spark, used: dict[str, list[str]], table: str):
+    """The union of the versions' ``table`` (buffers, metadata or quarantine), each for the aliases it answers for."""
+    from pyspark.sql import functions as F
+
+    out = None
+    for path, aliases in sorted(used.items()):
+        t = spark.read.parquet(f"{path}/{table}").where(F.col("source_alias").isin(aliases))
+        out = t if out is None else out.unionByName(t)
+    return out
+
+
+def quarantine_rows(read):
+    """Every record of the read range that is not a usable checkpoint, through the full decoder (rare)."""
+    from pyspark.sql import functions as F
+
+    from mm2_failover.checkpoints import sql_decode_columns
+
+    q = read()
+    for name, expr in sql_decode_columns("key", "value").items():
+        q = q.withColumn(name, F.expr(expr))
+    return q.where("reason IS NOT NULL").selectExpr("source_alias", "checkpoint_partition", "checkpoint_offset",
+                                                    "reason", "hex(key) AS key_hex", "hex(value) AS value_hex")
+
+
+def metadata_rows(read, need, vcols: dict[str, str], base_md=None):
+    """The commit metadata of the records at the positions ``need`` (source_alias, checkpoint_partition,
+    checkpoint_offset): decoded from the tail's records (``read``; None: no tail), or taken from the versions' tables."""
+    from mm2_failover.checkpoints import sql_inline
+
+    md = None
+    if read is not None:
+        md = (read().where("value IS NOT NULL AND length(value) > 20").join(need, list(MD_COLUMNS))
+              .selectExpr(*MD_COLUMNS, f"CAST({sql_inline(vcols, '_mraw')} AS STRING) AS metadata"))
+    if base_md is not None:
+        old = base_md.join(need, list(MD_COLUMNS)).select(*MD_COLUMNS, "metadata")
+        md = old if md is None else md.unionByName(old)
+    return md
+
+
 def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, dict[int, int]],
-        start: dict[str, dict[int, int]], java: dict[str, str] | None = None, read=None) -> dict:
+        start: dict[str, dict[int, int]], java: dict[str, str] | None = None, read=None,
+        state: StatePlan | None = None) -> dict:
     """The job, with arguments already checked (``main`` does it before Spark starts). ``read``: a function
-    returning the records DataFrame (default: :func:`read_range` over Kafka; tests pass their own)."""
+    returning the records DataFrame (default: :func:`read_range` over Kafka; tests pass their own). ``start``: where
+    the read starts (with ``state``: where each alias's tail starts)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from mm2_failover.checkpoints import sql_decode_columns, sql_value_columns
+    from mm2_failover.checkpoints import sql_value_columns
 
     t0 = time.monotonic()
     phases: dict[str, float] = {}
@@ -381,32 +495,49 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
 
     to_read = {t: {p: o for p, o in ps.items() if o > start.get(t, {}).get(p, 0)} for t, ps in end.items()}
     to_read = {t: ps for t, ps in to_read.items() if ps}
+    used = state.used() if state else {}
     summary = {
         "checkpoints_topics": topics, "end_offsets": end, "start_offsets": start, "records_read": 0, "tombstones": 0,
         "quarantined": 0, "quarantined_by_reason": {}, "checkpoints": 0, "groups": 0, "output": args.output,
         "quarantine_output": None, "regressions": 0, "regressions_output": None, "policy": args.policy,
+        "tail_offsets": sum(o - start.get(t, {}).get(p, 0) for t, ps in to_read.items() for p, o in ps.items()),
     }
-    if not to_read:
+    if state is not None:
+        summary["state"] = state.summary()
+    if not to_read and not used and not (state and state.refresh):
         spark.createDataFrame([], OUTPUT_SCHEMA).write.mode("overwrite").parquet(args.output)
         summary["seconds"] = round(time.monotonic() - t0, 3)
         return summary
 
     min_partitions = args.min_partitions
-    if not min_partitions:
+    if not min_partitions and to_read:
         cores = default_parallelism(spark)
         if sum(len(ps) for ps in to_read.values()) < cores:
             min_partitions = cores  # MM2's single checkpoint partition, split so that every core reads a range
     summary["min_partitions"] = min_partitions
-    alias_sql = alias_column(topics, to_read)
-    if read is None:
-        def read():
-            return read_range(spark, java or {}, topics, start, to_read, min_partitions)
+    tail_read = None
+    if to_read:
+        if read is None:
+            def read():
+                return read_range(spark, java or {}, topics, start, to_read, min_partitions)
+        tail_read = read
 
     lap("setup")
     vcols = sql_value_columns("value")
+    k = None
+    if tail_read is not None:
+        k = buffers(per_record(tail_read(), vcols), args.policy == "max" or state is not None,
+                    len(to_read) == 1 and not used, alias_column(topics, to_read))
+    base = base_tables(spark, used, "buffers")
+    if base is not None:
+        k = base.select(*BUFFER_COLUMNS) if k is None else merge(base, k)
+    if k is None:
+        k = spark.createDataFrame([], BUFFER_SCHEMA)
+    if state is not None and state.refresh:
+        return write_version(spark, state, topics, end, k, tail_read, vcols, summary, lap, phases, t0)
+
     counts, written = Observation("mm2_failover_counts"), Observation("mm2_failover_output")
-    k = aggregate(per_record(read(), vcols), args.policy, len(to_read) == 1, alias_sql)
-    latest = answers(k, args.policy, counts)
+    latest = answers(derive(k), args.policy, counts)
     latest = latest.observe(written, F.count(F.lit(1)).alias("n"),
                             F.coalesce(F.sum(F.col("regressed").cast("int")), F.lit(0)).alias("r"),
                             F.count(F.when(F.col("metadata").isNull(), 1)).alias("md"))
@@ -420,25 +551,22 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
     summary["tombstones"] = int(c["tombstones"])
     summary["checkpoints"], summary["regressions"] = int(w["n"]), int(w["r"])
     if w["md"]:  # some answers carry commit metadata: read those records' values again and fill it in
-        fill_metadata(spark, read, args.output, vcols)
+        fill_metadata(spark, tail_read, args.output, vcols, base_tables(spark, used, "metadata"))
         lap("metadata")
     summary["groups"] = spark.read.parquet(args.output).select("source_alias", "group").distinct().count()
     lap("count_groups")
     if summary["quarantined"]:  # rare: a second bounded read, through the full decoder, for the bad records only
         qpath = args.output.rstrip("/") + "_quarantine"
-        q = read()
-        for name, expr in sql_decode_columns("key", "value").items():
-            q = q.withColumn(name, F.expr(expr))
-        by_reason = Observation("mm2_failover_quarantine")
-        (q.where("reason IS NOT NULL")
-         .observe(by_reason, *(F.count(F.when(F.col("reason") == r, 1)).alias(r) for r in REASONS))
-         .selectExpr("source_alias", "checkpoint_partition", "checkpoint_offset", "reason", "hex(key) AS key_hex",
-                     "hex(value) AS value_hex")
-         .write.mode("overwrite").parquet(qpath))
-        summary["quarantined_by_reason"] = {r: int(n) for r, n in sorted(by_reason.get.items()) if n}
-        if sum(summary["quarantined_by_reason"].values()) != summary["quarantined"]:
+        q = quarantine_rows(tail_read) if tail_read is not None else None
+        old = base_tables(spark, used, "quarantine")
+        q = old if q is None else (q if old is None else q.unionByName(old))
+        (q if q is not None else spark.createDataFrame([], QUARANTINE_SCHEMA)).write.mode("overwrite").parquet(qpath)
+        by_reason = {r["reason"]: int(r["count"])
+                     for r in spark.read.parquet(qpath).groupBy("reason").count().collect()}
+        summary["quarantined_by_reason"] = {r: by_reason[r] for r in sorted(by_reason) if r in REASONS}
+        if sum(by_reason.values()) != summary["quarantined"]:
             raise RuntimeError(f"internal error: the first pass counted {summary['quarantined']} unusable records, "
-                               f"the full decoder {summary['quarantined_by_reason']} (please report this)")
+                               f"the full decoder {by_reason} (please report this)")
         summary["quarantine_output"] = qpath
         lap("quarantine")
     if summary["regressions"]:
@@ -458,6 +586,80 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
     return summary
 
 
+def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str, dict[int, int]], k, tail_read,
+                  vcols: dict[str, str], summary: dict, lap, phases: dict, t0: float) -> dict:
+    """Refresh mode: write ``k`` (the buffers up to ``end``) as the next state version, with the commit metadata
+    of its chosen records and its quarantined records, and publish it (:class:`mm2_failover.state.StateRoot`)."""
+    from pyspark.sql import functions as F
+
+    from mm2_failover.checkpoints import sql_key_columns
+    from mm2_failover.runfolder import now_iso
+    from mm2_failover.state import version_name
+
+    aliases = {a: {"topic": t, "topic_id": state.topic_ids[t], "covers": dict(end[t]),
+                   "log_start": dict(state.log_start.get(t, {}))} for a, t in topics.items()}
+    name = version_name(aliases)
+    summary["state_version"] = name
+    used = state.used()
+    root = state.root
+    if (root.dir / name / "version.json").exists():  # a retry after the version was published: converge
+        meta = json.loads((root.dir / name / "version.json").read_text())
+        root.point_at(name, meta)
+        summary.update({k_: meta.get(k_) for k_ in ("records_read", "quarantined", "tombstones", "keys")})
+        summary["seconds"] = round(time.monotonic() - t0, 3)
+        summary["already_published"] = True
+        return summary
+    stg = root.staging(name)
+    k.write.mode("overwrite").parquet(str(stg / "buffers"))
+    lap("read_decode_aggregate_write")
+    kk = derive(spark.read.parquet(str(stg / "buffers")))
+    for col, expr in sql_key_columns("key").items():
+        kk = kk.withColumn(col, F.expr(expr))
+    per_alias = {r["source_alias"]: r.asDict() for r in kk.groupBy("source_alias").agg(
+        F.sum(F.expr("IF(key_reason IS NOT NULL, n, n_bad_value)")).alias("quarantined"),
+        F.sum("n").alias("records"),
+        F.sum(F.expr("IF(key_reason IS NULL, n_tombstones, 0)")).alias("tombstones"),
+        F.count(F.lit(1)).alias("keys")).collect()}
+    for a in aliases:
+        r = per_alias.get(a) or {}
+        aliases[a].update({f: int(r.get(f) or 0) for f in ("records", "quarantined", "tombstones", "keys")})
+    lap("counts")
+    need = (kk.where("key_reason IS NULL AND c_flagged IS NOT NULL AND NOT c_plain AND NOT c_is_tombstone")
+            .selectExpr("source_alias", "c_checkpoint_partition AS checkpoint_partition",
+                        "c_checkpoint_offset AS checkpoint_offset")
+            .unionByName(kk.where("key_reason IS NULL AND m_flagged IS NOT NULL AND NOT m_plain")
+                         .selectExpr("source_alias", "m_checkpoint_partition AS checkpoint_partition",
+                                     "m_checkpoint_offset AS checkpoint_offset"))
+            .distinct())
+    md = metadata_rows(tail_read, need, vcols, base_tables(spark, used, "metadata"))
+    (md if md is not None else spark.createDataFrame([], "source_alias string, checkpoint_partition int, "
+                                                         "checkpoint_offset bigint, metadata string")
+     ).write.mode("overwrite").parquet(str(stg / "metadata"))
+    lap("metadata")
+    base_q = {c.alias: int(json.loads((Path(state.paths[c.version]) / "version.json").read_text())
+                           ["aliases"][c.alias].get("quarantined", 0)) for c in state.choices if c.version}
+    new_q = sum(aliases[a]["quarantined"] for a in aliases) - sum(base_q.values())
+    q = quarantine_rows(tail_read) if tail_read is not None and new_q > 0 else None
+    old = base_tables(spark, used, "quarantine")
+    q = old if q is None else (q if old is None else q.unionByName(old))
+    (q if q is not None else spark.createDataFrame([], QUARANTINE_SCHEMA)).write.mode("overwrite").parquet(
+        str(stg / "quarantine"))
+    lap("quarantine")
+    meta = {"name": name, "created_at": now_iso(), "aliases": {
+        a: {**v, "covers": {str(p): o for p, o in sorted(v["covers"].items())},
+            "log_start": {str(p): o for p, o in sorted(v["log_start"].items())}} for a, v in aliases.items()},
+        "base": {c.alias: c.version for c in state.choices}, "tail_offsets": summary["tail_offsets"]}
+    root.publish(stg, meta)
+    lap("publish")
+    summary.update({"records_read": sum(v["records"] for v in aliases.values()),
+                    "quarantined": sum(v["quarantined"] for v in aliases.values()),
+                    "tombstones": sum(v["tombstones"] for v in aliases.values()),
+                    "keys": sum(v["keys"] for v in aliases.values()),
+                    "state_path": str(root.dir / name), "phases": phases,
+                    "seconds": round(time.monotonic() - t0, 3)})
+    return summary
+
+
 def default_parallelism(spark) -> int:
     try:
         return int(spark.sparkContext.defaultParallelism)
@@ -466,28 +668,25 @@ def default_parallelism(spark) -> int:
         return int(m.group(1)) if m else 2
 
 
-def fill_metadata(spark, read, output: str, vcols: dict[str, str]) -> None:
-    """Fill in the commit metadata of the answers whose record carries some (NULL after the first pass): one more
-    bounded read, joined on (source alias, checkpoint partition, offset); the output is rewritten in place."""
+def fill_metadata(spark, read, output: str, vcols: dict[str, str], base_md=None) -> None:
+    """Fill in the commit metadata of the answers whose record carries some (NULL after the first pass): decoded
+    from the tail's records (one more bounded read, joined on (source alias, checkpoint partition, offset)) or taken
+    from the state versions'; the output is rewritten (through a copy: no Hadoop calls, so that Spark Connect can
+    run it too)."""
     from pyspark.sql import functions as F
 
-    from mm2_failover.checkpoints import sql_inline
-
-    where = ["source_alias", "checkpoint_partition", "checkpoint_offset"]
-    need = spark.read.parquet(output).where("metadata IS NULL").select(*where)
-    md = (read().where("value IS NOT NULL AND length(value) > 20").join(need, where)
-          .selectExpr(*where, f"CAST({sql_inline(vcols, '_mraw')} AS STRING) AS _metadata"))
-    current = spark.read.parquet(output)
-    filled = (current.join(md, where, "left")
-              .withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
-              .select(*current.columns))
+    need = spark.read.parquet(output).where("metadata IS NULL").select(*MD_COLUMNS)
+    md = metadata_rows(read, need, vcols, base_md).withColumnRenamed("metadata", "_metadata")
     tmp = output.rstrip("/") + "_with_metadata.tmp"
-    filled.write.mode("overwrite").parquet(tmp)
-    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
-    src, dst = jvm.org.apache.hadoop.fs.Path(tmp), jvm.org.apache.hadoop.fs.Path(output)
-    fs = dst.getFileSystem(conf)
-    if not (fs.delete(dst, True) and fs.rename(src, dst)):
-        raise RuntimeError(f"could not replace {output} with {tmp} (the complete answer is in {tmp})")
+    current = spark.read.parquet(output)
+    (current.join(md, list(MD_COLUMNS), "left")
+     .withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
+     .select(*current.columns).write.mode("overwrite").parquet(tmp))
+    spark.read.parquet(tmp).write.mode("overwrite").parquet(output)
+    if "://" not in output or output.startswith("file:"):
+        import shutil
+
+        shutil.rmtree(tmp.removeprefix("file:"), ignore_errors=True)
     if spark.read.parquet(output).where("metadata IS NULL").limit(1).count():
         raise RuntimeError(f"internal error: some answers in {output} still lack their metadata (please report this)")
 
@@ -499,17 +698,77 @@ def prepare(argv: list[str] | None = None):
     """Arguments, options and the driver's checks against the cluster (no Spark yet)."""
     args = parse_args(argv)
     topics = topics_by_alias(args.checkpoints_topic)
-    end = load_offsets(args.end_offsets, "--end-offsets")
+    if args.refresh_state and not args.state_dir:
+        raise BadArguments("--refresh-state needs --state-dir (where the state versions live)")
+    if not args.refresh_state and not args.output:
+        raise BadArguments("--output is required (the Parquet answers), unless --refresh-state")
+    java, rdk = kafka_options(args)
+    if args.end_offsets == "latest":
+        if not args.refresh_state:
+            raise BadArguments("--end-offsets latest is only for --refresh-state: a failover reads up to the end "
+                               "offsets captured in its snapshot")
+        end = current_end_offsets(rdk, topics, args.timeout)
+    else:
+        end = load_offsets(args.end_offsets, "--end-offsets")
     start = load_offsets(args.start_offsets, "--start-offsets") if args.start_offsets else {}
     check_arguments(topics, end, start)
-    java, rdk = kafka_options(args)
     start = check_against_cluster(rdk, topics, end, start, args.timeout)
-    return args, topics, end, start, java
+    state = None
+    if args.state_dir:
+        state, start = plan_state(args, rdk, topics, end, start)
+    return args, topics, end, start, java, state
+
+
+def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> dict[str, dict[int, int]]:
+    """Every partition of the checkpoints topics and its current log end (the refresh reads up to there)."""
+    from mm2_failover.kafka_io import Cluster, KafkaConfigError, KafkaUnavailable
+
+    try:
+        c = Cluster(conf, "target", timeout)
+        existing = c.topics()
+        missing = sorted(t for t in topics.values() if t not in existing)
+        if missing:
+            raise BadArguments(f"checkpoints topic(s) {missing} do not exist on the target")
+        tps = [(t, p) for t in topics.values() for p in range(existing[t])]
+        hi = c.offsets(tps, "latest")
+    except (KafkaUnavailable, KafkaConfigError) as e:
+        raise Unreachable(str(e)) from None
+    out: dict[str, dict[int, int]] = {}
+    for (t, p) in tps:
+        out.setdefault(t, {})[p] = hi[(t, p)]
+    return out
+
+
+def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict) -> tuple[StatePlan, dict]:
+    """Which state version each alias starts from (:func:`mm2_failover.state.choose`), and where its tail starts."""
+    from mm2_failover.kafka_io import Cluster, KafkaConfigError, KafkaUnavailable
+    from mm2_failover.state import StateRoot, choose
+
+    try:
+        c = Cluster(conf, "target", args.timeout)
+        ids = {t: c.topic_id(t) for t in topics.values()}
+    except (KafkaUnavailable, KafkaConfigError) as e:
+        raise Unreachable(str(e)) from None
+    root = StateRoot(Path(args.state_dir))
+    try:
+        versions = root.versions()
+    except OSError as e:
+        raise BadArguments(f"--state-dir {args.state_dir}: {e}") from None
+    choices = choose(versions, topics, ids, start, end)
+    for line in root.said:
+        print(f"latest_checkpoints: {line}", file=sys.stderr)
+    for ch in choices:
+        print(f"latest_checkpoints: {ch.alias} ({ch.topic}): {ch.reason}", file=sys.stderr)
+    plan = StatePlan(root, args.refresh_state, ids, start, choices, {v["name"]: v["path"] for v in versions})
+    tail_start = {t: dict(ps) for t, ps in start.items()}
+    for ch in choices:
+        tail_start[ch.topic] = dict(ch.read_from)
+    return plan, tail_start
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args, topics, end, start, java = prepare(argv)
+        args, topics, end, start, java, state = prepare(argv)
     except SystemExit as e:  # argparse: usage printed
         return EXIT_BAD_ARGS if e.code else 0
     except BadArguments as e:
@@ -525,7 +784,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = SparkSession.builder.appName("mm2-failover-latest-checkpoints").getOrCreate()
     try:
-        summary = run(spark, args, topics, end, start, java)
+        summary = run(spark, args, topics, end, start, java, state=state)
     finally:
         spark.stop()
     text = json.dumps(summary, sort_keys=True)
@@ -534,7 +793,7 @@ def main(argv: list[str] | None = None) -> int:
         from mm2_failover.runfolder import write_text
 
         write_text(__import__("pathlib").Path(args.summary), text)
-    if summary["quarantined"] > args.max_quarantined:
+    if summary["quarantined"] > args.max_quarantined and not args.refresh_state:
         print(f"latest_checkpoints: {summary['quarantined']} record(s) are not usable checkpoints "
               f"({summary['quarantined_by_reason']}), more than --max-quarantined={args.max_quarantined}. "
               f"They are listed in {summary['quarantine_output']}.", file=sys.stderr)

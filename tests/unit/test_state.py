@@ -1,0 +1,138 @@
+"""mm2_failover.state: which state version a run starts from, rule by rule (the module docstring numbers them), and
+the folder's crash-safe publishing."""
+
+from __future__ import annotations
+
+import json
+
+from mm2_failover import state as st
+
+TOPICS = {"primary": "primary.checkpoints.internal"}
+T = TOPICS["primary"]
+IDS = {T: "id-1"}
+
+
+def version(covers: dict[int, int], topic_id: str = "id-1", topic: str = T, alias: str = "primary") -> dict:
+    aliases = {alias: {"topic": topic, "topic_id": topic_id, "covers": covers}}
+    return {"name": st.version_name(aliases), "aliases": {
+        a: {**v, "covers": {str(p): o for p, o in v["covers"].items()}} for a, v in aliases.items()}}
+
+
+def choose(versions, start, end):
+    (c,) = st.choose(versions, TOPICS, IDS, {T: start}, {T: end})
+    return c
+
+
+# rule 1: no version
+
+
+def test_rule1_no_version_is_a_full_pass_from_the_captured_start():
+    c = choose([], {0: 5}, {0: 100})
+    assert c.version is None and c.read_from == {0: 5} and "full pass" in c.reason
+
+
+# rule 2: the same topic
+
+
+def test_rule2_a_recreated_topic_is_a_full_pass_naming_both_ids():
+    c = choose([version({0: 50}, topic_id="id-0")], {0: 0}, {0: 100})
+    assert c.version is None and "id-0" in c.reason and "id-1" in c.reason and "recreated" in c.reason
+
+
+def test_rule2_a_version_of_another_alias_does_not_answer():
+    c = choose([version({0: 50}, alias="east")], {0: 0}, {0: 100})
+    assert c.version is None and "does not cover alias 'primary'" in c.reason
+
+
+# rule 3: not past the captured end
+
+
+def test_rule3_a_version_newer_than_the_snapshot_is_skipped_for_an_older_one():
+    old, new = version({0: 40}), version({0: 120})
+    c = choose([new, old], {0: 0}, {0: 100})
+    assert c.version == old["name"] and c.read_from == {0: 40}
+
+
+def test_rule3_every_version_past_the_end_says_the_end_went_backwards():
+    c = choose([version({0: 120}), version({0: 130})], {0: 0}, {0: 100})
+    assert c.version is None and "went backwards" in c.reason
+
+
+# rule 4: nothing missing
+
+
+def test_rule4_log_start_past_the_covered_offset_is_a_full_pass():
+    c = choose([version({0: 40})], {0: 60}, {0: 100})
+    assert c.version is None and "deleted" in c.reason and c.read_from == {0: 60}
+
+
+def test_rule4_log_start_at_the_covered_offset_is_fine():
+    c = choose([version({0: 40})], {0: 40}, {0: 100})
+    assert c.version is not None and c.read_from == {0: 40}
+
+
+# rule 5: the tail
+
+
+def test_rule5_the_newest_usable_version_and_its_tail_a_new_partition_from_the_start():
+    v1, v2 = version({0: 10}), version({0: 70})
+    c = choose([v1, v2], {0: 0, 1: 3}, {0: 100, 1: 9})
+    assert c.version == v2["name"] and c.read_from == {0: 70, 1: 3} and "tail of 36" in c.reason
+
+
+def test_version_names_sort_by_coverage_and_are_a_function_of_it():
+    a, b = version({0: 9}), version({0: 10})
+    assert a["name"] < b["name"] and version({0: 9})["name"] == a["name"]
+    assert version({0: 9}, topic_id="x")["name"] != a["name"]
+
+
+# the folder
+
+
+def test_publish_is_atomic_converges_on_retry_and_keeps_the_newest(tmp_path):
+    root = st.StateRoot(tmp_path / "latest-state", keep=2)
+    names = []
+    for covered in (10, 20, 30):
+        v = version({0: covered})
+        stg = root.staging(v["name"])
+        (stg / "buffers").mkdir(parents=True)
+        root.publish(stg, {"name": v["name"], "aliases": v["aliases"]})
+        names.append(v["name"])
+    assert [v["name"] for v in root.versions()] == names[1:]
+    assert root.current()["name"] == names[-1]
+    # a retry of the last coverage (a crashed refresh after the rename): the version stays, the staging goes
+    stg = root.staging(names[-1])
+    (stg / "buffers").mkdir(parents=True)
+    root.publish(stg, {"name": names[-1], "aliases": {}})
+    assert not stg.exists() and root.current()["name"] == names[-1]
+
+
+def test_staging_folders_of_dead_refreshes_are_ignored_and_pruned(tmp_path):
+    root = st.StateRoot(tmp_path / "s")
+    dead = root.dir / ".tmp-v-000000000000001-deadbeef-999999999"
+    dead.mkdir(parents=True)
+    half = root.dir / "v-000000000000002-cafebabe"  # renamed without its version.json: never read
+    half.mkdir()
+    assert root.versions() == [] and root.current() is None
+    v = version({0: 5})
+    stg = root.staging(v["name"])
+    stg.mkdir()
+    root.publish(stg, {"name": v["name"], "aliases": v["aliases"]})
+    assert not dead.exists() and [x["name"] for x in root.versions()] == [v["name"]]
+
+
+def test_a_corrupt_version_json_is_said_and_ignored(tmp_path):
+    root = st.StateRoot(tmp_path / "s")
+    d = root.dir / "v-000000000000003-00000000"
+    d.mkdir(parents=True)
+    (d / "version.json").write_text("{not json")
+    assert root.versions() == [] and "not valid JSON" in root.said[0]
+
+
+def test_current_names_a_version(tmp_path):
+    root = st.StateRoot(tmp_path / "s")
+    v = version({0: 5})
+    stg = root.staging(v["name"])
+    stg.mkdir()
+    root.publish(stg, {"name": v["name"], "aliases": v["aliases"], "created_at": "t"})
+    assert json.loads((root.dir / "CURRENT.json").read_text()) == {"version": v["name"], "published_at": "t"}
