@@ -4,7 +4,9 @@ MM2's offset-sync topic is compacted (the history exact translation needs surviv
 and by default lives on the SOURCE cluster, the one a disaster takes away. This DAG appends every new sync record (and
 every new checkpoint record, read from the target) to the archive (``$MM2_FAILOVER_ARCHIVE``, default
 ``$MM2_FAILOVER_ARTIFACTS/archive``; a shared filesystem), which the failover reads when the source is gone. A retry or a crashed run never duplicates or skips a record; a recreated
-topic or records gone before they were archived are said in the log and the archive's manifest. Paused on creation
+topic or records gone before they were archived are said in the log and the archive's manifest. Beside it,
+``refresh_latest_state`` folds what MM2 checkpointed since the last run into the latest-checkpoint state
+(``<archive>/latest-state``), so that a failover's Spark job reads only the tail. Paused on creation
 like every DAG here: unpause it together with MM2. See README.md, "Exact failover".
 """
 
@@ -14,7 +16,10 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, task
 
-from mm2_failover.params import archive_params
+from mm2_failover.operators.latest_state import LatestStateRefreshOperator
+from mm2_failover.params import archive_params, run_params_template
+
+PARAMS = archive_params()
 
 with DAG(
     dag_id="mm2_sync_archive",
@@ -22,7 +27,7 @@ with DAG(
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
-    params=archive_params(),
+    params=PARAMS,
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
     doc_md=__doc__,
     tags=["kafka", "mirrormaker2", "failover", "archive"],
@@ -35,3 +40,5 @@ with DAG(
         return tasks.archive_offset_syncs(context)
 
     archive_offset_syncs()
+    # independent of the archive (the checkpoints live on the target, the syncs by default on the source)
+    LatestStateRefreshOperator(task_id="refresh_latest_state", run_params=run_params_template(PARAMS))

@@ -9,6 +9,9 @@ Each command calls exactly the steps the DAG's tasks call, with the same gates, 
   verify    read the committed offsets back, compare with the plan, write the report
   rollback  restore the commits saved in a run's backup.json (same gate, same writer lock), then verify
   archive   append MM2's new offset syncs to the archive (what the mm2_sync_archive DAG does every 5 minutes)
+  refresh-state
+            fold what MM2 checkpointed since the last refresh into the latest-checkpoint state (Spark; the
+            mm2_sync_archive DAG does it every 5 minutes): a failover's Spark job then reads only the tail
   audit     the pre-flight audit of MM2's settings (--mm2-config) and of what the clusters show (also run first
             by snapshot, plan, apply and drill; warnings only)
   drill     a DR drill: replication lag, plan (dry run), drill report; writes offsets only for groups starting
@@ -208,6 +211,8 @@ def parser() -> argparse.ArgumentParser:
                         ("apply", "gate, drain, plan (unless done), gate, back up, apply, verify"),
                         ("verify", "read back, compare with the plan, write report.json/report.md"),
                         ("archive", "append MM2's new offset syncs to the archive (the mm2_sync_archive DAG)"),
+                        ("refresh-state", "fold MM2's new checkpoints into the latest-checkpoint state (Spark; the "
+                                          "mm2_sync_archive DAG)"),
                         ("audit", "pre-flight audit of MM2's settings (--mm2-config) and what the clusters show")]:
         add_params(sub.add_parser(name, help=help_, description=help_))
     p = sub.add_parser("drill", help="DR drill: lag, dry-run plan and findings; writes only for a drill prefix",
@@ -371,6 +376,21 @@ def cmd_archive(a, ctx):
     print(json.dumps(steps.archive_offset_syncs(ctx), indent=2, default=str))
 
 
+def cmd_refresh_state(a, ctx):
+    from mm2_failover.config import state_root
+    from mm2_failover.spark import refresh_submission, spark_submit
+
+    said: list[str] = []
+    topics = {alias: ctx.policies[alias].checkpoints_topic for alias in ctx.aliases}
+    with refresh_submission(topics, ctx.target.conf) as sub:
+        rc = spark_submit(spark_master(a.spark_master), sub, said)
+    if rc:
+        code = {2: EXIT_USAGE, 4: EXIT_UNREACHABLE}.get(rc, EXIT_FAILED)
+        raise CliError(code, f"the state refresh (Spark) failed with exit code {rc}: "
+                             + (" ".join(said) or "see its output above"))
+    print((state_root() / "last-refresh.json").read_text())
+
+
 def cmd_drill(a, ctx):
     from dataclasses import replace
 
@@ -432,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx = context_of(a, a.command)
         print(f"run folder: {ctx.folder.dir}", file=sys.stderr)
         {"drain": cmd_drain, "snapshot": cmd_snapshot, "plan": cmd_plan, "apply": cmd_apply, "verify": cmd_verify,
-         "drill": cmd_drill, "archive": cmd_archive, "audit": cmd_audit}[a.command](a, ctx)
+         "drill": cmd_drill, "archive": cmd_archive, "refresh-state": cmd_refresh_state, "audit": cmd_audit}[a.command](a, ctx)
         return EXIT_OK
     except CliError as e:
         code, msg = e.code, str(e)

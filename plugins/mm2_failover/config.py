@@ -37,6 +37,11 @@ def artifacts_root() -> Path:
     return Path(os.environ.get("MM2_FAILOVER_ARTIFACTS", REPO_ROOT / "var" / "artifacts"))
 
 
+def state_root() -> Path:
+    """The latest-checkpoint state (:mod:`mm2_failover.state`): ``<archive>/latest-state``."""
+    return archive_root() / "latest-state"
+
+
 def archive_root() -> Path:
     """Where MM2's offset syncs are archived on the target side (``MM2_FAILOVER_ARCHIVE``; default beside the run
     artifacts). Shared by the archive DAG, the failover DAG and the CLI."""

@@ -92,7 +92,7 @@ def write_options_file(target_conf: dict, key: str) -> Path:
 def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission:
     """The latest-checkpoints job's submission for one run: the same for the Airflow operator and the CLI. The
     Kafka client settings (secrets) go into a private file (see the module docstring); call ``cleanup()`` after."""
-    from mm2_failover.config import PLUGINS_DIR, spark_conf
+    from mm2_failover.config import state_root
 
     topics = snapshot.checkpoints_topics  # alias -> topic
     ends = {t: {str(p): o for (tt, p), o in sorted(snapshot.checkpoints_end.items()) if tt == t}
@@ -112,6 +112,31 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
         "--max-quarantined", str(params.max_quarantined_records),
         "--kafka-options-file", str(options),
     ]
+    if (state_root() / "CURRENT.json").exists():  # start from the newest usable state version, read the tail
+        args += ["--state-dir", str(state_root())]
+    return submission_of(args, options)
+
+
+def refresh_submission(aliases_topics: dict[str, str], target_conf: dict) -> JobSubmission:
+    """The scheduled refresh of the latest-checkpoint state (``--refresh-state``): every alias's checkpoints topic up
+    to its current end; the summary goes to ``<state>/last-refresh.json``."""
+    from mm2_failover.config import state_root
+
+    root = state_root()
+    root.mkdir(parents=True, exist_ok=True)
+    options = write_options_file(target_conf, f"refresh:{root.resolve()}")
+    args = ["--bootstrap-servers", str(target_conf["bootstrap.servers"])]
+    for alias, t in sorted(aliases_topics.items()):
+        args += ["--checkpoints-topic", f"{alias}={t}"]
+    args += ["--end-offsets", "latest", "--state-dir", str(root), "--refresh-state",
+             "--summary", str(root / "last-refresh.json"), "--kafka-options-file", str(options)]
+    return submission_of(args, options)
+
+
+def submission_of(args: list[str], options: Path) -> JobSubmission:
+    """The job's submission for these arguments: environment and Spark conf (credential redaction included)."""
+    from mm2_failover.config import PLUGINS_DIR, spark_conf
+
     env = {"PYTHONPATH": str(PLUGINS_DIR), "PYSPARK_PYTHON": sys.executable}
     # redact anything that looks like a credential in Spark's UI, logs and event log too
     conf = {"spark.pyspark.python": sys.executable,

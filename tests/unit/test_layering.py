@@ -26,7 +26,7 @@ LAYERS = {
     "run": {"run", "steps"},
     # Airflow glue and entry points
     "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
-            "operators.latest_checkpoints", "tasks", "params", "metrics", "ui", "cli", "__main__",
+            "operators.latest_checkpoints", "operators.latest_state", "tasks", "params", "metrics", "ui", "cli", "__main__",
             "jobs.latest_checkpoints"},
 }
 ORDER = ["core", "io", "run", "top"]
