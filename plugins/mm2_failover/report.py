@@ -289,6 +289,15 @@ def md_table(columns: Iterable[tuple[str, str]], rows: Iterable[Iterable[Any]]) 
             + ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows])
 
 
+def state_lines(checkpoints_summary: dict) -> list[str]:
+    """How the Spark job got the latest checkpoints, per alias: from a state version and a tail, or a full pass
+    (and why)."""
+    st = checkpoints_summary.get("state")
+    if not st:
+        return ["latest checkpoints by a full pass over the captured range (no latest-checkpoint state)"]
+    return [f"latest checkpoints of {alias}: {c['reason']}" for alias, c in sorted((st.get("aliases") or {}).items())]
+
+
 def render_markdown(report: dict) -> str:
     t = report["totals"]
     snap = report.get("snapshot") or {}
@@ -329,6 +338,7 @@ def render_markdown(report: dict) -> str:
         lines += ["", f"Checkpoints read: {cs.get('records_read', '?')} records, {cs.get('checkpoints', '?')} latest, "
                       f"{cs.get('tombstones', 0)} tombstones, {cs.get('quarantined', 0)} quarantined "
                       f"{cs.get('quarantined_by_reason') or ''}".rstrip(), ""]
+        lines += [f"- {line}" for line in state_lines(cs)] + ([""] if state_lines(cs) else [])
     lines += ["## Groups", ""]
     lines += md_table([("group", "l"), ("aliases", "l"), ("fate", "l"), ("partitions", "r"), ("committed", "r"),
                        ("skipped", "r"), ("clamped", "r"), ("lost to retention", "r"), ("est. re-read", "r"),

@@ -107,6 +107,8 @@ def test_markdown_contains_the_tables():
     assert "| 3 | 1 | 1 | 5 | 2 | 2 | 1 | 1 | 1 | 2 | 298 | 169 |" in lines
     assert "> WARNING: source unreachable: disaster mode" in lines
     assert "Checkpoints read: 10 records, 4 latest, 1 tombstones, 2 quarantined {'key_truncated': 2}" in lines
+    assert "- latest checkpoints by a full pass over the captured range (no latest-checkpoint state)" in lines
+
     assert "## Groups" in lines and "## Partitions" in lines
     assert "| a | primary | moved | 2 | 2 | 0 | 1 | 2 | 198 | 85 |" in lines
     assert ("| b | primary | skipped: it already has different commits on the target (on_existing_target_offsets) "
@@ -125,6 +127,15 @@ def test_markdown_contains_the_tables():
             assert lines[j].count("|") == width, lines[j]
             j += 1
     assert md.endswith("\n")
+
+def test_the_report_says_which_state_version_answered_and_why_an_alias_was_read_in_full():
+    from mm2_failover.report import state_lines
+
+    lines = state_lines({"state": {"aliases": {
+        "primary": {"version": "v-1", "reason": "state version v-1 + a tail of 12 offset(s)"},
+        "east": {"version": None, "reason": "full pass: version v-1 does not cover alias 'east'"}}}})
+    assert lines == ["latest checkpoints of east: full pass: version v-1 does not cover alias 'east'",
+                     "latest checkpoints of primary: state version v-1 + a tail of 12 offset(s)"]
 
 
 def test_markdown_of_a_clean_run_has_no_mismatch_section():
