@@ -25,6 +25,7 @@ from pathlib import Path
 SOURCE_CONN_ID = "kafka_source"
 TARGET_CONN_ID = "kafka_target"
 SPARK_CONN_ID = "spark_default"
+SPARK_CONNECT_CONN_ID = "spark_connect_default"  # optional: a warm Spark Connect server (conn type spark_connect)
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PLUGINS_DIR = PACKAGE_DIR.parent  # what must be on the driver's PYTHONPATH

@@ -292,10 +292,13 @@ def md_table(columns: Iterable[tuple[str, str]], rows: Iterable[Iterable[Any]]) 
 def state_lines(checkpoints_summary: dict) -> list[str]:
     """How the Spark job got the latest checkpoints, per alias: from a state version and a tail, or a full pass
     (and why)."""
+    sp = checkpoints_summary.get("spark") or {}
+    route = [f"computed by {sp['route']}" + (f" on {sp['remote']}" if sp.get("remote") else "")] if sp else []
     st = checkpoints_summary.get("state")
     if not st:
-        return ["latest checkpoints by a full pass over the captured range (no latest-checkpoint state)"]
-    return [f"latest checkpoints of {alias}: {c['reason']}" for alias, c in sorted((st.get("aliases") or {}).items())]
+        return route + ["latest checkpoints by a full pass over the captured range (no latest-checkpoint state)"]
+    return route + [f"latest checkpoints of {alias}: {c['reason']}"
+                    for alias, c in sorted((st.get("aliases") or {}).items())]
 
 
 def render_markdown(report: dict) -> str:

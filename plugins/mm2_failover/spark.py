@@ -42,6 +42,38 @@ def check_spark_connection(conn_id: str) -> str:
     return master
 
 
+def spark_connect_url(conn_id: str, timeout: float = 3.0) -> tuple[str | None, str]:
+    """(``sc://`` URL of the Spark Connect server of Airflow connection ``conn_id``, or None; what was found). None
+    when the connection is not defined or its server does not answer: the caller falls back to spark-submit."""
+    import socket
+    from urllib.parse import urlparse
+
+    from airflow.sdk import BaseHook
+
+    try:
+        BaseHook.get_connection(conn_id)
+    except Exception:  # noqa: BLE001 - not defined: the documented fallback
+        return None, f"no Airflow connection {conn_id!r} (conn type spark_connect): spark-submit"
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    url = SparkConnectHook(conn_id).get_connection_url()
+    u = urlparse(url)
+    host, port = u.hostname or "localhost", u.port or 15002
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as e:
+        return None, f"the Spark Connect server of {conn_id!r} ({host}:{port}) does not answer ({e}): spark-submit"
+    return url, f"Spark Connect server of {conn_id!r} ({host}:{port})"
+
+
+def run_over_connect(remote: str, sub: "JobSubmission") -> int:
+    """The job in this process as a Spark Connect client of ``remote`` (same arguments as spark-submit's)."""
+    from mm2_failover.jobs.latest_checkpoints import main
+
+    return main(sub.args, remote=remote)
+
+
 @dataclass
 class JobSubmission:
     """The job's arguments, environment and Spark conf for one run, and the private options file they point at."""

@@ -6,18 +6,25 @@ state version; the refresh after batch 2 is SIGKILLed after writing its version 
 point ``state.before_publish``): the published version stays the previous one; its retry reads only batch 2,
 publishes, and removes what the killed run left. After batch 3, the failover-time job starts from that version and
 reads only the tail - and answers exactly as a full pass over the same captured range does (every column of every
-answer, the counts, the quarantined records, the regressions)."""
+answer, the counts, the quarantined records, the regressions), through spark-submit and on a warm Spark Connect
+server alike."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 
 from mm2_failover import checkpoints as cpf
+from mm2_failover.config import SPARK_JOB
 from mm2_failover.spark import refresh_submission, spark_submit, submission_of, write_options_file
 from mm2_failover.state import StateRoot
+from testbed.bed import free_port
+from testbed.spark_connect import SparkConnectServer
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark]
 
@@ -59,8 +66,9 @@ def rows(path) -> list[dict]:
     return sorted(pq.read_table(str(path)).to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
-def compute(bed, topics, end, out, state_dir=None) -> dict:
-    """The failover-time job over [log start, end): from the state (``state_dir``) or a full pass."""
+def compute(bed, topics, end, out, state_dir=None, remote=None) -> dict:
+    """The failover-time job over [log start, end): from the state (``state_dir``) or a full pass; through the
+    venv's spark-submit, or as a plain Python client of the Spark Connect server ``remote``."""
     conf = {"bootstrap.servers": bed.target_bootstrap}
     options = write_options_file(conf, str(out))
     args = ["--bootstrap-servers", bed.target_bootstrap]
@@ -71,7 +79,13 @@ def compute(bed, topics, end, out, state_dir=None) -> dict:
     if state_dir:
         args += ["--state-dir", str(state_dir)]
     with submission_of(args, options) as sub:
-        assert spark_submit("local[2]", sub) == 0
+        if remote is None:
+            assert spark_submit("local[2]", sub) == 0
+        else:  # a separate process: a Connect client switches pyspark to remote mode for the whole process
+            env = {**os.environ, **sub.env}
+            p = subprocess.run([sys.executable, str(SPARK_JOB), *sub.args, "--remote", remote], env=env,
+                               capture_output=True, text=True, timeout=300)
+            assert p.returncode == 0, p.stderr[-3000:]
     return json.loads((out.parent / (out.name + ".json")).read_text())
 
 
@@ -130,3 +144,16 @@ def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(be
     assert rows(got["quarantine_output"]) == rows(want["quarantine_output"])
     assert rows(got["regressions_output"]) == rows(want["regressions_output"])
     assert any(r["metadata"] for r in rows(want["output"]))
+
+    # the same job code on a warm Spark Connect server (the DAG's route when spark_connect_default is defined)
+    server = SparkConnectServer.start(tmp_path / "spark-connect", free_port())
+    try:
+        remote = compute(bed, topics, end, tmp_path / "over-connect", state_dir, remote=server.url)
+    finally:
+        server.stop()
+    assert remote["spark"] == {"route": "spark-connect", "remote": server.url,
+                               "session_seconds": remote["spark"]["session_seconds"]}
+    assert got["spark"]["route"] == "spark-submit"
+    assert {f: remote[f] for f in same} == {f: want[f] for f in same} and remote["tail_offsets"] == 200
+    assert rows(remote["output"]) == rows(want["output"])
+    assert rows(remote["quarantine_output"]) == rows(want["quarantine_output"])

@@ -138,6 +138,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help='JSON {"java": {...}, "librdkafka": {...}} of client settings (secrets: keep it 0600)')
     p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Java Kafka consumer setting (never a secret: command lines are visible)")
+    p.add_argument("--remote", default="",
+                   help="run on this Spark Connect server (sc://host:port) instead of a Spark of the job's own")
     p.add_argument("--timeout", type=float, default=15.0,
                    help="seconds the driver's checks wait for the cluster before the job fails (exit 4)")
     return p.parse_args(argv)
@@ -766,7 +768,9 @@ def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict)
     return plan, tail_start
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, remote: str | None = None) -> int:
+    """The job. ``remote``: a Spark Connect URL (``sc://host:port``; also ``--remote`` or ``SPARK_REMOTE``): the
+    same code runs on a warm server instead of a Spark of its own (the caller's process is then the client)."""
     try:
         args, topics, end, start, java, state = prepare(argv)
     except SystemExit as e:  # argparse: usage printed
@@ -782,11 +786,23 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_LOST_SINCE_SNAPSHOT
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.appName("mm2-failover-latest-checkpoints").getOrCreate()
+    remote = remote or args.remote or os.environ.get("SPARK_REMOTE") or None
+    builder = SparkSession.builder.remote(remote) if remote else SparkSession.builder
+    t_session = time.monotonic()
+    spark = builder.appName("mm2-failover-latest-checkpoints").getOrCreate()
+    session_seconds = round(time.monotonic() - t_session, 3)
     try:
         summary = run(spark, args, topics, end, start, java, state=state)
     finally:
-        spark.stop()
+        spark.stop()  # on Spark Connect: this client's session only; the server keeps serving
+    shown = None
+    if remote:  # never the token or user of the URL
+        from urllib.parse import urlparse
+
+        u = urlparse(remote)
+        shown = f"{u.scheme}://{u.hostname}:{u.port}"
+    summary["spark"] = {"route": "spark-connect" if remote else "spark-submit", "remote": shown,
+                        "session_seconds": session_seconds}
     text = json.dumps(summary, sort_keys=True)
     print("MM2_FAILOVER_SUMMARY " + text, flush=True)
     if args.summary:

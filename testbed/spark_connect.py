@@ -1,0 +1,110 @@
+"""A warm Spark Connect server on loopback for the local bed (issue 17): the venv's pyspark ships the server
+(``jars/spark-connect_2.13-*.jar``); it runs through ``spark-submit --class ...SparkConnectServer`` in local mode
+with Spark's Kafka source jars, and is warmed with one query (the first query on a fresh JVM costs seconds).
+
+    server = SparkConnectServer.start(run_dir, port)   # returns when the warm-up query answered
+    server.url                                         # sc://127.0.0.1:<port>
+    server.stop()
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def spark_home() -> str:
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent)
+
+
+@dataclass
+class SparkConnectServer:
+    proc: subprocess.Popen
+    port: int
+    log: Path
+    started_seconds: float = 0.0
+    warmup_seconds: float = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    @classmethod
+    def start(cls, run_dir: Path, port: int, master: str = "local[2]", timeout: float = 120.0,
+              driver_memory: str = "1g") -> "SparkConnectServer":
+        from mm2_failover.config import spark_jars
+
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log = run_dir / "spark-connect.log"
+        cmd = [str(Path(sys.executable).with_name("spark-submit")), "--class", SERVER_CLASS, "--master", master,
+               "--name", "mm2-failover-spark-connect", "--driver-memory", driver_memory,
+               "--jars", ",".join(spark_jars()),
+               "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+               "--conf", f"spark.connect.grpc.binding.port={port}",
+               "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+               "--conf", "spark.ui.enabled=false",
+               "--conf", "spark.redaction.regex=(?i)secret|password|token|access[.]?key|jaas|sasl|keystore|truststore"]
+        env = {**os.environ, "SPARK_HOME": spark_home(), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PYSPARK_PYTHON": sys.executable}
+        t0 = time.monotonic()
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        server = cls(proc, port, log)
+        deadline = t0 + timeout
+        while not _open(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                server.stop()
+                raise RuntimeError(f"the Spark Connect server did not start on 127.0.0.1:{port}; see {log}")
+            time.sleep(0.3)
+        server.started_seconds = round(time.monotonic() - t0, 2)
+        server.warm_up()
+        return server
+
+    def warm_up(self) -> None:
+        """One query (a Kafka-free read and aggregate): the JIT and Spark's first-query costs paid now."""
+        from pyspark.sql import SparkSession
+
+        t0 = time.monotonic()
+        s = SparkSession.builder.remote(self.url).getOrCreate()
+        try:
+            s.range(10_000).selectExpr("id % 7 AS k").groupBy("k").count().collect()
+        finally:
+            s.stop()
+        self.warmup_seconds = round(time.monotonic() - t0, 2)
+
+    def memory(self) -> dict:
+        """The server JVM's resident memory (kB), from /proc."""
+        try:
+            status = dict(line.split(":", 1) for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines()
+                          if ":" in line)
+            return {k: status[k].strip() for k in ("VmRSS", "VmHWM") if k in status}
+        except OSError:
+            return {}
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def _open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
