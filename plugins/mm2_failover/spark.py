@@ -67,13 +67,6 @@ def spark_connect_url(conn_id: str, timeout: float = 3.0) -> tuple[str | None, s
     return url, f"Spark Connect server of {conn_id!r} ({host}:{port})"
 
 
-def run_over_connect(remote: str, sub: "JobSubmission") -> int:
-    """The job in this process as a Spark Connect client of ``remote`` (same arguments as spark-submit's)."""
-    from mm2_failover.jobs.latest_checkpoints import main
-
-    return main(sub.args, remote=remote)
-
-
 @dataclass
 class JobSubmission:
     """The job's arguments, environment and Spark conf for one run, and the private options file they point at."""

@@ -43,7 +43,7 @@ class LatestCheckpointsOperator(SparkSubmitOperator):
         from mm2_failover.run import RunContext
         from mm2_failover.plan import quarantine_refusal
         from mm2_failover.report import state_lines
-        from mm2_failover.spark import check_spark_connection, job_submission, run_over_connect, spark_connect_url
+        from mm2_failover.spark import check_spark_connection, job_submission, spark_connect_url
 
         remote, why = spark_connect_url(self.connect_conn_id)
         self.log.info("latest-checkpoints job route: %s", why)
@@ -66,7 +66,9 @@ class LatestCheckpointsOperator(SparkSubmitOperator):
                 if remote is None:
                     super().execute(context)
                 else:
-                    rc = run_over_connect(remote, sub)
+                    from mm2_failover.jobs.latest_checkpoints import main as job_main
+
+                    rc = job_main(sub.args, remote=remote)  # this process is the server's client
                     if rc:
                         raise RuntimeError(f"the latest-checkpoints job failed on Spark Connect with exit code {rc} "
                                            "(see the log above)")
