@@ -24,3 +24,46 @@ def test_missing_spark_default_fails_naming_the_connection_and_how_to_set_it(mon
 def test_spark_default_from_the_environment_gives_the_master(monkeypatch, master):
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", spark_conn(master))
     assert check_spark_connection("spark_default") == master
+
+
+# the warm Spark Connect route: taken only when its connection is defined and its server answers
+
+
+def test_no_spark_connect_connection_falls_back_to_spark_submit(monkeypatch):
+    from mm2_failover.spark import spark_connect_url
+
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", raising=False)
+    url, why = spark_connect_url("spark_connect_default")
+    assert url is None and "no Airflow connection 'spark_connect_default'" in why and why.endswith("spark-submit")
+
+
+def test_a_spark_connect_server_that_does_not_answer_falls_back_naming_it(monkeypatch):
+    import json
+    import socket
+
+    from mm2_failover.spark import spark_connect_url
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
+        {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port, "password": "s3cr3t-token"}))
+    url, why = spark_connect_url("spark_connect_default", timeout=1)
+    assert url is None and f"127.0.0.1:{port}" in why and "does not answer" in why and "s3cr3t" not in why
+
+
+def test_a_spark_connect_server_that_answers_is_used_its_token_never_said(monkeypatch):
+    import json
+    import socket
+
+    from mm2_failover.spark import spark_connect_url
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
+            {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port, "password": "s3cr3t-token"}))
+        url, why = spark_connect_url("spark_connect_default", timeout=1)
+    assert url.startswith(f"sc://127.0.0.1:{port}") and "s3cr3t-token" in url  # the client needs it
+    assert "s3cr3t" not in why and f"127.0.0.1:{port}" in why
