@@ -157,3 +157,21 @@ def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(be
     assert {f: remote[f] for f in same} == {f: want[f] for f in same} and remote["tail_offsets"] == 200
     assert rows(remote["output"]) == rows(want["output"])
     assert rows(remote["quarantine_output"]) == rows(want["quarantine_output"])
+
+
+@pytest.mark.airflow
+def test_the_archive_dag_refreshes_the_state_beside_the_archive(bed, target, tmp_path, monkeypatch):
+    """The scheduled DAG (Airflow dag.test(), real Spark): refresh_latest_state publishes a version covering MM2's
+    checkpoint topic up to its end when the task ran; the archive task is unaffected."""
+    from testbed import localenv
+
+    monkeypatch.setenv("MM2_FAILOVER_ARCHIVE", str(tmp_path / "archive"))
+    before = target.offsets([(bed.checkpoints_topic, 0)], "latest")[(bed.checkpoints_topic, 0)]
+    dr = localenv.run_dag("mm2_sync_archive")
+    states = localenv.task_states("mm2_sync_archive", dr.run_id)
+    assert states == {"archive_offset_syncs": "success", "refresh_latest_state": "success"}, states
+    v = StateRoot(tmp_path / "archive" / "latest-state").current()
+    assert v is not None and v["aliases"]["primary"]["topic"] == bed.checkpoints_topic
+    assert int(v["aliases"]["primary"]["covers"]["0"]) >= before
+    assert v["aliases"]["primary"]["topic_id"] == target.topic_id(bed.checkpoints_topic)
+    assert (tmp_path / "archive" / "primary" / "checkpoints" / "manifest.json").exists()
