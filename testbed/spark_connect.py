@@ -70,15 +70,18 @@ class SparkConnectServer:
         return server
 
     def warm_up(self) -> None:
-        """One query (a Kafka-free read and aggregate): the JIT and Spark's first-query costs paid now."""
-        from pyspark.sql import SparkSession
-
+        """One query (a Kafka-free read and aggregate): the JIT and Spark's first-query costs paid now. In a child
+        process: a Connect session switches pyspark to remote mode for its whole process (and, through
+        ``SPARK_CONNECT_MODE_ENABLED``, for every process started from it afterwards)."""
         t0 = time.monotonic()
-        s = SparkSession.builder.remote(self.url).getOrCreate()
-        try:
-            s.range(10_000).selectExpr("id % 7 AS k").groupBy("k").count().collect()
-        finally:
-            s.stop()
+        code = ("import sys; from pyspark.sql import SparkSession; "
+                "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate(); "
+                "s.range(10_000).selectExpr('id % 7 AS k').groupBy('k').count().collect(); s.stop()")
+        env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
+        p = subprocess.run([sys.executable, "-c", code, self.url], env=env, capture_output=True, text=True,
+                           timeout=300)
+        if p.returncode:
+            raise RuntimeError(f"the Spark Connect warm-up query failed: {p.stderr[-2000:]}")
         self.warmup_seconds = round(time.monotonic() - t0, 2)
 
     def memory(self) -> dict:

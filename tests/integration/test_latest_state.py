@@ -147,6 +147,8 @@ def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(be
 
     # the same job code on a warm Spark Connect server (the DAG's route when spark_connect_default is defined)
     server = SparkConnectServer.start(tmp_path / "spark-connect", free_port())
+    # the warm-up must not switch this process (and every spark-submit it starts later) to Connect mode
+    assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ
     try:
         remote = compute(bed, topics, end, tmp_path / "over-connect", state_dir, remote=server.url)
     finally:

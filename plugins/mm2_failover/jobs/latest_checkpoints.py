@@ -789,12 +789,18 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
     remote = remote or args.remote or os.environ.get("SPARK_REMOTE") or None
     builder = SparkSession.builder.remote(remote) if remote else SparkSession.builder
     t_session = time.monotonic()
+    mode = os.environ.get("SPARK_CONNECT_MODE_ENABLED")  # a Connect session sets it for this process
     spark = builder.appName("mm2-failover-latest-checkpoints").getOrCreate()
     session_seconds = round(time.monotonic() - t_session, 3)
     try:
         summary = run(spark, args, topics, end, start, java, state=state)
     finally:
         spark.stop()  # on Spark Connect: this client's session only; the server keeps serving
+        if remote:  # leave the caller's process (and what it starts later) as it was
+            if mode is None:
+                os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+            else:
+                os.environ["SPARK_CONNECT_MODE_ENABLED"] = mode
     shown = None
     if remote:  # never the token or user of the URL
         from urllib.parse import urlparse
