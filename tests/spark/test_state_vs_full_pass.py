@@ -42,7 +42,7 @@ def step(spark, root: Path, records, upto: dict[str, dict[int, int]], out: Path 
     versions = sroot.versions()
     start = {t: {p: 0 for p in ps} for t, ps in upto.items()}
     choices = st.choose(versions, TOPICS, IDS, start, upto)
-    plan = job.StatePlan(sroot, refresh, IDS, start, choices, {v["name"]: v["path"] for v in versions})
+    plan = job.StatePlan(sroot, refresh, IDS, start, choices, {v["name"]: v for v in versions})
     tail_start = {c.topic: dict(c.read_from) for c in choices}
     by_topic = {a: t for a, t in TOPICS.items()}
     tail = [r for r in records

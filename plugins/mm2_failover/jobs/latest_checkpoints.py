@@ -368,6 +368,13 @@ def derive(k):
     return k.selectExpr("*", "(c_flagged & 2) = 2 AS c_is_tombstone")
 
 
+# per key (after sql_key_columns): how many of its records are quarantined / usable / usable tombstones (a key that
+# does not decode quarantines every record of it)
+QUARANTINED_SQL = "IF(key_reason IS NOT NULL, n, n_bad_value)"
+USABLE_SQL = "IF(key_reason IS NULL, n - n_bad_value, 0)"
+TOMBSTONES_SQL = "IF(key_reason IS NULL, n_tombstones, 0)"
+
+
 def answers(k, policy: str, counts):
     """Decode and check each key once (~1 row per key from here on), observe the counts, and keep the answer per
     usable key: the latest record unless it is a tombstone, or under ``--policy max`` the highest when it
@@ -379,9 +386,9 @@ def answers(k, policy: str, counts):
     for name, expr in sql_key_columns("key").items():
         k = k.withColumn(name, F.expr(expr))
     k = k.observe(counts,
-                  F.coalesce(F.sum(F.expr("IF(key_reason IS NOT NULL, n, n_bad_value)")), F.lit(0)).alias("quarantined"),
-                  F.coalesce(F.sum(F.expr("IF(key_reason IS NULL, n - n_bad_value, 0)")), F.lit(0)).alias("usable"),
-                  F.coalesce(F.sum(F.expr("IF(key_reason IS NULL, n_tombstones, 0)")), F.lit(0)).alias("tombstones"))
+                  F.coalesce(F.sum(F.expr(QUARANTINED_SQL)), F.lit(0)).alias("quarantined"),
+                  F.coalesce(F.sum(F.expr(USABLE_SQL)), F.lit(0)).alias("usable"),
+                  F.coalesce(F.sum(F.expr(TOMBSTONES_SQL)), F.lit(0)).alias("tombstones"))
     k = k.where("key_reason IS NULL AND c_flagged IS NOT NULL AND NOT c_is_tombstone")
     k = k.withColumn("regressed", F.expr("m_downstream_offset > c_downstream_offset"))
 
@@ -406,6 +413,7 @@ BUFFER_SCHEMA = ("source_alias string, key binary, n bigint, n_bad_value bigint,
                  "m_downstream_offset bigint, m_flagged bigint, m_upstream_offset bigint, "
                  "m_checkpoint_timestamp timestamp")
 MD_COLUMNS = ("source_alias", "checkpoint_partition", "checkpoint_offset")
+MD_SCHEMA = "source_alias string, checkpoint_partition int, checkpoint_offset bigint, metadata string"
 QUARANTINE_SCHEMA = ("source_alias string, checkpoint_partition int, checkpoint_offset bigint, reason string, "
                      "key_hex string, value_hex string")
 
@@ -420,14 +428,14 @@ class StatePlan:
     topic_ids: dict[str, str]  # topic -> topic id
     log_start: dict[str, dict[int, int]]  # topic -> partition -> the log start captured (or current)
     choices: list  # [mm2_failover.state.AliasChoice]
-    paths: dict[str, str] = field(default_factory=dict)  # version name -> folder
+    versions: dict[str, dict] = field(default_factory=dict)  # version name -> its version.json (and "path")
 
     def used(self) -> dict[str, list[str]]:
         """version folder -> the aliases it answers for"""
         out: dict[str, list[str]] = {}
         for c in self.choices:
             if c.version:
-                out.setdefault(self.paths[c.version], []).append(c.alias)
+                out.setdefault(self.versions[c.version]["path"], []).append(c.alias)
         return out
 
     def summary(self) -> dict:
@@ -436,15 +444,26 @@ class StatePlan:
                 "full_pass": sorted(c.alias for c in self.choices if not c.version)}
 
 
+def union(*frames):
+    """The union (by column name) of the frames that are not None; None when there is none."""
+    out = None
+    for f in frames:
+        if f is not None:
+            out = f if out is None else out.unionByName(f)
+    return out
+
+
+def write_table(spark, df, schema: str, path: str) -> None:
+    """Write ``df`` to ``path`` as Parquet, or an empty table of ``schema`` when there is none."""
+    (df if df is not None else spark.createDataFrame([], schema)).write.mode("overwrite").parquet(path)
+
+
 def base_tables(spark, used: dict[str, list[str]], table: str):
     """The union of the versions' ``table`` (buffers, metadata or quarantine), each for the aliases it answers for."""
     from pyspark.sql import functions as F
 
-    out = None
-    for path, aliases in sorted(used.items()):
-        t = spark.read.parquet(f"{path}/{table}").where(F.col("source_alias").isin(aliases))
-        out = t if out is None else out.unionByName(t)
-    return out
+    return union(*(spark.read.parquet(f"{path}/{table}").where(F.col("source_alias").isin(aliases))
+                   for path, aliases in sorted(used.items())))
 
 
 def quarantine_rows(read):
@@ -465,14 +484,11 @@ def metadata_rows(read, need, vcols: dict[str, str], base_md=None):
     checkpoint_offset): decoded from the tail's records (``read``; None: no tail), or taken from the versions' tables."""
     from mm2_failover.checkpoints import sql_inline
 
-    md = None
-    if read is not None:
-        md = (read().where("value IS NOT NULL AND length(value) > 20").join(need, list(MD_COLUMNS))
-              .selectExpr(*MD_COLUMNS, f"CAST({sql_inline(vcols, '_mraw')} AS STRING) AS metadata"))
-    if base_md is not None:
-        old = base_md.join(need, list(MD_COLUMNS)).select(*MD_COLUMNS, "metadata")
-        md = old if md is None else md.unionByName(old)
-    return md
+    tail = None if read is None else (
+        read().where("value IS NOT NULL AND length(value) > 20").join(need, list(MD_COLUMNS))
+        .selectExpr(*MD_COLUMNS, f"CAST({sql_inline(vcols, '_mraw')} AS STRING) AS metadata"))
+    old = None if base_md is None else base_md.join(need, list(MD_COLUMNS)).select(*MD_COLUMNS, "metadata")
+    return union(tail, old)
 
 
 def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, dict[int, int]],
@@ -560,9 +576,7 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
     if summary["quarantined"]:  # rare: a second bounded read, through the full decoder, for the bad records only
         qpath = args.output.rstrip("/") + "_quarantine"
         q = quarantine_rows(tail_read) if tail_read is not None else None
-        old = base_tables(spark, used, "quarantine")
-        q = old if q is None else (q if old is None else q.unionByName(old))
-        (q if q is not None else spark.createDataFrame([], QUARANTINE_SCHEMA)).write.mode("overwrite").parquet(qpath)
+        write_table(spark, union(q, base_tables(spark, used, "quarantine")), QUARANTINE_SCHEMA, qpath)
         by_reason = {r["reason"]: int(r["count"])
                      for r in spark.read.parquet(qpath).groupBy("reason").count().collect()}
         summary["quarantined_by_reason"] = {r: by_reason[r] for r in sorted(by_reason) if r in REASONS}
@@ -618,9 +632,9 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
     for col, expr in sql_key_columns("key").items():
         kk = kk.withColumn(col, F.expr(expr))
     per_alias = {r["source_alias"]: r.asDict() for r in kk.groupBy("source_alias").agg(
-        F.sum(F.expr("IF(key_reason IS NOT NULL, n, n_bad_value)")).alias("quarantined"),
+        F.sum(F.expr(QUARANTINED_SQL)).alias("quarantined"),
         F.sum("n").alias("records"),
-        F.sum(F.expr("IF(key_reason IS NULL, n_tombstones, 0)")).alias("tombstones"),
+        F.sum(F.expr(TOMBSTONES_SQL)).alias("tombstones"),
         F.count(F.lit(1)).alias("keys")).collect()}
     for a in aliases:
         r = per_alias.get(a) or {}
@@ -633,19 +647,14 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
                          .selectExpr("source_alias", "m_checkpoint_partition AS checkpoint_partition",
                                      "m_checkpoint_offset AS checkpoint_offset"))
             .distinct())
-    md = metadata_rows(tail_read, need, vcols, base_tables(spark, used, "metadata"))
-    (md if md is not None else spark.createDataFrame([], "source_alias string, checkpoint_partition int, "
-                                                         "checkpoint_offset bigint, metadata string")
-     ).write.mode("overwrite").parquet(str(stg / "metadata"))
+    write_table(spark, metadata_rows(tail_read, need, vcols, base_tables(spark, used, "metadata")), MD_SCHEMA,
+                str(stg / "metadata"))
     lap("metadata")
-    base_q = {c.alias: int(json.loads((Path(state.paths[c.version]) / "version.json").read_text())
-                           ["aliases"][c.alias].get("quarantined", 0)) for c in state.choices if c.version}
+    base_q = {c.alias: int(state.versions[c.version]["aliases"][c.alias].get("quarantined", 0))
+              for c in state.choices if c.version}
     new_q = sum(aliases[a]["quarantined"] for a in aliases) - sum(base_q.values())
     q = quarantine_rows(tail_read) if tail_read is not None and new_q > 0 else None
-    old = base_tables(spark, used, "quarantine")
-    q = old if q is None else (q if old is None else q.unionByName(old))
-    (q if q is not None else spark.createDataFrame([], QUARANTINE_SCHEMA)).write.mode("overwrite").parquet(
-        str(stg / "quarantine"))
+    write_table(spark, union(q, base_tables(spark, used, "quarantine")), QUARANTINE_SCHEMA, str(stg / "quarantine"))
     lap("quarantine")
     meta = {"name": name, "created_at": now_iso(), "aliases": {
         a: {**v, "covers": {str(p): o for p, o in sorted(v["covers"].items())},
@@ -761,7 +770,7 @@ def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict)
         print(f"latest_checkpoints: {line}", file=sys.stderr)
     for ch in choices:
         print(f"latest_checkpoints: {ch.alias} ({ch.topic}): {ch.reason}", file=sys.stderr)
-    plan = StatePlan(root, args.refresh_state, ids, start, choices, {v["name"]: v["path"] for v in versions})
+    plan = StatePlan(root, args.refresh_state, ids, start, choices, {v["name"]: v for v in versions})
     tail_start = {t: dict(ps) for t, ps in start.items()}
     for ch in choices:
         tail_start[ch.topic] = dict(ch.read_from)
