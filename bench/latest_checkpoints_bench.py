@@ -71,6 +71,46 @@ def expected(g: int, p: int, updates: int) -> int:
     return downstream(g, p, updates - 1)
 
 
+def in_tail(g: int, p: int, partitions: int, tail_pct: float) -> bool:
+    """Whether key (g, p) is among the keys updated since the last refresh (every (100/tail_pct)-th key)."""
+    step = max(1, round(100 / tail_pct))
+    return (g * partitions + p) % step == 0
+
+
+def expected_after(g: int, p: int, partitions: int, updates: int, tail_pct: float) -> int:
+    """The expected answer once the tail was written (update ``updates`` for the tail's keys)."""
+    return downstream(g, p, updates if tail_pct and in_tail(g, p, partitions, tail_pct) else updates - 1)
+
+
+def write_tail(bootstrap: str, groups: int, partitions: int, updates: int, tail_pct: float) -> dict:
+    """One more checkpoint (update number ``updates``) for ``tail_pct`` % of the keys: what MM2 writes between the
+    last refresh and the disaster."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    t0 = time.monotonic()
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": 1, "enable.idempotence": False,
+                         "queue.buffering.max.messages": 2_000_000})
+    n = 0
+    for g in range(groups):
+        for p in range(partitions):
+            if in_tail(g, p, partitions, tail_pct):
+                d = downstream(g, p, updates)
+                while True:
+                    try:
+                        producer.produce(TOPIC, cpf.encode_value(d + 3, d), cpf.encode_key(group_name(g),
+                                                                                           replica_topic(g), p), 0)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+                n += 1
+    if producer.flush(120):
+        raise RuntimeError("tail records not delivered")
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks", "enable.auto.commit": False})
+    _, hi = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=30)
+    c.close()
+    return {"records": n, "end_offset": hi, "write_s": round(time.monotonic() - t0, 3)}
+
+
 def write_checkpoints(bootstrap: str, groups: int, partitions: int, updates: int, compression: str) -> dict:
     """Create the checkpoints topic and write G*P*U records; returns timings and the end offset."""
     from confluent_kafka import Consumer, Producer, TopicPartition
@@ -205,7 +245,11 @@ def spark_job_times(log_path: Path) -> list[dict]:
 
 
 def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitions: int, tag: str,
-              job: Path | None = None) -> dict:
+              job: Path | None = None, extra: list[str] = (), remote: str | None = None, refresh: str | None = None,
+              label: str | None = None) -> dict:
+    """One run of the job: through ``spark-submit`` (a Spark of its own), or with ``remote`` as a plain Python
+    client of a warm Spark Connect server (the process the failover-time task would be). ``extra``: more job
+    arguments (``--state-dir``); ``refresh``: a state folder to refresh (``--refresh-state``) instead of answers."""
     job = Path(job or args.job[0])
     out = out_dir / f"latest-{tag}.parquet"
     summary_path = out_dir / f"summary-{tag}.json"
@@ -218,14 +262,21 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
                      "spark.executorEnv.PYTHONPATH": str(REPO / "plugins")})
     conf.update(dict(kv.split("=", 1) for kv in args.spark_conf))
     job_args = ["--bootstrap-servers", bootstrap, "--checkpoints-topic", f"primary={TOPIC}",
-                "--end-offsets", json.dumps({TOPIC: {"0": end_offset}}), "--output", str(out),
                 "--summary", str(summary_path)]
+    if refresh:
+        job_args += ["--end-offsets", "latest", "--state-dir", refresh, "--refresh-state"]
+    else:
+        job_args += ["--end-offsets", json.dumps({TOPIC: {"0": end_offset}}), "--output", str(out)]
     if min_partitions:
         job_args += ["--min-partitions", str(min_partitions)]
-    cmd = spark_submit_cmd(master, conf, job_args + list(args.job_arg), job=job, name=f"bench-{tag}",
-                           driver_memory=args.driver_memory)
+    job_args += list(extra) + list(args.job_arg)
     env = {**os.environ, "PYTHONPATH": str(REPO / "plugins"), "PYSPARK_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1"}
+    if remote:
+        cmd = [sys.executable, str(job), *job_args, "--remote", remote]
+        env = {k: v for k, v in env.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
+    else:
+        cmd = spark_submit_cmd(master, conf, job_args, job=job, name=f"bench-{tag}", driver_memory=args.driver_memory)
     log_path = out_dir / f"spark-{tag}.log"
     t0 = time.monotonic()
     with open(log_path, "wb") as log:
@@ -244,12 +295,15 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
     if rc != 0 or summary is None:
         raise RuntimeError(f"spark-submit exited {rc}; log {log_path}\n{stdout[-2000:]}")
     proc = float(summary["seconds"])
-    label = "spark" if job.resolve() == DEFAULT_JOB.resolve() else f"spark[{job.stem.replace('latest_checkpoints_', '')[:12]}]"
-    where = args.master_label
-    return {"variant": f"{label} {where} minP={min_partitions or '-'}", "job": str(job), "min_partitions": min_partitions, "tag": tag,
+    if label is None:
+        label = "spark" if job.resolve() == DEFAULT_JOB.resolve() else f"spark[{job.stem.replace('latest_checkpoints_', '')[:12]}]"
+        label = f"{label} {args.master_label} minP={min_partitions or '-'}"
+    return {"variant": label, "job": str(job), "min_partitions": min_partitions, "tag": tag,
             "wall_s": round(wall, 3), "cpu_s": round(cpu, 2), "processing_s": proc, "startup_and_stop_s": round(wall - proc, 3),
             "records_read": summary["records_read"], "checkpoints": summary["checkpoints"],
-            "groups": summary["groups"], "phases": summary.get("phases"), "spark_jobs": spark_job_times(log_path),
+            "groups": summary.get("groups"), "phases": summary.get("phases"), "spark_jobs": spark_job_times(log_path),
+            "tail_offsets": summary.get("tail_offsets"), "state": summary.get("state"), "spark": summary.get("spark"),
+            "summary": summary,
             "driver_java_peak_rss_mb": round(sampler.java_hwm_kb / 1024, 1),
             "driver_python_peak_rss_mb": round(sampler.python_hwm_kb / 1024, 1),
             "executor_java_peak_rss_mb": round(sampler.executor_hwm_kb / 1024, 1) if args.cluster is not None else None,
@@ -292,13 +346,13 @@ def read_ours(path: str) -> dict[str, dict[tuple[str, int], int]]:
     return out
 
 
-def check_ours(ours: dict, groups: int, partitions: int, updates: int) -> dict:
-    """Every key of every group against the generator's expected offsets."""
+def check_ours(ours: dict, groups: int, partitions: int, updates: int, tail_pct: float = 0) -> dict:
+    """Every key of every group against the generator's expected offsets (with the tail's updates, if any)."""
     wrong = missing = 0
     for g in range(groups):
         got = ours.get(group_name(g), {})
         for p in range(partitions):
-            exp = expected(g, p, updates)
+            exp = expected_after(g, p, partitions, updates, tail_pct)
             v = got.get((replica_topic(g), p))
             if v is None:
                 missing += 1
@@ -452,6 +506,111 @@ def bench_size(args, groups: int, root: Path) -> dict:
     return res
 
 
+def bench_state_size(args, groups: int, root: Path) -> dict:
+    """Issue 17's comparison at one size: the topic written, a refresh (the scheduled state), then ``--tail-pct``
+    % of the keys updated; (a) the failover-time job on a warm Spark Connect server with the state, (b) the same
+    through spark-submit, (c) today's cold full pass, (d) batch ``translateOffsets(Pattern)``, (e) the refresh of
+    the state over that tail (spark-submit and Connect). Every answer checked against the generator's."""
+    from testbed.bed import free_port
+    from testbed.spark_connect import SparkConnectServer
+
+    P, U, pct = args.partitions, args.updates, args.tail_pct
+    records = groups * P * U
+    res: dict = {"groups": groups, "partitions": P, "updates": U, "records": records, "tail_pct": pct, "runs": []}
+    bed = Bed(run_dir=root / f"bed-g{groups}", start_mm2=False)
+    t0 = time.monotonic()
+    bed.start()
+    res["bed_start_s"] = round(time.monotonic() - t0, 1)
+    server = None
+    args.cluster, args.current_master, args.master_label = None, args.masters[0], args.masters[0]
+    try:
+        bootstrap = bed.target_bootstrap
+        print(f"\n== G={groups:,} P={P} U={U}: {records:,} records, then {pct}% of the keys updated "
+              f"(bed up in {res['bed_start_s']} s)", flush=True)
+        w = write_checkpoints(bootstrap, groups, P, U, args.compression)
+        res["write"] = w
+        print(f"   wrote {w['records']:,} records in {w['write_s']} s", flush=True)
+        out_dir = root / f"g{groups}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        state = out_dir / "state"
+        t1 = time.monotonic()
+        server = SparkConnectServer.start(out_dir / "connect", free_port(), master=args.masters[0],
+                                          driver_memory=args.driver_memory)
+        res["connect_server"] = {"start_s": server.started_seconds, "warmup_s": server.warmup_seconds,
+                                 "total_s": round(time.monotonic() - t1, 2), "memory_after_start": server.memory()}
+        print(f"   Spark Connect server {server.url}: port open in {server.started_seconds} s, warm-up "
+              f"{server.warmup_seconds} s, {server.memory()}", flush=True)
+
+        def one(tag: str, label: str, end: int, **kw) -> dict:
+            row = run_spark(args, bootstrap, end, out_dir, 0, tag, label=label, **kw)
+            if not kw.get("refresh"):
+                row["check"] = check_ours(read_ours(row["output"]), groups, P, U, pct if end > w["end_offset"] else 0)
+                row["answers_ok"] = row["check"]["ok"]
+            print(f"   {label}: wall {row['wall_s']} s, job {row['processing_s']} s, tail {row['tail_offsets']:,}, "
+                  f"state {json.dumps((row.get('state') or {}).get('aliases', row.get('state')))[:160]}; "
+                  f"phases {row['phases']}; answers {row.get('check', '-')}", flush=True)
+            res["runs"].append(row)
+            return row
+
+        one("refresh-initial", "refresh, first version (a full pass)", 0, refresh=str(state))
+        tail = write_tail(bootstrap, groups, P, U, pct)
+        res["tail"] = tail
+        end = tail["end_offset"]
+        print(f"   tail: {tail['records']:,} records ({pct}% of the keys) in {tail['write_s']} s", flush=True)
+        with_state = ["--state-dir", str(state)]
+        for rep in range(args.repeat):
+            one(f"a-connect-r{rep}", f"(a) warm Connect + state #{rep + 1}", end, extra=with_state, remote=server.url)
+            one(f"b-submit-r{rep}", f"(b) spark-submit + state #{rep + 1}", end, extra=with_state)
+        full = one("c-full", "(c) cold full pass (spark-submit)", end)
+        ours = read_ours(full["output"])
+        sample = pick_sample(groups, args.sample if args.sample else (24 if records <= 2_000_000 else 6))
+        bt = run_java("batch", bootstrap, sample)
+        be = next(e for e in bt["events"] if e["event"] == "batch")
+        res["batch"] = {"wall_s": bt["wall_s"], "cpu_s": bt["cpu_s"], "processing_s": round(be["ms"] / 1000, 3),
+                        "keys": be["keys"],
+                        "checksum_ok": be["checksum"] == sum(o for v in ours.values() for o in v.values())
+                        and be["keys"] == sum(len(v) for v in ours.values()),
+                        "check": compare(sample, answers(bt["events"]), ours)}
+        res["batch"]["answers_ok"] = res["batch"]["checksum_ok"] and res["batch"]["check"]["ok"]
+        print(f"   (d) batch translateOffsets(Pattern): wall {bt['wall_s']} s (call {res['batch']['processing_s']} s);"
+              f" answers ok {res['batch']['answers_ok']}", flush=True)
+        shutil.copytree(state, out_dir / "state-connect")
+        one("e-refresh-submit", "(e) refresh over the tail (spark-submit)", 0, refresh=str(state))
+        one("e-refresh-connect", "(e) refresh over the tail (Connect)", 0, refresh=str(out_dir / "state-connect"),
+            remote=server.url)
+        one("a-after-refresh", "(a) warm Connect + refreshed state (no tail)", end, extra=with_state,
+            remote=server.url)
+        res["connect_server"]["memory_at_end"] = server.memory()
+    finally:
+        if server is not None:
+            server.stop()
+        bed.stop()
+        if not args.keep:
+            shutil.rmtree(bed.run_dir, ignore_errors=True)
+    return res
+
+
+def print_state_table(results: list[dict]) -> str:
+    hdr = (f"{'records':>11} {'tail':>7} | {'variant':<46} {'wall s':>7} {'job s':>6} {'x batch':>7} {'read':>10} "
+           f"answers")
+    lines = [hdr, "-" * len(hdr)]
+    for r in results:
+        bw = r["batch"]["wall_s"]
+        for row in r["runs"]:
+            ok = "ok" if row.get("answers_ok", True) else "WRONG"
+            lines.append(f"{r['records']:>11,} {r['tail']['records']:>7,} | {row['variant']:<46} {row['wall_s']:>7.2f} "
+                         f"{row['processing_s']:>6.2f} {bw / row['wall_s']:>6.2f}x {row['tail_offsets'] or 0:>10,} "
+                         f"{ok if 'answers_ok' in row else '(refresh)'}")
+        lines.append(f"{r['records']:>11,} {r['tail']['records']:>7,} | {'(d) batch translateOffsets(Pattern)':<46} "
+                     f"{bw:>7.2f} {r['batch']['processing_s']:>6.2f} {1:>6.2f}x {r['records'] + r['tail']['records']:>10,} "
+                     f"{'ok' if r['batch']['answers_ok'] else 'WRONG'}")
+        cs = r["connect_server"]
+        lines.append(f"{'':>11} {'':>7} | (Connect server: port {cs['start_s']} s + warm-up {cs['warmup_s']} s; memory "
+                     f"at start {cs['memory_after_start']}, at end {cs.get('memory_at_end')}; write "
+                     f"{r['write']['write_s']} s)")
+    return "\n".join(lines)
+
+
 def table_rows(res: dict) -> list[dict]:
     n, G = res["records"], res["groups"]
     pg, bt, cs = res["per_group"], res["batch"], res["consumer"]
@@ -530,6 +689,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spark-conf", action="append", default=[], metavar="K=V", help="extra spark-submit --conf")
     ap.add_argument("--dag-task", action="store_true",
                     help="also time compute_latest_checkpoints as the DAG runs it (real operator, dag.test()), per master")
+    ap.add_argument("--state", action="store_true",
+                    help="issue 17's comparison: refresh a state, update --tail-pct %% of the keys, then (a) warm "
+                         "Spark Connect + state, (b) spark-submit + state, (c) cold full pass, (d) batch "
+                         "translateOffsets, (e) the refresh over the tail")
+    ap.add_argument("--tail-pct", type=float, default=1.0, help="with --state: %% of the keys updated after the refresh")
     ap.add_argument("--keep", action="store_true", help="keep the bed's data folders")
     ap.add_argument("--out", type=Path, default=None, help="results JSON (default bench/results/<timestamp>.json)")
     args = ap.parse_args(argv)
@@ -579,17 +743,21 @@ def _bench(args, sizes: list[int], stamp: str, root: Path) -> int:
             "note": "RSS MB = driver JVM peak (VmHWM); with --master cluster:N the executor JVM's peak is in the JSON "
                     "(executor_java_peak_rss_mb). Compare loadavg_start with the cores: other load skews figures."}
     for g in sizes:
-        results.append(bench_size(args, g, root))
+        results.append(bench_state_size(args, g, root) if args.state else bench_size(args, g, root))
         meta["loadavg_end"] = os.getloadavg()
         meta["total_s"] = round(time.monotonic() - t0, 1)
         out.write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=str))
-    table = print_table(results)
+    table = print_state_table(results) if args.state else print_table(results)
     print("\n" + table)
     print(f"\nload average at start {meta['loadavg_start']}, at end {meta['loadavg_end']}; bench took "
           f"{meta['total_s']} s; results in {out}")
     meta["table"] = table
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=str))
-    wrong = [row for r in results for row in r["rows"] if row["answers"] != "ok"]
+    if args.state:
+        wrong = [row for r in results for row in r["runs"] if row.get("answers_ok") is False]
+        wrong += [r for r in results if not r["batch"]["answers_ok"]]
+    else:
+        wrong = [row for r in results for row in r["rows"] if row["answers"] != "ok"]
     return 1 if wrong else 0
 
 

@@ -1,8 +1,9 @@
 """A warm Spark Connect server on loopback for the local bed (issue 17): the venv's pyspark ships the server
 (``jars/spark-connect_2.13-*.jar``); it runs through ``spark-submit --class ...SparkConnectServer`` in local mode
-with Spark's Kafka source jars, and is warmed with one query (the first query on a fresh JVM costs seconds).
+with Spark's Kafka source jars, and is warmed by running the job's own plans once on made-up records (the first
+query on a fresh JVM costs seconds, and the job's first run on it several more).
 
-    server = SparkConnectServer.start(run_dir, port)   # returns when the warm-up query answered
+    server = SparkConnectServer.start(run_dir, port)   # returns when the warm-up ran
     server.url                                         # sc://127.0.0.1:<port>
     server.stop()
 """
@@ -33,6 +34,7 @@ class SparkConnectServer:
     log: Path
     started_seconds: float = 0.0
     warmup_seconds: float = 0.0
+    warmup_steps: dict | None = None
 
     @property
     def url(self) -> str:
@@ -70,18 +72,30 @@ class SparkConnectServer:
         return server
 
     def warm_up(self) -> None:
-        """One query (a Kafka-free read and aggregate): the JIT and Spark's first-query costs paid now. In a child
-        process: a Connect session switches pyspark to remote mode for its whole process (and, through
-        ``SPARK_CONNECT_MODE_ENABLED``, for every process started from it afterwards)."""
+        """The job's own plans once, on made-up records (:func:`mm2_failover.jobs.latest_checkpoints.warm_up`: a full
+        pass, a refresh, a state + tail answer): the JIT, the decoder's code generation and the first Parquet writes
+        paid now instead of by the first failover. In a child process: a Connect session switches pyspark to remote
+        mode for its whole process (and, through ``SPARK_CONNECT_MODE_ENABLED``, for every process started from it
+        afterwards)."""
+        import json
+        import tempfile
+
+        from mm2_failover.config import PLUGINS_DIR
+
         t0 = time.monotonic()
-        code = ("import sys; from pyspark.sql import SparkSession; "
+        code = ("import json, sys; from pyspark.sql import SparkSession; "
+                "from mm2_failover.jobs.latest_checkpoints import warm_up; "
                 "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate(); "
-                "s.range(10_000).selectExpr('id % 7 AS k').groupBy('k').count().collect(); s.stop()")
+                "print('WARM_UP ' + json.dumps(warm_up(s, sys.argv[2]))); s.stop()")
         env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
-        p = subprocess.run([sys.executable, "-c", code, self.url], env=env, capture_output=True, text=True,
-                           timeout=300)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS_DIR), env.get("PYTHONPATH")]))
+        with tempfile.TemporaryDirectory(prefix="mm2-failover-warm-up-") as folder:
+            p = subprocess.run([sys.executable, "-c", code, self.url, folder], env=env, capture_output=True,
+                               text=True, timeout=300)
         if p.returncode:
-            raise RuntimeError(f"the Spark Connect warm-up query failed: {p.stderr[-2000:]}")
+            raise RuntimeError(f"the Spark Connect warm-up failed: {p.stderr[-2000:]}")
+        self.warmup_steps = next((json.loads(x.split(" ", 1)[1]) for x in p.stdout.splitlines()
+                                  if x.startswith("WARM_UP ")), {})
         self.warmup_seconds = round(time.monotonic() - t0, 2)
 
     def memory(self) -> dict:

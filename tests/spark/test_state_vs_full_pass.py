@@ -117,3 +117,17 @@ def test_a_refresh_with_nothing_new_and_a_failover_with_an_empty_tail(spark, tmp
     assert got["tail_offsets"] == 0 and got["state"]["full_pass"] == []
     assert rows(got["output"], answer_key) == rows(want["output"], answer_key)
     assert got["checkpoints"] == want["checkpoints"] > 0
+
+
+def test_the_warm_up_runs_the_jobs_plans_on_every_kind_of_record(spark, tmp_path):
+    """The Spark Connect server's warm-up (``job.warm_up``) runs a full pass, a refresh and a state + tail answer on
+    made-up records that hold every kind the job meets; both answers agree."""
+    seconds = job.warm_up(spark, str(tmp_path))
+    assert set(seconds) == {"full_pass", "refresh", "state_and_tail"}
+    full, from_state = rows(str(tmp_path / "full"), answer_key), rows(str(tmp_path / "from-state"), answer_key)
+    assert full == from_state
+    assert len(full) == 39  # 40 keys, one ending in a tombstone
+    assert [r["metadata"] for r in full if r["partition"] == 2] == ["md"]
+    assert [r["partition"] for r in full if r["regressed"]] == [1]
+    quarantined = rows(str(tmp_path / "full_quarantine"), position_key)
+    assert [r["reason"] for r in quarantined] and len(quarantined) == 1

@@ -571,7 +571,7 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
     if w["md"]:  # some answers carry commit metadata: read those records' values again and fill it in
         fill_metadata(spark, tail_read, args.output, vcols, base_tables(spark, used, "metadata"))
         lap("metadata")
-    summary["groups"] = spark.read.parquet(args.output).select("source_alias", "group").distinct().count()
+    summary["groups"] = count_groups(spark, args.output)
     lap("count_groups")
     if summary["quarantined"]:  # rare: a second bounded read, through the full decoder, for the bad records only
         qpath = args.output.rstrip("/") + "_quarantine"
@@ -631,24 +631,29 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
     kk = derive(spark.read.parquet(str(stg / "buffers")))
     for col, expr in sql_key_columns("key").items():
         kk = kk.withColumn(col, F.expr(expr))
+    c_needs_md = "key_reason IS NULL AND c_flagged IS NOT NULL AND NOT c_plain AND NOT c_is_tombstone"
+    m_needs_md = "key_reason IS NULL AND m_flagged IS NOT NULL AND NOT m_plain"
     per_alias = {r["source_alias"]: r.asDict() for r in kk.groupBy("source_alias").agg(
         F.sum(F.expr(QUARANTINED_SQL)).alias("quarantined"),
         F.sum("n").alias("records"),
         F.sum(F.expr(TOMBSTONES_SQL)).alias("tombstones"),
-        F.count(F.lit(1)).alias("keys")).collect()}
+        F.count(F.lit(1)).alias("keys"),
+        F.count(F.when(F.expr(f"({c_needs_md}) OR ({m_needs_md})"), 1)).alias("with_metadata")).collect()}
     for a in aliases:
         r = per_alias.get(a) or {}
         aliases[a].update({f: int(r.get(f) or 0) for f in ("records", "quarantined", "tombstones", "keys")})
     lap("counts")
-    need = (kk.where("key_reason IS NULL AND c_flagged IS NOT NULL AND NOT c_plain AND NOT c_is_tombstone")
-            .selectExpr("source_alias", "c_checkpoint_partition AS checkpoint_partition",
-                        "c_checkpoint_offset AS checkpoint_offset")
-            .unionByName(kk.where("key_reason IS NULL AND m_flagged IS NOT NULL AND NOT m_plain")
-                         .selectExpr("source_alias", "m_checkpoint_partition AS checkpoint_partition",
-                                     "m_checkpoint_offset AS checkpoint_offset"))
-            .distinct())
-    write_table(spark, metadata_rows(tail_read, need, vcols, base_tables(spark, used, "metadata")), MD_SCHEMA,
-                str(stg / "metadata"))
+    md = None
+    if any(int(r.get("with_metadata") or 0) for r in per_alias.values()):  # else no read of the tail for it
+        need = (kk.where(c_needs_md)
+                .selectExpr("source_alias", "c_checkpoint_partition AS checkpoint_partition",
+                            "c_checkpoint_offset AS checkpoint_offset")
+                .unionByName(kk.where(m_needs_md)
+                             .selectExpr("source_alias", "m_checkpoint_partition AS checkpoint_partition",
+                                         "m_checkpoint_offset AS checkpoint_offset"))
+                .distinct())
+        md = metadata_rows(tail_read, need, vcols, base_tables(spark, used, "metadata"))
+    write_table(spark, md, MD_SCHEMA, str(stg / "metadata"))
     lap("metadata")
     base_q = {c.alias: int(state.versions[c.version]["aliases"][c.alias].get("quarantined", 0))
               for c in state.choices if c.version}
@@ -669,6 +674,17 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
                     "state_path": str(root.dir / name), "phases": phases,
                     "seconds": round(time.monotonic() - t0, 3)})
     return summary
+
+
+def count_groups(spark, output: str) -> int:
+    """How many (source alias, group) the answers hold: read back by pyarrow when the output is a local path (a
+    fraction of a second at a million answers, where a Spark job costs about one second), else by Spark."""
+    if "://" in output and not output.startswith("file:"):
+        return spark.read.parquet(output).select("source_alias", "group").distinct().count()
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(output.removeprefix("file:"), columns=["source_alias", "group"])
+    return t.group_by(["source_alias", "group"]).aggregate([]).num_rows
 
 
 def default_parallelism(spark) -> int:
@@ -700,6 +716,71 @@ def fill_metadata(spark, read, output: str, vcols: dict[str, str], base_md=None)
         shutil.rmtree(tmp.removeprefix("file:"), ignore_errors=True)
     if spark.read.parquet(output).where("metadata IS NULL").limit(1).count():
         raise RuntimeError(f"internal error: some answers in {output} still lack their metadata (please report this)")
+
+
+# ------------------------------------------------------------------------------------------ warm-up
+
+WARM_UP_TOPICS = {"warm-up": "warm-up.checkpoints.internal"}
+
+
+def warm_up_records(n_keys: int = 40, updates: int = 3) -> list[tuple]:
+    """Made-up checkpoint records of every kind the job meets (updates, tombstones, a regression, commit metadata, an
+    unusable value), as ``(source_alias, key, value, checkpoint_partition, checkpoint_offset, checkpoint_timestamp)``."""
+    from datetime import datetime, timezone
+
+    from mm2_failover.checkpoints import encode_key, encode_value
+
+    out = []
+    for u in range(updates):
+        for i in range(n_keys):
+            key = encode_key(f"warm-up-{i % 7}", f"warm-up.topic-{i % 3}", i)
+            down = 100 * (u + 1) + i - (150 if i == 1 and u == updates - 1 else 0)  # key 1 regresses at the end
+            value = encode_value(down + 1, down, "md" if i == 2 else "")
+            if i == 3 and u == updates - 1:
+                value = None  # a tombstone
+            elif i == 4 and u == 1:
+                value = encode_value(1, 1, version=9)  # an unknown value version: quarantined
+            out.append(("warm-up", key, value, 0, len(out), datetime.fromtimestamp(1_700_000_000 + len(out),
+                                                                                     timezone.utc)))
+    return out
+
+
+def warm_up(spark, folder: str) -> dict:
+    """The job's own plans once on made-up records (no Kafka, :func:`warm_up_records`): a full pass, a refresh into
+    a state version and an answer from that version plus a tail, so that a warm Spark Connect server has compiled
+    the decoder, the aggregations, the merge and the Parquet writes before a failover needs them. Returns the
+    seconds of each step; ``folder`` is scratch space (removed by the caller)."""
+    from mm2_failover.state import StateRoot, choose
+
+    schema = ("source_alias string, key binary, value binary, checkpoint_partition int, checkpoint_offset bigint, "
+              "checkpoint_timestamp timestamp")
+    records = warm_up_records()
+    cut = len(records) * 2 // 3
+    (topic,) = WARM_UP_TOPICS.values()
+    ids = {topic: "warm-up"}
+    seconds = {}
+
+    def one(name: str, rows: list, upto: int, out: str, refresh: bool, root: StateRoot | None):
+        t0 = time.monotonic()
+        end, start = {topic: {0: upto}}, {topic: {0: 0}}
+        plan = None
+        if root is not None:
+            versions = root.versions()
+            choices = choose(versions, WARM_UP_TOPICS, ids, start, end)
+            plan = StatePlan(root, refresh, ids, start, choices, {v["name"]: v for v in versions})
+            start = {topic: dict(choices[0].read_from)}
+        args = argparse.Namespace(output=out, policy="latest", min_partitions=2, max_quarantined=0, summary="")
+        tail = [r for r in rows if start[topic][0] <= r[4] < upto]
+        df = spark.createDataFrame(tail, schema)
+        summary = run(spark, args, WARM_UP_TOPICS, end, start, read=lambda: df, state=plan)
+        seconds[name] = round(time.monotonic() - t0, 3)
+        return summary
+
+    root = StateRoot(Path(folder) / "latest-state")
+    one("full_pass", records, len(records), f"{folder}/full", False, None)
+    one("refresh", records, cut, "", True, root)
+    one("state_and_tail", records, len(records), f"{folder}/from-state", False, root)
+    return seconds
 
 
 # ------------------------------------------------------------------------------------------ main
