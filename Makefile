@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 export PYTHONPATH := $(CURDIR)/plugins:$(CURDIR)
 PY := $(CURDIR)/.venv/bin/python
-SPARK ?= local
+SPARK ?= connect
 
 .PHONY: setup demo test test-unit bench bed clean
 

@@ -6,6 +6,11 @@ source, a consumer group consumes part of them and stops, MM2 replicates and che
 consumes from the target in the same group and prints where it resumed. Stops the bed. Exits 1 when the
 DAG failed, a record would be lost, or the committed offsets differ from the checkpoints.
 
+``--spark connect`` (the default of ``make demo``) also starts a warm Spark Connect server (local mode, the Kafka
+source jars, warmed with the job's own plans: ``testbed.spark_connect``) and defines ``spark_connect_default``: the
+DAG runs its Spark job on that server (the demo checks that the job's summary says so). ``--spark local``
+(``make demo SPARK=local``): spark-submit in local mode.
+
 ``--spark cluster`` (``make demo SPARK=cluster``) also starts a Spark standalone cluster (one master, one
 worker, from the pinned pyspark) in the bed's run folder and points ``spark_default`` at it: the same DAG
 then runs its Spark job on the cluster (and the demo checks that the master lists the application FINISHED).
@@ -27,9 +32,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testbed.demo", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--spark", choices=["local", "cluster"], default="local",
-                    help="local: Spark in local mode (--spark-master); cluster: start a Spark standalone cluster "
-                         "(master + 1 worker) in the bed's run folder and submit to it (default local)")
+    ap.add_argument("--spark", choices=["connect", "local", "cluster"], default="connect",
+                    help="connect: a warm Spark Connect server (local mode) started here, the job runs on it; local: "
+                         "spark-submit in local mode (--spark-master); cluster: start a Spark standalone cluster "
+                         "(master + 1 worker) in the bed's run folder and submit to it (default connect)")
     ap.add_argument("--spark-master", default=os.environ.get("SPARK_MASTER", "local[2]"),
                     help="Spark master for spark_default with --spark local (default local[2])")
     ap.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "demo" / time.strftime("%Y%m%d-%H%M%S"))
@@ -40,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from testbed.bed import Bed
     from mm2_failover.config import run_dir
     from mm2_failover.kafka_io import Cluster
+    from mm2_failover.runfolder import RunFolder
 
     t0 = time.monotonic()
     spark = {"mode": args.spark}
@@ -54,6 +61,17 @@ def main(argv: list[str] | None = None) -> int:
         spark["master"] = master
         env = localenv.airflow_env(args.workdir / "airflow", bed.source_bootstrap, bed.target_bootstrap, master,
                                    spark_conf=spark_conf)
+        if args.spark == "connect":
+            from testbed.bed import free_port
+            from testbed.spark_connect import SparkConnectServer
+
+            server = SparkConnectServer.start(bed.run_dir / "spark-connect", free_port())
+            stack.callback(server.stop)
+            env["AIRFLOW_CONN_SPARK_CONNECT_DEFAULT"] = localenv.spark_connect_conn(server.port)
+            spark.update({"connect": server.url, "connect_started_s": server.started_seconds,
+                          "connect_warm_up_s": server.warmup_seconds})
+            print(f"Spark Connect server {server.url}: port open in {server.started_seconds} s, warmed up in "
+                  f"{server.warmup_seconds} s", flush=True)
         os.environ.update(env)  # before Airflow is imported: this process becomes the Airflow "worker"
         localenv.migrate_db(env)
         prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias=bed.source_alias)
@@ -63,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         committed = target.committed(prep.group)
         first = scenario.first_records_on_target(bed.target_bootstrap, prep.group, prep.replica_topic, prep.partitions)
         rows = scenario.compare(prep, committed, first)
+        summary = RunFolder(run_dir("mm2_failover", dagrun.run_id)).load_summary()
+        spark["route"] = ((summary.raw if summary else {}).get("spark") or {}).get("route")
         if args.spark == "cluster":
             with contextlib.suppress(TimeoutError):
                 app = cluster.wait_completed_app(timeout=30)
@@ -76,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                            for r in rows)
     lost = sum(r.lost for r in rows)
     on_cluster = args.spark != "cluster" or spark.get("application", {}).get("state") == "FINISHED"
-    ok = dagrun.state == "success" and as_planned and never_behind_mm2 and lost == 0 and on_cluster
+    on_route = spark.get("route") == ("spark-connect" if args.spark == "connect" else "spark-submit")
+    ok = dagrun.state == "success" and as_planned and never_behind_mm2 and lost == 0 and on_cluster and on_route
     result = {"dag_state": str(dagrun.state), "run_id": dagrun.run_id, "artifacts": str(art),
               "committed_as_planned": as_planned, "never_behind_mm2": never_behind_mm2, "lost": lost,
               "re_read": sum(r.re_read for r in rows),
@@ -96,8 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         app = spark.get("application") or {}
         print(f"Spark job on the standalone cluster {spark['master']}: application {app.get('id')} "
               f"{app.get('state', 'NOT FOUND')} (executor logs under {spark['work_dir']})")
+    elif args.spark == "connect":
+        print(f"Spark job on the warm Spark Connect server {spark['connect']} (route in the job's summary: "
+              f"{spark.get('route')})")
     else:
-        print(f"Spark job in local mode ({spark['master']})")
+        print(f"Spark job in local mode ({spark['master']}, route in the job's summary: {spark.get('route')})")
     print(f"report: {art / 'report.md'}\nresult: {args.workdir / 'demo_result.json'}")
     print("VERIFIED" if ok else "VERIFICATION FAILED")
     return 0 if ok else 1

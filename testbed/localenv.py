@@ -27,6 +27,11 @@ def spark_conn(master: str = "local[2]") -> str:
     return json.dumps({"conn_type": "spark", "host": master})
 
 
+def spark_connect_conn(port: int, host: str = "127.0.0.1") -> str:
+    """The ``spark_connect_default`` connection of a Spark Connect server (conn type ``spark_connect``)."""
+    return json.dumps({"conn_type": "spark_connect", "host": host, "port": int(port)})
+
+
 # Short-lived Spark JVMs on a small machine: C1 only and the serial GC. Opt-in extra conf for airflow_env(spark_conf=...)
 # (not the default): the latest-checkpoints job on the standalone bed cluster took 35 s instead of 70 s with it on a
 # loaded 2-core machine. Long or heavy jobs want the default JIT (C2) instead.

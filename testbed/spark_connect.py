@@ -72,26 +72,20 @@ class SparkConnectServer:
         return server
 
     def warm_up(self) -> None:
-        """The job's own plans once, on made-up records (:func:`mm2_failover.jobs.latest_checkpoints.warm_up`: a full
+        """The job's own plans once, on made-up records (:mod:`mm2_failover.jobs.warm_up`: a full
         pass, a refresh, a state + tail answer): the JIT, the decoder's code generation and the first Parquet writes
         paid now instead of by the first failover. In a child process: a Connect session switches pyspark to remote
         mode for its whole process (and, through ``SPARK_CONNECT_MODE_ENABLED``, for every process started from it
         afterwards)."""
         import json
-        import tempfile
 
         from mm2_failover.config import PLUGINS_DIR
 
         t0 = time.monotonic()
-        code = ("import json, sys; from pyspark.sql import SparkSession; "
-                "from mm2_failover.jobs.latest_checkpoints import warm_up; "
-                "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate(); "
-                "print('WARM_UP ' + json.dumps(warm_up(s, sys.argv[2]))); s.stop()")
         env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS_DIR), env.get("PYTHONPATH")]))
-        with tempfile.TemporaryDirectory(prefix="mm2-failover-warm-up-") as folder:
-            p = subprocess.run([sys.executable, "-c", code, self.url, folder], env=env, capture_output=True,
-                               text=True, timeout=300)
+        p = subprocess.run([sys.executable, "-m", "mm2_failover.jobs.warm_up", self.url], env=env,
+                           capture_output=True, text=True, timeout=300)
         if p.returncode:
             raise RuntimeError(f"the Spark Connect warm-up failed: {p.stderr[-2000:]}")
         self.warmup_steps = next((json.loads(x.split(" ", 1)[1]) for x in p.stdout.splitlines()

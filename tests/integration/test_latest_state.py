@@ -16,13 +16,16 @@ import os
 import random
 import subprocess
 import sys
+import time
 
 import pytest
 
 from mm2_failover import checkpoints as cpf
-from mm2_failover.config import SPARK_JOB
+from mm2_failover.config import SPARK_JOB, run_dir
+from mm2_failover.runfolder import RunFolder
 from mm2_failover.spark import refresh_submission, spark_submit, submission_of, write_options_file
 from mm2_failover.state import StateRoot
+from testbed import scenario
 from testbed.bed import free_port
 from testbed.spark_connect import SparkConnectServer
 
@@ -89,8 +92,19 @@ def compute(bed, topics, end, out, state_dir=None, remote=None) -> dict:
     return json.loads((out.parent / (out.name + ".json")).read_text())
 
 
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    """One warm Spark Connect server for the module (the bed's, as ``make demo`` starts it)."""
+    server = SparkConnectServer.start(tmp_path_factory.mktemp("spark-connect"), free_port())
+    # the warm-up must not switch this process (and every spark-submit it starts later) to Connect mode
+    assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ
+    assert set(server.warmup_steps or {}) == {"full_pass", "refresh", "state_and_tail"}, server.warmup_steps
+    yield server
+    server.stop()
+
+
 def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(bed, target, names, tmp_path,
-                                                                               monkeypatch):
+                                                                               monkeypatch, connect_server):
     rnd = random.Random(17)
     topics = {}
     for i in (1, 2):
@@ -146,13 +160,8 @@ def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(be
     assert any(r["metadata"] for r in rows(want["output"]))
 
     # the same job code on a warm Spark Connect server (the DAG's route when spark_connect_default is defined)
-    server = SparkConnectServer.start(tmp_path / "spark-connect", free_port())
-    # the warm-up must not switch this process (and every spark-submit it starts later) to Connect mode
-    assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ
-    try:
-        remote = compute(bed, topics, end, tmp_path / "over-connect", state_dir, remote=server.url)
-    finally:
-        server.stop()
+    server = connect_server
+    remote = compute(bed, topics, end, tmp_path / "over-connect", state_dir, remote=server.url)
     assert remote["spark"] == {"route": "spark-connect", "remote": server.url,
                                "session_seconds": remote["spark"]["session_seconds"]}
     assert got["spark"]["route"] == "spark-submit"
@@ -161,19 +170,119 @@ def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(be
     assert rows(remote["quarantine_output"]) == rows(want["quarantine_output"])
 
 
+def readable_offsets(bootstrap: str, topic: str, end: int) -> int:
+    """How many offsets of [0, end) partition 0 of ``topic`` still holds (compaction removes some)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "compaction-probe", "enable.auto.commit": False,
+                  "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, 0, 0)])
+    n = 0
+    try:
+        while True:
+            m = c.poll(5)
+            if m is None or m.error() or m.offset() >= end:  # the end, or the partition's end (EOF)
+                return n
+            n += 1
+    finally:
+        c.close()
+
+
+ANSWER_COLUMNS = ("source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata",
+                  "checkpoint_partition", "checkpoint_offset", "checkpoint_timestamp", "latest_downstream_offset",
+                  "latest_checkpoint_offset")
+
+
+def test_compaction_between_the_refresh_and_the_failover_changes_no_answer(bed, target, names, tmp_path,
+                                                                          connect_server):
+    """MM2's checkpoint topic is compacted: records the state version folded in may be gone by the failover, and
+    so may records of the tail. The failover from the version plus the (compacted) tail gives the same answer per
+    key as a full pass over what the topic still holds. (What may differ, by design: the counts of records read,
+    and the regressions, which the state remembers from records compaction removed since.)"""
+    rnd = random.Random(23)
+    alias = f"cp{names['group'][-6:]}"
+    topic = f"{alias}.checkpoints.internal"
+    target.create_topic(topic, 1, {"cleanup.policy": "compact", "segment.ms": "200", "min.compaction.lag.ms": "0",
+                                   "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"})
+    keys = [cpf.encode_key(f"gc-{i % 5}", f"primary.t{i % 3}", i % 4) for i in range(20)]
+
+    def write(n: int) -> None:
+        produce(bed.target_bootstrap, topic, [(0, rnd.choice(keys), None if rnd.random() < 0.05 else
+                                               cpf.encode_value(d + 1, d, rnd.choice(["", "m"])))
+                                              for d in (rnd.randrange(10**6) for _ in range(n))])
+
+    write(400)
+    state_dir = tmp_path / "latest-state"
+    conf = {"bootstrap.servers": bed.target_bootstrap}
+    options = write_options_file(conf, str(tmp_path / "refresh"))
+    args = ["--bootstrap-servers", bed.target_bootstrap, "--checkpoints-topic", f"{alias}={topic}", "--end-offsets",
+            "latest", "--state-dir", str(state_dir), "--refresh-state", "--kafka-options-file", str(options)]
+    with submission_of(args, options) as sub:
+        env = {**os.environ, **sub.env}
+        p = subprocess.run([sys.executable, str(SPARK_JOB), *sub.args, "--remote", connect_server.url], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+    covered = int(StateRoot(state_dir).current()["aliases"][alias]["covers"]["0"])
+    # more updates of the same keys, written over a few seconds so that segments roll and the cleaner runs
+    deadline = time.monotonic() + 90
+    while True:
+        write(40)
+        time.sleep(0.5)
+        end = target.offsets([(topic, 0)], "latest")[(topic, 0)]
+        held = readable_offsets(bed.target_bootstrap, topic, end)
+        if readable_offsets(bed.target_bootstrap, topic, covered) < covered and held < end - covered:
+            break  # compaction removed records the version folded in, and records of the tail
+        assert time.monotonic() < deadline, f"the log cleaner did not compact {topic} ({held} of {end} held)"
+    ends = {topic: {"0": end}}
+    got = compute(bed, {alias: topic}, ends, tmp_path / "from-state", state_dir, remote=connect_server.url)
+    want = compute(bed, {alias: topic}, ends, tmp_path / "full", remote=connect_server.url)
+    assert got["state"]["full_pass"] == [] and got["tail_offsets"] == end - covered
+    assert want["records_read"] < end  # the full pass reads what compaction left
+    assert got["checkpoints"] == want["checkpoints"] > 0 and got["groups"] == want["groups"]
+    def answers(path):
+        return sorted(([r[c] for c in ANSWER_COLUMNS] for r in rows(path)), key=lambda r: r[:4])
+
+    assert answers(got["output"]) == answers(want["output"])
+
+
 @pytest.mark.airflow
-def test_the_archive_dag_refreshes_the_state_beside_the_archive(bed, target, tmp_path, monkeypatch):
-    """The scheduled DAG (Airflow dag.test(), real Spark): refresh_latest_state publishes a version covering MM2's
-    checkpoint topic up to its end when the task ran; the archive task is unaffected."""
+def test_the_dags_run_the_job_on_the_warm_server_and_the_failover_reads_only_the_tail(
+        prepared, connect_server, tmp_path, monkeypatch):
+    """Through the real DAGs (Airflow dag.test()) with ``spark_connect_default`` pointing at the warm server: the
+    scheduled ``mm2_sync_archive`` DAG's refresh_latest_state publishes a version covering MM2's checkpoint topic up
+    to its end (beside the archive task); then a failover DAG run (dry run) computes the latest checkpoints on the
+    same server, from that version plus the tail, and its plan is the one MM2's checkpoints give."""
     from testbed import localenv
 
+    bed, target = prepared.bed, prepared.target
+    g = prepared.names["group"]
     monkeypatch.setenv("MM2_FAILOVER_ARCHIVE", str(tmp_path / "archive"))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
+        {"conn_type": "spark_connect", "host": "127.0.0.1", "port": connect_server.port}))
     before = target.offsets([(bed.checkpoints_topic, 0)], "latest")[(bed.checkpoints_topic, 0)]
     dr = localenv.run_dag("mm2_sync_archive")
     states = localenv.task_states("mm2_sync_archive", dr.run_id)
     assert states == {"archive_offset_syncs": "success", "refresh_latest_state": "success"}, states
-    v = StateRoot(tmp_path / "archive" / "latest-state").current()
+    state_dir = tmp_path / "archive" / "latest-state"
+    v = StateRoot(state_dir).current()
     assert v is not None and v["aliases"]["primary"]["topic"] == bed.checkpoints_topic
     assert int(v["aliases"]["primary"]["covers"]["0"]) >= before
     assert v["aliases"]["primary"]["topic_id"] == target.topic_id(bed.checkpoints_topic)
+    assert json.loads((state_dir / "last-refresh.json").read_text())["spark"]["route"] == "spark-connect"
     assert (tmp_path / "archive" / "primary" / "checkpoints" / "manifest.json").exists()
+
+    dr = localenv.run_dag("mm2_failover", {"groups_regex": g, "dry_run": True, "drain_quiet_seconds": 1})
+    states = localenv.task_states("mm2_failover", dr.run_id)
+    assert states["compute_latest_checkpoints"] == "success" and states["apply_group_offsets"] == "skipped", states
+    art = RunFolder(run_dir("mm2_failover", dr.run_id))
+    summary = art.load_summary().raw
+    assert summary["spark"]["route"] == "spark-connect"
+    assert summary["state"]["full_pass"] == [] and summary["state"]["aliases"]["primary"]["version"] in [
+        x["name"] for x in StateRoot(state_dir).versions()]
+    assert summary["tail_offsets"] < before, summary["tail_offsets"]  # only what MM2 wrote since the refresh
+    # the answers from version + tail are MM2's latest checkpoints of the group, as Python decodes them
+    want = {(k.topic, k.partition): c.downstream_offset
+            for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic).items() if k.group == g}
+    got = {(r["topic"], r["partition"]): r["downstream_offset"] for r in rows(art.checkpoints) if r["group"] == g}
+    assert got == want and len(got) == 3
+    assert len(art.plan_csv.read_text().splitlines()) == 3  # the dry run's plan (it writes no report)

@@ -15,6 +15,7 @@ import pytest
 
 from mm2_failover import state as st
 from mm2_failover.jobs import latest_checkpoints as job
+from mm2_failover.jobs import warm_up
 from test_latest_job_vs_oracle import TOPICS, history
 
 pytestmark = [pytest.mark.spark]
@@ -120,9 +121,9 @@ def test_a_refresh_with_nothing_new_and_a_failover_with_an_empty_tail(spark, tmp
 
 
 def test_the_warm_up_runs_the_jobs_plans_on_every_kind_of_record(spark, tmp_path):
-    """The Spark Connect server's warm-up (``job.warm_up``) runs a full pass, a refresh and a state + tail answer on
+    """The Spark Connect server's warm-up (``mm2_failover.jobs.warm_up``) runs a full pass, a refresh and a state + tail answer on
     made-up records that hold every kind the job meets; both answers agree."""
-    seconds = job.warm_up(spark, str(tmp_path))
+    seconds = warm_up.warm_up(spark, str(tmp_path))
     assert set(seconds) == {"full_pass", "refresh", "state_and_tail"}
     full, from_state = rows(str(tmp_path / "full"), answer_key), rows(str(tmp_path / "from-state"), answer_key)
     assert full == from_state

@@ -28,11 +28,12 @@ DOCKERFILE = REPO / "compose" / "airflow" / "Dockerfile"
 MM2_PROPERTIES_MOUNT = "/etc/mm2/mm2.properties"
 
 AIRFLOW_SERVICES = ("airflow-init", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor")
-SERVICES = ("kafka-primary", "kafka-backup", "mm2", "postgres", "spark-master", "spark-worker", *AIRFLOW_SERVICES)
+SERVICES = ("kafka-primary", "kafka-backup", "mm2", "postgres", "spark-master", "spark-worker", "spark-connect",
+            "spark-connect-warm-up", *AIRFLOW_SERVICES)
 # which compose service serves which MM2 alias / connection
 CLUSTERS = {"primary": "kafka-primary", "backup": "kafka-backup"}
 CONNECTIONS = {config.SOURCE_CONN_ID: "primary", config.TARGET_CONN_ID: "backup"}
-ONE_SHOT = ("airflow-init", "fetch-spark-jars")
+ONE_SHOT = ("airflow-init", "fetch-spark-jars", "spark-connect-warm-up")
 
 
 # -- helpers -----------------------------------------------------------------------------------------------
@@ -306,7 +307,8 @@ def test_connections_are_the_projects_ids_in_the_local_beds_format(services):
     for name in AIRFLOW_SERVICES:
         env = env_of(services[name])
         conns = {k[len("AIRFLOW_CONN_"):].lower(): v for k, v in env.items() if k.startswith("AIRFLOW_CONN_")}
-        assert set(conns) == {config.SOURCE_CONN_ID, config.TARGET_CONN_ID, config.SPARK_CONN_ID}, name
+        assert set(conns) == {config.SOURCE_CONN_ID, config.TARGET_CONN_ID, config.SPARK_CONN_ID,
+                              config.SPARK_CONNECT_CONN_ID}, name
         for conn_id, alias in CONNECTIONS.items():
             bootstrap = json.loads(conns[conn_id])["extra"]["bootstrap.servers"]
             assert json.loads(conns[conn_id]) == json.loads(localenv.kafka_conn(bootstrap)), conn_id
@@ -324,6 +326,36 @@ def test_connections_are_the_projects_ids_in_the_local_beds_format(services):
         worker_cmd = " ".join(worker_cmd) if isinstance(worker_cmd, list) else worker_cmd
         assert f"spark://spark-master:{master_port}" in worker_cmd, "the worker must register with the master"
         json.loads(env.get("MM2_FAILOVER_SPARK_CONF", "{}"))  # valid JSON, as config.spark_conf() reads it
+
+
+def test_the_warm_spark_connect_server_is_where_its_connection_points_and_sees_what_the_job_writes(services):
+    """spark-connect: Spark's Connect server on the standalone master, with the Kafka source jars, bound where the
+    spark_connect_default connection points; its driver commits the executors' Parquet, so it mounts the artifacts
+    at Airflow's path; spark-connect-warm-up runs the job's warm-up against that URL once it answers."""
+    svc = services["spark-connect"]
+    repo, tag = split_image(svc["image"])
+    assert repo in ("apache/spark", "spark") and tag.split("-")[0] == pinned("pyspark"), svc["image"]
+    cmd = " ".join(svc["command"]) if isinstance(svc["command"], list) else svc["command"]
+    assert "--class org.apache.spark.sql.connect.service.SparkConnectServer" in cmd
+    master_cmd = services["spark-master"]["command"]
+    assert f"--master spark://spark-master:{master_cmd[master_cmd.index('--port') + 1]}" in cmd
+    port = int(re.search(r"spark\.connect\.grpc\.binding\.port=(\d+)", cmd).group(1))
+    assert "spark.connect.grpc.binding.address=0.0.0.0" in cmd  # reachable from the Airflow containers
+    sched_env = env_of(services["airflow-scheduler"])
+    conn = json.loads(sched_env["AIRFLOW_CONN_" + config.SPARK_CONNECT_CONN_ID.upper()])
+    assert conn == {"conn_type": "spark_connect", "host": "spark-connect", "port": port}, conn
+    ms = {m["target"]: m for m in mounts(svc)}
+    sched = {m["target"]: m for m in mounts(services["airflow-scheduler"])}
+    art, jars = sched_env["MM2_FAILOVER_ARTIFACTS"], sched_env["MM2_FAILOVER_SPARK_JARS"]
+    assert ms[art]["source"] == sched[art]["source"], "spark-connect must see the artifacts at Airflow's path"
+    jar_dir = [t for t in ms if jars.startswith(t)]
+    assert jar_dir and ms[jar_dir[0]]["source"] == sched[jar_dir[0]]["source"] and f"{jars}/*.jar" in cmd
+    assert depends_of(svc) == {"spark-worker": "service_healthy", "fetch-spark-jars": "service_completed_successfully"}
+    warm = services["spark-connect-warm-up"]
+    wcmd = " ".join(warm["command"]) if isinstance(warm["command"], list) else warm["command"]
+    assert f"-m mm2_failover.jobs.warm_up sc://spark-connect:{port}" in wcmd and f"--folder {art}/" in wcmd
+    assert depends_of(warm) == {"spark-connect": "service_healthy"}
+    assert (config.PLUGINS_DIR / "mm2_failover" / "jobs" / "warm_up.py").exists()
 
 
 def test_artifacts_and_jars_are_where_the_pipeline_and_spark_look(services):

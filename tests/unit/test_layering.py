@@ -26,8 +26,8 @@ LAYERS = {
     "run": {"run", "steps"},
     # Airflow glue and entry points
     "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
-            "operators.latest_checkpoints", "operators.latest_state", "tasks", "params", "metrics", "ui", "cli", "__main__",
-            "jobs.latest_checkpoints"},
+            "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "tasks", "params", "metrics",
+            "ui", "cli", "__main__", "jobs.latest_checkpoints", "jobs.warm_up"},
 }
 ORDER = ["core", "io", "run", "top"]
 
