@@ -10,10 +10,11 @@ Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm
   and links to ``report.json``/``report.md`` (``drill.json``/``drill.md``);
 * ``/drills`` - the trend across drill runs: a table and inline SVG plots.
 
-These routes are NOT behind Airflow's login (plugin apps are mounted as they are). They therefore serve only
-report data - group and topic names, offsets, counts - read from four whitelisted file names, never connection
-settings or the backup (which names the cluster); keys that look like credentials or connection settings are
-removed from the JSON before it is served. Everything shown is HTML-escaped, and the pages carry a strict
+Inside Airflow the pages need Airflow's login and the reader's read permission on the DAG whose runs they show
+(:mod:`mm2_failover.ui_access`: anonymous 401, no permission 403; the index lists only readable DAGs' runs). They
+serve only report data - group and topic names, offsets, counts - read from four whitelisted file names, never
+connection settings or the backup (which names the cluster); keys that look like credentials or connection settings
+are removed from the JSON before it is served. Everything shown is HTML-escaped, and the pages carry a strict
 Content-Security-Policy (no scripts).
 """
 
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 
 from mm2_failover.report import run_summary
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
@@ -41,9 +42,9 @@ _SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential
 MAX_RUNS = 500
 MAX_ROWS = 2000
 
-FOOTER = ("Read-only view of the run reports under the artifacts folder. These pages are not behind Airflow's "
-          "login: they show only report data (group and topic names, offsets, counts) and never connection "
-          "settings or credentials.")
+FOOTER = ("Read-only view of the run reports under the artifacts folder (inside Airflow: the runs of the DAGs your "
+          "login may read). Report data only - group and topic names, offsets, counts - never connection settings "
+          "or credentials.")
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.2rem;color:#1d2939;font-size:14px}
@@ -414,9 +415,25 @@ def render_trend(drills: list[dict], base: str) -> str:
 # ------------------------------------------------------------------------------------------ app
 
 
-def create_app(root: Path | Callable[[], Path] | None = None):
-    """The FastAPI app. ``root``: the artifacts folder (default: ``$MM2_FAILOVER_ARTIFACTS`` at request time)."""
+def create_app(root: Path | Callable[[], Path] | None = None, access=None):
+    """The FastAPI app. ``root``: the artifacts folder (default: ``$MM2_FAILOVER_ARTIFACTS`` at request time);
+    ``access``: who may read what (:mod:`mm2_failover.ui_access`; the Airflow plugin passes ``AirflowAccess()``,
+    default ``OpenAccess()``)."""
+    from fastapi import HTTPException
+
     from mm2_failover import config
+    from mm2_failover.ui_access import OpenAccess
+
+    access = access or OpenAccess()
+    reader = Depends(access.get_user)
+
+    def readable(user, runs: list[dict]) -> list[dict]:
+        allowed: dict[str, bool] = {}
+        return [r for r in runs if allowed.setdefault(r["dag_id"], access.can_read(user, r["dag_id"]))]
+
+    def must_read(user, dag_id: str) -> None:
+        if not access.can_read(user, dag_id):
+            raise HTTPException(status_code=403, detail=f"your Airflow login may not read the runs of {dag_id}")
 
     def artifacts() -> Path:
         if root is None:
@@ -448,17 +465,19 @@ def create_app(root: Path | Callable[[], Path] | None = None):
         return HTMLResponse(page("Not found", f"<p>{esc(what)}</p>", base(request)), status_code=404)
 
     @app.get("/", response_class=HTMLResponse)
-    def index(request: Request, limit: int = MAX_RUNS):
+    def index(request: Request, limit: int = MAX_RUNS, user=reader):
         rt = artifacts()
-        return HTMLResponse(render_index(scan_runs(rt, cache, max(1, min(limit, 5000))), base(request), rt.is_dir()))
+        runs = readable(user, scan_runs(rt, cache, max(1, min(limit, 5000))))
+        return HTMLResponse(render_index(runs, base(request), rt.is_dir()))
 
     @app.get("/drills", response_class=HTMLResponse)
-    def drills(request: Request):
-        runs = [r for r in scan_runs(artifacts(), cache, 5000) if r["drill_totals"]]
+    def drills(request: Request, user=reader):
+        runs = [r for r in readable(user, scan_runs(artifacts(), cache, 5000)) if r["drill_totals"]]
         return HTMLResponse(render_trend(runs, base(request)))
 
     @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
-    def run(request: Request, dag_id: str, run_id: str):
+    def run(request: Request, dag_id: str, run_id: str, user=reader):
+        must_read(user, dag_id)
         folder = run_folder(dag_id, run_id)
         if folder is None:
             return not_found(request, f"No report for run {run_id} of {dag_id} under the artifacts folder (runs of "
@@ -472,7 +491,8 @@ def create_app(root: Path | Callable[[], Path] | None = None):
         return HTMLResponse(render_run(folder.parent.name, folder.name, rep, drill, files, base(request)))
 
     @app.get("/runs/{dag_id}/{run_id}/{name}")
-    def raw(request: Request, dag_id: str, run_id: str, name: str):
+    def raw(request: Request, dag_id: str, run_id: str, name: str, user=reader):
+        must_read(user, dag_id)
         folder = run_folder(dag_id, run_id)
         if folder is None or name not in SERVED_FILES or not (folder / name).is_file():
             return PlainTextResponse("not found", status_code=404)

@@ -1,7 +1,10 @@
 """Real Airflow in a real browser: the local bed, a scenario whose checkpoints real MM2 wrote, Airflow's three
 processes started here (api-server, scheduler, dag-processor; their own AIRFLOW_HOME and SQLite DB), a run of
 ``mm2_failover`` triggered through the REST API, then headless Chromium (Debian's, driven by Playwright) on
-the DAG's grid and on the plugin's report pages. Screenshots are kept under the test run folder (printed; set
+the DAG's grid and on the plugin's report pages. Airflow's real login is on (its simple auth manager with two
+users; ``outsider`` may not read ``mm2_failover``: tests/e2e/restricted_auth_manager.py): the report pages answer an
+anonymous reader 401 and ``outsider`` 403 without any report data, over plain HTTP and in the browser, and show the
+report to the logged-in admin, inside Airflow's UI and on their own. Screenshots are kept under the test run folder (printed; set
 MM2_FAILOVER_KEEP_TEST_RUNS=1 to keep the folder when everything passes)."""
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ class AirflowStack:
         self.airflow = str(Path(sys.executable).with_name("airflow"))
         self.secrets = {"AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
                         "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16)}
+        self.passwords = {"admin": secrets.token_urlsafe(12), "outsider": secrets.token_urlsafe(12)}
+        self.token: str | None = None  # the admin's JWT, for the REST calls
         self._booted = threading.Event()
         self._release = threading.Event()
         self._boot: dict = {}
@@ -62,13 +67,16 @@ class AirflowStack:
     def env(self, source_bootstrap: str, target_bootstrap: str) -> dict[str, str]:
         from testbed import localenv
 
-        return {**os.environ,
-                **localenv.airflow_env(self.home, source_bootstrap, target_bootstrap, artifacts=self.artifacts),
-                **self.secrets,
+        env = localenv.airflow_env(self.home, source_bootstrap, target_bootstrap, artifacts=self.artifacts)
+        return {**os.environ, **env, **self.secrets,
                 "AIRFLOW__API__BASE_URL": self.base,
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
                 "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+                # real logins: Airflow's simple auth manager, one DAG hidden from `outsider`
+                "AIRFLOW__CORE__AUTH_MANAGER": "restricted_auth_manager.OneDagHiddenAuthManager",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,outsider:viewer",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
+                "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), env["PYTHONPATH"]]),
                 "AIRFLOW__CORE__PARALLELISM": "4",
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
                 "AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC": "2",
@@ -80,6 +88,7 @@ class AirflowStack:
 
         t0 = time.monotonic()
         self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "passwords.json").write_text(json.dumps(self.passwords))
         localenv.migrate_db(self.env("unused:1", "unused:1"))
         return time.monotonic() - t0
 
@@ -155,10 +164,29 @@ class AirflowStack:
         if self._spawner is not None:
             self._spawner.join(5)
 
+    def login(self, user: str) -> str:
+        """A JWT for ``user`` from Airflow's own token endpoint (what the login form gets)."""
+        req = urllib.request.Request(self.base + "/auth/token", method="POST",
+                                     data=json.dumps({"username": user, "password": self.passwords[user]}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=15) as r:
+            return json.loads(r.read())["access_token"]
+
+    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        """(status, body) of a plain GET, as ``token``'s holder (None: anonymous)."""
+        req = urllib.request.Request(self.base + path, headers={"Authorization": f"Bearer {token}"} if token else {})
+        try:
+            with urllib.request.urlopen(req, timeout=15) as r:
+                return r.status, r.read().decode(errors="replace")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(errors="replace")
+
     def api(self, method: str, path: str, body: dict | None = None, timeout: float = 15.0):
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         req = urllib.request.Request(self.base + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+                                     data=None if body is None else json.dumps(body).encode(), headers=headers)
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.loads(r.read() or b"null")
 
@@ -214,6 +242,7 @@ def test_failover_run_in_the_real_ui(request, run_root, names):
 
     health = af.wait(lambda: (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy" and h,
                      90, "the API server and a healthy scheduler")
+    af.token = af.login("admin")
     af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 60, "the dag-processor to register mm2_failover")
     print(f"[ui] Airflow up at {time.monotonic() - t0:.1f}s: {health}")
     af.api("PATCH", "/api/v2/dags/mm2_failover", {"is_paused": False})
@@ -242,13 +271,39 @@ def test_failover_run_in_the_real_ui(request, run_root, names):
     assert report["outcome"] == "succeeded" and report["totals"]["committed"] == 3
     assert [g["group"] for g in report["groups"]] == [names["group"]]
 
+    # plain HTTP: the report pages need Airflow's login, and read permission on the run's DAG
+    run_page = f"/mm2/runs/mm2_failover/{quote(run_id, safe='')}"
+    outsider = af.login("outsider")
+    for path in (run_page, run_page + "/report.json", "/mm2/"):
+        status, body = af.get(path)
+        assert status == 401 and names["group"] not in body, (path, status, body[:300])
+    for path in (run_page, run_page + "/report.json"):
+        status, body = af.get(path, outsider)
+        assert status == 403 and names["group"] not in body, (path, status, body[:300])
+    status, body = af.get("/mm2/", outsider)  # logged in: the index, without the runs of the hidden DAG
+    assert status == 200 and run_id not in body and names["group"] not in body, body[:300]
+    status, body = af.get(run_page, af.token)
+    assert status == 200 and names["group"] in body
+
     shots = run_root / "e2e-ui" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
+            # 0. no login: the report page answers 401 and shows no report data
+            anonymous = browser.new_page()
+            resp = anonymous.goto(f"{af.base}{run_page}")
+            assert resp.status == 401 and names["group"] not in anonymous.content()
+            anonymous.close()
+
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.set_default_timeout(45_000)
+            # Airflow's own login form (the simple auth manager's), as the admin
+            page.goto(f"{af.base}/auth/login")
+            page.get_by_role("textbox").first.fill("admin")
+            page.locator("input[type=password]").fill(af.passwords["admin"])
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(lambda u: "/auth/" not in u)
 
             # 1. the DAG's grid: every task of the run is listed
             page.goto(f"{af.base}/dags/mm2_failover")
@@ -261,7 +316,7 @@ def test_failover_run_in_the_real_ui(request, run_root, names):
             frame = page.frame_locator("iframe").first
             expect(frame.locator("table.runs")).to_contain_text(run_id)
             expect(frame.locator("table.runs")).to_contain_text("SUCCEEDED")
-            expect(frame.locator("footer")).to_contain_text("not behind Airflow's login")
+            expect(frame.locator("footer")).to_contain_text("the DAGs your login may read")
             page.screenshot(path=str(shots / "2-plugin-runs.png"), full_page=True)
 
             # 3. the run's "Failover report" tab: the per-group table names the group

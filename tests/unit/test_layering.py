@@ -27,7 +27,7 @@ LAYERS = {
     # Airflow glue and entry points
     "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
             "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "tasks", "params", "metrics",
-            "ui", "cli", "__main__", "jobs.latest_checkpoints", "jobs.warm_up"},
+            "ui", "ui_access", "cli", "__main__", "jobs.latest_checkpoints", "jobs.warm_up"},
 }
 ORDER = ["core", "io", "run", "top"]
 

@@ -61,7 +61,9 @@ def client(tmp_path):
     _write_drill(root, "scheduled__2026-11-01", "2026-11-01T03:00:05+00:00", 80, 12.5)
     outer = FastAPI()
     outer.mount("/mm2", ui.create_app(root))  # as Airflow's API server mounts plugin apps
-    return TestClient(outer)
+    c = TestClient(outer)
+    c.root = root
+    return c
 
 
 def test_index_lists_failover_and_drill_runs_escaped(client):
@@ -73,8 +75,39 @@ def test_index_lists_failover_and_drill_runs_escaped(client):
     assert "/mm2/runs/mm2_failover/manual__2026-11-23T08_00_00_2B00_00" not in t  # folder name, quoted once
     assert "href='/mm2/runs/mm2_failover/manual__2026-11-23T08_00_00%2B00_00'" in t
     assert "<script" not in t
-    assert "not behind Airflow&#x27;s login" in t
+    assert "the DAGs your login may read" in t
     assert "default-src 'none'" in r.headers["content-security-policy"]
+
+
+class OnlyDrills:
+    """An access rule (the shape of mm2_failover.ui_access.AirflowAccess): logged in, may read the drill DAG only."""
+
+    open = False
+
+    @staticmethod
+    def get_user() -> str:
+        return "reader"
+
+    def can_read(self, user, dag_id: str) -> bool:
+        assert user == "reader"
+        return dag_id == "mm2_failover_drill"
+
+
+def test_a_reader_sees_only_the_runs_of_dags_they_may_read_and_gets_403_on_the_others(client):
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    outer = FastAPI()
+    outer.mount("/mm2", ui.create_app(client.root, access=OnlyDrills()))
+    c = TestClient(outer)
+    t = c.get("/mm2/").text
+    assert "scheduled__2026-11-01" in t and "manual__2026-11-23T08:00:00+00:00" not in t
+    assert "scheduled__2026-11-01" in c.get("/mm2/drills").text
+    r = c.get("/mm2/runs/mm2_failover/manual__2026-11-23T08:00:00+00:00")
+    assert r.status_code == 403 and "orders" not in r.text and "may not read the runs of mm2_failover" in r.text
+    r = c.get("/mm2/runs/mm2_failover/manual__2026-11-23T08:00:00+00:00/report.json")
+    assert r.status_code == 403 and "orders" not in r.text
+    assert c.get("/mm2/runs/mm2_failover_drill/scheduled__2026-11-01").status_code == 200
 
 
 def test_run_page_per_group_table_and_links(client):
