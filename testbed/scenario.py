@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from mm2_failover import checkpoints as cpf
 from mm2_failover.kafka_io import TP, Cluster
 from mm2_failover.naming import checkpoints_topic
-from mm2_failover.runfolder import RunFolder
+from mm2_failover.runfolder import CHECKPOINTS_SUMMARY, RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -288,3 +288,7 @@ def write_latest(art: RunFolder, checkpoints, alias: str = "primary") -> None:
         ("source_alias", pa.string()), ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
         ("upstream_offset", pa.int64()), ("downstream_offset", pa.int64()), ("metadata", pa.string())])),
         str(art.checkpoints / "part-0.parquet"))
+    # and the job's summary, written last (without it the answers count as a killed job's, never read)
+    art.save(CHECKPOINTS_SUMMARY, {"output": str(art.checkpoints), "records_read": len(rows), "checkpoints": len(rows),
+                                   "groups": len({(r["source_alias"], r["group"]) for r in rows}), "tombstones": 0,
+                                   "quarantined": 0, "quarantined_by_reason": {}, "regressions": 0})

@@ -124,6 +124,9 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
             for t in topics.values()}
     starts = {t: {str(p): o for (tt, p), o in sorted(snapshot.checkpoints_start.items()) if tt == t}
               for t in topics.values()}
+    # the summary says the answers are complete (the job writes it last): an old one must never vouch for the
+    # new, maybe partial, answers of a job that is killed (the plan reads answers only with their summary)
+    Path(folder.checkpoints_summary).unlink(missing_ok=True)
     options = write_options_file(target_conf, str(Path(folder.dir).resolve()))
     args = ["--bootstrap-servers", str(target_conf["bootstrap.servers"])]
     for alias, t in topics.items():

@@ -563,10 +563,18 @@ def load_latest_checkpoints(path: Path) -> list[planmod.LatestCheckpoint]:
 
 
 def selected_checkpoints(ctx: RunContext) -> list[planmod.LatestCheckpoint]:
-    """The latest checkpoints of the run's selected groups and aliases."""
+    """The latest checkpoints of the run's selected groups and aliases: only once the job's summary, which it writes
+    last and atomically (and which every submission deletes first), says it finished (a job killed while writing
+    may leave answers that are partial: never read)."""
     f = ctx.folder
     if not f.checkpoints.exists():
         raise RunFolderError(f"no latest checkpoints at {f.checkpoints}: compute_latest_checkpoints must run first")
+    summary = f.load_summary()
+    if summary is None:
+        raise RunFolderError(f"the latest checkpoints at {f.checkpoints} have no summary ({f.checkpoints_summary}): "
+                             "the Spark job did not finish (killed or failed while writing), so they may be partial "
+                             "and are not read. Run compute_latest_checkpoints again (clear the task, or the CLI's "
+                             "checkpoints step): it rewrites them.")
     aliases = set(ctx.aliases)
     return [c for c in load_latest_checkpoints(f.checkpoints) if c.source_alias in aliases and ctx.selection.selects(c.group)]
 
@@ -726,6 +734,7 @@ def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
                  ctx.folder.backup)
         faults.hit("apply.after_backup")
         res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency)
+        faults.hit("apply.after_commits")  # drills: killed between apply and verify
         ctx.folder.save("apply.json", res.as_dict())
     log.info("applied: %d group(s) written, %d already as planned, %d refused", len(res.applied), len(res.unchanged),
              len(res.refused))

@@ -168,6 +168,7 @@ def drill_run(tmp_path, monkeypatch):
         {"source_alias": "primary", "group": g, "topic": "primary.t", "partition": p, "upstream_offset": u,
          "downstream_offset": d, "metadata": "", "checkpoint_timestamp": datetime(2026, 11, 23, 9, 0)}
         for g, p, u, d in cps]), str(folder.checkpoints / "part-0.parquet"))
+    folder.save("latest_checkpoints.summary.json", {"output": str(folder.checkpoints), "quarantined": 0})  # the job's, last
     t, cp = "primary.t", "primary.checkpoints.internal"
     folder.save_snapshot(Snapshot("2026-11-23T10:00:00+00:00", {"primary": cp}, {(cp, 0): 4}, {(cp, 0): 0}, {t: 2},
                                   {(t, 0): 0, (t, 1): 0}, {(t, 0): 100, (t, 1): 100},

@@ -48,7 +48,6 @@ class LatestCheckpointsOperator(LatestCheckpointsJobOperator):
             snap = f.load_snapshot()
         except ValueError as e:
             raise AirflowFailException(str(e)) from None
-        f.checkpoints_summary.unlink(missing_ok=True)
         with job_submission(ctx.params, f, snap, ctx.target.conf) as sub:
             try:
                 self.run_job(context, sub, remote)

@@ -1,0 +1,55 @@
+"""Outputs a killed process may have left half-written are never read (issue 18, fault drill 2): the Spark job's
+answers count only once its summary - written last, atomically - says so. Pure rules on a run folder, no cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from mm2_failover import steps
+from mm2_failover.checkpoints import Checkpoint
+from mm2_failover.config import RunParams
+from mm2_failover.run import RunContext
+from mm2_failover.runfolder import RunFolder, RunFolderError
+from testbed.scenario import write_latest
+
+CONFS = {"target": {"bootstrap.servers": "127.0.0.1:9"}, "source": {"bootstrap.servers": "127.0.0.1:9"}}
+
+
+def ctx_with_answers(tmp_path) -> RunContext:
+    folder = RunFolder(tmp_path / "run")
+    write_latest(folder, [Checkpoint("orders-app", "primary.orders", 0, 40, 39, "")])
+    return RunContext.from_cli(RunParams(groups_regex="orders-app"), folder.dir, CONFS, 1.0)
+
+
+def test_answers_with_their_summary_are_read(tmp_path):
+    ctx = ctx_with_answers(tmp_path)
+    assert [(c.group, c.downstream_offset) for c in steps.selected_checkpoints(ctx)] == [("orders-app", 39)]
+
+
+def test_answers_without_the_jobs_summary_are_refused_naming_the_folder_and_what_to_do(tmp_path):
+    ctx = ctx_with_answers(tmp_path)
+    ctx.folder.checkpoints_summary.unlink()  # the job was killed after writing answers, before its summary
+    with pytest.raises(RunFolderError) as e:
+        steps.selected_checkpoints(ctx)
+    msg = str(e.value)
+    assert str(ctx.folder.checkpoints) in msg and "did not finish" in msg and "compute_latest_checkpoints" in msg
+
+
+def test_every_job_submission_first_deletes_the_old_summary_so_a_killed_rerun_is_never_vouched_for(tmp_path):
+    """A rerun killed while rewriting the answers must not leave the previous run's summary beside them."""
+    from types import SimpleNamespace
+
+    from mm2_failover.spark import job_submission
+
+    ctx = ctx_with_answers(tmp_path)
+    assert ctx.folder.checkpoints_summary.exists()
+    snap = SimpleNamespace(checkpoints_topics={"primary": "primary.checkpoints.internal"},
+                           checkpoints_end={("primary.checkpoints.internal", 0): 5},
+                           checkpoints_start={("primary.checkpoints.internal", 0): 0})
+    sub = job_submission(ctx.params, ctx.folder, snap, CONFS["target"])
+    try:
+        assert not ctx.folder.checkpoints_summary.exists()
+        with pytest.raises(RunFolderError, match="did not finish"):
+            steps.selected_checkpoints(ctx)
+    finally:
+        sub.cleanup()
