@@ -160,6 +160,8 @@ class Process:
     popen: subprocess.Popen | None = None
 
     def start(self, env: dict | None = None) -> None:
+        """Start it, its output appended to its log. It gets SIGTERM when the *thread* that started it ends
+        (PR_SET_PDEATHSIG): start bed processes from a thread that outlives them (not a ``threading.Timer``)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         out = open(self.log_path, "ab")
         self.popen = subprocess.Popen(
@@ -494,6 +496,20 @@ class Bed(StartedInContext):
             self.mm2.popen.kill()
             self.mm2.popen.wait(15)
             log.info("killed %s (SIGKILL)", self.mm2.name)
+
+    def kill_target(self) -> None:
+        """SIGKILL the target broker (a crash: no clean shutdown); :meth:`restart_target` brings it back."""
+        proc = self.target.process
+        if proc and proc.alive:
+            proc.popen.kill()
+            proc.popen.wait(15)
+            log.info("killed %s (SIGKILL)", proc.name)
+
+    def restart_target(self, timeout: float = 90.0) -> None:
+        """Start the target broker again on its data, ports and settings; returns when it answers."""
+        self.target.start()
+        self._wait(lambda: broker_ready(self.target_bootstrap), self.target.process, timeout,
+                   "did not answer again")
 
     def stop_source(self) -> None:
         """Stop the source broker (disaster scenarios)."""

@@ -4,7 +4,8 @@ Off unless the environment variable ``MM2_FAILOVER_FAULT`` names the point: ``ki
 process itself there (the way a host crash or an OOM kill would end it), ``sleep<N>@<point>`` pauses it N seconds
 (to hold a lock while another writer tries). Several, comma-separated. The points are named where they are hit:
 ``rollback.after_delete_group``, ``rollback.locked``, ``apply.after_backup``, ``apply.locked``,
-``archive.after_files``, ... Never set it in
+``apply.after_commits``, ``archive.after_files``, ``alter.after_group`` (each group committed), ``job.after_answers`` (the Spark job's
+driver), ``state.before_publish``, ... Never set it in
 production.
 """
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from mm2_failover import faults
 from mm2_failover.plan import TP, Commit
 from mm2_failover.reachability import SourceUnreachable
 
@@ -416,6 +417,7 @@ class Cluster:
                 continue
             bad = {f"{tp.topic}[{tp.partition}]": str(tp.error) for tp in res.topic_partitions if tp.error}
             out[g] = f"partition errors: {bad}" if bad else None
+            faults.hit("alter.after_group")  # drills: a crash (or a broker lost) with some groups written
         return out
 
     def alter_exact(self, offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:

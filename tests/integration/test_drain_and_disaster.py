@@ -4,6 +4,7 @@ unreplicated records, and the source cluster lost (disaster mode)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -60,7 +61,63 @@ def on_own_bed(own_bed, monkeypatch):
     return own_bed
 
 
-def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions(on_own_bed, capfd):
+def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(on_own_bed):
+    """Fault drill 1 (issue 18): the target broker SIGKILLed while the CLI's apply commits group by group (one
+    request at a time, a pause after each: fault point ``alter.after_group``), after the first group was written;
+    the run fails; the broker is restarted; the retry moves the other groups, leaves the first as it is, keeps the
+    backup of the state before the run, and reads every planned group back at its planned offsets."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    b = on_own_bed
+    target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+    groups = ["brk-a", "brk-b", "brk-c"]
+    prep = scenario.prepare(b.source_bootstrap, b.target_bootstrap, group=groups[0], topic="brk", partitions=2,
+                            produced=30, consumed_upto={0: 30, 1: 12})
+    for g in groups[1:]:
+        scenario.consume_and_commit(b.source_bootstrap, g, "brk", {0: 20, 1: 5})
+        scenario.wait_checkpointed(target, b.checkpoints_topic, g, prep.replica_topic, 2)
+    run = b.run_dir / "killed-broker-run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "plugins")
+    cmd = [sys.executable, "-m", "mm2_failover", "--source-bootstrap", b.source_bootstrap, "--target-bootstrap",
+           b.target_bootstrap, "--timeout", "8", "apply", "--run-dir", str(run), "--groups-regex", "brk-.*",
+           "--drain-quiet-seconds", "1", "--translation", "checkpoint", "--apply-concurrency", "1"]
+    log = run.parent / "killed-broker-run.log"
+    with open(log, "wb") as out:
+        p = subprocess.Popen(cmd, env={**env, "MM2_FAILOVER_FAULT": "sleep12@alter.after_group"}, stdout=out,
+                             stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 240
+        while not target.committed(groups[0]):  # the first group written; the apply pauses after it
+            assert p.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+        b.kill_target()
+        assert p.wait(120) != 0, log.read_text()[-3000:]  # the run fails: its next request finds no broker
+    finally:
+        if p.poll() is None:
+            p.kill()
+        b.restart_target()
+    target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+    assert not target.committed(groups[1]) and not target.committed(groups[2])
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)  # the retry
+    assert r.returncode == 0, r.stderr[-3000:]
+    planned: dict = {}
+    for line in (run / "plan.csv").read_text().splitlines():
+        g, t, part, o = line.split(",")
+        planned.setdefault(g, {})[(t, int(part))] = int(o)
+    assert sorted(planned) == groups
+    assert {g: target.committed(g) for g in groups} == planned
+    backup = json.loads((run / "backup.json").read_text())
+    assert sorted(backup["groups"]) == groups  # taken once, before the first write: nothing was committed then
+    report = json.loads((run / "report.json").read_text())
+    assert report["outcome"] == "succeeded" and report["totals"]["committed"] == 6
+
+
+def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_and_passes_once_restarted(on_own_bed,
+                                                                                                          capfd):
     b = on_own_bed
     scenario.prepare(b.source_bootstrap, b.target_bootstrap, group="lost-app", topic="payments", partitions=2,
                      produced=40, consumed_upto={0: 40, 1: 20})
@@ -78,6 +135,33 @@ def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions(o
     assert {p: (r["source_end"], r["replica_end"], r["state"]) for p, r in rows.items()} == {
         0: (55, 40, "replication behind"), 1: (55, 40, "replication behind")}
     assert all(r["replicated"] == 39 for r in rows.values())  # MM2's own progress record
+
+    # fault drill 5 (issue 18): MM2 comes back while the sensor waits; it catches up and the sensor passes
+    # (started from a thread that lives as long as the DAG run: the bed ties its processes to the starting
+    # thread with PR_SET_PDEATHSIG, so MM2 started by a short-lived timer thread would be stopped at once)
+    done = threading.Event()
+
+    def restart_mm2_while_the_sensor_waits() -> None:
+        time.sleep(4.0)
+        b.start_mm2()
+        done.wait()
+
+    restarter = threading.Thread(target=restart_mm2_while_the_sensor_waits)
+    restarter.start()
+    try:
+        dr = localenv.run_dag("mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
+                                               "drain_timeout_seconds": 150, "dry_run": True})
+    finally:
+        done.set()
+        restarter.join()
+        b.stop_mm2()  # its thread ended: stop it in order and start it again from this one for the next test
+        b.start_mm2()
+    assert dr.state == "success", localenv.task_states("mm2_failover", dr.run_id)
+    out = capfd.readouterr().out
+    assert "replication behind" in out  # a poke saw MM2 behind before it caught up
+    drained = json.loads((run_dir("mm2_failover", dr.run_id) / "drain.json").read_text())
+    assert drained["drained"] and not drained["disaster"]
+    assert {r["partition"]: (r["source_end"], r["replica_end"]) for r in drained["rows"]} == {0: (55, 55), 1: (55, 55)}
 
 
 def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own_bed, capfd):

@@ -107,6 +107,32 @@ def test_job_is_bounded_handles_tombstones_quarantines_bad_records_and_reports_r
     assert rows[(g, 0)]["downstream_offset"] == real[0].downstream_offset
 
 
+def test_a_driver_killed_mid_run_leaves_nothing_the_plan_reads_and_its_retry_answers_the_same(prepared,
+                                                                                               monkeypatch):
+    """Fault drill 2 (issue 18): the Spark driver SIGKILLed right after writing its answers, before its summary
+    (fault point ``job.after_answers``): the answers on disk are not read by the next step; the retry rewrites
+    them and they are MM2's checkpoints of the group."""
+    from mm2_failover.runfolder import RunFolderError
+
+    p = prepared
+    g = p.names["group"]
+    ctx = p.ctx()
+    snap = steps.capture_snapshot(ctx)
+    monkeypatch.setenv("MM2_FAILOVER_FAULT", "kill@job.after_answers")
+    with job_submission(ctx.params, p.art, snap, p.target.conf) as sub:
+        assert spark_submit("local[2]", sub) not in (0, 3)  # the driver died
+    assert p.art.checkpoints.exists() and not p.art.checkpoints_summary.exists()
+    with pytest.raises(RunFolderError, match="did not finish"):
+        steps.make_plan(ctx)
+    monkeypatch.delenv("MM2_FAILOVER_FAULT")
+    with job_submission(ctx.params, p.art, snap, p.target.conf) as sub:  # the task's retry
+        assert spark_submit("local[2]", sub) == 0
+    rows = {r["partition"]: r["downstream_offset"] for r in read_parquet(p.art.checkpoints) if r["group"] == g}
+    assert rows == {part: c.downstream_offset for part, c in p.prep[g].checkpoints.items()}
+    assert {(r.topic, r.partition) for r in steps.make_plan(ctx).rows if r.group == g} == \
+        {(p.prep[g].replica_topic, part) for part in rows}
+
+
 # ------------------------------------------------------------------------------------------ the driver's checks
 
 

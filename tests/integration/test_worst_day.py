@@ -412,6 +412,45 @@ def test_a_second_writer_on_the_same_target_waits_then_refuses_naming_the_first(
     assert target.committed(g) == {(other, 0): 777}
 
 
+def test_a_run_killed_between_backup_and_apply_converges_and_a_rerun_after_success_changes_nothing(bed, target,
+                                                                                                    failed_over):
+    """Fault drills 3 and 8 (issue 18), with the CLI's real processes: the run's process SIGKILLed after its backup,
+    before any commit (fault point ``apply.after_backup``), then its retry SIGKILLed after the commits, before the
+    verify (``apply.after_commits``); the next retry keeps the backup from before the run and reports; the whole run
+    again after that success writes nothing new and reports the same."""
+    f = failed_over
+    grp = f"k{f.g['rb0'][1:7]}-killed"  # outside the fixture's regex
+    scenario.consume_and_commit(bed.source_bootstrap, grp, f.prep.topic, {0: 30, 1: 8})
+    scenario.wait_checkpointed(target, bed.checkpoints_topic, grp, f.rt, 2)
+    run = f.run.parent / f"killed-{grp}"
+    args = ("apply", "--run-dir", str(run), "--groups-regex", grp, "--translation", "checkpoint")
+    r = on_bed(bed, *args, env={"MM2_FAILOVER_FAULT": "kill@apply.after_backup"})
+    assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-2000:])
+    backup = json.loads((run / "backup.json").read_text())
+    assert target.committed(grp) == {} and set(backup["groups"]) == {grp}  # nothing written yet; the prior state kept
+
+    # the retry, killed in turn between its commits and the verify (fault point ``apply.after_commits``)
+    r = on_bed(bed, *args, env={"MM2_FAILOVER_FAULT": "kill@apply.after_commits"})
+    assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-2000:])
+    planned = {(t, int(p)): int(o) for line in (run / "plan.csv").read_text().splitlines()
+               for (_g, t, p, o) in [line.split(",")]}
+    assert target.committed(grp) == planned and len(planned) == 2 and not (run / "report.json").exists()
+
+    r = on_bed(bed, *args)  # and its retry
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert target.committed(grp) == planned
+    assert json.loads((run / "backup.json").read_text()) == backup  # never replaced by the post-apply state
+    first = json.loads((run / "report.json").read_text())
+    assert first["outcome"] == "succeeded" and first["totals"]["committed"] == 2
+
+    r = on_bed(bed, *args)  # the run cleared and run again after its success
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert target.committed(grp) == planned
+    again = json.loads((run / "report.json").read_text())
+    for k in ("outcome", "totals", "groups", "partitions", "warnings"):
+        assert again.get(k) == first.get(k), k
+
+
 def on_bed_popen(bed, *args, env=None):
     e = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
     e.update({"PYTHONPATH": str(REPO / "plugins"), **(env or {})})

@@ -58,6 +58,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mm2_failover import faults
 from mm2_failover.checkpoints import REASONS
 
 OPTIONS_ENV = "MM2_FAILOVER_SPARK_KAFKA_OPTIONS"
@@ -561,6 +562,7 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
                             F.count(F.when(F.col("metadata").isNull(), 1)).alias("md"))
     lap("plan")
     latest.write.mode("overwrite").parquet(args.output)
+    faults.hit("job.after_answers")  # a driver killed here leaves answers without their summary: never read
     lap("read_decode_aggregate_write")
     c, w = counts.get, written.get
     lap("observations")
