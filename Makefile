@@ -4,6 +4,7 @@ SHELL := /bin/bash
 export PYTHONPATH := $(CURDIR)/plugins:$(CURDIR)
 PY := $(CURDIR)/.venv/bin/python
 SPARK ?= connect
+SECURED ?=
 
 .PHONY: setup demo test test-unit bench bed clean
 
@@ -11,7 +12,7 @@ setup:
 	@scripts/setup.sh
 
 demo: setup
-	$(PY) -m testbed.demo --spark $(SPARK)
+	$(PY) -m testbed.demo --spark $(SPARK) $(if $(SECURED),--secured)
 
 test: setup
 	$(PY) -m pytest

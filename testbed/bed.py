@@ -81,6 +81,41 @@ def free_port() -> int:
     raise BedError("no free loopback port after 100 tries")
 
 
+# A bed started with acls=True: Kafka's StandardAuthorizer, nothing allowed without an ACL. The PLAINTEXT listeners
+# (MM2, the bed's and the tests' own clients, the controller) authenticate as ANONYMOUS, a super user; the SCRAM
+# user on the SASL_PLAINTEXT listener - the pipeline's principal - gets exactly the ACLs a test grants.
+ACL_BROKER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "false",
+    "super.users": "User:ANONYMOUS",
+}
+
+
+def set_acls(bed, bindings, create: bool) -> None:
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                       ResourcePatternType, ResourceType)
+
+    from mm2_failover.kafka_io import Cluster
+
+    ops = {"Read": AclOperation.READ, "Describe": AclOperation.DESCRIBE, "Delete": AclOperation.DELETE,
+           "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS}
+    kinds = {"Topic": ResourceType.TOPIC, "Group": ResourceType.GROUP, "Cluster": ResourceType.BROKER}
+    by_cluster: dict[str, list] = {}
+    for b in bindings:
+        kind = AclBinding if create else AclBindingFilter
+        by_cluster.setdefault(b.cluster, []).append(kind(
+            kinds[b.resource], b.name, ResourcePatternType.PREFIXED if b.prefixed else ResourcePatternType.LITERAL,
+            f"User:{SCRAM_USER}", "*", ops[b.operation], AclPermissionType.ALLOW))
+    for cluster, acls in by_cluster.items():
+        c = Cluster({"bootstrap.servers": bed.source_bootstrap if cluster == "source" else bed.target_bootstrap},
+                    cluster)
+        futs = c.admin.create_acls(acls) if create else c.admin.delete_acls(acls)
+        for f in futs.values():
+            f.result(30)
+        log.info("%s %d ACL(s) on %s", "granted" if create else "revoked", len(acls), cluster)
+    time.sleep(1.0)  # ACLs reach the authorizer through the metadata log: a moment
+
+
 def _pdeathsig() -> None:  # runs in the child between fork and exec
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -315,6 +350,7 @@ class Bed(StartedInContext):
         mm2: dict | None = None,
         jars_root: Path = DEFAULT_JARS,
         start_mm2: bool = True,
+        acls: bool = False,
     ):
         stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
         self.run_dir = Path(run_dir) if run_dir else DEFAULT_RUNS / stamp
@@ -323,6 +359,9 @@ class Bed(StartedInContext):
         self.jars = kafka_jars(jars_root)
         self.source = Broker(source_alias, self.run_dir, self.jars)
         self.target = Broker(target_alias, self.run_dir, self.jars)
+        if acls:
+            for b in (self.source, self.target):
+                b.extra.update(ACL_BROKER)
         self.mm2_overrides = dict(mm2 or {})
         self.with_mm2 = start_mm2
         self.mm2: Process | None = None
@@ -510,6 +549,14 @@ class Bed(StartedInContext):
         self.target.start()
         self._wait(lambda: broker_ready(self.target_bootstrap), self.target.process, timeout,
                    "did not answer again")
+
+    def grant(self, bindings) -> None:
+        """Create ACLs for :data:`SCRAM_USER` (the pipeline's principal) on a bed started with ``acls=True``:
+        ``bindings`` are :class:`mm2_failover.acls.Binding` (source or target each)."""
+        set_acls(self, bindings, create=True)
+
+    def revoke(self, bindings) -> None:
+        set_acls(self, bindings, create=False)
 
     def stop_source(self) -> None:
         """Stop the source broker (disaster scenarios)."""

@@ -11,6 +11,11 @@ source jars, warmed with the job's own plans: ``testbed.spark_connect``) and def
 DAG runs its Spark job on that server (the demo checks that the job's summary says so). ``--spark local``
 (``make demo SPARK=local``): spark-submit in local mode.
 
+``--secured`` (``make demo SECURED=1``): both clusters run Kafka's StandardAuthorizer (nothing allowed without an
+ACL) and the DAG reaches them over SASL_PLAINTEXT (SCRAM-SHA-512) as a principal holding exactly the README's
+least-privilege ACLs (``mm2_failover.acls``) for the demo's topic and group; MM2 and the scenario's own clients use
+the PLAINTEXT listener (a super user).
+
 ``--spark cluster`` (``make demo SPARK=cluster``) also starts a Spark standalone cluster (one master, one
 worker, from the pinned pyspark) in the bed's run folder and points ``spark_default`` at it: the same DAG
 then runs its Spark job on the cluster (and the demo checks that the master lists the application FINISHED).
@@ -38,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
                          "(master + 1 worker) in the bed's run folder and submit to it (default connect)")
     ap.add_argument("--spark-master", default=os.environ.get("SPARK_MASTER", "local[2]"),
                     help="Spark master for spark_default with --spark local (default local[2])")
+    ap.add_argument("--secured", action="store_true",
+                    help="ACLs on both clusters; the DAG connects over SASL/SCRAM with the least-privilege ACLs only")
     ap.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "demo" / time.strftime("%Y%m%d-%H%M%S"))
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -50,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.monotonic()
     spark = {"mode": args.spark}
-    with Bed(run_dir=args.workdir / "bed") as bed, contextlib.ExitStack() as stack:
+    with Bed(run_dir=args.workdir / "bed", acls=args.secured) as bed, contextlib.ExitStack() as stack:
         master, spark_conf = args.spark_master, {}
         if args.spark == "cluster":
             from testbed.spark_cluster import SparkCluster
@@ -75,6 +82,19 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.update(env)  # before Airflow is imported: this process becomes the Airflow "worker"
         localenv.migrate_db(env)
         prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias=bed.source_alias)
+        if args.secured:
+            from mm2_failover.acls import bindings
+            from mm2_failover.naming import ReplicationPolicy
+            from testbed.bed import SCRAM_USER, scram_conf
+
+            granted = bindings(ReplicationPolicy(bed.source_alias), bed.target_alias, [prep.topic], [prep.group])
+            bed.grant(granted)
+            os.environ["AIRFLOW_CONN_KAFKA_SOURCE"] = json.dumps(
+                {"conn_type": "kafka", "extra": scram_conf(bed.source.sasl_bootstrap)})
+            os.environ["AIRFLOW_CONN_KAFKA_TARGET"] = json.dumps(
+                {"conn_type": "kafka", "extra": scram_conf(bed.target.sasl_bootstrap)})
+            print(f"secured: ACLs on both clusters; the DAG connects as User:{SCRAM_USER} over SASL_PLAINTEXT "
+                  f"(SCRAM-SHA-512) with {len(granted)} ACL(s):\n  " + "\n  ".join(map(str, granted)), flush=True)
         dagrun = localenv.run_dag("mm2_failover", {"source_alias": bed.source_alias, "drain_quiet_seconds": 2,
                                                    "mm2_config": str(bed.run_dir / "mm2" / "mm2.properties")})
         target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
@@ -103,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
               "re_read": sum(r.re_read for r in rows),
               "re_read_by_mm2_checkpoints": sum(max(0, r.source_committed - r.checkpoint_downstream)
                                                 for r in rows if r.checkpoint_downstream is not None),
-              "partitions": [r.as_dict() for r in rows], "spark": spark, "seconds": round(time.monotonic() - t0, 1)}
+              "partitions": [r.as_dict() for r in rows], "spark": spark, "secured": args.secured, "seconds": round(time.monotonic() - t0, 1)}
     (args.workdir / "demo_result.json").write_text(json.dumps(result, indent=2))
     print("\n" + "=" * 78)
     print(f"mm2_failover DAG run {dagrun.run_id}: {dagrun.state}  ({result['seconds']} s in all)")

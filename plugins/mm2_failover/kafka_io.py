@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from mm2_failover import faults
+from mm2_failover.acls import phrase
 from mm2_failover.plan import TP, Commit
 from mm2_failover.reachability import SourceUnreachable
 
@@ -49,7 +50,8 @@ class MissingTopics(LookupError):
 
     def __init__(self, cluster: str, topics: Iterable[str]):
         self.topics = sorted(topics)
-        super().__init__(f"{cluster}: topic(s) not found: {', '.join(self.topics)}")
+        super().__init__(f"{cluster}: topic(s) not found: {', '.join(self.topics)} (on a cluster with ACLs, Kafka "
+                         "also leaves out the topics the principal may not Describe)")
 
 
 
@@ -149,14 +151,21 @@ def admin(conf: dict, errors: _Errors | None = None, name: str = "cluster"):
     return _construct(AdminClient, c, name)
 
 
-def classify(conf: dict, what: str, err, errors: _Errors | None = None, client=None) -> Exception:
+def classify(conf: dict, what: str, err, errors: _Errors | None = None, client=None,
+             need: "str | dict[str, str] | None" = None) -> Exception:
     """The exception for a failed call: authentication/ACL and TLS problems are errors of configuration, never
-    'unreachable'; for a timeout or a transport failure, the client's recorded errors say which it was."""
+    'unreachable'; for a timeout or a transport failure, the client's recorded errors say which it was. ``need``:
+    the permission the call needs (:func:`mm2_failover.acls.phrase`), or one per resource type
+    (``{"Group": ..., "Topic": ...}``) when the refusal's code says which was missing."""
     code, text = _code(err), _text(err)
     where = describe_conf(conf)
     if code.endswith("_AUTHORIZATION_FAILED"):
+        if isinstance(need, dict):
+            need = need.get(code.split("_", 1)[0].capitalize())
+        lacks = f"needs {need}" if need else "lacks a permission"
         return KafkaAuthError(f"{what}: not authorized at {where} ({code}: {text}). The connection's principal "
-                              "lacks a permission: see the README's ACL table for what the pipeline needs.")
+                              f"{lacks}: grant it (the README's 'Least-privilege ACLs' lists what the pipeline "
+                              "needs), then retry.")
     if code in _AUTH:
         return KafkaAuthError(f"{what}: authentication failed at {where} ({text}). Check the connection's sasl.* "
                               "settings (mechanism, user name, password).")
@@ -182,7 +191,7 @@ def classify(conf: dict, what: str, err, errors: _Errors | None = None, client=N
 
 
 def _result(fut: Future, conf: dict, what: str, timeout: float = TIMEOUT_S, errors: _Errors | None = None,
-            client=None):
+            client=None, need=None):
     from confluent_kafka import KafkaException
 
     try:
@@ -196,7 +205,7 @@ def _result(fut: Future, conf: dict, what: str, timeout: float = TIMEOUT_S, erro
         err = e.args[0] if e.args else e
         c = _code(err)
         if c in _UNREACHABLE or c in _AUTH or c.endswith("_AUTHORIZATION_FAILED") or c == "_SSL":
-            raise classify(conf, what, err, errors, client) from None
+            raise classify(conf, what, err, errors, client, need) from None
         raise
 
 
@@ -219,8 +228,8 @@ class Cluster:
             self._admin = admin(self.conf, self.errors, self.name)
         return self._admin
 
-    def _result(self, fut: Future, what: str):
-        return _result(fut, self.conf, f"{self.name}: {what}", self.timeout, self.errors, self._admin)
+    def _result(self, fut: Future, what: str, need=None):
+        return _result(fut, self.conf, f"{self.name}: {what}", self.timeout, self.errors, self._admin, need)
 
     def _fail(self, what: str, e: Exception) -> Exception:
         from confluent_kafka import KafkaError, KafkaException
@@ -255,7 +264,7 @@ class Cluster:
         from confluent_kafka import TopicCollection
 
         futs = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self.timeout)
-        return str(self._result(futs[topic], f"describe topic {topic}").topic_id)
+        return str(self._result(futs[topic], f"describe topic {topic}", phrase("Describe", "Topic", topic)).topic_id)
 
     def topic_config(self, topic: str) -> dict[str, str]:
         """The topic's effective configuration (name -> value)."""
@@ -263,7 +272,8 @@ class Cluster:
 
         futs = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)],
                                            request_timeout=self.timeout)
-        res = self._result(next(iter(futs.values())), f"describe configs of topic {topic}")
+        res = self._result(next(iter(futs.values())), f"describe configs of topic {topic}",
+                           phrase("DescribeConfigs", "Topic", topic))
         return {k: e.value for k, e in res.items()}
 
     def partitions(self, topics: Iterable[str]) -> list[TP]:
@@ -284,7 +294,9 @@ class Cluster:
             return {}
         s = OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest()
         futs = self.admin.list_offsets({TopicPartition(t, p): s for t, p in tps}, request_timeout=self.timeout)
-        return {(tp.topic, tp.partition): self._result(f, f"list {spec} offsets").offset for tp, f in futs.items()}
+        need = phrase("Describe", "Topic", {t for t, _p in tps})
+        return {(tp.topic, tp.partition): self._result(f, f"list {spec} offsets", need).offset
+                for tp, f in futs.items()}
 
     def offset_for_time(self, tp: TP, timestamp_ms: int) -> int | None:
         """The first offset of ``tp`` whose record timestamp is >= ``timestamp_ms`` (None: no such record)."""
@@ -293,7 +305,8 @@ class Cluster:
 
         futs = self.admin.list_offsets({TopicPartition(*tp): OffsetSpec.for_timestamp(timestamp_ms)},
                                        request_timeout=self.timeout)
-        off = self._result(next(iter(futs.values())), f"find the offset of time {timestamp_ms} in {tp}").offset
+        off = self._result(next(iter(futs.values())), f"find the offset of time {timestamp_ms} in {tp}",
+                           phrase("Describe", "Topic", tp[0])).offset
         return None if off < 0 else off
 
     def create_topic(self, topic: str, partitions: int = 1, config: dict | None = None) -> None:
@@ -330,7 +343,7 @@ class Cluster:
         futs = self.admin.describe_consumer_groups(groups, request_timeout=self.timeout)
         for g, f in futs.items():
             try:
-                d = self._result(f, f"describe group {g}")
+                d = self._result(f, f"describe group {g}", phrase("Describe", "Group", g))
             except KafkaException as e:
                 if _code(e.args[0]) == "GROUP_ID_NOT_FOUND":
                     out[g] = GroupState(g, "UNKNOWN")
@@ -377,7 +390,7 @@ class Cluster:
             return self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
                                                           request_timeout=self.timeout)[g]
 
-        out = {g: self._commits(self._result(fut, f"committed offsets of {g}"))
+        out = {g: self._commits(self._result(fut, f"committed offsets of {g}", phrase("Describe", "Group", g)))
                for g, fut in _windowed(list(groups), submit, window)}
         with_metadata = sorted(g for g, cs in out.items() if any(c.metadata for c in cs.values()))
         if with_metadata:
@@ -409,16 +422,30 @@ class Cluster:
 
         for g, fut in _windowed(sorted(offsets), submit, window):
             try:
-                res = self._result(fut, f"alter offsets of {g}")
+                res = self._result(fut, f"alter offsets of {g}", self._commit_needs(g, offsets[g]))
             except (KafkaUnavailable, KafkaConfigError):
                 raise
             except Exception as e:  # the broker refused the group (e.g. it has live members)
                 out[g] = f"{type(e).__name__}: {e}"
                 continue
+            self._refused_topics(g, res.topic_partitions)
             bad = {f"{tp.topic}[{tp.partition}]": str(tp.error) for tp in res.topic_partitions if tp.error}
             out[g] = f"partition errors: {bad}" if bad else None
             faults.hit("alter.after_group")  # drills: a crash (or a broker lost) with some groups written
         return out
+
+    @staticmethod
+    def _commit_needs(group: str, offsets) -> dict[str, str]:
+        return {"Group": phrase("Read", "Group", group), "Topic": phrase("Read", "Topic", {t for t, _p in offsets})}
+
+    def _refused_topics(self, group: str, parts) -> None:
+        """A commit refused by an ACL comes back per partition (Read on the topic, or Read on the group on every
+        partition): an error of configuration, never one group's refusal."""
+        denied = sorted({tp.topic for tp in parts if tp.error and _code(tp.error).endswith("_AUTHORIZATION_FAILED")})
+        if denied:
+            err = next(tp.error for tp in parts if tp.error and tp.topic == denied[0])
+            raise classify(self.conf, f"{self.name}: alter offsets of {group}", err, self.errors, self._admin,
+                           {"Group": phrase("Read", "Group", group), "Topic": phrase("Read", "Topic", denied)})
 
     def alter_exact(self, offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
         """Commit offsets with their metadata byte for byte, through Kafka's Java AdminClient (``jvm/
@@ -439,7 +466,8 @@ class Cluster:
                 raise KafkaException(KafkaError(KafkaError._FAIL, err))
             return {tp: None for tp in offsets}
         futs = self.admin.alter_consumer_group_offsets([self._request(group, offsets)], request_timeout=self.timeout)
-        res = self._result(futs[group], f"alter offsets of {group}")
+        res = self._result(futs[group], f"alter offsets of {group}", self._commit_needs(group, offsets))
+        self._refused_topics(group, res.topic_partitions)
         return {(tp.topic, tp.partition): (str(tp.error) if tp.error else None) for tp in res.topic_partitions}
 
     def delete_group(self, group: str, missing_ok: bool = False) -> None:
@@ -448,7 +476,7 @@ class Cluster:
 
         futs = self.admin.delete_consumer_groups([group], request_timeout=self.timeout)
         try:
-            self._result(futs[group], f"delete group {group}")
+            self._result(futs[group], f"delete group {group}", phrase("Delete", "Group", group))
         except KafkaException as e:
             if not (missing_ok and _code(e.args[0]) == "GROUP_ID_NOT_FOUND"):
                 raise
@@ -510,7 +538,11 @@ class Cluster:
                             if tp in todo and (stop_at_eof or m.offset() >= todo[tp]):
                                 todo.pop(tp)
                             continue
-                        raise classify(self.conf, f"{self.name}: read {tp}", m.error(), errors, c)
+                        if m.topic() is None and m.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                            continue  # librdkafka looks up the group's coordinator though this reader commits
+                            # nothing (explicit offsets): the pipeline's principal needs no ACL on that group
+                        raise classify(self.conf, f"{self.name}: read {tp}", m.error(), errors, c,
+                                       phrase("Read", "Topic", tp[0]) if m.topic() else None)
                     if tp not in todo:
                         continue
                     if m.offset() >= todo[tp]:
@@ -612,7 +644,7 @@ def read_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, dict[TP, 
             done.add(f[1])
         else:
             raise classify(cluster.conf, f"{cluster.name}: committed offsets of {f[1]} (Java client)",
-                           _JavaError(f[2]), cluster.errors)
+                           _JavaError(f[2]), cluster.errors, need=phrase("Describe", "Group", f[1]))
     missing = sorted(set(groups) - done)
     if missing:
         raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not read {', '.join(missing[:5])}")

@@ -243,7 +243,9 @@ def check_against_cluster(conf: dict, topics: dict[str, str], end: dict[str, dic
             raise BadArguments(f"partition(s) that do not exist: {', '.join(bad_parts)}")
         tps = [(t, p) for t, ps in end.items() for p in ps]
         lo, hi = c.offsets(tps, "earliest"), c.offsets(tps, "latest")
-    except (KafkaUnavailable, KafkaConfigError) as e:
+    except KafkaConfigError as e:  # refused (authentication, a missing ACL) or misconfigured: retrying won't help
+        raise BadArguments(str(e)) from None
+    except KafkaUnavailable as e:
         raise Unreachable(str(e)) from None
     except MissingTopics as e:
         raise BadArguments(str(e)) from None
@@ -760,7 +762,9 @@ def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> d
             raise BadArguments(f"checkpoints topic(s) {missing} do not exist on the target")
         tps = [(t, p) for t in topics.values() for p in range(existing[t])]
         hi = c.offsets(tps, "latest")
-    except (KafkaUnavailable, KafkaConfigError) as e:
+    except KafkaConfigError as e:  # refused (authentication, a missing ACL) or misconfigured: retrying won't help
+        raise BadArguments(str(e)) from None
+    except KafkaUnavailable as e:
         raise Unreachable(str(e)) from None
     out: dict[str, dict[int, int]] = {}
     for (t, p) in tps:
@@ -776,7 +780,9 @@ def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict)
     try:
         c = Cluster(conf, "target", args.timeout)
         ids = {t: c.topic_id(t) for t in topics.values()}
-    except (KafkaUnavailable, KafkaConfigError) as e:
+    except KafkaConfigError as e:  # refused (authentication, a missing ACL) or misconfigured: retrying won't help
+        raise BadArguments(str(e)) from None
+    except KafkaUnavailable as e:
         raise Unreachable(str(e)) from None
     root = StateRoot(Path(args.state_dir))
     try:
@@ -793,6 +799,27 @@ def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict)
     for ch in choices:
         tail_start[ch.topic] = dict(ch.read_from)
     return plan, tail_start
+
+
+def not_authorized(e: Exception, topics: dict[str, str]) -> str | None:
+    """The message for Spark's Kafka source refused by an ACL (Kafka's Java consumer reading the checkpoints topics,
+    which the driver's librdkafka checks could only Describe), or None for any other failure."""
+    import re
+
+    text = str(e)
+    m = re.search(r"(Topic|Group)AuthorizationException:?\s*([^\n]*)", text)
+    if not m:
+        return None
+    from mm2_failover.acls import phrase
+
+    if m.group(1) == "Group":
+        need = "Read on the Spark consumer's group (group.id / groupIdPrefix in the Kafka options)"
+    else:
+        named = sorted(set(re.findall(r"[\w.\-]+", m.group(2).split("[", 1)[-1])) & set(topics.values()))
+        need = phrase("Read", "Topic", named or sorted(topics.values()))
+    return (f"Spark's Kafka source was not authorized on the target ({m.group(1)}AuthorizationException: "
+            f"{m.group(2).strip()[:300]}). The connection's principal needs {need}: grant it (the README's "
+            "'Least-privilege ACLs' lists what the pipeline needs), then retry.")
 
 
 def main(argv: list[str] | None = None, remote: str | None = None) -> int:
@@ -821,6 +848,12 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
     session_seconds = round(time.monotonic() - t_session, 3)
     try:
         summary = run(spark, args, topics, end, start, java, state=state)
+    except Exception as e:  # noqa: BLE001 - Spark's Kafka source refused by an ACL: say which, no traceback
+        refused = not_authorized(e, topics)
+        if not refused:
+            raise
+        print(f"latest_checkpoints: {refused}", file=sys.stderr)
+        return EXIT_BAD_ARGS
     finally:
         spark.stop()  # on Spark Connect: this client's session only; the server keeps serving
         if remote:  # leave the caller's process (and what it starts later) as it was

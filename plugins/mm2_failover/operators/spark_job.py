@@ -49,12 +49,26 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
         self.jars = ",".join(config.spark_jars())
         self.conf = {**sub.conf, **(self.conf or {})}
         self.env_vars = {**(self.env_vars or {}), **sub.env}
+        from airflow.exceptions import AirflowException, AirflowFailException
+
+        from mm2_failover.jobs.latest_checkpoints import EXIT_BAD_ARGS
+
+        final = ("the latest-checkpoints job refused its arguments, settings or permissions (exit code "
+                 f"{EXIT_BAD_ARGS}; its message is in the log above): a retry would not help - fix them, then clear "
+                 "the task")
         if remote is None:
-            super().execute(context)
+            try:
+                super().execute(context)
+            except AirflowException as e:  # the provider's "Cannot execute: ... Error code is: N."
+                if f"Error code is: {EXIT_BAD_ARGS}." in str(e):
+                    raise AirflowFailException(final) from None
+                raise
             return
         from mm2_failover.jobs.latest_checkpoints import main as job_main
 
         rc = job_main(sub.args, remote=remote)  # this process is the server's client
+        if rc == EXIT_BAD_ARGS:
+            raise AirflowFailException(final)
         if rc:
             raise RuntimeError(f"the latest-checkpoints job failed on Spark Connect with exit code {rc} "
                                "(see the log above)")

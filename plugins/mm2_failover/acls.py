@@ -1,0 +1,107 @@
+"""The least-privilege Kafka ACLs of the pipeline's principal: one table, the one place that says what it needs.
+
+Used by the error messages (``kafka_io`` names the permission a refused call lacks, with :func:`phrase`), by the
+secured bed of the tests (:func:`bindings` grants exactly these, and the test removes one at a time), and by the
+README's table (a unit test keeps the two equal).
+
+Kafka's rules this relies on: Read, Write, Delete and Alter on a resource imply Describe on it; AlterConfigs implies
+DescribeConfigs. Metadata and ListGroups never fail for lack of a permission: they leave out the topics and groups
+the principal cannot Describe - so a missing Describe looks like a missing topic or group (the messages say so).
+
+Per source alias ``<a>`` (MM2's default replication policy shown; the identity policy names replicas like their
+source topics), and ``<groups>`` the groups the run may move (a literal name each, or one prefixed pattern):
+
+1. source: Read on each source topic - the drain check's end offsets, and exact translation compares the records
+   around a group's position with their replicas;
+2. source: Describe on each group - is it live, and its committed offsets (drain, exact translation, report);
+3. source: Read on ``mm2-offset-syncs.<target>.internal`` - exact translation and the sync archive read MM2's syncs;
+4. target: Read on ``<a>.checkpoints.internal`` - the Spark job (Kafka's Java consumer) and the end-offset capture;
+5. target: DescribeConfigs on ``<a>.checkpoints.internal`` - the pre-flight audit of its retention;
+6. target: Read on ``mm2-offsets.<a>.internal`` - MM2's own progress, for the drain check;
+7. target: Read on each replica topic ``<a>.<topic>`` - committing offsets needs Read on the topic (and the exact
+   translation reads replica records to check them);
+8. target: Read on each group - committing its offsets (Read implies the Describe of the live check and backup);
+9. target: Delete on each group - the rollback deletes a group before re-committing its prior offsets.
+
+Nothing on the Cluster resource, no Write anywhere, no topic creation: the pipeline writes only consumer group
+offsets. MM2 itself needs its own, wider ACLs (it creates and writes topics); they are not the pipeline's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RESOURCES = ("Topic", "Group", "Cluster")
+OPERATIONS = ("Read", "Describe", "DescribeConfigs", "Delete")
+
+
+@dataclass(frozen=True)
+class Need:
+    """One permission of the pipeline's principal: on ``cluster`` (source/target), ``operation`` on ``resource``
+    ``name`` (a template: ``<a>`` the source alias, ``<target>`` the target alias, ``<topic>`` each source topic,
+    ``<group>`` each group)."""
+
+    rule: int
+    cluster: str
+    resource: str
+    name: str
+    operation: str
+    why: str
+
+
+NEEDS = (
+    Need(1, "source", "Topic", "<topic>", "Read",
+         "end offsets (drain check); exact translation compares records with their replicas"),
+    Need(2, "source", "Group", "<group>", "Describe", "live check and committed offsets on the source"),
+    Need(3, "source", "Topic", "mm2-offset-syncs.<target>.internal", "Read",
+         "MM2's offset syncs: exact translation, the sync archive"),
+    Need(4, "target", "Topic", "<a>.checkpoints.internal", "Read", "MM2's checkpoints: the Spark job, end offsets"),
+    Need(5, "target", "Topic", "<a>.checkpoints.internal", "DescribeConfigs", "pre-flight audit of its retention"),
+    Need(6, "target", "Topic", "mm2-offsets.<a>.internal", "Read", "MM2's replication progress (drain check)"),
+    Need(7, "target", "Topic", "<a>.<topic>", "Read", "committing offsets on the replica topics; checking records"),
+    Need(8, "target", "Group", "<group>", "Read", "committing the groups' offsets (and describing them)"),
+    Need(9, "target", "Group", "<group>", "Delete", "rollback: delete a group before re-committing its prior offsets"),
+)
+
+
+def phrase(operation: str, resource: str, names) -> str:
+    """``Read on Group 'orders-app'``: what a refused call needed, for the error message."""
+    if operation not in OPERATIONS or resource not in RESOURCES:
+        raise ValueError(f"unknown permission {operation} on {resource}")
+    names = [names] if isinstance(names, str) else sorted(set(names))
+    shown = ", ".join(repr(n) for n in names[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
+    return f"{operation} on {resource} {shown}"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One concrete ACL to grant: ``operation`` on ``resource`` ``name`` (literal, or every name starting with it
+    when ``prefixed``) on ``cluster``."""
+
+    cluster: str
+    resource: str
+    name: str
+    operation: str
+    prefixed: bool = False
+    rule: int = 0
+
+    def __str__(self) -> str:
+        pattern = "prefixed" if self.prefixed else "literal"
+        return f"{self.cluster}: {self.operation} on {self.resource} {self.name!r} ({pattern})"
+
+
+def bindings(policy, target_alias: str, topics: list[str], groups: list[str],
+             group_prefix: str | None = None) -> list[Binding]:
+    """The ACLs of :data:`NEEDS` for concrete names: ``policy`` the flow's :class:`~mm2_failover.naming.
+    ReplicationPolicy` (it names the replica and MM2 topics), ``topics`` the source topics, ``groups`` the groups
+    (or every group starting with ``group_prefix``)."""
+    names = {
+        "<topic>": [(t, False) for t in topics],
+        "<group>": [(group_prefix, True)] if group_prefix else [(g, False) for g in groups],
+        "mm2-offset-syncs.<target>.internal": [(policy.offset_syncs_topic(target_alias), False)],
+        "<a>.checkpoints.internal": [(policy.checkpoints_topic, False)],
+        "mm2-offsets.<a>.internal": [(policy.mm2_offsets_topic, False)],
+        "<a>.<topic>": [(policy.replica_topic(t), False) for t in topics],
+    }
+    return [Binding(n.cluster, n.resource, name, n.operation, prefixed, n.rule)
+            for n in NEEDS for name, prefixed in names[n.name]]

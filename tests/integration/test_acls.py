@@ -1,0 +1,102 @@
+"""Issue 18, secured clusters: both clusters run Kafka's StandardAuthorizer with nothing allowed without an ACL; the
+pipeline reaches both over SASL_PLAINTEXT (SCRAM-SHA-512) as a principal that holds exactly the ACLs of
+``mm2_failover.acls`` (the README's 'Least-privilege ACLs'). With them the failover DAG succeeds end to end -
+librdkafka and Spark's Java Kafka source alike; with one taken away, the task that needs it fails and its error
+names the missing permission and the resource. (MM2 and the bed's own clients use the PLAINTEXT listener, whose
+ANONYMOUS principal is a super user: MM2's ACLs are not the pipeline's.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mm2_failover import acls
+from mm2_failover.config import run_dir
+from mm2_failover.kafka_io import Cluster
+from mm2_failover.naming import ReplicationPolicy
+from testbed import localenv, scenario
+
+pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
+
+TOPIC = "acl-orders"
+GROUPS = ["acl-app", "acl-second", "acl-third"]
+
+
+@pytest.fixture(scope="module")
+def secured(bed, run_root):
+    """A bed of its own with ACLs; the three groups consumed part of the topic and are checkpointed; the pipeline's
+    principal granted exactly the table's ACLs for this topic and these groups."""
+    from testbed.bed import Bed
+
+    b = Bed(run_dir=run_root / "bed-acls", acls=True)
+    with b:
+        target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+        prep = scenario.prepare(b.source_bootstrap, b.target_bootstrap, group=GROUPS[0], topic=TOPIC, partitions=2,
+                                produced=60, consumed_upto={0: 40, 1: 25})
+        for g in GROUPS[1:]:
+            scenario.consume_and_commit(b.source_bootstrap, g, TOPIC, {0: 30, 1: 10})
+            scenario.wait_checkpointed(target, b.checkpoints_topic, g, prep.replica_topic, 2)
+        granted = acls.bindings(ReplicationPolicy(b.source_alias), b.target_alias, [TOPIC], GROUPS)
+        b.grant(granted)
+        yield b, prep, target, granted
+
+
+@pytest.fixture
+def as_pipeline(secured, monkeypatch):
+    """The DAG's connections: both clusters through their SASL listener, as the pipeline's principal."""
+    from testbed.bed import scram_conf
+
+    b = secured[0]
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", json.dumps(
+        {"conn_type": "kafka", "extra": scram_conf(b.source.sasl_bootstrap)}))
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TARGET", json.dumps(
+        {"conn_type": "kafka", "extra": scram_conf(b.target.sasl_bootstrap)}))
+    return secured
+
+
+def run(group: str):
+    return localenv.run_dag("mm2_failover", {"groups_regex": group, "drain_quiet_seconds": 1,
+                                             "drain_timeout_seconds": 60})
+
+
+def test_with_exactly_the_documented_acls_the_dag_fails_over_end_to_end(as_pipeline):
+    b, prep, target, _granted = as_pipeline
+    g = GROUPS[0]
+    dr = run(g)
+    assert dr.state == "success", localenv.task_states("mm2_failover", dr.run_id)
+    report = json.loads((run_dir("mm2_failover", dr.run_id) / "report.json").read_text())
+    assert report["outcome"] == "succeeded" and report["totals"]["committed"] == 2
+    committed = target.committed(g)
+    assert set(committed) == {(prep.replica_topic, 0), (prep.replica_topic, 1)}
+    for (_t, p), o in committed.items():
+        assert o <= prep.consumed_upto[p]  # never past what the group consumed: nothing lost
+
+
+@pytest.mark.parametrize("missing, task", [
+    # the Spark job's Java consumer reads the checkpoints topic: Describe kept (the capture's end offsets), Read gone
+    (4, "compute_latest_checkpoints"),
+    # committing the group's offsets on the target (Describe kept for the live check and the backup)
+    (8, "apply_group_offsets"),
+])
+def test_one_acl_missing_fails_the_task_that_needs_it_naming_the_permission_and_the_resource(as_pipeline, capfd,
+                                                                                           missing, task):
+    b, _prep, target, granted = as_pipeline
+    g = GROUPS[1] if missing == 4 else GROUPS[2]
+    need = next(x for x in granted if x.rule == missing and (x.resource != "Group" or x.name == g))
+    describe = acls.Binding(need.cluster, need.resource, need.name, "Describe")
+    b.revoke([need])
+    b.grant([describe])
+    try:
+        capfd.readouterr()
+        dr = run(g)
+        out = capfd.readouterr()
+    finally:
+        b.revoke([describe])
+        b.grant([need])
+    states = localenv.task_states("mm2_failover", dr.run_id)
+    assert dr.state == "failed" and states[task] == "failed", states
+    text = out.out + out.err
+    assert f"needs {acls.phrase(need.operation, need.resource, need.name)}" in text, text[-4000:]
+    assert "Least-privilege ACLs" in text
+    assert target.committed(g) == {}  # nothing written
