@@ -3,7 +3,7 @@ real Airflow (dag.test()). The group must resume on the target without losing a 
 
 The pipeline reaches the target through its SASL_PLAINTEXT listener (SCRAM-SHA-512), with librdkafka and with
 Spark's Java Kafka source alike, and the run leaves the password nowhere: on no process command line while it runs,
-in no task log, XCom or artifact afterwards (issue 14 item 9)."""
+in no task log, XCom, artifact or Spark event log afterwards (issue 14 item 9, issue 18)."""
 
 from __future__ import annotations
 
@@ -31,12 +31,19 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, targ
                             partitions=3, produced=120, consumed_upto={0: 30, 1: 75, 2: 120})
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TARGET", json.dumps(
         {"conn_type": "kafka", "extra": scram_conf(bed.target.sasl_bootstrap)}))
+    events = bed.run_dir / f"spark-events-{names['group']}"  # Spark's event log, on: it must not show it either
+    events.mkdir()
+    conf = {**json.loads(os.environ.get("MM2_FAILOVER_SPARK_CONF") or "{}"), "spark.eventLog.enabled": "true",
+            "spark.eventLog.compress": "false", "spark.eventLog.dir": events.as_uri()}  # plain text: searchable
+    monkeypatch.setenv("MM2_FAILOVER_SPARK_CONF", json.dumps(conf))
     with PasswordWatch(SCRAM_PASSWORD) as seen:
         dr = localenv.run_dag("mm2_failover", {"groups_regex": names["group"], "drain_quiet_seconds": 2,
                                                "mm2_config": str(bed.run_dir / "mm2" / "mm2.properties")})
     assert dr.state == "success"
     art = run_dir("mm2_failover", dr.run_id)
-    assert_password_nowhere(SCRAM_PASSWORD, seen, capfd, art, dr.run_id)
+    assert_password_nowhere(SCRAM_PASSWORD, seen, capfd, art, dr.run_id, events)
+    logged = [f for f in events.rglob("*") if f.is_file()]
+    assert logged and any(b"SparkListenerSQLExecutionStart" in f.read_bytes() for f in logged)  # plans are in it
 
     # the group resumes at the exact record after the last it consumed: MM2's offset syncs prove where it is (one
     # producer, so replica offsets equal the source's), where MM2's own checkpoints lag behind
@@ -106,7 +113,7 @@ class PasswordWatch:
         self._t.join()
 
 
-def assert_password_nowhere(password: str, seen: list[str], capfd, art, run_id: str) -> None:
+def assert_password_nowhere(password: str, seen: list[str], capfd, art, run_id: str, *more: Path) -> None:
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
@@ -114,7 +121,7 @@ def assert_password_nowhere(password: str, seen: list[str], capfd, art, run_id: 
     out = capfd.readouterr()
     assert "compute_latest_checkpoints" in out.out + out.err  # the task logs (dag.test() prints them)
     assert password not in out.out + out.err
-    for folder in (art, Path(os.environ["AIRFLOW_HOME"]) / "logs"):
+    for folder in (art, Path(os.environ["AIRFLOW_HOME"]) / "logs", *more):
         for f in folder.rglob("*"):
             if f.is_file():
                 assert password.encode() not in f.read_bytes(), f
