@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="ACLs on both clusters; the DAG connects over SASL/SCRAM with the least-privilege ACLs only")
     ap.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "demo" / time.strftime("%Y%m%d-%H%M%S"))
     args = ap.parse_args(argv)
+    args.workdir = args.workdir.resolve()  # Airflow's sqlite URL needs an absolute path
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from testbed import localenv, scenario
