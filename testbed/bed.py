@@ -55,10 +55,14 @@ SCRAM_USER = "failover"
 SCRAM_PASSWORD = "bed-Scram-Secret-7f3c"
 
 
-def scram_conf(bootstrap: str, password: str = SCRAM_PASSWORD) -> dict:
-    """librdkafka settings for a broker's SASL_PLAINTEXT listener."""
-    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512",
+def scram_conf(bootstrap: str, password: str = SCRAM_PASSWORD, ca: Path | None = None) -> dict:
+    """librdkafka settings for a broker's SASL_PLAINTEXT listener (with ``ca``: its SASL_SSL one, verified
+    against that CA file)."""
+    conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512",
             "sasl.username": SCRAM_USER, "sasl.password": password}
+    if ca is not None:
+        conf.update({"security.protocol": "SASL_SSL", "ssl.ca.location": str(ca)})
+    return conf
 
 
 class BedError(RuntimeError):
@@ -239,6 +243,8 @@ class Broker:
     sasl_port: int = field(default_factory=free_port)
     extra: dict = field(default_factory=dict)
     process: Process | None = None
+    tls: "object | None" = None  # testbed.tls.Tls: a third listener, SASL_SSL (SCRAM-SHA-512 over TLS)
+    ssl_port: int = field(default_factory=free_port)
 
     @property
     def bootstrap(self) -> str:
@@ -249,6 +255,12 @@ class Broker:
         """A second listener, SASL_PLAINTEXT with SCRAM-SHA-512 (user :data:`SCRAM_USER`): for tests of
         credentials and authentication errors. MM2 and everything else use the PLAINTEXT one."""
         return f"127.0.0.1:{self.sasl_port}"
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        """With ``tls``: the SASL_SSL listener (SCRAM-SHA-512 over TLS, the broker's certificate signed by the bed's
+        own CA ``tls.ca``), the way production clusters are reached."""
+        return f"127.0.0.1:{self.ssl_port}"
 
     @property
     def dir(self) -> Path:
@@ -279,6 +291,14 @@ class Broker:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
         }
+        if self.tls is not None:
+            props["listeners"] += f",SASL_SSL://127.0.0.1:{self.ssl_port}"
+            props["advertised.listeners"] += f",SASL_SSL://127.0.0.1:{self.ssl_port}"
+            props["listener.security.protocol.map"] += ",SASL_SSL:SASL_SSL"
+            props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"] = \
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            props["ssl.keystore.type"] = "PEM"
+            props["ssl.keystore.location"] = str(self.tls.keystore)
         props.update(self.extra)
         return props
 
@@ -351,6 +371,7 @@ class Bed(StartedInContext):
         jars_root: Path = DEFAULT_JARS,
         start_mm2: bool = True,
         acls: bool = False,
+        tls: bool = False,
     ):
         stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
         self.run_dir = Path(run_dir) if run_dir else DEFAULT_RUNS / stamp
@@ -362,6 +383,12 @@ class Bed(StartedInContext):
         if acls:
             for b in (self.source, self.target):
                 b.extra.update(ACL_BROKER)
+        self.tls = None
+        if tls:  # one CA for the bed; each broker's listener certificate signed by it
+            from testbed.tls import make
+
+            self.tls = make(self.run_dir / "tls")
+            self.source.tls = self.target.tls = self.tls
         self.mm2_overrides = dict(mm2 or {})
         self.with_mm2 = start_mm2
         self.mm2: Process | None = None

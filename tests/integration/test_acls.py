@@ -1,8 +1,10 @@
 """Issue 18, secured clusters: both clusters run Kafka's StandardAuthorizer with nothing allowed without an ACL; the
-pipeline reaches both over SASL_PLAINTEXT (SCRAM-SHA-512) as a principal that holds exactly the ACLs of
+pipeline reaches both over SASL_SSL - SCRAM-SHA-512 over TLS, the brokers' certificate signed by the bed's own CA,
+verified by librdkafka and by Spark's Java Kafka source - as a principal that holds exactly the ACLs of
 ``mm2_failover.acls`` (the README's 'Least-privilege ACLs'). With them the failover DAG succeeds end to end -
 librdkafka and Spark's Java Kafka source alike; with one taken away, the task that needs it fails and its error
-names the missing permission and the resource. (MM2 and the bed's own clients use the PLAINTEXT listener, whose
+names the missing permission and the resource; a CA that did not sign the broker's certificate is a TLS error naming
+the cluster, never disaster mode. (MM2 and the bed's own clients use the PLAINTEXT listener, whose
 ANONYMOUS principal is a super user: MM2's ACLs are not the pipeline's.)"""
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def secured(bed, run_root):
     principal granted exactly the table's ACLs for this topic and these groups."""
     from testbed.bed import Bed
 
-    b = Bed(run_dir=run_root / "bed-acls", acls=True)
+    b = Bed(run_dir=run_root / "bed-acls", acls=True, tls=True)
     with b:
         target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
         prep = scenario.prepare(b.source_bootstrap, b.target_bootstrap, group=GROUPS[0], topic=TOPIC, partitions=2,
@@ -44,14 +46,14 @@ def secured(bed, run_root):
 
 @pytest.fixture
 def as_pipeline(secured, monkeypatch):
-    """The DAG's connections: both clusters through their SASL listener, as the pipeline's principal."""
+    """The DAG's connections: both clusters through their SASL_SSL listener, as the pipeline's principal."""
     from testbed.bed import scram_conf
 
     b = secured[0]
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", json.dumps(
-        {"conn_type": "kafka", "extra": scram_conf(b.source.sasl_bootstrap)}))
+        {"conn_type": "kafka", "extra": scram_conf(b.source.ssl_bootstrap, ca=b.tls.ca)}))
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TARGET", json.dumps(
-        {"conn_type": "kafka", "extra": scram_conf(b.target.sasl_bootstrap)}))
+        {"conn_type": "kafka", "extra": scram_conf(b.target.ssl_bootstrap, ca=b.tls.ca)}))
     return secured
 
 
@@ -100,3 +102,23 @@ def test_one_acl_missing_fails_the_task_that_needs_it_naming_the_permission_and_
     assert f"needs {acls.phrase(need.operation, need.resource, need.name)}" in text, text[-4000:]
     assert "Least-privilege ACLs" in text
     assert target.committed(g) == {}  # nothing written
+
+
+def test_a_source_certificate_signed_by_another_ca_is_a_tls_error_never_disaster_mode(as_pipeline, monkeypatch,
+                                                                                      capfd, tmp_path):
+    from testbed.bed import scram_conf
+    from testbed.tls import make
+
+    b, _prep, target, _granted = as_pipeline
+    other = make(tmp_path / "other-ca", cn="not the bed's CA")
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", json.dumps(
+        {"conn_type": "kafka", "extra": scram_conf(b.source.ssl_bootstrap, ca=other.ca)}))
+    capfd.readouterr()
+    dr = run(GROUPS[2])
+    out = capfd.readouterr()
+    text = out.out + out.err
+    states = localenv.task_states("mm2_failover", dr.run_id)
+    assert dr.state == "failed" and states["verify_producers_drained"] == "failed", states
+    assert "TLS with" in text and b.source.ssl_bootstrap in text and "ssl." in text, text[-4000:]
+    assert "DISASTER MODE" not in text
+    assert target.committed(GROUPS[2]) == {}
