@@ -53,6 +53,10 @@ logger.reflections.level = error
 # The SCRAM user every bed broker knows on its SASL_PLAINTEXT listener (Broker.sasl_bootstrap). A test credential.
 SCRAM_USER = "failover"
 SCRAM_PASSWORD = "bed-Scram-Secret-7f3c"
+# MirrorMaker 2's own SCRAM user: on a bed with tls=True, MM2 reaches both clusters over SASL_SSL as this user (a
+# super user when acls=True: MM2's ACLs are not the pipeline's)
+MM2_USER = "mm2"
+MM2_PASSWORD = "bed-Mm2-Secret-21d9"
 
 
 def scram_conf(bootstrap: str, password: str = SCRAM_PASSWORD, ca: Path | None = None) -> dict:
@@ -86,12 +90,13 @@ def free_port() -> int:
 
 
 # A bed started with acls=True: Kafka's StandardAuthorizer, nothing allowed without an ACL. The PLAINTEXT listeners
-# (MM2, the bed's and the tests' own clients, the controller) authenticate as ANONYMOUS, a super user; the SCRAM
-# user on the SASL_PLAINTEXT listener - the pipeline's principal - gets exactly the ACLs a test grants.
+# (the bed's and the tests' own clients, the controller, and MM2 unless tls=True) authenticate as ANONYMOUS, a super
+# user, and so is MM2's own user; the SCRAM user :data:`SCRAM_USER` - the pipeline's principal - gets exactly the
+# ACLs a test grants.
 ACL_BROKER = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "allow.everyone.if.no.acl.found": "false",
-    "super.users": "User:ANONYMOUS",
+    "super.users": f"User:ANONYMOUS;User:{MM2_USER}",
 }
 
 
@@ -306,6 +311,7 @@ class Broker:
         cfg = self.dir / "server.properties"
         return java_cmd(self.jars, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(cfg),
                         "--standalone", "--add-scram", f"SCRAM-SHA-512=[name={SCRAM_USER},password={SCRAM_PASSWORD}]",
+                        "--add-scram", f"SCRAM-SHA-512=[name={MM2_USER},password={MM2_PASSWORD}]",
                         heap="256m", log4j=self.dir / "log4j2.properties")
 
     def prepare(self) -> None:
@@ -475,6 +481,17 @@ class Bed(StartedInContext):
             "config.storage.replication.factor": "1",
             "status.storage.replication.factor": "1",
         }
+        if self.tls is not None:  # MM2 with its own credentials, over TLS, like production
+            for alias, broker in ((s, self.source), (t, self.target)):
+                props.update({
+                    f"{alias}.bootstrap.servers": broker.ssl_bootstrap,
+                    f"{alias}.security.protocol": "SASL_SSL",
+                    f"{alias}.sasl.mechanism": "SCRAM-SHA-512",
+                    f"{alias}.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                                 f'username="{MM2_USER}" password="{MM2_PASSWORD}";',
+                    f"{alias}.ssl.truststore.type": "PEM",
+                    f"{alias}.ssl.truststore.location": str(self.tls.ca),
+                })
         props.update(self.mm2_overrides)
         return props
 

@@ -4,8 +4,8 @@ verified by librdkafka and by Spark's Java Kafka source - as a principal that ho
 ``mm2_failover.acls`` (the README's 'Least-privilege ACLs'). With them the failover DAG succeeds end to end -
 librdkafka and Spark's Java Kafka source alike; with one taken away, the task that needs it fails and its error
 names the missing permission and the resource; a CA that did not sign the broker's certificate is a TLS error naming
-the cluster, never disaster mode. (MM2 and the bed's own clients use the PLAINTEXT listener, whose
-ANONYMOUS principal is a super user: MM2's ACLs are not the pipeline's.)"""
+the cluster, never disaster mode. (MM2 replicates over SASL_SSL as its own user, a super user; the bed's own clients
+use the PLAINTEXT listener, whose ANONYMOUS principal is one too: MM2's ACLs are not the pipeline's.)"""
 
 from __future__ import annotations
 
@@ -65,6 +65,9 @@ def run(group: str):
 def test_with_exactly_the_documented_acls_the_dag_fails_over_end_to_end(as_pipeline):
     b, prep, target, _granted = as_pipeline
     g = GROUPS[0]
+    mm2 = (b.run_dir / "mm2" / "mm2.properties").read_text()  # MM2 replicates over TLS with credentials of its own
+    assert "primary.security.protocol=SASL_SSL" in mm2 and "backup.security.protocol=SASL_SSL" in mm2
+    assert 'username="mm2"' in mm2 and 'username="failover"' not in mm2
     dr = run(g)
     assert dr.state == "success", localenv.task_states("mm2_failover", dr.run_id)
     report = json.loads((run_dir("mm2_failover", dr.run_id) / "report.json").read_text())
