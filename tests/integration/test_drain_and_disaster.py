@@ -164,6 +164,60 @@ def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_a
     assert {r["partition"]: (r["source_end"], r["replica_end"]) for r in drained["rows"]} == {0: (55, 55), 1: (55, 55)}
 
 
+def test_source_lost_mid_run_fails_the_run_and_an_explicit_disaster_re_trigger_completes(on_own_bed, capfd):
+    """Fault drill 6 (issue 18): the run decided at its drain check that the source is reachable; the source broker is
+    then stopped (a real process, mid-run, while the Spark job runs). The run fails at the next gate that needs the
+    source - it never switches to disaster mode by itself; re-triggered with ``source_reachable=no`` it completes in
+    disaster mode and reports the loss window."""
+    b = on_own_bed
+    g = "mid-app"
+    scenario.prepare(b.source_bootstrap, b.target_bootstrap, group=g, topic="midrun", partitions=1, produced=20,
+                     consumed_upto={0: 12})
+    t0 = time.time()
+    stopped = threading.Event()
+
+    def stop_the_source_once_drained() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not stopped.is_set():
+            for f in artifacts_root().glob("mm2_failover/*/drain.json"):
+                try:
+                    if f.stat().st_mtime >= t0 and json.loads(f.read_text()).get("drained"):
+                        b.stop_source()
+                        stopped.set()
+                        return
+                except (OSError, ValueError):
+                    pass
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=stop_the_source_once_drained)
+    watcher.start()
+    try:
+        dr = localenv.run_dag("mm2_failover", {"groups_regex": g, "drain_quiet_seconds": 1})
+    finally:
+        stopped.set()
+        watcher.join()
+    out = capfd.readouterr().out
+    states = localenv.task_states("mm2_failover", dr.run_id)
+    assert dr.state == "failed" and states["verify_producers_drained"] == "success", states
+    assert states["apply_group_offsets"] != "success"
+    assert "DISASTER MODE" not in out and "source primary" in out
+    art = run_dir("mm2_failover", dr.run_id)
+    from mm2_failover.run import REACHABILITY
+    from mm2_failover.runfolder import RunFolder
+
+    assert RunFolder(art).decision(REACHABILITY)["aliases"]["primary"]["decision"] == "reachable"  # never downgraded
+    target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+    assert target.committed(g) == {}  # nothing written
+
+    dr = localenv.run_dag("mm2_failover", {"groups_regex": g, "drain_quiet_seconds": 1, "source_reachable": "no"})
+    assert dr.state == "success", localenv.task_states("mm2_failover", dr.run_id)
+    report = json.loads((run_dir("mm2_failover", dr.run_id) / "report.json").read_text())
+    assert any(w.startswith("DISASTER MODE") for w in report["warnings"])
+    assert report["rpo"]["seconds_since_newest_replicated_record"] is not None
+    committed = target.committed(g)
+    assert set(committed) == {("primary.midrun", 0)} and committed[("primary.midrun", 0)] <= 12  # nothing skipped
+
+
 def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own_bed, capfd):
     b = on_own_bed
     target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
