@@ -400,7 +400,7 @@ def test_mm2_runs_dedicated_mode_with_the_beds_properties(services):
     assert props["sync.group.offsets.enabled"] == "false"
     assert props["primary->backup.enabled"] == "true"
     # exactly the bed's settings, with the compose services as bootstrap servers
-    bed = types.SimpleNamespace(source_alias="primary", target_alias="backup", mm2_overrides={},
+    bed = types.SimpleNamespace(source_alias="primary", target_alias="backup", mm2_overrides={}, tls=None,
                                 source_bootstrap=props.get("primary.bootstrap.servers"),
                                 target_bootstrap=props.get("backup.bootstrap.servers"))
     assert props == Bed.mm2_properties(bed)
