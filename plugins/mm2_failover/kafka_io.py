@@ -428,7 +428,7 @@ class Cluster:
             except Exception as e:  # the broker refused the group (e.g. it has live members)
                 out[g] = f"{type(e).__name__}: {e}"
                 continue
-            self._refused_topics(g, res.topic_partitions)
+            self._raise_if_acl_refused(g, res.topic_partitions)
             bad = {f"{tp.topic}[{tp.partition}]": str(tp.error) for tp in res.topic_partitions if tp.error}
             out[g] = f"partition errors: {bad}" if bad else None
             faults.hit("alter.after_group")  # drills: a crash (or a broker lost) with some groups written
@@ -438,7 +438,7 @@ class Cluster:
     def _commit_needs(group: str, offsets) -> dict[str, str]:
         return {"Group": phrase("Read", "Group", group), "Topic": phrase("Read", "Topic", {t for t, _p in offsets})}
 
-    def _refused_topics(self, group: str, parts) -> None:
+    def _raise_if_acl_refused(self, group: str, parts) -> None:
         """A commit refused by an ACL comes back per partition (Read on the topic, or Read on the group on every
         partition): an error of configuration, never one group's refusal."""
         denied = sorted({tp.topic for tp in parts if tp.error and _code(tp.error).endswith("_AUTHORIZATION_FAILED")})
@@ -467,7 +467,7 @@ class Cluster:
             return {tp: None for tp in offsets}
         futs = self.admin.alter_consumer_group_offsets([self._request(group, offsets)], request_timeout=self.timeout)
         res = self._result(futs[group], f"alter offsets of {group}", self._commit_needs(group, offsets))
-        self._refused_topics(group, res.topic_partitions)
+        self._raise_if_acl_refused(group, res.topic_partitions)
         return {(tp.topic, tp.partition): (str(tp.error) if tp.error else None) for tp in res.topic_partitions}
 
     def delete_group(self, group: str, missing_ok: bool = False) -> None:

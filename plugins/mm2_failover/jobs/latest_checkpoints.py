@@ -50,6 +50,7 @@ be reached or refused us; 5 records of the range were deleted since the snapshot
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -225,30 +226,38 @@ def kafka_options(args: argparse.Namespace) -> tuple[dict[str, str], dict]:
 # ------------------------------------------------------------------------------------------ the cluster, before Spark
 
 
+@contextlib.contextmanager
+def driver_check():
+    """The driver's own calls to the cluster (librdkafka, before Spark): refused (authentication, a missing ACL) or
+    misconfigured is a bad argument - retrying won't help (exit 2); unreachable is exit 4."""
+    from mm2_failover.kafka_io import KafkaConfigError, KafkaUnavailable
+
+    try:
+        yield
+    except KafkaConfigError as e:
+        raise BadArguments(str(e)) from None
+    except KafkaUnavailable as e:
+        raise Unreachable(str(e)) from None
+
+
 def check_against_cluster(conf: dict, topics: dict[str, str], end: dict[str, dict[int, int]],
                           start: dict[str, dict[int, int]], timeout: float = 15.0) -> dict[str, dict[int, int]]:
     """Every topic and partition exists; every end offset is within [log start, log end]; no record of the range
     was deleted since the snapshot. Returns the start offsets to read from (captured, or the current log start)."""
-    from mm2_failover.kafka_io import Cluster, KafkaConfigError, KafkaUnavailable, MissingTopics
+    from mm2_failover.kafka_io import Cluster, MissingTopics
 
-    try:
+    with driver_check():
         c = Cluster(conf, "target", timeout)
         existing = c.topics()
         missing = sorted(t for t in end if t not in existing)
         if missing:
-            raise MissingTopics("target", missing)
+            raise BadArguments(str(MissingTopics("target", missing)))
         bad_parts = sorted(f"{t}[{p}] (the topic has {existing[t]})" for t, ps in end.items() for p in ps
                            if p >= existing[t])
         if bad_parts:
             raise BadArguments(f"partition(s) that do not exist: {', '.join(bad_parts)}")
         tps = [(t, p) for t, ps in end.items() for p in ps]
         lo, hi = c.offsets(tps, "earliest"), c.offsets(tps, "latest")
-    except KafkaConfigError as e:  # refused (authentication, a missing ACL) or misconfigured: retrying won't help
-        raise BadArguments(str(e)) from None
-    except KafkaUnavailable as e:
-        raise Unreachable(str(e)) from None
-    except MissingTopics as e:
-        raise BadArguments(str(e)) from None
     out: dict[str, dict[int, int]] = {}
     for (t, p) in tps:
         e_, l_, h_ = end[t][p], lo[(t, p)], hi[(t, p)]
@@ -752,9 +761,9 @@ def prepare(argv: list[str] | None = None):
 
 def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> dict[str, dict[int, int]]:
     """Every partition of the checkpoints topics and its current log end (the refresh reads up to there)."""
-    from mm2_failover.kafka_io import Cluster, KafkaConfigError, KafkaUnavailable
+    from mm2_failover.kafka_io import Cluster
 
-    try:
+    with driver_check():
         c = Cluster(conf, "target", timeout)
         existing = c.topics()
         missing = sorted(t for t in topics.values() if t not in existing)
@@ -762,10 +771,6 @@ def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> d
             raise BadArguments(f"checkpoints topic(s) {missing} do not exist on the target")
         tps = [(t, p) for t in topics.values() for p in range(existing[t])]
         hi = c.offsets(tps, "latest")
-    except KafkaConfigError as e:  # refused (authentication, a missing ACL) or misconfigured: retrying won't help
-        raise BadArguments(str(e)) from None
-    except KafkaUnavailable as e:
-        raise Unreachable(str(e)) from None
     out: dict[str, dict[int, int]] = {}
     for (t, p) in tps:
         out.setdefault(t, {})[p] = hi[(t, p)]
@@ -774,16 +779,12 @@ def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> d
 
 def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict) -> tuple[StatePlan, dict]:
     """Which state version each alias starts from (:func:`mm2_failover.state.choose`), and where its tail starts."""
-    from mm2_failover.kafka_io import Cluster, KafkaConfigError, KafkaUnavailable
+    from mm2_failover.kafka_io import Cluster
     from mm2_failover.state import StateRoot, choose
 
-    try:
+    with driver_check():
         c = Cluster(conf, "target", args.timeout)
         ids = {t: c.topic_id(t) for t in topics.values()}
-    except KafkaConfigError as e:  # refused (authentication, a missing ACL) or misconfigured: retrying won't help
-        raise BadArguments(str(e)) from None
-    except KafkaUnavailable as e:
-        raise Unreachable(str(e)) from None
     root = StateRoot(Path(args.state_dir))
     try:
         versions = root.versions()
