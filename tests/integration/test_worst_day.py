@@ -412,6 +412,39 @@ def test_a_second_writer_on_the_same_target_waits_then_refuses_naming_the_first(
     assert target.committed(g) == {(other, 0): 777}
 
 
+def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_its_group(bed, target, failed_over,
+                                                                                       capfd):
+    """Fault drill 7 (issue 18), a failover (the DAG) and a rollback (the CLI, another process) at once on one target:
+    the rollback holds the target's writer lock; the DAG's apply waits for it, is refused naming the rollback, and its
+    retry - once the rollback let go - moves the group."""
+    from testbed import localenv
+
+    f = failed_over
+    grp = f"d{f.g['rb0'][1:7]}-dagcli"  # outside the fixture's regex
+    scenario.consume_and_commit(bed.source_bootstrap, grp, f.prep.topic, {0: 25, 1: 6})
+    scenario.wait_checkpointed(target, bed.checkpoints_topic, grp, f.rt, 2)
+    g = f.groups[2]
+    holder = on_bed_popen(bed, "rollback", "--backup", str(f.backup_of(g)),
+                          env={"MM2_FAILOVER_FAULT": "sleep40@rollback.locked"})
+    try:
+        time.sleep(5)  # the rollback holds the lock now, for 40 s
+        capfd.readouterr()
+        dr = localenv.run_dag("mm2_failover", {"groups_regex": grp, "drain_quiet_seconds": 1, "lock_wait_seconds": 1,
+                                               "translation": "checkpoint"})
+        out = capfd.readouterr().out
+    finally:
+        holder.wait(120)
+    assert dr.state == "success", localenv.task_states("mm2_failover", dr.run_id)
+    assert "another writer holds the lock" in out and "rollback (cli)" in out  # a try was refused, naming it
+    from mm2_failover.config import run_dir
+
+    art = run_dir("mm2_failover", dr.run_id)
+    planned = {(t, int(p)): int(o) for line in (art / "plan.csv").read_text().splitlines()
+               for (_g, t, p, o) in [line.split(",")]}
+    assert len(planned) == 2 and target.committed(grp) == planned
+    assert json.loads((art / "report.json").read_text())["outcome"] == "succeeded"
+
+
 def test_a_run_killed_between_backup_and_apply_converges_and_a_rerun_after_success_changes_nothing(bed, target,
                                                                                                     failed_over):
     """Fault drills 3 and 8 (issue 18), with the CLI's real processes: the run's process SIGKILLed after its backup,
