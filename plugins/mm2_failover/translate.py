@@ -34,6 +34,18 @@ twice after it (an MM2 restart) cancel out. So a translation is trusted (:func:`
 
 An exact sync needs none of these: MM2 itself recorded that copy.
 
+Failing back, the same syncs are read the other way (:meth:`SyncIndex.back`): a group that consumed the replica up
+to ``D`` (the next record it reads there) resumes on the origin partition at
+
+8. the same three proofs mirrored - a sync at ``d == D`` gives ``u``; a gap-free bracket ``(u1, d1) <= D < (u2, d2)``
+   gives ``u1 + (D - d1)``; past the last sync of a drained partition, ``u + (D - d)`` when ``S - u == R - d`` - each
+   trusted only as in rules 5 and 6 (the records at ``D`` and at the answer are the same record, or no record was
+   copied twice in the range);
+9. otherwise the *sync floor*: the highest ``u`` of the syncs with ``d <= D``. MM2 copies in order, and a history
+   that restarts starts at or before where the last one stopped, so every origin record below ``u`` was copied
+   below ``d <= D`` - the group read it. It re-reads what lies between; with no such sync, nothing is proven and the
+   caller resumes at the origin's log start (loses nothing, re-reads everything).
+
 The syncs of a partition may contain several histories (MM2 restarted and copied records again, a replica topic
 recreated): only *consecutive* syncs of the sorted list form brackets, and a bracket whose downstream span differs
 from its upstream span - as any such seam does - is refused by rule 2.
@@ -50,6 +62,7 @@ EXACT_SYNC = "exact_sync"
 BRACKET = "gap_free_bracket"
 DRAINED_TAIL = "drained_tail"
 RULES = (EXACT_SYNC, BRACKET, DRAINED_TAIL)
+SYNC_FLOOR = "sync_floor"  # failing back only (rule 9)
 
 
 @dataclass(frozen=True, order=True)
@@ -127,6 +140,56 @@ class SyncIndex:
             # a tail that is not gap-free (markers, aborted batches): the drained ends bound the copy's range
             return Unproven((lo, Sync(*drained)), drained_tail=True)
         return Unproven((lo, None))
+
+    def back(self, downstream: int, drained: tuple[int, int] | None = None) -> Back | None:
+        """Failing back (rules 8-9): the origin offset at which a group that consumed this replica up to
+        ``downstream`` resumes - exact where a sync, a gap-free bracket or a drained gap-free tail proves it (the
+        caller still checks it, rule 8), else the sync floor; None when no sync lies at or below ``downstream``."""
+        floor = self.floor(downstream)
+        if floor is None:
+            return None
+        proven = self._back_proven(downstream, drained)
+        # after an MM2 restart the group may have read a record's first copy beyond D's: the floor can be higher
+        return proven if proven is not None and proven.upstream >= floor.upstream else floor
+
+    def _back_proven(self, downstream: int, drained: tuple[int, int] | None) -> Back | None:
+        at = [s for s in self.syncs if s.downstream == downstream]
+        if at:  # one copy at D: the record the group reads next is the origin's record at u
+            s = at[0]
+            return Back(s.upstream, EXACT_SYNC, (s, None))
+        # the bracket of D in the downstream order; syncs of one history are increasing in both offsets
+        by_d = sorted(self.syncs, key=lambda x: (x.downstream, x.upstream))
+        j = bisect.bisect_right([x.downstream for x in by_d], downstream)
+        lo = by_d[j - 1]
+        hi = by_d[j] if j < len(by_d) else None
+        if hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream and hi.upstream > lo.upstream:
+            return Back(lo.upstream + (downstream - lo.downstream), BRACKET, (lo, hi))
+        if hi is None and drained is not None:
+            source_end, replica_end = drained
+            if downstream <= replica_end and source_end - lo.upstream == replica_end - lo.downstream:
+                return Back(lo.upstream + (downstream - lo.downstream), DRAINED_TAIL, (lo, None))
+        return None
+
+    def floor(self, downstream: int) -> Back | None:
+        """Rule 9: the highest upstream offset of the syncs at or below ``downstream`` (None: no such sync)."""
+        below = [s for s in self.syncs if s.downstream <= downstream]
+        if not below:
+            return None
+        f = max(below, key=lambda x: x.upstream)
+        return Back(f.upstream, SYNC_FLOOR, (f, None))
+
+
+@dataclass(frozen=True)
+class Back:
+    """Where a group resumes on the origin when failing back (rules 8-9)."""
+
+    upstream: int
+    rule: str  # EXACT_SYNC, BRACKET, DRAINED_TAIL (to be trusted as rules 5-6 say) or SYNC_FLOOR (always safe)
+    bracket: tuple[Sync, Sync | None]
+
+    @property
+    def needs_evidence(self) -> bool:
+        return self.rule in (BRACKET, DRAINED_TAIL)
 
 
 RECORD_LOOKUP = "record_lookup"

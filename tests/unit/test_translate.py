@@ -249,3 +249,48 @@ def test_archive_file_names_never_contain_a_path_separator(tmp_path):
     assert [r["upstream"] for r in a.rows()] == [0, 10] and a.archived_to() == {0: 2}
     assert a.append(FakeSyncCluster(), "syncs", "source").appended == 0  # nothing new: nothing twice
     assert len(pq.read_table(str(a.dir / res.files[0]))) == 2
+
+
+# ------------------------------------------------------------------------------------------ rules 8-9: failing back
+
+
+def test_back_by_example():
+    idx = SyncIndex([(100, 0), (150, 50), (170, 60)])
+    assert idx.back(50) == tr.Back(150, tr.EXACT_SYNC, (Sync(150, 50), None))
+    assert idx.back(20) == tr.Back(120, tr.BRACKET, (Sync(100, 0), Sync(150, 50)))  # 50 copied one to one
+    assert idx.back(55) == tr.Back(150, tr.SYNC_FLOOR, (Sync(150, 50), None))  # 20 offsets became 10: no proof
+    assert idx.back(65, drained=(175, 65)) == tr.Back(175, tr.DRAINED_TAIL, (Sync(170, 60), None))
+    assert idx.back(65, drained=(180, 65)).rule == tr.SYNC_FLOOR  # the tail has gaps
+    assert SyncIndex([(100, 10)]).back(5) is None  # nothing proven below the first sync: the origin's log start
+    assert idx.back(55).needs_evidence is False and idx.back(20).needs_evidence is True
+
+
+def unread_data(kinds, replica, d: int) -> list[int]:
+    """The origin's data records a group that consumed the replica up to ``d`` has not read (no copy below d)."""
+    read = set(replica[:d])
+    return [s for s in range(len(kinds)) if kinds[s] == DATA and s not in read]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 10**9))
+def test_failing_back_never_skips_an_unread_record_and_is_exact_when_proven(seed):
+    """Rules 8-9 over random histories (transactions, compaction, MM2 restarts that copy again): for every position
+    on the replica, the origin offset loses no data record the group has not read there; a proven answer (checked
+    as the pipeline checks it: no record copied twice in its range) re-reads nothing where MM2 never copied a
+    record twice (after a re-copy the group itself read some records twice on the replica); the floor is always
+    safe."""
+    kinds, replica, syncs, _ru = simulate(seed)
+    idx = SyncIndex(syncs)
+    drained = (len(kinds), len(replica))
+    for d in range(len(replica) + 1):
+        b = idx.back(d, drained)
+        assert b is not None  # MM2 syncs its first copied record: (first, 0)
+        if b.needs_evidence:
+            lo, hi = b.bracket
+            if not no_duplicates(replica, lo.downstream, hi.downstream if hi else len(replica) - 1):
+                b = idx.floor(d)  # the pipeline refuses the arithmetic, keeps the floor
+        unread = unread_data(kinds, replica, d)
+        assert all(s >= b.upstream for s in unread), (d, b, syncs, replica)  # nothing lost
+        if b.rule != tr.SYNC_FLOOR and len(set(replica)) == len(replica):  # MM2 never copied a record twice
+            reread = [s for s in set(replica[:d]) if s >= b.upstream and kinds[s] == DATA]
+            assert reread == [], (d, b, syncs, replica)  # exact
