@@ -400,6 +400,7 @@ class Bed(StartedInContext):
         self.mm2: Process | None = None
         self.extra_mm2: list[Process] = []
         self.extra_brokers: list[Broker] = []
+        self.reverse_mm2: Process | None = None
         self._atexit = False
 
     # -- addresses ----------------------------------------------------------------------------------
@@ -521,15 +522,31 @@ class Bed(StartedInContext):
         self.extra_mm2.append(proc)
         return proc
 
-    def _start_mm2_process(self, name: str, alias: str, props: dict, timeout: float) -> Process:
+    def start_reverse_mm2(self, overrides: dict | None = None, timeout: float = 90.0) -> Process:
+        """MirrorMaker 2's ``backup->primary`` flow in a process of its own (bidirectional replication, default
+        policy: ``primary.orders`` is never copied back - a cycle -, ``orders`` written on backup arrives on primary
+        as ``backup.orders``; checkpoints in ``backup.checkpoints.internal`` on primary): failing back. Started once
+        the primary is back; stopped with the bed."""
+        s, t = self.source_alias, self.target_alias
+        props = self.mm2_properties()
+        props.update({f"{s}->{t}.enabled": "false", f"{t}->{s}.enabled": "true", f"{t}->{s}.topics": ".*",
+                      f"{t}->{s}.groups": ".*", f"{s}.offset.flush.interval.ms": "1000"})
+        props.update(overrides or {})
+        self.reverse_mm2 = self._start_mm2_process("mm2-reverse", t, props, timeout, to=(s, self.source))
+        self.extra_mm2.append(self.reverse_mm2)
+        return self.reverse_mm2
+
+    def _start_mm2_process(self, name: str, alias: str, props: dict, timeout: float,
+                           to: tuple[str, "Broker"] | None = None) -> Process:
+        to_alias, to_broker = to or (self.target_alias, self.target)
         d = self.run_dir / name
         d.mkdir(parents=True, exist_ok=True)
         write_properties(d / "mm2.properties", props)
         (d / "log4j2.properties").write_text(LOG4J2.replace("{level}", "info"))
         proc = Process(
-            f"MirrorMaker 2 ({alias}->{self.target_alias})",
+            f"MirrorMaker 2 ({alias}->{to_alias})",
             java_cmd(self.jars, "org.apache.kafka.connect.mirror.MirrorMaker", str(d / "mm2.properties"),
-                     "--clusters", self.target_alias, log4j=d / "log4j2.properties"),
+                     "--clusters", to_alias, log4j=d / "log4j2.properties"),
             d / "mm2.log",
         )
         t0 = time.monotonic()
@@ -540,8 +557,7 @@ class Bed(StartedInContext):
         if props.get("replication.policy.internal.topic.separator.enabled", "true").lower() == "false":
             internal_sep = "."  # MM2 keeps '.' for its own topics then
         cp = checkpoints_topic(alias, internal_sep)
-        self._wait(lambda: topic_exists(self.target_bootstrap, cp), proc, timeout,
-                   f"did not create {cp} on {self.target_alias}")
+        self._wait(lambda: topic_exists(to_broker.bootstrap, cp), proc, timeout, f"did not create {cp} on {to_alias}")
         log.info("%s ready in %.1fs (%s exists)", proc.name, time.monotonic() - t0, cp)
         return proc
 
@@ -606,6 +622,12 @@ class Bed(StartedInContext):
         """Stop the source broker (disaster scenarios)."""
         if self.source.process:
             self.source.process.stop()
+
+    def restart_source(self, timeout: float = 90.0) -> None:
+        """The source broker back on its data, ports and settings (the primary recovered); returns when it
+        answers."""
+        self.source.start()
+        self._wait(lambda: broker_ready(self.source_bootstrap), self.source.process, timeout, "did not answer again")
 
     def stop(self) -> None:
         for p in (*self.extra_mm2, self.mm2, *(b.process for b in self.extra_brokers), self.source.process,

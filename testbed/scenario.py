@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from mm2_failover import checkpoints as cpf
-from mm2_failover.kafka_io import TP, Cluster
+from mm2_failover.kafka_io import TP, Cluster, KafkaUnavailable
 from mm2_failover.naming import checkpoints_topic
 from mm2_failover.runfolder import CHECKPOINTS_SUMMARY, RunFolder
 
@@ -153,7 +153,7 @@ def wait_replicated(source: Cluster, target: Cluster, topic: str, replica: str, 
         try:
             src = source.offsets(source.partitions([topic]))
             dst = target.offsets(target.partitions([replica]))
-        except LookupError:
+        except (LookupError, KafkaUnavailable):  # not created yet, or just created (no leader yet)
             return None
         return src if all(dst.get((replica, p)) == o for (_, p), o in src.items()) else None
 

@@ -185,6 +185,8 @@ def add_params(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mm2-target-alias", default=d.mm2_target_alias,
                    help="MM2's alias of the target (names mm2-offset-syncs.<alias>.internal); default: discovered")
     p.add_argument("--offset-syncs-location", default=d.offset_syncs_location, choices=["source", "target"])
+    p.add_argument("--home-alias", default=d.home_alias,
+                   help="failing back: MM2's alias of the target; <home-alias>.<topic> on the source returns to <topic>")
     p.add_argument("--mm2-config", default=d.mm2_config,
                    help="MM2's mm2.properties, for the pre-flight audit (warnings in the log and the report)")
     p.add_argument("--rpo-seconds", type=non_negative_int, default=d.rpo_seconds)

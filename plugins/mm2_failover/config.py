@@ -120,6 +120,9 @@ class RunParams:
     translation: str = "exact"
     mm2_target_alias: str = ""  # MM2's alias of the target cluster (names the offset-sync topic); "": discover it
     offset_syncs_location: str = "source"  # MM2's offset-syncs.topic.location: source | target
+    # failing back: MM2's alias of the target cluster (e.g. "primary" when backup -> primary); groups' commits on
+    # <home_alias>.<topic> on the source return to <topic> on the target. "": a failover
+    home_alias: str = ""
     source_groups_must_be_empty: bool = True
     # the pre-flight audit: MM2's configuration file as MM2 runs it ("": audit what the clusters show), and the
     # recovery point objective its intervals are held against
@@ -135,7 +138,7 @@ class RunParams:
                      "source_connections", "source_reachable", "topics_regex", "max_quarantined_records",
                      "checkpoint_policy", "allow_rewind", "on_existing_target_offsets",
                      "accept_groups_without_checkpoints", "source_groups_must_be_empty", "translation",
-                     "mm2_target_alias", "offset_syncs_location")
+                     "mm2_target_alias", "offset_syncs_location", "home_alias")
 
     def policies(self) -> list:
         """One ReplicationPolicy per source alias."""
@@ -151,7 +154,8 @@ class RunParams:
             out.append(ReplicationPolicy(a, o.get("policy", self.replication_policy),
                                          o.get("separator", self.replication_policy_separator),
                                          bool(o.get("internal_topic_separator_enabled",
-                                                    self.internal_topic_separator_enabled))))
+                                                    self.internal_topic_separator_enabled)),
+                                         self.home_alias or None))
         return out
 
     def policy(self, alias: str):

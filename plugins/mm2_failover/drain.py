@@ -9,6 +9,9 @@ Normal mode (source reachable), per source partition in scope:
   records, which raw end offsets cannot tell apart). When MM2's progress is not available, the replica's
   end offset must equal the source's (a weaker check, reported as such).
 
+Failing back, a topic that returns home (``primary.orders`` on backup -> ``orders`` on primary) is not replicated by
+this flow (MM2 never copies it back: a cycle): only **producers stopped** applies to it (state ``home``).
+
 Disaster mode (source unreachable): only target-side evidence - the replica end offsets and MM2's progress
 must be stable across the quiet window; the report gives the newest replicated record's time (the data-loss
 window starts there) and the age of MM2's heartbeats.
@@ -26,6 +29,7 @@ BEHIND = "replication behind"
 NOT_REPLICATED = "not replicated: replica topic missing on the target"
 MOVING = "replica still changing"
 PROGRESS_UNKNOWN = "drained (MM2 progress unknown: replica end == source end)"
+HOME = "drained (returns home: not replicated by this flow, no producer writes it)"
 
 
 def mm2_progress(records: Iterable[tuple[bytes | None, bytes | None]], alias: str) -> dict[tuple[str, int], int]:
@@ -69,6 +73,7 @@ class PartitionObservation:
     newest_replicated_ms: int | None = None  # timestamp of the replica's last record
     progress_moved: bool = False  # MM2's progress for this partition changed during the quiet window
     alias: str = ""  # the source alias (MM2 flow) this partition belongs to
+    home: bool = False  # failing back: the topic returns home to the target (its records came from there)
 
 
 @dataclass
@@ -88,7 +93,7 @@ class DrainVerdict:
                 "disaster_aliases": self.disaster_aliases}
 
     def not_drained(self) -> list[dict]:
-        return [r for r in self.rows if r["state"] not in (DRAINED, PROGRESS_UNKNOWN)]
+        return [r for r in self.rows if r["state"] not in (DRAINED, PROGRESS_UNKNOWN, HOME)]
 
     def table(self) -> str:
         head = (f"{'alias':<10} {'topic':<32} {'part':>4} {'source end':>11} {'moved':>6} {'replicated':>11} "
@@ -116,12 +121,14 @@ def evaluate(obs: list[PartitionObservation], disaster: bool | set[str]) -> Drai
             state = MOVING if o.replica_end_before != o.replica_end or o.progress_moved else DRAINED
         elif moved:
             state = WRITING
+        elif o.home:
+            state = HOME
         elif o.replicated is not None:
             caught_up = o.replicated + 1 >= o.source_end or o.data_after_replicated is False
             state = DRAINED if caught_up else BEHIND
         else:
             state = PROGRESS_UNKNOWN if o.replica_end >= o.source_end else BEHIND
-        v.drained &= state in (DRAINED, PROGRESS_UNKNOWN)
+        v.drained &= state in (DRAINED, PROGRESS_UNKNOWN, HOME)
         v.rows.append({"alias": o.alias, "topic": o.topic, "partition": o.partition, "replica_topic": o.replica_topic,
                        "source_end": o.source_end, "moved": moved, "replicated": o.replicated,
                        "replica_end": o.replica_end, "newest_replicated_ms": o.newest_replicated_ms, "state": state})

@@ -69,6 +69,10 @@ class ReplicationPolicy:
     kind: str = "default"  # "default" | "identity"
     separator: str = "."
     internal_topic_separator_enabled: bool = True  # MM2's replication.policy.internal.topic.separator.enabled
+    # failing back: MM2's alias of the *target* cluster, where topics replicated from it came from. A topic on the
+    # source named <home_alias><separator><topic> returns home to <topic> on the target (MM2's own
+    # MirrorCheckpointTask.renameTopicPartition rule); every other topic is replicated as usual.
+    home_alias: str | None = None
 
     def __post_init__(self):
         if self.kind not in ("default", "identity"):
@@ -77,12 +81,22 @@ class ReplicationPolicy:
             raise ValueError("source alias must not be empty")
         if not self.separator:
             raise ValueError("replication policy separator must not be empty")
+        if self.home_alias is not None:
+            if self.kind != "default":
+                raise ValueError("failing back (home_alias) needs the default replication policy: with the identity "
+                                 "policy a topic does not say which cluster it came from")
+            if not self.home_alias or self.home_alias == self.source_alias:
+                raise ValueError(f"home_alias {self.home_alias!r} must name the target's alias, not be empty or the "
+                                 f"source alias {self.source_alias!r}")
 
     # -- data topics ----------------------------------------------------------------------------------
     def _prefixed(self, source_topic: str) -> bool:
         return self.kind == "default" or source_topic.endswith(HEARTBEATS)
 
     def replica_topic(self, source_topic: str) -> str:
+        home = self._home_prefix
+        if home and source_topic.startswith(home) and len(source_topic) > len(home):
+            return source_topic[len(home):]  # came from the target: goes home (one hop)
         if not self._prefixed(source_topic):
             return source_topic
         return f"{self.source_alias}{self.separator}{source_topic}"
@@ -92,8 +106,22 @@ class ReplicationPolicy:
         if not self._prefixed(replica_topic):
             return replica_topic
         prefix = f"{self.source_alias}{self.separator}"
-        return replica_topic[len(prefix):] if replica_topic.startswith(prefix) and len(replica_topic) > len(prefix) \
-            else None
+        if replica_topic.startswith(prefix) and len(replica_topic) > len(prefix):
+            return replica_topic[len(prefix):]
+        if self.is_home_topic(replica_topic):
+            return f"{self._home_prefix}{replica_topic}"
+        return None
+
+    @property
+    def _home_prefix(self) -> str | None:
+        return f"{self.home_alias}{self.separator}" if self.home_alias else None
+
+    def is_home_topic(self, target_topic: str) -> bool:
+        """Failing back: ``target_topic`` is a topic of the target whose records the source holds as
+        ``<home_alias><separator><topic>`` - groups return to it from there, by the offset syncs of the
+        ``home_alias`` flow read backwards (:meth:`mm2_failover.translate.SyncIndex.back`), not by checkpoints."""
+        prefix = f"{self.source_alias}{self.separator}"
+        return bool(self.home_alias) and not target_topic.startswith(prefix) and not self.is_internal_topic(target_topic)
 
     # -- MM2's own topics -----------------------------------------------------------------------------
     @property

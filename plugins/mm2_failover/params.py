@@ -105,6 +105,13 @@ def failover_params() -> dict[str, Param]:
             _D.mm2_target_alias, type="string", title="MM2's alias of the target cluster",
             description="Names MM2's offset-sync topic (mm2-offset-syncs.<alias>.internal). Empty: found on the "
                         "cluster, when there is only one."),
+        "home_alias": Param(
+            _D.home_alias, type="string", pattern=r"^([A-Za-z0-9._-]+)?$", title="Failing back: the target's alias",
+            description="Only to fail back (e.g. source_alias=backup, home_alias=primary, the connections swapped): "
+                        "MM2's alias of the target cluster. Groups that consumed <home_alias>.<topic> on the source "
+                        "(the history MM2 copied before the failover) return to <topic> on the target, at offsets "
+                        "read back from the archived offset syncs of the home_alias flow (MM2 writes no checkpoint for "
+                        "them); other topics move by the checkpoints of the source_alias flow. Empty: a failover."),
         "offset_syncs_location": Param(
             _D.offset_syncs_location, type="string", enum=["source", "target"], title="Where MM2 keeps offset syncs",
             description="MM2's offset-syncs.topic.location (source by default: lost with the source; the archive "

@@ -48,6 +48,13 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
     out = []
     for r in rows:
         up, planned, exact = r.get("upstream_offset"), r.get("planned_offset"), r.get("exact_offset")
+        if planned is not None and exact is not None and r.get("rule") == "home_sync_floor":
+            # failing back at the sync floor: safe, but where the group really is was not proven
+            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
+                        "source_committed": r.get("source_position"), "checkpoint_upstream": up, "planned": planned,
+                        "behind_commit": None, "reread": None,
+                        "note": "home at the offset-sync floor: re-reads what the group read after that sync"})
+            continue
         if planned is not None and exact is not None:  # the record at the group's position is known: re-read exactly
             key = (r["group"], r["topic"], int(r["partition"]))
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),

@@ -151,6 +151,7 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
             prog_a2.get((t, p)) if prog2[alias] is not None else None, None,
             rep1.get((r, p)), rep2.get((r, p)) if present else None, tails.get((r, p)), alias=alias)
         o.progress_moved = prog_a1.get((t, p)) != prog_a2.get((t, p))
+        o.home = ctx.policies[alias].is_home_topic(r)
         source = by_alias[alias].source
         if source is not None and o.replicated is not None and o.source_end is not None \
                 and o.replicated + 1 < o.source_end:
@@ -416,7 +417,8 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         want[(c.source_alias, c.group, c.topic, c.partition)] = c.upstream_offset
     for g, commits in src.items():
         for (a, rt, p), commit in commits.items():
-            want[(a, g, rt, p)] = commit.offset
+            if not ctx.policies[a].is_home_topic(rt):  # failing back: home_translations
+                want[(a, g, rt, p)] = commit.offset
     indexes: dict[str, dict] = {}
     for alias in {a for a, *_ in want}:
         info = snap.syncs.get(alias) or {}
@@ -450,6 +452,73 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         got = tr.decide(ev)
         if got is not None:
             out[key[1:]] = Exact(got[0], got[1], candidates[key][0])
+    return out, notes
+
+
+HOME_RULE_PREFIX = "home_"  # a plan row's rule when a group returns home (failing back): home_<translate rule>
+
+
+def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict, list[str]]:
+    """Failing back (``home_alias``): (group, home topic, partition) -> :class:`Exact` for each group's position ``D``
+    on ``<home_alias>.<topic>`` of the source, read back to ``<topic>`` on the target by the archived offset syncs of
+    the ``home_alias`` flow (:meth:`mm2_failover.translate.SyncIndex.back`, rules 8-9; MM2 writes no checkpoint for
+    these: the topic is never copied back). A bracket or the tail counts only on its evidence - no record copied
+    twice in its range on the source, and for the tail the source's last copy is the target's record where the
+    arithmetic puts it -, else the sync floor (safe, re-reads)."""
+    from mm2_failover import translate as tr
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive, index_rows
+
+    home = ctx.params.home_alias
+    want = {(a, g, rt, p): c.offset for g, cs in src.items() for (a, rt, p), c in cs.items()
+            if ctx.policies[a].is_home_topic(rt)}
+    if not home or not want:
+        return {}, []
+    rows = SyncArchive(archive_root(), home).rows()
+    indexes = {tp: tr.SyncIndex(v) for tp, v in index_rows(rows).items()}
+    notes: list[str] = []
+    cands: dict[tuple, tuple] = {}
+    for key, d in want.items():
+        a, g, rt, p = key
+        st = ctx.policies[a].source_topic(rt)
+        state = snap.sources[a]
+        r_end = (state.end_offsets or {}).get((st, p)) if state.reachable else None
+        idx = indexes.get((rt, p))
+        b = idx.back(d, r_end) if idx is not None else None
+        if b is None:
+            notes.append(f"failing back: {g} on {st}[{p}] at {d}: no archived offset sync of alias {home} for {rt}[{p}] "
+                         f"at or below it (archive {archive_root()}): it is not taken home")
+            continue
+        cands[key] = (b, r_end, st)
+    source_ranges: dict[TP, tuple[int, int]] = {}
+    target_ranges: dict[TP, tuple[int, int]] = {}
+    for (a, _g, rt, p), (b, r_end, st) in cands.items():
+        if b.needs_evidence and ctx.source(a) is not None:
+            lo, hi = b.evidence_range(r_end if r_end is not None else 0)
+            x, y = source_ranges.get((st, p), (lo, hi + 1))
+            source_ranges[(st, p)] = (min(x, lo), max(y, hi + 1))
+            if b.rule == tr.DRAINED_TAIL:
+                o = b.tail_origin(r_end)
+                target_ranges[(rt, p)] = (o, o + 1)  # one tail per partition: the replica's last record
+    src_records = {}
+    for a in {k[0] for k in cands}:
+        if ctx.source(a) is not None:
+            src_records.update(_records_merged(ctx.source(a), {tp: r for tp, r in source_ranges.items()}))
+    tgt_records = _records_merged(ctx.target, target_ranges)
+    out = {}
+    for key, (b, r_end, st) in cands.items():
+        a, g, rt, p = key
+        if b.needs_evidence:
+            lo, hi = b.evidence_range(r_end if r_end is not None else 0)
+            span = [r for r in src_records.get((st, p), []) if lo <= r.offset <= hi]
+            ok = len(span) == hi - lo + 1 and len({(r.key, r.value, r.timestamp_ms, r.headers) for r in span}) == len(span)
+            if ok and b.rule == tr.DRAINED_TAIL:
+                last = next((r for r in span if r.offset == hi), None)
+                at = next((r for r in tgt_records.get((rt, p), []) if r.offset == b.tail_origin(r_end)), None)
+                ok = last is not None and at is not None and last.same_content(at)
+            if not ok:
+                b = indexes[(rt, p)].floor(want[key])
+        out[(g, rt, p)] = Exact(b.upstream, HOME_RULE_PREFIX + b.rule, want[key])
     return out, notes
 
 
@@ -639,6 +708,8 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
     current = ctx.target.commits_many(groups, p.apply_concurrency)
     bounds = {tp: planmod.PartitionBounds(snap.replica_start[tp], snap.replica_end[tp]) for tp in snap.replica_end}
     exact, notes = exact_translations(ctx, snap, cps, src)
+    home, home_notes = home_translations(ctx, snap, src)
+    exact, notes = {**exact, **home}, notes + home_notes
     src_meta = {(g, rt, part): c.metadata for g, cs in src.items() for (_a, rt, part), c in cs.items()}
     plan = planmod.build_plan(cps, bounds, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in current.items()},
                               snap.replica_partitions, p.on_existing_target_offsets, p.allow_rewind,

@@ -37,10 +37,11 @@ An exact sync needs none of these: MM2 itself recorded that copy.
 Failing back, the same syncs are read the other way (:meth:`SyncIndex.back`): a group that consumed the replica up
 to ``D`` (the next record it reads there) resumes on the origin partition at
 
-8. the same three proofs mirrored - a sync at ``d == D`` gives ``u``; a gap-free bracket ``(u1, d1) <= D < (u2, d2)``
-   gives ``u1 + (D - d1)``; past the last sync of a drained partition, ``u + (D - d)`` when ``S - u == R - d`` - each
-   trusted only as in rules 5 and 6 (the records at ``D`` and at the answer are the same record, or no record was
-   copied twice in the range);
+8. the same proofs mirrored - a sync at ``d == D`` gives ``u``; a gap-free bracket ``(u1, d1) <= D < (u2, d2)``
+   gives ``u1 + (D - d1)`` when no record was copied twice in ``[d1, d2]`` (rule 6); past the last sync ``(u, d)``,
+   up to the replica's end ``R``, ``u + (D - d)`` when no record was copied twice in ``[d, R)`` and the replica's
+   last record is the origin's record at ``u + (R - 1 - d)`` (the origin's end has moved on since - records MM2
+   never copied before the outage -, so its end offset proves nothing: the last copy does);
 9. otherwise the *sync floor*: the highest ``u`` of the syncs with ``d <= D``. MM2 copies in order, and a history
    that restarts starts at or before where the last one stopped, so every origin record below ``u`` was copied
    below ``d <= D`` - the group read it. It re-reads what lies between; with no such sync, nothing is proven and the
@@ -141,18 +142,19 @@ class SyncIndex:
             return Unproven((lo, Sync(*drained)), drained_tail=True)
         return Unproven((lo, None))
 
-    def back(self, downstream: int, drained: tuple[int, int] | None = None) -> Back | None:
+    def back(self, downstream: int, replica_end: int | None = None) -> Back | None:
         """Failing back (rules 8-9): the origin offset at which a group that consumed this replica up to
-        ``downstream`` resumes - exact where a sync, a gap-free bracket or a drained gap-free tail proves it (the
-        caller still checks it, rule 8), else the sync floor; None when no sync lies at or below ``downstream``."""
+        ``downstream`` resumes - exact where a sync, a gap-free bracket or the tail up to ``replica_end`` proves it
+        (the caller checks the evidence :attr:`Back.needs_evidence` names), else the sync floor; None when no sync
+        lies at or below ``downstream``."""
         floor = self.floor(downstream)
         if floor is None:
             return None
-        proven = self._back_proven(downstream, drained)
+        proven = self._back_proven(downstream, replica_end)
         # after an MM2 restart the group may have read a record's first copy beyond D's: the floor can be higher
         return proven if proven is not None and proven.upstream >= floor.upstream else floor
 
-    def _back_proven(self, downstream: int, drained: tuple[int, int] | None) -> Back | None:
+    def _back_proven(self, downstream: int, replica_end: int | None) -> Back | None:
         at = [s for s in self.syncs if s.downstream == downstream]
         if at:  # one copy at D: the record the group reads next is the origin's record at u
             s = at[0]
@@ -164,10 +166,8 @@ class SyncIndex:
         hi = by_d[j] if j < len(by_d) else None
         if hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream and hi.upstream > lo.upstream:
             return Back(lo.upstream + (downstream - lo.downstream), BRACKET, (lo, hi))
-        if hi is None and drained is not None:
-            source_end, replica_end = drained
-            if downstream <= replica_end and source_end - lo.upstream == replica_end - lo.downstream:
-                return Back(lo.upstream + (downstream - lo.downstream), DRAINED_TAIL, (lo, None))
+        if hi is None and replica_end is not None and lo.downstream < replica_end and downstream <= replica_end:
+            return Back(lo.upstream + (downstream - lo.downstream), DRAINED_TAIL, (lo, None))
         return None
 
     def floor(self, downstream: int) -> Back | None:
@@ -184,12 +184,22 @@ class Back:
     """Where a group resumes on the origin when failing back (rules 8-9)."""
 
     upstream: int
-    rule: str  # EXACT_SYNC, BRACKET, DRAINED_TAIL (to be trusted as rules 5-6 say) or SYNC_FLOOR (always safe)
+    rule: str  # EXACT_SYNC, BRACKET, DRAINED_TAIL (each trusted only on its evidence) or SYNC_FLOOR (always safe)
     bracket: tuple[Sync, Sync | None]
 
     @property
     def needs_evidence(self) -> bool:
         return self.rule in (BRACKET, DRAINED_TAIL)
+
+    def evidence_range(self, replica_end: int) -> tuple[int, int]:
+        """The replica offsets ``[lo, hi]`` in which no record may be copied twice (rule 8); for the tail, the record
+        at ``hi`` must also be the origin's record at :meth:`tail_origin`."""
+        lo, hi = self.bracket
+        return lo.downstream, hi.downstream if hi is not None else replica_end - 1
+
+    def tail_origin(self, replica_end: int) -> int:
+        lo = self.bracket[0]
+        return lo.upstream + (replica_end - 1 - lo.downstream)
 
 
 RECORD_LOOKUP = "record_lookup"

@@ -42,6 +42,17 @@ def test_missing_replica_is_never_drained():
     assert not v.drained and v.rows[0]["state"] == drain.NOT_REPLICATED
 
 
+def test_failing_back_a_home_topic_needs_quiet_producers_only():
+    """primary.orders on backup returns home to orders on primary: MM2's backup->primary flow never copies it (a
+    cycle), so no progress and unequal ends are expected; a producer still writing it is not."""
+    home = dict(topic="primary.orders", replica_topic="orders", replicated=None, replica_end=130, home=True)
+    v = drain.evaluate([obs(**home)], disaster=False)
+    assert v.drained and v.rows[0]["state"] == drain.HOME and v.not_drained() == []
+    assert drain.evaluate([obs(**home, source_end_before=90)], False).rows[0]["state"] == drain.WRITING
+    assert drain.evaluate([obs(**{**home, "replica_end": None})], False).rows[0]["state"] == drain.NOT_REPLICATED
+    assert drain.evaluate([obs(replicated=None, replica_end=90)], False).rows[0]["state"] == drain.BEHIND  # not home
+
+
 def test_disaster_mode_needs_a_stable_replica_and_stable_progress():
     d = dict(source_end_before=None, source_end=None)
     assert drain.evaluate([obs(**d)], disaster=True).drained

@@ -61,9 +61,24 @@ def test_identity_policy():
     assert p.checkpoints_topic == "primary.checkpoints.internal"  # inherited from the default policy
 
 
+def test_failing_back_topics_return_home_and_the_rest_is_replicated_as_usual():
+    """backup -> primary with home_alias=primary: MM2's renameTopicPartition rule (primary.orders -> orders)."""
+    p = ReplicationPolicy("backup", home_alias="primary")
+    assert p.replica_topic("primary.orders") == "orders" and p.source_topic("orders") == "primary.orders"
+    assert p.replica_topic("orders") == "backup.orders" and p.source_topic("backup.orders") == "orders"
+    assert p.replica_topic("primary.a.b") == "a.b"  # one hop: the topic it was copied from
+    assert p.is_home_topic("orders") and not p.is_home_topic("backup.orders")
+    assert not p.is_home_topic("heartbeats") and not p.is_home_topic("backup.checkpoints.internal")
+    assert p.replica_topics(["orders", "backup.orders", "heartbeats", "__consumer_offsets",
+                             "mm2-offset-syncs.backup.internal"]) == ["backup.orders", "orders"]
+    assert not ReplicationPolicy("backup").is_home_topic("orders")  # a failover: no home topics
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"source_alias": "primary", "kind": "prefix"}, "unknown replication policy 'prefix'"),
     ({"source_alias": ""}, "source alias must not be empty"),
+    ({"source_alias": "backup", "kind": "identity", "home_alias": "primary"}, "needs the default replication policy"),
+    ({"source_alias": "backup", "home_alias": "backup"}, "must name the target's alias"),
 ])
 def test_invalid_policies(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):

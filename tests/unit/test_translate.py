@@ -259,8 +259,10 @@ def test_back_by_example():
     assert idx.back(50) == tr.Back(150, tr.EXACT_SYNC, (Sync(150, 50), None))
     assert idx.back(20) == tr.Back(120, tr.BRACKET, (Sync(100, 0), Sync(150, 50)))  # 50 copied one to one
     assert idx.back(55) == tr.Back(150, tr.SYNC_FLOOR, (Sync(150, 50), None))  # 20 offsets became 10: no proof
-    assert idx.back(65, drained=(175, 65)) == tr.Back(175, tr.DRAINED_TAIL, (Sync(170, 60), None))
-    assert idx.back(65, drained=(180, 65)).rule == tr.SYNC_FLOOR  # the tail has gaps
+    tail = idx.back(65, replica_end=65)
+    assert tail == tr.Back(175, tr.DRAINED_TAIL, (Sync(170, 60), None))  # to be checked:
+    assert tail.evidence_range(65) == (60, 64) and tail.tail_origin(65) == 174  # the last copy is the origin's 174
+    assert idx.back(65).rule == tr.SYNC_FLOOR  # without the replica's end, no tail
     assert SyncIndex([(100, 10)]).back(5) is None  # nothing proven below the first sync: the origin's log start
     assert idx.back(55).needs_evidence is False and idx.back(20).needs_evidence is True
 
@@ -281,13 +283,16 @@ def test_failing_back_never_skips_an_unread_record_and_is_exact_when_proven(seed
     safe."""
     kinds, replica, syncs, _ru = simulate(seed)
     idx = SyncIndex(syncs)
-    drained = (len(kinds), len(replica))
-    for d in range(len(replica) + 1):
-        b = idx.back(d, drained)
+    r = len(replica)
+    for d in range(r + 1):
+        b = idx.back(d, replica_end=r)
         assert b is not None  # MM2 syncs its first copied record: (first, 0)
         if b.needs_evidence:
-            lo, hi = b.bracket
-            if not no_duplicates(replica, lo.downstream, hi.downstream if hi else len(replica) - 1):
+            lo, hi = b.evidence_range(r)
+            ok = no_duplicates(replica, lo, hi)
+            if b.rule == tr.DRAINED_TAIL:
+                ok = ok and replica[r - 1] == b.tail_origin(r)  # the last copy is the origin's record there
+            if not ok:
                 b = idx.floor(d)  # the pipeline refuses the arithmetic, keeps the floor
         unread = unread_data(kinds, replica, d)
         assert all(s >= b.upstream for s in unread), (d, b, syncs, replica)  # nothing lost
