@@ -490,9 +490,15 @@ def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict,
                          f"at or below it (archive {archive_root()}): it is not taken home")
             continue
         cands[key] = (b, r_end, st)
+    # the tail of each partition up to the replica's end: where MM2's last copy came from, and so how many records
+    # the target holds that MM2 never copied before the outage (nobody read them on the source)
+    tails = {(a, rt, p, st): b2 for (a, _g, rt, p), (_b, r_end, st) in cands.items() if r_end
+             for b2 in [indexes[(rt, p)].back(r_end, r_end)] if b2 is not None and b2.rule == tr.DRAINED_TAIL}
     source_ranges: dict[TP, tuple[int, int]] = {}
     target_ranges: dict[TP, tuple[int, int]] = {}
-    for (a, _g, rt, p), (b, r_end, st) in cands.items():
+    checks = [(a, rt, p, st, b, r_end) for (a, _g, rt, p), (b, r_end, st) in cands.items()] + \
+        [(a, rt, p, st, b, snap.sources[a].end_offsets[(st, p)]) for (a, rt, p, st), b in tails.items()]
+    for a, rt, p, st, b, r_end in checks:
         if b.needs_evidence and ctx.source(a) is not None:
             lo, hi = b.evidence_range(r_end if r_end is not None else 0)
             x, y = source_ranges.get((st, p), (lo, hi + 1))
@@ -503,22 +509,33 @@ def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict,
     src_records = {}
     for a in {k[0] for k in cands}:
         if ctx.source(a) is not None:
-            src_records.update(_records_merged(ctx.source(a), {tp: r for tp, r in source_ranges.items()}))
+            src_records.update(_records_merged(ctx.source(a), source_ranges))
     tgt_records = _records_merged(ctx.target, target_ranges)
+
+    def proven(b, st: str, rt: str, p: int, r_end: int | None) -> bool:
+        lo, hi = b.evidence_range(r_end if r_end is not None else 0)
+        span = [r for r in src_records.get((st, p), []) if lo <= r.offset <= hi]
+        if len(span) != hi - lo + 1 or len({(r.key, r.value, r.timestamp_ms, r.headers) for r in span}) != len(span):
+            return False  # a gap (markers) or a record copied twice: the arithmetic proves nothing
+        if b.rule == tr.DRAINED_TAIL:
+            last = next((r for r in span if r.offset == hi), None)
+            at = next((r for r in tgt_records.get((rt, p), []) if r.offset == b.tail_origin(r_end)), None)
+            return last is not None and last.same_content(at)
+        return True
+
     out = {}
     for key, (b, r_end, st) in cands.items():
         a, g, rt, p = key
-        if b.needs_evidence:
-            lo, hi = b.evidence_range(r_end if r_end is not None else 0)
-            span = [r for r in src_records.get((st, p), []) if lo <= r.offset <= hi]
-            ok = len(span) == hi - lo + 1 and len({(r.key, r.value, r.timestamp_ms, r.headers) for r in span}) == len(span)
-            if ok and b.rule == tr.DRAINED_TAIL:
-                last = next((r for r in span if r.offset == hi), None)
-                at = next((r for r in tgt_records.get((rt, p), []) if r.offset == b.tail_origin(r_end)), None)
-                ok = last is not None and at is not None and last.same_content(at)
-            if not ok:
-                b = indexes[(rt, p)].floor(want[key])
+        if b.needs_evidence and not proven(b, st, rt, p, r_end):
+            b = indexes[(rt, p)].floor(want[key])
         out[(g, rt, p)] = Exact(b.upstream, HOME_RULE_PREFIX + b.rule, want[key])
+    for (a, rt, p, st), b in sorted(tails.items()):
+        r_end = snap.sources[a].end_offsets[(st, p)]
+        copied_to = b.tail_origin(r_end) + 1
+        if proven(b, st, rt, p, r_end) and snap.replica_end.get((rt, p), 0) > copied_to:
+            notes.append(f"failing back: {rt}[{p}] holds {snap.replica_end[(rt, p)] - copied_to} record(s) (offsets "
+                         f"{copied_to}-{snap.replica_end[(rt, p)] - 1}) that MM2 never copied to {a} before the outage: "
+                         "nobody consumed them there; the groups read them now")
     return out, notes
 
 

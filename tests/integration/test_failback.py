@@ -111,6 +111,9 @@ def test_fail_over_consume_on_backup_then_fail_back_loses_nothing_and_counts_the
     print("duplicates over the three phases:", dup, "re-read by the failback:", again,
           "rules:", {k: v["rule"] for k, v in plan.items()})
     assert report["outcome"] == "succeeded", report.get("outcome")
+    for p in range(PARTS):  # the records MM2 never copied before the outage, per partition, in the report
+        assert any(f"orders[{p}] holds {RPO} record(s) (offsets {PRODUCED}-{PRODUCED + RPO - 1}) that MM2 never copied"
+                   in w for w in report["warnings"]), report["warnings"]
     # where the offset syncs prove the position, going home re-reads nothing
     for p in range(PARTS):
         if plan[("orders", p)]["rule"] != "home_sync_floor":
