@@ -6,13 +6,17 @@ PY := $(CURDIR)/.venv/bin/python
 SPARK ?= connect
 SECURED ?=
 
-.PHONY: setup demo test test-unit bench bed clean
+.PHONY: setup demo demo-failback test test-unit bench bed clean
 
 setup:
 	@scripts/setup.sh
 
 demo: setup
 	$(PY) -m testbed.demo --spark $(SPARK) $(if $(SECURED),--secured)
+
+# fail over -> consume on backup -> fail back, through the DAG (issue 19)
+demo-failback: setup
+	$(PY) -m testbed.demo_failback
 
 test: setup
 	$(PY) -m pytest
