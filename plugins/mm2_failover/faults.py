@@ -7,6 +7,10 @@ process itself there (the way a host crash or an OOM kill would end it), ``sleep
 ``apply.after_commits``, ``archive.after_files``, ``alter.after_group`` (each group committed), ``job.after_answers`` (the Spark job's
 driver), ``state.before_publish``, ... Never set it in
 production.
+
+With ``MM2_FAILOVER_FAULT_ONCE_DIR`` set, each point fires once per that folder (a marker file named after the
+point, created atomically before the action): a task retried by Airflow inherits the same environment from the
+scheduler, and the drill needs its retry to get past the point that killed the first attempt.
 """
 
 from __future__ import annotations
@@ -18,12 +22,24 @@ import time
 
 log = logging.getLogger(__name__)
 ENV = "MM2_FAILOVER_FAULT"
+ONCE_ENV = "MM2_FAILOVER_FAULT_ONCE_DIR"
+
+
+def _first_time(point: str) -> bool:
+    folder = os.environ.get(ONCE_ENV)
+    if not folder:
+        return True
+    try:
+        os.close(os.open(os.path.join(folder, point), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return False
+    return True
 
 
 def hit(point: str) -> None:
     for spec in filter(None, (s.strip() for s in os.environ.get(ENV, "").split(","))):
         action, _, where = spec.partition("@")
-        if where != point:
+        if where != point or not _first_time(point):
             continue
         if action == "kill":
             log.error("fault point %s: killing this process (%s=%s)", point, ENV, spec)

@@ -1,6 +1,8 @@
 """Real Airflow in a real browser: the local bed, a scenario whose checkpoints real MM2 wrote, Airflow's three
 processes started here (api-server, scheduler, dag-processor; their own AIRFLOW_HOME and SQLite DB), a run of
-``mm2_failover`` triggered through the REST API, then headless Chromium (Debian's, driven by Playwright) on
+``mm2_failover`` triggered through the REST API whose apply task's real process is SIGKILLed twice (fault drill 3:
+after its backup, then after its commits; Airflow's retries finish the run, and a clear re-runs it to the same
+offsets and report), then headless Chromium (Debian's, driven by Playwright) on
 the DAG's grid and on the plugin's report pages. Airflow's real login is on (its simple auth manager with two
 users; ``outsider`` may not read ``mm2_failover``: tests/e2e/restricted_auth_manager.py): the report pages answer an
 anonymous reader 401 and ``outsider`` 403 without any report data, over plain HTTP and in the browser, and show the
@@ -17,7 +19,9 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import urllib.error
+import uuid
 import urllib.request
 from pathlib import Path
 from urllib.parse import quote
@@ -131,9 +135,9 @@ class AirflowStack:
             raise self._boot["error"]
         return self._boot["migrate_s"]
 
-    def start_scheduler(self, source_bootstrap: str, target_bootstrap: str) -> None:
-        """The scheduler (LocalExecutor): its task processes inherit the bed's connections from it."""
-        self._spawn("scheduler", ["scheduler"], self.env(source_bootstrap, target_bootstrap))
+    def start_scheduler(self, source_bootstrap: str, target_bootstrap: str, extra: dict | None = None) -> None:
+        """The scheduler (LocalExecutor): its task processes inherit the bed's connections (and ``extra``) from it."""
+        self._spawn("scheduler", ["scheduler"], {**self.env(source_bootstrap, target_bootstrap), **(extra or {})})
 
     def check_alive(self) -> None:
         for name, p in self.procs.items():
@@ -206,68 +210,143 @@ class AirflowStack:
                              + "\n".join(f"--- {n} ---\n{log_tail(self.home / f'{n}.log', 25)}" for n in self.procs))
 
 
-@pytest.fixture
-def airflow_stack(run_root):
-    """Airflow's three processes (started by the test once the bed is up); always stopped afterwards."""
-    stack = AirflowStack(run_root / "e2e-ui" / "airflow", run_root / "e2e-ui" / "artifacts")
+FAULTS = "kill@apply.after_backup,kill@apply.after_commits"  # each once (MM2_FAILOVER_FAULT_ONCE_DIR)
+
+
+@pytest.fixture(scope="module")
+def failover_run(run_root, request):
+    """Airflow's three processes on the bed, and one run of ``mm2_failover`` triggered through the REST API, whose
+    apply task processes are SIGKILLed at two fault points (fault drill 3), observed while it runs. The stack is
+    always stopped afterwards; both tests of this module read the same run."""
+    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.ui import safe_name
+    from testbed import scenario
+
+    t0 = time.monotonic()
+    af = AirflowStack(run_root / "e2e-ui" / "airflow", run_root / "e2e-ui" / "artifacts")
+    once = run_root / "e2e-ui" / "faults-fired"
+    once.mkdir(parents=True, exist_ok=True)
     try:
-        yield stack
+        af.boot_server_side_async()  # the separate DB, api-server, dag-processor: while the bed starts
+        bed = request.getfixturevalue("bed")
+        print(f"\n[ui] bed ready at {time.monotonic() - t0:.1f}s")
+        print(f"[ui] separate Airflow home {af.home} migrated in {af.wait_server_side():.1f}s")
+        af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap,
+                           {"MM2_FAILOVER_FAULT": FAULTS, "MM2_FAILOVER_FAULT_ONCE_DIR": str(once)})
+        print(f"[ui] Airflow processes started at {time.monotonic() - t0:.1f}s on {af.base}")
+        tag = uuid.uuid4().hex[:6]
+        names = {"topic": f"t-ui-{tag}", "group": f"g-ui-{tag}"}
+        prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"],
+                                topic=names["topic"], partitions=3, produced=60, consumed_upto={0: 20, 1: 45, 2: 60},
+                                batches=2, pause_s=0.2)
+        print(f"[ui] scenario ready at {time.monotonic() - t0:.1f}s: checkpoints "
+              f"{ {p: (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()} }")
+
+        health = af.wait(lambda: (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy"
+                         and h, 90, "the API server and a healthy scheduler")
+        af.token = af.login("admin")
+        af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 60, "the dag-processor to register mm2_failover")
+        print(f"[ui] Airflow up at {time.monotonic() - t0:.1f}s: {health}")
+        af.api("PATCH", "/api/v2/dags/mm2_failover", {"is_paused": False})
+        run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
+                     {"logical_date": None, "conf": {"groups_regex": names["group"], "drain_quiet_seconds": 1}})
+        run_id = run["dag_run_id"]
+        target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+        ns = types.SimpleNamespace(af=af, run_id=run_id, names=names, target=target, t0=t0, seen=[], backups=[],
+                                   folder=af.artifacts / "mm2_failover" / safe_name(run_id))
+        watch_apply(ns, BUDGET_S - 60 - (time.monotonic() - t0))
+        yield ns
     finally:
-        stack.stop()
+        af.stop()
 
 
-def test_failover_run_in_the_real_ui(request, run_root, names):
+def run_path(run_id: str) -> str:
+    return f"/api/v2/dags/mm2_failover/dagRuns/{quote(run_id, safe='')}"
+
+
+def task_states(af: AirflowStack, run_id: str) -> dict[str, tuple[str, int]]:
+    tis = af.api("GET", run_path(run_id) + "/taskInstances")
+    return {ti["task_id"]: (ti["state"], ti["try_number"]) for ti in tis["task_instances"]}
+
+
+def watch_apply(ns, budget: float) -> None:
+    """Until the run ends: each time the apply task waits for its retry (Airflow's 15 s retry delay), record what
+    the killed attempt left on the target (its commits, read from ``__consumer_offsets``) and in the run's folder."""
+    af, deadline = ns.af, time.monotonic() + budget
+    while time.monotonic() < deadline:
+        af.check_alive()
+        dr = af.api("GET", run_path(ns.run_id))
+        states = task_states(af, ns.run_id)
+        state, tries = states.get("apply_group_offsets", (None, 0))
+        if state == "up_for_retry" and tries not in [t for t, *_ in ns.seen]:
+            backup = ns.folder / "backup.json"
+            ns.backups.append(json.loads(backup.read_text()) if backup.exists() else None)
+            ns.seen.append((tries, ns.target.committed(ns.names["group"]), backup.exists(),
+                            (ns.folder / "report.json").exists(), states.get("verify_group_offsets", (None,))[0]))
+            print(f"[ui] apply attempt {tries} killed at {time.monotonic() - ns.t0:.1f}s: {ns.seen[-1]}")
+        if dr["state"] in ("success", "failed"):
+            ns.final, ns.states = dr, states
+            print(f"[ui] run {ns.run_id} {dr['state']} at {time.monotonic() - ns.t0:.1f}s: {states}")
+            if dr["state"] != "success":
+                logs = sorted((af.home / "logs").rglob("*.log"))
+                pytest.fail(f"run failed: {states}\n" + "\n".join(f"--- {p} ---\n{log_tail(p, 30)}" for p in logs[-4:]))
+            return
+        time.sleep(1)
+    raise AssertionError(f"run {ns.run_id} did not finish in {budget:.0f}s: {task_states(af, ns.run_id)}")
+
+
+def planned_offsets(folder: Path) -> dict[tuple[str, int], int]:
+    return {(t, int(p)): int(o) for line in (folder / "plan.csv").read_text().splitlines()
+            for (_g, t, p, o) in [line.split(",")]}
+
+
+def test_airflow_task_process_killed_after_backup_then_after_commits_converges_and_a_clear_changes_nothing(
+        failover_run):
+    """Fault drill 3 (issue 18) with Airflow's real task processes (LocalExecutor): the apply task's process is
+    SIGKILLed after its backup, before any commit, then its retry is SIGKILLed after the commits, before the
+    verify task; Airflow's own retry finishes the run. Then the apply and verify tasks are cleared (drill 8): the
+    re-run converges to the same offsets and the same report."""
+    r, af = failover_run, failover_run.af
+    grp = r.names["group"]
+    planned = planned_offsets(r.folder)
+    assert len(planned) == 3
+    # attempt 1, killed after the backup: the backup is there, nothing was committed
+    # attempt 2, killed after the commits: all of them are there, no report, the verify task has not run
+    assert r.seen == [(1, {}, True, False, None), (2, planned, True, False, None)], r.seen
+    assert r.states["apply_group_offsets"] == ("success", 3), r.states
+    assert r.target.committed(grp) == planned
+    backup = json.loads((r.folder / "backup.json").read_text())
+    assert set(backup["groups"]) == {grp} and r.backups == [backup, backup]  # attempt 1's, never replaced
+    first = json.loads((r.folder / "report.json").read_text())
+    assert first["outcome"] == "succeeded" and first["totals"]["committed"] == 3
+    tries = af.api("GET", run_path(r.run_id) + "/taskInstances/apply_group_offsets/tries")["task_instances"]
+    assert [(t["try_number"], t["state"]) for t in tries][:2] == [(1, "failed"), (2, "failed")], tries
+
+    # drill 8: apply and verify cleared after the success, run again by the scheduler
+    af.api("POST", "/api/v2/dags/mm2_failover/clearTaskInstances",
+           {"dry_run": False, "dag_run_id": r.run_id, "task_ids": ["apply_group_offsets"],
+            "include_downstream": True, "only_failed": False})
+    again = af.wait(lambda: (s := task_states(af, r.run_id))["verify_group_offsets"] == ("success", 2) and s,
+                    90, "the cleared apply and verify tasks to run again", interval=2)
+    assert again["apply_group_offsets"] == ("success", 4), again
+    af.wait(lambda: af.api("GET", run_path(r.run_id))["state"] == "success", 30, "the run to be success again")
+    assert r.target.committed(grp) == planned
+    assert json.loads((r.folder / "backup.json").read_text()) == backup
+    report = json.loads((r.folder / "report.json").read_text())
+    for k in ("outcome", "totals", "groups", "partitions", "warnings"):
+        assert report.get(k) == first.get(k), k
+    print(f"[ui] drill 3 + 8 done at {time.monotonic() - r.t0:.1f}s")
+
+
+def test_failover_run_in_the_real_ui(failover_run, run_root):
     # the browser first: a missing Chromium is a failure of this test, not a skip
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: install it (scripts/setup.sh does, as root: apt-get install chromium "
                     "chromium-driver)")
     from playwright.sync_api import expect, sync_playwright
 
-    from testbed import scenario
-
-    t0 = time.monotonic()
-    af = request.getfixturevalue("airflow_stack")
-
-    af.boot_server_side_async()  # the separate DB, api-server, dag-processor: while the bed starts
-    bed = request.getfixturevalue("bed")
-    print(f"\n[ui] bed ready at {time.monotonic() - t0:.1f}s")
-    print(f"[ui] separate Airflow home {af.home} migrated in {af.wait_server_side():.1f}s")
-    af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap)
-    print(f"[ui] Airflow processes started at {time.monotonic() - t0:.1f}s on {af.base}")
-    # the scenario while Airflow boots
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
-                            partitions=3, produced=60, consumed_upto={0: 20, 1: 45, 2: 60}, batches=2, pause_s=0.2)
-    print(f"[ui] scenario ready at {time.monotonic() - t0:.1f}s: checkpoints "
-          f"{ {p: (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()} }")
-
-    health = af.wait(lambda: (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy" and h,
-                     90, "the API server and a healthy scheduler")
-    af.token = af.login("admin")
-    af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 60, "the dag-processor to register mm2_failover")
-    print(f"[ui] Airflow up at {time.monotonic() - t0:.1f}s: {health}")
-    af.api("PATCH", "/api/v2/dags/mm2_failover", {"is_paused": False})
-    run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
-                 {"logical_date": None, "conf": {"groups_regex": names["group"], "drain_quiet_seconds": 1}})
-    run_id = run["dag_run_id"]
-
-    def finished():
-        r = af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{quote(run_id, safe='')}")
-        return r if r["state"] in ("success", "failed") else None
-
-    try:
-        final = af.wait(finished, BUDGET_S - 50 - (time.monotonic() - t0), f"run {run_id} to finish", interval=2)
-    finally:
-        tis = af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{quote(run_id, safe='')}/taskInstances")
-        states = {ti["task_id"]: (ti["state"], ti["try_number"]) for ti in tis["task_instances"]}
-        print(f"[ui] run {run_id} at {time.monotonic() - t0:.1f}s: {states}")
-    if final["state"] != "success":
-        logs = sorted((af.home / "logs").rglob("*.log"))
-        pytest.fail(f"run {final['state']}: {states}\n" + "\n".join(f"--- {p} ---\n{log_tail(p, 30)}" for p in logs[-4:]))
-
-    from mm2_failover.ui import safe_name
-
-    report_json = run_root / "e2e-ui" / "artifacts" / "mm2_failover" / safe_name(run_id) / "report.json"
-    report = json.loads(report_json.read_text())
+    af, run_id, names, t0 = failover_run.af, failover_run.run_id, failover_run.names, time.monotonic()
+    report = json.loads((failover_run.folder / "report.json").read_text())
     assert report["outcome"] == "succeeded" and report["totals"]["committed"] == 3
     assert [g["group"] for g in report["groups"]] == [names["group"]]
 
