@@ -28,8 +28,11 @@ def history(seed: int, keys: int = 150) -> list[Record]:
         alias = rnd.choice("ab")
         group = rnd.choice([f"g{i}", f"caf\u00e9-{i}", f"grp {i}"])
         key = cpf.encode_key(group, f"{alias}.t{i % 5}", rnd.randrange(4))
-        if rnd.random() < 0.03:
+        r = rnd.random()
+        if r < 0.03:
             key = key[:rnd.randrange(len(key))]  # a key that does not decode: every record of it is quarantined
+        elif r < 0.04:
+            key = None  # a record some other producer wrote without a key: quarantined (null_key)
         downs = rnd.sample(range(1000), rnd.randint(1, 8))
         recs = []
         for d in downs:

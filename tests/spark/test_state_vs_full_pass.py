@@ -1,7 +1,7 @@
 """The latest-checkpoint state (issue 17): refreshing a state version range by range and answering from the newest
 version plus the tail gives exactly what one full pass over the whole range gives - every column of every answer,
 the counts, the quarantined records and the regressions - over random histories with tombstones, regressions,
-unusable records, commit metadata, two partitions and two source aliases, under both policies; cut at random places
+unusable records (null keys included), commit metadata, two partitions and two source aliases, under both policies; cut at random places
 (a cut may fall anywhere in a key's history), with 0, 1 or 2 refreshes before the failover, and with an empty tail."""
 
 from __future__ import annotations
@@ -76,9 +76,15 @@ def position_key(r):
     return (r["source_alias"], r["checkpoint_partition"], r["checkpoint_offset"])
 
 
-@pytest.mark.parametrize("seed,refreshes,policy", [(12, 1, "max"), (13, 2, "latest"), (14, 2, "max")])
-def test_state_plus_tail_answers_as_the_full_pass(spark, tmp_path, seed, refreshes, policy):
+@pytest.mark.parametrize("seed,refreshes,policy,merge", [(12, 1, "max", "tail keys broadcast"),
+                                                         (13, 2, "latest", "tail keys broadcast"),
+                                                         (14, 2, "max", "all keys"),
+                                                         (15, 1, "latest", "all keys")])
+def test_state_plus_tail_answers_as_the_full_pass(spark, tmp_path, monkeypatch, seed, refreshes, policy, merge):
+    if merge == "all keys":  # the merge of a long tail, on these short ones
+        monkeypatch.setattr(job, "BROADCAST_TAIL_RECORDS", -1)
     records = history(seed, keys=120)
+    assert any(r.key is None for r in records)  # keys that are null on both sides of a cut: one key (<=> joins)
     end = ends_of(records)
     rnd = random.Random(seed * 7 + refreshes)
     cuts = []
@@ -92,6 +98,7 @@ def test_state_plus_tail_answers_as_the_full_pass(spark, tmp_path, seed, refresh
         assert s["state"]["full_pass"] == ([] if i else sorted(TOPICS)), s["state"]
     got = step(spark, root, records, end, tmp_path / "from-state", policy, refresh=False)
     want = full_pass(spark, records, end, tmp_path / "full", policy)
+    assert got.get("merge") == (merge if refreshes else None), got.get("merge")
     if refreshes:
         assert got["state"]["full_pass"] == [] and got["tail_offsets"] < want["tail_offsets"] or \
             got["tail_offsets"] == want["tail_offsets"] == 0

@@ -70,7 +70,11 @@ EXIT_LOST_SINCE_SNAPSHOT = 5
 # Spark's Kafka source polls with the Java consumer's defaults (max.poll.records=500) and lists offsets again
 # after every poll; one checkpoint record is ~60 bytes, so larger polls cut the read time several-fold.
 # Settings given through the options file, the environment or --kafka-option win.
-FAST_FETCH = {"max.poll.records": "10000", "max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": str(64 << 20)}
+# The read is bounded (never past the captured end offsets), so a fetch that finds nothing new need not wait for
+# records: the consumer's default fetch.max.wait.ms (500 ms) cost every Kafka task ~0.5 s (a 1,000-record tail: 0.68 s
+# -> 0.17 s on a warm server).
+FAST_FETCH = {"max.poll.records": "10000", "max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": str(64 << 20),
+              "fetch.max.wait.ms": "10"}
 
 OUTPUT_SCHEMA = ("source_alias string, `group` string, topic string, partition int, upstream_offset bigint, "
                  "downstream_offset bigint, metadata string, checkpoint_partition int, checkpoint_offset bigint, "
@@ -352,10 +356,37 @@ BUFFER_COLUMNS = ("source_alias", "key", "n", "n_bad_value", "n_tombstones", "c_
                   "m_upstream_offset", "m_checkpoint_timestamp")
 
 
-def merge(base, tail):
+# A tail of at most this many records has at most as many keys: small enough to broadcast (a few MB) to every
+# task, so that merging it into a state version moves only the keys it touched (see :func:`merge`).
+BROADCAST_TAIL_RECORDS = 200_000
+
+
+def merges_by_broadcast(tail_records: int) -> bool:
+    return tail_records <= BROADCAST_TAIL_RECORDS
+
+
+def merge(base, tail, tail_records: int):
     """The buffers of two consecutive ranges of the same topics -> the buffers of both (a state version's and its
     tail's): counts add up, the latest record is the one with the highest position, the highest is the one with the
-    highest downstream offset (ties: the latest of them). ~1 row per key on each side."""
+    highest downstream offset (ties: the latest of them). ~1 row per key on each side.
+
+    A tail of at most :data:`BROADCAST_TAIL_RECORDS` records (the usual failover: the records since the last
+    refresh) is merged without shuffling the state: its keys are broadcast, the state's rows of the other keys are
+    kept as they are, and only the touched keys are aggregated again. A longer tail: one aggregation of both."""
+    from pyspark.sql import functions as F
+
+    if not merges_by_broadcast(tail_records):
+        return merge_all(base, tail)
+    # computed once, kept in memory: the plan refers to the tail twice (each would be a read of Kafka of its own)
+    tail = tail.localCheckpoint()
+    keys = F.broadcast(tail.selectExpr("source_alias AS _alias", "key AS _key"))
+    on = (F.col("source_alias") == F.col("_alias")) & F.col("key").eqNullSafe(F.col("_key"))
+    untouched = base.join(keys, on, "left_anti").select(*BUFFER_COLUMNS)
+    return untouched.unionByName(merge_all(base.join(keys, on, "left_semi"), tail))
+
+
+def merge_all(base, tail):
+    """:func:`merge` by one aggregation of both sides."""
     from pyspark.sql import functions as F
 
     m = F.max(F.struct("m_downstream_offset", "m_flagged", "m_upstream_offset", "m_checkpoint_timestamp")).alias("_m")
@@ -560,7 +591,11 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
                     len(to_read) == 1 and not used, alias_column(topics, to_read))
     base = base_tables(spark, used, "buffers")
     if base is not None:
-        k = base.select(*BUFFER_COLUMNS) if k is None else merge(base, k)
+        if k is None:
+            k = base.select(*BUFFER_COLUMNS)
+        else:
+            k = merge(base, k, summary["tail_offsets"])
+            summary["merge"] = "tail keys broadcast" if merges_by_broadcast(summary["tail_offsets"]) else "all keys"
     if k is None:
         k = spark.createDataFrame([], BUFFER_SCHEMA)
     if state is not None and state.refresh:
