@@ -29,9 +29,34 @@ def run_root() -> Path:
     return RUN
 
 
+# The DAG runs and CLI runs of the tests run the Spark job on one warm Spark Connect server per session (the
+# route a deployment with spark_connect_default takes: seconds per job instead of a JVM of its own each time).
+# MM2_FAILOVER_TEST_SPARK=submit runs them all through spark-submit instead; tests of the spark-submit route
+# itself (the fallback, the standalone cluster, the event log, ACLs) take it whatever this says (spark_submit_route).
+SPARK_ROUTE = os.environ.get("MM2_FAILOVER_TEST_SPARK", "connect")
+
+
 @pytest.fixture(scope="session")
-def bed(run_root):
-    """The local bed, wired to a local Airflow (connections as AIRFLOW_CONN_* env vars, metadata DB migrated)."""
+def connect_server(run_root):
+    """One warm Spark Connect server for the session (started on first use, stopped at the end)."""
+    from testbed.bed import free_port
+    from testbed.spark_connect import SparkConnectServer
+
+    server = SparkConnectServer.start(run_root / "spark-connect", free_port())
+    try:
+        # the warm-up (a child process) must not switch this process, or what it starts later, to Connect mode
+        assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ
+        assert set(server.warmup_steps or {}) == {"full_pass", "refresh", "state_and_tail"}, server.warmup_steps
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def bed(run_root, request):
+    """The local bed, wired to a local Airflow (connections as AIRFLOW_CONN_* env vars, metadata DB migrated); the
+    Spark job's route: the session's warm Spark Connect server (``spark_connect_default``) unless
+    ``MM2_FAILOVER_TEST_SPARK=submit``."""
     from testbed import localenv
     from testbed.bed import Bed
 
@@ -44,10 +69,23 @@ def bed(run_root):
     # short-lived Spark JVMs: C1 + serial GC halve each job on 2 cores (localenv.QUICK_JVM_CONF)
     env = localenv.airflow_env(Path(os.environ["AIRFLOW_HOME"]), b.source_bootstrap, b.target_bootstrap,
                                artifacts=run_root / "artifacts", spark_conf=localenv.QUICK_JVM_CONF)
+    if SPARK_ROUTE == "connect":
+        try:
+            server = request.getfixturevalue("connect_server")
+        except BaseException:
+            b.stop()
+            raise
+        env["AIRFLOW_CONN_SPARK_CONNECT_DEFAULT"] = localenv.spark_connect_conn(server.port)
     os.environ.update(env)
     localenv.migrate_db(env)
     yield b
     b.stop()
+
+
+@pytest.fixture
+def spark_submit_route(monkeypatch):
+    """This test's Spark jobs go through spark-submit (``spark_default``), whatever the session's route."""
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", raising=False)
 
 
 @pytest.fixture

@@ -20,8 +20,10 @@ Each command calls exactly the steps the DAG's tasks call, with the same gates, 
 Clusters: ``--target-config``/``--source-config`` (a JSON file of librdkafka settings), or the same
 ``AIRFLOW_CONN_KAFKA_TARGET``/``AIRFLOW_CONN_KAFKA_SOURCE`` variables the DAG uses (JSON or URI form), or
 ``--*-bootstrap``. A second source alias needs ``--alias-source-config ALIAS=FILE`` (or ``ALIAS=`` to fail it over
-without checking its source). Spark: ``--spark-master`` (default: the host of ``AIRFLOW_CONN_SPARK_DEFAULT``, else
-``local[2]``). A run folder remembers the parameters it was started with: continuing it with others is refused.
+without checking its source). Spark: the job runs on a warm Spark Connect server when ``--spark-remote sc://host:port``
+is given, or else when ``AIRFLOW_CONN_SPARK_CONNECT_DEFAULT`` names one (the DAG's rule), and that server answers;
+otherwise through spark-submit on ``--spark-master`` (default: the host of ``AIRFLOW_CONN_SPARK_DEFAULT``, else
+``local[2]``); ``--spark-remote none`` forces spark-submit. A run folder remembers the parameters it was started with: continuing it with others is refused.
 
 Exit codes: 0 done; 1 verification failed or some groups were refused (named on stderr); 2 bad usage or
 configuration (a wrong file, option, alias, password or client setting); 3 groups still have live members (nothing
@@ -37,6 +39,7 @@ import logging
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from mm2_failover import config
@@ -86,6 +89,20 @@ def check_client_settings(conf: dict, what: str) -> None:
         raise CliError(EXIT_USAGE, str(e)) from None
 
 
+@contextmanager
+def cli_logging_kept():
+    """Around steps that may import Airflow (to read a connection the way Airflow does): Airflow's first import
+    takes over logging, replacing the root logger's handlers by one that writes to stdout, where the CLI prints its
+    results, in Airflow's format. The CLI's own handlers and level are put back."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 def conf_from_env(var: str) -> dict | None:
     """The librdkafka settings of an ``AIRFLOW_CONN_*`` variable (JSON or URI form, as Airflow reads them)."""
     raw = os.environ.get(var, "").strip()
@@ -98,10 +115,11 @@ def conf_from_env(var: str) -> dict | None:
             raise CliError(EXIT_USAGE, f"{var} is not valid JSON: {e}") from None
         extra = conn.get("extra", {}) if isinstance(conn, dict) else None
     else:
-        from airflow.sdk import Connection
-
         try:
-            extra = Connection.from_uri(raw, conn_id=var).extra_dejson
+            with cli_logging_kept():
+                from airflow.sdk import Connection
+
+                extra = Connection.from_uri(raw, conn_id=var).extra_dejson
         except Exception as e:  # noqa: BLE001 - any parse failure is the operator's to fix
             raise CliError(EXIT_USAGE, f"{var} is neither a JSON connection nor a connection URI: {e}") from None
     if isinstance(extra, str):
@@ -194,6 +212,9 @@ def add_params(p: argparse.ArgumentParser) -> None:
     p.add_argument("--apply-concurrency", type=non_negative_int, default=d.apply_concurrency)
     p.add_argument("--lock-wait-seconds", type=non_negative_int, default=d.lock_wait_seconds)
     p.add_argument("--spark-master", default=None)
+    p.add_argument("--spark-remote", default=None, metavar="sc://HOST:PORT|none",
+                   help="run the Spark job on this warm Spark Connect server (default: the spark_connect_default "
+                        "connection's, when AIRFLOW_CONN_SPARK_CONNECT_DEFAULT is set); none: spark-submit")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -274,12 +295,29 @@ def context_of(a: argparse.Namespace, command: str):
     return ctx
 
 
+def run_spark_job(a, sub, said: list[str]) -> int:
+    """The job of submission ``sub`` on a warm Spark Connect server or through spark-submit (the route is logged;
+    the job's summary records it too); its exit code."""
+    from mm2_failover.config import SPARK_CONNECT_CONN_ID
+    from mm2_failover.spark import cli_spark_route, connect_run, spark_submit
+
+    try:
+        with cli_logging_kept():
+            remote, why = cli_spark_route(a.spark_remote, SPARK_CONNECT_CONN_ID)
+    except ValueError as e:
+        raise CliError(EXIT_USAGE, str(e)) from None
+    log.info("latest-checkpoints job route: %s", why)
+    if remote:
+        return connect_run(remote, sub, said)
+    return spark_submit(spark_master(a.spark_master), sub, said)
+
+
 # ------------------------------------------------------------------------------------------ commands
 
 
 def compute_latest_checkpoints(a, ctx) -> None:
     """The Spark job, unless this run folder already has its output (make_plan checks the quarantine limit)."""
-    from mm2_failover.spark import job_submission, spark_submit
+    from mm2_failover.spark import job_submission
 
     f = ctx.folder
     if f.checkpoints_summary.exists() and f.checkpoints.exists():
@@ -288,7 +326,7 @@ def compute_latest_checkpoints(a, ctx) -> None:
     snap = f.load_snapshot()
     said: list[str] = []
     with job_submission(ctx.params, f, snap, ctx.target.conf) as sub:
-        rc = spark_submit(spark_master(a.spark_master), sub, said)
+        rc = run_spark_job(a, sub, said)
     if rc == 3:
         return  # quarantine: make_plan refuses with the details
     if rc:
@@ -380,12 +418,12 @@ def cmd_archive(a, ctx):
 
 def cmd_refresh_state(a, ctx):
     from mm2_failover.config import state_root
-    from mm2_failover.spark import refresh_submission, spark_submit
+    from mm2_failover.spark import refresh_submission
 
     said: list[str] = []
     topics = {alias: ctx.policies[alias].checkpoints_topic for alias in ctx.aliases}
     with refresh_submission(topics, ctx.target.conf) as sub:
-        rc = spark_submit(spark_master(a.spark_master), sub, said)
+        rc = run_spark_job(a, sub, said)
     if rc:
         code = {2: EXIT_USAGE, 4: EXIT_UNREACHABLE}.get(rc, EXIT_FAILED)
         raise CliError(code, f"the state refresh (Spark) failed with exit code {rc}: "

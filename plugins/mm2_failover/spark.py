@@ -67,6 +67,57 @@ def spark_connect_url(conn_id: str, timeout: float = 3.0) -> tuple[str | None, s
     return url, f"Spark Connect server of {conn_id!r} ({host}:{port})"
 
 
+def cli_spark_route(remote: str | None, conn_id: str) -> tuple[str | None, str]:
+    """The CLI's route for the job: (``sc://`` URL of a warm Spark Connect server, or None for spark-submit; why).
+    ``--spark-remote none``: spark-submit. ``--spark-remote sc://host:port``: that server. Neither: the DAG's rule
+    (:func:`spark_connect_url`) when ``AIRFLOW_CONN_<CONN_ID>`` is set, else spark-submit. A server that does not
+    answer falls back to spark-submit, as in the DAG (the same answers, later), and says so."""
+    import socket
+    from urllib.parse import urlparse
+
+    if remote is not None and remote.strip().lower() == "none":
+        return None, "--spark-remote none: spark-submit"
+    if remote is None:
+        if f"AIRFLOW_CONN_{conn_id.upper()}" not in os.environ:
+            return None, f"no --spark-remote and no AIRFLOW_CONN_{conn_id.upper()}: spark-submit"
+        return spark_connect_url(conn_id)
+    u = urlparse(remote)
+    if u.scheme != "sc" or not u.hostname:
+        raise ValueError(f"--spark-remote {remote.split(';')[0]!r}: expected sc://host:port (a Spark Connect "
+                         "server) or 'none'")
+    host, port = u.hostname, u.port or 15002
+    try:
+        with socket.create_connection((host, port), timeout=3.0):
+            pass
+    except OSError as e:
+        return None, f"the Spark Connect server {host}:{port} (--spark-remote) does not answer ({e}): spark-submit"
+    return remote, f"Spark Connect server {host}:{port} (--spark-remote)"
+
+
+def connect_run(remote: str, sub: JobSubmission, said: list[str] | None = None) -> int:
+    """Run the job as a client of the Spark Connect server ``remote`` in a Python process of its own (the CLI's
+    Connect route; a Connect session switches its whole process to remote mode). The URL (it may carry a token)
+    goes in ``SPARK_REMOTE``, never on the command line. Output and ``said`` as :func:`spark_submit`."""
+    from mm2_failover.config import SPARK_JOB
+
+    env = {k: v for k, v in {**os.environ, **sub.env}.items() if k != "SPARK_CONNECT_MODE_ENABLED"}
+    env["SPARK_REMOTE"] = remote
+    return _stream([sys.executable, str(SPARK_JOB), *sub.args], env, said)
+
+
+def _stream(cmd: list[str], env: dict[str, str], said: list[str] | None) -> int:
+    """Run ``cmd``; its output goes to this process's stderr as it comes, the job's own messages
+    (``latest_checkpoints: ...``) are also appended to ``said``; its exit code."""
+    import subprocess
+
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    for line in p.stdout:
+        sys.stderr.write(line)
+        if said is not None and line.startswith("latest_checkpoints:"):
+            said.append(line.strip())
+    return p.wait()
+
+
 @dataclass
 class JobSubmission:
     """The job's arguments, environment and Spark conf for one run, and the private options file they point at."""
@@ -192,12 +243,4 @@ def spark_submit(master: str, sub: JobSubmission, said: list[str] | None = None)
     """Run the job with the venv's spark-submit (the CLI path; Airflow uses SparkSubmitOperator). Its output goes
     to this process's stderr as it comes; the job's own messages (``latest_checkpoints: ...``) are also appended to
     ``said``, for the caller's error message."""
-    import subprocess
-
-    p = subprocess.Popen(spark_submit_cmd(master, sub.conf, sub.args), env={**os.environ, **sub.env},
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
-    for line in p.stdout:
-        sys.stderr.write(line)
-        if said is not None and line.startswith("latest_checkpoints:"):
-            said.append(line.strip())
-    return p.wait()
+    return _stream(spark_submit_cmd(master, sub.conf, sub.args), {**os.environ, **sub.env}, said)

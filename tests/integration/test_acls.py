@@ -45,8 +45,9 @@ def secured(bed, run_root):
 
 
 @pytest.fixture
-def as_pipeline(secured, monkeypatch):
-    """The DAG's connections: both clusters through their SASL_SSL listener, as the pipeline's principal."""
+def as_pipeline(secured, monkeypatch, spark_submit_route):
+    """The DAG's connections: both clusters through their SASL_SSL listener, as the pipeline's principal; the job
+    through spark-submit (Spark's Kafka source in a JVM of the run's own, with the principal's credentials)."""
     from testbed.bed import scram_conf
 
     b = secured[0]

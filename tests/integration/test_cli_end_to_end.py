@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mm2_failover.runfolder import RunFolder
 from testbed import scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark]
@@ -32,6 +33,13 @@ def test_cli_plan_apply_and_drill(bed, target, names, run_root):
     assert r.returncode == 0, r.stderr[-3000:]
     assert target.committed(g) == {}  # plan never writes
     assert len((run / "plan.csv").read_text().splitlines()) == 2
+    # the CLI takes the DAG's route for the job: the session's warm server when spark_connect_default names one
+    spark = json.loads(RunFolder(run).checkpoints_summary.read_text())["spark"]
+    want = "spark-connect" if "AIRFLOW_CONN_SPARK_CONNECT_DEFAULT" in os.environ else "spark-submit"
+    assert spark["route"] == want, (spark, r.stderr[-3000:])
+    # its logging stays on stderr after the route's look at Airflow's connection (Airflow's first import would
+    # send it to stdout, where the CLI prints its results)
+    assert "latest-checkpoints job route: " in r.stderr and "route" not in r.stdout, (r.stdout, r.stderr[-3000:])
     r = cli(bed, "apply", "--run-dir", str(run), "--groups-regex", g, "--drain-quiet-seconds", "1")
     assert r.returncode == 0, r.stderr[-3000:]
     # the exact positions the offset syncs prove (replica offsets equal the source's: one producer)

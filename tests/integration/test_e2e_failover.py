@@ -21,7 +21,8 @@ from mm2_failover.config import run_dir
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
 
-def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, target, names, monkeypatch, capfd):
+def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, target, names, monkeypatch, capfd,
+                                                                      spark_submit_route):
     import pyarrow.parquet as pq
 
     from testbed import localenv

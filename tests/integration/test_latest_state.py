@@ -26,8 +26,6 @@ from mm2_failover.runfolder import RunFolder
 from mm2_failover.spark import refresh_submission, spark_submit, submission_of, write_options_file
 from mm2_failover.state import StateRoot
 from testbed import scenario
-from testbed.bed import free_port
-from testbed.spark_connect import SparkConnectServer
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark]
 
@@ -90,17 +88,6 @@ def compute(bed, topics, end, out, state_dir=None, remote=None) -> dict:
                                capture_output=True, text=True, timeout=300)
             assert p.returncode == 0, p.stderr[-3000:]
     return json.loads((out.parent / (out.name + ".json")).read_text())
-
-
-@pytest.fixture(scope="module")
-def connect_server(tmp_path_factory):
-    """One warm Spark Connect server for the module (the bed's, as ``make demo`` starts it)."""
-    server = SparkConnectServer.start(tmp_path_factory.mktemp("spark-connect"), free_port())
-    # the warm-up must not switch this process (and every spark-submit it starts later) to Connect mode
-    assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ
-    assert set(server.warmup_steps or {}) == {"full_pass", "refresh", "state_and_tail"}, server.warmup_steps
-    yield server
-    server.stop()
 
 
 def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(bed, target, names, tmp_path,

@@ -56,8 +56,9 @@ def scene(bed):
 
 
 @pytest.fixture
-def same_spark_conf(spark_cluster, monkeypatch):
-    """One Spark conf for both modes: the cluster's executor size (ignored in local mode) and short-lived JVMs."""
+def same_spark_conf(spark_cluster, monkeypatch, spark_submit_route):
+    """One Spark conf for both modes: the cluster's executor size (ignored in local mode) and short-lived JVMs;
+    spark-submit (the modes are spark_default's masters)."""
     monkeypatch.setenv("MM2_FAILOVER_SPARK_CONF", json.dumps({**spark_conf(), **spark_cluster.app_conf}))
 
 

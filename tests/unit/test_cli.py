@@ -45,3 +45,14 @@ def test_target_from_the_airflow_connection_variable(tmp_path):
 def test_missing_backup_is_a_usage_error(tmp_path):
     r = cli("--target-bootstrap", "127.0.0.1:1", "--timeout", "2", "rollback", "--backup", str(tmp_path / "nope.json"))
     assert r.returncode == 2 and "no backup" in r.stderr
+
+
+def test_logging_stays_on_stderr_when_a_connection_is_read_the_airflow_way(tmp_path):
+    # a URI-form connection is parsed by Airflow, whose first import takes over logging and sends it to stdout,
+    # where the CLI prints its results; the CLI's warnings must stay on stderr, in its format
+    uri = "kafka://?bootstrap.servers=127.0.0.1%3A1"
+    r = cli("--timeout", "2", "plan", "--run-dir", str(tmp_path / "run"),
+            env={"AIRFLOW_CONN_KAFKA_TARGET": uri, "AIRFLOW_HOME": str(tmp_path / "airflow")})
+    assert r.returncode == 4, r.stderr
+    assert r.stdout == ""
+    assert "WARNING WARNING: no source cluster given" in r.stderr, r.stderr

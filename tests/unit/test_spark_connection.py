@@ -67,3 +67,68 @@ def test_a_spark_connect_server_that_answers_is_used_its_token_never_said(monkey
         url, why = spark_connect_url("spark_connect_default", timeout=1)
     assert url.startswith(f"sc://127.0.0.1:{port}") and "s3cr3t-token" in url  # the client needs it
     assert "s3cr3t" not in why and f"127.0.0.1:{port}" in why
+
+
+# the CLI's route: --spark-remote first (a URL or 'none'), else the DAG's rule on AIRFLOW_CONN_SPARK_CONNECT_DEFAULT
+
+
+def _listening():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    return s, s.getsockname()[1]
+
+
+def test_cli_without_option_or_connection_uses_spark_submit_without_asking_airflow(monkeypatch):
+    from mm2_failover.spark import cli_spark_route
+
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", raising=False)
+    url, why = cli_spark_route(None, "spark_connect_default")
+    assert url is None and "AIRFLOW_CONN_SPARK_CONNECT_DEFAULT" in why and why.endswith("spark-submit")
+
+
+def test_cli_follows_the_connection_like_the_dag(monkeypatch):
+    import json
+
+    from mm2_failover.spark import cli_spark_route
+
+    s, port = _listening()
+    with s:
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
+            {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port}))
+        url, why = cli_spark_route(None, "spark_connect_default")
+    assert url.startswith(f"sc://127.0.0.1:{port}") and "'spark_connect_default'" in why
+
+
+def test_cli_option_overrides_the_connection_and_none_forces_spark_submit(monkeypatch):
+    import json
+
+    from mm2_failover.spark import cli_spark_route
+
+    s, port = _listening()
+    with s:
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
+            {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port}))
+        assert cli_spark_route("none", "spark_connect_default") == (None, "--spark-remote none: spark-submit")
+        url, why = cli_spark_route(f"sc://127.0.0.1:{port}/;token=s3cr3t", "spark_connect_default")
+    assert url == f"sc://127.0.0.1:{port}/;token=s3cr3t" and "--spark-remote" in why and "s3cr3t" not in why
+
+
+def test_cli_option_whose_server_does_not_answer_falls_back_saying_so(monkeypatch):
+    from mm2_failover.spark import cli_spark_route
+
+    s, port = _listening()
+    s.close()  # nobody listens any more
+    url, why = cli_spark_route(f"sc://127.0.0.1:{port}", "spark_connect_default")
+    assert url is None and f"127.0.0.1:{port}" in why and "does not answer" in why and why.endswith("spark-submit")
+
+
+@pytest.mark.parametrize("bad", ["http://127.0.0.1:15002", "127.0.0.1:15002", "sc://"])
+def test_cli_option_that_is_not_a_connect_url_is_refused_naming_it(bad):
+    from mm2_failover.spark import cli_spark_route
+
+    with pytest.raises(ValueError) as e:
+        cli_spark_route(bad, "spark_connect_default")
+    assert "--spark-remote" in str(e.value) and "sc://host:port" in str(e.value)
