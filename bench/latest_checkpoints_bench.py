@@ -552,7 +552,9 @@ def bench_state_size(args, groups: int, root: Path) -> dict:
             res["runs"].append(row)
             return row
 
-        one("refresh-initial", "refresh, first version (a full pass)", 0, refresh=str(state))
+        # the first version as the scheduled refresh writes it where spark_connect_default is defined: on the server
+        one("refresh-initial", "refresh, first version (a full pass, Connect)", 0, refresh=str(state),
+            remote=server.url)
         tail = write_tail(bootstrap, groups, P, U, pct)
         res["tail"] = tail
         end = tail["end_offset"]

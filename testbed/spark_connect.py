@@ -53,7 +53,7 @@ class SparkConnectServer:
                "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
                "--conf", f"spark.connect.grpc.binding.port={port}",
                "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-               "--conf", "spark.ui.enabled=false",
+               "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
                "--conf", "spark.redaction.regex=(?i)secret|password|token|access[.]?key|jaas|sasl|keystore|truststore"]
         env = {**os.environ, "SPARK_HOME": spark_home(), "SPARK_LOCAL_IP": "127.0.0.1",
                "PYSPARK_PYTHON": sys.executable}
