@@ -20,10 +20,11 @@ Each command calls exactly the steps the DAG's tasks call, with the same gates, 
 Clusters: ``--target-config``/``--source-config`` (a JSON file of librdkafka settings), or the same
 ``AIRFLOW_CONN_KAFKA_TARGET``/``AIRFLOW_CONN_KAFKA_SOURCE`` variables the DAG uses (JSON or URI form), or
 ``--*-bootstrap``. A second source alias needs ``--alias-source-config ALIAS=FILE`` (or ``ALIAS=`` to fail it over
-without checking its source). Spark: the job runs on a warm Spark Connect server when ``--spark-remote sc://host:port``
-is given, or else when ``AIRFLOW_CONN_SPARK_CONNECT_DEFAULT`` names one (the DAG's rule), and that server answers;
-otherwise through spark-submit on ``--spark-master`` (default: the host of ``AIRFLOW_CONN_SPARK_DEFAULT``, else
-``local[2]``); ``--spark-remote none`` forces spark-submit. A run folder remembers the parameters it was started with: continuing it with others is refused.
+without checking its source). Spark: the job runs on a warm Spark Connect server when ``--spark-remote
+sc://host:port`` is given, or else when ``AIRFLOW_CONN_SPARK_CONNECT_DEFAULT`` names one (the DAG's rule), and that
+server answers; otherwise through spark-submit on ``--spark-master`` (default: the host of
+``AIRFLOW_CONN_SPARK_DEFAULT``, else ``local[2]``); ``--spark-remote none`` forces spark-submit. A run folder
+remembers the parameters it was started with: continuing it with others is refused.
 
 Exit codes: 0 done; 1 verification failed or some groups were refused (named on stderr); 2 bad usage or
 configuration (a wrong file, option, alias, password or client setting); 3 groups still have live members (nothing

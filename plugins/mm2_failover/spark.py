@@ -45,9 +45,6 @@ def check_spark_connection(conn_id: str) -> str:
 def spark_connect_url(conn_id: str, timeout: float = 3.0) -> tuple[str | None, str]:
     """(``sc://`` URL of the Spark Connect server of Airflow connection ``conn_id``, or None; what was found). None
     when the connection is not defined or its server does not answer: the caller falls back to spark-submit."""
-    import socket
-    from urllib.parse import urlparse
-
     from airflow.sdk import BaseHook
 
     try:
@@ -56,15 +53,23 @@ def spark_connect_url(conn_id: str, timeout: float = 3.0) -> tuple[str | None, s
         return None, f"no Airflow connection {conn_id!r} (conn type spark_connect): spark-submit"
     from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
-    url = SparkConnectHook(conn_id).get_connection_url()
+    return answering(SparkConnectHook(conn_id).get_connection_url(), f"of {conn_id!r}", timeout)
+
+
+def answering(url: str, whose: str, timeout: float = 3.0) -> tuple[str | None, str]:
+    """(``url``, or None when its Spark Connect server does not answer: the caller falls back to spark-submit;
+    what was found, naming the server by ``whose`` and host:port - never the URL's token)."""
+    import socket
+    from urllib.parse import urlparse
+
     u = urlparse(url)
     host, port = u.hostname or "localhost", u.port or 15002
     try:
         with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as e:
-        return None, f"the Spark Connect server of {conn_id!r} ({host}:{port}) does not answer ({e}): spark-submit"
-    return url, f"Spark Connect server of {conn_id!r} ({host}:{port})"
+        return None, f"the Spark Connect server {whose} ({host}:{port}) does not answer ({e}): spark-submit"
+    return url, f"Spark Connect server {whose} ({host}:{port})"
 
 
 def cli_spark_route(remote: str | None, conn_id: str) -> tuple[str | None, str]:
@@ -72,7 +77,6 @@ def cli_spark_route(remote: str | None, conn_id: str) -> tuple[str | None, str]:
     ``--spark-remote none``: spark-submit. ``--spark-remote sc://host:port``: that server. Neither: the DAG's rule
     (:func:`spark_connect_url`) when ``AIRFLOW_CONN_<CONN_ID>`` is set, else spark-submit. A server that does not
     answer falls back to spark-submit, as in the DAG (the same answers, later), and says so."""
-    import socket
     from urllib.parse import urlparse
 
     if remote is not None and remote.strip().lower() == "none":
@@ -85,13 +89,7 @@ def cli_spark_route(remote: str | None, conn_id: str) -> tuple[str | None, str]:
     if u.scheme != "sc" or not u.hostname:
         raise ValueError(f"--spark-remote {remote.split(';')[0]!r}: expected sc://host:port (a Spark Connect "
                          "server) or 'none'")
-    host, port = u.hostname, u.port or 15002
-    try:
-        with socket.create_connection((host, port), timeout=3.0):
-            pass
-    except OSError as e:
-        return None, f"the Spark Connect server {host}:{port} (--spark-remote) does not answer ({e}): spark-submit"
-    return remote, f"Spark Connect server {host}:{port} (--spark-remote)"
+    return answering(remote, "of --spark-remote")
 
 
 def connect_run(remote: str, sub: JobSubmission, said: list[str] | None = None) -> int:
