@@ -23,7 +23,7 @@ import pytest
 from mm2_failover import checkpoints as cpf
 from mm2_failover.config import SPARK_JOB, run_dir
 from mm2_failover.runfolder import RunFolder
-from mm2_failover.spark import refresh_submission, spark_submit, submission_of, write_options_file
+from mm2_failover.spark import connect_run, refresh_submission, spark_submit, submission_of, write_options_file
 from mm2_failover.state import StateRoot
 from testbed import scenario
 
@@ -82,11 +82,9 @@ def compute(bed, topics, end, out, state_dir=None, remote=None) -> dict:
     with submission_of(args, options) as sub:
         if remote is None:
             assert spark_submit("local[2]", sub) == 0
-        else:  # a separate process: a Connect client switches pyspark to remote mode for the whole process
-            env = {**os.environ, **sub.env}
-            p = subprocess.run([sys.executable, str(SPARK_JOB), *sub.args, "--remote", remote], env=env,
-                               capture_output=True, text=True, timeout=300)
-            assert p.returncode == 0, p.stderr[-3000:]
+        else:  # the CLI's Connect route: a client process of its own, the URL in SPARK_REMOTE
+            said: list[str] = []
+            assert connect_run(remote, sub, said) == 0, said
     return json.loads((out.parent / (out.name + ".json")).read_text())
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.localenv import spark_conn
+from testbed.localenv import spark_conn, spark_connect_conn
 from mm2_failover.spark import SparkConnectionMissing, check_spark_connection
 
 
@@ -90,27 +90,21 @@ def test_cli_without_option_or_connection_uses_spark_submit_without_asking_airfl
 
 
 def test_cli_follows_the_connection_like_the_dag(monkeypatch):
-    import json
-
     from mm2_failover.spark import cli_spark_route
 
     s, port = _listening()
     with s:
-        monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
-            {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port}))
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", spark_connect_conn(port))
         url, why = cli_spark_route(None, "spark_connect_default")
     assert url.startswith(f"sc://127.0.0.1:{port}") and "'spark_connect_default'" in why
 
 
 def test_cli_option_overrides_the_connection_and_none_forces_spark_submit(monkeypatch):
-    import json
-
     from mm2_failover.spark import cli_spark_route
 
     s, port = _listening()
     with s:
-        monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
-            {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port}))
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", spark_connect_conn(port))
         assert cli_spark_route("none", "spark_connect_default") == (None, "--spark-remote none: spark-submit")
         url, why = cli_spark_route(f"sc://127.0.0.1:{port}/;token=s3cr3t", "spark_connect_default")
     assert url == f"sc://127.0.0.1:{port}/;token=s3cr3t" and "--spark-remote" in why and "s3cr3t" not in why
