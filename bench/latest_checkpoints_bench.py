@@ -337,9 +337,9 @@ def run_dag_task(args, bootstrap: str, end_offset: int, home: Path) -> dict:
 
 
 def read_ours(path: str) -> dict[str, dict[tuple[str, int], int]]:
-    import pyarrow.parquet as pq
+    from mm2_failover.answers import read_table
 
-    t = pq.read_table(path, columns=["group", "topic", "partition", "downstream_offset"]).to_pydict()
+    t = read_table(path, ["group", "topic", "partition", "downstream_offset"]).to_pydict()
     out: dict[str, dict[tuple[str, int], int]] = {}
     for g, t_, p, o in zip(t["group"], t["topic"], t["partition"], t["downstream_offset"]):
         out.setdefault(g, {})[(t_, p)] = o

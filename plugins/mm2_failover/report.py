@@ -304,8 +304,15 @@ def state_lines(checkpoints_summary: dict) -> list[str]:
     st = checkpoints_summary.get("state")
     if not st:
         return route + ["latest checkpoints by a full pass over the captured range (no latest-checkpoint state)"]
-    return route + [f"latest checkpoints of {alias}: {c['reason']}"
-                    for alias, c in sorted((st.get("aliases") or {}).items())]
+    out = route + [f"latest checkpoints of {alias}: {c['reason']}"
+                   for alias, c in sorted((st.get("aliases") or {}).items())]
+    lay = checkpoints_summary.get("output_layout") or {}
+    if lay.get("layout") == "state+delta":
+        out.append(f"answers written as state+delta: {lay['delta_answers']} answer(s) of the {lay['touched_keys']} "
+                   f"key(s) the tail touched, the others the state version's ({lay['base_files']})")
+    elif lay:
+        out.append(f"answers written in full: {lay['why']}")
+    return out
 
 
 def render_markdown(report: dict) -> str:

@@ -7,7 +7,8 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
 ``run.json``                    the run's parameters and the source-reachability decision (written first)
 ``drain.json``                  the last drain observation (:class:`mm2_failover.drain.DrainVerdict`)
 ``snapshot.json``               end offsets captured once (:class:`Snapshot`)
-``latest_checkpoints.parquet``  the Spark job's output (+ ``.summary.json``, ``_quarantine``, ``_regressions``)
+``latest_checkpoints.parquet``  the Spark job's answers (read through :mod:`mm2_failover.answers`; + ``.summary.json``,
+                                ``_quarantine``, ``_regressions``)
 ``plan.json`` / ``plan.csv``    the plan, built once (CSV for ``kafka-consumer-groups --from-file``)
 ``backup.json``                 what apply is about to overwrite, saved before its first write (:class:`Backup`)
 ``apply.json``                  what apply did
@@ -311,15 +312,6 @@ class RunFolder:
 
     def load_drain(self) -> dict:
         return self.load(DRAIN, {})
-
-
-def checkpoint_rows(path, columns: list[str] | None = None) -> list[dict]:
-    """The Spark job's answers (Parquet: a folder or any pyarrow-readable URI), as dicts; ``columns`` that the
-    output lacks (an older job's) are left out."""
-    import pyarrow.parquet as pq
-
-    t = pq.read_table(str(path))
-    return t.select([c for c in (columns or t.column_names) if c in t.column_names]).to_pylist()
 
 
 def load_backup(path: Path | str) -> Backup:

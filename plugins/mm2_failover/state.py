@@ -10,8 +10,11 @@ in refresh mode (``--refresh-state``)::
                       the live record with the highest downstream offset (regressions)
         metadata/     Parquet: the commit metadata of the buffers' chosen records that carry some
         quarantine/   Parquet: every record of the range that is not a usable checkpoint (reason, key and value hex)
+        answers/      Parquet: the answer of every usable key under the latest policy (the job's output columns,
+                      commit metadata in place, plus the raw key): what a failover reuses for the keys its tail
+                      did not touch (:mod:`mm2_failover.answers`)
         version.json  what it covers: per alias the topic, its topic id, the offset covered per partition, the log
-                      start it was read from, and the record counts
+                      start it was read from, and the record and answer counts
 
 The job writes a version into ``.tmp-<name>-<pid>/``, renames it into place (atomic), then rewrites
 ``CURRENT.json`` (atomic and durable); a crash at any point leaves the previous versions intact and a retry converges

@@ -642,7 +642,7 @@ def _records_merged(cluster: Cluster, ranges: dict[TP, tuple[int, int]], most: i
 
 def load_latest_checkpoints(path: Path) -> list[planmod.LatestCheckpoint]:
     """Every answer of the Spark job (all groups: the job does not select)."""
-    from mm2_failover.runfolder import checkpoint_rows
+    from mm2_failover.answers import checkpoint_rows
 
     return [planmod.LatestCheckpoint(**r) for r in checkpoint_rows(path, [
         "source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata"])]

@@ -239,7 +239,8 @@ def drill_report_of(ctx) -> dict:
     from mm2_failover import drill, metrics, steps
     from mm2_failover import plan as planmod
     from mm2_failover.report import run_summary
-    from mm2_failover.runfolder import checkpoint_rows, now_iso, write_json, write_text
+    from mm2_failover.answers import checkpoint_rows
+    from mm2_failover.runfolder import now_iso, write_json, write_text
 
     ctx.params = replace(ctx.params, dry_run=True)
     f = ctx.folder

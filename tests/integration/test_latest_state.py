@@ -60,11 +60,11 @@ def produce(bootstrap: str, topic: str, records) -> None:
 
 
 def rows(path) -> list[dict]:
-    import pyarrow.parquet as pq
+    from mm2_failover.answers import read_table
 
     if not path:
         return []
-    return sorted(pq.read_table(str(path)).to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    return sorted(read_table(path).to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
 def compute(bed, topics, end, out, state_dir=None, remote=None) -> dict:
@@ -135,6 +135,9 @@ def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(be
     want = compute(bed, topics, end, tmp_path / "full")
     assert got["state"]["full_pass"] == [] and got["tail_offsets"] == 200 and want["tail_offsets"] == 1200
     assert "state" not in want
+    # only the touched keys' answers written; the others are the version's, linked into the output
+    assert got["output_layout"]["layout"] == "state+delta" and want["output_layout"]["layout"] == "full"
+    assert 0 < got["output_layout"]["delta_answers"] <= got["output_layout"]["touched_keys"]
     same = ("records_read", "tombstones", "quarantined", "quarantined_by_reason", "checkpoints", "groups",
             "regressions")
     assert {f: got[f] for f in same} == {f: want[f] for f in same}
@@ -265,6 +268,7 @@ def test_the_dags_run_the_job_on_the_warm_server_and_the_failover_reads_only_the
     assert summary["state"]["full_pass"] == [] and summary["state"]["aliases"]["primary"]["version"] in [
         x["name"] for x in StateRoot(state_dir).versions()]
     assert summary["tail_offsets"] < before, summary["tail_offsets"]  # only what MM2 wrote since the refresh
+    assert summary["output_layout"]["layout"] == "state+delta", summary["output_layout"]
     # the answers from version + tail are MM2's latest checkpoints of the group, as Python decodes them
     want = {(k.topic, k.partition): c.downstream_offset
             for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic).items() if k.group == g}

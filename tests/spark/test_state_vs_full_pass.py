@@ -61,11 +61,12 @@ def full_pass(spark, records, end, out: Path, policy: str) -> dict:
 
 
 def rows(path: str | None, key) -> list[dict]:
-    import pyarrow.parquet as pq
+    """Every row of a table the job wrote; answers through the one reader of both layouts (mm2_failover.answers)."""
+    from mm2_failover.answers import read_table
 
     if path is None:
         return []
-    return sorted(pq.read_table(path).to_pylist(), key=key)
+    return sorted(read_table(path).to_pylist(), key=key)
 
 
 def answer_key(r):
@@ -99,6 +100,8 @@ def test_state_plus_tail_answers_as_the_full_pass(spark, tmp_path, monkeypatch, 
     got = step(spark, root, records, end, tmp_path / "from-state", policy, refresh=False)
     want = full_pass(spark, records, end, tmp_path / "full", policy)
     assert got.get("merge") == (merge if refreshes else None), got.get("merge")
+    # the latest policy answers in the state + delta layout: only the touched keys' answers are written
+    assert got["output_layout"]["layout"] == ("state+delta" if refreshes and policy == "latest" else "full")
     if refreshes:
         assert got["state"]["full_pass"] == [] and got["tail_offsets"] < want["tail_offsets"] or \
             got["tail_offsets"] == want["tail_offsets"] == 0

@@ -21,7 +21,7 @@ LAYERS = {
     "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
              "reachability", "config", "faults", "translate", "audit", "acls"},
     # talks to Kafka or the filesystem
-    "io": {"kafka_io", "runfolder", "locks", "spark", "hooks.kafka_cluster", "syncs", "state"},
+    "io": {"kafka_io", "runfolder", "answers", "locks", "spark", "hooks.kafka_cluster", "syncs", "state"},
     # one run: its context and its steps
     "run": {"run", "steps"},
     # Airflow glue and entry points

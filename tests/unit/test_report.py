@@ -138,6 +138,18 @@ def test_the_report_says_which_state_version_answered_and_why_an_alias_was_read_
                      "latest checkpoints of primary: state version v-1 + a tail of 12 offset(s)"]
 
 
+def test_the_report_says_how_the_answers_were_written():
+    from mm2_failover.report import state_lines
+
+    lines = state_lines({"state": {"aliases": {"primary": {"version": "v-1", "reason": "state version v-1 + a tail"}}},
+                         "output_layout": {"layout": "state+delta", "why": "only the touched keys' answers",
+                                           "touched_keys": 12, "delta_answers": 11, "base_files": "hard links"}})
+    assert lines[-1] == ("answers written as state+delta: 11 answer(s) of the 12 key(s) the tail touched, the others "
+                         "the state version's (hard links)")
+    full = state_lines({"state": {"aliases": {}}, "output_layout": {"layout": "full", "why": "--policy max: ..."}})
+    assert full[-1] == "answers written in full: --policy max: ..."
+
+
 def test_markdown_of_a_clean_run_has_no_mismatch_section():
     plan = the_plan()
     plan.rows = [r for r in plan.rows if r.group == "a"]
