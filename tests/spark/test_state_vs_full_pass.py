@@ -102,6 +102,9 @@ def test_state_plus_tail_answers_as_the_full_pass(spark, tmp_path, monkeypatch, 
     assert got.get("merge") == (merge if refreshes else None), got.get("merge")
     # the latest policy answers in the state + delta layout: only the touched keys' answers are written
     assert got["output_layout"]["layout"] == ("state+delta" if refreshes and policy == "latest" else "full")
+    if got["output_layout"]["layout"] == "state+delta":  # Spark, not knowing the layout, refuses it: never a part
+        with pytest.raises(Exception, match="(?i)parquet|magic|footer|schema"):
+            spark.read.parquet(got["output"]).collect()
     if refreshes:
         assert got["state"]["full_pass"] == [] and got["tail_offsets"] < want["tail_offsets"] or \
             got["tail_offsets"] == want["tail_offsets"] == 0
