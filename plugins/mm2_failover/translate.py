@@ -93,7 +93,27 @@ class SyncIndex:
 
     def __init__(self, syncs: Iterable[Sync | tuple[int, int]]):
         self.syncs: list[Sync] = sorted({s if isinstance(s, Sync) else Sync(*s) for s in syncs})
+        # built once, so that every lookup is a few bisections (a partition's archive holds many syncs, and every
+        # group of it looks one up): ``_prefix_top[i]`` the sync of syncs[:i] with the highest downstream (the first
+        # such); ``_run_end[i]`` where the run of non-decreasing downstream offsets holding syncs[i] ends (a run: one
+        # MM2 history; a new one starts at every restart's seam); the same syncs by downstream offset, and
+        # ``_floor_at[j]`` the one of by_d[:j] with the highest upstream
+        n = len(self.syncs)
         self._ups = [s.upstream for s in self.syncs]
+        self._downs = [s.downstream for s in self.syncs]
+        self._prefix_top: list[Sync | None] = [None] * (n + 1)
+        for i, x in enumerate(self.syncs):
+            top = self._prefix_top[i]
+            self._prefix_top[i + 1] = x if top is None or x.downstream > top.downstream else top
+        self._run_end = [n] * n
+        for i in range(n - 2, -1, -1):
+            self._run_end[i] = self._run_end[i + 1] if self._downs[i] <= self._downs[i + 1] else i + 1
+        self._by_d = sorted(self.syncs, key=lambda x: (x.downstream, x.upstream))
+        self._by_d_downs = [x.downstream for x in self._by_d]
+        self._floor_at: list[Sync | None] = [None] * (n + 1)
+        for j, x in enumerate(self._by_d):
+            f = self._floor_at[j]
+            self._floor_at[j + 1] = x if f is None or x.upstream > f.upstream else f
 
     def __len__(self) -> int:
         return len(self.syncs)
@@ -104,11 +124,12 @@ class SyncIndex:
         lookup searches (rule 7). ``drained``: the (source end, replica end) offsets once replication is finished,
         if known; ``replica_start``: the replica's log start (the search's floor below the first sync)."""
         i = bisect.bisect_right(self._ups, upstream)  # syncs[:i] have upstream <= U
-        at = [s for s in self.syncs[:i] if s.upstream == upstream]
-        if at:
+        first = bisect.bisect_left(self._ups, upstream)
+        if first < i:
             # several syncs for one upstream offset (a re-copy after an MM2 restart): the first copy is the one the
-            # group would have read; a later duplicate would make it read the record twice, never skip it
-            s = min(at, key=lambda x: x.downstream)
+            # group would have read (the lowest downstream: the first in the sorted syncs); a later duplicate would
+            # make it read the record twice, never skip it
+            s = self.syncs[first]
             return Translation(s.downstream, EXACT_SYNC, (s, None))
         lo = self.syncs[i - 1] if i else None
         hi = self.syncs[i] if i < len(self.syncs) else None
@@ -129,18 +150,29 @@ class SyncIndex:
         the range starts at the highest such ``d``. It ends at the lowest sync above ``upstream`` copied after that
         start (its history, or an earlier one, copied the record before it); past every sync, at the drained
         replica's end; below the first sync it starts at the replica's log start."""
-        below = self.syncs[:i]
-        lo = max(below, key=lambda x: x.downstream) if below else None
+        lo = self._prefix_top[i]
         if lo is None and replica_start is not None:
             lo = Sync(0, replica_start)
         floor = lo.downstream if lo is not None else -1
-        above = [x for x in self.syncs[i:] if x.downstream > floor]
-        if above:
-            return Unproven((lo, min(above, key=lambda x: x.downstream)))
+        hi = self._lowest_above(i, floor)
+        if hi is not None:
+            return Unproven((lo, hi))
         if drained is not None and upstream <= drained[0]:
             # a tail that is not gap-free (markers, aborted batches): the drained ends bound the copy's range
             return Unproven((lo, Sync(*drained)), drained_tail=True)
         return Unproven((lo, None))
+
+    def _lowest_above(self, i: int, floor: int) -> Sync | None:
+        """The sync of syncs[i:] with the lowest downstream offset above ``floor`` (the first such), or None: one
+        bisection per run of non-decreasing downstream offsets from ``i`` on (one per MM2 history)."""
+        best = None
+        while i < len(self.syncs):
+            end = self._run_end[i]
+            j = bisect.bisect_right(self._downs, floor, lo=i, hi=end)
+            if j < end and (best is None or self._downs[j] < best.downstream):
+                best = self.syncs[j]
+            i = end
+        return best
 
     def back(self, downstream: int, replica_end: int | None = None) -> Back | None:
         """Failing back (rules 8-9): the origin offset at which a group that consumed this replica up to
@@ -155,13 +187,14 @@ class SyncIndex:
         return proven if proven is not None and proven.upstream >= floor.upstream else floor
 
     def _back_proven(self, downstream: int, replica_end: int | None) -> Back | None:
-        at = [s for s in self.syncs if s.downstream == downstream]
-        if at:  # one copy at D: the record the group reads next is the origin's record at u
-            s = at[0]
+        by_d = self._by_d
+        first = bisect.bisect_left(self._by_d_downs, downstream)
+        if first < len(by_d) and by_d[first].downstream == downstream:
+            # a copy at D (the lowest upstream of them): the record the group reads next is the origin's record at u
+            s = by_d[first]
             return Back(s.upstream, EXACT_SYNC, (s, None))
         # the bracket of D in the downstream order; syncs of one history are increasing in both offsets
-        by_d = sorted(self.syncs, key=lambda x: (x.downstream, x.upstream))
-        j = bisect.bisect_right([x.downstream for x in by_d], downstream)
+        j = bisect.bisect_right(self._by_d_downs, downstream)
         lo = by_d[j - 1]
         hi = by_d[j] if j < len(by_d) else None
         if hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream and hi.upstream > lo.upstream:
@@ -172,11 +205,8 @@ class SyncIndex:
 
     def floor(self, downstream: int) -> Back | None:
         """Rule 9: the highest upstream offset of the syncs at or below ``downstream`` (None: no such sync)."""
-        below = [s for s in self.syncs if s.downstream <= downstream]
-        if not below:
-            return None
-        f = max(below, key=lambda x: x.upstream)
-        return Back(f.upstream, SYNC_FLOOR, (f, None))
+        f = self._floor_at[bisect.bisect_right(self._by_d_downs, downstream)]
+        return None if f is None else Back(f.upstream, SYNC_FLOOR, (f, None))
 
 
 @dataclass(frozen=True)

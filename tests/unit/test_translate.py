@@ -299,3 +299,79 @@ def test_failing_back_never_skips_an_unread_record_and_is_exact_when_proven(seed
         if b.rule != tr.SYNC_FLOOR and len(set(replica)) == len(replica):  # MM2 never copied a record twice
             reread = [s for s in set(replica[:d]) if s >= b.upstream and kinds[s] == DATA]
             assert reread == [], (d, b, syncs, replica)  # exact
+
+
+# ------------------------------------------------------------------------------------------ the index's lookups
+
+
+class ScanIndex:
+    """The lookups as first written, a scan of every sync per lookup (the oracle for SyncIndex's precomputed
+    arrays and bisections: the same answer, ties included)."""
+
+    def __init__(self, syncs):
+        self.syncs = sorted({s if isinstance(s, Sync) else Sync(*s) for s in syncs})
+
+    def exact(self, u):
+        at = [s for s in self.syncs if s.upstream == u]
+        return min(at, key=lambda x: x.downstream) if at else None
+
+    def search_range(self, u, replica_start):
+        below = [s for s in self.syncs if s.upstream <= u]
+        lo = max(below, key=lambda x: x.downstream) if below else None
+        if lo is None and replica_start is not None:
+            lo = Sync(0, replica_start)
+        floor = lo.downstream if lo is not None else -1
+        above = [x for x in self.syncs if x.upstream > u and x.downstream > floor]
+        return lo, (min(above, key=lambda x: x.downstream) if above else None)
+
+    def back_exact(self, d):
+        at = [s for s in self.syncs if s.downstream == d]
+        return at[0] if at else None
+
+    def floor(self, d):
+        below = [s for s in self.syncs if s.downstream <= d]
+        return max(below, key=lambda x: x.upstream) if below else None
+
+
+def random_syncs(rnd: random.Random) -> list[tuple[int, int]]:
+    """One or more MM2 histories (each increasing in both offsets, restarting at or before where the last stopped),
+    re-emitted syncs and exact duplicates, or plain noise."""
+    if rnd.random() < 0.2:
+        return [(rnd.randrange(60), rnd.randrange(60)) for _ in range(rnd.randrange(12))]
+    out, u, d = [], 0, rnd.randrange(5)
+    for _ in range(rnd.randint(1, 4)):
+        for _ in range(rnd.randrange(1, 10)):
+            u, d = u + rnd.randrange(1, 8), d + rnd.randrange(0, 8)
+            out.append((u, d))
+            if rnd.random() < 0.1:
+                out.append((u, d + rnd.randrange(1, 4)))  # the same upstream offset copied again
+        u = max(0, u - rnd.randrange(0, 15))  # MM2 restarts at or before where it stopped
+        d += rnd.randrange(1, 5)
+    return out + rnd.sample(out, min(len(out), rnd.randrange(3)))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(0, 10**9))
+def test_the_index_looks_up_exactly_what_a_scan_of_every_sync_finds(seed):
+    rnd = random.Random(seed)
+    raw = random_syncs(rnd)
+    idx, scan = SyncIndex(raw), ScanIndex(raw)
+    top = max([s.upstream for s in scan.syncs] + [s.downstream for s in scan.syncs] + [0]) + 3
+    for u in range(top):
+        start = rnd.choice([None, 0, 2])
+        t = idx.translate(u, replica_start=start)
+        want_exact = scan.exact(u)
+        if want_exact is not None:
+            assert t == Translation(want_exact.downstream, tr.EXACT_SYNC, (want_exact, None)), (u, raw)
+        elif isinstance(t, Unproven):
+            assert t.bracket == scan.search_range(u, start), (u, raw)
+        assert idx.search_range(u, sum(1 for s in scan.syncs if s.upstream <= u), None, start).bracket == \
+            scan.search_range(u, start), (u, raw)
+        f = scan.floor(u)
+        assert idx.floor(u) == (None if f is None else tr.Back(f.upstream, tr.SYNC_FLOOR, (f, None))), (u, raw)
+        b = idx.back(u)
+        e = scan.back_exact(u)
+        if f is None:
+            assert b is None, (u, raw)
+        elif e is not None and e.upstream >= f.upstream:
+            assert b == tr.Back(e.upstream, tr.EXACT_SYNC, (e, None)), (u, raw)
