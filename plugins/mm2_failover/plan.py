@@ -193,6 +193,18 @@ def quarantine_refusal(summary: dict | None, max_quarantined: int) -> str | None
             "with a higher max_quarantined_records.")
 
 
+@dataclass(frozen=True)
+class Proven:
+    """A proven translation of one (group, replica topic, partition) (:mod:`mm2_failover.translate`): the replica
+    ``offset`` of the record at the group's ``source_position``, the ``rule`` that proves it, and the commit
+    ``metadata`` to write with it (the group's on the source)."""
+
+    offset: int
+    rule: str
+    source_position: int
+    metadata: str = ""
+
+
 def build_plan(
     checkpoints: Iterable[LatestCheckpoint],
     bounds: dict[tuple[str, int], PartitionBounds],
@@ -202,7 +214,7 @@ def build_plan(
     allow_rewind: bool = False,
     source_commits: dict[str, dict[tuple[str, str, int], int]] | None = None,
     accept_groups_without_checkpoints: bool = False,
-    exact: dict[tuple[str, str, int], tuple] | None = None,
+    exact: dict[tuple[str, str, int], Proven] | None = None,
 ) -> Plan:
     """Build the plan.
 
@@ -210,8 +222,7 @@ def build_plan(
     ``current``: each group's commits on the target now; ``topic_partitions``: partition count of every
     replica topic on the target; ``source_commits``: the selected groups' commits on the source, as
     group -> {(source alias, replica topic, partition): offset}, for replicated topics (None: not known, e.g.
-    every source is lost); ``exact``: (group, replica topic, partition) -> (offset, rule, source position, metadata)
-    of the proven translations.
+    every source is lost); ``exact``: (group, replica topic, partition) -> its :class:`Proven` translation.
     """
     if on_existing_target_offsets not in ("fail", "skip", "overwrite"):
         raise PlanError(f"on_existing_target_offsets must be fail, skip or overwrite, not {on_existing_target_offsets!r}")
@@ -260,9 +271,9 @@ def build_plan(
                     row.upstream_offset, row.downstream_offset = cp.upstream_offset, cp.downstream_offset
                     row.metadata = cp.metadata
                 if ex is not None:
-                    row.exact_offset, row.rule, row.source_position = ex[0], ex[1], ex[2]
+                    row.exact_offset, row.rule, row.source_position = ex.offset, ex.rule, ex.source_position
                     if cp is None:
-                        row.metadata = ex[3] if len(ex) > 3 else ""
+                        row.metadata = ex.metadata
                 if cp is not None or ex is not None:
                     _clamp(row, row.exact_offset if ex is not None else row.downstream_offset)
                 group_rows.append(row)

@@ -728,11 +728,12 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
     home, home_notes = home_translations(ctx, snap, src)
     exact, notes = {**exact, **home}, notes + home_notes
     src_meta = {(g, rt, part): c.metadata for g, cs in src.items() for (_a, rt, part), c in cs.items()}
-    plan = planmod.build_plan(cps, bounds, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in current.items()},
-                              snap.replica_partitions, p.on_existing_target_offsets, p.allow_rewind,
-                              {g: {k: c.offset for k, c in cs.items()} for g, cs in src.items()},
-                              p.accept_groups_without_checkpoints,
-                              {k: (e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()})
+    plan = planmod.build_plan(
+        cps, bounds, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in current.items()},
+        snap.replica_partitions, on_existing_target_offsets=p.on_existing_target_offsets, allow_rewind=p.allow_rewind,
+        source_commits={g: {k: c.offset for k, c in cs.items()} for g, cs in src.items()},
+        accept_groups_without_checkpoints=p.accept_groups_without_checkpoints,
+        exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()})
     built = now_iso()
     rules: dict[str, int] = {}
     for r in plan.rows:

@@ -340,7 +340,7 @@ def test_source_commits_on_topics_without_a_replica_are_ignored():
 
 
 def test_a_proven_translation_replaces_the_checkpoint_and_says_so():
-    p = build([cp(down=10, up=50)], exact={("app", T, 0): (50, "gap_free_bracket", 50, "")})
+    p = build([cp(down=10, up=50)], exact={("app", T, 0): pm.Proven(50, "gap_free_bracket", 50, "")})
     r = row(p)
     assert (r.planned_offset, r.downstream_offset, r.rule, r.exact_offset, r.source_position) == \
         (50, 10, "gap_free_bracket", 50, 50)
@@ -348,16 +348,16 @@ def test_a_proven_translation_replaces_the_checkpoint_and_says_so():
 
 
 def test_a_translation_still_obeys_clamp_existing_commits_and_no_rewind():
-    p = build([cp(down=10)], b=bounds(start=0, end=40), exact={("app", T, 0): (55, "exact_sync", 55, "")})
+    p = build([cp(down=10)], b=bounds(start=0, end=40), exact={("app", T, 0): pm.Proven(55, "exact_sync", 55, "")})
     assert (row(p).action, row(p).reason, row(p).planned_offset) == (pm.CLAMP, pm.BEYOND_LOG_END, 40)
     p = build([cp(down=10)], current={"app": {(T, 0): 60}}, on_existing_target_offsets="overwrite",
-              exact={("app", T, 0): (50, "exact_sync", 50, "")})
+              exact={("app", T, 0): pm.Proven(50, "exact_sync", 50, "")})
     assert (row(p).action, row(p).reason) == (pm.SKIP, pm.TARGET_AHEAD)
 
 
 def test_a_group_mm2_never_checkpointed_moves_where_a_translation_proves_its_position():
     p = build([cp()], source_commits={"ghost": {("primary", T, 0): 5}},
-              exact={("ghost", T, 0): (5, "gap_free_bracket", 5, "md")})
+              exact={("ghost", T, 0): pm.Proven(5, "gap_free_bracket", 5, "md")})
     r = row(p, "ghost")
     assert (r.action, r.planned_offset, r.downstream_offset, r.metadata, r.rule) == (pm.COMMIT, 5, None, "md",
                                                                                      "gap_free_bracket")
