@@ -6,7 +6,10 @@ topic STRING + partition INT32, value = upstream INT64 + downstream INT64). MM2'
 source commit ``U`` with the newest sync at or below it (plus one), from a sparse store: conservative, often
 hundreds of records early. The syncs prove more:
 
-1. **Exact sync** - a sync at ``u == U``: the record at ``U`` is at ``d``.
+1. **Exact sync** - a sync at ``u == U``: the record at ``U`` is at ``d``. Unless a later MM2 history copied it again
+   (a sync at or below ``U`` with a higher downstream offset: MM2 restarted at or before ``U``): a group starting at
+   the first copy would read the records between the restart point and ``U`` twice, so rule 7 looks for the last
+   copy instead, and the sync answers only where that lookup cannot be made (:attr:`Unproven.superseded`).
 2. **Gap-free bracket** - two consecutive syncs ``(u1, d1) <= U < (u2, d2)`` with ``u2 - u1 == d2 - d1``: MM2 copied
    every source offset between them one to one (no transaction marker, aborted batch, compaction gap or duplicate
    changed the count), so the record at ``U`` is at ``d1 + (U - u1)``.
@@ -86,6 +89,7 @@ class Unproven:
 
     bracket: tuple[Sync | None, Sync | None]
     drained_tail: bool = False  # the second "sync" is the drained partition's (source end, replica end)
+    superseded: Sync | None = None  # rule 1's sync at U, copied again later: the answer when no lookup is made
 
 
 class SyncIndex:
@@ -126,11 +130,13 @@ class SyncIndex:
         i = bisect.bisect_right(self._ups, upstream)  # syncs[:i] have upstream <= U
         first = bisect.bisect_left(self._ups, upstream)
         if first < i:
-            # several syncs for one upstream offset (a re-copy after an MM2 restart): the first copy is the one the
-            # group would have read (the lowest downstream: the first in the sorted syncs); a later duplicate would
-            # make it read the record twice, never skip it
+            # the first copy of U MM2 recorded (the lowest downstream: the first in the sorted syncs) ...
             s = self.syncs[first]
-            return Translation(s.downstream, EXACT_SYNC, (s, None))
+            if self._prefix_top[i].downstream <= s.downstream:
+                return Translation(s.downstream, EXACT_SYNC, (s, None))
+            # ... copied again by a later history that started at or before U: look for the last copy (rule 7)
+            u = self.search_range(upstream, i, drained, replica_start)
+            return Unproven(u.bracket, u.drained_tail, superseded=s)
         lo = self.syncs[i - 1] if i else None
         hi = self.syncs[i] if i < len(self.syncs) else None
         if lo is not None and hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream \
@@ -258,6 +264,8 @@ def decide(ev: Evidence) -> tuple[int, str] | None:
         return ev.lookup, RECORD_LOOKUP
     if ev.nothing_after and isinstance(t, Unproven) and t.drained_tail:
         return t.bracket[1].downstream, AT_END  # nothing left to read: the drained replica's end
+    if isinstance(t, Unproven) and t.superseded is not None:  # rule 1's first copy: safe, re-reads since the restart
+        return t.superseded.downstream, EXACT_SYNC
     return None
 
 

@@ -62,9 +62,18 @@ def test_before_the_first_sync_nothing_is_known():
     assert isinstance(SyncIndex([(50, 50)]).translate(10), Unproven)
 
 
-def test_a_re_copied_offset_translates_to_its_first_copy():
-    t = SyncIndex([(0, 0), (60, 60), (60, 75)]).translate(60)
-    assert (t.downstream, t.rule) == (60, tr.EXACT_SYNC)
+def test_a_re_copied_offset_is_looked_up_in_the_later_history_and_its_first_copy_answers_without_a_lookup():
+    """The fault drill's case (MM2 SIGKILLed): history A synced (52, 52); history B restarted at 40 and synced
+    (40, 66), (79, 105). Starting at A's copy of 52 re-reads 40..51 when B copies them again: the lookup in B's range
+    finds B's copy (78); where no lookup can be made (the source lost) A's copy still answers - safe, as before."""
+    idx = SyncIndex([(0, 0), (39, 39), (52, 52), (40, 66), (79, 105)])
+    t = idx.translate(52)
+    assert t == Unproven((Sync(40, 66), Sync(79, 105)), superseded=Sync(52, 52))
+    assert tr.decide(tr.Evidence(t, lookup=78)) == (78, tr.RECORD_LOOKUP)
+    assert tr.decide(tr.Evidence(t)) == (52, tr.EXACT_SYNC)
+    t = SyncIndex([(0, 0), (60, 60), (60, 75)]).translate(60)  # two syncs at U: the later copy is looked up
+    assert t == Unproven((Sync(60, 75), None), superseded=Sync(60, 60)) and tr.decide(tr.Evidence(t)) == (60, tr.EXACT_SYNC)
+    assert SyncIndex([(0, 0), (52, 52), (60, 60)]).translate(52) == Translation(52, tr.EXACT_SYNC, (Sync(52, 52), None))
 
 
 # ------------------------------------------------------------------------------------------ wire format
@@ -361,8 +370,12 @@ def test_the_index_looks_up_exactly_what_a_scan_of_every_sync_finds(seed):
         start = rnd.choice([None, 0, 2])
         t = idx.translate(u, replica_start=start)
         want_exact = scan.exact(u)
-        if want_exact is not None:
+        lo, _hi = scan.search_range(u, start)
+        if want_exact is not None and lo.downstream <= want_exact.downstream:
             assert t == Translation(want_exact.downstream, tr.EXACT_SYNC, (want_exact, None)), (u, raw)
+        elif want_exact is not None:  # copied again by a later history: rule 7's range, the sync kept as fallback
+            assert isinstance(t, Unproven) and t.superseded == want_exact, (u, raw)
+            assert t.bracket == scan.search_range(u, start), (u, raw)
         elif isinstance(t, Unproven):
             assert t.bracket == scan.search_range(u, start), (u, raw)
         assert idx.search_range(u, sum(1 for s in scan.syncs if s.upstream <= u), None, start).bracket == \
