@@ -68,7 +68,11 @@ class SparkConnectServer:
                 raise RuntimeError(f"the Spark Connect server did not start on 127.0.0.1:{port}; see {log}")
             time.sleep(0.3)
         server.started_seconds = round(time.monotonic() - t0, 2)
-        server.warm_up()
+        try:
+            server.warm_up()
+        except BaseException:
+            server.stop()  # a server that failed its warm-up is not left running
+            raise
         return server
 
     def warm_up(self) -> None:
