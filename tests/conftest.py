@@ -41,43 +41,13 @@ def run_root() -> Path:
 SPARK_ROUTE = os.environ.get("MM2_FAILOVER_TEST_SPARK", "connect")
 
 
-# The server is started beside the bed (a thread, while the brokers and MM2 start) when the bed asks for it first:
-# the two start-ups overlap instead of adding up. On 2 cores both are mostly CPU, so it saves little (the first
-# bed test's setup: 95-102 s instead of 105 s, one run each).
-_CONNECT: dict = {}
-
-
-def _start_connect_server(run_root: Path):
+@pytest.fixture(scope="session")
+def connect_server(run_root):
+    """One warm Spark Connect server for the session (started on first use, stopped at the end)."""
     from testbed.bed import free_port
     from testbed.spark_connect import SparkConnectServer
 
-    return SparkConnectServer.start(run_root / "spark-connect", free_port())
-
-
-def _start_connect_server_beside_the_bed(run_root: Path) -> None:
-    if SPARK_ROUTE == "connect" and not _CONNECT:
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = ThreadPoolExecutor(1, thread_name_prefix="spark-connect-start")
-        _CONNECT["starting"] = pool.submit(_start_connect_server, run_root)
-        pool.shutdown(wait=False)
-
-
-def _stop_connect_server_started_beside_the_bed() -> None:
-    fut = _CONNECT.pop("starting", None)
-    if fut is not None:
-        try:
-            fut.result().stop()
-        except BaseException:  # it failed to start: SparkConnectServer.start stopped what it started
-            pass
-
-
-@pytest.fixture(scope="session")
-def connect_server(run_root):
-    """One warm Spark Connect server for the session (started on first use, or beside the bed; stopped at the end)."""
-    fut = _CONNECT.pop("starting", None)
-    _CONNECT["used"] = True
-    server = fut.result() if fut is not None else _start_connect_server(run_root)
+    server = SparkConnectServer.start(run_root / "spark-connect", free_port())
     try:
         # the warm-up (a child process) must not switch this process, or what it starts later, to Connect mode
         assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ
@@ -96,12 +66,10 @@ def bed(run_root, request):
     from testbed.bed import Bed
 
     b = Bed(run_dir=run_root / "bed")
-    _start_connect_server_beside_the_bed(run_root)
     try:
         b.start()
     except BaseException:
         b.stop()
-        _stop_connect_server_started_beside_the_bed()
         raise
     # short-lived Spark JVMs: C1 + serial GC halve each job on 2 cores (localenv.QUICK_JVM_CONF)
     env = localenv.airflow_env(Path(os.environ["AIRFLOW_HOME"]), b.source_bootstrap, b.target_bootstrap,
