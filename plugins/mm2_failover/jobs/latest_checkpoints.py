@@ -738,9 +738,10 @@ def write_delta(spark, output: str, state: StatePlan, used: dict[str, list[str]]
     touched = Observation("mm2_failover_touched")
     tail.select("source_alias", "key").observe(touched, F.count(F.lit(1)).alias("n")).write.parquet(str(out / "touched"))
     keys = tail.selectExpr("source_alias AS _alias", "key AS _key")
-    if merges_by_broadcast(summary["tail_offsets"]):
+    broadcast = merges_by_broadcast(summary["tail_offsets"])
+    if broadcast:
         keys = F.broadcast(keys)
-    summary["merge"] = "tail keys broadcast" if merges_by_broadcast(summary["tail_offsets"]) else "all keys"
+    summary["merge"] = "tail keys broadcast" if broadcast else "all keys"
     on = (F.col("source_alias") == F.col("_alias")) & F.col("key").eqNullSafe(F.col("_key"))
     merged = merge_all(base_tables(spark, used, "buffers").join(keys, on, "left_semi"), tail, base_counts=True)
     counts, written = Observation("mm2_failover_counts"), Observation("mm2_failover_output")
@@ -899,10 +900,12 @@ def fill_metadata(spark, read, output: str, vcols: dict[str, str], base_md=None)
      .withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
      .select(*current.columns).write.mode("overwrite").parquet(tmp))
     spark.read.parquet(tmp).write.mode("overwrite").parquet(output)
-    if "://" not in output or output.startswith("file:"):
+    from mm2_failover import answers as am
+
+    if am.is_local(output):
         import shutil
 
-        shutil.rmtree(tmp.removeprefix("file:"), ignore_errors=True)
+        shutil.rmtree(am.local_path(tmp), ignore_errors=True)
     if spark.read.parquet(output).where("metadata IS NULL").limit(1).count():
         raise RuntimeError(f"internal error: some answers in {output} still lack their metadata (please report this)")
 
