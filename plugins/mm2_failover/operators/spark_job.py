@@ -49,7 +49,7 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
         self.jars = ",".join(config.spark_jars())
         self.conf = {**sub.conf, **(self.conf or {})}
         self.env_vars = {**(self.env_vars or {}), **sub.env}
-        from airflow.exceptions import AirflowException, AirflowFailException
+        from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
         from mm2_failover.jobs.latest_checkpoints import EXIT_BAD_ARGS
 
