@@ -28,6 +28,26 @@ os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
+@pytest.fixture(autouse=True)
+def _fatal_signals_reported(request):
+    """Airflow's DAG importer (every dag.test() or DagBag in this process) installs a Python-level SIGSEGV handler and
+    leaves it: a segfault in the main thread would then spin on the faulting instruction forever, silently, until
+    CI's time limit - not crash with faulthandler's dump of every thread. Before each test, faulthandler is armed
+    again over the default action. (A fault in a librdkafka thread, which blocks every signal, reaches no handler at
+    all: the process just dies of SIGSEGV; a core file and gdb show where.)"""
+    import faulthandler
+    import signal
+
+    if callable(signal.getsignal(signal.SIGSEGV)):
+        from _pytest.faulthandler import fault_handler_stderr_fd_key
+
+        fd = request.config.stash.get(fault_handler_stderr_fd_key, None)
+        faulthandler.disable()
+        signal.signal(signal.SIGSEGV, signal.SIG_DFL)
+        if fd is not None:
+            faulthandler.enable(file=fd, all_threads=True)
+
+
 @pytest.fixture(scope="session")
 def run_root() -> Path:
     RUN.mkdir(parents=True, exist_ok=True)
