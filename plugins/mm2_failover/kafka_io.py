@@ -209,6 +209,30 @@ def _result(fut: Future, conf: dict, what: str, timeout: float = TIMEOUT_S, erro
         raise
 
 
+def _metadata(tp) -> str:
+    """A commit's metadata as librdkafka read it; non-empty is only a sign that there is some (see commits_many)."""
+    try:
+        return tp.metadata or ""
+    except UnicodeDecodeError:  # librdkafka read past the metadata (no NUL): there is some, read it again
+        return "\ufffd"
+
+
+def _queued_refusal(consumer):
+    """An authorization refusal a consumer handle queued for the application (e.g. FindCoordinator refused for its
+    group: ``committed()`` itself only times out), or None."""
+    for _ in range(20):
+        m = consumer.poll(0)
+        if m is None:
+            return None
+        if m.error() is not None and _code(m.error()).endswith("_AUTHORIZATION_FAILED"):
+            return m.error()
+    return None
+
+
+# more groups than this: their commits are read by Kafka's Java client in one JVM (see Cluster.commits_many)
+JAVA_BULK_GROUPS = 500
+
+
 class Cluster:
     """One Kafka cluster, seen through an AdminClient (kept alive while its futures resolve)."""
 
@@ -356,18 +380,6 @@ class Cluster:
             )
         return out
 
-    @staticmethod
-    def _commits(res) -> dict[TP, Commit]:
-        """librdkafka's view; non-empty metadata is only a sign that there is some (see commits_many)."""
-        def metadata(tp) -> str:
-            try:
-                return tp.metadata or ""
-            except UnicodeDecodeError:  # librdkafka read past the metadata (no NUL): there is some, read it again
-                return "\ufffd"
-
-        return {(tp.topic, tp.partition): Commit(tp.offset, metadata(tp))
-                for tp in res.topic_partitions or [] if tp.offset >= 0}
-
     def committed(self, group: str) -> dict[TP, int]:
         """The group's committed offsets (partitions without a commit are absent)."""
         return {tp: c.offset for tp, c in self.commits(group).items()}
@@ -380,22 +392,80 @@ class Cluster:
         return {g: {tp: c.offset for tp, c in cs.items()} for g, cs in self.commits_many(groups, window).items()}
 
     def commits_many(self, groups: list[str], window: int = 32) -> dict[str, dict[TP, Commit]]:
-        """Committed offsets and metadata of many groups: one request per group (the client's limit), up to
-        ``window`` requests in flight on the client's own event loop (no threads). librdkafka reads metadata as a C
-        string (wrong for metadata without a NUL), so the groups whose commits carry any are read again, exactly,
-        with Kafka's Java client."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
+        """Committed offsets and metadata of many groups, up to ``min(window, 64)`` groups at a time (a thread each).
 
-        def submit(g):
-            return self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
-                                                          request_timeout=self.timeout)[g]
+        Each group's commits are read by a consumer handle of that group (``Consumer.committed`` over every partition
+        the cluster's metadata lists), never with the admin API's ListConsumerGroupOffsets: librdkafka (2.16.1, and its
+        master today: librdkafka#5040) dereferences the admin client's absent consumer-group object when that request
+        meets NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE - the coordinator moving, a broker restarting - and the whole
+        process dies of SIGSEGV in a librdkafka thread, with no Python traceback (CI's fault drill: the target broker
+        restarted, its commits read at once). A consumer handle has that object: it looks the coordinator up again,
+        and the read is retried here until ``timeout``. A handle per group costs ~5 ms of a 2-core machine per group,
+        so more than :data:`JAVA_BULK_GROUPS` groups are read by Kafka's Java client in one JVM (a few seconds, then
+        thousands of groups a second). librdkafka reads commit metadata as a C string (wrong for metadata without a
+        NUL), so the groups whose commits carry any are read again, exactly, with the Java client."""
+        from concurrent.futures import ThreadPoolExecutor
 
-        out = {g: self._commits(self._result(fut, f"committed offsets of {g}", phrase("Describe", "Group", g)))
-               for g, fut in _windowed(list(groups), submit, window)}
+        groups = list(groups)
+        if not groups:
+            return {}
+        if len(groups) > JAVA_BULK_GROUPS:
+            return read_with_java(self, groups)
+        parts = [(t, p) for t, n in sorted(self.topics().items()) for p in range(n)]
+        if len(groups) == 1:
+            out = {groups[0]: self._read_commits(groups[0], parts)}
+        else:
+            ex = ThreadPoolExecutor(max_workers=max(1, min(window, 64, len(groups))), thread_name_prefix="commits")
+            try:
+                futs = [ex.submit(self._read_commits, g, parts) for g in groups]
+                out = {g: f.result() for g, f in zip(groups, futs)}
+            finally:
+                ex.shutdown(wait=True, cancel_futures=True)
         with_metadata = sorted(g for g, cs in out.items() if any(c.metadata for c in cs.values()))
         if with_metadata:
             out.update(read_with_java(self, with_metadata))
         return out
+
+    def _read_commits(self, group: str, parts: list[TP]) -> dict[TP, Commit]:
+        """One group's commits on ``parts``, read by a consumer handle whose group id is ``group`` (it never joins
+        the group, subscribes or commits: FindCoordinator and OffsetFetch only, which need Describe on the group)."""
+        import time
+
+        from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+        if not parts:
+            return {}
+        what, need = f"{self.name}: committed offsets of {group}", phrase("Describe", "Group", group)
+        errors = _Errors()
+        c = _construct(Consumer, _client_conf({**self.conf, "group.id": group, "enable.auto.commit": False,
+                                               "enable.auto.offset.store": False}, errors), self.name)
+        try:
+            deadline = time.monotonic() + self.timeout
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    res = c.committed([TopicPartition(t, p) for t, p in parts], timeout=max(0.1, min(1.0, left)))
+                    break
+                except KafkaException as e:
+                    err = e.args[0] if e.args else KafkaError(KafkaError._FAIL)
+                    refused = _queued_refusal(c)  # FindCoordinator refused: the consumer queues it, committed() waits
+                    if refused is not None:
+                        raise classify(self.conf, what, refused, errors, None, need) from None
+                    if _code(err) in _UNREACHABLE and time.monotonic() < deadline:
+                        continue  # the coordinator is moving or loading, or the cluster is not up (yet)
+                    if _code(err) in _UNREACHABLE:
+                        raise classify(self.conf, f"{what}: no answer within {self.timeout:.0f}s", err, errors, c,
+                                       need) from None
+                    raise classify(self.conf, what, err, errors, c, need) from None
+        finally:
+            c.close()
+        for tp in res:
+            if tp.error is None or _code(tp.error) == "UNKNOWN_TOPIC_OR_PART":  # (deleted since the metadata)
+                continue
+            need = phrase("Describe", "Topic", tp.topic)
+            raise classify(self.conf, f"{what} ({tp.topic}[{tp.partition}])", tp.error, errors, None, need)
+        return {(tp.topic, tp.partition): Commit(tp.offset, _metadata(tp)) for tp in res
+                if tp.error is None and tp.offset >= 0}
 
     @staticmethod
     def _request(group: str, offsets: dict[TP, "int | Commit"]):
@@ -594,8 +664,9 @@ def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int
 
     java = shutil.which("java")
     if not java:
-        raise KafkaConfigError(f"{cluster.name}: commits with metadata are read and written with Kafka's Java client "
-                               "(byte for byte): this host needs Java 11+")
+        raise KafkaConfigError(f"{cluster.name}: commits with metadata (byte for byte), and the commits of more than "
+                               f"{JAVA_BULK_GROUPS} groups at once, go through Kafka's Java client: this host needs "
+                               "Java 11+")
     d = Path(tempfile.gettempdir()) / f"mm2-failover-{os.getuid()}"
     d.mkdir(mode=0o700, exist_ok=True)
     tag = uuid.uuid4().hex
@@ -615,7 +686,7 @@ def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int
         rows.unlink(missing_ok=True)
     if r.returncode:
         tail = (r.stderr or "").strip().splitlines()[-5:]
-        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client ({mode} commits with metadata) failed (exit "
+        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client ({mode} commits) failed (exit "
                                f"{r.returncode}): {' | '.join(tail)}")
     return [[f[0], *map(_unb64, f[1:])] for f in (line.split("\t") for line in r.stdout.splitlines())
             if f[0] in ("OK", "ERR", "ROW")]

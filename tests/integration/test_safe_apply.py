@@ -136,3 +136,32 @@ def test_backup_then_rollback_restores_the_exact_prior_state_including_absence(p
     assert p.target.committed(g) == {(rt, 2): 3}
     assert steps.verify_rollback(p.target, backup) == []
     assert steps.rollback(p.target, backup, 4, p.art.journals).unchanged == [g]  # idempotent
+
+
+def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(bed, target, names, monkeypatch):
+    """Commits are read two ways (kafka_io.commits_many): a consumer handle per group, or, above JAVA_BULK_GROUPS
+    groups, Kafka's Java client in one JVM. Both must give the same commits (two topics, metadata byte for byte
+    included), and nothing for a group that never committed."""
+    from mm2_failover import kafka_io
+
+    topic = names["topic"]
+    target.create_topic(topic, 3)
+    other = topic + "-other"
+    target.create_topic(other, 1)
+    groups = {f"{names['group']}-{i}": {(topic, p): 10 * i + p for p in range(3) if (i + p) % 2 == 0}
+              for i in range(5)}
+    groups[f"{names['group']}-meta"] = {(topic, 0): Commit(4, "state:é\u00a0x"), (other, 0): Commit(9, "")}
+    groups[f"{names['group']}-other"] = {(other, 0): 2}
+    import time
+
+    deadline = time.monotonic() + 60
+    while any(target.alter_many({g: c for g, c in groups.items() if c}).values()):
+        assert time.monotonic() < deadline
+        time.sleep(1)
+    everyone = sorted(groups) + [f"{names['group']}-never"]
+    by_consumers = target.commits_many(everyone)
+    monkeypatch.setattr(kafka_io, "JAVA_BULK_GROUPS", 0)
+    by_java = target.commits_many(everyone)
+    assert by_consumers == by_java
+    want = {g: {tp: c if isinstance(c, Commit) else Commit(c) for tp, c in cs.items()} for g, cs in groups.items()}
+    assert by_java == {**want, f"{names['group']}-never": {}}

@@ -4,7 +4,8 @@
 // the broker as "abc\0", which older Kafka Streams versions cannot decode), and librdkafka reads metadata back as a
 // C string (metadata without a NUL comes back with bytes of whatever follows it in memory). The pipeline reads and
 // writes commits without metadata with confluent-kafka, and the few groups whose commits carry metadata (Kafka
-// Streams applications) with this program.
+// Streams applications) with this program. It also reads the commits of many groups at once (kafka_io.commits_many:
+// more than JAVA_BULK_GROUPS), where librdkafka would need a consumer handle per group.
 //
 // Usage: java -cp '<kafka-clients and slf4j-api jars>' KafkaOffsets.java commit|read <client.properties> <in.tsv>
 //   client.properties: Java client settings (bootstrap.servers, security...), plus mm2.failover.timeout.ms
@@ -22,6 +23,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -30,7 +32,10 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsResult;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 
 public class KafkaOffsets {
@@ -100,10 +105,21 @@ public class KafkaOffsets {
                 groups.add(text(line));
             }
         }
+        // up to 1,000 groups per call: the client sends one OffsetFetch per coordinator for all of them (KIP-709)
+        Map<String, KafkaFuture<Map<TopicPartition, OffsetAndMetadata>>> pending = new LinkedHashMap<>();
+        for (int i = 0; i < groups.size(); i += 1000) {
+            Map<String, ListConsumerGroupOffsetsSpec> specs = new LinkedHashMap<>();
+            for (String g : groups.subList(i, Math.min(groups.size(), i + 1000))) {
+                specs.put(g, new ListConsumerGroupOffsetsSpec());
+            }
+            ListConsumerGroupOffsetsResult res = admin.listConsumerGroupOffsets(specs);
+            for (String g : specs.keySet()) {
+                pending.put(g, res.partitionsToOffsetAndMetadata(g));
+            }
+        }
         for (String g : groups) {
             try {
-                Map<TopicPartition, OffsetAndMetadata> m = admin.listConsumerGroupOffsets(g)
-                    .partitionsToOffsetAndMetadata().get(timeoutMs, TimeUnit.MILLISECONDS);
+                Map<TopicPartition, OffsetAndMetadata> m = pending.get(g).get(timeoutMs, TimeUnit.MILLISECONDS);
                 StringBuilder out = new StringBuilder();
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> e : m.entrySet()) {
                     if (e.getValue() == null) {
