@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -118,12 +119,10 @@ def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(
 
 
 READER = """
-import json, sys, time
+import json, os, sys, time
 from mm2_failover.kafka_io import Cluster
 boot, stop_file, groups = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 reads = fails = 0
-last = None
-import os
 while not os.path.exists(stop_file):
     try:
         last = Cluster({"bootstrap.servers": boot}, "target", timeout=3).commits_many(groups)
@@ -137,9 +136,9 @@ print(json.dumps({"reads": reads, "fails": fails, "last": {g: sorted([t, p, c.of
 """
 
 
-def _tail(stderr: str) -> str:
+def _tail(stderr: Path) -> str:
     """The end of a reader's stderr without librdkafka's connection-refused lines (the broker is down meanwhile)."""
-    return "\n".join(ln for ln in stderr.splitlines() if "Connection refused" not in ln)[-2000:]
+    return "\n".join(ln for ln in stderr.read_text().splitlines() if "Connection refused" not in ln)[-2000:]
 
 
 def test_commit_reads_while_the_target_broker_restarts_never_take_the_process_down(on_own_bed, tmp_path):
@@ -151,7 +150,6 @@ def test_commit_reads_while_the_target_broker_restarts_never_take_the_process_do
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     b = on_own_bed
     target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target", timeout=30)
@@ -165,8 +163,10 @@ def test_commit_reads_while_the_target_broker_restarts_never_take_the_process_do
     stop = tmp_path / "stop"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(Path(__file__).resolve().parents[2] / d)
                                                        for d in ("plugins", "."))}
-    reader = subprocess.Popen([sys.executable, "-c", READER, b.target_bootstrap, str(stop), ",".join(groups)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = tmp_path / "reader.err"  # a file, not a pipe: the reader's log lines must never make it wait
+    with open(err, "wb") as err_out:
+        reader = subprocess.Popen([sys.executable, "-c", READER, b.target_bootstrap, str(stop), ",".join(groups)],
+                                  env=env, stdout=subprocess.PIPE, stderr=err_out, text=True)
     try:
         for _ in range(2):
             time.sleep(2)
@@ -174,9 +174,9 @@ def test_commit_reads_while_the_target_broker_restarts_never_take_the_process_do
             time.sleep(1)
             b.restart_target()
             time.sleep(6)  # the coordinator loads __consumer_offsets while the reader keeps asking
-            assert reader.poll() is None, f"the reader died (exit {reader.returncode}): {_tail(reader.stderr.read())}"
+            assert reader.poll() is None, f"the reader died (exit {reader.returncode}): {_tail(err)}"
         stop.touch()
-        out, err = reader.communicate(timeout=120)
+        out, _ = reader.communicate(timeout=120)
     finally:
         if reader.poll() is None:
             reader.kill()
