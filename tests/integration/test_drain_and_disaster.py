@@ -70,7 +70,6 @@ def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     b = on_own_bed
     target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
