@@ -480,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     a = parser().parse_args(argv)
     from mm2_failover import steps
+    from mm2_failover.drain import UnreplicatedLoss
     from mm2_failover.kafka_io import KafkaConfigError, KafkaUnavailable
     from mm2_failover.locks import Locked
     from mm2_failover.plan import PlanError
@@ -497,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except CliError as e:
         code, msg = e.code, str(e)
-    except (PlanError, steps.RollbackRefused) as e:
+    except (PlanError, steps.RollbackRefused, UnreplicatedLoss) as e:
         code, msg = EXIT_REFUSED, f"refused, nothing written: {e}"
     except steps.NotDrained as e:
         code, msg = EXIT_NOT_DRAINED, str(e)

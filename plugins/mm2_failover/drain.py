@@ -6,8 +6,14 @@ Normal mode (source reachable), per source partition in scope:
 * **replication caught up** - MM2's own record of progress (the MirrorSourceConnector's committed source
   offset in ``mm2-offsets.<alias>.internal``) has reached the source end: ``last replicated + 1 == end``, or
   the source holds no data record after the last replicated one (only transaction markers or aborted
-  records, which raw end offsets cannot tell apart). When MM2's progress is not available, the replica's
-  end offset must equal the source's (a weaker check, reported as such).
+  records, which raw end offsets cannot tell apart: :func:`after_replicated` reads them, ``read_committed``, and
+  stops at the first data record). When MM2's progress is not available, the replica's end offset must equal the
+  source's (a weaker check, reported as such).
+* **nothing unreplicated is gone** - offsets after MM2's last replicated one that are already below the source's
+  log start (retention, DeleteRecords) were never replicated and can never be: the run is refused at once
+  (:class:`UnreplicatedLoss`), naming how many; only an explicit disaster-mode run (``source_reachable=no``) moves
+  such a group. A read that fails there is reported as such (state ``check failed``), not as drained and not as
+  "unreachable".
 
 Failing back, a topic that returns home (``primary.orders`` on backup -> ``orders`` on primary) is not replicated by
 this flow (MM2 never copies it back: a cycle): only **producers stopped** applies to it (state ``home``).
@@ -23,6 +29,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from mm2_failover import evidence as ev
+
 DRAINED = "drained"
 WRITING = "producers still writing"
 BEHIND = "replication behind"
@@ -30,6 +38,47 @@ NOT_REPLICATED = "not replicated: replica topic missing on the target"
 MOVING = "replica still changing"
 PROGRESS_UNKNOWN = "drained (MM2 progress unknown: replica end == source end)"
 HOME = "drained (returns home: not replicated by this flow, no producer writes it)"
+GONE = "never replicated and gone from the source"
+CHECK_FAILED = "check failed: the records after MM2's progress could not be read"
+
+
+class UnreplicatedLoss(ValueError):
+    """Records MM2 never replicated are gone from the source: no failover with the source up can bring them over."""
+
+
+@dataclass(frozen=True)
+class AfterReplicated:
+    """What the source holds after MM2's last replicated offset."""
+
+    data: bool | None  # a data record (True), only markers / aborted records (False), not known (None)
+    gone: int = 0  # offsets after the last replicated one that are below the source's log start
+    why: str = ""  # why it is not known
+
+
+def unreplicated_gone(replicated: int, log_start: int) -> int:
+    """Offsets after MM2's last replicated offset that are already below the source's log start."""
+    return max(0, log_start - (replicated + 1))
+
+
+def after_replicated(source: ev.RecordSource, tp: tuple[str, int], replicated: int, source_end: int,
+                     chunk: int = 1000) -> AfterReplicated:
+    """Read the source after MM2's last replicated offset, ``read_committed``, a chunk at a time, up to the first data
+    record (never the whole backlog); offsets gone below the log start first (never read: a read there is out of
+    range). A read that fails (or is not complete) leaves it unknown, with the reason."""
+    start, _end = source.log_bounds([tp])[tp]
+    gone = unreplicated_gone(replicated, start)
+    if gone:
+        return AfterReplicated(None, gone)
+    pos = replicated + 1
+    while pos < source_end:
+        hi = min(source_end, pos + chunk)
+        r = source.read_ranges({tp: {(pos, hi)}}, chunk).get((tp, pos, hi))
+        if not ev.is_evidence(r):
+            return AfterReplicated(None, why=f"{r.status if r else 'not read'}{': ' + r.why if r and r.why else ''}")
+        if r.records:
+            return AfterReplicated(True)
+        pos = hi
+    return AfterReplicated(False)
 
 
 def mm2_progress(records: Iterable[tuple[bytes | None, bytes | None]], alias: str) -> dict[tuple[str, int], int]:
@@ -68,6 +117,8 @@ class PartitionObservation:
     source_end: int | None = None
     replicated: int | None = None  # MM2's last replicated source offset (None: unknown)
     data_after_replicated: bool | None = None  # any data record in (replicated, source_end)? None: not checked
+    gone_unreplicated: int = 0  # offsets after the last replicated one already below the source's log start
+    after_check_failed: str = ""  # why the records after the last replicated offset could not be read
     replica_end_before: int | None = None
     replica_end: int | None = None  # None: replica missing
     newest_replicated_ms: int | None = None  # timestamp of the replica's last record
@@ -94,6 +145,19 @@ class DrainVerdict:
 
     def not_drained(self) -> list[dict]:
         return [r for r in self.rows if r["state"] not in (DRAINED, PROGRESS_UNKNOWN, HOME)]
+
+    def unreplicated_loss(self) -> str | None:
+        """The refusal when records never replicated are gone from the source (None: none)."""
+        gone = [r for r in self.rows if r["state"] == GONE]
+        if not gone:
+            return None
+        parts = "; ".join(f"{r['topic']}[{r['partition']}]: {r['gone_unreplicated']} record offset(s) after MM2's last "
+                          f"replicated offset {r['replicated']}" for r in gone[:20])
+        return (f"{sum(r['gone_unreplicated'] for r in gone)} record offset(s) were never replicated and are gone from "
+                f"the source (its log start passed them: retention or DeleteRecords): {parts}"
+                f"{' ...' if len(gone) > 20 else ''}. Nothing was written: no failover with the source up can bring them "
+                "over. To move the groups anyway, accepting that loss, run again with source_reachable=no (disaster "
+                "mode, CLI --source-reachable no); the report then carries the loss window.")
 
     def table(self) -> str:
         head = (f"{'alias':<10} {'topic':<32} {'part':>4} {'source end':>11} {'moved':>6} {'replicated':>11} "
@@ -123,6 +187,10 @@ def evaluate(obs: list[PartitionObservation], disaster: bool | set[str]) -> Drai
             state = WRITING
         elif o.home:
             state = HOME
+        elif o.gone_unreplicated:
+            state = GONE
+        elif o.after_check_failed:
+            state = CHECK_FAILED
         elif o.replicated is not None:
             caught_up = o.replicated + 1 >= o.source_end or o.data_after_replicated is False
             state = DRAINED if caught_up else BEHIND
@@ -131,7 +199,9 @@ def evaluate(obs: list[PartitionObservation], disaster: bool | set[str]) -> Drai
         v.drained &= state in (DRAINED, PROGRESS_UNKNOWN, HOME)
         v.rows.append({"alias": o.alias, "topic": o.topic, "partition": o.partition, "replica_topic": o.replica_topic,
                        "source_end": o.source_end, "moved": moved, "replicated": o.replicated,
-                       "replica_end": o.replica_end, "newest_replicated_ms": o.newest_replicated_ms, "state": state})
+                       "replica_end": o.replica_end, "newest_replicated_ms": o.newest_replicated_ms, "state": state,
+                       **({"gone_unreplicated": o.gone_unreplicated} if o.gone_unreplicated else {}),
+                       **({"why": o.after_check_failed} if o.after_check_failed else {})})
     return v
 
 

@@ -16,6 +16,7 @@ logged or put in an error message.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 from collections import deque
@@ -23,8 +24,10 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from mm2_failover import evidence as ev
 from mm2_failover import faults
 from mm2_failover.acls import phrase
+from mm2_failover.evidence import Record
 from mm2_failover.plan import TP, Commit
 from mm2_failover.reachability import SourceUnreachable
 
@@ -43,6 +46,21 @@ class KafkaConfigError(ValueError):
 
 class KafkaAuthError(KafkaConfigError):
     """The cluster refused us: authentication failed or an ACL denies the operation; retrying will not help."""
+
+
+class OutOfRange(RuntimeError):
+    """A bounded read started below a partition's log start: Kafka answered OFFSET_OUT_OF_RANGE. Never a silent jump
+    to the log end (librdkafka's default reset, which reads nothing and reports the end)."""
+
+    def __init__(self, cluster: str, tp: TP, offset: int, detail: str = ""):
+        self.tp, self.offset = tp, offset
+        super().__init__(f"{cluster}: {tp[0]}[{tp[1]}] holds no record at offset {offset} any more (below its log "
+                         f"start: retention or DeleteRecords){': ' + detail if detail else ''}")
+
+
+#: every bounded read's reset policy: a start below the log start is an error (librdkafka's default, ``largest``,
+#: would move the read to the log END and return nothing, as if the partition had no record after the start)
+BOUNDED_READ_CONF = {"auto.offset.reset": "error"}
 
 
 class MissingTopics(LookupError):
@@ -322,6 +340,12 @@ class Cluster:
         return {(tp.topic, tp.partition): self._result(f, f"list {spec} offsets", need).offset
                 for tp, f in futs.items()}
 
+    def log_bounds(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
+        """(log start, log end) of each partition (the evidence stage's :class:`~mm2_failover.evidence.RecordSource`)."""
+        tps = list(tps)
+        start, end = self.offsets(tps, "earliest"), self.offsets(tps)
+        return {tp: (start[tp], end[tp]) for tp in tps}
+
     def offset_for_time(self, tp: TP, timestamp_ms: int) -> int | None:
         """The first offset of ``tp`` whose record timestamp is >= ``timestamp_ms`` (None: no such record)."""
         from confluent_kafka import TopicPartition
@@ -578,11 +602,105 @@ class Cluster:
         for m in self._bounded(ranges, timeout, extra):
             yield m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1]
 
+    def read_ranges(self, ranges: dict[TP, set[tuple[int, int]]], budget: int = ev.DEFAULT_BUDGET,
+                    timeout: float = 60.0) -> dict[tuple[TP, int, int], ev.Read]:
+        """The evidence stage's reads (:class:`~mm2_failover.evidence.RecordSource`): every asked range ``[lo, hi)``
+        as a :class:`~mm2_failover.evidence.Read` - complete (each record's offset and content digest, nothing
+        else kept), below the log start, over ``budget`` records (not read), or failed (the partition's readable end
+        fell short of ``hi``, or the read did not finish in time), each with its reason. Overlapping ranges of a
+        partition are read once; several disjoint ones in turn, one consumer each round."""
+        out: dict[tuple[TP, int, int], ev.Read] = {}
+        rounds: list[dict[TP, tuple[int, int]]] = []
+        members: dict[tuple[TP, int, int], list[tuple[int, int]]] = {}
+        for tp, rs in ranges.items():
+            todo = []
+            for lo, hi in sorted(rs):
+                if hi <= lo:
+                    out[(tp, lo, hi)] = ev.Read(lo, hi, ev.COMPLETE)
+                elif hi - lo > budget:
+                    out[(tp, lo, hi)] = ev.Read(lo, hi, ev.OVER_BUDGET, why=f"{hi - lo} records, over the read "
+                                                                             f"budget of {budget}")
+                else:
+                    todo.append((lo, hi))
+            for i, (lo, hi, part) in enumerate(_merged(todo, budget)):
+                if len(rounds) <= i:
+                    rounds.append({})
+                rounds[i][tp] = (lo, hi)
+                members[(tp, lo, hi)] = part
+        for rnd in rounds:
+            for tp, (lo, hi, status, recs, why) in self._read_whole(rnd, timeout).items():
+                for a, b in members[(tp, lo, hi)]:
+                    if status != ev.COMPLETE:
+                        out[(tp, a, b)] = ev.Read(a, b, status, why=why)
+                        continue
+                    i, j = bisect.bisect_left(recs, (a,)), bisect.bisect_left(recs, (b,))
+                    out[(tp, a, b)] = ev.Read(a, b, ev.COMPLETE, tuple(recs[i:j]))
+        return out
+
+    def _read_whole(self, ranges: dict[TP, tuple[int, int]], timeout: float) -> dict[TP, tuple]:
+        """One consumer over ``[lo, hi)`` of each partition: ``tp -> (lo, hi, status, records, why)``."""
+        import time
+
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        out: dict[TP, tuple] = {}
+        got: dict[TP, list[ev.Rec]] = {tp: [] for tp in ranges}
+        todo = dict(ranges)
+        errors = _Errors()
+        c = _construct(Consumer, _client_conf({**self.conf, "group.id": "mm2-failover-reader",
+                                               "enable.auto.commit": False, "enable.partition.eof": True,
+                                               **BOUNDED_READ_CONF}, errors), self.name)
+        try:
+            c.assign([TopicPartition(t, p, lo) for (t, p), (lo, _hi) in ranges.items()])
+            deadline = time.monotonic() + timeout
+            while todo:
+                if time.monotonic() > deadline:
+                    for tp, (lo, hi) in todo.items():
+                        out[tp] = (lo, hi, ev.FAILED, (), f"not read to {hi} within {timeout:.0f} s")
+                    break
+                for m in c.consume(1000, 1.0):
+                    tp = (m.topic(), m.partition())
+                    err = m.error()
+                    if err is not None:
+                        code = err.code()
+                        if m.topic() is None and code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                            continue  # see _bounded
+                        if m.topic() is None:  # the cluster, not a partition: unreachable, refused, misconfigured
+                            raise classify(self.conf, f"{self.name}: read {sorted(todo)[:5]}", err, errors, c)
+                        if tp not in todo:
+                            continue
+                        lo, hi = todo[tp]
+                        if code == KafkaError._PARTITION_EOF:
+                            del todo[tp]
+                            out[tp] = (lo, hi, ev.COMPLETE, got[tp], "") if m.offset() >= hi else \
+                                (lo, hi, ev.FAILED, (), f"readable only up to offset {m.offset()} (an open "
+                                                        "transaction, or the log was truncated)")
+                        elif code == KafkaError._AUTO_OFFSET_RESET:
+                            del todo[tp]
+                            out[tp] = (lo, hi, ev.BELOW_START, (), f"offset {lo} is below the log start")
+                        else:
+                            raise classify(self.conf, f"{self.name}: read {tp}", err, errors, c,
+                                           phrase("Read", "Topic", tp[0]) if m.topic() else None)
+                        continue
+                    if tp not in todo:
+                        continue
+                    lo, hi = todo[tp]
+                    if m.offset() < hi:
+                        got[tp].append(ev.Rec(m.offset(), ev.content_of(m.key(), m.value(), m.timestamp()[1],
+                                                                        m.headers() or ())))
+                    if m.offset() + 1 >= hi:
+                        del todo[tp]
+                        out[tp] = (lo, hi, ev.COMPLETE, got[tp], "")
+        finally:
+            c.close()
+        return out
+
     def _bounded(self, ranges: dict[TP, tuple[int, int]], timeout: float, extra: dict | None = None,
                  stop_at_eof: bool = False) -> Iterator:
         """The messages of each partition in [start, end), in one consumer that commits nothing. A partition is done
         at its end offset, or at the log end when ``stop_at_eof`` (ranges that end in a compaction or marker gap);
-        without it, reaching the log end before the end offset waits (records not yet readable)."""
+        without it, reaching the log end before the end offset waits (records not yet readable). A start below the
+        log start raises :class:`OutOfRange` (``BOUNDED_READ_CONF``: never a silent jump to the log end)."""
         import time
 
         from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -593,7 +711,7 @@ class Cluster:
         errors = _Errors()
         c = _construct(Consumer, _client_conf({**self.conf, "group.id": "mm2-failover-reader",
                                                "enable.auto.commit": False, "enable.partition.eof": True,
-                                               **(extra or {})}, errors), self.name)
+                                               **(extra or {}), **BOUNDED_READ_CONF}, errors), self.name)
         try:
             c.assign([TopicPartition(t, p, s) for (t, p), (s, _e) in ranges.items()])
             deadline = time.monotonic() + timeout
@@ -611,6 +729,8 @@ class Cluster:
                         if m.topic() is None and m.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                             continue  # librdkafka looks up the group's coordinator though this reader commits
                             # nothing (explicit offsets): the pipeline's principal needs no ACL on that group
+                        if m.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                            raise OutOfRange(self.name, tp, m.offset(), m.error().str())
                         raise classify(self.conf, f"{self.name}: read {tp}", m.error(), errors, c,
                                        phrase("Read", "Topic", tp[0]) if m.topic() else None)
                     if tp not in todo:
@@ -623,6 +743,19 @@ class Cluster:
                         todo.pop(tp)
         finally:
             c.close()
+
+
+def _merged(ranges: list[tuple[int, int]], budget: int) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """Sorted ranges merged where they overlap or touch and the union stays within ``budget`` records: ``(lo, hi,
+    the ranges it holds)``."""
+    out: list[tuple[int, int, list[tuple[int, int]]]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] and max(hi, out[-1][1]) - out[-1][0] <= budget:
+            a, b, part = out[-1]
+            out[-1] = (a, max(b, hi), part + [(lo, hi)])
+        else:
+            out.append((lo, hi, [(lo, hi)]))
+    return out
 
 
 def _java_properties(d: dict) -> str:
@@ -740,20 +873,6 @@ class _JavaError:
 
     def str(self) -> str:
         return self.message
-
-
-@dataclass(frozen=True)
-class Record:
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp_ms: int
-    headers: tuple = ()
-
-    def same_content(self, other: "Record | None") -> bool:
-        """The same record as MM2 copies it: key, value, timestamp and headers (not the offset)."""
-        return other is not None and (self.key, self.value, self.timestamp_ms, self.headers) == \
-            (other.key, other.value, other.timestamp_ms, other.headers)
 
 
 def _windowed(items, submit, window: int):

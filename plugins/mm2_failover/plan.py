@@ -130,6 +130,7 @@ class PlanRow:
     rule: str = "checkpoint"  # what the planned offset comes from: MM2's checkpoint, or a translation rule
     source_position: int | None = None  # the group's position on the source, when translated
     exact_offset: int | None = None  # the replica offset of the record at source_position, when proven
+    reread_at_least: int | None = None  # a superseded sync's first copy: re-reads not known exactly, this many at least
 
     @property
     def writes(self) -> bool:
@@ -203,6 +204,7 @@ class Proven:
     rule: str
     source_position: int
     metadata: str = ""
+    reread_at_least: int | None = None  # the copy is proven, the re-reads it causes only from below
 
 
 def build_plan(
@@ -272,6 +274,7 @@ def build_plan(
                     row.metadata = cp.metadata
                 if ex is not None:
                     row.exact_offset, row.rule, row.source_position = ex.offset, ex.rule, ex.source_position
+                    row.reread_at_least = ex.reread_at_least
                     if cp is None:
                         row.metadata = ex.metadata
                 if cp is not None or ex is not None:

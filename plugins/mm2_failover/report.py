@@ -55,6 +55,13 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
                         "behind_commit": None, "reread": None,
                         "note": "home at the offset-sync floor: re-reads what the group read after that sync"})
             continue
+        if planned is not None and r.get("reread_at_least") is not None:
+            # a superseded sync's first copy: the later history's copies between the two are read again
+            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
+                        "source_committed": r.get("source_position"), "checkpoint_upstream": up, "planned": planned,
+                        "behind_commit": None, "reread": None, "reread_at_least": r["reread_at_least"],
+                        "note": "first copy of a record MM2 copied again later: re-reads at least this many"})
+            continue
         if planned is not None and exact is not None:  # the record at the group's position is known: re-read exactly
             key = (r["group"], r["topic"], int(r["partition"]))
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),

@@ -154,11 +154,10 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
         o.home = ctx.policies[alias].is_home_topic(r)
         source = by_alias[alias].source
         if source is not None and o.replicated is not None and o.source_end is not None \
-                and o.replicated + 1 < o.source_end:
-            # only transaction markers / aborted records after the last replicated offset?
-            data = list(source.read({(t, p): o.source_end}, start={(t, p): o.replicated + 1},
-                                    extra={"isolation.level": "read_committed"}))
-            o.data_after_replicated = bool(data)
+                and o.replicated + 1 < o.source_end and not o.home:
+            # only transaction markers / aborted records after the last replicated offset? gone already?
+            after = drainmod.after_replicated(source, (t, p), o.replicated, o.source_end)
+            o.data_after_replicated, o.gone_unreplicated, o.after_check_failed = after.data, after.gone, after.why
         obs.append(o)
     v = drainmod.evaluate(obs, lost)
     v.notes, v.disaster_aliases = notes, sorted(lost)
@@ -168,6 +167,18 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
             hb = max(last_record_ms(target, target.offsets(target.partitions(["heartbeats"]))).values(), default=None)
         v.rpo = drainmod.rpo_estimate([o for o in obs if o.alias in lost], int(time.time() * 1000), hb)
     v.groups, v.topics = groups, topics
+    return v
+
+
+def drain_check(ctx: RunContext, quiet_s: float | None = None) -> drainmod.DrainVerdict:
+    """One drain observation (:func:`drain_status`), kept in ``drain.json``; raises
+    :class:`~mm2_failover.drain.UnreplicatedLoss` (a refusal: waiting cannot help) when records MM2 never replicated
+    are gone from the source."""
+    v = drain_status(ctx, quiet_s)
+    ctx.folder.save("drain.json", v.as_dict())
+    refusal = v.unreplicated_loss()
+    if refusal:
+        raise drainmod.UnreplicatedLoss(f"{refusal}\n{v.table()}")
     return v
 
 
@@ -181,10 +192,11 @@ def mm2_progress(target: Cluster, alias: str, topic: str, target_topics: dict[st
 
 
 def last_record_ms(cluster: Cluster, ends: dict[TP, int]) -> dict[TP, int]:
-    """Timestamp of the last record of each partition (empty partitions are absent)."""
+    """Timestamp of the last record of each partition (empty partitions, and those retention emptied, are absent)."""
+    starts = cluster.offsets(list(ends), "earliest") if ends else {}
+    last = {tp: e for tp, e in ends.items() if e - 1 >= starts.get(tp, 0)}
     out = {}
-    for t, p, _o, _k, _v, ts in cluster.read({tp: e for tp, e in ends.items() if e > 0},
-                                             start={tp: e - 1 for tp, e in ends.items() if e > 0}):
+    for t, p, _o, _k, _v, ts in cluster.read(last, start={tp: e - 1 for tp, e in last.items()}):
         out[(t, p)] = ts
     return out
 
@@ -194,8 +206,7 @@ def wait_drained(ctx: RunContext, timeout_s: float | None = None, poll_s: float 
     timeout_s = ctx.params.drain_timeout_seconds if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
     while True:
-        v = drain_status(ctx)
-        ctx.folder.save("drain.json", v.as_dict())
+        v = drain_check(ctx)
         if v.drained:
             log.info("drained: %d topic(s) of %d group(s)\n%s", len(v.topics), len(v.groups), v.table())
             return v
@@ -399,15 +410,29 @@ class Exact:
     offset: int
     rule: str
     source_position: int  # the group's position on the source it translates
+    reread_at_least: int | None = None  # a superseded sync's first copy: the re-reads it causes, counted from below
+
+
+def _sync_indexes(alias: str, end: dict[int, int] | None = None) -> dict:
+    """(source topic, partition) -> :class:`~mm2_failover.translate.SyncIndex` of ``alias``'s archived syncs (those
+    below ``end`` per sync-topic partition, when given)."""
+    from mm2_failover import translate as tr
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive, index_rows
+
+    rows = SyncArchive(archive_root(), alias).rows()
+    if end is not None:
+        rows = [r for r in rows if r["sync_offset"] < end.get(r["sync_partition"], 0)]
+    return {tp: tr.SyncIndex(v) for tp, v in index_rows(rows).items()}
 
 
 def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str]]:
     """(group, replica topic, partition) -> :class:`Exact`, for every position MM2's archived offset syncs prove
-    (see :mod:`mm2_failover.translate`: the rules, and what counts as proof), and notes for the report. The group's
-    position is its source commit at capture time when known, else its checkpoint's upstream offset."""
+    (see :mod:`mm2_failover.translate` for the rules and :mod:`mm2_failover.evidence` for what counts as proof), and
+    notes for the report. The group's position is its source commit at capture time when known, else its
+    checkpoint's upstream offset."""
+    from mm2_failover import evidence
     from mm2_failover import translate as tr
-    from mm2_failover.config import archive_root
-    from mm2_failover.syncs import SyncArchive, index_rows
 
     if ctx.params.translation != "exact":
         return {}, []
@@ -420,38 +445,48 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
             if not ctx.policies[a].is_home_topic(rt):  # failing back: home_translations
                 want[(a, g, rt, p)] = commit.offset
     indexes: dict[str, dict] = {}
-    for alias in {a for a, *_ in want}:
+    for alias in sorted({a for a, *_ in want}):
         info = snap.syncs.get(alias) or {}
         if not info.get("topic"):
             notes.append(f"alias {alias}: no offset syncs ({info.get('why', 'not captured')}): MM2's checkpoints are "
                          "used as they are")
             continue
-        end = {int(p): int(o) for p, o in (info.get("end") or {}).items()}
-        rows = [r for r in SyncArchive(archive_root(), alias).rows() if r["sync_offset"] < end.get(r["sync_partition"], 0)]
-        indexes[alias] = {tp: tr.SyncIndex(v) for tp, v in index_rows(rows).items()}
-    nxt, to_end = _next_records(ctx, {key: u for key, u in want.items() if key[0] in indexes})
-    candidates: dict[tuple, tuple] = {}
+        indexes[alias] = _sync_indexes(alias, {int(p): int(o) for p, o in (info.get("end") or {}).items()})
+    wants = []
     for (a, g, rt, p), u in want.items():
-        idx = indexes.get(a, {}).get((ctx.policies[a].source_topic(rt), p))
+        st = ctx.policies[a].source_topic(rt)
+        idx = indexes.get(a, {}).get((st, p))
         if idx is None:
             continue
         state = snap.sources[a]
-        st = ctx.policies[a].source_topic(rt)
         drained = None
         if state.reachable and state.end_offsets and (st, p) in state.end_offsets and (rt, p) in snap.replica_end:
             drained = (state.end_offsets[(st, p)], snap.replica_end[(rt, p)])  # captured after the drain check
-        first = nxt.get((a, g, rt, p))
-        # translate the next record the group reads: past markers, aborted and compacted records, it is the same
-        # position, and the record whose copy the rules place (and the lookup looks for)
-        v = first.offset if first is not None else u
-        candidates[(a, g, rt, p)] = (u, idx.translate(v, drained, snap.replica_start.get((rt, p))), first,
-                                     (a, g, rt, p) in to_end)
-    evidence = _gather_evidence(ctx, candidates)
+        wants.append(evidence.Want((a, g, rt, p), a, (st, p), (rt, p), u, idx, drained, snap.replica_start.get((rt, p))))
+    outcomes = evidence.prove(wants, {a: ctx.source(a) for a in {w.alias for w in wants}}, ctx.target)
     out = {}
-    for key, ev in evidence.items():
-        got = tr.decide(ev)
-        if got is not None:
-            out[key[1:]] = Exact(got[0], got[1], candidates[key][0])
+    gone: dict[tuple, tuple[int, int]] = {}
+    unproven: dict[str, int] = {}
+    for key, o in outcomes.items():
+        a, g, rt, p = key
+        if o.source_log_start is not None:
+            gone[(a, rt, p)] = (min(want[key], gone.get((a, rt, p), (want[key],))[0]), o.source_log_start)
+        if o.answer is not None:
+            out[key[1:]] = Exact(o.answer[0], o.answer[1], want[key], o.reread_at_least)
+        elif o.why:
+            unproven[o.why.split(":")[0]] = unproven.get(o.why.split(":")[0], 0) + 1
+    for (a, rt, p), (lowest, start) in sorted(gone.items()):
+        notes.append(f"alias {a}: {ctx.policies[a].source_topic(rt)}[{p}]: group position(s) down to {lowest} are below "
+                     f"the source's log start {start} (retention or DeleteRecords took records those groups had not "
+                     "read): only target-side proofs answered them, else MM2's checkpoint (their copies on the replica "
+                     "are read; what is gone from the replica too is counted as lost to retention)")
+    superseded = sum(1 for e in out.values() if e.rule == tr.SUPERSEDED_SYNC)
+    if superseded:
+        notes.append(f"{superseded} partition(s) resume at the first copy of a record MM2 copied again later "
+                     "(superseded_sync): safe, but they re-read what the later copy repeats (at least the figure in "
+                     "their rows)")
+    for why, n in sorted(unproven.items()):
+        notes.append(f"{n} position(s) not proven exactly ({why}): MM2's checkpoint answers them")
     return out, notes
 
 
@@ -462,179 +497,57 @@ def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict,
     """Failing back (``home_alias``): (group, home topic, partition) -> :class:`Exact` for each group's position ``D``
     on ``<home_alias>.<topic>`` of the source, read back to ``<topic>`` on the target by the archived offset syncs of
     the ``home_alias`` flow (:meth:`mm2_failover.translate.SyncIndex.back`, rules 8-9; MM2 writes no checkpoint for
-    these: the topic is never copied back). A bracket or the tail counts only on its evidence - no record copied
-    twice in its range on the source, and for the tail the source's last copy is the target's record where the
-    arithmetic puts it -, else the sync floor (safe, re-reads)."""
+    these: the topic is never copied back). A bracket or the tail counts only on its evidence
+    (:func:`mm2_failover.evidence.prove_back`), else the sync floor (safe, re-reads)."""
+    from mm2_failover import evidence
     from mm2_failover import translate as tr
     from mm2_failover.config import archive_root
-    from mm2_failover.syncs import SyncArchive, index_rows
 
     home = ctx.params.home_alias
     want = {(a, g, rt, p): c.offset for g, cs in src.items() for (a, rt, p), c in cs.items()
             if ctx.policies[a].is_home_topic(rt)}
     if not home or not want:
         return {}, []
-    rows = SyncArchive(archive_root(), home).rows()
-    indexes = {tp: tr.SyncIndex(v) for tp, v in index_rows(rows).items()}
+    indexes = _sync_indexes(home)
     notes: list[str] = []
-    cands: dict[tuple, tuple] = {}
+    wants: dict[str, list] = {}
     for key, d in want.items():
         a, g, rt, p = key
         st = ctx.policies[a].source_topic(rt)
         state = snap.sources[a]
         r_end = (state.end_offsets or {}).get((st, p)) if state.reachable else None
         idx = indexes.get((rt, p))
-        b = idx.back(d, r_end) if idx is not None else None
-        if b is None:
+        if idx is None or idx.back(d, r_end) is None:
             notes.append(f"failing back: {g} on {st}[{p}] at {d}: no archived offset sync of alias {home} for {rt}[{p}] "
                          f"at or below it (archive {archive_root()}): it is not taken home")
             continue
-        cands[key] = (b, r_end, st)
+        wants.setdefault(a, []).append(evidence.BackWant(key, (st, p), (rt, p), d, idx, r_end))
     # the tail of each partition up to the replica's end: where MM2's last copy came from, and so how many records
     # the target holds that MM2 never copied before the outage (nobody read them on the source)
-    tails = {(a, rt, p, st): b2 for (a, _g, rt, p), (_b, r_end, st) in cands.items() if r_end
-             for b2 in [indexes[(rt, p)].back(r_end, r_end)] if b2 is not None and b2.rule == tr.DRAINED_TAIL}
-    source_ranges: dict[TP, tuple[int, int]] = {}
-    target_ranges: dict[TP, tuple[int, int]] = {}
-    checks = [(a, rt, p, st, b, r_end) for (a, _g, rt, p), (b, r_end, st) in cands.items()] + \
-        [(a, rt, p, st, b, snap.sources[a].end_offsets[(st, p)]) for (a, rt, p, st), b in tails.items()]
-    for a, rt, p, st, b, r_end in checks:
-        if b.needs_evidence and ctx.source(a) is not None:
-            lo, hi = b.evidence_range(r_end if r_end is not None else 0)
-            x, y = source_ranges.get((st, p), (lo, hi + 1))
-            source_ranges[(st, p)] = (min(x, lo), max(y, hi + 1))
-            if b.rule == tr.DRAINED_TAIL:
-                o = b.tail_origin(r_end)
-                target_ranges[(rt, p)] = (o, o + 1)  # one tail per partition: the replica's last record
-    src_records = {}
-    for a in {k[0] for k in cands}:
-        if ctx.source(a) is not None:
-            src_records.update(_records_merged(ctx.source(a), source_ranges))
-    tgt_records = _records_merged(ctx.target, target_ranges)
-
-    def proven(b, st: str, rt: str, p: int, r_end: int | None) -> bool:
-        lo, hi = b.evidence_range(r_end if r_end is not None else 0)
-        span = [r for r in src_records.get((st, p), []) if lo <= r.offset <= hi]
-        if len(span) != hi - lo + 1 or len({(r.key, r.value, r.timestamp_ms, r.headers) for r in span}) != len(span):
-            return False  # a gap (markers) or a record copied twice: the arithmetic proves nothing
-        if b.rule == tr.DRAINED_TAIL:
-            last = next((r for r in span if r.offset == hi), None)
-            at = next((r for r in tgt_records.get((rt, p), []) if r.offset == b.tail_origin(r_end)), None)
-            return last is not None and last.same_content(at)
-        return True
-
+    tails = {}
+    for a, ws in wants.items():
+        for w in ws:
+            if w.replica_end and (a, w.origin_tp) not in tails:
+                tails[(a, w.origin_tp)] = evidence.BackWant(("tail", a, w.origin_tp), w.replica_tp, w.origin_tp,
+                                                            w.replica_end, w.index, w.replica_end)
     out = {}
-    for key, (b, r_end, st) in cands.items():
-        a, g, rt, p = key
-        if b.needs_evidence and not proven(b, st, rt, p, r_end):
-            b = indexes[(rt, p)].floor(want[key])
-        out[(g, rt, p)] = Exact(b.upstream, HOME_RULE_PREFIX + b.rule, want[key])
-    for (a, rt, p, st), b in sorted(tails.items()):
-        r_end = snap.sources[a].end_offsets[(st, p)]
-        copied_to = b.tail_origin(r_end) + 1
-        if proven(b, st, rt, p, r_end) and snap.replica_end.get((rt, p), 0) > copied_to:
-            notes.append(f"failing back: {rt}[{p}] holds {snap.replica_end[(rt, p)] - copied_to} record(s) (offsets "
-                         f"{copied_to}-{snap.replica_end[(rt, p)] - 1}) that MM2 never copied to {a} before the outage: "
-                         "nobody consumed them there; the groups read them now")
-    return out, notes
-
-
-def _next_records(ctx: RunContext, positions: dict[tuple, int]) -> tuple[dict, set]:
-    """On reachable sources: the first record at or after each group's position (None: none within 1,000 offsets),
-    read with one consumer per source over each partition's lowest to highest position, and the positions whose read
-    reached the partition's end (a None there means nothing is left to read)."""
-    by_alias: dict[str, dict[TP, list[tuple[tuple, int]]]] = {}
-    for key, u in positions.items():
-        a, _g, rt, p = key
-        if ctx.source(a) is not None:
-            by_alias.setdefault(a, {}).setdefault((ctx.policies[a].source_topic(rt), p), []).append((key, u))
-    found: dict[tuple, object] = {}
-    to_end: set[tuple] = set()
-    for a, parts in by_alias.items():
-        src = ctx.source(a)
-        ends = src.offsets(list(parts))
-        wanted = {tp: (min(u for _k, u in ks), min(ends[tp], max(u for _k, u in ks) + 1000)) for tp, ks in parts.items()}
-        got = _records_merged(src, wanted)
-        for tp, ks in parts.items():
-            if tp not in got:
+    for a, ws in wants.items():
+        tail_ws = [t for (ta, _tp), t in tails.items() if ta == a]
+        got = evidence.prove_back(ws + tail_ws, ctx.source(a), ctx.target)
+        for w in ws:
+            b = got[w.key]
+            out[w.key[1:]] = Exact(b.upstream, HOME_RULE_PREFIX + b.rule, w.position)
+        for t in tail_ws:
+            b = got[t.key]
+            if b is None or b.rule != tr.DRAINED_TAIL:
                 continue
-            for key, u in ks:
-                found[key] = next((r for r in got[tp] if r.offset >= u), None)
-                if wanted[tp][1] >= ends[tp]:
-                    to_end.add(key)
-    return found, to_end
-
-
-def _gather_evidence(ctx: RunContext, candidates: dict) -> dict:
-    """Read what proves (or refutes) each candidate translation ``(U, translation, next record on the source or
-    None, whether that read reached the source's end)``, in one consumer on the target: on a reachable source the
-    copy of the next record (at the translated offset, or inside the search range); on a lost one, each bracket's
-    downstream range (no record copied twice)."""
-    from mm2_failover import translate as tr
-
-    ranges: dict[TP, tuple[int, int]] = {}  # target ranges to read, merged per partition
-
-    def want_range(tp, lo, hi):
-        a, b = ranges.get(tp, (lo, hi))
-        ranges[tp] = (min(a, lo), max(b, hi))
-
-    plan = {}
-    for key, (_u, t, _first, _end) in candidates.items():
-        a, _g, rt, p = key
-        source = ctx.source(a)
-        if isinstance(t, tr.Translation):
-            if t.rule == tr.EXACT_SYNC:
-                plan[key] = "none"
-            elif source is not None:
-                plan[key] = "verify"
-                lo, hi = t.bracket
-                # the copy itself, and the bracket's range for a lookup should the source refute the arithmetic
-                want_range((rt, p), lo.downstream if hi else t.downstream, (hi.downstream if hi else t.downstream) + 1)
-            else:
-                lo, hi = t.bracket
-                plan[key] = "dups"
-                want_range((rt, p), lo.downstream, (hi.downstream if hi else t.downstream) + 1)
-        elif source is not None and t.bracket[0] is not None and t.bracket[1] is not None:
-            plan[key] = "lookup"
-            want_range((rt, p), t.bracket[0].downstream, t.bracket[1].downstream + 1)
-        else:
-            plan[key] = "none"
-    target_records = _records_merged(ctx.target, ranges)
-    out = {}
-    for key, (_u, t, first, read_to_end) in candidates.items():
-        a, _g, rt, p = key
-        kind = plan[key]
-        tgt = target_records.get((rt, p), [])
-        if kind == "none":
-            out[key] = tr.Evidence(t)
-        elif kind == "dups":
-            lo, hi = t.bracket
-            top = hi.downstream if hi else t.downstream
-            span = [r for r in tgt if lo.downstream <= r.offset <= top]
-            seen = {(r.key, r.value, r.timestamp_ms, r.headers) for r in span}
-            out[key] = tr.Evidence(t, one_to_one=len(seen) == len(span))
-        else:
-            lo, hi = t.bracket
-            # the last copy in the range (rule 7: any copy is safe, the last re-reads least after an MM2 restart)
-            found = None if first is None or lo is None or hi is None else max(
-                (r.offset for r in tgt if lo.downstream <= r.offset <= hi.downstream and first.same_content(r)),
-                default=None)
-            if kind == "verify":
-                at = next((r for r in tgt if r.offset == t.downstream), None)
-                if first is None:  # nothing at or after U on the source: the group is at the end
-                    out[key] = tr.Evidence(t, verified=read_to_end and at is None)
-                else:
-                    out[key] = tr.Evidence(t, verified=first.same_content(at), lookup=found)
-            else:  # lookup inside the search range
-                out[key] = tr.Evidence(t, lookup=found, nothing_after=first is None and read_to_end)
-    return out
-
-
-def _records_merged(cluster: Cluster, ranges: dict[TP, tuple[int, int]], most: int = 200_000) -> dict[TP, list]:
-    """Records of each partition's range (one consumer); ranges over ``most`` records are not read (their
-    translations then stay unproven)."""
-    small = {tp: r for tp, r in ranges.items() if r[1] - r[0] <= most}
-    return cluster.records(small) if small else {}
+            rt, p = t.origin_tp
+            copied_to = b.tail_origin(t.replica_end) + 1
+            if snap.replica_end.get((rt, p), 0) > copied_to:
+                notes.append(f"failing back: {rt}[{p}] holds {snap.replica_end[(rt, p)] - copied_to} record(s) (offsets "
+                             f"{copied_to}-{snap.replica_end[(rt, p)] - 1}) that MM2 never copied to {a} before the "
+                             "outage: nobody consumed them there; the groups read them now")
+    return out, notes
 
 
 # ------------------------------------------------------------------------------------------ 3. checkpoints
@@ -733,7 +646,8 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
         snap.replica_partitions, on_existing_target_offsets=p.on_existing_target_offsets, allow_rewind=p.allow_rewind,
         source_commits={g: {k: c.offset for k, c in cs.items()} for g, cs in src.items()},
         accept_groups_without_checkpoints=p.accept_groups_without_checkpoints,
-        exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()})
+        exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, ""), e.reread_at_least)
+               for k, e in exact.items()})
     built = now_iso()
     rules: dict[str, int] = {}
     for r in plan.rows:

@@ -8,8 +8,9 @@ hundreds of records early. The syncs prove more:
 
 1. **Exact sync** - a sync at ``u == U``: the record at ``U`` is at ``d``. Unless a later MM2 history copied it again
    (a sync at or below ``U`` with a higher downstream offset: MM2 restarted at or before ``U``): a group starting at
-   the first copy would read the records between the restart point and ``U`` twice, so rule 7 looks for the last
-   copy instead, and the sync answers only where that lookup cannot be made (:attr:`Unproven.superseded`).
+   the first copy would read the records between the restart point and ``U`` twice, so rule 7 looks for the later
+   copy instead, and the first copy answers only where that lookup cannot be made (:attr:`Unproven.superseded`),
+   under its own rule, ``superseded_sync`` - safe, not exact.
 2. **Gap-free bracket** - two consecutive syncs ``(u1, d1) <= U < (u2, d2)`` with ``u2 - u1 == d2 - d1``: MM2 copied
    every source offset between them one to one (no transaction marker, aborted batch, compaction gap or duplicate
    changed the count), so the record at ``U`` is at ``d1 + (U - u1)``.
@@ -32,8 +33,10 @@ twice after it (an MM2 restart) cancel out. So a translation is trusted (:func:`
    drained partition, the range ends at the replica's end offset, and a group with no record left at or after
    ``U`` on the source (its position is past the last record, behind only markers) resumes at that end. Where MM2
    restarted and copied records again, the range runs from the latest copy below ``U`` to the first sync above it
-   copied later (:meth:`SyncIndex.search_range`), and the lookup takes the last copy in it: any copy of the record
-   is safe (every record after it follows it, in its history or a later one), the last re-reads least.
+   copied later (:meth:`SyncIndex.search_range`). Which copy in it the group resumes at is the evidence stage's
+   rule E6 (:mod:`mm2_failover.evidence`): the first copy of the record's content is always safe (a producer retry's
+   twin found first is an earlier record: a re-read); a later one only where the target from it holds the source's
+   records up to the range's upper sync, record for record.
 
 An exact sync needs none of these: MM2 itself recorded that copy.
 
@@ -240,32 +243,35 @@ class Back:
 
 RECORD_LOOKUP = "record_lookup"
 AT_END = "at_end"
+SUPERSEDED_SYNC = "superseded_sync"  # rule 1's first copy where the later copy was not found: safe, re-reads
 CHECKPOINT = "checkpoint"
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """What was read to check a translation (None: not read)."""
+    """What was read to check a translation (None: not read; see :mod:`mm2_failover.evidence`, which builds these
+    from complete reads only)."""
 
     translation: Translation | Unproven
-    verified: bool | None = None  # the source's record at U is the target's record at the translated offset
-    one_to_one: bool | None = None  # no record copied twice in the bracket's downstream range (ends included)
+    verified: bool | None = None  # the source's next record is the target's record at the translated offset
+    one_to_one: bool | None = None  # the bracket's downstream range holds one record per offset, none twice
     lookup: int | None = None  # where the copy of the record at U was found inside the bracket
     nothing_after: bool = False  # the source holds no record at or after U (read up to its end)
+    replica_end: int | None = None  # the drained replica's end offset (where nothing left to read resumes)
 
 
 def decide(ev: Evidence) -> tuple[int, str] | None:
     """Rules 5-7: the offset to resume at and the rule that proves it, or None (keep MM2's checkpoint)."""
     t = ev.translation
+    if ev.nothing_after and ev.replica_end is not None:
+        return ev.replica_end, AT_END  # nothing left to read on the source: past every copy on the drained replica
     if isinstance(t, Translation):
         if t.rule == EXACT_SYNC or ev.verified or (ev.verified is None and ev.one_to_one):
             return t.downstream, t.rule
     if ev.lookup is not None:
         return ev.lookup, RECORD_LOOKUP
-    if ev.nothing_after and isinstance(t, Unproven) and t.drained_tail:
-        return t.bracket[1].downstream, AT_END  # nothing left to read: the drained replica's end
     if isinstance(t, Unproven) and t.superseded is not None:  # rule 1's first copy: safe, re-reads since the restart
-        return t.superseded.downstream, EXACT_SYNC
+        return t.superseded.downstream, SUPERSEDED_SYNC
     return None
 
 

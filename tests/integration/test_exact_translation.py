@@ -223,3 +223,76 @@ def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, nam
     assert all(r["group"] and r["topic"].startswith("primary.") and (r["tombstone"] or r["downstream"] >= 0)
                for r in c.rows())  # decoded: group, replica topic, offsets
     assert c.manifest()["location"] == "target" and c.manifest()["topic"] == bed.checkpoints_topic
+
+
+def commit_at(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+    c.close()
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["plain", "transactional"])
+def test_a_group_behind_the_source_log_start_changes_nothing_for_the_others_on_its_partition(bed, names, run_root,
+                                                                                           transactional):
+    """Issue 31 item 1, as a new user met it: three groups on one partition - one behind the source's log start
+    (DeleteRecords moved it after MM2 copied the records: they are gone from the source, still on the replica), one
+    in the middle, one caught up near the end - planned in ONE run. The caught-up and the middle groups resume exactly
+    at the copy of their next record (before: the evidence read started at the lowest position, below the log start,
+    librdkafka's default reset moved it to the log end and read nothing, and the caught-up group was placed at the
+    replica's end, past its unread records); the group behind loses nothing and every group has a commit."""
+    from confluent_kafka import Producer
+
+    from mm2_failover.kafka_io import Cluster
+    from testbed.exact_drill import Truth, score
+
+    topic, replica = names["topic"], f"primary.{names['topic']}"
+    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
+    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    source.create_topic(topic, 1)
+    offsets: dict[bytes, int] = {}
+    aborted: set[bytes] = set()
+    conf = {"bootstrap.servers": bed.source_bootstrap, "linger.ms": 5}
+    p = Producer({**conf, "transactional.id": f"tx-{topic}"} if transactional else conf)
+    if transactional:
+        p.init_transactions(30)
+    for i in range(30):
+        if transactional:
+            p.begin_transaction()
+        sent = [scenario.payload(topic, 0, i * 10 + j) for j in range(10)]
+        for v in sent:
+            p.produce(topic, value=v, partition=0, on_delivery=lambda err, m: offsets.__setitem__(m.value(), m.offset()))
+        p.flush(30)
+        if transactional and i % 4 == 3:
+            p.abort_transaction(30)
+            aborted.update(sent)
+        elif transactional:
+            p.commit_transaction(30)
+    end = source.offsets([(topic, 0)])[(topic, 0)]
+    live = sorted(o for v, o in offsets.items() if v not in aborted)  # the records a read_committed group reads
+    last_payload = max((v for v in offsets if v not in aborted), key=offsets.get)
+    scenario.wait_for(lambda: replica in target.topics() and any(
+        r.value == last_payload for r in target.records({(replica, 0): (0, target.offsets([(replica, 0)])[(replica, 0)])})
+        [(replica, 0)]), 60, "the replica to hold the last record")
+    behind, middle, caught_up = (f"{names['group']}-{x}" for x in ("behind", "middle", "caught-up"))
+    positions = {behind: live[20], middle: live[len(live) // 2], caught_up: live[-5]}
+    for g, u in positions.items():
+        commit_at(bed.source_bootstrap, g, topic, {0: u})
+    for g in positions:
+        scenario.wait_checkpointed(target, bed.checkpoints_topic, g, replica, 1)
+    log_start = live[100]
+    source.delete_records({(topic, 0): log_start})
+    assert positions[behind] < log_start == source.offsets([(topic, 0)], "earliest")[(topic, 0)]
+    ctx, plan = plan_of(bed, target, run_root / "behind" / topic, list(positions))
+    copies = [(r.offset, r.value) for r in target.records(
+        {(replica, 0): (0, target.offsets([(replica, 0)])[(replica, 0)])})[(replica, 0)]]
+    truth = Truth(offsets, frozenset(aborted))
+    rows = {r.group: r for r in plan.rows}
+    assert set(rows) == set(positions) and all(r.writes for r in rows.values()), plan.rows  # every group has a commit
+    scores = {g: score(rows[g].planned_offset, u, copies, truth) for g, u in positions.items()}
+    assert all(s.lost == 0 for s in scores.values()), (scores, plan.rows)
+    for g in (middle, caught_up):
+        assert rows[g].rule != "checkpoint" and scores[g].re_read == 0, (g, rows[g], scores[g])
+    notes = ctx.folder.load("plan.json")["translation_notes"]
+    assert any(f"below the source's log start {log_start}" in n for n in notes), notes

@@ -71,3 +71,84 @@ def test_rpo_estimate_from_the_newest_replicated_record():
 def test_table_lists_every_partition():
     t = drain.evaluate([obs(), obs(partition=1, source_end_before=90)], False).table()
     assert "producers still writing" in t and t.count("\n") == 2
+
+
+# ------------------------------------------------------------------------------------------ after the last replicated
+
+
+def test_records_never_replicated_and_gone_from_the_source_refuse_the_run():
+    """Issue 31 item 5: MM2's last replicated offset 9, the source's log start 40 (retention): 30 offsets were never
+    copied and are gone. With librdkafka's default reset the read after 9 returned nothing and this counted as
+    drained."""
+    from testbed.memlog import MemoryLog, Partition
+
+    src = MemoryLog("source", {("orders", 0): Partition([("data", i) for i in range(100)], start=40)})
+    after = drain.after_replicated(src, ("orders", 0), 9, 100)
+    assert after == drain.AfterReplicated(None, gone=30)
+    v = drain.evaluate([obs(replicated=9, gone_unreplicated=after.gone)], disaster=False)
+    assert not v.drained and v.rows[0]["state"] == drain.GONE
+    msg = v.unreplicated_loss()
+    assert "30 record offset(s) were never replicated and are gone" in msg and "orders[0]" in msg
+    assert "source_reachable=no" in msg
+
+
+def test_the_check_after_the_last_replicated_offset_stops_at_the_first_data_record():
+    from testbed.memlog import MARKER, MemoryLog, Partition
+
+    part = Partition([("data", i) for i in range(10)] + [(MARKER, None)] * 2500 + [("data", "x")] * 5000)
+    src = MemoryLog("source", {("orders", 0): part})
+    assert drain.after_replicated(src, ("orders", 0), 9, part.end) == drain.AfterReplicated(True)
+    assert max(hi for _tp, _lo, hi, _s in src.reads) == 10 + 3000  # chunks of 1,000, not the whole backlog
+
+
+def test_a_failed_read_after_the_last_replicated_offset_is_its_own_state():
+    from testbed.memlog import MemoryLog, Partition
+
+    src = MemoryLog("source", {("orders", 0): Partition([("data", i) for i in range(20)])},
+                    fail=lambda tp, lo, hi: True)
+    after = drain.after_replicated(src, ("orders", 0), 9, 20)
+    assert after.data is None and "failed" in after.why
+    v = drain.evaluate([obs(replicated=9, source_end=20, source_end_before=20, after_check_failed=after.why)], False)
+    assert not v.drained and v.rows[0]["state"] == drain.CHECK_FAILED and "failed" in v.rows[0]["why"]
+
+
+def drain_world(seed: int):
+    import random
+
+    from testbed.memlog import ABORTED, DATA, MARKER, MemoryLog, Partition
+
+    rnd = random.Random(seed)
+    n = rnd.randint(1, 60)
+    part = Partition([(k, i) for i, k in enumerate(rnd.choices([DATA, MARKER, ABORTED], [0.5, 0.3, 0.2], k=n))])
+    if rnd.random() < 0.4:
+        part.start = rnd.randint(0, n)
+    replicated = rnd.randint(-1, n - 1)
+    return part, replicated, MemoryLog("source", {("orders", 0): part}, fail=lambda tp, lo, hi: rnd.random() < 0.1)
+
+
+def drain_violations(seed: int) -> list:
+    """A partition counted as caught up must have nothing left to copy: no data record after MM2's last replicated
+    offset, and nothing after it already gone."""
+    part, replicated, src = drain_world(seed)
+    after = drain.after_replicated(src, ("orders", 0), replicated, part.end, chunk=7)
+    unreplicated = range(replicated + 1, part.end)
+    if after.data is False and (any(part.entries[o][0] == "data" for o in unreplicated) or replicated + 1 < part.start):
+        return [("counted as caught up", replicated, part.start, part.end, after)]
+    if after.gone != max(0, part.start - replicated - 1):
+        return [("gone miscounted", after)]
+    return []
+
+
+def test_the_caught_up_check_never_passes_over_a_record_left_to_copy():
+    bad = [v for seed in range(3000) for v in drain_violations(seed)]
+    assert not bad, bad[:5]
+
+
+def test_mutation_5_a_check_that_jumps_past_the_log_start_is_caught(monkeypatch):
+    """Item 5: librdkafka's default reset and no "gone" case: the read after the last replicated offset returns
+    nothing, and the partition counts as caught up."""
+    from mm2_failover import kafka_io
+
+    monkeypatch.setattr(kafka_io, "BOUNDED_READ_CONF", {})
+    monkeypatch.setattr(drain, "unreplicated_gone", lambda replicated, log_start: 0)
+    assert any(v[0] == "counted as caught up" for seed in range(3000) for v in drain_violations(seed))

@@ -253,7 +253,8 @@ def test_writes_groups_and_dict_round_trip():
     assert again == p and again.to_reset_csv() == p.to_reset_csv()
     assert set(p.as_dicts()[0]) == {"source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset",
                                     "current_offset", "planned_offset", "action", "reason", "log_start", "log_end",
-                                    "retention_gap", "metadata", "rule", "source_position", "exact_offset"}
+                                    "retention_gap", "metadata", "rule", "source_position", "exact_offset",
+                                    "reread_at_least"}
 
 
 def test_verify_reports_every_writing_row_that_does_not_read_back():

@@ -1,0 +1,528 @@
+"""The evidence stage of exact translation (pure): which records must be read to prove where a group resumes, read
+through a :class:`RecordSource` with Kafka's semantics, and what the reads prove.
+
+:mod:`mm2_failover.translate` places a group's position on the replica from MM2's offset syncs (rules 1-4) and says
+what would prove it (rules 5-7); this module reads that evidence and hands :func:`mm2_failover.translate.decide`
+only what was read. A precise answer that can lose a record is worse than MM2's imprecise checkpoint, so:
+
+E1. **What was not read is not evidence.** A read answers for the whole range it was asked for (``complete``), or
+    says why not: below the log start (Kafka's out-of-range: the reader never jumps silently to the log end), over
+    the read budget, or failed. An incomplete read proves nothing, and nothing is derived from it - not even
+    "there is nothing there".
+E2. **A position below the source's log start** has no next record to read: the records ``[U, log start)`` are gone
+    from the source (they may still be on the replica). Only target-side proofs answer for it - an exact sync, a
+    bracket or drained tail proven one to one on the target (E4), the later copy of a superseded sync's record
+    (E7) -, else MM2's checkpoint; the gap is reported.
+E3. **The next record** (the first record at or after ``U`` the group would read on the source, ``read_committed``)
+    is read from ``U`` for at most ``scan`` offsets, per position (never from the lowest position of the partition:
+    one group far behind must not change what the others read). None found and the read reached the source's end:
+    nothing is left to read; none found short of the end: unknown.
+E4. **One to one on the target** (translate rule 6, the source lost or below its log start): the span ``[d1, d2]``
+    holds ``d2 - d1 + 1`` records - contiguous: no transaction marker, no aborted offset a ``read_committed`` reader
+    skips - and no record twice. Counting duplicates alone is not enough: a source marker before ``U`` and a target
+    marker after its copy (MM2 with exactly-once support) cancel out in the arithmetic.
+E5. **Verified** (translate rule 5): the target's record at the translated offset is the next record, and is its
+    first copy in the span read: an earlier copy of the same content (a producer retry's twin) means the arithmetic
+    may point at a twin, and the lookup (E6) decides instead.
+E6. **The lookup** (translate rule 7): the candidates are the copies of the next record (same content) in the search
+    range. The first is always safe: every copy of a later source record in the range follows a copy of this one
+    (MM2 copies in order, and restarts at or before where it stopped), so a twin found first is an earlier record -
+    a re-read, never a loss. A later candidate is taken only when the target from it up to the range's upper anchor
+    (its sync, or the drained ends) holds the source's records from the next record up to the anchor's, record for
+    record: then a group starting there reads exactly what it would have read on the source. The last such wins.
+E7. **A superseded sync** (translate rule 1, copied again by a later MM2 history): the first copy still answers when
+    nothing better is proven, but under its own rule (``superseded_sync``) and with the re-reads it causes counted
+    from below (``reread_at_least``: the later history's copies between the two); where the target can tell, the
+    later copy is looked up by the content of the first one (the sync proves it is the record at ``U``) - the first
+    candidate only (E6: no source to anchor a later one), and only inside a range whose upper end proves that the
+    later history got past ``U`` (a sync above it, or the drained ends).
+
+Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
+replica's span was read whole and is one to one (E4), and for the tail where the replica's last record is the
+origin's record the arithmetic names; else the sync floor.
+
+Content equality is the pipeline's one definition of "the same record": key, value, timestamp and headers, as MM2
+copies them (:func:`content_of`). The Kafka-backed :class:`RecordSource` (``kafka_io.Cluster.read_ranges``) keeps a
+128-bit digest of them per record, so that the span of a 200k-record bracket costs a few MB.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import struct
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+from mm2_failover import translate as tr
+
+TP = tuple[str, int]
+
+COMPLETE = "complete"
+BELOW_START = "below_log_start"
+OVER_BUDGET = "over_budget"
+FAILED = "failed"
+
+DEFAULT_BUDGET = 200_000  # records one range may span to be read at all (E1: a larger one is not evidence)
+DEFAULT_SCAN = 1_000  # offsets read after a position for its next record (E3)
+
+
+# ------------------------------------------------------------------------------------------ records and reads
+
+
+def content_of(key: bytes | None, value: bytes | None, timestamp_ms: int, headers: Iterable = ()) -> bytes:
+    """The one definition of "the same record" (as MM2 copies it: key, value, timestamp, headers; not the offset), as
+    a 128-bit digest. Length-prefixed, so that no two different records encode alike."""
+    h = hashlib.blake2b(digest_size=16)
+
+    def put(b: bytes | None) -> None:
+        h.update(b"\xff\xff\xff\xff" if b is None else struct.pack(">I", len(b)) + b)
+
+    put(key)
+    put(value)
+    h.update(struct.pack(">q", int(timestamp_ms)))
+    for hk, hv in headers or ():
+        put(hk.encode() if isinstance(hk, str) else hk)
+        put(hv.encode() if isinstance(hv, str) else hv)
+    return h.digest()
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record as the pipeline reads it (with headers)."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+    headers: tuple = ()
+
+    @property
+    def content(self) -> bytes:
+        return content_of(self.key, self.value, self.timestamp_ms, self.headers)
+
+    def same_content(self, other: "Record | None") -> bool:
+        """The same record as MM2 copies it (see :func:`content_of`)."""
+        return other is not None and self.content == other.content
+
+
+class Rec(NamedTuple):
+    """What the evidence stage keeps of a record: its offset and its content (anything hashable that is equal exactly
+    for the same record)."""
+
+    offset: int
+    content: Hashable
+
+
+@dataclass(frozen=True)
+class Read:
+    """What a bounded read of ``[lo, hi)`` returned: every record in it (``complete``), or why not."""
+
+    lo: int
+    hi: int
+    status: str
+    records: tuple[Rec, ...] = ()
+    why: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return self.status == COMPLETE
+
+    def span(self, lo: int, hi: int) -> list[Rec]:
+        """The records at offsets ``lo..hi`` (both included)."""
+        offs = [r.offset for r in self.records]
+        return list(self.records[bisect.bisect_left(offs, lo):bisect.bisect_right(offs, hi)])
+
+    def at(self, offset: int) -> Rec | None:
+        s = self.span(offset, offset)
+        return s[0] if s else None
+
+
+Ranges = dict[TP, set[tuple[int, int]]]
+Reads = Mapping[tuple[TP, int, int], Read]
+
+
+class RecordSource(Protocol):
+    """One cluster, as the evidence stage reads it (Kafka's semantics: ``read_committed``; transaction markers,
+    aborted and compacted records are offsets without a record; a start below the log start is an error, never a
+    jump; ranges over ``budget`` records are not read)."""
+
+    name: str
+
+    def log_bounds(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
+        """(log start, log end) of each partition."""
+        ...
+
+    def read_ranges(self, ranges: Ranges, budget: int) -> Reads:
+        """Every asked range ``[lo, hi)`` of each partition, as a :class:`Read` keyed ``(tp, lo, hi)``."""
+        ...
+
+
+def want_range(ranges: Ranges, tp: TP, lo: int, hi: int) -> tuple[TP, int, int]:
+    ranges.setdefault(tp, set()).add((lo, hi))
+    return tp, lo, hi
+
+
+# ------------------------------------------------------------------------------------------ the rules
+
+
+def is_evidence(read: Read | None) -> bool:
+    """E1: only a complete read is evidence."""
+    return read is not None and read.complete
+
+
+def below_log_start(position: int, log_start: int) -> bool:
+    """E2: the group's position is no longer on the source."""
+    return position < log_start
+
+
+@dataclass(frozen=True)
+class Next:
+    """E3: what the source says about the record the group reads next."""
+
+    known: bool  # the read answered (complete)
+    record: Rec | None = None  # the first record at or after U (None: none read)
+    nothing_after: bool = False  # no record at or after U up to the source's end (only when known)
+    why: str = ""
+
+
+def next_record(read: Read | None, position: int, log_end: int) -> Next:
+    """E3: the next record from the read of ``[U, min(end, U + scan))``; nothing after U only when that read reached
+    the source's end."""
+    if not is_evidence(read):
+        how = "not asked" if read is None else read.status + (f": {read.why}" if read.why else "")
+        return Next(False, why=f"the source's records after {position} were not read whole ({how})")
+    first = next((r for r in read.records if r.offset >= position), None)
+    if first is not None:
+        return Next(True, first)
+    if read.hi >= log_end:
+        return Next(True, None, nothing_after=True)
+    return Next(False, why=f"no record within {read.hi - position} offsets after {position}")
+
+
+def one_to_one(read: Read | None, lo: int, hi: int) -> bool:
+    """E4: the target's ``[lo, hi]`` was read whole, holds ``hi - lo + 1`` records (no gap) and no record twice."""
+    if not is_evidence(read) or read.lo > lo or read.hi <= hi:
+        return False
+    span = read.span(lo, hi)
+    return len(span) == hi - lo + 1 and len({r.content for r in span}) == len(span)
+
+
+def candidates(read: Read, lo: int, hi: int, content: Hashable) -> list[int]:
+    """The offsets in ``[lo, hi]`` holding a copy of ``content``."""
+    return [r.offset for r in read.span(lo, hi) if r.content == content]
+
+
+def first_copy_verified(read: Read | None, lo: int, at: int, content: Hashable) -> bool:
+    """E5: the record at ``at`` is the first copy of ``content`` in ``[lo, at]`` (read whole)."""
+    if not is_evidence(read) or read.lo > lo or read.hi <= at:
+        return False
+    return candidates(read, lo, at, content) == [at]
+
+
+def anchored(target: Read | None, start: int, anchor_d: int, source: Read | None, position: int,
+             anchor_u: int) -> bool:
+    """E6's proof for a later candidate: the target's records ``[start, anchor_d]`` are the source's records
+    ``[position, anchor_u]``, record for record (both read whole)."""
+    if not (is_evidence(target) and is_evidence(source)) or target.hi <= anchor_d or source.hi <= anchor_u \
+            or source.lo > position:
+        return False
+    got = [r.content for r in target.span(start, anchor_d)]
+    want = [r.content for r in source.span(position, anchor_u)]
+    return got == want
+
+
+def choose_copy(cands: list[int], proven_later: list[int]) -> int | None:
+    """E6: the last candidate proven by its anchored run, else the first (a re-read, never a loss)."""
+    if not cands:
+        return None
+    return max(proven_later) if proven_later else cands[0]
+
+
+# ------------------------------------------------------------------------------------------ failing over
+
+
+@dataclass(frozen=True)
+class Want:
+    """One group's position on one source partition, to be placed on its replica."""
+
+    key: Hashable
+    alias: str  # whose source (``sources[alias]``; None there: lost)
+    source_tp: TP
+    replica_tp: TP
+    position: int  # U: the next source offset the group reads (its commit)
+    index: tr.SyncIndex
+    drained: tuple[int, int] | None = None  # (source end, replica end) once replication finished
+    replica_start: int | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the evidence proves for one :class:`Want`."""
+
+    answer: tuple[int, str] | None  # (replica offset, rule), or None: keep MM2's checkpoint
+    evidence: tr.Evidence
+    translated: int  # the source offset translated (the next record's, or U)
+    source_log_start: int | None = None  # set when U is below it (E2): [U, it) is gone from the source
+    reread_at_least: int | None = None  # E7's fallback: re-reads the answer causes, counted from below
+    why: str = ""  # why nothing better than the answer (or the checkpoint) was proven
+
+
+@dataclass
+class _Case:
+    want: Want
+    next: Next = field(default_factory=lambda: Next(False))
+    source_start: int | None = None
+    translation: tr.Translation | tr.Unproven | None = None
+    target_read: tuple | None = None  # key into the target reads
+    first_copy_read: tuple | None = None  # E7: the superseded sync's record on the target
+    anchor_reads: dict = field(default_factory=dict)  # later candidate -> (target key, source key)
+
+
+def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], target: RecordSource,
+          budget: int = DEFAULT_BUDGET, scan: int = DEFAULT_SCAN) -> dict[Hashable, Outcome]:
+    """Read what proves (or refutes) each position's translation and decide (E1-E7, translate rules 1-7)."""
+    cases = [_Case(w) for w in wants]
+    if not cases:
+        return {}
+    _read_next_records(cases, sources, budget, scan)
+    for c in cases:
+        w = c.want
+        v = c.next.record.offset if c.next.record is not None else w.position
+        # translate the next record the group reads: past markers, aborted and compacted records it is the same
+        # position, and the record whose copy the rules place (and the lookup looks for)
+        c.translation = w.index.translate(v, w.drained, w.replica_start)
+    t_bounds = target.log_bounds({c.want.replica_tp for c in cases})
+    ranges: Ranges = {}
+    for c in cases:
+        _plan_target_reads(c, ranges, t_bounds)
+    t_reads = target.read_ranges(ranges, budget) if ranges else {}
+    # E6: later candidates need the source's records up to the range's anchor
+    s_ranges: dict[str, Ranges] = defaultdict(dict)
+    for c in cases:
+        _plan_anchor_reads(c, t_reads, s_ranges, sources)
+    s_reads = {a: sources[a].read_ranges(r, budget) for a, r in s_ranges.items() if r}
+    return {c.want.key: _decide(c, t_reads, s_reads.get(c.want.alias, {})) for c in cases}
+
+
+def _read_next_records(cases: list[_Case], sources: Mapping[str, RecordSource | None], budget: int,
+                       scan: int) -> None:
+    by_alias: dict[str, list[_Case]] = defaultdict(list)
+    for c in cases:
+        if sources.get(c.want.alias) is not None:
+            by_alias[c.want.alias].append(c)
+        else:
+            c.next = Next(False, why="the source is lost: target-side proofs only")
+    for alias, cs in by_alias.items():
+        src = sources[alias]
+        bounds = src.log_bounds({c.want.source_tp for c in cs})
+        ranges: Ranges = {}
+        keys = {}
+        for c in cs:
+            start, end = bounds[c.want.source_tp]
+            u = c.want.position
+            if below_log_start(u, start):
+                c.source_start = start
+                c.next = Next(False, why=f"the group's position {u} is below the source's log start {start}: "
+                                         f"{start - u} record offset(s) it had not read are gone from the source")
+            elif u >= end:
+                c.next = Next(True, None, nothing_after=True)
+            else:
+                keys[id(c)] = want_range(ranges, c.want.source_tp, u, min(end, u + scan))
+        reads = src.read_ranges(ranges, budget) if ranges else {}
+        for c in cs:
+            if id(c) in keys:
+                c.next = next_record(reads.get(keys[id(c)]), c.want.position, bounds[c.want.source_tp][1])
+
+
+def _upper(t: tr.Translation | tr.Unproven, w: Want) -> int | None:
+    """The highest target offset a translation's evidence spans (its bracket's upper sync, or the drained replica's
+    last record), or None when it has no upper end."""
+    if isinstance(t, tr.Translation):
+        lo, hi = t.bracket
+        if hi is not None:
+            return hi.downstream
+        return w.drained[1] - 1 if w.drained is not None else None
+    lo, hi = t.bracket
+    if hi is None:
+        return None
+    return hi.downstream - 1 if t.drained_tail else hi.downstream
+
+
+def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int]]) -> None:
+    """The target's records a case's evidence needs: the translation's span (to verify it, or to prove it one to one)
+    or the search range (to look the copy up), from its lower sync to its upper end; below the replica's log start
+    nothing can be read whole (E1)."""
+    t, w = c.translation, c.want
+    start, end = bounds.get(w.replica_tp, (0, 0))
+
+    def read(lo: int, hi_incl: int) -> tuple | None:
+        return None if lo < start else want_range(ranges, w.replica_tp, lo, min(hi_incl + 1, end))
+
+    if c.next.nothing_after or (isinstance(t, tr.Translation) and t.rule == tr.EXACT_SYNC):
+        return
+    lo, top = t.bracket[0], _upper(t, w)
+    if lo is None or top is None:
+        return
+    if isinstance(t, tr.Translation):
+        c.target_read = read(lo.downstream, max(top, t.downstream))
+    elif c.next.record is not None:
+        c.target_read = read(lo.downstream, top)
+    elif t.superseded is not None and _later_history_passed(t, w):
+        c.target_read = read(lo.downstream, top)
+        c.first_copy_read = read(t.superseded.downstream, t.superseded.downstream)
+
+
+def _later_history_passed(t: tr.Unproven, w: Want) -> bool:
+    """E7: the range's upper end proves that the later MM2 history copied past ``U`` (a sync above it, or the drained
+    ends): only then is the record at ``U`` copied inside the range."""
+    return t.bracket[1] is not None
+
+
+def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
+                       sources: Mapping[str, RecordSource | None]) -> None:
+    t, w, nxt = c.translation, c.want, c.next.record
+    if nxt is None or c.target_read is None or sources.get(w.alias) is None:
+        return
+    read = t_reads.get(c.target_read)
+    if not is_evidence(read):
+        return
+    lo = t.bracket[0].downstream
+    top = _upper(t, w)
+    cands = candidates(read, lo, top, nxt.content)
+    anchor = _anchor(t, w)
+    if len(cands) < 2 or anchor is None:
+        return
+    anchor_u, anchor_d = anchor
+    s_key = want_range(s_ranges[w.alias], w.source_tp, nxt.offset, anchor_u + 1)
+    for cand in cands[1:]:
+        c.anchor_reads[cand] = (c.target_read, s_key, anchor_d)
+
+
+def _anchor(t: tr.Translation | tr.Unproven, w: Want) -> tuple[int, int] | None:
+    """(source offset, replica offset) of the record the range ends on: its upper sync, or the drained partition's
+    last offsets."""
+    hi = t.bracket[1]
+    if isinstance(t, tr.Unproven) and t.drained_tail:
+        return hi.upstream - 1, hi.downstream - 1
+    if hi is not None:
+        return hi.upstream, hi.downstream
+    if w.drained is not None:
+        return w.drained[0] - 1, w.drained[1] - 1
+    return None
+
+
+def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
+    t, w, nxt = c.translation, c.want, c.next
+    read = t_reads.get(c.target_read) if c.target_read is not None else None
+    translated = nxt.record.offset if nxt.record is not None else w.position
+    replica_end = w.drained[1] if w.drained is not None else None
+    if nxt.known and nxt.nothing_after:  # E3: read to the source's end, nothing left: any start loses nothing
+        ev = tr.Evidence(t, nothing_after=True, replica_end=replica_end)
+    elif isinstance(t, tr.Translation) and t.rule == tr.EXACT_SYNC:
+        ev = tr.Evidence(t)
+    elif isinstance(t, tr.Translation):
+        lo, top = t.bracket[0].downstream, _upper(t, w)
+        if nxt.record is not None:  # E5, else E6 in the span read
+            ok = first_copy_verified(read, lo, t.downstream, nxt.record.content)
+            ev = tr.Evidence(t, verified=ok, lookup=None if ok else _lookup(c, read, s_reads))
+        else:  # the source lost, or U below its log start (E2): the target alone (E4)
+            ev = tr.Evidence(t, one_to_one=top is not None and one_to_one(read, lo, top))
+    elif nxt.record is not None:
+        ev = tr.Evidence(t, lookup=_lookup(c, read, s_reads))
+    else:  # E7: the later copy of a superseded sync's record, by the first copy's content
+        first = t_reads.get(c.first_copy_read) if c.first_copy_read is not None else None
+        rec = first.at(t.superseded.downstream) if t.superseded is not None and is_evidence(first) else None
+        found = None
+        if rec is not None and is_evidence(read):
+            found = choose_copy(candidates(read, t.bracket[0].downstream, _upper(t, w), rec.content), [])
+        ev = tr.Evidence(t, lookup=found)
+    answer = tr.decide(ev)
+    reread = None
+    if answer is not None and answer[1] == tr.SUPERSEDED_SYNC and t.bracket[0] is not None:
+        reread = max(0, t.bracket[0].downstream - t.superseded.downstream)
+    why = nxt.why
+    if c.target_read is not None and not is_evidence(read):
+        why = (why + "; " if why else "") + f"the evidence range on the target was not read whole ({read.status}" \
+            f"{': ' + read.why if read.why else ''})" if read is not None else why
+    return Outcome(answer, ev, translated, c.source_start, reread, why)
+
+
+def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> int | None:
+    """E6 over the case's search range: the copy to resume at, or None (not read, or no copy)."""
+    t, w, nxt = c.translation, c.want, c.next.record
+    if not is_evidence(read) or t.bracket[0] is None:
+        return None
+    top = _upper(t, w)
+    if top is None:
+        return None
+    cands = candidates(read, t.bracket[0].downstream, top, nxt.content)
+    later = [cand for cand, (_tk, s_key, anchor_d) in c.anchor_reads.items()
+             if anchored(read, cand, anchor_d, s_reads.get(s_key), nxt.offset, s_key[2] - 1)]
+    return choose_copy(cands, later)
+
+
+# ------------------------------------------------------------------------------------------ failing back
+
+
+@dataclass(frozen=True)
+class BackWant:
+    """A group's position ``D`` on the replica (``<home>.<topic>``, read on the run's source cluster), to be placed
+    on its origin partition (the run's target) by rules 8-9."""
+
+    key: Hashable
+    replica_tp: TP  # on the replica side (the run's source)
+    origin_tp: TP  # on the origin side (the run's target)
+    position: int
+    index: tr.SyncIndex
+    replica_end: int | None  # the replica's end offset, when the replica side can be read
+
+
+def prove_back(wants: Iterable[BackWant], replica: RecordSource | None, origin: RecordSource,
+               budget: int = DEFAULT_BUDGET) -> dict[Hashable, tr.Back | None]:
+    """Rules 8-9 on what was read: an exact sync always; a bracket or the tail only where the replica's span was read
+    whole and is one to one (E4), and the tail only where the replica's last record is the origin's record the
+    arithmetic names; else the sync floor (None: no sync at or below D)."""
+    wants = list(wants)
+    r_ranges: Ranges = {}
+    o_ranges: Ranges = {}
+    plans = {}
+    r_bounds = replica.log_bounds({w.replica_tp for w in wants}) if replica is not None and wants else {}
+    for w in wants:
+        b = w.index.back(w.position, w.replica_end)
+        plans[w.key] = (b, None, None)
+        if b is None or not b.needs_evidence or replica is None:
+            continue
+        lo, hi = b.evidence_range(w.replica_end or 0)
+        if lo < r_bounds.get(w.replica_tp, (0, 0))[0]:
+            continue  # E2: not on the replica any more: not evidence
+        rk = want_range(r_ranges, w.replica_tp, lo, hi + 1)
+        ok = None
+        if b.rule == tr.DRAINED_TAIL:
+            o = b.tail_origin(w.replica_end)
+            ok = want_range(o_ranges, w.origin_tp, o, o + 1)
+        plans[w.key] = (b, rk, ok)
+    r_reads = replica.read_ranges(r_ranges, budget) if r_ranges else {}
+    o_reads = origin.read_ranges(o_ranges, budget) if o_ranges else {}
+    out = {}
+    for w in wants:
+        b, rk, ok = plans[w.key]
+        if b is not None and b.needs_evidence and not back_proven(b, w, r_reads.get(rk) if rk else None,
+                                                                   o_reads.get(ok) if ok else None):
+            b = w.index.floor(w.position)
+        out[w.key] = b
+    return out
+
+
+def back_proven(b: tr.Back, w: BackWant, replica_read: Read | None, origin_read: Read | None) -> bool:
+    """Rule 8's evidence (E4, and the tail's last copy)."""
+    lo, hi = b.evidence_range(w.replica_end or 0)
+    if not one_to_one(replica_read, lo, hi):
+        return False
+    if b.rule == tr.DRAINED_TAIL:
+        last = replica_read.at(hi)
+        at = origin_read.at(b.tail_origin(w.replica_end)) if is_evidence(origin_read) else None
+        return last is not None and at is not None and last.content == at.content
+    return True

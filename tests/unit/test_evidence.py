@@ -1,0 +1,352 @@
+"""The whole proof path of exact translation, positions -> reads -> evidence -> decision (mm2_failover.evidence over
+mm2_failover.translate), property-tested on generated worlds read through an in-memory cluster with Kafka's
+semantics (testbed/memlog.py), and each hole the proof path once had reintroduced as a mutation the property must
+catch. The rules by example come first, grouped by the evidence rule (E1-E7) they test.
+
+A world: one source partition (data records, transaction markers, aborted records; producer-retry twins - the same
+record written twice with others between -; compaction), MM2 copying it (restarts that copy again; exactly-once
+support with transactions, commit markers and aborted copies on the target; a source consumer reading uncommitted),
+sparse offset syncs (an archive that may end before the newest ones), retention on both sides (group positions
+below the source's log start), the source reachable (drained) or lost (MM2 stopped anywhere), several groups far
+apart on the partition, small read budgets and scans, and reads that fail."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mm2_failover import evidence as ev
+from mm2_failover import kafka_io
+from mm2_failover import translate as tr
+from mm2_failover.translate import Sync, SyncIndex
+from testbed.memlog import ABORTED, COMPACTED, DATA, MARKER, MemoryLog, Partition
+
+SRC, REP = ("orders", 0), ("primary.orders", 0)
+
+
+def logs(source: list, target: list, source_start: int = 0, target_start: int = 0, fail=None):
+    """MemoryLogs of one partition each: entries are contents (data) or a kind (MARKER, ABORTED, COMPACTED)."""
+    def part(entries, start):
+        return Partition([(e, None) if e in (MARKER, ABORTED, COMPACTED) else (DATA, e) for e in entries], start)
+
+    return MemoryLog("source", {SRC: part(source, source_start)}, fail), MemoryLog("target", {REP: part(target,
+                                                                                                       target_start)})
+
+
+def prove_one(source, target, syncs, u, drained=None, lost=False, budget=ev.DEFAULT_BUDGET, scan=ev.DEFAULT_SCAN,
+              replica_start=0):
+    w = ev.Want("k", "a", SRC, REP, u, SyncIndex(syncs), drained, replica_start)
+    return ev.prove([w], {"a": None if lost else source}, target, budget, scan)["k"]
+
+
+# ------------------------------------------------------------------------------------------ E1-E3 by example
+
+
+def test_e1_a_bracket_over_the_read_budget_proves_nothing():
+    """Issue 31 item 2: the source lost, the bracket's range not read (over the budget): no "no duplicates" on an
+    empty span."""
+    src, tgt = logs(list("abcdefghij"), list("abcdefghij"))
+    assert prove_one(src, tgt, [(0, 0), (9, 9)], 4, lost=True).answer == (4, tr.BRACKET)
+    out = prove_one(src, tgt, [(0, 0), (9, 9)], 4, lost=True, budget=5)
+    assert out.answer is None and "over_budget" in out.why
+
+
+def test_e2_a_position_below_the_source_log_start_reads_no_next_record_and_is_never_placed_at_the_end():
+    """Issue 31 item 1: the group at 1 had not read b..e; they are gone from the source but still on the replica.
+    Kafka's default reset would have read "nothing after 1" from the log end (at_end: b..j skipped)."""
+    src, tgt = logs(list("abcdefghij"), list("abcdefghij"), source_start=5)
+    out = prove_one(src, tgt, [(0, 0), (4, 3), (9, 8)], 1, drained=(10, 10))  # not gap-free: unproven
+    assert out.source_log_start == 5 and out.answer is None  # no target-side proof: MM2's checkpoint
+    out = prove_one(src, tgt, [(0, 0), (9, 9)], 1, drained=(10, 10))
+    assert out.answer == (1, tr.BRACKET)  # proven on the target alone (E4)
+    assert all(lo >= 5 for _tp, lo, _hi, _s in src.reads)  # nothing asked below the log start
+
+
+def test_e2_the_reader_never_jumps_to_the_log_end(monkeypatch):
+    src, tgt = logs(list("abcdefghij"), list("abcdefghij"), source_start=5)
+    assert src.read_ranges({SRC: {(1, 9)}}, 100)[(SRC, 1, 9)].status == ev.BELOW_START
+    monkeypatch.setattr(kafka_io, "BOUNDED_READ_CONF", {})  # librdkafka's default reset
+    assert src.read_ranges({SRC: {(1, 9)}}, 100)[(SRC, 1, 9)] == ev.Read(1, 9, ev.COMPLETE)  # the silent jump
+
+
+def test_e3_nothing_after_only_when_the_read_reached_the_end():
+    src, tgt = logs(["a", "b", MARKER, MARKER, MARKER], ["a", "b"])
+    out = prove_one(src, tgt, [(0, 0)], 2, drained=(5, 2))
+    assert out.answer == (2, tr.AT_END)
+    out = prove_one(src, tgt, [(0, 0)], 2, drained=(5, 2), scan=2)  # [2, 4) read, 4 not: unknown
+    assert out.answer is None and "no record within 2" in out.why
+    src, tgt = logs(["a", "b", MARKER, MARKER, MARKER], ["a", "b"], fail=lambda tp, lo, hi: True)
+    assert prove_one(src, tgt, [(0, 0)], 2, drained=(5, 2)).answer is None  # a failed read says nothing
+
+
+def test_e3_each_position_reads_its_own_next_record():
+    """One group far behind (below the log start) does not change what a caught-up group reads."""
+    src, tgt = logs(list("abcdefghij") + [MARKER], list("abcdefghij"), source_start=3)
+    index = SyncIndex([(0, 0), (9, 9)])
+    wants = [ev.Want(u, "a", SRC, REP, u, index, (11, 10), 0) for u in (1, 6, 10)]
+    got = ev.prove(wants, {"a": src}, tgt)
+    assert got[10].answer == (10, tr.AT_END) and got[6].answer == (6, tr.BRACKET) and got[1].answer == (1, tr.BRACKET)
+
+
+# ------------------------------------------------------------------------------------------ E4-E7 by example
+
+
+def test_e4_a_bracket_needs_a_contiguous_span_on_the_target():
+    """Issue 31 item 3: a source marker before U and a target marker after its copy (MM2 with exactly-once support)
+    cancel out: 10 source offsets, 10 target offsets, no duplicate - but U's copy is one lower."""
+    source = ["a", "b", MARKER, "c", "d", "e", "f", "g", "h", "i"]  # c at 3
+    target = ["a", "b", "c", "d", "e", MARKER, "f", "g", "h", "i"]  # c at 2: its copy is one lower
+    src, tgt = logs(source, target)
+    out = prove_one(src, tgt, [(0, 0), (9, 9)], 3, lost=True)
+    assert out.answer is None and out.evidence.one_to_one is False
+    assert prove_one(src, tgt, [(0, 0), (9, 9)], 3).answer == (2, tr.RECORD_LOOKUP)  # the source tells
+
+
+def test_e5_a_verified_copy_must_be_the_first_copy_of_its_content():
+    """A producer retry's twin where the arithmetic points: the arithmetic is one too far (a marker before U), and
+    the record there is the twin of U's record."""
+    source = ["a", MARKER, "x", "x", "b", "c"]  # x at 2 and its twin at 3
+    target = ["a", "x", "x", "b", "c", "c"]  # MM2 copied c twice (restart): counts match the source's
+    src, tgt = logs(source, target)
+    out = prove_one(src, tgt, [(0, 0), (5, 5)], 2)
+    assert out.evidence.verified is False and out.answer == (1, tr.RECORD_LOOKUP)
+
+
+def test_e6_a_lookup_takes_the_first_copy_unless_a_later_one_is_anchored():
+    """Issue 31 item 4: a non-idempotent producer's retry wrote x twice with y between; the last copy of x would skip
+    y. After an MM2 restart inside the range (no sync at the restart) the later copy is anchored by the next sync."""
+    source = ["a", MARKER, "x", "y", "x", "b"]
+    target = ["a", "x", "y", "x", "b"]
+    src, tgt = logs(source, target)
+    assert prove_one(src, tgt, [(0, 0), (5, 4)], 2).answer == (1, tr.RECORD_LOOKUP)
+    source = ["a", MARKER, "x", "y", "z", "b"]
+    target = ["a", "x", "y", "x", "y", "z", "b"]  # MM2 died after y, restarted at x: x copied at 1 and 3
+    src, tgt = logs(source, target)
+    assert prove_one(src, tgt, [(0, 0), (5, 6)], 2).answer == (3, tr.RECORD_LOOKUP)
+
+
+def test_e7_a_superseded_sync_is_labelled_and_its_later_copy_found_on_the_target():
+    """History A copied 0..5 (sync (4, 4)); B restarted at 2 (sync (2, 6)) and copied 2..9 again; sync (8, 12)."""
+    target = ["r0", "r1", "r2", "r3", "r4", "r5", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"]
+    src, tgt = logs([f"r{i}" for i in range(10)], target)
+    syncs = [(0, 0), (4, 4), (2, 6), (8, 12)]
+    out = prove_one(src, tgt, syncs, 4, lost=True)
+    assert out.answer == (8, tr.RECORD_LOOKUP)  # B's copy of r4, found by the first copy's content
+    out = prove_one(src, tgt, syncs[:3], 4, lost=True)  # no sync above 4 in B: B may not have reached 4
+    assert out.answer == (4, tr.SUPERSEDED_SYNC) and out.reread_at_least == 2
+
+
+def test_failing_back_counts_a_bracket_only_on_a_span_read_whole():
+    replica, origin = logs(list("abcdefghij"), list("abcdefghij"))
+    w = ev.BackWant("k", SRC, REP, 4, SyncIndex([(0, 0), (9, 9)]), 10)
+    assert ev.prove_back([w], replica, origin)["k"].rule == tr.BRACKET
+    assert ev.prove_back([w], replica, origin, budget=5)["k"].rule == tr.SYNC_FLOOR
+    assert ev.prove_back([w], None, origin)["k"].rule == tr.SYNC_FLOOR
+
+
+# ------------------------------------------------------------------------------------------ the world
+
+
+@dataclass
+class World:
+    source: Partition
+    target: Partition
+    copy_of: dict[int, int]  # target offset -> source offset (visible copies)
+    syncs: list[tuple[int, int]]
+    reachable: bool
+    drained: tuple[int, int] | None
+    positions: list[int]
+    budget: int
+    scan: int
+    fail_rate: float
+    facts: dict = field(default_factory=dict)
+
+    def limit(self, u: int) -> int:
+        """The highest replica offset a group at source position ``u`` may resume at without losing a record: what
+        the group would still read on the source - each data record at or after ``u`` the source holds (or lost to
+        retention unread) that has a copy on the replica - must still be readable from there, content for content
+        (a consumer sees contents: a content twin's copy delivers the same record)."""
+        visible = {d: s for d, s in self.copy_of.items() if d >= self.target.start}
+        need = Counter(self.source.entries[s][1] for s in set(visible.values())
+                       if s >= u and self.source.entries[s][0] == DATA)
+        if not need:
+            return self.target.end
+        have: Counter = Counter()
+        for d in range(self.target.end - 1, self.target.start - 1, -1):
+            if d in visible:
+                have[self.target.entries[d][1]] += 1
+                if all(have[c] >= n for c, n in need.items()):
+                    return d
+        raise AssertionError("a needed record has no copy")
+
+
+def world(seed: int) -> World:
+    rnd = random.Random(seed)
+    n = rnd.randint(4, 90)
+    kinds = rnd.choices([DATA, MARKER, ABORTED], [0.84, 0.08, 0.08], k=n)
+    twin_rate = rnd.choice([0, 0, 0.2])
+    contents: list[object] = []
+    for s in range(n):
+        earlier = [contents[i] for i in range(max(0, s - 3), s) if kinds[i] == DATA]
+        contents.append(rnd.choice(earlier) if earlier and rnd.random() < twin_rate else ("r", s))
+    compact_rate = rnd.choice([0, 0, 0.1])
+    compacted = {s for s in range(n) if kinds[s] == DATA and rnd.random() < compact_rate}
+    compacted_first = {s for s in compacted if rnd.random() < 0.5}  # removed before MM2 got there
+    eos = rnd.random() < 0.3
+    uncommitted = not eos and rnd.random() < 0.5
+    copied = {DATA} | ({ABORTED} if uncommitted else set())
+    reachable = rnd.random() < 0.6
+    stop_at = n if reachable or rnd.random() < 0.5 else rnd.randint(0, n)
+    target = Partition()
+    copy_of: dict[int, int] = {}
+    syncs: list[tuple[int, int]] = []
+    lag_max = rnd.choice([0, 2, 5, 100])
+    restarts = rnd.randint(0, 2)
+    s, fresh, last_sync_d = 0, True, -10**9
+    txn: list[tuple[int, int]] = []  # EOS: (source, target) of the open transaction's copies
+    txn_size = rnd.randint(1, 5)
+    committed_to = 0
+
+    def sync(s_: int, d_: int) -> None:
+        nonlocal fresh, last_sync_d
+        if fresh or (d_ - last_sync_d > lag_max and rnd.random() < 0.8):
+            syncs.append((s_, d_))
+            last_sync_d, fresh = d_, False
+
+    while s < stop_at:
+        if kinds[s] in copied and s not in compacted_first:
+            d = target.append(DATA, contents[s])
+            copy_of[d] = s
+            if eos:
+                txn.append((s, d))
+            else:
+                sync(s, d)
+        s += 1
+        if eos and (len(txn) >= txn_size or s == stop_at):
+            target.append(MARKER)  # commit: MM2 emits the syncs of committed copies only
+            for s_, d_ in txn:
+                sync(s_, d_)
+            txn, committed_to = [], s
+        if restarts and rnd.random() < 0.04 and s > 2:
+            restarts -= 1
+            fresh = True
+            if eos:  # the open transaction is aborted; MM2 resumes after the last committed one
+                for _s, d_ in txn:
+                    target.entries[d_] = (ABORTED, None)
+                    del copy_of[d_]
+                if txn:
+                    target.append(MARKER)
+                txn, s = [], committed_to
+            else:
+                s = rnd.randint(max(0, s - 20), s - 1)
+    for _s, d_ in txn:  # MM2 stopped with a transaction open: aborted (by its timeout) before the failover
+        target.entries[d_] = (ABORTED, None)
+        del copy_of[d_]
+    source = Partition([(k, contents[i]) for i, k in enumerate(kinds)])
+    for s_ in compacted:
+        source.entries[s_] = (COMPACTED, None)
+    if rnd.random() < 0.3:
+        source.start = rnd.randint(0, n)  # retention moved the source's log start
+    if rnd.random() < 0.15:
+        target.start = rnd.randint(0, max(0, target.end // 3))
+    if syncs and rnd.random() < 0.2:
+        syncs = syncs[:rnd.randint(1, len(syncs))]  # the archive ends before the newest syncs
+    drained = (n, target.end) if reachable else None
+    positions = sorted({rnd.randint(0, n) for _ in range(rnd.randint(1, 6))})
+    w = World(source, target, copy_of, syncs, reachable, drained, positions,
+              rnd.choice([2, 5, 20, 10**6]), rnd.choice([1, 3, 10, 1000]), rnd.choice([0, 0, 0.2]))
+    w.facts = {"twins": twin_rate > 0, "compacted": bool(compacted), "eos": eos, "uncommitted": uncommitted,
+               "recopied": len(set(copy_of.values())) < len(copy_of), "truncated": stop_at < n}
+    return w
+
+
+def outcomes(w: World, seed: int) -> dict[int, ev.Outcome]:
+    fail_rnd = random.Random(seed ^ 0x5EED)
+    fails: dict = {}
+
+    def fail(tp, lo, hi):
+        return fails.setdefault((tp, lo, hi), fail_rnd.random() < w.fail_rate)
+
+    src = MemoryLog("source", {SRC: w.source}, fail)
+    tgt = MemoryLog("target", {REP: w.target}, fail)
+    index = SyncIndex(w.syncs)
+    wants = [ev.Want(u, "a", SRC, REP, u, index, w.drained, w.target.start) for u in w.positions]
+    return ev.prove(wants, {"a": src if w.reachable else None}, tgt, w.budget, w.scan)
+
+
+def violations(seed: int) -> list:
+    """Every answer that would lose a record; in clean worlds, every position not answered exactly."""
+    w = world(seed)
+    got = outcomes(w, seed)
+    bad = []
+    clean = (w.reachable and not any(w.facts[k] for k in ("twins", "compacted", "recopied", "uncommitted"))
+             and w.budget > 10**5 and w.scan > 100 and not w.fail_rate and w.source.start == 0 and w.target.start == 0
+             and len(w.syncs) > 0)
+    for u, o in got.items():
+        limit = w.limit(u)
+        if o.answer is not None and o.answer[0] > limit:
+            bad.append(("LOST", u, o.answer, limit))
+        elif clean and u >= min(s for s, _d in w.syncs) and (o.answer is None or o.answer[0] != limit):
+            bad.append(("NOT EXACT", u, o.answer, limit))
+    return bad
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.integers(0, 10**9))
+def test_the_whole_path_never_places_a_group_past_a_record_it_has_not_read_and_is_exact_when_gap_free(seed):
+    assert not violations(seed), (seed, violations(seed), world(seed))
+
+
+# ------------------------------------------------------------------------------------------ the mutations
+
+MUTATION_SEEDS = range(6000)
+
+
+def caught() -> int | None:
+    """The first seed whose world the (mutated) path places past a record the group has not read (None: the property
+    would not catch the mutation)."""
+    return next((seed for seed in MUTATION_SEEDS if any(v[0] == "LOST" for v in violations(seed))), None)
+
+
+def test_mutation_1_reads_that_jump_to_the_log_end_are_caught(monkeypatch):
+    """Item 1: no reset=error (librdkafka's default) and no special case for positions below the log start."""
+    monkeypatch.setattr(kafka_io, "BOUNDED_READ_CONF", {})
+    monkeypatch.setattr(ev, "below_log_start", lambda u, start: False)
+    assert caught() is not None
+
+
+def test_mutation_2_evidence_that_was_not_read_is_caught(monkeypatch):
+    """Item 2: a read over the budget (or failed) taken as a complete, empty one."""
+    monkeypatch.setattr(ev, "is_evidence", lambda read: read is not None)
+    assert caught() is not None
+
+
+def test_mutation_3_a_bracket_without_contiguity_is_caught(monkeypatch):
+    """Item 3: rule 6 counting duplicates only."""
+    def no_duplicates_only(read, lo, hi):
+        span = read.span(lo, hi) if ev.is_evidence(read) else []
+        return ev.is_evidence(read) and len({r.content for r in span}) == len(span)
+
+    monkeypatch.setattr(ev, "one_to_one", no_duplicates_only)
+    assert caught() is not None
+
+
+def test_mutation_4_the_last_content_twin_is_caught(monkeypatch):
+    """Item 4: the lookup taking the last candidate, whatever it is."""
+    monkeypatch.setattr(ev, "choose_copy", lambda cands, later: max(cands) if cands else None)
+    assert caught() is not None
+
+
+def test_the_index_and_the_evidence_agree_on_a_superseded_sync():
+    u = SyncIndex([(0, 0), (4, 4), (2, 6), (8, 12)]).translate(4)
+    assert isinstance(u, tr.Unproven) and u.superseded == Sync(4, 4) and u.bracket == (Sync(2, 6), Sync(8, 12))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_worlds_are_reproducible(seed):
+    assert world(seed) == world(seed)
