@@ -234,7 +234,18 @@ def audit(props: dict[str, str] | None, source: str, target: str, facts: Facts) 
 
 
 def target_alias(props: dict[str, str], source: str) -> str | None:
-    """The target alias of the one enabled flow from ``source`` in MM2's properties (None: none or several)."""
-    found = {k.strip()[len(source) + 2:-len(".enabled")] for k, v in props.items()
-             if k.strip().startswith(f"{source}->") and k.strip().endswith(".enabled") and _bool(v)}
+    """The target alias of the one enabled flow from ``source`` in MM2's properties (None: none or several). A flow's
+    switch is ``<source>-><target>.enabled`` with ``<target>`` one of ``clusters`` (without a ``clusters`` list: a
+    name with no dot) - not a flow setting that happens to end in ``.enabled``
+    (``primary->backup.sync.group.offsets.enabled``)."""
+    clusters = {c.strip() for c in props.get("clusters", "").split(",") if c.strip()}
+    found = set()
+    for k, v in props.items():
+        k = k.strip()
+        if not (k.startswith(f"{source}->") and k.endswith(".enabled")):
+            continue
+        target = k[len(source) + 2:-len(".enabled")]
+        if (target in clusters) if clusters else ("." not in target):
+            if _bool(v):
+                found.add(target)
     return found.pop() if len(found) == 1 else None

@@ -466,8 +466,7 @@ def cmd_rollback(a):
         from mm2_failover import faults
 
         faults.hit("rollback.locked")
-        res = steps.rollback(target, backup, a.apply_concurrency, a.backup.parent / "rollback-journal", force=a.force,
-                             backup_path=str(a.backup))
+        res = steps.rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup))
     left = steps.verify_rollback(target, backup, a.apply_concurrency)
     folder.save("rollback.json", {"backup": str(a.backup), **res.as_dict(), "still_different": left})
     print(json.dumps({**res.as_dict(), "still_different": left}, indent=2))

@@ -117,14 +117,14 @@ class PartitionObservation:
     source_end: int | None = None
     replicated: int | None = None  # MM2's last replicated source offset (None: unknown)
     data_after_replicated: bool | None = None  # any data record in (replicated, source_end)? None: not checked
-    gone_unreplicated: int = 0  # offsets after the last replicated one already below the source's log start
-    after_check_failed: str = ""  # why the records after the last replicated offset could not be read
     replica_end_before: int | None = None
     replica_end: int | None = None  # None: replica missing
     newest_replicated_ms: int | None = None  # timestamp of the replica's last record
     progress_moved: bool = False  # MM2's progress for this partition changed during the quiet window
     alias: str = ""  # the source alias (MM2 flow) this partition belongs to
     home: bool = False  # failing back: the topic returns home to the target (its records came from there)
+    gone_unreplicated: int = 0  # offsets after the last replicated one already below the source's log start
+    after_check_failed: str = ""  # why the records after the last replicated offset could not be read
 
 
 @dataclass

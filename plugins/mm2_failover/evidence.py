@@ -32,7 +32,8 @@ E6. **The lookup** (translate rule 7): the candidates are the copies of the next
     record: then a group starting there reads exactly what it would have read on the source. The last such wins.
 E7. **A superseded sync** (translate rule 1, copied again by a later MM2 history): the first copy still answers when
     nothing better is proven, but under its own rule (``superseded_sync``) and with the re-reads it causes counted
-    from below (``reread_at_least``: the later history's copies between the two); where the target can tell, the
+    from below (``position_at_least``: the later history's restart, where the group's next record really is at or
+    after - also said of every position left to MM2's checkpoint); where the target can tell, the
     later copy is looked up by the content of the first one (the sync proves it is the record at ``U``) - the first
     candidate only (E6: no source to anchor a later one), and only inside a range whose upper end proves that the
     later history got past ``U`` (a sync above it, or the drained ends).
@@ -266,7 +267,7 @@ class Outcome:
     evidence: tr.Evidence
     translated: int  # the source offset translated (the next record's, or U)
     source_log_start: int | None = None  # set when U is below it (E2): [U, it) is gone from the source
-    reread_at_least: int | None = None  # E7's fallback: re-reads the answer causes, counted from below
+    position_at_least: int | None = None  # where the answer is not exact: the group's position is at or after this
     why: str = ""  # why nothing better than the answer (or the checkpoint) was proven
 
 
@@ -440,14 +441,14 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
             found = choose_copy(candidates(read, t.bracket[0].downstream, _upper(t, w), rec.content), [])
         ev = tr.Evidence(t, lookup=found)
     answer = tr.decide(ev)
-    reread = None
-    if answer is not None and answer[1] == tr.SUPERSEDED_SYNC and t.bracket[0] is not None:
-        reread = max(0, t.bracket[0].downstream - t.superseded.downstream)
+    at_least = None
+    if answer is None or answer[1] == tr.SUPERSEDED_SYNC:  # E7: re-reads counted from below where not exact
+        at_least = w.index.copy_at_least(translated, w.drained)
     why = nxt.why
     if c.target_read is not None and not is_evidence(read):
         why = (why + "; " if why else "") + f"the evidence range on the target was not read whole ({read.status}" \
             f"{': ' + read.why if read.why else ''})" if read is not None else why
-    return Outcome(answer, ev, translated, c.source_start, reread, why)
+    return Outcome(answer, ev, translated, c.source_start, at_least, why)
 
 
 def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> int | None:

@@ -36,7 +36,14 @@ def lock_path(root: Path, cluster_id: str) -> Path:
 @contextlib.contextmanager
 def writer_lock(root: Path, cluster_id: str, owner: dict, wait_s: float, poll_s: float = 0.5):
     """Hold the writer lock of target ``cluster_id`` for the ``with`` block; wait up to ``wait_s`` for it."""
-    path = lock_path(root, cluster_id)
+    with file_lock(lock_path(root, cluster_id), f"target cluster {cluster_id}", owner, wait_s, poll_s) as rec:
+        yield rec
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, what: str, owner: dict, wait_s: float, poll_s: float = 0.5):
+    """Hold the exclusive lock ``path`` (of ``what``) for the ``with`` block; wait up to ``wait_s`` for it, then
+    :class:`Locked` naming the holder. Released by the kernel when the holder dies."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -49,16 +56,16 @@ def writer_lock(root: Path, cluster_id: str, owner: dict, wait_s: float, poll_s:
             except BlockingIOError:
                 holder = _read(fd)
                 if time.monotonic() >= deadline:
-                    raise Locked(f"another writer holds the lock of target cluster {cluster_id} ({path}): {holder}. "
+                    raise Locked(f"another writer holds the lock of {what} ({path}): {holder}. "
                                  f"Waited {wait_s:.0f} s. Let it finish (or stop it), then retry.") from None
                 if not said:
-                    log.warning("waiting for the target's writer lock, held by %s", holder)
+                    log.warning("waiting for the lock of %s, held by %s", what, holder)
                     said = True
                 time.sleep(poll_s)
         record = {**owner, "host": socket.gethostname(), "pid": os.getpid(), "since": now_iso()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode(), 0)
-        log.info("holding the writer lock of target cluster %s (%s)", cluster_id, path)
+        log.info("holding the lock of %s (%s)", what, path)
         try:
             yield record
         finally:

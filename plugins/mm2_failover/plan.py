@@ -21,6 +21,10 @@ Rules, in the order they apply:
    after a successful apply converges instead of failing.
 4. **No rewind** - a target commit ahead of the planned offset: ``skip`` (reason ``target_ahead``) unless
    ``allow_rewind``.
+5. **Moved since** (apply, every try) - rules 3-4 are decided once, when the plan is built; apply (and any retry of
+   it, possibly much later) writes a partition only where the target still holds what the backup saw before the run
+   (or no commit at all): a commit that is neither that nor the planned one was made since - the group's consumers
+   already read on the target - and is never overwritten, only reported (:func:`moved_since`).
 
 **Exact translation** (``exact``, proven by :mod:`mm2_failover.translate` from MM2's offset syncs and the records
 themselves) replaces the checkpoint's downstream offset where it exists, and gives a partition without a checkpoint
@@ -130,7 +134,7 @@ class PlanRow:
     rule: str = "checkpoint"  # what the planned offset comes from: MM2's checkpoint, or a translation rule
     source_position: int | None = None  # the group's position on the source, when translated
     exact_offset: int | None = None  # the replica offset of the record at source_position, when proven
-    reread_at_least: int | None = None  # a superseded sync's first copy: re-reads not known exactly, this many at least
+    position_at_least: int | None = None  # where the exact position is not known: the syncs prove it is at or after this
 
     @property
     def writes(self) -> bool:
@@ -204,7 +208,6 @@ class Proven:
     rule: str
     source_position: int
     metadata: str = ""
-    reread_at_least: int | None = None  # the copy is proven, the re-reads it causes only from below
 
 
 def build_plan(
@@ -217,6 +220,7 @@ def build_plan(
     source_commits: dict[str, dict[tuple[str, str, int], int]] | None = None,
     accept_groups_without_checkpoints: bool = False,
     exact: dict[tuple[str, str, int], Proven] | None = None,
+    positions_at_least: dict[tuple[str, str, int], int] | None = None,
 ) -> Plan:
     """Build the plan.
 
@@ -224,7 +228,9 @@ def build_plan(
     ``current``: each group's commits on the target now; ``topic_partitions``: partition count of every
     replica topic on the target; ``source_commits``: the selected groups' commits on the source, as
     group -> {(source alias, replica topic, partition): offset}, for replicated topics (None: not known, e.g.
-    every source is lost); ``exact``: (group, replica topic, partition) -> its :class:`Proven` translation.
+    every source is lost); ``exact``: (group, replica topic, partition) -> its :class:`Proven` translation;
+    ``positions_at_least``: where no exact position is known, the replica offset the group's position is proven to be
+    at or after (the report counts re-reads from it).
     """
     if on_existing_target_offsets not in ("fail", "skip", "overwrite"):
         raise PlanError(f"on_existing_target_offsets must be fail, skip or overwrite, not {on_existing_target_offsets!r}")
@@ -274,9 +280,9 @@ def build_plan(
                     row.metadata = cp.metadata
                 if ex is not None:
                     row.exact_offset, row.rule, row.source_position = ex.offset, ex.rule, ex.source_position
-                    row.reread_at_least = ex.reread_at_least
                     if cp is None:
                         row.metadata = ex.metadata
+                row.position_at_least = (positions_at_least or {}).get((group, topic, p))
                 if cp is not None or ex is not None:
                     _clamp(row, row.exact_offset if ex is not None else row.downstream_offset)
                 group_rows.append(row)
@@ -383,11 +389,31 @@ def verify(plan: Plan, committed: dict[str, dict[tuple[str, int], int | Commit]]
     return out
 
 
-def diff_to_apply(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commit]]) -> dict[str, dict[tuple[str, int], Commit]]:
-    """What still has to be written: planned commits that the target does not hold yet (idempotent retries)."""
+def moved_since(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commit]],
+                before: dict[str, dict[tuple[str, int], Commit | None]]) -> dict[str, dict[tuple[str, int], tuple]]:
+    """Rule 5: planned partitions whose target commit is neither the planned one, nor the backup's ``before`` (what
+    the target held before the run), nor absent: group -> {tp: (before, now)}."""
+    out: dict[str, dict[tuple[str, int], tuple]] = {}
+    for group, commits in plan.commits().items():
+        for tp, want in commits.items():
+            now = current.get(group, {}).get(tp)
+            was = before.get(group, {}).get(tp)
+            if now is None or _same(now, want) or (was is not None and _same(now, was)):
+                continue
+            out.setdefault(group, {})[tp] = (was, now)
+    return out
+
+
+def diff_to_apply(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commit]],
+                  before: dict[str, dict[tuple[str, int], Commit | None]] | None = None
+                  ) -> dict[str, dict[tuple[str, int], Commit]]:
+    """What still has to be written: planned commits that the target does not hold yet (idempotent retries), except,
+    given the backup's ``before``, partitions that moved since (rule 5)."""
+    moved = moved_since(plan, current, before) if before is not None else {}
     out = {}
     for group, commits in plan.commits().items():
-        todo = {tp: c for tp, c in commits.items() if not _same(current.get(group, {}).get(tp), c)}
+        todo = {tp: c for tp, c in commits.items()
+                if not _same(current.get(group, {}).get(tp), c) and tp not in moved.get(group, {})}
         if todo:
             out[group] = todo
     return out

@@ -44,7 +44,10 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
     checkpoint upstream (records consumed after MM2's newest checkpoint); ``reread`` = source commit - planned
     offset, counting records in offsets and assuming the replica's offsets equal the source's (MM2 replicated the
     topic from its start, no transaction markers); when the plan shows they cannot be (planned downstream offset
-    above the upstream offset), it is left empty rather than guessed."""
+    above the upstream offset), it is left empty rather than guessed. Where the offset syncs prove a lower bound on
+    the group's position (``position_at_least``: MM2 copied the records again, or its checkpoint lags), every row
+    without an exact position says ``reread_at_least`` = that bound - planned, and an estimate below it is raised to
+    it (offsets alone undercount after MM2 copied records twice). ``exact`` says whether ``reread`` is a count."""
     out = []
     for r in rows:
         up, planned, exact = r.get("upstream_offset"), r.get("planned_offset"), r.get("exact_offset")
@@ -55,11 +58,13 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
                         "behind_commit": None, "reread": None,
                         "note": "home at the offset-sync floor: re-reads what the group read after that sync"})
             continue
-        if planned is not None and r.get("reread_at_least") is not None:
+        at_least = None if planned is None or r.get("position_at_least") is None \
+            else max(0, r["position_at_least"] - planned)
+        if planned is not None and r.get("rule") == "superseded_sync":
             # a superseded sync's first copy: the later history's copies between the two are read again
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
                         "source_committed": r.get("source_position"), "checkpoint_upstream": up, "planned": planned,
-                        "behind_commit": None, "reread": None, "reread_at_least": r["reread_at_least"],
+                        "behind_commit": None, "reread": at_least, "reread_at_least": at_least, "exact": False,
                         "note": "first copy of a record MM2 copied again later: re-reads at least this many"})
             continue
         if planned is not None and exact is not None:  # the record at the group's position is known: re-read exactly
@@ -67,7 +72,7 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
                         "source_committed": source_commits.get(key, r.get("source_position")),
                         "checkpoint_upstream": up, "planned": planned, "behind_commit": None,
-                        "reread": max(0, exact - planned),
+                        "reread": max(0, exact - planned), "exact": True,
                         "reread_by_checkpoint": None if r.get("downstream_offset") is None
                         else max(0, exact - r["downstream_offset"]), "note": ""})
             continue
@@ -77,14 +82,25 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
         src = source_commits.get(key)
         commit = up if src is None else src
         aligned = planned <= up  # MM2 translates conservatively: downstream <= upstream when offsets align
+        guess = max(0, commit - planned) if aligned else None
+        note = "" if aligned else "replica offsets differ from the source's: not estimated"
+        if at_least is not None and (guess is None or guess < at_least):
+            guess, note = at_least, "at least this many (proven by the offset syncs): the offsets undercount"
         out.append({
             "group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
             "source_committed": src, "checkpoint_upstream": up, "planned": planned,
             "behind_commit": None if src is None else src - up,
-            "reread": max(0, commit - planned) if aligned else None,
-            "note": "" if aligned else "replica offsets differ from the source's: not estimated",
+            "reread": guess, "reread_at_least": at_least, "exact": False, "note": note,
         })
     return out
+
+
+def _reread_cell(t: dict) -> str:
+    """The re-read figure as what it is: a count, or an estimate with what is proven of it."""
+    est = t.get("records_reread_estimate")
+    if t.get("records_reread_exact", True) or est is None:
+        return str(est)
+    return f"{est} (estimate; at least {t.get('records_reread_at_least', 0)})"
 
 
 def stale_checkpoints(rows: Iterable[dict], source_commits: SourceCommits) -> list[dict]:
@@ -226,9 +242,13 @@ def build_report(
         "records_lost_to_retention_upper_bound": sum(r.retention_gap for r in plan.rows),
         "records_lost_to_retention": lost_total,
         "records_reread_estimate": sum(rr) if rr else (0 if not reread else None),
+        # every writing row's re-read counted exactly (else the estimate above is one, and this is proven from below)
+        "records_reread_exact": all(e.get("exact") for e in estimates),
+        "records_reread_at_least": sum((e["reread"] if e.get("exact") else e.get("reread_at_least")) or 0
+                                       for e in estimates),
         # what MM2's checkpoints alone would have re-read on the partitions whose exact position is known
         "records_reread_by_checkpoints": sum(by_checkpoint) if by_checkpoint else None,
-        "partitions_exact": sum(1 for r in plan.rows if r.writes and r.rule != "checkpoint"),
+        "partitions_exact": sum(1 for r in plan.rows if r.writes and r.rule not in ("checkpoint", "superseded_sync")),
         "lag": sum(g["lag"] for g in groups),
     }
     snapshot = snapshot or {}
@@ -347,8 +367,7 @@ def render_markdown(report: dict) -> str:
                                        "lag")],
                   [[t["groups"], t["groups_moved"], t.get("groups_skipped"), t["partitions"], t["committed"],
                     t["skipped"], t["clamped"], t["refused_groups"], t["mismatches"],
-                    lost if lost == bound else f"{lost} (at most {bound})", t.get("records_reread_estimate"),
-                    t["lag"]]]),
+                    lost if lost == bound else f"{lost} (at most {bound})", _reread_cell(t), t["lag"]]]),
         "",
         "Lost to retention: records the group had not read whose replicas are gone; where the source offset of the "
         "replica's first record could not be found, it is at most log start - checkpoint (the checkpoint is "

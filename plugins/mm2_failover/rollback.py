@@ -13,11 +13,16 @@
 5. **Journal first** - that re-commit list is written to a journal (named by a hash of the group id) before the
    delete; a retry that finds a journal resumes from it (the group may already be gone) and rule 3 does not apply
    to it. The journal is removed once the re-commit succeeded.
+6. **One journal per backup** - the journals of a backup live in one folder keyed on the backup's content and the
+   target cluster (:func:`journal_dir`), whoever rolls back (the DAG, the CLI, a retry, a new run): a rollback that
+   another entry point started is finished from the same journal. A rollback is refused while another backup's
+   journal is pending on the same target (:func:`pending_elsewhere`): finish that one first.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 
 from pathlib import Path
@@ -139,6 +144,41 @@ def recommit_after_delete(backup: Backup, group: str, current: dict[TP, Commit])
 def remaining(backup: Backup, current: dict[str, dict[TP, Commit]]) -> list[str]:
     """What still differs from the backup (empty when the rollback is complete)."""
     return [f"{g}: restore {sorted(a.restore)}, remove {a.remove}" for g, a in sorted(actions(backup, current).items())]
+
+
+JOURNALS = ".rollback-journals"
+POINTER = "backup.json"  # in each journal folder: which backup it belongs to (for people, and for the refusal)
+
+
+def backup_key(backup: Backup) -> str:
+    """The backup's identity: a hash of its content (the same backup read from any path has the same key)."""
+    return hashlib.sha256(json.dumps(backup.as_dict(), sort_keys=True).encode()).hexdigest()[:32]
+
+
+def journal_dir(root: Path, backup: Backup) -> Path:
+    """Rule 6: the folder of ``backup``'s journals, under ``root`` (the artifacts folder, beside the writer locks)."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in backup.cluster_id) or "unknown"
+    return Path(root) / JOURNALS / safe / backup_key(backup)
+
+
+def pending_elsewhere(root: Path, backup: Backup) -> list[dict]:
+    """Rule 6: the other backups of the same target whose journals still hold groups to re-commit (each as its
+    pointer record, with ``groups``: how many)."""
+    mine = journal_dir(root, backup)
+    out = []
+    if not mine.parent.is_dir():
+        return out
+    for d in sorted(mine.parent.iterdir()):
+        if d == mine or not d.is_dir():
+            continue
+        groups = [f for f in d.iterdir() if f.name.endswith(".json") and f.name != POINTER]
+        if groups:
+            try:
+                rec = json.loads((d / POINTER).read_text())
+            except (OSError, ValueError):
+                rec = {"journal": str(d)}
+            out.append({**rec, "journal": str(d), "groups": len(groups)})
+    return out
 
 
 def journal_name(group: str) -> str:

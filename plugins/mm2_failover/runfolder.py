@@ -14,7 +14,8 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
 ``apply.json``                  what apply did
 ``report.json`` / ``report.md`` the verified report; ``summary.json`` its one-line summary for the UI's index
 ``drill.*``                     the drill's findings, writes and plan refusal
-``rollback.json``, ``rollback-journal/``  a rollback run's result and its per-group journals
+``rollback.json``                a rollback run's result (its journals live per backup, beside the writer locks:
+                                :func:`mm2_failover.rollback.journal_dir`)
 ==============================  =======================================================================
 
 Every file is written atomically and durably (temporary file, fsync, rename, fsync of the folder): after a host
@@ -58,7 +59,6 @@ DRILL_WRITES = "drill_writes.json"
 PLAN_REFUSAL = "plan_refusal.json"
 ROLLBACK = "rollback.json"
 AUDIT = "audit.json"
-JOURNALS = "rollback-journal"
 
 
 class RunFolderError(ValueError):
@@ -82,6 +82,30 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def durable_rename(tmp: Path, final: Path) -> None:
+    """Move a fully written ``tmp`` to ``final`` durably: the data on disk first, then the rename, then the folder
+    (a manifest written after this never names a file a host crash could leave empty)."""
+    fsync_file(tmp)
+    os.replace(tmp, final)
+    _fsync_dir(final.parent)
+
+
+def fsync_tree(root: Path) -> None:
+    """Every file under ``root``, then every folder, deepest first (files another process wrote, e.g. Spark's)."""
+    for d, _dirs, files in sorted(os.walk(root), key=lambda x: -x[0].count(os.sep)):
+        for f in files:
+            fsync_file(Path(d) / f)
+        _fsync_dir(Path(d))
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -248,7 +272,6 @@ class RunFolder:
     drill_writes = property(lambda self: self.dir / DRILL_WRITES)
     plan_refusal = property(lambda self: self.dir / PLAN_REFUSAL)
     rollback = property(lambda self: self.dir / ROLLBACK)
-    journals = property(lambda self: self.dir / JOURNALS)
 
     # -- generic ---------------------------------------------------------------------------------------
     def save(self, name: str, data) -> Path:

@@ -16,9 +16,13 @@ in refresh mode (``--refresh-state``)::
         version.json  what it covers: per alias the topic, its topic id, the offset covered per partition, the log
                       start it was read from, and the record and answer counts
 
-The job writes a version into ``.tmp-<name>-<pid>/``, renames it into place (atomic), then rewrites
-``CURRENT.json`` (atomic and durable); a crash at any point leaves the previous versions intact and a retry converges
-(the name is a function of what is covered). The newest :data:`KEEP` versions are kept.
+The job writes a version into ``.tmp-<name>-<pid>/``, fsyncs every file and folder of it (Spark's writers do not),
+writes ``version.json`` with the size of every file, renames it into place (atomic, the parent folder fsynced), then
+rewrites ``CURRENT.json`` (atomic and durable); a crash at any point leaves the previous versions intact and a retry
+converges (the name is a function of what is covered). The newest :data:`KEEP` versions are kept. A version whose
+files do not match its ``version.json`` (missing, another size, a Parquet footer that cannot be read: a disk that lost
+it, a hand that truncated it) is skipped with a warning, and the choice falls back to an older version or a full
+pass - never a failed failover.
 
 Which version the failover-time job may start from, per source alias, is decided here (pure functions, unit-tested
 in ``tests/unit/test_state.py`` rule by rule):
@@ -150,9 +154,16 @@ class StateRoot:
             meta = d / "version.json"
             if d.is_dir() and meta.is_file():
                 try:
-                    out.append({**json.loads(meta.read_text()), "name": d.name, "path": str(d)})
+                    v = json.loads(meta.read_text())
                 except ValueError:
-                    self.said.append(f"{meta} is not valid JSON: version {d.name} ignored")
+                    self.said.append(f"WARNING: {meta} is not valid JSON: version {d.name} ignored")
+                    continue
+                bad = unreadable_files(d, v.get("files"))
+                if bad:
+                    self.said.append(f"WARNING: state version {d.name} ignored, its files do not verify: "
+                                     f"{'; '.join(bad[:3])} (an older version or a full pass is used instead)")
+                    continue
+                out.append({**v, "name": d.name, "path": str(d)})
         return out
 
     def current(self) -> dict | None:
@@ -171,8 +182,12 @@ class StateRoot:
         from mm2_failover import faults
         from mm2_failover.runfolder import _fsync_dir, write_json
 
+        from mm2_failover.runfolder import fsync_tree
+
         name = meta["name"]
         final = self.dir / name
+        fsync_tree(staging)  # Spark's files on disk before anything names them
+        meta = {**meta, "files": file_sizes(staging)}
         write_json(staging / "version.json", meta)
         faults.hit("state.before_publish")
         if final.exists():  # a retry of the same coverage: the version is already there (immutable)
@@ -200,6 +215,38 @@ class StateRoot:
             pid = d.name.rsplit("-", 1)[-1]
             if not (pid.isdigit() and _alive(int(pid))):
                 shutil.rmtree(d, ignore_errors=True)
+
+
+def file_sizes(root: Path) -> dict[str, int]:
+    """Every data file under ``root`` (relative path -> size); Spark's checksums and markers left out."""
+    out = {}
+    for p in sorted(Path(root).rglob("*")):
+        if p.is_file() and not p.name.startswith((".", "_")) and p.name != "version.json":
+            out[str(p.relative_to(root))] = p.stat().st_size
+    return out
+
+
+def unreadable_files(root: Path, files: dict[str, int] | None) -> list[str]:
+    """Why the files of a version do not verify (empty: they do): each listed file present with its size, and every
+    Parquet file's footer readable (a version written before the list existed: the footers only)."""
+    import pyarrow.parquet as pq
+
+    bad = []
+    for rel, size in sorted((files or {}).items()):
+        p = Path(root) / rel
+        if not p.is_file():
+            bad.append(f"{rel} is missing")
+        elif p.stat().st_size != size:
+            bad.append(f"{rel} has {p.stat().st_size} bytes, {size} were written")
+    if bad:
+        return bad
+    for p in sorted(Path(root).rglob("*.parquet")):
+        if p.is_file() and not p.name.startswith((".", "_")):
+            try:
+                pq.read_metadata(str(p))
+            except Exception as e:  # noqa: BLE001 - any unreadable footer: the version is not used
+                bad.append(f"{p.relative_to(root)}: {type(e).__name__}: {e}")
+    return bad
 
 
 def _alive(pid: int) -> bool:

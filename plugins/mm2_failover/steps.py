@@ -93,13 +93,32 @@ def _scope(ctx: RunContext, target_topics: dict[str, int]) -> list[_AliasScope]:
     return out
 
 
+def check_aliases(ctx: RunContext, target_topics: dict[str, int]) -> dict[str, str]:
+    """alias -> its checkpoints topic; ConfigurationError at once when one is not on the target (a mistyped
+    source_alias, a wrong separator, or no MirrorCheckpointConnector for that flow), naming the aliases whose
+    checkpoints topics do exist - before anything waits on that alias."""
+    cp_topics = {a: ctx.policies[a].checkpoints_topic for a in ctx.aliases}
+    missing = {a: t for a, t in cp_topics.items() if t not in target_topics}
+    if missing:
+        found = checkpoint_topic_aliases(target_topics)
+        raise ConfigurationError(
+            f"checkpoints topic(s) {', '.join(missing.values())} for source alias(es) {', '.join(missing)} not found on "
+            f"the target ({ctx.target.conf.get('bootstrap.servers')}). Checkpoint topics that do exist: "
+            f"{', '.join(f'{t} (alias {a})' for t, a in sorted(found.items())) or 'none'}. Check source_alias, the "
+            "replication policy separator (and internal_topic_separator_enabled), and that MM2's "
+            "MirrorCheckpointConnector runs for this flow.")
+    return cp_topics
+
+
 def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.DrainVerdict:
     """Observe, wait the quiet window, observe again, and evaluate (see :mod:`mm2_failover.drain`), for every
-    source alias; a lost alias (disaster mode) is judged on target-side evidence only."""
+    source alias; a lost alias (disaster mode) is judged on target-side evidence only. An alias without a
+    checkpoints topic on the target is refused at once (:func:`check_aliases`)."""
     target = ctx.target
     quiet = ctx.params.drain_quiet_seconds if quiet_s is None else quiet_s
-    lost = set(ctx.disaster_aliases())
     target_topics = target.topics()
+    check_aliases(ctx, target_topics)
+    lost = set(ctx.disaster_aliases())
     scopes = _scope(ctx, target_topics)
     groups = sorted({g for s in scopes for g in s.groups})
     topics = sorted({t for s in scopes for t in s.topics})
@@ -147,9 +166,10 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
         present = r in target_topics
         prog_a2, prog_a1 = (prog2[alias] or {}), (prog1[alias] or {})
         o = drainmod.PartitionObservation(
-            t, p, r, src1.get((alias, t, p)), src2.get((alias, t, p)),
-            prog_a2.get((t, p)) if prog2[alias] is not None else None, None,
-            rep1.get((r, p)), rep2.get((r, p)) if present else None, tails.get((r, p)), alias=alias)
+            t, p, r, source_end_before=src1.get((alias, t, p)), source_end=src2.get((alias, t, p)),
+            replicated=prog_a2.get((t, p)) if prog2[alias] is not None else None,
+            replica_end_before=rep1.get((r, p)), replica_end=rep2.get((r, p)) if present else None,
+            newest_replicated_ms=tails.get((r, p)), alias=alias)
         o.progress_moved = prog_a1.get((t, p)) != prog_a2.get((t, p))
         o.home = ctx.policies[alias].is_home_topic(r)
         source = by_alias[alias].source
@@ -230,16 +250,7 @@ def capture_snapshot(ctx: RunContext) -> Snapshot:
     ctx.reachability()  # decided before anything is captured (and never again)
     target = ctx.target
     topics = target.topics()
-    cp_topics = {a: ctx.policies[a].checkpoints_topic for a in ctx.aliases}
-    missing = {a: t for a, t in cp_topics.items() if t not in topics}
-    if missing:
-        found = checkpoint_topic_aliases(topics)
-        raise ConfigurationError(
-            f"checkpoints topic(s) {', '.join(missing.values())} for source alias(es) {', '.join(missing)} not found on "
-            f"the target ({target.conf.get('bootstrap.servers')}). Checkpoint topics that do exist: "
-            f"{', '.join(f'{t} (alias {a})' for t, a in sorted(found.items())) or 'none'}. Check source_alias, the "
-            "replication policy separator (and internal_topic_separator_enabled), and that MM2's "
-            "MirrorCheckpointConnector runs for this flow.")
+    cp_topics = check_aliases(ctx, topics)
     cp_parts = target.partitions(cp_topics.values())
     cp_end, cp_start = target.offsets(cp_parts), target.offsets(cp_parts, "earliest")
     replicas = sorted({t for p in ctx.policies.values() for t in p.replica_topics(topics)})
@@ -410,32 +421,33 @@ class Exact:
     offset: int
     rule: str
     source_position: int  # the group's position on the source it translates
-    reread_at_least: int | None = None  # a superseded sync's first copy: the re-reads it causes, counted from below
 
 
-def _sync_indexes(alias: str, end: dict[int, int] | None = None) -> dict:
+def _sync_indexes(alias: str, end: dict[int, int] | None = None) -> tuple[dict, list[str]]:
     """(source topic, partition) -> :class:`~mm2_failover.translate.SyncIndex` of ``alias``'s archived syncs (those
-    below ``end`` per sync-topic partition, when given)."""
+    below ``end`` per sync-topic partition, when given), and the archive files that could not be read."""
     from mm2_failover import translate as tr
     from mm2_failover.config import archive_root
     from mm2_failover.syncs import SyncArchive, index_rows
 
-    rows = SyncArchive(archive_root(), alias).rows()
+    got = SyncArchive(archive_root(), alias).read()
+    rows = got.rows
     if end is not None:
         rows = [r for r in rows if r["sync_offset"] < end.get(r["sync_partition"], 0)]
-    return {tp: tr.SyncIndex(v) for tp, v in index_rows(rows).items()}
+    return {tp: tr.SyncIndex(v) for tp, v in index_rows(rows).items()}, got.unreadable
 
 
-def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str]]:
+def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str], dict]:
     """(group, replica topic, partition) -> :class:`Exact`, for every position MM2's archived offset syncs prove
-    (see :mod:`mm2_failover.translate` for the rules and :mod:`mm2_failover.evidence` for what counts as proof), and
-    notes for the report. The group's position is its source commit at capture time when known, else its
-    checkpoint's upstream offset."""
+    (see :mod:`mm2_failover.translate` for the rules and :mod:`mm2_failover.evidence` for what counts as proof),
+    notes for the report, and where no exact position is proven, the replica offset the position is proven to be at
+    or after (re-reads counted from below). The group's position is its source commit at capture time when known,
+    else its checkpoint's upstream offset."""
     from mm2_failover import evidence
     from mm2_failover import translate as tr
 
     if ctx.params.translation != "exact":
-        return {}, []
+        return {}, [], {}
     notes: list[str] = []
     want: dict[tuple[str, str, str, int], int] = {}
     for c in cps:
@@ -451,7 +463,14 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
             notes.append(f"alias {alias}: no offset syncs ({info.get('why', 'not captured')}): MM2's checkpoints are "
                          "used as they are")
             continue
-        indexes[alias] = _sync_indexes(alias, {int(p): int(o) for p, o in (info.get("end") or {}).items()})
+        idx, unreadable = _sync_indexes(alias, {int(p): int(o) for p, o in (info.get("end") or {}).items()})
+        if unreadable:
+            notes.append(f"WARNING: alias {alias}: {len(unreadable)} file(s) of the offset-sync archive cannot be read "
+                         f"({'; '.join(unreadable[:3])}): exact translation is off for this alias, MM2's checkpoints "
+                         "are used as they are. Restore or delete the file(s) named (the archive is re-read from "
+                         "MM2's topic where it still holds them).")
+            continue
+        indexes[alias] = idx
     wants = []
     for (a, g, rt, p), u in want.items():
         st = ctx.policies[a].source_topic(rt)
@@ -465,14 +484,17 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         wants.append(evidence.Want((a, g, rt, p), a, (st, p), (rt, p), u, idx, drained, snap.replica_start.get((rt, p))))
     outcomes = evidence.prove(wants, {a: ctx.source(a) for a in {w.alias for w in wants}}, ctx.target)
     out = {}
+    at_least = {}
     gone: dict[tuple, tuple[int, int]] = {}
     unproven: dict[str, int] = {}
     for key, o in outcomes.items():
         a, g, rt, p = key
         if o.source_log_start is not None:
             gone[(a, rt, p)] = (min(want[key], gone.get((a, rt, p), (want[key],))[0]), o.source_log_start)
+        if o.position_at_least is not None:
+            at_least[key[1:]] = o.position_at_least
         if o.answer is not None:
-            out[key[1:]] = Exact(o.answer[0], o.answer[1], want[key], o.reread_at_least)
+            out[key[1:]] = Exact(o.answer[0], o.answer[1], want[key])
         elif o.why:
             unproven[o.why.split(":")[0]] = unproven.get(o.why.split(":")[0], 0) + 1
     for (a, rt, p), (lowest, start) in sorted(gone.items()):
@@ -487,7 +509,7 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
                      "their rows)")
     for why, n in sorted(unproven.items()):
         notes.append(f"{n} position(s) not proven exactly ({why}): MM2's checkpoint answers them")
-    return out, notes
+    return out, notes, at_least
 
 
 HOME_RULE_PREFIX = "home_"  # a plan row's rule when a group returns home (failing back): home_<translate rule>
@@ -508,8 +530,12 @@ def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict,
             if ctx.policies[a].is_home_topic(rt)}
     if not home or not want:
         return {}, []
-    indexes = _sync_indexes(home)
+    indexes, unreadable = _sync_indexes(home)
     notes: list[str] = []
+    if unreadable:
+        notes.append(f"WARNING: failing back: {len(unreadable)} file(s) of alias {home}'s offset-sync archive cannot "
+                     f"be read ({'; '.join(unreadable[:3])}): the syncs that could be read are used (fewer syncs only "
+                     "move a group's position home earlier: more re-reads, never a skipped record)")
     wants: dict[str, list] = {}
     for key, d in want.items():
         a, g, rt, p = key
@@ -637,7 +663,7 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
     groups = sorted({c.group for c in cps} | set(src))
     current = ctx.target.commits_many(groups, p.apply_concurrency)
     bounds = {tp: planmod.PartitionBounds(snap.replica_start[tp], snap.replica_end[tp]) for tp in snap.replica_end}
-    exact, notes = exact_translations(ctx, snap, cps, src)
+    exact, notes, at_least = exact_translations(ctx, snap, cps, src)
     home, home_notes = home_translations(ctx, snap, src)
     exact, notes = {**exact, **home}, notes + home_notes
     src_meta = {(g, rt, part): c.metadata for g, cs in src.items() for (_a, rt, part), c in cs.items()}
@@ -646,8 +672,8 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
         snap.replica_partitions, on_existing_target_offsets=p.on_existing_target_offsets, allow_rewind=p.allow_rewind,
         source_commits={g: {k: c.offset for k, c in cs.items()} for g, cs in src.items()},
         accept_groups_without_checkpoints=p.accept_groups_without_checkpoints,
-        exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, ""), e.reread_at_least)
-               for k, e in exact.items()})
+        exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()},
+        positions_at_least=at_least)
     built = now_iso()
     rules: dict[str, int] = {}
     for r in plan.rows:
@@ -699,18 +725,41 @@ class ApplyResult:
     applied: dict[str, int] = field(default_factory=dict)  # group -> partitions written now
     unchanged: list[str] = field(default_factory=list)  # groups that already held the plan
     refused: dict[str, str] = field(default_factory=dict)  # group -> broker's error
+    moved_since: dict[str, list[str]] = field(default_factory=dict)  # group -> partitions committed since (plan rule 5)
 
     def as_dict(self) -> dict:
-        return {"applied": self.applied, "unchanged": self.unchanged, "refused": self.refused}
+        return {"applied": self.applied, "unchanged": self.unchanged, "refused": self.refused,
+                "moved_since": self.moved_since}
 
 
-def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32) -> ApplyResult:
+def _befores(backup: Backup) -> dict[str, dict[TP, Commit | None]]:
+    return {g: {tp: e.before for tp, e in parts.items()} for g, parts in backup.groups.items()}
+
+
+def _describe_moved(moved: dict, plan: planmod.Plan) -> dict[str, list[str]]:
+    want = plan.commits()
+
+    def show(c) -> str:
+        return "none" if c is None else str(c.offset if isinstance(c, Commit) else c)
+
+    return {g: [f"{t}[{p}]: was {show(was)} before the run, planned {want[g][(t, p)].offset}, now {show(now)}"
+                for (t, p), (was, now) in sorted(parts.items())] for g, parts in sorted(moved.items())}
+
+
+def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backup: Backup | None = None) -> ApplyResult:
     """One ``alter_consumer_group_offsets`` request per group, ``concurrency`` at a time. Writes only what
-    differs from the target's current commits (offset and metadata); a refused group does not stop the others."""
+    differs from the target's current commits (offset and metadata), and, given the run's ``backup``, never a
+    partition committed since the backup (plan rule 5: reported in ``moved_since``); a refused group does not stop
+    the others."""
     groups = sorted(plan.commits())
     current = target.commits_many(groups, concurrency)
-    todo = planmod.diff_to_apply(plan, current)
-    res = ApplyResult(unchanged=[g for g in groups if g not in todo])
+    before = None if backup is None else _befores(backup)
+    todo = planmod.diff_to_apply(plan, current, before)
+    moved = _describe_moved(planmod.moved_since(plan, current, before), plan) if before is not None else {}
+    for g, what in moved.items():
+        log.warning("group %s: NOT rewritten, committed on the target since this run's backup (its consumers read "
+                    "there): %s", g, "; ".join(what))
+    res = ApplyResult(unchanged=[g for g in groups if g not in todo and g not in moved], moved_since=moved)
     t0, done = time.monotonic(), 0
     batch = 1000  # progress in the task log every batch
     names = sorted(todo)
@@ -732,11 +781,11 @@ def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
     """Under the target's writer lock: the backup (once), then apply, then the result in ``apply.json``."""
     with writer_lock(ctx, "failover apply", ctx.params.lock_wait_seconds):
         faults.hit("apply.locked")
-        take_backup(ctx, plan)
+        backup = take_backup(ctx, plan)
         log.info("backup of the target's commits before this run: %s (rollback restores exactly this)",
                  ctx.folder.backup)
         faults.hit("apply.after_backup")
-        res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency)
+        res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency, backup)
         faults.hit("apply.after_commits")  # drills: killed between apply and verify
         ctx.folder.save("apply.json", res.as_dict())
     log.info("applied: %d group(s) written, %d already as planned, %d refused", len(res.applied), len(res.unchanged),
@@ -792,7 +841,11 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     f, p = ctx.folder, ctx.params
     dry_run = p.dry_run if dry_run is None else dry_run
     committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
-    mismatches = [] if dry_run else planmod.verify(plan, committed)
+    backup = None if dry_run else f.load_backup()
+    since = {} if backup is None else planmod.moved_since(plan, committed, _befores(backup))
+    mismatches = [] if dry_run else [m for m in planmod.verify(plan, committed)
+                                     if (m.topic, m.partition) not in since.get(m.group, {})]
+    moved = _describe_moved(since, plan)
     tps = sorted({(r.topic, r.partition) for r in plan.rows})
     log_end = ctx.target.offsets(tps) if tps else {}
     summary = f.load_summary()
@@ -805,6 +858,8 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
                         f"Data-loss window: {drain.get('rpo')}")
     built = f.load(PLAN_JSON, {})
     warnings += built.get("translation_notes") or []
+    warnings += [f"group {g} moved since this run's backup, NOT rewritten (its consumers committed on the target "
+                 f"after the first apply; a retry never rewinds them): {'; '.join(what)}" for g, what in moved.items()]
     warnings += [f"pre-flight audit, alias {a['alias']}, {a['rule']}: {a['message']}"
                  for a in f.load(AUDIT, {}).get("findings", []) if a["severity"] == "warning"]
     src = {(g, rt, part): c.offset for g, cs in source_commits(ctx, snap).items() for (_a, rt, part), c in cs.items()}
@@ -817,6 +872,7 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
                   "disaster_aliases": snap.disaster_aliases})
     rep["artifacts"] = str(f.dir)
     rep["rpo"] = drain.get("rpo")
+    rep["moved_since"] = moved
     write_json(f.report_json, rep)
     write_text(f.report_md, reportmod.render_markdown(rep))
     f.save("summary.json", reportmod.run_summary(ctx.dag_id, ctx.run_id, rep, None, now_iso()))
@@ -848,14 +904,33 @@ def check_backup_cluster(target: Cluster, backup: Backup, path) -> None:
                                "written. Point the rollback at the cluster the failover wrote to.")
 
 
-def rollback(target: Cluster, backup: Backup, concurrency: int, journal_dir: Path, force: bool = False,
+def journal_dir(backup: Backup) -> Path:
+    """Where ``backup``'s rollback journals live, for every entry point (rollback rule 6)."""
+    from mm2_failover.config import artifacts_root
+
+    return rb.journal_dir(artifacts_root(), backup)
+
+
+def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = False,
              backup_path: str = "backup") -> ApplyResult:
     """Restore exactly the commits ``backup`` saved, on the partitions the failover wrote (see
     :mod:`mm2_failover.rollback` for the rules). Idempotent; refused groups are reported and the others proceed.
-    Raises RollbackRefused when commits moved since the failover (unless ``force``)."""
+    Raises RollbackRefused when commits moved since the failover (unless ``force``), or while another backup's
+    journal is pending on the same target."""
+    from mm2_failover.config import artifacts_root
+
     check_backup_cluster(target, backup, backup_path)
+    others = rb.pending_elsewhere(artifacts_root(), backup)
+    if others:
+        raise RollbackRefused(
+            "another rollback on this target was interrupted and its journal is pending: "
+            + "; ".join(f"backup {o.get('backup_path', '?')} ({o['groups']} group(s) deleted and not re-committed yet; "
+                        f"journal {o['journal']})" for o in others)
+            + ". Nothing was written. Finish that rollback first (run it again with that backup: it resumes from its "
+            "journal), then this one.")
     groups = sorted(backup.groups)
-    journals = {g: Path(journal_dir) / rb.journal_name(g) for g in groups}
+    jdir = journal_dir(backup)
+    journals = {g: jdir / rb.journal_name(g) for g in groups}
     resuming = {g for g, j in journals.items() if j.exists()}
     current = target.commits_many(groups, concurrency)
     moved = rb.moved_since_failover(backup, current, skip=resuming)
@@ -895,7 +970,11 @@ def rollback(target: Cluster, backup: Backup, concurrency: int, journal_dir: Pat
             return group, None, f"{type(e).__name__}: {e}"
         return group, len(recommit), None
 
-    Path(journal_dir).mkdir(parents=True, exist_ok=True)
+    jdir.mkdir(parents=True, exist_ok=True)
+    pointer = jdir / rb.POINTER
+    if not pointer.exists():
+        write_json(pointer, {"backup_path": str(backup_path), "dag_id": backup.dag_id, "run_id": backup.run_id,
+                             "taken_at": backup.taken_at})
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
         for group, n, err in pool.map(one, sorted(set(todo) | resuming)):
             if err:

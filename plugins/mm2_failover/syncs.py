@@ -15,9 +15,14 @@ checkpoints builds on)
     ``<topic-id>-p<partition>-<from>-<to>.parquet`` - immutable files of decoded records (:data:`COLUMNS`,
     :data:`CHECKPOINT_COLUMNS`).
 
-A run appends [archived up to, current end) per partition: it writes the file (atomically), then the manifest
-(atomically). A crash in between leaves an orphan file the manifest does not name (never read, replaced by the next
-run); a retry never duplicates or skips a record. The archive is read with pyarrow (no Spark needed at failover).
+A run appends [archived up to, current end) per partition: it writes the file (atomically and durably: the data, the
+rename and the folder fsynced), then the manifest (likewise). A crash in between leaves an orphan file the manifest
+does not name (never read, replaced by the next run); a retry never duplicates or skips a record. One writer per
+archive at a time (the 5-minute DAG, a failover's capture, the CLI): each holds the archive's lock (``.writer.lock``,
+the same kind as the target's writer lock) from reading the manifest to writing it, so none rewrites it from a
+stale copy. The archive is read with pyarrow (no Spark needed at failover); a file that cannot be read is named
+(:class:`ArchiveRead`), never a failed failover: the failover then uses MM2's checkpoints for that alias, failing back
+uses the syncs that could be read (its floor only gets more conservative).
 
 Why plain Python and not Spark here: the sync topic carries one record per ``offset.lag.max`` records replicated, so
 even a busy cluster adds thousands of syncs a minute; a bounded read of that with confluent-kafka takes well under a
@@ -35,7 +40,7 @@ from pathlib import Path
 from mm2_failover import checkpoints as cpf
 from mm2_failover import faults
 from mm2_failover.kafka_io import TP, Cluster
-from mm2_failover.runfolder import now_iso, read_json, write_json
+from mm2_failover.runfolder import RunFolderError, durable_rename, now_iso, read_json, write_json
 from mm2_failover.translate import MalformedSync, Sync, decode_sync
 
 log = logging.getLogger(__name__)
@@ -111,6 +116,12 @@ class ArchiveResult:
         return self.__dict__.copy()
 
 
+@dataclass
+class ArchiveRead:
+    rows: list[dict] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # "<file>: <why>" for each file that could not be read
+
+
 class TopicArchive:
     """The archive of one alias's records of one MM2 topic (see the module docstring); subclasses say which."""
 
@@ -132,8 +143,17 @@ class TopicArchive:
     def manifest(self) -> dict:
         return read_json(self.manifest_path, "sync archive manifest") if self.manifest_path.exists() else {}
 
-    def append(self, cluster: Cluster, topic: str, location: str) -> ArchiveResult:
-        """Archive the records of ``topic`` (on ``cluster``) past what is archived, up to its current end."""
+    def append(self, cluster: Cluster, topic: str, location: str, lock_wait_s: float = 300.0) -> ArchiveResult:
+        """Archive the records of ``topic`` (on ``cluster``) past what is archived, up to its current end - holding
+        the archive's writer lock from reading the manifest to writing it."""
+        from mm2_failover.locks import file_lock
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with file_lock(self.dir / ".writer.lock", f"the {self.kind} archive of alias {self.alias}",
+                       {"writer": "archive append"}, lock_wait_s):
+            return self._append(cluster, topic, location)
+
+    def _append(self, cluster: Cluster, topic: str, location: str) -> ArchiveResult:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -177,7 +197,7 @@ class TopicArchive:
                 name = f"{safe_id}-p{p}-{start[p]}-{end[p]}.parquet"
                 tmp = self.dir / (name + ".tmp")
                 pq.write_table(pa.Table.from_pylist(prow), str(tmp))
-                tmp.replace(self.dir / name)
+                durable_rename(tmp, self.dir / name)
                 state.setdefault(p, {}).setdefault("files", []).append(name)
                 res.files.append(name)
         faults.hit("archive.after_files")  # a crash here leaves files the manifest does not name: never read
@@ -194,17 +214,31 @@ class TopicArchive:
                                         "partitions": {str(p): v for p, v in sorted(state.items())}})
         return res
 
-    def rows(self) -> list[dict]:
+    def read(self) -> "ArchiveRead":
         """Every archived record of the current segment (the topic and cluster archived now; older segments are kept
-        for the record but describe another topic's offsets)."""
+        for the record but describe another topic's offsets), and the files that could not be read (named, with why:
+        never an exception - the caller decides what to fall back to)."""
         import pyarrow.parquet as pq
 
-        m = self.manifest()
+        out = ArchiveRead()
+        try:
+            m = self.manifest()
+        except RunFolderError as e:
+            out.unreadable.append(f"{self.manifest_path}: {e}")
+            return out
         names = [f for v in (m.get("partitions") or {}).values() for f in v.get("files", [])]
-        out = []
         for n in names:
-            out += pq.read_table(str(self.dir / n)).to_pylist()
+            try:
+                out.rows += pq.read_table(str(self.dir / n)).to_pylist()
+            except Exception as e:  # noqa: BLE001 - a truncated or missing file: named, never a failed failover
+                out.unreadable.append(f"{self.dir / n}: {type(e).__name__}: {e}")
+        for u in out.unreadable:
+            log.warning("%s archive of alias %s: cannot read %s", self.kind, self.alias, u)
         return out
+
+    def rows(self) -> list[dict]:
+        """Every archived record that could be read (see :meth:`read`)."""
+        return self.read().rows
 
     def archived_to(self) -> dict[int, int]:
         return {int(p): int(v.get("archived_to", 0)) for p, v in (self.manifest().get("partitions") or {}).items()}

@@ -136,8 +136,8 @@ def rollback_group_offsets(context) -> dict:
     log.info("restoring %d group(s) to the state saved at %s (%s)", len(backup.groups), backup.taken_at, path)
     try:
         with steps.writer_lock(ctx, "rollback", float(p.get("lock_wait_seconds") or 120)):
-            res = steps.rollback(ctx.target, backup, int(p.get("apply_concurrency") or 32), ctx.folder.journals,
-                                 force=bool(p.get("force")), backup_path=str(path))
+            res = steps.rollback(ctx.target, backup, int(p.get("apply_concurrency") or 32), force=bool(p.get("force")),
+                                 backup_path=str(path))
     except (steps.RollbackRefused, KafkaConfigError) as e:
         raise _fail_fast(e) from None
     except Locked as e:

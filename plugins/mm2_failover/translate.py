@@ -171,6 +171,18 @@ class SyncIndex:
             return Unproven((lo, Sync(*drained)), drained_tail=True)
         return Unproven((lo, None))
 
+    def copy_at_least(self, upstream: int, drained: tuple[int, int] | None = None) -> int | None:
+        """A proven lower bound on where a group at ``upstream`` should resume (the latest copy of its next record):
+        the highest downstream offset of the syncs at or below it - MM2 copies the record after that sync, in its
+        history or a later one - provided some history got past ``upstream`` (a sync above it copied later, or the
+        partition drained); None otherwise. What the report counts re-reads from where it cannot count them exactly."""
+        i = bisect.bisect_right(self._ups, upstream)
+        lo = self._prefix_top[i]
+        if lo is None:
+            return None
+        passed = self._lowest_above(i, lo.downstream) is not None or (drained is not None and upstream < drained[0])
+        return lo.downstream if passed else None
+
     def _lowest_above(self, i: int, floor: int) -> Sync | None:
         """The sync of syncs[i:] with the lowest downstream offset above ``floor`` (the first such), or None: one
         bisection per run of non-decreasing downstream offsets from ``i`` on (one per MM2 history)."""

@@ -455,7 +455,8 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None):
 
     def run_folder(dag_id: str, run_id: str) -> Path | None:
         d, r = safe_name(dag_id), safe_name(run_id)
-        if not d or not r:
+        if not d or not r or d != dag_id:
+            # the DAG id authorized must be the folder's own: another id that maps to it ('mm2:failover') is not it
             return None
         rt = artifacts().resolve()
         p = (rt / d / r).resolve()

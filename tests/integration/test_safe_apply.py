@@ -60,6 +60,30 @@ def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_f
     assert steps.planmod.verify(plan, target.commits_many(plan.groups())) == []
 
 
+def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared):
+    """Issue 31 item 8: the plan's "keep a target commit that is ahead" rule is decided once; apply ran, the group's
+    consumers then read on the target and committed further, and the operator cleared apply (the runbook: "it writes
+    only what is missing"). The retry rewound the group to the planned offsets and verify passed. Now a partition is
+    written only where the target still holds the backup's value (or nothing); the others are reported as moved."""
+    p = prepared
+    g = p.names["group"]
+    rt = p.prep[g].replica_topic
+    p.snapshot_and_checkpoints()
+    ctx = p.ctx()
+    plan = steps.make_plan(ctx)
+    steps.backup_and_apply(ctx, plan)
+    planned = plan.writes()[g]
+    p.target.alter_offsets(g, {(rt, 0): planned[(rt, 0)] + 5})  # the consumers read 5 records on the target
+    res = steps.backup_and_apply(ctx, plan)  # the retry
+    assert p.target.committed(g)[(rt, 0)] == planned[(rt, 0)] + 5  # not rewound
+    assert res.moved_since == {g: [f"{rt}[0]: was none before the run, planned {planned[(rt, 0)]}, now "
+                                   f"{planned[(rt, 0)] + 5}"]}
+    assert ctx.folder.load("apply.json")["moved_since"] == res.moved_since
+    rep = steps.verify_run(ctx, plan)
+    assert rep["mismatches"] == [] and rep["moved_since"] == res.moved_since
+    assert any("moved since" in w and f"{rt}[0]" in w for w in rep["warnings"]), rep["warnings"]
+
+
 def test_target_commit_ahead_is_kept_unless_allow_rewind(prepared):
     p = prepared
     g = p.names["group"]
@@ -131,11 +155,11 @@ def test_backup_then_rollback_restores_the_exact_prior_state_including_absence(p
     assert set(p.target.committed(g)) == {(rt, 0), (rt, 1), (rt, 2)}
     # a second take_backup (a retry) keeps the state from before the run
     assert steps.take_backup(ctx, plan) == backup
-    res = steps.rollback(p.target, load_backup(p.art.backup), 4, p.art.journals)
+    res = steps.rollback(p.target, load_backup(p.art.backup), 4)
     assert res.applied == {g: 1} and not res.refused  # deleted, then its one earlier commit re-committed
     assert p.target.committed(g) == {(rt, 2): 3}
     assert steps.verify_rollback(p.target, backup) == []
-    assert steps.rollback(p.target, backup, 4, p.art.journals).unchanged == [g]  # idempotent
+    assert steps.rollback(p.target, backup, 4).unchanged == [g]  # idempotent
 
 
 def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(bed, target, names, monkeypatch):

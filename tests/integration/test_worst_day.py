@@ -55,7 +55,7 @@ def produce_raw(bootstrap: str, topic: str, records) -> None:
 def failed_over(bed, run_root):
     """ONE CLI apply (one Spark job) for every test below that needs a failover done, each with a group of its own:
 
-    * rb0, rb1, rb2 - moved; each also holds a commit the failover never touched (other[0]=777): rollback tests;
+    * rb0..rb4 - moved; each also holds a commit the failover never touched (other[0]=777): rollback tests;
     * names - consumes a topic named ``...-heartbeats``: an ordinary topic for MM2 (item 6);
     * meta - committed on the source with metadata by a Java client, byte for byte (item 11);
     * scope - moved; bystander - already running on the target: skipped, never in the backup (item 5);
@@ -70,25 +70,25 @@ def failed_over(bed, run_root):
     tag = uuid.uuid4().hex[:6]
     target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
     source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
-    g = {k: f"w{tag}-{k}" for k in ("rb0", "rb1", "rb2", "names", "meta", "scope", "bystander")}
+    g = {k: f"w{tag}-{k}" for k in ("rb0", "rb1", "rb2", "rb3", "rb4", "names", "meta", "scope", "bystander")}
     g["ghost"] = f"console-consumer-w{tag}"
     topic, names_topic = f"t-w-{tag}", f"t-w-{tag}-heartbeats"
     prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g["rb0"], topic=topic, partitions=2,
                             produced=40, consumed_upto={0: 40, 1: 10})
     names_prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g["names"], topic=names_topic,
                                   partitions=2, produced=30, consumed_upto={0: 30, 1: 30})
-    for k in ("rb1", "rb2", "scope", "bystander"):
+    for k in ("rb1", "rb2", "rb3", "rb4", "scope", "bystander"):
         scenario.consume_and_commit(bed.source_bootstrap, g[k], topic, {0: 40, 1: 10})
     meta = "streams-state-\u00e9"
     assert source.alter_exact({g["meta"]: {(topic, 0): Commit(25, meta)}}) == {g["meta"]: None}  # as Java commits
     scenario.consume_and_commit(bed.source_bootstrap, g["ghost"], topic, {0: 20, 1: 5})
     rt = prep.replica_topic
-    for k in ("rb1", "rb2", "scope", "bystander"):
+    for k in ("rb1", "rb2", "rb3", "rb4", "scope", "bystander"):
         scenario.wait_checkpointed(target, bed.checkpoints_topic, g[k], rt, 2)
     meta_cp = scenario.wait_checkpointed(target, bed.checkpoints_topic, g["meta"], rt, 1)[0]
     other = f"{topic}-other"
     target.create_topic(other, 1)
-    for k in ("rb0", "rb1", "rb2"):
+    for k in ("rb0", "rb1", "rb2", "rb3", "rb4"):
         target.alter_offsets(g[k], {(other, 0): 777})
     target.alter_offsets(g["bystander"], {(rt, 0): 3})  # an application already running on the target
     run = run_root / "worst" / f"failed-over-{tag}"
@@ -99,7 +99,7 @@ def failed_over(bed, run_root):
                "--translation", "checkpoint")
     assert r.returncode == 0, r.stderr[-3000:]
     backup = json.loads((run / "backup.json").read_text())
-    for k in ("rb0", "rb1", "rb2"):
+    for k in ("rb0", "rb1", "rb2", "rb3", "rb4"):
         moved = {tp: c.offset for tp, c in target.commits(g[k]).items() if tp[0] != other}
         assert target.committed(g[k]) == {**moved, (other, 0): 777} and len(moved) == 2
 
@@ -125,6 +125,33 @@ def test_rollback_retry_after_a_crash_between_delete_and_recommit_restores_every
     assert target.committed(g) == {(other, 0): 777}  # the failover's commits undone, the other one back
 
 
+def test_a_dag_rollback_killed_between_delete_and_recommit_is_finished_by_the_cli(bed, target, failed_over):
+    """Issue 31 item 7, the drill: the rollback DAG's process SIGKILLed right after it deleted the group (fault point
+    rollback.after_delete_group); the CLI - what the runbook recommends when Airflow is in the lost region - finishes
+    it from the same journal and restores the commit the failover never touched. Before, the DAG kept its journal in
+    the rollback run's folder and the CLI looked beside the backup: it found none, dropped that commit and said
+    "complete". While that journal is pending, a rollback of another backup on the same target is refused, naming it."""
+    g, g2, other = failed_over.g["rb3"], failed_over.g["rb4"], failed_over.other
+    backup, backup2 = failed_over.backup_of(g), failed_over.backup_of(g2)
+    moved2 = target.committed(g2)
+    dag = ("import sys\nfrom testbed import localenv\n"
+           "localenv.run_dag('mm2_failover_rollback', {'backup_path': sys.argv[1]})")
+    r = subprocess.run([sys.executable, "-c", dag, str(backup)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+                            "MM2_FAILOVER_FAULT": "kill@rollback.after_delete_group"})
+    assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-3000:])
+    assert target.committed(g) == {}  # the DAG's rollback deleted the group and died
+    r = on_bed(bed, "rollback", "--backup", str(backup2))
+    assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
+    assert "journal" in r.stderr and str(backup) in r.stderr and target.committed(g2) == moved2
+    r = on_bed(bed, "rollback", "--backup", str(backup))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert target.committed(g) == {(other, 0): 777}  # the failover's commits undone, the other one back
+    r = on_bed(bed, "rollback", "--backup", str(backup2))  # nothing pending now
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert target.committed(g2) == {(other, 0): 777}
+
+
 def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_on_retry(target, failed_over,
                                                                                         monkeypatch):
     """Item 1, in process: the re-commit after the delete fails once (a timeout); the retry reads the journal."""
@@ -147,10 +174,10 @@ def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_
         return real(self, group, offsets, *a, **kw)
 
     monkeypatch.setattr(kafka_io.Cluster, "alter_offsets", fail_once)
-    first = steps.rollback(target, backup, 4, run)
+    first = steps.rollback(target, backup, 4)
     assert g in first.refused and target.committed(g) == {}
     monkeypatch.setattr(kafka_io.Cluster, "alter_offsets", real)
-    steps.rollback(target, backup, 4, run)
+    steps.rollback(target, backup, 4)
     assert target.committed(g) == {(other, 0): 777}
 
 
@@ -160,16 +187,16 @@ def test_rollback_journal_names_cannot_escape_or_overflow(bed, target, names, ru
     '../../../x' must not write (and then delete) a file outside the journal folder, a 300-byte id must not fail."""
     from mm2_failover import steps
 
-    journal_dir = run_root / "journals" / names["group"] / "a" / "b"
-    journal_dir.mkdir(parents=True)
-    sentinel = journal_dir.parent / f"{names['group']}.json"  # where '<journal_dir>/rollback-journal-../../../x' lands
-    sentinel.write_text("an unrelated file")
     g = ("../../../" + names["group"]) if kind == "path" else names["group"] + "-" + "x" * 300
     rt = "primary." + names["topic"]
     target.create_topic(rt, 1)
     target.alter_offsets(g, {(rt, 0): 5})
     backup = _backup(target, {g: {rt: {"0": None}}}, after=5)
-    res = steps.rollback(target, backup, 2, journal_dir)
+    journal_dir = steps.journal_dir(backup)
+    journal_dir.parent.mkdir(parents=True, exist_ok=True)
+    sentinel = journal_dir.parent / f"{names['group']}.json"  # where '<journal_dir>/rollback-journal-../../../x' lands
+    sentinel.write_text("an unrelated file")
+    res = steps.rollback(target, backup, 2)
     assert res.refused == {}, res.refused
     assert target.committed(g) == {}
     assert sentinel.read_text() == "an unrelated file"
@@ -586,6 +613,20 @@ def test_unknown_source_alias_is_a_configuration_error(bed, tmp_path):
             "--source-alias", "nosuchalias", "--source-reachable", "no")
     assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
     assert "nosuchalias.checkpoints.internal" in r.stderr and "primary.checkpoints.internal" in r.stderr
+
+
+def test_a_mistyped_source_alias_is_refused_at_once_not_after_the_drain_timeout(bed, names):
+    """Issue 31 item 6: with the source up, '--source-alias nosuch' waited out the whole drain timeout ("replica topic
+    missing on the target" per partition) before anything was said. Now: exit 2 at once, naming the aliases whose
+    checkpoints topics exist."""
+    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
+                     partitions=1, produced=5, consumed_upto={0: 5})
+    t0 = time.monotonic()
+    r = on_bed(bed, "drain", "--groups-regex", names["group"], "--source-alias", "nosuch",
+               "--drain-timeout-seconds", "300")
+    assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
+    assert "nosuch.checkpoints.internal" in r.stderr and "primary.checkpoints.internal (alias primary)" in r.stderr
+    assert time.monotonic() - t0 < 60
 
 
 # ------------------------------------------------------------------------------------------ 19. drain from a shell

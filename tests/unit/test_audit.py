@@ -42,6 +42,24 @@ def test_target_alias_is_the_one_enabled_flow_from_the_source():
 # -- rule 1: isolation
 
 
+def test_flow_settings_do_not_hide_the_flow_and_mm2_as_a_second_writer_is_found():
+    """Issue 31 item 10: the compose/README mm2.properties plus one flow setting ending in '.enabled'
+    (primary->backup.sync.group.offsets.enabled=true) broke the detection of the target alias with the default
+    parameters, and then every flow setting was ignored: the second-writer check said OK while MM2 wrote the target's
+    group offsets."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "compose" / "mm2.properties").read_text()
+    props = audit.parse_properties(text + "\nprimary->backup.sync.group.offsets.enabled=true\n"
+                                          "primary->backup.emit.offset-syncs.enabled=true\n")
+    assert audit.target_alias(props, "primary") == "backup"
+    [writer] = [f for f in audit.audit(props, "primary", audit.target_alias(props, "primary"), audit.Facts())
+                if f.rule == "second_writer"]
+    assert writer.severity == audit.WARNING and "primary->backup.sync.group.offsets.enabled" in writer.message
+    # without a clusters list, a flow's switch is the key with no dot between '->' and '.enabled'
+    assert audit.target_alias({"a->b.enabled": "true", "a->b.sync.group.offsets.enabled": "true"}, "a") == "b"
+
+
 def test_read_uncommitted_by_default_is_a_warning_naming_the_setting_to_change():
     f = run(audit.isolation)
     assert f.severity == WARNING and "830 phantom" in f.message

@@ -138,7 +138,9 @@ def test_e7_a_superseded_sync_is_labelled_and_its_later_copy_found_on_the_target
     out = prove_one(src, tgt, syncs, 4, lost=True)
     assert out.answer == (8, tr.RECORD_LOOKUP)  # B's copy of r4, found by the first copy's content
     out = prove_one(src, tgt, syncs[:3], 4, lost=True)  # no sync above 4 in B: B may not have reached 4
-    assert out.answer == (4, tr.SUPERSEDED_SYNC) and out.reread_at_least == 2
+    assert out.answer == (4, tr.SUPERSEDED_SYNC) and out.position_at_least is None  # nothing proven of the re-reads
+    out = prove_one(src, tgt, syncs, 4, lost=True, budget=1)  # B passed 4, but its range is over the read budget
+    assert out.answer == (4, tr.SUPERSEDED_SYNC) and out.position_at_least == 6  # B restarted at 6: >= 2 re-read
 
 
 def test_failing_back_counts_a_bracket_only_on_a_span_read_whole():
@@ -291,6 +293,8 @@ def violations(seed: int) -> list:
         limit = w.limit(u)
         if o.answer is not None and o.answer[0] > limit:
             bad.append(("LOST", u, o.answer, limit))
+        elif o.position_at_least is not None and o.position_at_least > limit:
+            bad.append(("AT LEAST TOO HIGH", u, o.position_at_least, limit))  # re-reads counted from below
         elif clean and u >= min(s for s, _d in w.syncs) and (o.answer is None or o.answer[0] != limit):
             bad.append(("NOT EXACT", u, o.answer, limit))
     return bad

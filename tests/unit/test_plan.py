@@ -207,6 +207,29 @@ def test_no_rewind_applies_to_the_clamped_offset():
     assert (row(p).action, row(p).reason, row(p).planned_offset) == (pm.SKIP, pm.TARGET_AHEAD, None)
 
 
+# ----------------------------------------------------------------------------------- rule 5 (apply, every try)
+
+
+def test_moved_since_the_backup_is_never_written_again():
+    from mm2_failover.plan import COMMIT, Commit
+
+    def w(g, part, off):
+        return PlanRow("primary", g, T, part, off, off, None, off, COMMIT)
+
+    p = pm.Plan([w("g", 0, 10), w("g", 1, 20), w("h", 0, 30), w("h", 1, 40)])
+    before = {"g": {(T, 0): None, (T, 1): Commit(5)}, "h": {(T, 0): None, (T, 1): Commit(7)}}
+    current = {"g": {(T, 0): Commit(12), (T, 1): Commit(5)}, "h": {(T, 0): Commit(30), (T, 1): Commit(41)}}
+    # g[0] committed since (none before, 12 now), h[1] too (7 before, 41 now); g[1] still holds what the backup saw,
+    # h[0] already holds the plan
+    assert pm.moved_since(p, current, before) == {"g": {(T, 0): (None, Commit(12))}, "h": {(T, 1): (Commit(7),
+                                                                                                      Commit(41))}}
+    assert pm.diff_to_apply(p, current, before) == {"g": {(T, 1): Commit(20)}}
+    assert pm.diff_to_apply(p, current) == {"g": {(T, 0): Commit(10), (T, 1): Commit(20)}, "h": {(T, 1): Commit(40)}}
+    # a partition without a commit now is written (nothing to rewind)
+    assert pm.diff_to_apply(p, {"g": {(T, 1): Commit(5)}}, before) == {"g": {(T, 0): Commit(10), (T, 1): Commit(20)},
+                                                                       "h": {(T, 0): Commit(30), (T, 1): Commit(40)}}
+
+
 # ----------------------------------------------------------------------------------- missing replicas
 
 
@@ -254,7 +277,7 @@ def test_writes_groups_and_dict_round_trip():
     assert set(p.as_dicts()[0]) == {"source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset",
                                     "current_offset", "planned_offset", "action", "reason", "log_start", "log_end",
                                     "retention_gap", "metadata", "rule", "source_position", "exact_offset",
-                                    "reread_at_least"}
+                                    "position_at_least"}
 
 
 def test_verify_reports_every_writing_row_that_does_not_read_back():

@@ -46,6 +46,8 @@ def test_totals_and_groups_of_a_failed_run():
         "records_lost_to_retention_upper_bound": 2, "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20),
         "records_reread_by_checkpoints": None, "partitions_exact": 0,
         "lag": (55 - 10) + (45 - 5) + (55 - 7) + (55 - 19),
+        # MM2's checkpoints only: the re-read figure is an estimate from offsets, nothing proven from below
+        "records_reread_exact": False, "records_reread_at_least": 0,
     }
     g = {x["group"]: x for x in r["groups"]}
     assert [x["group"] for x in r["groups"]] == ["a", "b", "c"]
@@ -104,7 +106,7 @@ def test_markdown_contains_the_tables():
     lines = md.splitlines()
     assert lines[0] == "# mm2-failover report: mm2_failover / manual__1"
     assert "**Outcome: FAILED**" in lines
-    assert "| 3 | 1 | 1 | 5 | 2 | 2 | 1 | 1 | 1 | 2 | 298 | 169 |" in lines
+    assert "| 3 | 1 | 1 | 5 | 2 | 2 | 1 | 1 | 1 | 2 | 298 (estimate; at least 0) | 169 |" in lines
     assert "> WARNING: source unreachable: disaster mode" in lines
     assert "Checkpoints read: 10 records, 4 latest, 1 tombstones, 2 quarantined {'key_truncated': 2}" in lines
     assert "- latest checkpoints by a full pass over the captured range (no latest-checkpoint state)" in lines
@@ -206,3 +208,29 @@ def test_exact_positions_give_the_re_read_and_what_the_checkpoints_alone_would_r
     t = r["totals"]
     assert (t["records_reread_estimate"], t["records_reread_by_checkpoints"], t["partitions_exact"]) == (30, 90, 1)
     assert "MM2's checkpoints alone: 90" in render_markdown(r)
+
+
+def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_below():
+    """Issue 31 item 11: MM2 copied a burst twice, the group fell back to MM2's checkpoint: the offsets said 703
+    re-read where the records showed 1,424. The offset syncs prove the group's next record is at or after 1,500 on
+    the replica (the later copy's history restarted there): the row says at least 1,424, and the total is labelled."""
+    from mm2_failover.plan import COMMIT
+
+    cp = PlanRow("primary", "g", T, 0, 779, 76, None, 76, COMMIT, position_at_least=1500)
+    sup = PlanRow("primary", "h", T, 0, None, None, None, 40, COMMIT, rule="superseded_sync", source_position=50,
+                  exact_offset=40, position_at_least=90)
+    exact = PlanRow("primary", "i", T, 0, None, None, None, 12, COMMIT, rule="record_lookup", source_position=12,
+                    exact_offset=12)
+    est = {x["group"]: x for x in estimate_reread([r.as_dict() for r in (cp, sup, exact)], {})}
+    assert (est["g"]["reread"], est["g"]["reread_at_least"], est["g"]["exact"]) == (1424, 1424, False)
+    assert "proven by the offset syncs" in est["g"]["note"]
+    assert (est["h"]["reread"], est["h"]["reread_at_least"], est["h"]["exact"]) == (50, 50, False)
+    assert (est["i"]["reread"], est["i"]["exact"]) == (0, True)
+    from mm2_failover.plan import Plan
+
+    rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([cp, sup, exact]), committed={}, log_end={},
+                       mismatches=[])
+    t = rep["totals"]
+    assert (t["records_reread_estimate"], t["records_reread_at_least"], t["records_reread_exact"]) == (1474, 1474, False)
+    assert t["partitions_exact"] == 1  # the superseded first copy is not counted as exact
+    assert "1474 (estimate; at least 1474)" in render_markdown(rep)

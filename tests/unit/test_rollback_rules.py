@@ -67,3 +67,29 @@ def test_journal_names_are_hashes_of_the_group_id():
     names = {rb.journal_name(g) for g in ("../../backup", "a" * 300, "a", "b")}
     assert len(names) == 4
     assert all("/" not in n and len(n) < 100 and n.endswith(".json") for n in names)
+
+
+# ------------------------------------------------------------------------------------------ rule 6: one journal per backup
+
+
+def test_one_journal_folder_per_backup_whoever_reads_it(tmp_path):
+    a = backup()
+    same = Backup.from_dict(a.as_dict(), "a copy read from another path")
+    assert rb.journal_dir(tmp_path, a) == rb.journal_dir(tmp_path, same)
+    other = Backup(a.taken_at, a.cluster, a.cluster_id, a.dag_id, "another-run", a.groups)
+    assert rb.journal_dir(tmp_path, other) != rb.journal_dir(tmp_path, a)
+    assert rb.journal_dir(tmp_path, a).parent.name == a.cluster_id  # per target cluster
+
+
+def test_another_backups_pending_journal_is_found_an_empty_one_is_not(tmp_path):
+    import json
+
+    a, b = backup(), Backup("t2", "c", "cid", "d", "r2", {})
+    assert rb.pending_elsewhere(tmp_path, a) == []
+    jb = rb.journal_dir(tmp_path, b)
+    jb.mkdir(parents=True)
+    (jb / rb.POINTER).write_text(json.dumps({"backup_path": "/runs/b/backup.json"}))
+    assert rb.pending_elsewhere(tmp_path, a) == []  # a pointer alone: nothing pending
+    (jb / rb.journal_name("g")).write_text("{}")
+    assert rb.pending_elsewhere(tmp_path, a) == [{"backup_path": "/runs/b/backup.json", "journal": str(jb), "groups": 1}]
+    assert rb.pending_elsewhere(tmp_path, b) == []  # its own journal is resumed, not refused

@@ -136,3 +136,70 @@ def test_current_names_a_version(tmp_path):
     stg.mkdir()
     root.publish(stg, {"name": v["name"], "aliases": v["aliases"], "created_at": "t"})
     assert json.loads((root.dir / "CURRENT.json").read_text()) == {"version": v["name"], "published_at": "t"}
+
+
+# the folder survives a host crash and a hand (issue 31 item 9)
+
+
+def _publish_with_parquet(root, covered: int) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    v = version({0: covered})
+    stg = root.staging(v["name"])
+    (stg / "buffers").mkdir(parents=True)
+    pq.write_table(pa.table({"k": list(range(100)), "v": [covered] * 100}), str(stg / "buffers" / "part-0.parquet"))
+    (stg / "buffers" / "_SUCCESS").write_text("")
+    root.publish(stg, {"name": v["name"], "aliases": v["aliases"]})
+    return v["name"]
+
+
+def test_a_version_whose_files_do_not_verify_is_skipped_for_the_older_one(tmp_path):
+    """Issue 31 item 9: one truncated file of the newest version made the failover-time job fail; now that version
+    is skipped with a warning and the choice falls back to the older version (or a full pass)."""
+    root = st.StateRoot(tmp_path / "s")
+    older, newer = _publish_with_parquet(root, 10), _publish_with_parquet(root, 20)
+    assert json.loads((root.dir / newer / "version.json").read_text())["files"] == {
+        "buffers/part-0.parquet": (root.dir / newer / "buffers" / "part-0.parquet").stat().st_size}
+    part = root.dir / newer / "buffers" / "part-0.parquet"
+    part.write_bytes(part.read_bytes()[:-40])  # truncated
+    assert [v["name"] for v in root.versions()] == [older]
+    assert "WARNING: state version" in root.said[-1] and "buffers/part-0.parquet" in root.said[-1]
+    assert choose(root.versions(), {0: 0}, {0: 30}).version == older
+    part.unlink()  # missing
+    assert [v["name"] for v in st.StateRoot(root.dir).versions()] == [older]
+
+
+def test_a_version_without_a_file_list_is_checked_by_its_parquet_footers(tmp_path):
+    root = st.StateRoot(tmp_path / "s")
+    name = _publish_with_parquet(root, 10)
+    meta = root.dir / name / "version.json"
+    meta.write_text(json.dumps({k: v for k, v in json.loads(meta.read_text()).items() if k != "files"}))
+    assert [v["name"] for v in root.versions()] == [name]
+    part = root.dir / name / "buffers" / "part-0.parquet"
+    part.write_bytes(b"PAR1" + b"\0" * 10)
+    assert root.versions() == [] and "part-0.parquet" in root.said[-1]
+
+
+def test_every_file_of_a_version_is_on_disk_before_version_json_names_it(tmp_path, monkeypatch):
+    import os
+
+    synced, events = set(), []
+    real_fsync, real_rename = os.fsync, os.rename
+
+    def fsync(fd):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        synced.add(path)
+        if path.endswith("version.json.tmp"):
+            events.append(("version.json", set(synced)))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "rename", lambda a, b: (events.append(("rename", set(synced))), real_rename(a, b))[1])
+    root = st.StateRoot(tmp_path / "s")
+    name = _publish_with_parquet(root, 10)
+    staging_part = [p for p in synced if p.endswith("buffers/part-0.parquet")]
+    assert staging_part, synced
+    [(_e, at_meta)] = [e for e in events if e[0] == "version.json"]
+    assert set(staging_part) <= at_meta and any(p.endswith("/buffers") for p in at_meta)  # files and folder first
+    assert (root.dir / name).is_dir()

@@ -226,40 +226,6 @@ def test_a_lookup_answers_where_no_rule_applies():
     assert tr.decide(tr.Evidence(u, lookup=39)) == (39, tr.RECORD_LOOKUP)
 
 
-def test_archive_file_names_never_contain_a_path_separator(tmp_path):
-    """Topic ids are base64 (they may hold '/' and '+'): the archive names its files safely."""
-    import pyarrow.parquet as pq
-
-    from mm2_failover.syncs import SyncArchive
-
-    class FakeSyncCluster:  # the few calls append() makes, in memory (append runs on the real bed elsewhere)
-        name = "source"
-
-        def topic_id(self, topic):
-            return "ab/c+d=="
-
-        def cluster_id(self):
-            return "cid"
-
-        def partitions(self, topics):
-            return [(topics[0], 0)]
-
-        def offsets(self, tps, spec="latest"):
-            return {tp: (0 if spec == "earliest" else 2) for tp in tps}
-
-        def read(self, ends, start=None, timeout=0):
-            for o in range(start[("syncs", 0)], ends.get(("syncs", 0), 0)):
-                k, v = tr.encode_sync("orders", 0, 10 * o, 10 * o)
-                yield "syncs", 0, o, k, v, 1000
-
-    a = SyncArchive(tmp_path, "primary")
-    res = a.append(FakeSyncCluster(), "syncs", "source")
-    assert res.appended == 2 and all("/" not in f for f in res.files)
-    assert [r["upstream"] for r in a.rows()] == [0, 10] and a.archived_to() == {0: 2}
-    assert a.append(FakeSyncCluster(), "syncs", "source").appended == 0  # nothing new: nothing twice
-    assert len(pq.read_table(str(a.dir / res.files[0]))) == 2
-
-
 # ------------------------------------------------------------------------------------------ rules 8-9: failing back
 
 

@@ -110,6 +110,36 @@ def test_a_reader_sees_only_the_runs_of_dags_they_may_read_and_gets_403_on_the_o
     assert c.get("/mm2/runs/mm2_failover_drill/scheduled__2026-11-01").status_code == 200
 
 
+class DenyFailover:
+    """A deny-list access rule: every DAG but mm2_failover."""
+
+    open = False
+
+    @staticmethod
+    def get_user() -> str:
+        return "reader"
+
+    def can_read(self, user, dag_id: str) -> bool:
+        return dag_id != "mm2_failover"
+
+
+def test_the_folder_served_is_the_dag_id_authorized_never_another_one_that_maps_to_it(client):
+    """Issue 31 item 12: permission was checked on the DAG id in the URL, the folder served was safe_name(dag_id):
+    'mm2:failover' (allowed by a deny-list) served mm2_failover's report."""
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    outer = FastAPI()
+    outer.mount("/mm2", ui.create_app(client.root, access=DenyFailover()))
+    c = TestClient(outer)
+    run = "manual__2026-11-23T08:00:00+00:00"
+    for dag in ("mm2:failover", "mm2 failover", "mm2%3Afailover"):
+        for tail in ("", "/report.json", "/report.md"):
+            r = c.get(f"/mm2/runs/{dag}/{run}{tail}")
+            assert r.status_code == 404 and "orders" not in r.text, (dag, tail, r.status_code)
+    assert c.get(f"/mm2/runs/mm2_failover/{run}").status_code == 403
+
+
 def test_run_page_per_group_table_and_links(client):
     # the dag_run tab passes the real run id; the folder name is derived the same way config.run_dir does it
     r = client.get("/mm2/runs/mm2_failover/manual__2026-11-23T08:00:00+00:00")
