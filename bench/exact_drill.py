@@ -1,10 +1,12 @@
-"""Drill: exact failover vs MM2's checkpoints, five production patterns, MM2 killed mid-run (issue 16).
+"""Drill: exact failover vs MM2's checkpoints, eight production patterns, MM2 killed mid-run (issues 16 and 31).
 
     PYTHONPATH=plugins:. .venv/bin/python bench/exact_drill.py [--runs 2] [--per-partition 200] [--mm2 both]
 
 Each run starts its own bed (two KRaft brokers + MM2 on loopback; the source's log cleaner every second), runs
-``testbed.exact_drill.run_drill`` (burst, slow, mixed, transactions with aborts, a compacted topic; MM2 SIGKILLed
-and restarted while all five produce; two groups per topic plus a group MM2 never checkpoints on two topics) and
+``testbed.exact_drill.run_drill`` (burst, slow, mixed, transactions with aborts, a compacted topic, a producer's
+retry twins, groups behind the source's log start, and transactions through a second MM2 flow with exactly-once
+support; MM2 SIGKILLed and restarted while all of them produce; two groups per topic plus a group MM2 never
+checkpoints on two topics) and
 scores every (group, partition) under ``translation=checkpoint`` and ``translation=exact``. ``--mm2 default`` keeps
 MM2's defaults (its source consumer reads ``read_uncommitted``), ``advised`` follows the pre-flight audit
 (``primary.consumer.isolation.level=read_committed``), ``both`` runs each.
@@ -33,7 +35,7 @@ def one(mm2: str, run: int, args, root: Path) -> exact_drill.DrillResult:
     os.environ["MM2_FAILOVER_ARCHIVE"] = str(root / f"{mm2}-{run}" / "archive")
     with bed:
         return exact_drill.run_drill(bed, root / f"{mm2}-{run}" / "runs", per_partition=args.per_partition,
-                                     seed=args.seed + run, mm2=mm2)
+                                     seed=args.seed + run, mm2=mm2, eos_alias="eos")
 
 
 def main() -> int:

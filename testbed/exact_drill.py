@@ -18,7 +18,17 @@ to the replica partition (:func:`score`):
 
 The patterns: ``burst`` (three bursts), ``slow`` (one record per partition every 30 ms), ``mixed`` (random bursts and
 pauses), ``transactions`` (transactions of 10 records, every 4th aborted after its records reached the log),
-``compacted`` (a compacted topic, few keys, the source's log cleaner running every second).
+``compacted`` (a compacted topic, few keys, the source's log cleaner running every second), ``twins`` (a
+non-idempotent producer's retries: every 7th record written again, key, value, timestamp and all, one record later),
+``retention`` (mixed production; once MM2 copied it, DeleteRecords moves the source's log start past every group's
+position but the furthest one's: those groups' unread records are gone from the source, still on the replica) and,
+when the drill runs an exactly-once flow (``eos_alias``), ``exactly_once`` (transactions as above, replicated by a
+second MM2 flow with ``exactly.once.source.support=enabled``: commit markers - and, when it is killed, aborted
+copies - on the replica too; its offset syncs on the target).
+
+With content twins a payload is no longer unique: **lost** counts, per payload, the source records the group still
+had to read beyond the copies left at or after the planned offset (a consumer sees contents: two copies of a twin
+deliver both records).
 
 Used by ``bench/exact_drill.py`` (the README's table) and ``tests/integration/test_exact_drill.py`` (its targets).
 The checkpoints are decoded in Python here (the Spark job that computes them is tested on its own); the snapshot,
@@ -33,7 +43,7 @@ import re
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -43,8 +53,10 @@ from testbed import scenario
 
 log = logging.getLogger(__name__)
 
-PATTERNS = ("burst", "slow", "mixed", "transactions", "compacted")
+PATTERNS = ("burst", "slow", "mixed", "transactions", "compacted", "twins", "retention", "exactly_once")
 NON_TRANSACTIONAL = ("burst", "slow", "mixed")
+MAIN_FLOW = PATTERNS[:-1]  # exactly_once: replicated by the drill's exactly-once flow (eos_alias) only
+EOS_MM2 = {"backup.exactly.once.source.support": "enabled"}  # + <alias>.consumer.isolation.level=read_committed
 COMPACTED_CONFIG = {"cleanup.policy": "compact", "segment.ms": "500", "min.cleanable.dirty.ratio": "0.01",
                     "min.compaction.lag.ms": "0", "delete.retention.ms": "0"}
 # the source broker's cleaner looks for work every second (default 15 s), so that compaction happens during the drill
@@ -63,6 +75,7 @@ class Truth:
     offsets: dict[bytes, int]
     aborted: frozenset[bytes] = frozenset()
     present: frozenset[bytes] | None = None
+    twins: dict[bytes, tuple[int, ...]] = field(default_factory=dict)  # payloads written more than once: every offset
 
 
 class Score(NamedTuple):
@@ -74,17 +87,23 @@ class Score(NamedTuple):
 def score(planned: int, position: int, copies: list[tuple[int, bytes]], truth: Truth) -> Score:
     """Score resuming at replica offset ``planned`` for a group whose next source offset is ``position``, given every
     copy on the replica partition as ``(replica offset, payload)`` (see the module docstring)."""
-    after = [v for o, v in copies if o >= planned]
-    kept_after = set(after)
+    after = Counter(v for o, v in copies if o >= planned)
     re_read = phantom = 0
-    for v in after:
+    for v, n in after.items():
         if v in truth.aborted:
-            phantom += 1
+            phantom += n
+        elif v in truth.twins:
+            re_read += max(0, n - sum(1 for o in truth.twins[v] if o >= position))
         elif truth.offsets.get(v, position) < position:
-            re_read += 1
-    copied_next = {v for _o, v in copies if v not in truth.aborted and truth.offsets.get(v, -1) >= position
-                   and (truth.present is None or v in truth.present)}
-    return Score(lost=len(copied_next - kept_after), re_read=re_read, phantom=phantom)
+            re_read += n
+    copied = {v for _o, v in copies}
+    lost = 0
+    for v in copied:
+        if v in truth.aborted or (truth.present is not None and v not in truth.present):
+            continue
+        need = sum(1 for o in truth.twins.get(v, (truth.offsets.get(v, -1),)) if o >= position)
+        lost += max(0, need - after[v])
+    return Score(lost=lost, re_read=re_read, phantom=phantom)
 
 
 @dataclass
@@ -150,26 +169,36 @@ class TopicRun:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     present: dict[int, frozenset[bytes]] = field(default_factory=dict)
+    twins: dict[int, dict[bytes, list[int]]] = field(default_factory=lambda: defaultdict(dict))
 
     def truth(self, partition: int) -> Truth:
-        return Truth(dict(self.offsets[partition]), frozenset(self.aborted), self.present.get(partition))
+        return Truth(dict(self.offsets[partition]), frozenset(self.aborted), self.present.get(partition),
+                     {v: tuple(o) for v, o in self.twins[partition].items()})
 
     def delivered(self, err, msg) -> None:
         if err is None:
             with self.lock:
-                self.offsets[msg.partition()][msg.value()] = msg.offset()
+                p, v = msg.partition(), msg.value()
+                if v in self.offsets[p]:  # a twin: the same record written again
+                    self.twins[p].setdefault(v, [self.offsets[p][v]]).append(msg.offset())
+                    return
+                self.offsets[p][v] = msg.offset()
 
 
 def _producer(bootstrap: str, run: TopicRun):
     from confluent_kafka import Producer
 
     conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "log_level": 3}
-    if run.pattern == "transactions":
+    if run.pattern in TRANSACTIONAL:
         conf["transactional.id"] = f"drill-{run.topic}"
     p = Producer(conf)
-    if run.pattern == "transactions":
+    if run.pattern in TRANSACTIONAL:
         p.init_transactions(30)
     return p
+
+
+TRANSACTIONAL = ("transactions", "exactly_once")
+TWIN_EVERY = 7  # the twins pattern writes record i - 1 again right after record i when i % TWIN_EVERY == 4
 
 
 def produce(bootstrap: str, run: TopicRun, count: int, rng: random.Random) -> None:
@@ -180,14 +209,20 @@ def produce(bootstrap: str, run: TopicRun, count: int, rng: random.Random) -> No
     start, end = run.next_index, run.next_index + count
     run.next_index = end
 
+    stamp = int(time.time() * 1000)
+
     def send(indexes) -> list[bytes]:
         sent = []
         for i in indexes:
             for part in range(run.partitions):
                 v = scenario.payload(run.topic, part, i)
                 key = f"k{part}-{i % 12}".encode() if run.pattern == "compacted" else None
-                p.produce(run.topic, value=v, key=key, partition=part, on_delivery=run.delivered)
+                p.produce(run.topic, value=v, key=key, partition=part, on_delivery=run.delivered, timestamp=stamp + i)
                 sent.append(v)
+                if run.pattern == "twins" and i % TWIN_EVERY == 4 and i > start:
+                    # a retry of record i - 1 that reached the log after all: the same key, value and timestamp
+                    p.produce(run.topic, value=scenario.payload(run.topic, part, i - 1), partition=part,
+                              on_delivery=run.delivered, timestamp=stamp + i - 1)
             p.poll(0)
         return sent
 
@@ -204,14 +239,14 @@ def produce(bootstrap: str, run: TopicRun, count: int, rng: random.Random) -> No
             send([i])
             p.flush(30)
             time.sleep(0.03)
-    elif run.pattern in ("mixed", "compacted"):
+    elif run.pattern in ("mixed", "compacted", "twins", "retention"):
         while i < end:
             n = rng.randint(1, 40)
             send(range(i, min(end, i + n)))
             p.flush(30)
             i += n
             time.sleep(rng.choice((0, 0.02, 0.2, 0.5)))
-    elif run.pattern == "transactions":
+    elif run.pattern in TRANSACTIONAL:
         tx = 0
         while i < end:
             p.begin_transaction()
@@ -317,7 +352,7 @@ def _settled(read, what: str, quiet_s: float, timeout: float, ready=lambda v: Tr
             raise TimeoutError(f"{what} did not settle within {timeout:.0f}s")
 
 
-def plan_of(bed, folder: Path, groups: list[str], **params):
+def plan_of(bed, folder: Path, groups: list[str], checkpoints_topic: str | None = None, **params):
     """Snapshot + latest checkpoints (Python decoder) + the pipeline's plan, for ``groups``."""
     from mm2_failover import steps
     from mm2_failover.config import RunParams
@@ -330,25 +365,33 @@ def plan_of(bed, folder: Path, groups: list[str], **params):
     ctx = RunContext.from_cli(RunParams(drain_quiet_seconds=1, groups_regex=rx, accept_groups_without_checkpoints=True,
                                         **params), folder, confs, 15.0)
     steps.capture_snapshot(ctx)
-    cps = [c for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic).items() if k.group in groups]
-    scenario.write_latest(ctx.folder, cps)
+    cps = [c for k, c in scenario.read_checkpoints(target, checkpoints_topic or bed.checkpoints_topic).items()
+           if k.group in groups]
+    scenario.write_latest(ctx.folder, cps, params.get("source_alias", "primary"))
     return steps.make_plan(ctx), cps
 
 
 def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, seed: int = 16, mm2: str = "advised",
-              kill_mm2: bool = True) -> DrillResult:
+              kill_mm2: bool = True, eos_alias: str | None = None) -> DrillResult:
     """The drill on a started bed (see the module docstring). ``mm2`` only labels the result: the bed's MM2
     configuration decides (``ADVISED_MM2`` or MM2's defaults). The archive of offset syncs is wherever
-    ``$MM2_FAILOVER_ARCHIVE`` points (the caller gives each drill its own)."""
+    ``$MM2_FAILOVER_ARCHIVE`` points (the caller gives each drill its own). ``eos_alias``: also run the
+    ``exactly_once`` pattern through a second MM2 flow under that alias, with exactly-once support (``EOS_MM2``),
+    killed and restarted with the main one."""
     t0 = time.monotonic()
     rng = random.Random(seed)
     tag = uuid.uuid4().hex[:6]
     source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
     target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
-    runs = {pat: TopicRun(pat, f"drill-{pat}-{tag}", partitions) for pat in PATTERNS}
+    patterns = PATTERNS if eos_alias else MAIN_FLOW
+    runs = {pat: TopicRun(pat, f"drill-{pat}-{tag}", partitions) for pat in patterns}
     for r in runs.values():
         source.create_topic(r.topic, partitions, COMPACTED_CONFIG if r.pattern == "compacted" else None)
-    groups = {pat: [f"drill-{pat}-{tag}-g{i}" for i in range(2)] for pat in PATTERNS}
+    flow = {pat: (eos_alias if pat == "exactly_once" else bed.source_alias) for pat in patterns}
+    eos_mm2 = {**EOS_MM2, f"{eos_alias}.consumer.isolation.level": "read_committed"}
+    if eos_alias:
+        bed.start_extra_mm2(eos_alias, runs["exactly_once"].topic, eos_mm2)
+    groups = {pat: [f"drill-{pat}-{tag}-g{i}" for i in range(2)] for pat in patterns}
     ghosts = {pat: f"console-consumer-drill-{pat}-{tag}" for pat in ("burst", "transactions")}  # MM2 excludes them
     first, second = per_partition // 2, per_partition - per_partition // 2
 
@@ -367,8 +410,12 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
         if kill_mm2 and count == second:  # MM2 dies while every pattern is producing, and comes back
             time.sleep(1.0)
             bed.kill_mm2()
+            if eos_alias:  # its exactly-once flow too: its open transaction is aborted on the replica
+                bed.extra_mm2[-1].popen.kill()
             time.sleep(2.0)
             bed.start_mm2()
+            if eos_alias:
+                bed.start_extra_mm2(eos_alias, runs["exactly_once"].topic, eos_mm2)
         for t in threads:
             t.join()
         if errors:
@@ -392,33 +439,49 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
                                       {p: rng.randint(1, per_partition - 1) for p in range(partitions)})
 
     # MM2 has copied everything (the replica ends stop moving) and written its checkpoints (the topic stops growing)
-    replicas = {pat: f"{bed.source_alias}.{r.topic}" for pat, r in runs.items()}
+    replicas = {pat: f"{flow[pat]}.{r.topic}" for pat, r in runs.items()}
     rtps = [(rt, p) for rt in replicas.values() for p in range(partitions)]
+    plain = [pat for pat in patterns if pat not in TRANSACTIONAL and pat != "compacted"]
 
     def caught_up(ends) -> bool:
-        src = source.offsets([(runs[pat].topic, p) for pat in NON_TRANSACTIONAL for p in range(partitions)])
-        return all(ends.get((replicas[pat], p), 0) >= src[(runs[pat].topic, p)]
-                   for pat in NON_TRANSACTIONAL for p in range(partitions))
+        src = source.offsets([(runs[pat].topic, p) for pat in plain for p in range(partitions)])
+        return all(ends.get((replicas[pat], p), 0) >= src[(runs[pat].topic, p)] for pat in plain
+                   for p in range(partitions))
 
     _settled(lambda: target.offsets(rtps), "the replicas", 4.0, 120.0, caught_up)
-    cp_parts = target.partitions([bed.checkpoints_topic])
+    cp_topics = {f: f"{f}.checkpoints.internal" for f in set(flow.values())}
+    cp_parts = target.partitions(sorted(cp_topics.values()))
     _settled(lambda: target.offsets(cp_parts), "MM2's checkpoints", 5.0, 120.0)
 
     for r in runs.values():  # what the source holds now (read_committed: no aborted record; compaction done)
         got = source.records({(r.topic, p): (0, e) for (_t, p), e in
                               source.offsets([(r.topic, p) for p in range(partitions)]).items()}, timeout=120)
         r.present = {p: frozenset(x.value for x in recs) for (_t, p), recs in got.items()}
-    all_groups = sorted(g for _pat, g in positions)
+    retention = runs["retention"]
+    gone_by_retention = 0
+    for p in range(partitions):  # every group but the furthest one now behind the source's log start
+        ahead = sorted(pos[p] for (pat, _g), pos in positions.items() if pat == "retention")
+        start = ahead[-1] - 1 if len(ahead) > 1 else ahead[0]
+        if start > ahead[0]:
+            source.delete_records({(retention.topic, p): start})
+            gone_by_retention += start - ahead[0]
+    retention.present = {}  # gone from the source, still to be read by the groups behind: all of them count
     points: list[PointResult] = []
     copies = {tp: [(r.offset, r.value) for r in recs] for tp, recs in
               target.records({tp: (0, e) for tp, e in target.offsets(rtps).items()}, timeout=120).items()}
     plans = {}
-    for translation in ("checkpoint", "exact"):
-        plans[translation] = plan_of(bed, root / tag / translation, all_groups, translation=translation)
-    for translation, (plan, cps) in plans.items():
+    for f, cp_topic in sorted(cp_topics.items()):
+        mine = sorted(g for (pat, g) in positions if flow[pat] == f)
+        extra = {} if f == bed.source_alias else {"source_alias": f, "offset_syncs_location": "target"}
+        for translation in ("checkpoint", "exact"):
+            plans[(f, translation)] = plan_of(bed, root / tag / f / translation, mine, cp_topic,
+                                              translation=translation, **extra)
+    for (f, translation), (plan, cps) in plans.items():
         have_cp = {(c.group, c.partition) for c in cps}
         rows = {(r.group, r.topic, r.partition): r for r in plan.rows}
         for (pat, g), pos in positions.items():
+            if flow[pat] != f:
+                continue
             for p, u in pos.items():
                 rt = replicas[pat]
                 r = rows.get((g, rt, p))
@@ -431,9 +494,15 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     facts = {"mm2_killed": kill_mm2, "mm2_pid_before_kill": pid_before, "mm2_pid_after": bed.mm2.popen.pid,
              "records_per_partition": per_partition, "partitions": partitions,
              "copied_twice": {pat: sum(len(c) - len({v for _o, v in c}) for (rt, _p), c in copies.items()
-                                       if rt == replicas[pat]) for pat in PATTERNS},
+                                       if rt == replicas[pat]) for pat in patterns},
              "aborted_records": len(runs["transactions"].aborted),
-             "compacted_away_on_source": _compacted_away(runs["compacted"])}
+             "compacted_away_on_source": _compacted_away(runs["compacted"]),
+             "twins_written": sum(len(v) for v in runs["twins"].twins.values()),
+             "offsets_gone_by_retention": gone_by_retention,
+             "exactly_once_flow": eos_alias,
+             "replica_markers": {pat: sum(e - len(copies[(replicas[pat], p)]) for p, e in (
+                 (p, target.offsets([(replicas[pat], p)])[(replicas[pat], p)]) for p in range(partitions)))
+                 for pat in patterns if pat in TRANSACTIONAL}}
     for r in runs.values():
         r.producer = None  # its bed stops next: let it go now rather than retry a stopped broker
     log.info("drill %s done in %.0fs: %s", tag, time.monotonic() - t0, facts)

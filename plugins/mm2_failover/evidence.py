@@ -31,12 +31,16 @@ E6. **The lookup** (translate rule 7): the candidates are the copies of the next
     (its sync, or the drained ends) holds the source's records from the next record up to the anchor's, record for
     record: then a group starting there reads exactly what it would have read on the source. The last such wins.
 E7. **A superseded sync** (translate rule 1, copied again by a later MM2 history): the first copy still answers when
-    nothing better is proven, but under its own rule (``superseded_sync``) and with the re-reads it causes counted
-    from below (``position_at_least``: the later history's restart, where the group's next record really is at or
-    after - also said of every position left to MM2's checkpoint); where the target can tell, the
-    later copy is looked up by the content of the first one (the sync proves it is the record at ``U``) - the first
-    candidate only (E6: no source to anchor a later one), and only inside a range whose upper end proves that the
-    later history got past ``U`` (a sync above it, or the drained ends).
+    nothing better is proven - the first copy of a record is safe: every history that copied anything after it
+    copied it first -, but under its own rule (``superseded_sync``) and with the re-reads it causes counted from
+    below (``position_at_least``: the highest downstream offset of the syncs at or below ``U``, where the group's next
+    record really is at or after - also said of every position left to MM2's checkpoint) when replication finished;
+    on a drained partition (the source up, ``U`` below its log start) the later copy is looked up by the content of
+    the first one (the sync proves it is the record at ``U``), the first candidate only (E6: no source record to
+    anchor a later one). With the source lost neither is proven: MM2 may have died while re-copying, before the later
+    history re-reached where the earlier one had got, and records past that then have their only copies before the
+    later copy of ``U`` - MM2's own checkpoint skips them as well (the property test holds lost sources to that bar:
+    never lose a record MM2's checkpoint keeps).
 
 Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
 replica's span was read whole and is one to one (E4), and for the tail where the replica's last record is the
@@ -50,6 +54,7 @@ copies them (:func:`content_of`). The Kafka-backed :class:`RecordSource` (``kafk
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import struct
 from collections import defaultdict
@@ -131,14 +136,31 @@ class Read:
     def complete(self) -> bool:
         return self.status == COMPLETE
 
+    @functools.cached_property
+    def _offsets(self) -> list[int]:
+        return [r.offset for r in self.records]
+
+    @functools.cached_property
+    def _by_content(self) -> dict[Hashable, list[int]]:
+        out: dict[Hashable, list[int]] = defaultdict(list)
+        for r in self.records:
+            out[r.content].append(r.offset)
+        return out
+
     def span(self, lo: int, hi: int) -> list[Rec]:
         """The records at offsets ``lo..hi`` (both included)."""
-        offs = [r.offset for r in self.records]
+        offs = self._offsets
         return list(self.records[bisect.bisect_left(offs, lo):bisect.bisect_right(offs, hi)])
 
+    def copies(self, lo: int, hi: int, content: Hashable) -> list[int]:
+        """The offsets in ``lo..hi`` holding a record of this content (indexed once per read: many groups look up
+        their next record in the same bracket)."""
+        offs = self._by_content.get(content, [])
+        return offs[bisect.bisect_left(offs, lo):bisect.bisect_right(offs, hi)]
+
     def at(self, offset: int) -> Rec | None:
-        s = self.span(offset, offset)
-        return s[0] if s else None
+        i = bisect.bisect_left(self._offsets, offset)
+        return self.records[i] if i < len(self.records) and self.records[i].offset == offset else None
 
 
 Ranges = dict[TP, set[tuple[int, int]]]
@@ -194,13 +216,13 @@ def next_record(read: Read | None, position: int, log_end: int) -> Next:
     the source's end."""
     if not is_evidence(read):
         how = "not asked" if read is None else read.status + (f": {read.why}" if read.why else "")
-        return Next(False, why=f"the source's records after {position} were not read whole ({how})")
+        return Next(False, why=f"the source's next record was not read whole: {how}, after offset {position}")
     first = next((r for r in read.records if r.offset >= position), None)
     if first is not None:
         return Next(True, first)
     if read.hi >= log_end:
         return Next(True, None, nothing_after=True)
-    return Next(False, why=f"no record within {read.hi - position} offsets after {position}")
+    return Next(False, why=f"no next record within the scan: none in {read.hi - position} offsets after {position}")
 
 
 def one_to_one(read: Read | None, lo: int, hi: int) -> bool:
@@ -213,7 +235,7 @@ def one_to_one(read: Read | None, lo: int, hi: int) -> bool:
 
 def candidates(read: Read, lo: int, hi: int, content: Hashable) -> list[int]:
     """The offsets in ``[lo, hi]`` holding a copy of ``content``."""
-    return [r.offset for r in read.span(lo, hi) if r.content == content]
+    return read.copies(lo, hi, content)
 
 
 def first_copy_verified(read: Read | None, lo: int, at: int, content: Hashable) -> bool:
@@ -279,7 +301,7 @@ class _Case:
     translation: tr.Translation | tr.Unproven | None = None
     target_read: tuple | None = None  # key into the target reads
     first_copy_read: tuple | None = None  # E7: the superseded sync's record on the target
-    anchor_reads: dict = field(default_factory=dict)  # later candidate -> (target key, source key)
+    anchor_reads: dict = field(default_factory=dict)  # later candidate -> (target read, source read, anchor's d)
 
 
 def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], target: RecordSource,
@@ -326,8 +348,9 @@ def _read_next_records(cases: list[_Case], sources: Mapping[str, RecordSource | 
             u = c.want.position
             if below_log_start(u, start):
                 c.source_start = start
-                c.next = Next(False, why=f"the group's position {u} is below the source's log start {start}: "
-                                         f"{start - u} record offset(s) it had not read are gone from the source")
+                c.next = Next(False, why=f"below the source's log start: the group's position {u}, the log start "
+                                         f"{start} ({start - u} record offset(s) it had not read are gone from the "
+                                         "source)")
             elif u >= end:
                 c.next = Next(True, None, nothing_after=True)
             else:
@@ -338,18 +361,23 @@ def _read_next_records(cases: list[_Case], sources: Mapping[str, RecordSource | 
                 c.next = next_record(reads.get(keys[id(c)]), c.want.position, bounds[c.want.source_tp][1])
 
 
-def _upper(t: tr.Translation | tr.Unproven, w: Want) -> int | None:
-    """The highest target offset a translation's evidence spans (its bracket's upper sync, or the drained replica's
-    last record), or None when it has no upper end."""
-    if isinstance(t, tr.Translation):
-        lo, hi = t.bracket
-        if hi is not None:
-            return hi.downstream
-        return w.drained[1] - 1 if w.drained is not None else None
-    lo, hi = t.bracket
-    if hi is None:
-        return None
-    return hi.downstream - 1 if t.drained_tail else hi.downstream
+def _anchor(t: tr.Translation | tr.Unproven, w: Want) -> tuple[int, int] | None:
+    """(source offset, replica offset) of the record a translation's evidence range ends on: its upper sync, or the
+    drained partition's last offsets (source end - 1, replica end - 1); None when the range has no upper end."""
+    hi = t.bracket[1]
+    if isinstance(t, tr.Unproven) and t.drained_tail:
+        return hi.upstream - 1, hi.downstream - 1
+    if hi is not None:
+        return hi.upstream, hi.downstream
+    if isinstance(t, tr.Translation) and w.drained is not None:
+        return w.drained[0] - 1, w.drained[1] - 1
+    return None
+
+
+def _top(t: tr.Translation | tr.Unproven, w: Want) -> int | None:
+    """The highest replica offset of the evidence range (see :func:`_anchor`)."""
+    a = _anchor(t, w)
+    return None if a is None else a[1]
 
 
 def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int]]) -> None:
@@ -364,22 +392,20 @@ def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int
 
     if c.next.nothing_after or (isinstance(t, tr.Translation) and t.rule == tr.EXACT_SYNC):
         return
-    lo, top = t.bracket[0], _upper(t, w)
+    lo, top = t.bracket[0], _top(t, w)
     if lo is None or top is None:
         return
     if isinstance(t, tr.Translation):
         c.target_read = read(lo.downstream, max(top, t.downstream))
     elif c.next.record is not None:
         c.target_read = read(lo.downstream, top)
-    elif t.superseded is not None and _later_history_passed(t, w):
+    elif t.superseded is not None and t.bracket[1] is not None and w.drained is not None:
+        # E7: replication finished (drained) and the range's upper end proves that the later history copied past U:
+        # only then is the record at U copied inside the range - and every record after U after it. With the source
+        # lost, MM2 may have died while re-copying, before the later history re-reached where the earlier one got:
+        # records past that have their only copies before the later copy of U
         c.target_read = read(lo.downstream, top)
         c.first_copy_read = read(t.superseded.downstream, t.superseded.downstream)
-
-
-def _later_history_passed(t: tr.Unproven, w: Want) -> bool:
-    """E7: the range's upper end proves that the later MM2 history copied past ``U`` (a sync above it, or the drained
-    ends): only then is the record at ``U`` copied inside the range."""
-    return t.bracket[1] is not None
 
 
 def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
@@ -391,7 +417,7 @@ def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
     if not is_evidence(read):
         return
     lo = t.bracket[0].downstream
-    top = _upper(t, w)
+    top = _top(t, w)
     cands = candidates(read, lo, top, nxt.content)
     anchor = _anchor(t, w)
     if len(cands) < 2 or anchor is None:
@@ -400,19 +426,6 @@ def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
     s_key = want_range(s_ranges[w.alias], w.source_tp, nxt.offset, anchor_u + 1)
     for cand in cands[1:]:
         c.anchor_reads[cand] = (c.target_read, s_key, anchor_d)
-
-
-def _anchor(t: tr.Translation | tr.Unproven, w: Want) -> tuple[int, int] | None:
-    """(source offset, replica offset) of the record the range ends on: its upper sync, or the drained partition's
-    last offsets."""
-    hi = t.bracket[1]
-    if isinstance(t, tr.Unproven) and t.drained_tail:
-        return hi.upstream - 1, hi.downstream - 1
-    if hi is not None:
-        return hi.upstream, hi.downstream
-    if w.drained is not None:
-        return w.drained[0] - 1, w.drained[1] - 1
-    return None
 
 
 def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
@@ -425,7 +438,7 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
     elif isinstance(t, tr.Translation) and t.rule == tr.EXACT_SYNC:
         ev = tr.Evidence(t)
     elif isinstance(t, tr.Translation):
-        lo, top = t.bracket[0].downstream, _upper(t, w)
+        lo, top = t.bracket[0].downstream, _top(t, w)
         if nxt.record is not None:  # E5, else E6 in the span read
             ok = first_copy_verified(read, lo, t.downstream, nxt.record.content)
             ev = tr.Evidence(t, verified=ok, lookup=None if ok else _lookup(c, read, s_reads))
@@ -438,7 +451,7 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
         rec = first.at(t.superseded.downstream) if t.superseded is not None and is_evidence(first) else None
         found = None
         if rec is not None and is_evidence(read):
-            found = choose_copy(candidates(read, t.bracket[0].downstream, _upper(t, w), rec.content), [])
+            found = choose_copy(candidates(read, t.bracket[0].downstream, _top(t, w), rec.content), [])
         ev = tr.Evidence(t, lookup=found)
     answer = tr.decide(ev)
     at_least = None
@@ -456,7 +469,7 @@ def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> int | None:
     t, w, nxt = c.translation, c.want, c.next.record
     if not is_evidence(read) or t.bracket[0] is None:
         return None
-    top = _upper(t, w)
+    top = _top(t, w)
     if top is None:
         return None
     cands = candidates(read, t.bracket[0].downstream, top, nxt.content)

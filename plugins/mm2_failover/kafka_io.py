@@ -782,6 +782,15 @@ def _unb64(x: str) -> str:
     return base64.b64decode(x).decode()
 
 
+JAVA_WINDOW = 1000  # groups per window of the Java helper (KafkaOffsets.WINDOW)
+
+
+def java_call_timeout(timeout_s: float, groups: int) -> float:
+    """The Java helper's process timeout: its own deadline (one timeout, and one more per window of groups: a
+    stalled cluster costs that, not one timeout per group) plus a minute to start the JVM and compile the helper."""
+    return 60 + timeout_s * (1 + -(-max(0, groups) // JAVA_WINDOW))
+
+
 def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int) -> list[list[str]]:
     """Run ``jvm/KafkaOffsets.java`` (Java 11+ runs a one-file program from source) in ``mode`` (commit | read) with
     the cluster's settings translated to the Java client's, in a 0600 file of this user's private folder (removed
@@ -813,7 +822,7 @@ def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int
         src = Path(__file__).with_name("jvm") / "KafkaOffsets.java"
         r = subprocess.run([java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", java_kafka_classpath(), str(src),
                             mode, str(props), str(rows)], capture_output=True, text=True,
-                           timeout=60 + cluster.timeout * max(1, items))
+                           timeout=java_call_timeout(cluster.timeout, items))
     finally:
         props.unlink(missing_ok=True)
         rows.unlink(missing_ok=True)

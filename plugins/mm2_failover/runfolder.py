@@ -76,15 +76,8 @@ def age_seconds(iso: str | None, now: datetime | None = None) -> float | None:
     return round(((now or datetime.now(timezone.utc)) - t).total_seconds(), 1)
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """Flush a file, or a folder's entries, to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -95,17 +88,17 @@ def fsync_file(path: Path) -> None:
 def durable_rename(tmp: Path, final: Path) -> None:
     """Move a fully written ``tmp`` to ``final`` durably: the data on disk first, then the rename, then the folder
     (a manifest written after this never names a file a host crash could leave empty)."""
-    fsync_file(tmp)
+    fsync_path(tmp)
     os.replace(tmp, final)
-    _fsync_dir(final.parent)
+    fsync_path(final.parent)
 
 
 def fsync_tree(root: Path) -> None:
     """Every file under ``root``, then every folder, deepest first (files another process wrote, e.g. Spark's)."""
     for d, _dirs, files in sorted(os.walk(root), key=lambda x: -x[0].count(os.sep)):
         for f in files:
-            fsync_file(Path(d) / f)
-        _fsync_dir(Path(d))
+            fsync_path(Path(d) / f)
+        fsync_path(Path(d))
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -117,7 +110,7 @@ def write_bytes(path: Path, data: bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -180,7 +180,7 @@ class StateRoot:
         """Complete ``staging`` with its ``version.json``, rename it into place, point ``CURRENT.json`` at it, and
         prune versions beyond the newest :attr:`keep` and staging folders left by crashed refreshes."""
         from mm2_failover import faults
-        from mm2_failover.runfolder import _fsync_dir, write_json
+        from mm2_failover.runfolder import fsync_path, write_json
 
         from mm2_failover.runfolder import fsync_tree
 
@@ -194,7 +194,7 @@ class StateRoot:
             shutil.rmtree(staging)
         else:
             os.rename(staging, final)
-            _fsync_dir(self.dir)
+            fsync_path(self.dir)
         faults.hit("state.before_current")
         self.point_at(name, meta)
         return final

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -423,18 +424,41 @@ class Exact:
     source_position: int  # the group's position on the source it translates
 
 
-def _sync_indexes(alias: str, end: dict[int, int] | None = None) -> tuple[dict, list[str]]:
-    """(source topic, partition) -> :class:`~mm2_failover.translate.SyncIndex` of ``alias``'s archived syncs (those
-    below ``end`` per sync-topic partition, when given), and the archive files that could not be read."""
-    from mm2_failover import translate as tr
-    from mm2_failover.config import archive_root
-    from mm2_failover.syncs import SyncArchive, index_rows
+PROVE_SYNCS = 2_000_000  # syncs whose partitions' indexes are built and positions proven at a time (~100 MB)
 
-    got = SyncArchive(archive_root(), alias).read()
-    rows = got.rows
-    if end is not None:
-        rows = [r for r in rows if r["sync_offset"] < end.get(r["sync_partition"], 0)]
-    return {tp: tr.SyncIndex(v) for tp, v in index_rows(rows).items()}, got.unreadable
+
+def prove_chunks(sizes: list[tuple[object, int]], budget: int = PROVE_SYNCS) -> list[list]:
+    """Partitions (with their sync counts) cut into consecutive chunks of at most ``budget`` syncs (a partition larger
+    than that is a chunk of its own)."""
+    out: list[list] = []
+    total = budget
+    for key, n in sizes:
+        if total + n > budget and out and out[-1]:
+            out.append([])
+            total = 0
+        elif not out:
+            out.append([])
+            total = 0
+        out[-1].append(key)
+        total += n
+    return out
+
+
+def _archived_syncs(alias: str, wanted: set[TP], end: dict[int, int] | None = None) -> tuple[dict, list[str]]:
+    """(source topic, partition) -> its archived syncs as (upstream, downstream) arrays, for the wanted partitions of
+    ``alias`` (those below ``end`` per sync-topic partition, when given), and the archive files that could not be
+    read."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive
+
+    return SyncArchive(archive_root(), alias).partition_syncs(wanted, end)
+
+
+def _index(raw: dict, tp: TP):
+    from mm2_failover import translate as tr
+
+    got = raw.pop(tp, None)  # built once, when its positions are proven; the arrays go with it
+    return None if got is None else tr.SyncIndex.from_arrays(*got)
 
 
 def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str], dict]:
@@ -456,33 +480,46 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         for (a, rt, p), commit in commits.items():
             if not ctx.policies[a].is_home_topic(rt):  # failing back: home_translations
                 want[(a, g, rt, p)] = commit.offset
-    indexes: dict[str, dict] = {}
+    raw: dict[str, dict] = {}
     for alias in sorted({a for a, *_ in want}):
         info = snap.syncs.get(alias) or {}
         if not info.get("topic"):
             notes.append(f"alias {alias}: no offset syncs ({info.get('why', 'not captured')}): MM2's checkpoints are "
                          "used as they are")
             continue
-        idx, unreadable = _sync_indexes(alias, {int(p): int(o) for p, o in (info.get("end") or {}).items()})
+        parts = {(ctx.policies[a].source_topic(rt), p) for a, _g, rt, p in want if a == alias}
+        got, unreadable = _archived_syncs(alias, parts, {int(p): int(o) for p, o in (info.get("end") or {}).items()})
         if unreadable:
             notes.append(f"WARNING: alias {alias}: {len(unreadable)} file(s) of the offset-sync archive cannot be read "
                          f"({'; '.join(unreadable[:3])}): exact translation is off for this alias, MM2's checkpoints "
                          "are used as they are. Restore or delete the file(s) named (the archive is re-read from "
                          "MM2's topic where it still holds them).")
             continue
-        indexes[alias] = idx
-    wants = []
+        raw[alias] = got
+    by_part: dict[tuple, list] = defaultdict(list)
     for (a, g, rt, p), u in want.items():
         st = ctx.policies[a].source_topic(rt)
-        idx = indexes.get(a, {}).get((st, p))
-        if idx is None:
-            continue
-        state = snap.sources[a]
-        drained = None
-        if state.reachable and state.end_offsets and (st, p) in state.end_offsets and (rt, p) in snap.replica_end:
-            drained = (state.end_offsets[(st, p)], snap.replica_end[(rt, p)])  # captured after the drain check
-        wants.append(evidence.Want((a, g, rt, p), a, (st, p), (rt, p), u, idx, drained, snap.replica_start.get((rt, p))))
-    outcomes = evidence.prove(wants, {a: ctx.source(a) for a in {w.alias for w in wants}}, ctx.target)
+        if (st, p) in raw.get(a, {}):
+            by_part[(a, st, p)].append(((a, g, rt, p), u))
+    sources = {a: ctx.source(a) for a in raw}
+    outcomes: dict = {}
+    chunks = prove_chunks([(k, raw[k[0]].rows(k[1:])) for k in sorted(by_part)])
+    done = 0
+    for chunk in chunks:  # a chunk of partitions' indexes at a time
+        wants = []
+        for a, st, p in chunk:
+            idx = _index(raw[a], (st, p))
+            for (key, u) in by_part[(a, st, p)]:
+                rt = key[2]
+                state = snap.sources[a]
+                drained = None
+                if state.reachable and state.end_offsets and (st, p) in state.end_offsets and (rt, p) in snap.replica_end:
+                    drained = (state.end_offsets[(st, p)], snap.replica_end[(rt, p)])  # captured after the drain check
+                wants.append(evidence.Want(key, a, (st, p), (rt, p), u, idx, drained, snap.replica_start.get((rt, p))))
+        outcomes.update(evidence.prove(wants, sources, ctx.target))
+        done += len(chunk)
+        if len(chunks) > 1:
+            log.info("exact translation: %d/%d partition(s) proven", done, len(by_part))
     out = {}
     at_least = {}
     gone: dict[tuple, tuple[int, int]] = {}
@@ -530,7 +567,8 @@ def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict,
             if ctx.policies[a].is_home_topic(rt)}
     if not home or not want:
         return {}, []
-    indexes, unreadable = _sync_indexes(home)
+    raw, unreadable = _archived_syncs(home, {(rt, p) for _a, _g, rt, p in want})
+    indexes = {tp: _index(raw, tp) for tp in list(raw)}
     notes: list[str] = []
     if unreadable:
         notes.append(f"WARNING: failing back: {len(unreadable)} file(s) of alias {home}'s offset-sync archive cannot "

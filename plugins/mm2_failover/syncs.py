@@ -240,8 +240,19 @@ class TopicArchive:
         """Every archived record that could be read (see :meth:`read`)."""
         return self.read().rows
 
+    def files(self) -> tuple[list[Path], list[str]]:
+        """The files the manifest names (current segment), and why it could not be read (empty: it could)."""
+        try:
+            m = self.manifest()
+        except RunFolderError as e:
+            return [], [f"{self.manifest_path}: {e}"]
+        return [self.dir / f for v in (m.get("partitions") or {}).values() for f in v.get("files", [])], []
+
     def archived_to(self) -> dict[int, int]:
         return {int(p): int(v.get("archived_to", 0)) for p, v in (self.manifest().get("partitions") or {}).items()}
+
+
+SPILL_ROWS = 4_000_000  # archived syncs above which the columns read are spilled per partition (64 MB in memory)
 
 
 class SyncArchive(TopicArchive):
@@ -250,6 +261,126 @@ class SyncArchive(TopicArchive):
     kind = "offset-syncs"
     partition_column = "sync_partition"
     reader = staticmethod(read_syncs)
+
+    def partition_syncs(self, wanted: Iterable[TP] | None = None, end: dict[int, int] | None = None,
+                        batch_rows: int = 1 << 20, spill_rows: int = SPILL_ROWS) -> tuple["SyncColumns", list[str]]:
+        """The syncs of each wanted source partition (all: ``None``) as two int64 arrays ``(upstream, downstream)``,
+        from the records below ``end`` per sync-topic partition (when given), and the files that could not be read.
+        Columnar and streaming: each file is read a batch of ``batch_rows`` rows at a time, six columns, and only the
+        wanted partitions' two offsets are kept (16 bytes a sync; no Python object per sync) - in memory, or, for an
+        archive of more than ``spill_rows`` records, in a spill file per partition, read back when its index is built
+        (:class:`SyncColumns`: memory bounded by a batch and the partitions proven at a time)."""
+        import numpy as np
+        import pyarrow.parquet as pq
+
+        files, bad = self.files()
+        want = None if wanted is None else set(wanted)
+        total = sum(self.archived_to().values()) if not bad else 0
+        out = SyncColumns(spill=total > spill_rows)
+        cols = ["sync_partition", "sync_offset", "topic", "partition", "upstream", "downstream"]
+        for path in files:
+            try:
+                for b in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=cols):
+                    _keep_batch(b, want, end, out, np)
+            except Exception as e:  # noqa: BLE001 - a truncated or missing file: named, never a failed failover
+                bad.append(f"{path}: {type(e).__name__}: {e}")
+        for u in bad:
+            log.warning("%s archive of alias %s: cannot read %s", self.kind, self.alias, u)
+        return out, bad
+
+
+class SyncColumns:
+    """(source topic, partition) -> its syncs' (upstream, downstream) int64 arrays, appended batch by batch, held in
+    memory or in one spill file per partition (raw int64 pairs in a private temporary folder, removed with the object
+    or when the last partition was taken). :meth:`pop` hands a partition's arrays over once."""
+
+    def __init__(self, spill: bool = False):
+        import tempfile
+        import weakref
+
+        self._mem: dict[TP, list] = defaultdict(list)
+        self._files: dict[TP, Path] = {}
+        self._rows: dict[TP, int] = defaultdict(int)
+        self._dir = Path(tempfile.mkdtemp(prefix="mm2-failover-syncs-")) if spill else None
+        if self._dir is not None:
+            self._cleanup = weakref.finalize(self, _remove_tree, self._dir)
+
+    def rows(self, tp: TP) -> int:
+        """How many syncs ``tp`` holds (not yet popped)."""
+        return self._rows.get(tp, 0)
+
+    def append(self, tp: TP, up, down) -> None:
+        self._rows[tp] += len(up)
+        if self._dir is None:
+            self._mem[tp].append((up, down))
+            return
+        import numpy as np
+
+        path = self._files.setdefault(tp, self._dir / f"p{len(self._files)}.bin")
+        with open(path, "ab") as f:
+            f.write(np.column_stack((up, down)).astype(np.int64).tobytes())
+
+    def __contains__(self, tp) -> bool:
+        return tp in self._mem or tp in self._files
+
+    def __iter__(self):
+        return iter(sorted(set(self._mem) | set(self._files)))
+
+    def __len__(self) -> int:
+        return len(set(self._mem) | set(self._files))
+
+    def pop(self, tp: TP, default=None):
+        import numpy as np
+
+        self._rows.pop(tp, None)
+        if tp in self._mem:
+            cs = self._mem.pop(tp)
+            return np.concatenate([c[0] for c in cs]), np.concatenate([c[1] for c in cs])
+        if tp in self._files:
+            path = self._files.pop(tp)
+            pairs = np.fromfile(path, dtype=np.int64).reshape(-1, 2)
+            path.unlink()
+            if not self._files and self._dir is not None:
+                self._cleanup()
+            return pairs[:, 0].copy(), pairs[:, 1].copy()
+        return default
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _keep_batch(b, want, end, out: SyncColumns, np) -> None:
+    """Append to ``out`` the (upstream, downstream) of the batch's rows of wanted partitions below ``end``."""
+    import pyarrow.compute as pc
+
+    sp = b.column("sync_partition").to_numpy(zero_copy_only=False)
+    keep = np.ones(len(sp), dtype=bool)
+    if end is not None:
+        ends = np.array([end.get(int(q), 0) for q in range(int(sp.max()) + 1)] if len(sp) else [], dtype=np.int64)
+        keep &= b.column("sync_offset").to_numpy(zero_copy_only=False) < ends[sp]
+    topics = pc.dictionary_encode(b.column("topic"))
+    names = topics.dictionary.to_pylist()
+    t_idx = topics.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    part = b.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)
+    width = int(part.max()) + 1 if len(part) else 1
+    key = t_idx * width + part
+    if want is not None:
+        ok = np.array([(names[k // width], int(k % width)) in want for k in range(len(names) * width)], dtype=bool)
+        keep &= ok[key]
+    if not keep.any():
+        return
+    key, up, down = key[keep], b.column("upstream").to_numpy(zero_copy_only=False)[keep], \
+        b.column("downstream").to_numpy(zero_copy_only=False)[keep]
+    order = np.argsort(key, kind="stable")
+    key, up, down = key[order], up[order], down[order]
+    keys, starts = np.unique(key, return_index=True)
+    bounds = list(starts) + [len(key)]
+    for i, k in enumerate(keys):
+        a, z = bounds[i], bounds[i + 1]
+        out.append((names[int(k) // width], int(k) % width), up[a:z].astype(np.int64), down[a:z].astype(np.int64))
 
 
 class CheckpointArchive(TopicArchive):

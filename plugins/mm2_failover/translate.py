@@ -60,10 +60,11 @@ from its upstream span - as any such seam does - is refused by rule 2.
 
 from __future__ import annotations
 
-import bisect
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import numpy as np
 
 EXACT_SYNC = "exact_sync"
 BRACKET = "gap_free_bracket"
@@ -96,52 +97,66 @@ class Unproven:
 
 
 class SyncIndex:
-    """The syncs of one source partition, sorted by upstream offset (duplicates and re-emissions kept once each)."""
+    """The syncs of one source partition, sorted by upstream offset (duplicates and re-emissions kept once each).
 
-    def __init__(self, syncs: Iterable[Sync | tuple[int, int]]):
-        self.syncs: list[Sync] = sorted({s if isinstance(s, Sync) else Sync(*s) for s in syncs})
-        # built once, so that every lookup is a few bisections (a partition's archive holds many syncs, and every
-        # group of it looks one up): ``_prefix_top[i]`` the sync of syncs[:i] with the highest downstream (the first
-        # such); ``_run_end[i]`` where the run of non-decreasing downstream offsets holding syncs[i] ends (a run: one
-        # MM2 history; a new one starts at every restart's seam); the same syncs by downstream offset, and
-        # ``_floor_at[j]`` the one of by_d[:j] with the highest upstream
-        n = len(self.syncs)
-        self._ups = [s.upstream for s in self.syncs]
-        self._downs = [s.downstream for s in self.syncs]
-        self._prefix_top: list[Sync | None] = [None] * (n + 1)
-        for i, x in enumerate(self.syncs):
-            top = self._prefix_top[i]
-            self._prefix_top[i + 1] = x if top is None or x.downstream > top.downstream else top
-        self._run_end = [n] * n
-        for i in range(n - 2, -1, -1):
-            self._run_end[i] = self._run_end[i + 1] if self._downs[i] <= self._downs[i + 1] else i + 1
-        self._by_d = sorted(self.syncs, key=lambda x: (x.downstream, x.upstream))
-        self._by_d_downs = [x.downstream for x in self._by_d]
-        self._floor_at: list[Sync | None] = [None] * (n + 1)
-        for j, x in enumerate(self._by_d):
-            f = self._floor_at[j]
-            self._floor_at[j + 1] = x if f is None or x.upstream > f.upstream else f
+    Built with numpy from the syncs' two columns (:meth:`from_arrays`, what the archive reader hands over: no Python
+    object per sync), so that a partition's 100k syncs cost a few MB and a few milliseconds; every lookup is a few
+    bisections (``searchsorted``) over arrays built once, and only the syncs an answer names become :class:`Sync`."""
+
+    def __init__(self, syncs: Iterable[Sync | tuple[int, int]] = ()):
+        pairs = [(s.upstream, s.downstream) if isinstance(s, Sync) else (int(s[0]), int(s[1])) for s in syncs]
+        a = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        self._build(a[:, 0], a[:, 1])
+
+    @classmethod
+    def from_arrays(cls, upstream, downstream) -> "SyncIndex":
+        """From the upstream and downstream columns (any order, duplicates allowed)."""
+        idx = cls.__new__(cls)
+        idx._build(np.asarray(upstream, dtype=np.int64), np.asarray(downstream, dtype=np.int64))
+        return idx
+
+    def _build(self, up, down) -> None:
+        # the unique syncs sorted by (upstream, downstream); then, built once, so that every lookup is a few
+        # bisections (a partition's archive holds many syncs, and every group of it looks one up): ``_prefix_top[i]``
+        # the index of the sync of syncs[:i] with the highest downstream (the first such; -1: none); the same syncs
+        # by (downstream, upstream), and ``_floor_at[j]`` the index of the one of by_d[:j] with the highest upstream
+        if len(up):
+            pairs = np.unique(np.stack([up, down], axis=1), axis=0)
+            up, down = pairs[:, 0].copy(), pairs[:, 1].copy()
+        self._ups, self._downs = up, down
+        n = len(up)
+        self._prefix_top = np.concatenate([[-1], _first_max_index(down)]) if n else np.array([-1])
+        order = np.lexsort((up, down))
+        self._by_d_downs, self._by_d_ups = down[order], up[order]
+        self._floor_at = np.concatenate([[-1], _first_max_index(self._by_d_ups)]) if n else np.array([-1])
+
+    def _sync(self, i) -> Sync:
+        return Sync(int(self._ups[i]), int(self._downs[i]))
+
+    @property
+    def syncs(self) -> list[Sync]:
+        return [self._sync(i) for i in range(len(self._ups))]
 
     def __len__(self) -> int:
-        return len(self.syncs)
+        return len(self._ups)
 
     def translate(self, upstream: int, drained: tuple[int, int] | None = None,
                   replica_start: int | None = None) -> Translation | Unproven:
         """The replica offset of the source record at ``upstream`` (rules 1-3), or why not (rule 4) with the range a
         lookup searches (rule 7). ``drained``: the (source end, replica end) offsets once replication is finished,
         if known; ``replica_start``: the replica's log start (the search's floor below the first sync)."""
-        i = bisect.bisect_right(self._ups, upstream)  # syncs[:i] have upstream <= U
-        first = bisect.bisect_left(self._ups, upstream)
+        i = int(np.searchsorted(self._ups, upstream, side="right"))  # syncs[:i] have upstream <= U
+        first = int(np.searchsorted(self._ups, upstream, side="left"))
         if first < i:
             # the first copy of U MM2 recorded (the lowest downstream: the first in the sorted syncs) ...
-            s = self.syncs[first]
-            if self._prefix_top[i].downstream <= s.downstream:
+            s = self._sync(first)
+            if self._downs[self._prefix_top[i]] <= s.downstream:
                 return Translation(s.downstream, EXACT_SYNC, (s, None))
             # ... copied again by a later history that started at or before U: look for the last copy (rule 7)
             u = self.search_range(upstream, i, drained, replica_start)
             return Unproven(u.bracket, u.drained_tail, superseded=s)
-        lo = self.syncs[i - 1] if i else None
-        hi = self.syncs[i] if i < len(self.syncs) else None
+        lo = self._sync(i - 1) if i else None
+        hi = self._sync(i) if i < len(self._ups) else None
         if lo is not None and hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream \
                 and hi.downstream >= lo.downstream:
             return Translation(lo.downstream + (upstream - lo.upstream), BRACKET, (lo, hi))
@@ -159,11 +174,12 @@ class SyncIndex:
         the range starts at the highest such ``d``. It ends at the lowest sync above ``upstream`` copied after that
         start (its history, or an earlier one, copied the record before it); past every sync, at the drained
         replica's end; below the first sync it starts at the replica's log start."""
-        lo = self._prefix_top[i]
+        top = self._prefix_top[i]
+        lo = self._sync(top) if top >= 0 else None
         if lo is None and replica_start is not None:
             lo = Sync(0, replica_start)
         floor = lo.downstream if lo is not None else -1
-        hi = self._lowest_above(i, floor)
+        hi = self._lowest_above(floor)
         if hi is not None:
             return Unproven((lo, hi))
         if drained is not None and upstream <= drained[0]:
@@ -172,28 +188,24 @@ class SyncIndex:
         return Unproven((lo, None))
 
     def copy_at_least(self, upstream: int, drained: tuple[int, int] | None = None) -> int | None:
-        """A proven lower bound on where a group at ``upstream`` should resume (the latest copy of its next record):
-        the highest downstream offset of the syncs at or below it - MM2 copies the record after that sync, in its
-        history or a later one - provided some history got past ``upstream`` (a sync above it copied later, or the
-        partition drained); None otherwise. What the report counts re-reads from where it cannot count them exactly."""
-        i = bisect.bisect_right(self._ups, upstream)
-        lo = self._prefix_top[i]
-        if lo is None:
+        """A proven lower bound on where a group at ``upstream`` should resume, on a drained partition: the highest
+        downstream offset of the syncs at or below it. MM2 copies in order and every history restarts at or before
+        where the last one stopped, so once replication finished every record from that sync's on has a copy after
+        it. None when not drained (MM2 may have died while re-copying: records past its reach then have their only
+        copies earlier) or without such a sync. What the report counts re-reads from where it cannot count them
+        exactly."""
+        if drained is None or upstream >= drained[0]:
             return None
-        passed = self._lowest_above(i, lo.downstream) is not None or (drained is not None and upstream < drained[0])
-        return lo.downstream if passed else None
+        top = self._prefix_top[int(np.searchsorted(self._ups, upstream, side="right"))]
+        return None if top < 0 else int(self._downs[top])
 
-    def _lowest_above(self, i: int, floor: int) -> Sync | None:
-        """The sync of syncs[i:] with the lowest downstream offset above ``floor`` (the first such), or None: one
-        bisection per run of non-decreasing downstream offsets from ``i`` on (one per MM2 history)."""
-        best = None
-        while i < len(self.syncs):
-            end = self._run_end[i]
-            j = bisect.bisect_right(self._downs, floor, lo=i, hi=end)
-            if j < end and (best is None or self._downs[j] < best.downstream):
-                best = self.syncs[j]
-            i = end
-        return best
+    def _lowest_above(self, floor: int) -> Sync | None:
+        """The sync with the lowest downstream offset above ``floor`` (the lowest upstream among equals), or None.
+        Every caller's ``floor`` is the highest downstream offset of the syncs at or below its upstream offset U (or
+        below all of them): every sync past it is above U, so this is "the lowest sync above U copied after
+        ``floor``" - one bisection in the downstream order, however many MM2 histories interleave."""
+        j = int(np.searchsorted(self._by_d_downs, floor, side="right"))
+        return self._by_d(j) if j < len(self._by_d_downs) else None
 
     def back(self, downstream: int, replica_end: int | None = None) -> Back | None:
         """Failing back (rules 8-9): the origin offset at which a group that consumed this replica up to
@@ -207,17 +219,20 @@ class SyncIndex:
         # after an MM2 restart the group may have read a record's first copy beyond D's: the floor can be higher
         return proven if proven is not None and proven.upstream >= floor.upstream else floor
 
+    def _by_d(self, j) -> Sync:
+        return Sync(int(self._by_d_ups[j]), int(self._by_d_downs[j]))
+
     def _back_proven(self, downstream: int, replica_end: int | None) -> Back | None:
-        by_d = self._by_d
-        first = bisect.bisect_left(self._by_d_downs, downstream)
-        if first < len(by_d) and by_d[first].downstream == downstream:
+        n = len(self._by_d_downs)
+        first = int(np.searchsorted(self._by_d_downs, downstream, side="left"))
+        if first < n and self._by_d_downs[first] == downstream:
             # a copy at D (the lowest upstream of them): the record the group reads next is the origin's record at u
-            s = by_d[first]
+            s = self._by_d(first)
             return Back(s.upstream, EXACT_SYNC, (s, None))
         # the bracket of D in the downstream order; syncs of one history are increasing in both offsets
-        j = bisect.bisect_right(self._by_d_downs, downstream)
-        lo = by_d[j - 1]
-        hi = by_d[j] if j < len(by_d) else None
+        j = int(np.searchsorted(self._by_d_downs, downstream, side="right"))
+        lo = self._by_d(j - 1)
+        hi = self._by_d(j) if j < n else None
         if hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream and hi.upstream > lo.upstream:
             return Back(lo.upstream + (downstream - lo.downstream), BRACKET, (lo, hi))
         if hi is None and replica_end is not None and lo.downstream < replica_end and downstream <= replica_end:
@@ -226,8 +241,18 @@ class SyncIndex:
 
     def floor(self, downstream: int) -> Back | None:
         """Rule 9: the highest upstream offset of the syncs at or below ``downstream`` (None: no such sync)."""
-        f = self._floor_at[bisect.bisect_right(self._by_d_downs, downstream)]
-        return None if f is None else Back(f.upstream, SYNC_FLOOR, (f, None))
+        k = self._floor_at[int(np.searchsorted(self._by_d_downs, downstream, side="right"))]
+        if k < 0:
+            return None
+        f = self._by_d(k)
+        return Back(f.upstream, SYNC_FLOOR, (f, None))
+
+
+def _first_max_index(values):
+    """For each i, the index of the first occurrence of max(values[:i + 1])."""
+    run = np.maximum.accumulate(values)
+    new = np.concatenate([[True], run[1:] > run[:-1]])
+    return np.maximum.accumulate(np.where(new, np.arange(len(values), dtype=np.int32), 0))
 
 
 @dataclass(frozen=True)

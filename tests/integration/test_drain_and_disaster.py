@@ -233,6 +233,41 @@ def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_a
     assert {r["partition"]: (r["source_end"], r["replica_end"]) for r in drained["rows"]} == {0: (55, 55), 1: (55, 55)}
 
 
+def test_records_never_replicated_and_gone_from_the_source_refuse_the_run_at_once(on_own_bed, tmp_path):
+    """Issue 31 item 5: MM2 stopped after copying 40 records of a partition; 15 more produced, then retention
+    (DeleteRecords) moved the source's log start to 50: offsets 40-49 were never replicated and are gone. The check
+    after MM2's progress read from 40 - below the log start - and librdkafka's default reset made it read nothing:
+    "drained". Now the drain refuses at once (exit 5), naming how many, and says what would move the groups anyway."""
+    import os
+    import subprocess
+    import sys
+
+    b = on_own_bed
+    source = Cluster({"bootstrap.servers": b.source_bootstrap}, "source")
+    scenario.prepare(b.source_bootstrap, b.target_bootstrap, group="gone-app", topic="gone", partitions=1,
+                     produced=40, consumed_upto={0: 40})
+    time.sleep(3)  # MM2 flushes its progress every second on the bed
+    b.stop_mm2()
+    try:
+        scenario.produce(b.source_bootstrap, "gone", 1, 15, start=40)  # never replicated
+        source.delete_records({("gone", 0): 50})
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(Path(__file__).resolve().parents[2] / d)
+                                                           for d in ("plugins", "."))}
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "mm2_failover", "--source-bootstrap", b.source_bootstrap,
+                            "--target-bootstrap", b.target_bootstrap, "drain", "--run-dir", str(tmp_path / "run"),
+                            "--groups-regex", "gone-app", "--drain-quiet-seconds", "1", "--drain-timeout-seconds", "300"],
+                           capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
+        assert "10 record offset(s) were never replicated and are gone from the source" in r.stderr
+        assert "gone[0]" in r.stderr and "source_reachable=no" in r.stderr
+        assert time.monotonic() - t0 < 90
+        drained = json.loads((tmp_path / "run" / "drain.json").read_text())
+        assert [row["state"] for row in drained["rows"]] == ["never replicated and gone from the source"]
+    finally:
+        b.start_mm2()
+
+
 def test_source_lost_mid_run_fails_the_run_and_an_explicit_disaster_re_trigger_completes(on_own_bed, capfd):
     """Fault drill 6 (issue 18): the run decided at its drain check that the source is reachable; the source broker is
     then stopped (a real process, mid-run, while the Spark job runs). The run fails at the next gate that needs the

@@ -270,7 +270,6 @@ def test_a_group_behind_the_source_log_start_changes_nothing_for_the_others_on_i
             aborted.update(sent)
         elif transactional:
             p.commit_transaction(30)
-    end = source.offsets([(topic, 0)])[(topic, 0)]
     live = sorted(o for v, o in offsets.items() if v not in aborted)  # the records a read_committed group reads
     last_payload = max((v for v in offsets if v not in aborted), key=offsets.get)
     scenario.wait_for(lambda: replica in target.topics() and any(

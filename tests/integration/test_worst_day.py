@@ -157,7 +157,7 @@ def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_
     """Item 1, in process: the re-commit after the delete fails once (a timeout); the retry reads the journal."""
     from mm2_failover import kafka_io, steps
 
-    g, other, run = failed_over.groups[1], failed_over.other, failed_over.run
+    g, other = failed_over.groups[1], failed_over.other
     try:
         from mm2_failover.runfolder import load_backup
 

@@ -146,3 +146,13 @@ def test_env_override_is_merged_over(monkeypatch):
 def test_empty_env_override_changes_nothing(monkeypatch):
     monkeypatch.setenv("MM2_FAILOVER_SPARK_KAFKA_OPTIONS", "")
     assert java_client_options({"bootstrap.servers": "b:1"}) == {"bootstrap.servers": "b:1"}
+
+
+def test_the_java_helpers_timeout_is_bounded_by_windows_of_groups_not_by_groups():
+    """Issue 31 item 13: the process timeout was 60 s + the cluster timeout per group - 17 days at 100k groups; now
+    one timeout per window of 1,000 groups (the helper's own deadline) plus a minute."""
+    from mm2_failover.kafka_io import java_call_timeout
+
+    assert java_call_timeout(15.0, 1) == 60 + 15 * 2
+    assert java_call_timeout(15.0, 1000) == 60 + 15 * 2 and java_call_timeout(15.0, 1001) == 60 + 15 * 3
+    assert java_call_timeout(15.0, 100_000) == 60 + 15 * 101 < 30 * 60

@@ -122,3 +122,31 @@ def test_a_manifest_that_cannot_be_read_is_named_never_raised(tmp_path, broken):
     else:
         a.manifest_path.write_text("{")
         assert a.read().rows == [] and "manifest.json" in a.read().unreadable[0]
+
+
+@pytest.mark.parametrize("spill", [False, True], ids=["in-memory", "spilled"])
+def test_the_columnar_read_keeps_only_the_wanted_partitions_below_the_end(tmp_path, spill):
+    """Issue 31 item 13: the archive is read per partition as two int64 columns (in memory or spilled per partition),
+    the same syncs the row-by-row read gives."""
+    import numpy as np
+
+    a = SyncArchive(tmp_path, "primary")
+    for end in (2, 5, 9):
+        a.append(FakeSyncCluster(end=end), "syncs", "source")
+    cols, bad = a.partition_syncs({("orders", 0)}, end={0: 7}, batch_rows=2, spill_rows=0 if spill else 10**9)
+    assert not bad and list(cols) == [("orders", 0)] and ("orders", 0) in cols and len(cols) == 1
+    up, down = cols.pop(("orders", 0))
+    assert up.dtype == np.int64 and list(up) == [10 * o for o in range(7)] and list(down) == list(up)
+    assert cols.pop(("orders", 0)) is None and len(cols) == 0
+    assert a.partition_syncs({("other", 0)})[0].pop(("other", 0)) is None
+    everything, _ = a.partition_syncs()
+    assert [int(x) for x in everything.pop(("orders", 0))[0]] == [r["upstream"] for r in a.rows()]
+
+
+def test_partitions_are_proven_in_chunks_of_a_bounded_number_of_syncs():
+    from mm2_failover.steps import prove_chunks
+
+    assert prove_chunks([("a", 5), ("b", 5), ("c", 5)], budget=10) == [["a", "b"], ["c"]]
+    assert prove_chunks([("big", 50), ("a", 1), ("b", 1)], budget=10) == [["big"], ["a", "b"]]
+    assert prove_chunks([("a", 1), ("big", 50), ("b", 1)], budget=10) == [["a"], ["big"], ["b"]]
+    assert prove_chunks([], budget=10) == []

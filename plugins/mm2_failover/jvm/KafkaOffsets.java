@@ -87,15 +87,36 @@ public class KafkaOffsets {
             byGroup.computeIfAbsent(text(f[0]), g -> new HashMap<>())
                    .put(tp, new OffsetAndMetadata(Long.parseLong(text(f[3])), text(f[4])));
         }
-        for (Map.Entry<String, Map<TopicPartition, OffsetAndMetadata>> e : byGroup.entrySet()) {
-            try {
-                admin.alterConsumerGroupOffsets(e.getKey(), e.getValue()).all().get(timeoutMs, TimeUnit.MILLISECONDS);
-                System.out.println("OK\t" + b64(e.getKey()));
-            } catch (ExecutionException | TimeoutException ex) {
-                System.out.println("ERR\t" + b64(e.getKey()) + "\t" + error(ex));
+        // one deadline for the whole call (the caller's process timeout is derived from the same formula), commits
+        // sent WINDOW at a time: a stalled cluster costs the deadline, not one timeout per group
+        long deadline = deadline(timeoutMs, byGroup.size());
+        List<Map.Entry<String, Map<TopicPartition, OffsetAndMetadata>>> all = new ArrayList<>(byGroup.entrySet());
+        for (int i = 0; i < all.size(); i += WINDOW) {
+            Map<String, KafkaFuture<Void>> sent = new LinkedHashMap<>();
+            for (Map.Entry<String, Map<TopicPartition, OffsetAndMetadata>> e : all.subList(i, Math.min(all.size(), i + WINDOW))) {
+                sent.put(e.getKey(), admin.alterConsumerGroupOffsets(e.getKey(), e.getValue()).all());
+            }
+            for (Map.Entry<String, KafkaFuture<Void>> e : sent.entrySet()) {
+                try {
+                    e.getValue().get(remaining(deadline), TimeUnit.MILLISECONDS);
+                    System.out.println("OK\t" + b64(e.getKey()));
+                } catch (ExecutionException | TimeoutException ex) {
+                    System.out.println("ERR\t" + b64(e.getKey()) + "\t" + error(ex));
+                }
             }
             System.out.flush();
         }
+    }
+
+    static final int WINDOW = 1000;
+
+    /** The call's deadline: one timeout, and one more per WINDOW groups (KafkaOffsets.deadline in kafka_io). */
+    static long deadline(long timeoutMs, int groups) {
+        return System.currentTimeMillis() + timeoutMs * (1 + (groups + WINDOW - 1) / WINDOW);
+    }
+
+    static long remaining(long deadline) {
+        return Math.max(1, deadline - System.currentTimeMillis());
     }
 
     static void read(Admin admin, List<String> lines, long timeoutMs) throws InterruptedException {
@@ -117,9 +138,10 @@ public class KafkaOffsets {
                 pending.put(g, res.partitionsToOffsetAndMetadata(g));
             }
         }
+        long deadline = deadline(timeoutMs, groups.size());
         for (String g : groups) {
             try {
-                Map<TopicPartition, OffsetAndMetadata> m = pending.get(g).get(timeoutMs, TimeUnit.MILLISECONDS);
+                Map<TopicPartition, OffsetAndMetadata> m = pending.get(g).get(remaining(deadline), TimeUnit.MILLISECONDS);
                 StringBuilder out = new StringBuilder();
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> e : m.entrySet()) {
                     if (e.getValue() == null) {
