@@ -60,12 +60,15 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
             continue
         at_least = None if planned is None or r.get("position_at_least") is None \
             else max(0, r["position_at_least"] - planned)
-        if planned is not None and r.get("rule") == "superseded_sync":
-            # a superseded sync's first copy: the later history's copies between the two are read again
+        if planned is not None and r.get("rule") in ("superseded_sync", "sync_floor"):
+            # a superseded sync's first copy (the later history's copies between the two are read again), or the
+            # sync floor (the records between the sync and the position are read again): counted from below only
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
                         "source_committed": r.get("source_position"), "checkpoint_upstream": up, "planned": planned,
                         "behind_commit": None, "reread": at_least, "reread_at_least": at_least, "exact": False,
-                        "note": "first copy of a record MM2 copied again later: re-reads at least this many"})
+                        "note": "first copy of a record MM2 copied again later: re-reads at least this many"
+                        if r.get("rule") == "superseded_sync" else "at the offset-sync floor: re-reads what lies "
+                        "between the sync and the group's position (not counted)"})
             continue
         if planned is not None and exact is not None:  # the record at the group's position is known: re-read exactly
             key = (r["group"], r["topic"], int(r["partition"]))
@@ -248,7 +251,8 @@ def build_report(
                                        for e in estimates),
         # what MM2's checkpoints alone would have re-read on the partitions whose exact position is known
         "records_reread_by_checkpoints": sum(by_checkpoint) if by_checkpoint else None,
-        "partitions_exact": sum(1 for r in plan.rows if r.writes and r.rule not in ("checkpoint", "superseded_sync")),
+        "partitions_exact": sum(1 for r in plan.rows if r.writes
+                                and r.rule not in ("checkpoint", "superseded_sync", "sync_floor")),
         "lag": sum(g["lag"] for g in groups),
     }
     snapshot = snapshot or {}

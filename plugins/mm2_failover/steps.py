@@ -524,6 +524,8 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
     at_least = {}
     gone: dict[tuple, tuple[int, int]] = {}
     unproven: dict[str, int] = {}
+    floors = 0
+    checkpointed = {(c.source_alias, c.group, c.topic, c.partition) for c in cps}
     for key, o in outcomes.items():
         a, g, rt, p = key
         if o.source_log_start is not None:
@@ -532,6 +534,10 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
             at_least[key[1:]] = o.position_at_least
         if o.answer is not None:
             out[key[1:]] = Exact(o.answer[0], o.answer[1], want[key])
+        elif o.position_at_least is not None and key not in checkpointed:
+            # nothing proven exactly and no checkpoint: the sync floor of a drained partition loses nothing
+            out[key[1:]] = Exact(o.position_at_least, tr.SYNC_FLOOR, want[key])
+            floors += 1
         elif o.why:
             unproven[o.why.split(":")[0]] = unproven.get(o.why.split(":")[0], 0) + 1
     for (a, rt, p), (lowest, start) in sorted(gone.items()):
@@ -539,6 +545,10 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
                      f"the source's log start {start} (retention or DeleteRecords took records those groups had not "
                      "read): only target-side proofs answered them, else MM2's checkpoint (their copies on the replica "
                      "are read; what is gone from the replica too is counted as lost to retention)")
+    if floors:
+        notes.append(f"{floors} position(s) without a checkpoint and not proven exactly resume at the sync floor "
+                     "(sync_floor: the newest offset sync at or below the position, on a drained partition: every "
+                     "record after it has a copy after it - loses nothing, re-reads what lies between)")
     superseded = sum(1 for e in out.values() if e.rule == tr.SUPERSEDED_SYNC)
     if superseded:
         notes.append(f"{superseded} partition(s) resume at the first copy of a record MM2 copied again later "

@@ -70,7 +70,7 @@ EXACT_SYNC = "exact_sync"
 BRACKET = "gap_free_bracket"
 DRAINED_TAIL = "drained_tail"
 RULES = (EXACT_SYNC, BRACKET, DRAINED_TAIL)
-SYNC_FLOOR = "sync_floor"  # failing back only (rule 9)
+SYNC_FLOOR = "sync_floor"  # failing back (rule 9); failing over where nothing else answers (evidence E7)
 
 
 @dataclass(frozen=True, order=True)

@@ -234,3 +234,14 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
     assert (t["records_reread_estimate"], t["records_reread_at_least"], t["records_reread_exact"]) == (1474, 1474, False)
     assert t["partitions_exact"] == 1  # the superseded first copy is not counted as exact
     assert "1474 (estimate; at least 1474)" in render_markdown(rep)
+
+
+def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
+    from mm2_failover.plan import COMMIT, Plan
+
+    floor = PlanRow("primary", "g", T, 0, None, None, None, 100, COMMIT, rule="sync_floor", source_position=120,
+                    exact_offset=100, position_at_least=100)
+    [e] = estimate_reread([floor.as_dict()], {})
+    assert (e["reread"], e["reread_at_least"], e["exact"]) == (0, 0, False) and "sync floor" in e["note"]
+    rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([floor]), committed={}, log_end={}, mismatches=[])
+    assert rep["totals"]["partitions_exact"] == 0 and rep["totals"]["records_reread_exact"] is False
