@@ -124,7 +124,8 @@ def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict
                        checkpoints: list[dict], drain_rows: list[dict] | None, live_target_groups: list[str],
                        source_commits: dict[tuple[str, str, int], int], selected_source_groups: list[str] | None,
                        plan_refusal: str | None = None, writes: dict | None = None,
-                       report_warnings: list[str] | None = None, finished_at: str | None = None) -> dict:
+                       report_warnings: list[str] | None = None, finished_at: str | None = None,
+                       source_aliases: list[str] | None = None) -> dict:
     """Pure: the drill's findings from what its tasks observed (all inputs are plain data). ``source_commits``:
     (group, replica topic, partition) -> the group's commit on the source; ``selected_source_groups``: the selected
     groups that commit on a source (None: no source was reachable)."""
@@ -224,7 +225,7 @@ def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict
         "run_id": run_id,
         "captured_at": snapshot.get("captured_at"),
         "finished_at": finished_at,
-        "source_alias": snapshot.get("source_alias"),
+        "source_alias": ", ".join(source_aliases or sorted(snapshot.get("checkpoints_topics") or {})),
         "disaster_mode": bool(snapshot.get("disaster_aliases")),
         "params": params,
         "totals": totals,

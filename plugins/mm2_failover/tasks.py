@@ -265,7 +265,7 @@ def drill_report_of(ctx) -> dict:
         else None,
         plan_refusal=refusal, writes=writes,
         report_warnings=[w for w in rep.get("warnings", []) if not w.startswith("plan refused")],
-        finished_at=now_iso())
+        finished_at=now_iso(), source_aliases=ctx.aliases)
     write_json(f.drill_json, d)
     write_text(f.drill_md, drill.render_drill_markdown(d))
     f.save("summary.json", run_summary(ctx.dag_id, ctx.run_id, rep, d, now_iso()))

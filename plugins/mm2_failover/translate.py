@@ -152,7 +152,7 @@ class SyncIndex:
             s = self._sync(first)
             if self._downs[self._prefix_top[i]] <= s.downstream:
                 return Translation(s.downstream, EXACT_SYNC, (s, None))
-            # ... copied again by a later history that started at or before U: look for the last copy (rule 7)
+            # ... copied again by a later history that started at or before U: look for the later copy (rule 7)
             u = self.search_range(upstream, i, drained, replica_start)
             return Unproven(u.bracket, u.drained_tail, superseded=s)
         lo = self._sync(i - 1) if i else None

@@ -85,7 +85,7 @@ def test_partitions_without_checkpoints_include_source_commits_never_checkpointe
 
 def test_build_drill_report_totals_findings_and_markdown():
     plan_rows = [r.as_dict() for r in rows()]
-    snap = {"captured_at": "2026-11-23T10:00:00+00:00", "source_alias": "primary"}
+    snap = {"captured_at": "2026-11-23T10:00:00+00:00", "checkpoints_topics": {"primary": "primary.checkpoints.internal"}}
     src = {("drill-a", "primary.t", 0): 45, ("drill-a", "primary.t", 1): 50, ("orders", "primary.u", 0): 10,
            ("lost-group", "primary.t", 0): 3}
     cps = [{"group": r.group, "topic": r.topic, "partition": r.partition,
@@ -143,6 +143,9 @@ class FakeTarget:
         return {g: GroupState(g, "STABLE", [Member("m", "c", "h")]) if g in self.live else GroupState(g, "UNKNOWN")
                 for g in groups}
 
+    def offsets(self, tps, spec="latest"):
+        return {tp: (0 if spec == "earliest" else 100) for tp in tps}
+
     def alter_many(self, offsets, window=32):
         for g, o in offsets.items():
             self.altered.append(g)
@@ -175,12 +178,18 @@ def drill_run(tmp_path, monkeypatch):
                                   {"primary": SourceState("primary", False)}, "fake-cluster"))
     target = FakeTarget(live=["drill-live"])
 
-    def run(**params):
-        ctx = RunContext(RunParams.from_mapping({"groups_regex": ".*", **params}), folder, "mm2_failover_drill",
-                         "manual__1", lambda conn, role, timeout: target)
-        return tasks.drill_plan(ctx, params.get("allow_drill_writes_for_prefix"))
+    def ctx_of(**params):
+        return RunContext(RunParams.from_mapping({"groups_regex": ".*", **params}), folder, "mm2_failover_drill",
+                          "manual__1", lambda conn, role, timeout: target)
 
-    return SimpleNamespace(art=folder, target=target, run=run)
+    def run(**params):
+        return tasks.drill_plan(ctx_of(**params), params.get("allow_drill_writes_for_prefix"))
+
+    def report(**params):
+        tasks.drill_report_of(ctx_of(**params))
+        return json.loads(folder.drill_json.read_text())
+
+    return SimpleNamespace(art=folder, target=target, run=run, report=report)
 
 
 def test_drill_apply_without_prefix_writes_nothing(drill_run):
@@ -209,6 +218,15 @@ def test_drill_apply_records_a_plan_refusal_instead_of_failing(drill_run):
     assert out["refused_plan"] is True and drill_run.target.altered == []
     refusal = json.loads((drill_run.art.dir / "plan_refusal.json").read_text())["refusal"]
     assert "orders" in refusal
+
+
+def test_the_drill_report_names_the_source_alias_of_the_run(drill_run):
+    """Issue 32: the report read snapshot.get("source_alias"), which a snapshot never holds: the drill report and its
+    page showed an empty alias (the unit test of the pure function passed on a hand-made dict)."""
+    drill_run.run()
+    d = drill_run.report(source_alias="primary")
+    assert d["source_alias"] == "primary"
+    assert "source alias primary." in (drill_run.art.dir / "drill.md").read_text()
 
 
 # ------------------------------------------------------------------------------------------ the DAG
