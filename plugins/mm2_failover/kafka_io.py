@@ -412,9 +412,6 @@ class Cluster:
         """The group's committed offsets with their metadata."""
         return self.commits_many([group])[group]
 
-    def committed_many(self, groups: list[str], window: int = 32) -> dict[str, dict[TP, int]]:
-        return {g: {tp: c.offset for tp, c in cs.items()} for g, cs in self.commits_many(groups, window).items()}
-
     def commits_many(self, groups: list[str], window: int = 32) -> dict[str, dict[TP, Commit]]:
         """Committed offsets and metadata of many groups, up to ``min(window, 64)`` groups at a time (a thread each).
 
@@ -798,19 +795,18 @@ def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int
     import os
     import shutil
     import subprocess
-    import tempfile
     import uuid
     from pathlib import Path
 
     from mm2_failover.config import java_client_options, java_kafka_classpath
+    from mm2_failover.runfolder import private_dir
 
     java = shutil.which("java")
     if not java:
         raise KafkaConfigError(f"{cluster.name}: commits with metadata (byte for byte), and the commits of more than "
                                f"{JAVA_BULK_GROUPS} groups at once, go through Kafka's Java client: this host needs "
                                "Java 11+")
-    d = Path(tempfile.gettempdir()) / f"mm2-failover-{os.getuid()}"
-    d.mkdir(mode=0o700, exist_ok=True)
+    d = private_dir()
     tag = uuid.uuid4().hex
     props, rows = d / f"offsets-{tag}.properties", d / f"offsets-{tag}.tsv"
     try:

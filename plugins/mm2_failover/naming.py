@@ -165,8 +165,3 @@ class ReplicationPolicy:
         """The topics of ``target_topics`` that are replicas of this alias's data topics, sorted."""
         return sorted(t for t in target_topics if not self.is_internal_topic(t) and self.source_topic(t) is not None)
 
-
-def compile_regex(pattern: str, what: str) -> re.Pattern:
-    from mm2_failover.selection import compile_pattern
-
-    return compile_pattern(pattern, what)

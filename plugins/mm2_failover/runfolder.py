@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,19 @@ def age_seconds(iso: str | None, now: datetime | None = None) -> float | None:
         return None
     t = datetime.fromisoformat(iso)
     return round(((now or datetime.now(timezone.utc)) - t).total_seconds(), 1)
+
+
+def private_dir() -> Path:
+    """``<tmp>/mm2-failover-<uid>``: where credentials go for the processes the pipeline starts (the Spark job's options,
+    Kafka's Java client's settings) - 0700, owned by this user, not a symlink (refused otherwise)."""
+    import tempfile
+
+    d = Path(tempfile.gettempdir()) / f"mm2-failover-{os.getuid()}"
+    d.mkdir(mode=0o700, exist_ok=True)
+    st = d.lstat()
+    if st.st_uid != os.getuid() or (st.st_mode & 0o077) or not d.is_dir() or d.is_symlink():
+        raise PermissionError(f"{d} must be a folder owned by this user with mode 0700; remove it and retry")
+    return d
 
 
 def fsync_path(path: Path) -> None:
@@ -185,15 +198,6 @@ class Snapshot:
     @property
     def disaster_aliases(self) -> list[str]:
         return [a for a, s in self.sources.items() if not s.reachable]
-
-    def source_commits(self) -> dict[str, dict[tuple[str, TP], Commit]]:
-        """group -> {(alias, (source topic, partition)): commit} over every reachable alias."""
-        out: dict[str, dict] = {}
-        for a, s in self.sources.items():
-            for g, cs in (s.group_commits or {}).items():
-                for tp, c in cs.items():
-                    out.setdefault(g, {})[(a, tp)] = c
-        return out
 
     def as_dict(self) -> dict:
         return {"captured_at": self.captured_at, "checkpoints_topics": self.checkpoints_topics,
@@ -340,7 +344,3 @@ def load_backup(path: Path | str) -> Backup:
     except ValueError as e:
         raise RunFolderError(str(e)) from None
 
-
-def as_plain(obj) -> Any:
-    """Dataclasses to plain data (for XCom and JSON)."""
-    return asdict(obj) if hasattr(obj, "__dataclass_fields__") else obj

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,16 +135,6 @@ class JobSubmission:
         self.cleanup()
 
 
-def private_dir() -> Path:
-    """``<tmp>/mm2-failover-<uid>``: 0700, owned by this user (refused otherwise)."""
-    d = Path(tempfile.gettempdir()) / f"mm2-failover-{os.getuid()}"
-    d.mkdir(mode=0o700, exist_ok=True)
-    st = d.lstat()
-    if st.st_uid != os.getuid() or (st.st_mode & 0o077) or not d.is_dir() or d.is_symlink():
-        raise PermissionError(f"{d} must be a folder owned by this user with mode 0700; remove it and retry")
-    return d
-
-
 def write_options_file(target_conf: dict, key: str) -> Path:
     """The target's client settings for the job: Java (Spark's Kafka source) and librdkafka (the driver's checks),
     in a 0600 file of :func:`private_dir` named by ``key`` (the run folder: the same path for every try)."""
@@ -155,6 +144,8 @@ def write_options_file(target_conf: dict, key: str) -> Path:
 
     java = java_client_options(target_conf)
     rdk = {k: v for k, v in target_conf.items() if isinstance(v, (str, int, float, bool))}
+    from mm2_failover.runfolder import private_dir
+
     f = private_dir() / f"job-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
     f.unlink(missing_ok=True)
     fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

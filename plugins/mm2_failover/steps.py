@@ -867,20 +867,18 @@ def lost_to_retention_exact(ctx: RunContext, plan: planmod.Plan, snap: Snapshot,
 
 def find_source_offset(target: Cluster, source: Cluster, source_topic: str, replica_topic: str, partition: int,
                        downstream: int, scan: int) -> int | None:
-    """The source offset of the record MM2 copied to ``replica_topic[partition]@downstream`` (None: not found)."""
-    rec = list(target.read({(replica_topic, partition): downstream + 1}, start={(replica_topic, partition): downstream}))
-    if not rec:
+    """The source offset of the record MM2 copied to ``replica_topic[partition]@downstream`` (None: not found): the
+    same record (:meth:`~mm2_failover.evidence.Record.same_content`) within ``scan`` records of its timestamp."""
+    rtp, stp = (replica_topic, partition), (source_topic, partition)
+    got = target.records({rtp: (downstream, downstream + 1)})[rtp]
+    if not got:
         return None
-    _t, _p, _o, key, value, ts = rec[0]
-    start = source.offset_for_time((source_topic, partition), ts)
+    start = source.offset_for_time(stp, got[0].timestamp_ms)
     if start is None:
         return None
-    end = source.offsets([(source_topic, partition)])[(source_topic, partition)]
-    for _t, _p, off, k, v, t2 in source.read({(source_topic, partition): min(end, start + scan)},
-                                              start={(source_topic, partition): start}):
-        if (k, v, t2) == (key, value, ts):
-            return off
-    return None
+    end = source.offsets([stp])[stp]
+    return next((r.offset for r in source.records({stp: (start, min(end, start + scan))})[stp]
+                 if r.same_content(got[0])), None)
 
 
 def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None, refused: dict[str, str] | None = None,

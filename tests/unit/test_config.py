@@ -156,3 +156,25 @@ def test_the_java_helpers_timeout_is_bounded_by_windows_of_groups_not_by_groups(
     assert java_call_timeout(15.0, 1) == 60 + 15 * 2
     assert java_call_timeout(15.0, 1000) == 60 + 15 * 2 and java_call_timeout(15.0, 1001) == 60 + 15 * 3
     assert java_call_timeout(15.0, 100_000) == 60 + 15 * 101 < 30 * 60
+
+
+def test_credentials_go_to_one_private_folder_whose_owner_and_mode_are_checked(tmp_path, monkeypatch):
+    """Issue 32: the Java client's settings file (passwords included) went to <tmp>/mm2-failover-<uid> created with
+    mkdir(exist_ok=True) and no check: a folder another user made first, or one left world-readable, was used as it
+    was. Both writers (the Spark job's options file and the Java client's) use the one checked helper now."""
+    import os
+    import tempfile
+
+    import pytest
+
+    from mm2_failover import kafka_io
+    from mm2_failover.kafka_io import Cluster
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    d = tmp_path / f"mm2-failover-{os.getuid()}"
+    d.mkdir(mode=0o755)
+    os.chmod(d, 0o755)  # world-readable: refused before any secret is written into it
+    cluster = Cluster({"bootstrap.servers": "127.0.0.1:1", "sasl.password": "s3cret"}, "target", 1.0)
+    with pytest.raises(PermissionError, match="mode 0700"):
+        kafka_io.run_java_offsets(cluster, "read", [], 0)
+    assert list(d.iterdir()) == []

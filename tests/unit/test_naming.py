@@ -160,16 +160,3 @@ def test_replica_topics_of_an_alias():
     assert p.replica_topics(["primary.orders", "primary.heartbeats", "primary.checkpoints.internal", "orders",
                              "dc2.orders", "__consumer_offsets", "primary.user-heartbeats"]) == [
         "primary.orders", "primary.user-heartbeats"]
-
-
-# ----------------------------------------------------------------------------------- regexes
-
-
-def test_compile_regex():
-    assert nm.compile_regex("orders-.*", "groups_regex").fullmatch("orders-app")
-    with pytest.raises(ValueError) as e:
-        nm.compile_regex("orders-(", "groups_regex")
-    msg = str(e.value)
-    assert msg.startswith("groups_regex 'orders-(' is not a valid (Python) regular expression: ")
-    assert "missing )" in msg
-    assert e.value.__cause__ is None and e.value.__suppress_context__

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.selection import GroupSelection
+from mm2_failover.selection import GroupSelection, compile_pattern
 
 
 def test_selection_uses_full_match():
@@ -50,3 +50,13 @@ def test_of_params():
 
     s = GroupSelection.of(RunParams(groups_regex="a.*", groups_exclude_regex="ab"))
     assert s.select(["a", "ab", "ac"]) == ["a", "ac"]
+
+
+def test_a_pattern_that_does_not_compile_is_named_with_pythons_own_complaint():
+    assert compile_pattern("orders-.*", "groups_regex").fullmatch("orders-app")
+    with pytest.raises(ValueError) as e:
+        compile_pattern("orders-(", "groups_regex")
+    msg = str(e.value)
+    assert msg.startswith("groups_regex 'orders-(' is not a valid (Python) regular expression: ")
+    assert "missing )" in msg
+    assert e.value.__cause__ is None and e.value.__suppress_context__
