@@ -185,25 +185,27 @@ def add_params(p: argparse.ArgumentParser) -> None:
     p.add_argument("--groups-regex", default=d.groups_regex, help="groups to move (Python regex, whole id)")
     p.add_argument("--groups-exclude-regex", default=d.groups_exclude_regex)
     p.add_argument("--topics-regex", default=d.topics_regex, help="drain scope (default: the groups' topics)")
-    p.add_argument("--replication-policy", default=d.replication_policy, choices=["default", "identity"])
+    p.add_argument("--replication-policy", default=d.replication_policy,
+                   choices=RunParams.CHOICES["replication_policy"])
     p.add_argument("--replication-policy-separator", default=d.replication_policy_separator)
     p.add_argument("--no-internal-topic-separator", dest="internal_topic_separator_enabled", action="store_false",
                    help="MM2's replication.policy.internal.topic.separator.enabled=false")
-    p.add_argument("--source-reachable", default=d.source_reachable, choices=["detect", "yes", "no"],
+    p.add_argument("--source-reachable", default=d.source_reachable, choices=RunParams.CHOICES["source_reachable"],
                    help="detect: probe the source, disaster mode if it never answers; no: the source is lost")
     p.add_argument("--drain-quiet-seconds", type=non_negative_int, default=d.drain_quiet_seconds)
     p.add_argument("--drain-timeout-seconds", type=non_negative_int, default=d.drain_timeout_seconds)
     p.add_argument("--max-quarantined-records", type=non_negative_int, default=d.max_quarantined_records)
-    p.add_argument("--checkpoint-policy", default=d.checkpoint_policy, choices=["latest", "max"])
+    p.add_argument("--checkpoint-policy", default=d.checkpoint_policy, choices=RunParams.CHOICES["checkpoint_policy"])
     p.add_argument("--allow-rewind", action="store_true")
     p.add_argument("--on-existing-target-offsets", default=d.on_existing_target_offsets,
-                   choices=["fail", "skip", "overwrite"])
+                   choices=RunParams.CHOICES["on_existing_target_offsets"])
     p.add_argument("--accept-groups-without-checkpoints", action="store_true")
-    p.add_argument("--translation", default=d.translation, choices=["exact", "checkpoint"],
+    p.add_argument("--translation", default=d.translation, choices=RunParams.CHOICES["translation"],
                    help="exact: resume where MM2's offset syncs prove the group is; checkpoint: MM2's checkpoints")
     p.add_argument("--mm2-target-alias", default=d.mm2_target_alias,
                    help="MM2's alias of the target (names mm2-offset-syncs.<alias>.internal); default: discovered")
-    p.add_argument("--offset-syncs-location", default=d.offset_syncs_location, choices=["source", "target"])
+    p.add_argument("--offset-syncs-location", default=d.offset_syncs_location,
+                   choices=RunParams.CHOICES["offset_syncs_location"])
     p.add_argument("--home-alias", default=d.home_alias,
                    help="failing back: MM2's alias of the target; <home-alias>.<topic> on the source returns to <topic>")
     p.add_argument("--mm2-config", default=d.mm2_config,

@@ -140,6 +140,23 @@ class RunParams:
                      "accept_groups_without_checkpoints", "source_groups_must_be_empty", "translation",
                      "mm2_target_alias", "offset_syncs_location", "home_alias")
 
+    #: the allowed values of the parameters that have a fixed set (the trigger form's and the CLI's choices come
+    #: from here), and the lowest value of the numeric ones: enforced whenever a run's parameters are built
+    CHOICES = {"replication_policy": ("default", "identity"), "source_reachable": ("detect", "yes", "no"),
+               "checkpoint_policy": ("latest", "max"), "on_existing_target_offsets": ("fail", "skip", "overwrite"),
+               "translation": ("exact", "checkpoint"), "offset_syncs_location": ("source", "target")}
+    MINIMUM = {"drain_quiet_seconds": 0, "drain_timeout_seconds": 1, "groups_empty_timeout_seconds": 1,
+               "max_quarantined_records": 0, "rpo_seconds": 1, "apply_concurrency": 1, "lock_wait_seconds": 0}
+
+    def __post_init__(self):
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"parameter {name}: {getattr(self, name)!r} is not one of {', '.join(allowed)}")
+        for name, low in self.MINIMUM.items():
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ValueError(f"parameter {name}: {v!r} is not a whole number >= {low}")
+
     def policies(self) -> list:
         """One ReplicationPolicy per source alias."""
         from mm2_failover.naming import ReplicationPolicy

@@ -9,6 +9,7 @@ from airflow.sdk import Param
 from mm2_failover.config import RunParams
 
 _D = RunParams()
+_C = RunParams.CHOICES
 
 
 def failover_params() -> dict[str, Param]:
@@ -31,7 +32,7 @@ def failover_params() -> dict[str, Param]:
             _D.dry_run, type="boolean", title="Dry run",
             description="Build and export the plan (JSON + CSV for kafka-consumer-groups) and stop: nothing is written."),
         "replication_policy": Param(
-            _D.replication_policy, type="string", enum=["default", "identity"], title="MM2 replication policy",
+            _D.replication_policy, type="string", enum=list(_C["replication_policy"]), title="MM2 replication policy",
             description="'default': replica topics are <alias><separator><topic>; 'identity': they keep the source name."),
         "replication_policy_separator": Param(
             _D.replication_policy_separator, type="string", minLength=1, title="Replication policy separator",
@@ -53,7 +54,8 @@ def failover_params() -> dict[str, Param]:
                         'live groups are checked there), or given "" to fail it over without checking its source '
                         "(as in disaster mode, said in the report)."),
         "source_reachable": Param(
-            _D.source_reachable, type="string", enum=["detect", "yes", "no"], title="Is the source cluster reachable?",
+            _D.source_reachable, type="string", enum=list(_C["source_reachable"]),
+            title="Is the source cluster reachable?",
             description="Decided once, at the start of the run. detect: probe each source (3 tries, ~20 s at most) "
                         "and use DISASTER MODE for one that never answers; yes: fail if one does not answer; no: the "
                         "sources are lost - skip every source-side check (target-side evidence only, with an estimate "
@@ -78,7 +80,7 @@ def failover_params() -> dict[str, Param]:
             description="Fail compute_latest_checkpoints when more checkpoint records than this cannot be decoded. "
                         "They are always listed in the run's quarantine output."),
         "checkpoint_policy": Param(
-            _D.checkpoint_policy, type="string", enum=["latest", "max"], title="Which checkpoint wins",
+            _D.checkpoint_policy, type="string", enum=list(_C["checkpoint_policy"]), title="Which checkpoint wins",
             description="latest: the last checkpoint per group/partition (MM2's meaning; safe). max: when a "
                         "checkpoint went backwards within the read range (an MM2 restart), keep the highest one. "
                         "Regressions are always reported."),
@@ -87,7 +89,7 @@ def failover_params() -> dict[str, Param]:
             description="When a group's commit on the target is already ahead of its checkpoint, move it back "
                         "anyway (more re-reads). Default: keep the commit that is ahead."),
         "on_existing_target_offsets": Param(
-            _D.on_existing_target_offsets, type="string", enum=["fail", "skip", "overwrite"],
+            _D.on_existing_target_offsets, type="string", enum=list(_C["on_existing_target_offsets"]),
             title="Groups that already have commits on the target",
             description="fail: refuse the run and name them; skip: leave those groups alone; overwrite: replace "
                         "their commits (a commit ahead is still kept unless allow_rewind)."),
@@ -97,7 +99,7 @@ def failover_params() -> dict[str, Param]:
                         "(its consumers would start on the target without a commit). True: move the other groups and "
                         "list those in the report."),
         "translation": Param(
-            _D.translation, type="string", enum=["exact", "checkpoint"], title="Translation",
+            _D.translation, type="string", enum=list(_C["translation"]), title="Translation",
             description="exact: resume each group at the exact record where MM2's offset syncs prove it (archived on "
                         "the target side, checked against the records themselves), MM2's checkpoint elsewhere; "
                         "checkpoint: MM2's checkpoints as they are (conservative: re-reads)."),
@@ -113,7 +115,8 @@ def failover_params() -> dict[str, Param]:
                         "read back from the archived offset syncs of the home_alias flow (MM2 writes no checkpoint for "
                         "them); other topics move by the checkpoints of the source_alias flow. Empty: a failover."),
         "offset_syncs_location": Param(
-            _D.offset_syncs_location, type="string", enum=["source", "target"], title="Where MM2 keeps offset syncs",
+            _D.offset_syncs_location, type="string", enum=list(_C["offset_syncs_location"]),
+            title="Where MM2 keeps offset syncs",
             description="MM2's offset-syncs.topic.location (source by default: lost with the source; the archive "
                         "keeps a copy on the target side)."),
         "mm2_config": Param(

@@ -178,3 +178,19 @@ def test_credentials_go_to_one_private_folder_whose_owner_and_mode_are_checked(t
     with pytest.raises(PermissionError, match="mode 0700"):
         kafka_io.run_java_offsets(cluster, "read", [], 0)
     assert list(d.iterdir()) == []
+
+
+@pytest.mark.parametrize("name,value", [
+    ("translation", "exactt"), ("source_reachable", "maybe"), ("replication_policy", "Identity "),
+    ("checkpoint_policy", "newest"), ("on_existing_target_offsets", "replace"), ("offset_syncs_location", "both"),
+    ("apply_concurrency", 0), ("drain_timeout_seconds", -1), ("rpo_seconds", 0)])
+def test_a_value_outside_a_parameters_allowed_values_is_refused_whatever_the_entry_point(name, value):
+    """Issue 32: allowed values were checked by the trigger form and the CLI's argparse only; a value that bypassed
+    them (a REST trigger's conf, an operator's templated argument) silently meant something else - translation
+    'exactt' ran as 'checkpoint'."""
+    from mm2_failover.config import RunParams
+
+    with pytest.raises(ValueError, match=f"parameter {name}: "):
+        RunParams.from_mapping({name: value})
+    with pytest.raises(ValueError, match=f"parameter {name}: "):
+        RunParams(**{name: value})
