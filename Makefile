@@ -6,7 +6,7 @@ PY := $(CURDIR)/.venv/bin/python
 SPARK ?= connect
 SECURED ?=
 
-.PHONY: setup demo demo-failback test test-unit bench bed clean
+.PHONY: setup demo demo-failback test test-unit test-fast bench bed clean
 
 setup:
 	@scripts/setup.sh
@@ -23,6 +23,10 @@ test: setup
 
 test-unit: setup
 	$(PY) -m pytest tests/unit
+
+# the edit loop: unit and pure property tests (the whole proof path included), about a minute; no bed, no Spark
+test-fast: setup
+	$(PY) -m pytest tests/unit -q
 
 bed: setup
 	$(PY) -m testbed.bed
