@@ -5,7 +5,7 @@
 Starts the bed's target broker (no MM2 needed: the plan is built from synthetic latest checkpoints for a real
 replica topic), then in the same run measures:
 
-* ours: ``steps.apply_plan`` (one ``alter_consumer_group_offsets`` per group, ``--concurrency`` in flight) and
+* ours: ``apply_plan`` (one ``alter_consumer_group_offsets`` per group, ``--concurrency`` in flight) and
   the verification read-back (``Cluster.commits_many`` + ``plan.verify``);
 * baseline: the same requests one at a time (concurrency 1), on a fresh set of groups.
 
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from mm2_failover import plan as planmod
-from mm2_failover import steps
+from mm2_failover.stages.apply import apply_plan
 from testbed.bed import Bed
 from mm2_failover.kafka_io import Cluster
 
@@ -36,7 +36,7 @@ def make_plan(prefix: str, groups: int, topic: str, partitions: int, end: int) -
 
 def run(target: Cluster, plan: planmod.Plan, concurrency: int) -> dict:
     t0 = time.monotonic()
-    res = steps.apply_plan(target, plan, concurrency)
+    res = apply_plan(target, plan, concurrency)
     t1 = time.monotonic()
     committed = target.commits_many(plan.groups(), concurrency)
     mismatches = planmod.verify(plan, committed)

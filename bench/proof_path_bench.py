@@ -8,7 +8,7 @@ Writes a synthetic offset-sync archive in the archive's own format (one sync-top
 measures, each in a process of its own (its peak resident set, ``VmHWM``, before and after the work):
 
 * **columnar** (what a failover does now): ``SyncArchive.partition_syncs`` streams the files column-wise into two
-  int64 arrays per wanted partition, then a chunk of partitions at a time (``steps.PROVE_SYNCS``) builds each
+  int64 arrays per wanted partition, then a chunk of partitions at a time (``stages.translation.PROVE_SYNCS``) builds each
   ``SyncIndex.from_arrays`` and translates every group's position;
 * **dicts** (how the archive was read before): ``SyncArchive.rows()`` (one Python dict per sync) and
   ``index_rows`` (one ``Sync`` object per sync) for every partition at once, then the same translations - only at
@@ -84,7 +84,7 @@ def positions(top: list[int], groups: int, seed: int = 7) -> dict[int, list[int]
 def child(mode: str, root: str, partitions: int, groups: int, top: list[int]) -> dict:
     """One measured path, in this (fresh) process."""
     os.environ["MM2_FAILOVER_ARCHIVE"] = root
-    from mm2_failover import steps
+    from mm2_failover.stages.translation import archived_syncs, build_index, prove_chunks
     from mm2_failover import translate as tr
     from mm2_failover.syncs import SyncArchive, index_rows
 
@@ -99,11 +99,11 @@ def child(mode: str, root: str, partitions: int, groups: int, top: list[int]) ->
     t0 = time.monotonic()
     answers = {}
     if mode == "columnar":
-        raw, bad = steps._archived_syncs("primary", wanted)
+        raw, bad = archived_syncs("primary", wanted)
         assert not bad, bad
         t_read = time.monotonic() - t0
-        for chunk in steps.prove_chunks([(tp, raw.rows(tp)) for tp in raw]):
-            idx = {tp: steps._index(raw, tp) for tp in chunk}
+        for chunk in prove_chunks([(tp, raw.rows(tp)) for tp in raw]):
+            idx = {tp: build_index(raw, tp) for tp in chunk}
             for (t, p), x in idx.items():
                 for u in pos[p]:
                     answers[f"{p}:{u}"] = _answer(x.translate(u))

@@ -354,7 +354,8 @@ def _settled(read, what: str, quiet_s: float, timeout: float, ready=lambda v: Tr
 
 def plan_of(bed, folder: Path, groups: list[str], checkpoints_topic: str | None = None, **params):
     """Snapshot + latest checkpoints (Python decoder) + the pipeline's plan, for ``groups``."""
-    from mm2_failover import steps
+    from mm2_failover.stages.plan import make_plan
+    from mm2_failover.stages.snapshot import capture_snapshot
     from mm2_failover.config import RunParams
     from mm2_failover.run import RunContext
 
@@ -364,11 +365,11 @@ def plan_of(bed, folder: Path, groups: list[str], checkpoints_topic: str | None 
     rx = "|".join(re.escape(g) for g in groups)
     ctx = RunContext.from_cli(RunParams(drain_quiet_seconds=1, groups_regex=rx, accept_groups_without_checkpoints=True,
                                         **params), folder, confs, 15.0)
-    steps.capture_snapshot(ctx)
+    capture_snapshot(ctx)
     cps = [c for k, c in scenario.read_checkpoints(target, checkpoints_topic or bed.checkpoints_topic).items()
            if k.group in groups]
     scenario.write_latest(ctx.folder, cps, params.get("source_alias", "primary"))
-    return steps.make_plan(ctx), cps
+    return make_plan(ctx), cps
 
 
 def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, seed: int = 16, mm2: str = "advised",

@@ -21,7 +21,7 @@ Rules (unit-tested in ``tests/unit/test_answers.py``; the job's side in ``tests/
 4. **Not mistaken for a plain dataset** - the manifest sits beside the parts, not under an ``_``-prefixed name, so a
    reader that does not know this layout (pyarrow, Spark) fails on it instead of reading one part as the answers.
 5. **Complete only with the job's summary** - the job writes the manifest last and its summary after it; a folder
-   without the summary is never read (:func:`mm2_failover.steps.selected_checkpoints`).
+   without the summary is never read (:func:`mm2_failover.stages.checkpoints.selected_checkpoints`).
 """
 
 from __future__ import annotations

@@ -339,50 +339,52 @@ def compute_latest_checkpoints(a, ctx) -> None:
 
 
 def gate(ctx, groups=None) -> None:
-    from mm2_failover import steps
+    from mm2_failover.stages.gate import check_groups_empty, describe_live, early_gate
 
-    live = steps.early_gate(ctx) if groups is None else steps.check_groups_empty(ctx, groups)
+    live = early_gate(ctx) if groups is None else check_groups_empty(ctx, groups)
     if live:
-        raise CliError(EXIT_LIVE, steps.describe_live(live) + "\nNothing was written. Stop these consumers and retry.")
+        raise CliError(EXIT_LIVE, describe_live(live) + "\nNothing was written. Stop these consumers and retry.")
 
 
 def cmd_drain(a, ctx):
-    from mm2_failover import steps
+    from mm2_failover.stages.drain import wait_drained
 
-    v = steps.wait_drained(ctx)
+    v = wait_drained(ctx)
     print(v.table())
 
 
 def cmd_snapshot(a, ctx):
-    from mm2_failover import steps
+    from mm2_failover.stages.snapshot import capture_snapshot
 
     if not ctx.folder.snapshot.exists():
         cmd_audit(a, ctx, quiet=True)
         cmd_drain(a, ctx)
-    snap = steps.capture_snapshot(ctx)
+    snap = capture_snapshot(ctx)
     print(f"snapshot: {ctx.folder.snapshot} (captured {snap.captured_at}; lost aliases: "
           f"{', '.join(snap.disaster_aliases) or 'none'})")
 
 
 def cmd_plan(a, ctx):
-    from mm2_failover import steps
+    from mm2_failover.stages.plan import make_plan
 
     cmd_snapshot(a, ctx)
     compute_latest_checkpoints(a, ctx)
-    plan = steps.make_plan(ctx)
+    plan = make_plan(ctx)
     print(f"plan: {len(plan.groups())} group(s), {plan.counts()} -> {ctx.folder.plan_json}, {ctx.folder.plan_csv}")
     return plan
 
 
 def cmd_apply(a, ctx):
-    from mm2_failover import steps
+    from mm2_failover.stages.apply import backup_and_apply
+    from mm2_failover.stages.gate import groups_to_move
+    from mm2_failover.stages.verify import verify_run
 
     if not ctx.folder.backup.exists():
         gate(ctx)  # first the gate, then the (slow) computation
     plan = cmd_plan(a, ctx)
-    gate(ctx, steps.groups_to_move(ctx))
-    res = steps.backup_and_apply(ctx, plan)
-    rep = steps.verify_run(ctx, plan, dry_run=False, refused=res.refused)
+    gate(ctx, groups_to_move(ctx))
+    res = backup_and_apply(ctx, plan)
+    rep = verify_run(ctx, plan, dry_run=False, refused=res.refused)
     print(ctx.folder.report_md.read_text())
     if res.refused:
         raise CliError(EXIT_FAILED, "groups NOT moved: " + "; ".join(f"{g}: {w}" for g, w in res.refused.items()))
@@ -392,12 +394,13 @@ def cmd_apply(a, ctx):
 
 
 def cmd_verify(a, ctx):
-    from mm2_failover import steps
+    from mm2_failover.stages.plan import make_plan
+    from mm2_failover.stages.verify import verify_run
 
     if not ctx.folder.plan_json.exists():
         raise CliError(EXIT_USAGE, f"no plan in {ctx.folder.dir}: run plan/apply first")
-    plan = steps.make_plan(ctx)
-    rep = steps.verify_run(ctx, plan, dry_run=not ctx.folder.backup.exists())
+    plan = make_plan(ctx)
+    rep = verify_run(ctx, plan, dry_run=not ctx.folder.backup.exists())
     print(ctx.folder.report_md.read_text())
     if rep["mismatches"]:
         raise CliError(EXIT_FAILED, f"{len(rep['mismatches'])} partition(s) differ from the plan")
@@ -405,18 +408,18 @@ def cmd_verify(a, ctx):
 
 def cmd_audit(a, ctx, quiet: bool = False):
     """The pre-flight audit (also run once by snapshot/plan/apply/drill before the drain)."""
-    from mm2_failover import steps
+    from mm2_failover.stages.preflight import preflight_audit
 
-    found = steps.preflight_audit(ctx)
+    found = preflight_audit(ctx)
     if not quiet:
         for f in found:
             print(f"{f['severity'].upper():8} {f['alias']:10} {f['rule']:22} {f['message']}")
 
 
 def cmd_archive(a, ctx):
-    from mm2_failover import steps
+    from mm2_failover.stages.archive import archive_offset_syncs
 
-    print(json.dumps(steps.archive_offset_syncs(ctx), indent=2, default=str))
+    print(json.dumps(archive_offset_syncs(ctx), indent=2, default=str))
 
 
 def cmd_refresh_state(a, ctx):
@@ -437,39 +440,42 @@ def cmd_refresh_state(a, ctx):
 def cmd_drill(a, ctx):
     from dataclasses import replace
 
-    from mm2_failover import tasks
+    from mm2_failover import metrics
+    from mm2_failover.stages.drill import drill_lag, drill_plan, drill_report
+    from mm2_failover.stages.snapshot import capture_snapshot
 
     ctx.params = replace(ctx.params, dry_run=True)
     cmd_audit(a, ctx, quiet=True)
-    tasks.drill_lag(ctx)
-    from mm2_failover import steps
-
-    steps.capture_snapshot(ctx)
+    drill_lag(ctx)
+    capture_snapshot(ctx)
     compute_latest_checkpoints(a, ctx)
-    tasks.drill_plan(ctx, a.allow_drill_writes_for_prefix)
-    out = tasks.drill_report_of(ctx)
+    drill_plan(ctx, a.allow_drill_writes_for_prefix)
+    d = drill_report(ctx)
+    metrics.emit_drill_metrics(d)
     print(ctx.folder.drill_md.read_text())
-    return out
+    return {"drill": str(ctx.folder.drill_json), "totals": d["totals"], "findings": d["findings"]}
 
 
 def cmd_rollback(a):
-    from mm2_failover import steps
+    from mm2_failover.stages.apply import writer_lock
+    from mm2_failover.stages.gate import describe_live, live_groups
+    from mm2_failover.stages.rollback import rollback, verify_rollback
     from mm2_failover.kafka_io import Cluster
     from mm2_failover.runfolder import RunFolder, load_backup
 
     confs, _ = confs_of(a)
     target = Cluster(confs["target"], "target", a.timeout)
     backup = load_backup(a.backup)
-    live = steps.live_groups(target, sorted(backup.groups))
+    live = live_groups(target, sorted(backup.groups))
     if live:
-        raise CliError(EXIT_LIVE, steps.describe_live([("target", s) for s in live]) + "\nNothing was written.")
+        raise CliError(EXIT_LIVE, describe_live([("target", s) for s in live]) + "\nNothing was written.")
     folder = RunFolder(a.backup.parent / f"rollback-{time.strftime('%Y%m%d-%H%M%S')}")
-    with steps.writer_lock(target, "rollback (cli)", a.lock_wait_seconds, run=str(a.backup)):
+    with writer_lock(target, "rollback (cli)", a.lock_wait_seconds, run=str(a.backup)):
         from mm2_failover import faults
 
         faults.hit("rollback.locked")
-        res = steps.rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup))
-    left = steps.verify_rollback(target, backup, a.apply_concurrency)
+        res = rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup))
+    left = verify_rollback(target, backup, a.apply_concurrency)
     folder.save("rollback.json", {"backup": str(a.backup), **res.as_dict(), "still_different": left})
     print(json.dumps({**res.as_dict(), "still_different": left}, indent=2))
     if res.refused or left:
@@ -480,7 +486,9 @@ def cmd_rollback(a):
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     a = parser().parse_args(argv)
-    from mm2_failover import steps
+    from mm2_failover.stages.drain import NotDrained
+    from mm2_failover.stages.errors import ConfigurationError
+    from mm2_failover.stages.rollback import RollbackRefused
     from mm2_failover.drain import UnreplicatedLoss
     from mm2_failover.kafka_io import KafkaConfigError, KafkaUnavailable
     from mm2_failover.locks import Locked
@@ -499,15 +507,15 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except CliError as e:
         code, msg = e.code, str(e)
-    except (PlanError, steps.RollbackRefused, UnreplicatedLoss) as e:
+    except (PlanError, RollbackRefused, UnreplicatedLoss) as e:
         code, msg = EXIT_REFUSED, f"refused, nothing written: {e}"
-    except steps.NotDrained as e:
+    except NotDrained as e:
         code, msg = EXIT_NOT_DRAINED, str(e)
     except Locked as e:
         code, msg = EXIT_LOCKED, str(e)
     except (KafkaUnavailable, SourceRequiredUnreachable) as e:
         code, msg = EXIT_UNREACHABLE, str(e)
-    except (KafkaConfigError, steps.ConfigurationError, RunFolderError, ValueError, FileNotFoundError) as e:
+    except (KafkaConfigError, ConfigurationError, RunFolderError, ValueError, FileNotFoundError) as e:
         code, msg = EXIT_USAGE, str(e)
     print(f"mm2_failover {a.command}: {msg}", file=sys.stderr)
     return code

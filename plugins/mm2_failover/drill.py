@@ -6,7 +6,7 @@ empty-group sensor; its task bodies are in :mod:`mm2_failover.tasks`. This modul
 writes and what it finds. What differs from a failover:
 
 * ``measure_replication_lag`` replaces the drain sensor: producers and consumers keep running during a drill,
-  so it observes once (the same :func:`steps.drain_status`) and records the replication lag instead of
+  so it observes once (the same :func:`mm2_failover.stages.drain.drain_status`) and records the replication lag instead of
   waiting for a drain that will not come;
 * ``plan_group_offsets`` builds the plan and **never writes offsets**, except when the run param
   ``allow_drill_writes_for_prefix`` is a non-empty prefix, and then only for groups whose id starts with it

@@ -562,7 +562,7 @@ class Cluster:
         return {(tp.topic, tp.partition): (str(tp.error) if tp.error else None) for tp in res.topic_partitions}
 
     def delete_group(self, group: str, missing_ok: bool = False) -> None:
-        """Delete an empty group and all its commits (confluent-kafka has no OffsetDelete; see steps.rollback)."""
+        """Delete an empty group and all its commits (confluent-kafka has no OffsetDelete; see stages.rollback)."""
         from confluent_kafka import KafkaException
 
         futs = self.admin.delete_consumer_groups([group], request_timeout=self.timeout)

@@ -1,7 +1,7 @@
 """One home for a run: :class:`RunContext` resolves the parameters, the run folder and the clusters once, and
 decides source reachability once (see :mod:`mm2_failover.reachability`), for the Airflow tasks
-(:meth:`RunContext.from_airflow`) and the CLI (:meth:`RunContext.from_cli`) alike. The steps
-(:mod:`mm2_failover.steps`) take a RunContext and nothing else of Airflow's.
+(:meth:`RunContext.from_airflow`) and the CLI (:meth:`RunContext.from_cli`) alike. The stages
+(:mod:`mm2_failover.stages`) take a RunContext and nothing else of Airflow's.
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ class SourceState:
 
 @dataclass
 class Snapshot:
-    """End offsets and positions captured once per run, at capture time (see ``steps.capture_snapshot``)."""
+    """End offsets and positions captured once per run, at capture time (see :func:`mm2_failover.stages.snapshot.capture_snapshot`)."""
 
     captured_at: str
     checkpoints_topics: dict[str, str]  # source alias -> its checkpoints topic

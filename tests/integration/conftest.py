@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mm2_failover import steps
+from mm2_failover.stages.snapshot import capture_snapshot
 from mm2_failover.config import RunParams
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import RunFolder
@@ -33,7 +33,7 @@ class Prepared:
         return RunContext.from_cli(self.params(**kw), self.art.dir, confs, 15.0)
 
     def snapshot_and_checkpoints(self, **kw):
-        snap = steps.capture_snapshot(self.ctx(**kw))
+        snap = capture_snapshot(self.ctx(**kw))
         cps = [c for k, c in scenario.read_checkpoints(self.target, self.bed.checkpoints_topic).items()
                if k.group in self.groups]
         write_latest(self.art, cps)

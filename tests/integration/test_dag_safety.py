@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover import steps
+from mm2_failover.stages.apply import backup_and_apply
+from mm2_failover.stages.plan import make_plan
 from mm2_failover.config import run_dir
 from mm2_failover.runfolder import RunFolder
 
@@ -63,7 +64,7 @@ def test_rollback_dag_restores_the_backup(prepared):
     rt = p.prep[g].replica_topic
     p.snapshot_and_checkpoints()
     ctx = p.ctx()
-    steps.backup_and_apply(ctx, steps.make_plan(ctx))
+    backup_and_apply(ctx, make_plan(ctx))
     assert len(p.target.committed(g)) == 3
     dr = localenv.run_dag("mm2_failover_rollback", {"backup_path": str(p.art.backup)})
     assert dr.state == "success"

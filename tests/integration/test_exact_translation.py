@@ -10,7 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from mm2_failover import steps
+from mm2_failover.stages.apply import backup_and_apply
+from mm2_failover.stages.plan import make_plan
+from mm2_failover.stages.snapshot import capture_snapshot
+from mm2_failover.stages.verify import verify_run
 from mm2_failover import translate as tr
 from mm2_failover.config import RunParams
 from mm2_failover.run import RunContext
@@ -29,10 +32,10 @@ def context(bed, folder, **params) -> RunContext:
 
 def plan_of(bed, target, folder, groups: list[str], **params):
     ctx = context(bed, folder, groups_regex="|".join(groups), **params)
-    steps.capture_snapshot(ctx)
+    capture_snapshot(ctx)
     cps = [c for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic).items() if k.group in groups]
     write_latest(ctx.folder, cps)
-    return ctx, steps.make_plan(ctx)
+    return ctx, make_plan(ctx)
 
 
 def syncs_now(bed, source, topic: str):
@@ -71,8 +74,8 @@ def test_exact_translation_resumes_at_the_next_record_where_checkpoints_re_read(
         {p: c.downstream_offset for p, c in b.prep.checkpoints.items()}
     assert any(c.downstream_offset < b.prep.consumed_upto[p] for p, c in b.prep.checkpoints.items())  # MM2 re-reads
     # apply, then a consumer of the group on the target: nothing re-read, nothing lost
-    steps.backup_and_apply(ctx, exact)
-    rep = steps.verify_run(ctx, exact)
+    backup_and_apply(ctx, exact)
+    rep = verify_run(ctx, exact)
     assert rep["outcome"] == "succeeded" and rep["totals"]["records_reread_estimate"] == 0
     assert rep["totals"]["records_reread_by_checkpoints"] == sum(
         b.prep.consumed_upto[p] - c.downstream_offset for p, c in b.prep.checkpoints.items())

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from mm2_failover import checkpoints as cpf
-from mm2_failover import steps
+from mm2_failover.stages.plan import make_plan
+from mm2_failover.stages.snapshot import capture_snapshot
 from mm2_failover.report import checkpoint_warnings
 from mm2_failover.spark import job_submission, spark_submit
 
@@ -66,7 +67,7 @@ def test_job_is_bounded_handles_tombstones_quarantines_bad_records_and_reports_r
         *bad,
     ])
     ctx = p.ctx(groups_regex=f"{g}.*", source_alias=alias)
-    snap = steps.capture_snapshot(ctx)
+    snap = capture_snapshot(ctx)
     # written after the snapshot: must not influence the result, although it is in the topic when Spark reads
     produce_raw(p.bed.target_bootstrap, cp_topic, [(cpf.encode_key(g, rt, 0), cpf.encode_value(99, 99))])
 
@@ -117,19 +118,19 @@ def test_a_driver_killed_mid_run_leaves_nothing_the_plan_reads_and_its_retry_ans
     p = prepared
     g = p.names["group"]
     ctx = p.ctx()
-    snap = steps.capture_snapshot(ctx)
+    snap = capture_snapshot(ctx)
     monkeypatch.setenv("MM2_FAILOVER_FAULT", "kill@job.after_answers")
     with job_submission(ctx.params, p.art, snap, p.target.conf) as sub:
         assert spark_submit("local[2]", sub) not in (0, 3)  # the driver died
     assert p.art.checkpoints.exists() and not p.art.checkpoints_summary.exists()
     with pytest.raises(RunFolderError, match="did not finish"):
-        steps.make_plan(ctx)
+        make_plan(ctx)
     monkeypatch.delenv("MM2_FAILOVER_FAULT")
     with job_submission(ctx.params, p.art, snap, p.target.conf) as sub:  # the task's retry
         assert spark_submit("local[2]", sub) == 0
     rows = {r["partition"]: r["downstream_offset"] for r in read_parquet(p.art.checkpoints) if r["group"] == g}
     assert rows == {part: c.downstream_offset for part, c in p.prep[g].checkpoints.items()}
-    assert {(r.topic, r.partition) for r in steps.make_plan(ctx).rows if r.group == g} == \
+    assert {(r.topic, r.partition) for r in make_plan(ctx).rows if r.group == g} == \
         {(p.prep[g].replica_topic, part) for part in rows}
 
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 
 from mm2_failover import plan as planmod
-from mm2_failover import steps
+from mm2_failover.stages.apply import apply_plan, backup_and_apply, take_backup
+from mm2_failover.stages.gate import live_groups
+from mm2_failover.stages.plan import make_plan
+from mm2_failover.stages.rollback import rollback, verify_rollback
+from mm2_failover.stages.verify import verify_run
 from mm2_failover.kafka_io import Commit
 from mm2_failover.runfolder import load_backup
 
@@ -16,16 +20,16 @@ pytestmark = [pytest.mark.bed]
 def test_live_consumer_on_target_is_named_and_refused_by_the_broker(prepared, live_consumer):
     p = prepared
     p.snapshot_and_checkpoints()
-    plan = steps.make_plan(p.ctx())
+    plan = make_plan(p.ctx())
     rt = p.prep[p.names["group"]].replica_topic
     lc = live_consumer(p.bed.target_bootstrap, p.names["group"], rt, client_id="orders-on-backup")
     lc.wait_stable(p.target, p.names["group"])
-    live = steps.live_groups(p.target, plan.groups())
+    live = live_groups(p.target, plan.groups())
     assert [s.group for s in live] == [p.names["group"]]
     assert live[0].members[0].client_id == "orders-on-backup"
     assert "orders-on-backup" in live[0].describe() and "/127.0.0.1" in live[0].describe()
     # if a consumer joins after the gate, the broker itself refuses and the group is reported, not moved
-    res = steps.apply_plan(p.target, plan)
+    res = apply_plan(p.target, plan)
     assert list(res.refused) == [p.names["group"]] and not res.applied
     lc.stop()
     assert p.target.committed(p.names["group"]) == {}
@@ -44,20 +48,20 @@ def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_f
     scenario.wait_checkpointed(target, bed.checkpoints_topic, g2, prep1.replica_topic, 2)
     p = Prepared(bed, source, target, names, run_root, [g1, g2], {g1: prep1})
     p.snapshot_and_checkpoints()
-    plan = steps.make_plan(p.ctx())
+    plan = make_plan(p.ctx())
     assert plan.groups() == [g1, g2]
-    assert steps.live_groups(target, plan.groups()) == []  # the gate passes...
+    assert live_groups(target, plan.groups()) == []  # the gate passes...
     lc = live_consumer(bed.target_bootstrap, g2, prep1.replica_topic)  # ...then g2 starts on the target
     lc.wait_stable(target, g2)
-    res = steps.apply_plan(target, plan)
+    res = apply_plan(target, plan)
     assert set(res.applied) == {g1} and set(res.refused) == {g2}
     assert target.committed(g1) == plan.writes()[g1]
     assert target.committed(g2) == {}
     lc.stop()
     # the retry writes only what is missing
-    res2 = steps.apply_plan(target, plan)
+    res2 = apply_plan(target, plan)
     assert set(res2.applied) == {g2} and res2.unchanged == [g1] and not res2.refused
-    assert steps.planmod.verify(plan, target.commits_many(plan.groups())) == []
+    assert planmod.verify(plan, target.commits_many(plan.groups())) == []
 
 
 def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared):
@@ -70,16 +74,16 @@ def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared):
     rt = p.prep[g].replica_topic
     p.snapshot_and_checkpoints()
     ctx = p.ctx()
-    plan = steps.make_plan(ctx)
-    steps.backup_and_apply(ctx, plan)
+    plan = make_plan(ctx)
+    backup_and_apply(ctx, plan)
     planned = plan.writes()[g]
     p.target.alter_offsets(g, {(rt, 0): planned[(rt, 0)] + 5})  # the consumers read 5 records on the target
-    res = steps.backup_and_apply(ctx, plan)  # the retry
+    res = backup_and_apply(ctx, plan)  # the retry
     assert p.target.committed(g)[(rt, 0)] == planned[(rt, 0)] + 5  # not rewound
     assert res.moved_since == {g: [f"{rt}[0]: was none before the run, planned {planned[(rt, 0)]}, now "
                                    f"{planned[(rt, 0)] + 5}"]}
     assert ctx.folder.load("apply.json")["moved_since"] == res.moved_since
-    rep = steps.verify_run(ctx, plan)
+    rep = verify_run(ctx, plan)
     assert rep["mismatches"] == [] and rep["moved_since"] == res.moved_since
     assert any("moved since" in w and f"{rt}[0]" in w for w in rep["warnings"]), rep["warnings"]
 
@@ -91,15 +95,15 @@ def test_target_commit_ahead_is_kept_unless_allow_rewind(prepared):
     p.snapshot_and_checkpoints()
     p.target.alter_offsets(g, {(rt, 0): 90})  # the group already ran on the target, further than the checkpoint
     with pytest.raises(planmod.PlanError, match="already have different committed offsets"):
-        steps.make_plan(p.ctx())
-    kept = steps.make_plan(p.ctx(on_existing_target_offsets="overwrite"))
+        make_plan(p.ctx())
+    kept = make_plan(p.ctx(on_existing_target_offsets="overwrite"))
     row0 = next(r for r in kept.rows if r.partition == 0)
     assert (row0.action, row0.reason, row0.current_offset) == ("skip", "target_ahead", 90)
     p.art.plan_json.unlink()
-    rewound = steps.make_plan(p.ctx(on_existing_target_offsets="overwrite", allow_rewind=True))
+    rewound = make_plan(p.ctx(on_existing_target_offsets="overwrite", allow_rewind=True))
     row0 = next(r for r in rewound.rows if r.partition == 0)
     assert row0.action == "commit" and row0.planned_offset == row0.exact_offset == 20 < 90  # exact: consumed 20
-    steps.apply_plan(p.target, rewound)
+    apply_plan(p.target, rewound)
     assert p.target.committed(g)[(rt, 0)] == row0.planned_offset
 
 
@@ -115,12 +119,12 @@ def test_records_deleted_by_retention_clamp_to_log_start(prepared):
     p.target.delete_records({(rt, 0): gone})
     p.snapshot_and_checkpoints()
     ctx = p.ctx(translation="checkpoint")  # MM2's checkpoint as it is: the lost count must be found another way
-    plan = steps.make_plan(ctx)
+    plan = make_plan(ctx)
     row0 = next(r for r in plan.rows if r.partition == 0)
     assert (row0.action, row0.reason, row0.planned_offset, row0.retention_gap) == ("clamp", "retention_gap", gone,
                                                                                   gone - cp0)
-    steps.backup_and_apply(ctx, plan)
-    rep = steps.verify_run(ctx, plan)
+    backup_and_apply(ctx, plan)
+    rep = verify_run(ctx, plan)
     assert rep["outcome"] == "succeeded" and rep["totals"]["clamped"] == 1
     # at most log start - checkpoint; exactly: the records the group had not read (source offsets 20 .. gone-1)
     assert rep["totals"]["records_lost_to_retention_upper_bound"] == gone - cp0
@@ -135,9 +139,9 @@ def test_existing_commits_policies(prepared):
     rt = p.prep[g].replica_topic
     p.snapshot_and_checkpoints()
     p.target.alter_offsets(g, {(rt, 1): 0})
-    skip = steps.make_plan(p.ctx(on_existing_target_offsets="skip"))
+    skip = make_plan(p.ctx(on_existing_target_offsets="skip"))
     assert {(r.action, r.reason) for r in skip.rows} == {("skip", "existing_target_offsets")}
-    assert steps.apply_plan(p.target, skip).applied == {}
+    assert apply_plan(p.target, skip).applied == {}
     assert p.target.committed(g) == {(rt, 1): 0}
 
 
@@ -148,18 +152,18 @@ def test_backup_then_rollback_restores_the_exact_prior_state_including_absence(p
     p.snapshot_and_checkpoints()
     p.target.alter_offsets(g, {(rt, 2): 3})  # before the run: a commit on partition 2 only
     ctx = p.ctx(on_existing_target_offsets="overwrite", allow_rewind=True)
-    plan = steps.make_plan(ctx)
-    backup = steps.take_backup(ctx, plan)
+    plan = make_plan(ctx)
+    backup = take_backup(ctx, plan)
     assert {tp: e.before for tp, e in backup.groups[g].items()} == {(rt, 0): None, (rt, 1): None, (rt, 2): Commit(3)}
-    steps.apply_plan(p.target, plan)
+    apply_plan(p.target, plan)
     assert set(p.target.committed(g)) == {(rt, 0), (rt, 1), (rt, 2)}
     # a second take_backup (a retry) keeps the state from before the run
-    assert steps.take_backup(ctx, plan) == backup
-    res = steps.rollback(p.target, load_backup(p.art.backup), 4)
+    assert take_backup(ctx, plan) == backup
+    res = rollback(p.target, load_backup(p.art.backup), 4)
     assert res.applied == {g: 1} and not res.refused  # deleted, then its one earlier commit re-committed
     assert p.target.committed(g) == {(rt, 2): 3}
-    assert steps.verify_rollback(p.target, backup) == []
-    assert steps.rollback(p.target, backup, 4).unchanged == [g]  # idempotent
+    assert verify_rollback(p.target, backup) == []
+    assert rollback(p.target, backup, 4).unchanged == [g]  # idempotent
 
 
 def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(bed, target, names, monkeypatch):

@@ -11,7 +11,8 @@ import uuid
 
 import pytest
 
-from mm2_failover import steps
+from mm2_failover.stages.checkpoints import load_latest_checkpoints
+from mm2_failover.stages.snapshot import capture_snapshot
 from testbed import localenv, scenario
 from mm2_failover.config import RunParams, run_dir, spark_conf
 from mm2_failover.run import RunContext
@@ -136,7 +137,7 @@ def test_job_writes_a_file_uri_output_on_the_cluster(spark_cluster, scene, sourc
     ctx = RunContext.from_cli(params, run_root / "spark-uri" / scene.group,
                               {"target": target.conf, "source": source.conf}, 15.0)
     art = ctx.folder
-    snap = steps.capture_snapshot(ctx)
+    snap = capture_snapshot(ctx)
     out = art.dir / "uri-output" / "latest.parquet"
     uri = out.as_uri()
     assert uri.startswith("file:///")
@@ -156,6 +157,6 @@ def test_job_writes_a_file_uri_output_on_the_cluster(spark_cluster, scene, sourc
     assert (out / "_SUCCESS").exists()
     assert rows(out, scene.group) == expected_rows(scene)
     # the DAG's reader takes the URI as it is (pyarrow understands file://; s3a:// would need mapping to s3://)
-    assert sorted((c.topic, c.partition, c.downstream_offset) for c in steps.load_latest_checkpoints(uri)
+    assert sorted((c.topic, c.partition, c.downstream_offset) for c in load_latest_checkpoints(uri)
                   if c.group == scene.group) == \
         sorted((scene.replica_topic, part, c.downstream_offset) for part, c in scene.checkpoints.items())

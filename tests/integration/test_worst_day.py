@@ -155,7 +155,8 @@ def test_a_dag_rollback_killed_between_delete_and_recommit_is_finished_by_the_cl
 def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_on_retry(target, failed_over,
                                                                                         monkeypatch):
     """Item 1, in process: the re-commit after the delete fails once (a timeout); the retry reads the journal."""
-    from mm2_failover import kafka_io, steps
+    from mm2_failover import kafka_io
+    from mm2_failover.stages.rollback import rollback
 
     g, other = failed_over.groups[1], failed_over.other
     try:
@@ -174,10 +175,10 @@ def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_
         return real(self, group, offsets, *a, **kw)
 
     monkeypatch.setattr(kafka_io.Cluster, "alter_offsets", fail_once)
-    first = steps.rollback(target, backup, 4)
+    first = rollback(target, backup, 4)
     assert g in first.refused and target.committed(g) == {}
     monkeypatch.setattr(kafka_io.Cluster, "alter_offsets", real)
-    steps.rollback(target, backup, 4)
+    rollback(target, backup, 4)
     assert target.committed(g) == {(other, 0): 777}
 
 
@@ -185,18 +186,18 @@ def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_
 def test_rollback_journal_names_cannot_escape_or_overflow(bed, target, names, run_root, kind):
     """Item 1: the journal file is named by a hash of the group id, not by the id itself: a group id like
     '../../../x' must not write (and then delete) a file outside the journal folder, a 300-byte id must not fail."""
-    from mm2_failover import steps
+    from mm2_failover.stages import rollback as rollback_stage
 
     g = ("../../../" + names["group"]) if kind == "path" else names["group"] + "-" + "x" * 300
     rt = "primary." + names["topic"]
     target.create_topic(rt, 1)
     target.alter_offsets(g, {(rt, 0): 5})
     backup = _backup(target, {g: {rt: {"0": None}}}, after=5)
-    journal_dir = steps.journal_dir(backup)
+    journal_dir = rollback_stage.journal_dir(backup)
     journal_dir.parent.mkdir(parents=True, exist_ok=True)
     sentinel = journal_dir.parent / f"{names['group']}.json"  # where '<journal_dir>/rollback-journal-../../../x' lands
     sentinel.write_text("an unrelated file")
-    res = steps.rollback(target, backup, 2)
+    res = rollback_stage.rollback(target, backup, 2)
     assert res.refused == {}, res.refused
     assert target.committed(g) == {}
     assert sentinel.read_text() == "an unrelated file"

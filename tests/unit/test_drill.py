@@ -158,7 +158,8 @@ def drill_run(tmp_path, monkeypatch):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from mm2_failover import config, tasks
+    from mm2_failover import config
+    from mm2_failover.stages import drill as drill_stage
     from mm2_failover.config import RunParams
     from mm2_failover.run import RunContext
     from mm2_failover.runfolder import RunFolder, Snapshot, SourceState
@@ -183,10 +184,10 @@ def drill_run(tmp_path, monkeypatch):
                           "manual__1", lambda conn, role, timeout: target)
 
     def run(**params):
-        return tasks.drill_plan(ctx_of(**params), params.get("allow_drill_writes_for_prefix"))
+        return drill_stage.drill_plan(ctx_of(**params), params.get("allow_drill_writes_for_prefix"))
 
     def report(**params):
-        tasks.drill_report_of(ctx_of(**params))
+        drill_stage.drill_report(ctx_of(**params))
         return json.loads(folder.drill_json.read_text())
 
     return SimpleNamespace(art=folder, target=target, run=run, report=report)

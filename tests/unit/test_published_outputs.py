@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover import steps
+from mm2_failover.stages.checkpoints import selected_checkpoints
 from mm2_failover.checkpoints import Checkpoint
 from mm2_failover.config import RunParams
 from mm2_failover.run import RunContext
@@ -23,14 +23,14 @@ def ctx_with_answers(tmp_path) -> RunContext:
 
 def test_answers_with_their_summary_are_read(tmp_path):
     ctx = ctx_with_answers(tmp_path)
-    assert [(c.group, c.downstream_offset) for c in steps.selected_checkpoints(ctx)] == [("orders-app", 39)]
+    assert [(c.group, c.downstream_offset) for c in selected_checkpoints(ctx)] == [("orders-app", 39)]
 
 
 def test_answers_without_the_jobs_summary_are_refused_naming_the_folder_and_what_to_do(tmp_path):
     ctx = ctx_with_answers(tmp_path)
     ctx.folder.checkpoints_summary.unlink()  # the job was killed after writing answers, before its summary
     with pytest.raises(RunFolderError) as e:
-        steps.selected_checkpoints(ctx)
+        selected_checkpoints(ctx)
     msg = str(e.value)
     assert str(ctx.folder.checkpoints) in msg and "did not finish" in msg and "compute_latest_checkpoints" in msg
 
@@ -50,6 +50,6 @@ def test_every_job_submission_first_deletes_the_old_summary_so_a_killed_rerun_is
     try:
         assert not ctx.folder.checkpoints_summary.exists()
         with pytest.raises(RunFolderError, match="did not finish"):
-            steps.selected_checkpoints(ctx)
+            selected_checkpoints(ctx)
     finally:
         sub.cleanup()

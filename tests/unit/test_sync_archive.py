@@ -144,7 +144,7 @@ def test_the_columnar_read_keeps_only_the_wanted_partitions_below_the_end(tmp_pa
 
 
 def test_partitions_are_proven_in_chunks_of_a_bounded_number_of_syncs():
-    from mm2_failover.steps import prove_chunks
+    from mm2_failover.stages.translation import prove_chunks
 
     assert prove_chunks([("a", 5), ("b", 5), ("c", 5)], budget=10) == [["a", "b"], ["c"]]
     assert prove_chunks([("big", 50), ("a", 1), ("b", 1)], budget=10) == [["big"], ["a", "b"]]

@@ -33,16 +33,17 @@ class GroupsEmptySensor(FailoverSensor):
         self.failover_run_id = failover_run_id
 
     def poke(self, context) -> bool:
-        from mm2_failover import steps
+        from mm2_failover.stages.gate import check_groups_empty, describe_live, groups_to_move, live_groups
+        from mm2_failover.stages.rollback import backup_path_of
         from mm2_failover.runfolder import load_backup
 
         ctx = self.run_context(context)
         if self.groups_from == "backup":
-            groups = sorted(load_backup(steps.backup_path_of(self.backup_path, self.failover_run_id)).groups)
-            live = [("target", s) for s in steps.live_groups(ctx.target, groups)]
+            groups = sorted(load_backup(backup_path_of(self.backup_path, self.failover_run_id)).groups)
+            live = [("target", s) for s in live_groups(ctx.target, groups)]
         else:
-            groups = steps.groups_to_move(ctx)
-            live = steps.check_groups_empty(ctx, groups)
+            groups = groups_to_move(ctx)
+            live = check_groups_empty(ctx, groups)
         if not groups:
             self.log.info("no group to move in this run: nothing to check")
             return True
@@ -51,6 +52,6 @@ class GroupsEmptySensor(FailoverSensor):
                                     and ctx.params.source_groups_must_be_empty else "")
             self.log.info("all %d group(s) are empty or unknown on %s", len(groups), where)
             return True
-        self._findings = steps.describe_live(live)
+        self._findings = describe_live(live)
         self.log.warning("%s\nStop these consumers; the sensor continues by itself.", self._findings)
         return False

@@ -16,10 +16,10 @@ class ProducersDrainedSensor(FailoverSensor):
     timeout_param = "drain_timeout_seconds"
 
     def poke(self, context) -> bool:
-        from mm2_failover import steps
+        from mm2_failover.stages.drain import drain_check
 
         ctx = self.run_context(context)
-        v = steps.drain_check(ctx)  # refuses at once when records never replicated are gone from the source
+        v = drain_check(ctx)  # refuses at once when records never replicated are gone from the source
         for n in v.notes:
             self.log.info(n)
         if v.disaster:

@@ -1,0 +1,118 @@
+"""Stage 6, backup and apply, under the target's writer lock: the backup once, then only what the target does not
+hold yet and has not moved since (plan rule 5)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from mm2_failover import faults
+from mm2_failover import plan as planmod
+from mm2_failover.kafka_io import TP, Cluster, Commit
+from mm2_failover.run import RunContext
+from mm2_failover.rollback import Backup, BackupEntry
+from mm2_failover.runfolder import now_iso
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
+    """Hold the target cluster's writer lock (see :mod:`mm2_failover.locks`) while writing offsets."""
+    from mm2_failover import config, locks
+
+    target = ctx_or_target.target if isinstance(ctx_or_target, RunContext) else ctx_or_target
+    run = run or (f"{ctx_or_target.dag_id}/{ctx_or_target.run_id}" if isinstance(ctx_or_target, RunContext) else "")
+    with locks.writer_lock(config.artifacts_root(), target.cluster_id(), {"writer": what, "run": run}, wait_s) as rec:
+        yield rec
+
+
+def take_backup(ctx: RunContext, plan: planmod.Plan) -> Backup:
+    """Store, for every partition apply will write, the target's commit before the run (or none) and the commit
+    apply writes. Taken before the first write; never replaced (a retry keeps the state from before the run)."""
+    f = ctx.folder
+    existing = f.load_backup()
+    if existing is not None:
+        return existing
+    writes = plan.commits()
+    current = ctx.target.commits_many(sorted(writes), ctx.params.apply_concurrency)
+    backup = Backup(now_iso(), str(ctx.target.conf.get("bootstrap.servers")), ctx.target.cluster_id(), ctx.dag_id,
+                    ctx.run_id, {g: {tp: BackupEntry(current.get(g, {}).get(tp), c) for tp, c in parts.items()}
+                                 for g, parts in writes.items()})
+    f.save_backup(backup)
+    return backup
+
+
+@dataclass
+class ApplyResult:
+    applied: dict[str, int] = field(default_factory=dict)  # group -> partitions written now
+    unchanged: list[str] = field(default_factory=list)  # groups that already held the plan
+    refused: dict[str, str] = field(default_factory=dict)  # group -> broker's error
+    moved_since: dict[str, list[str]] = field(default_factory=dict)  # group -> partitions committed since (plan rule 5)
+
+    def as_dict(self) -> dict:
+        return {"applied": self.applied, "unchanged": self.unchanged, "refused": self.refused,
+                "moved_since": self.moved_since}
+
+
+def befores(backup: Backup) -> dict[str, dict[TP, Commit | None]]:
+    return {g: {tp: e.before for tp, e in parts.items()} for g, parts in backup.groups.items()}
+
+
+def describe_moved(moved: dict, plan: planmod.Plan) -> dict[str, list[str]]:
+    want = plan.commits()
+
+    def show(c) -> str:
+        return "none" if c is None else str(c.offset if isinstance(c, Commit) else c)
+
+    return {g: [f"{t}[{p}]: was {show(was)} before the run, planned {want[g][(t, p)].offset}, now {show(now)}"
+                for (t, p), (was, now) in sorted(parts.items())] for g, parts in sorted(moved.items())}
+
+
+def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backup: Backup | None = None) -> ApplyResult:
+    """One ``alter_consumer_group_offsets`` request per group, ``concurrency`` at a time. Writes only what
+    differs from the target's current commits (offset and metadata), and, given the run's ``backup``, never a
+    partition committed since the backup (plan rule 5: reported in ``moved_since``); a refused group does not stop
+    the others."""
+    groups = sorted(plan.commits())
+    current = target.commits_many(groups, concurrency)
+    before = None if backup is None else befores(backup)
+    todo = planmod.diff_to_apply(plan, current, before)
+    moved = describe_moved(planmod.moved_since(plan, current, before), plan) if before is not None else {}
+    for g, what in moved.items():
+        log.warning("group %s: NOT rewritten, committed on the target since this run's backup (its consumers read "
+                    "there): %s", g, "; ".join(what))
+    res = ApplyResult(unchanged=[g for g in groups if g not in todo and g not in moved], moved_since=moved)
+    t0, done = time.monotonic(), 0
+    batch = 1000  # progress in the task log every batch
+    names = sorted(todo)
+    for i in range(0, len(names), batch):
+        chunk = names[i:i + batch]
+        for group, err in target.alter_many({g: todo[g] for g in chunk}, window=concurrency).items():
+            if err:
+                res.refused[group] = err
+                log.error("group %s NOT moved: %s", group, err)
+            else:
+                res.applied[group] = len(todo[group])
+        done += len(chunk)
+        log.info("apply progress: %d/%d group(s), %d refused, %.1f s", done, len(names), len(res.refused),
+                 time.monotonic() - t0)
+    return res
+
+
+def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
+    """Under the target's writer lock: the backup (once), then apply, then the result in ``apply.json``."""
+    with writer_lock(ctx, "failover apply", ctx.params.lock_wait_seconds):
+        faults.hit("apply.locked")
+        backup = take_backup(ctx, plan)
+        log.info("backup of the target's commits before this run: %s (rollback restores exactly this)",
+                 ctx.folder.backup)
+        faults.hit("apply.after_backup")
+        res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency, backup)
+        faults.hit("apply.after_commits")  # drills: killed between apply and verify
+        ctx.folder.save("apply.json", res.as_dict())
+    log.info("applied: %d group(s) written, %d already as planned, %d refused", len(res.applied), len(res.unchanged),
+             len(res.refused))
+    return res

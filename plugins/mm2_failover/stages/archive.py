@@ -1,0 +1,98 @@
+"""MM2's offset syncs and checkpoint records kept in the archive on the target side (:mod:`mm2_failover.syncs`): the
+scheduled archive and a failover's own capture."""
+
+from __future__ import annotations
+
+import logging
+
+from mm2_failover.kafka_io import Cluster
+from mm2_failover.run import RunContext
+from mm2_failover.stages.errors import ConfigurationError
+
+log = logging.getLogger(__name__)
+
+
+def sync_cluster(ctx: RunContext, alias: str) -> Cluster | None:
+    """The cluster holding ``alias``'s offset-sync topic (MM2's offset-syncs.topic.location), None when lost."""
+    return ctx.target if ctx.params.offset_syncs_location == "target" else ctx.source(alias)
+
+
+def sync_topic(ctx: RunContext, alias: str, cluster: Cluster) -> tuple[str | None, str]:
+    """(the offset-sync topic of ``alias``, or None and why)."""
+    from mm2_failover.naming import offset_syncs_topics
+
+    topics = cluster.topics()
+    if ctx.params.mm2_target_alias:
+        t = ctx.policies[alias].offset_syncs_topic(ctx.params.mm2_target_alias)
+        return (t, "") if t in topics else (None, f"offset-sync topic {t} not found on the {cluster.name} cluster")
+    found = sorted(offset_syncs_topics(topics))
+    if len(found) == 1:
+        return found[0], ""
+    if not found:
+        return None, f"no offset-sync topic on the {cluster.name} cluster (offset_syncs_location=" \
+                     f"{ctx.params.offset_syncs_location})"
+    return None, f"several offset-sync topics on the {cluster.name} cluster ({', '.join(found)}): set mm2_target_alias"
+
+
+def archive_offset_syncs(ctx: RunContext) -> dict[str, dict]:
+    """The scheduled archive (DAG ``mm2_sync_archive``, CLI ``archive``): append every alias's new offset syncs, and
+    its new checkpoint records, to the archive. Unlike the failover's own append, a failure here fails (the archive
+    must be kept alive)."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import CheckpointArchive, SyncArchive
+
+    out = {}
+    for alias in ctx.aliases:
+        loc = ctx.params.offset_syncs_location
+        conn = ctx.target_conn if loc == "target" else ctx.source_conn_of(alias)
+        if conn is None:
+            out[alias] = {"why": "no source connection for this alias"}
+            continue
+        cluster = ctx.connect(conn, "target" if loc == "target" else f"source {alias}", ctx.timeout)
+        topic, why = sync_topic(ctx, alias, cluster)
+        if topic is None:
+            raise ConfigurationError(f"alias {alias}: {why}")
+        res = SyncArchive(archive_root(), alias).append(cluster, topic, loc)
+        log.info("alias %s: %d offset sync(s) archived from %s (%s)%s", alias, res.appended, topic, loc,
+                 f"; {len(res.gaps)} gap(s): {res.gaps}" if res.gaps else "")
+        out[alias] = res.as_dict()
+        cp_topic = ctx.policies[alias].checkpoints_topic
+        cps = CheckpointArchive(archive_root(), alias).append(ctx.target, cp_topic, "target")
+        log.info("alias %s: %d checkpoint record(s) archived from %s (target)%s", alias, cps.appended, cp_topic,
+                 f"; {len(cps.gaps)} gap(s): {cps.gaps}" if cps.gaps else "")
+        out[alias]["checkpoints"] = cps.as_dict()
+    return out
+
+
+def capture_syncs(ctx: RunContext, alias: str) -> dict:
+    """Archive ``alias``'s offset syncs up to now (the archive then holds every sync up to the end offsets captured
+    here), or, when their cluster is lost, say what the archive holds. Never fails the run: without syncs, the plan
+    uses MM2's checkpoints (said in the report)."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive
+
+    if ctx.params.translation != "exact":
+        return {"why": "translation=checkpoint"}
+    archive = SyncArchive(archive_root(), alias)
+    loc = ctx.params.offset_syncs_location
+    cluster = sync_cluster(ctx, alias)
+    if cluster is None:
+        m = archive.manifest()
+        if not m:
+            return {"why": "the offset syncs live on the lost source and were never archived"}
+        log.warning("alias %s: the source is lost; exact translation uses the archived offset syncs (archived up to "
+                    "%s)", alias, m.get("updated_at"))
+        return {"topic": m["topic"], "location": loc, "end": archive.archived_to(), "archive_only": True}
+    try:
+        topic, why = sync_topic(ctx, alias, cluster)
+        if topic is None:
+            log.warning("alias %s: %s: MM2's checkpoints will be used", alias, why)
+            return {"why": why}
+        end = {p: o for (_t, p), o in cluster.offsets(cluster.partitions([topic])).items()}
+        res = archive.append(cluster, topic, loc)
+    except Exception as e:  # noqa: BLE001 - the checkpoints remain; the report says why
+        log.warning("alias %s: could not archive the offset syncs (%s: %s): MM2's checkpoints will be used", alias,
+                    type(e).__name__, e)
+        return {"why": f"{type(e).__name__}: {e}"}
+    log.info("alias %s: %d offset sync(s) archived from %s (%s)", alias, res.appended, topic, loc)
+    return {"topic": topic, "location": loc, "end": end, "appended": res.appended, "gaps": res.gaps}

@@ -1,0 +1,33 @@
+"""Stage 3, checkpoints: the Spark job's answers, read only once its summary says it finished."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mm2_failover import plan as planmod
+from mm2_failover.run import RunContext
+from mm2_failover.runfolder import RunFolderError
+
+def load_latest_checkpoints(path: Path) -> list[planmod.LatestCheckpoint]:
+    """Every answer of the Spark job (all groups: the job does not select)."""
+    from mm2_failover.answers import checkpoint_rows
+
+    return [planmod.LatestCheckpoint(**r) for r in checkpoint_rows(path, [
+        "source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata"])]
+
+
+def selected_checkpoints(ctx: RunContext) -> list[planmod.LatestCheckpoint]:
+    """The latest checkpoints of the run's selected groups and aliases: only once the job's summary, which it writes
+    last and atomically (and which every submission deletes first), says it finished (a job killed while writing
+    may leave answers that are partial: never read)."""
+    f = ctx.folder
+    if not f.checkpoints.exists():
+        raise RunFolderError(f"no latest checkpoints at {f.checkpoints}: compute_latest_checkpoints must run first")
+    summary = f.load_summary()
+    if summary is None:
+        raise RunFolderError(f"the latest checkpoints at {f.checkpoints} have no summary ({f.checkpoints_summary}): "
+                             "the Spark job did not finish (killed or failed while writing), so they may be partial "
+                             "and are not read. Run compute_latest_checkpoints again (clear the task, or the CLI's "
+                             "checkpoints step): it rewrites them.")
+    aliases = set(ctx.aliases)
+    return [c for c in load_latest_checkpoints(f.checkpoints) if c.source_alias in aliases and ctx.selection.selects(c.group)]

@@ -1,0 +1,111 @@
+"""The DR drill (DAG ``mm2_failover_drill``, CLI ``drill``): the replication lag now, the plan a failover would make
+(writing only for the groups of ``allow_drill_writes_for_prefix``), and the findings (the rules:
+:mod:`mm2_failover.drill`)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def drill_lag(ctx) -> dict:
+    """One drain observation (no waiting for a drain): the replication lag at drill time, kept in drain.json."""
+    from mm2_failover import drill
+    from mm2_failover.stages.drain import drain_status
+
+    v = drain_status(ctx)
+    ctx.folder.save("drain.json", v.as_dict())
+    lag = drill.replication_lag(v.rows)
+    if v.rows:
+        log.info("replication at drill time (%d partition(s)):\n%s", len(v.rows), v.table())
+    return {"partitions": len(lag), "lag_records": sum(x["lag_records"] or 0 for x in lag), "disaster": v.disaster}
+
+
+def drill_plan(ctx, prefix) -> dict:
+    """Build the plan like a failover would; write offsets ONLY for groups starting with a non-empty
+    ``allow_drill_writes_for_prefix`` (backup first, live groups left alone, read back after)."""
+    from mm2_failover import drill
+    from mm2_failover.stages.apply import backup_and_apply
+    from mm2_failover.stages.gate import live_groups
+    from mm2_failover.stages.plan import make_plan
+    from mm2_failover import plan as planmod
+
+    ctx.params = replace(ctx.params, dry_run=True)
+    prefix = drill.normalize_prefix(prefix)
+    refusal = None
+    try:
+        plan = make_plan(ctx)
+    except planmod.PlanError as e:
+        refusal = str(e)
+        log.warning("a real failover would refuse this plan: %s", refusal)
+        ctx.params = replace(ctx.params, on_existing_target_offsets="skip", accept_groups_without_checkpoints=True,
+                             max_quarantined_records=10**12)
+        plan = make_plan(ctx)
+    ctx.folder.save("plan_refusal.json", {"refusal": refusal})
+    writes: dict[str, Any] = {"prefix": prefix, "applied": {}, "unchanged": [], "refused": {}, "skipped_live": [],
+                              "mismatches": []}
+    sub = drill.writable_plan(plan, prefix)
+    if not prefix:
+        log.info("drill: plan of %d group(s) built (%s); nothing written (allow_drill_writes_for_prefix is empty)",
+                 len(plan.groups()), plan.counts())
+    elif sub.writes():
+        live = {s.group for s in live_groups(ctx.target, sub.groups())}
+        writes["skipped_live"] = sorted(live)
+        sub = planmod.Plan([r for r in sub.rows if r.group not in live])
+        if sub.writes():
+            res = backup_and_apply(ctx, sub)
+            writes.update(res.as_dict())
+            committed = ctx.target.commits_many(sub.groups(), ctx.params.apply_concurrency)
+            writes["mismatches"] = [m.__dict__ for m in planmod.verify(sub, committed) if m.group not in res.refused]
+            log.warning("drill WROTE offsets for %d group(s) starting with %r (backup: %s)", len(res.applied), prefix,
+                        ctx.folder.backup)
+    else:
+        log.info("drill: no planned commit for groups starting with %r: nothing written", prefix)
+    ctx.folder.save("drill_writes.json", writes)
+    return {"plan": str(ctx.folder.plan_json), "counts": plan.counts(), "refused_plan": bool(refusal),
+            "groups_written": sorted(writes["applied"])}
+
+
+def drill_report(ctx) -> dict:
+    """The drill's findings (``drill.json``, ``drill.md``, the UI's summary) from what its tasks kept; returns them."""
+    from mm2_failover import drill
+    from mm2_failover.stages.gate import live_groups
+    from mm2_failover.stages.snapshot import source_commits
+    from mm2_failover.stages.verify import verify_run
+    from mm2_failover import plan as planmod
+    from mm2_failover.report import run_summary
+    from mm2_failover.answers import checkpoint_rows
+    from mm2_failover.runfolder import now_iso, write_json, write_text
+
+    ctx.params = replace(ctx.params, dry_run=True)
+    f = ctx.folder
+    plan = planmod.Plan.from_dicts(f.load("plan.json")["rows"])
+    refusal = f.load("plan_refusal.json", {}).get("refusal")
+    writes = f.load("drill_writes.json", {})
+    rep = verify_run(ctx, plan, dry_run=True,
+                     warnings=[f"plan refused by a safety rule: {refusal}"] if refusal else None)
+    snap = f.load_snapshot()
+    src = source_commits(ctx, snap)
+    live = sorted(s.group for s in live_groups(ctx.target, plan.groups()))
+    d = drill.build_drill_report(
+        dag_id=ctx.dag_id, run_id=ctx.run_id, params={**ctx.params.as_dict(), "allow_drill_writes_for_prefix":
+                                                      writes.get("prefix", "")},
+        snapshot=snap.as_dict(), plan_rows=plan.as_dicts(), checkpoints=checkpoint_rows(f.checkpoints, [
+            "source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset",
+            "checkpoint_timestamp"]),
+        drain_rows=f.load_drain().get("rows"), live_target_groups=live,
+        source_commits={(g, rt, p): c.offset for g, cs in src.items() for (_a, rt, p), c in cs.items()},
+        selected_source_groups=sorted({g for s in snap.sources.values() for g in (s.group_commits or {})
+                                       if ctx.selection.selects(g)}) if any(s.reachable for s in snap.sources.values())
+        else None,
+        plan_refusal=refusal, writes=writes,
+        report_warnings=[w for w in rep.get("warnings", []) if not w.startswith("plan refused")],
+        finished_at=now_iso(), source_aliases=ctx.aliases)
+    write_json(f.drill_json, d)
+    write_text(f.drill_md, drill.render_drill_markdown(d))
+    f.save("summary.json", run_summary(ctx.dag_id, ctx.run_id, rep, d, now_iso()))
+    log.info("drill report: %s\n%s", f.drill_md, f.drill_md.read_text())
+    return d

@@ -1,0 +1,60 @@
+"""Stage 5, plan: built once per run from the snapshot, the checkpoints and the exact translations (the rules:
+:mod:`mm2_failover.plan`)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from mm2_failover import plan as planmod
+from mm2_failover.run import RunContext
+from mm2_failover.runfolder import PLAN_JSON, age_seconds, now_iso, write_text
+from mm2_failover.stages.checkpoints import selected_checkpoints
+from mm2_failover.stages.failback import home_translations
+from mm2_failover.stages.snapshot import source_commits
+from mm2_failover.stages.translation import exact_translations
+
+log = logging.getLogger(__name__)
+
+
+def make_plan(ctx: RunContext) -> planmod.Plan:
+    """Build the plan once per run (a retry reloads it, so 'current' keeps meaning 'before this run')."""
+    f, p = ctx.folder, ctx.params
+    if f.plan_json.exists():
+        log.info("plan already built for this run: reusing %s", f.plan_json)
+        return planmod.Plan.from_dicts(f.load(PLAN_JSON)["rows"])
+    summary = f.load_summary()
+    refusal = planmod.quarantine_refusal(summary.raw if summary else None, p.max_quarantined_records)
+    if refusal:
+        raise planmod.PlanError(refusal)
+    snap = f.load_snapshot()
+    cps = selected_checkpoints(ctx)
+    src = source_commits(ctx, snap)
+    groups = sorted({c.group for c in cps} | set(src))
+    current = ctx.target.commits_many(groups, p.apply_concurrency)
+    bounds = {tp: planmod.PartitionBounds(snap.replica_start[tp], snap.replica_end[tp]) for tp in snap.replica_end}
+    exact, notes, at_least = exact_translations(ctx, snap, cps, src)
+    home, home_notes = home_translations(ctx, snap, src)
+    exact, notes = {**exact, **home}, notes + home_notes
+    src_meta = {(g, rt, part): c.metadata for g, cs in src.items() for (_a, rt, part), c in cs.items()}
+    plan = planmod.build_plan(
+        cps, bounds, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in current.items()},
+        snap.replica_partitions, on_existing_target_offsets=p.on_existing_target_offsets, allow_rewind=p.allow_rewind,
+        source_commits={g: {k: c.offset for k, c in cs.items()} for g, cs in src.items()},
+        accept_groups_without_checkpoints=p.accept_groups_without_checkpoints,
+        exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()},
+        positions_at_least=at_least)
+    built = now_iso()
+    rules: dict[str, int] = {}
+    for r in plan.rows:
+        if r.writes:
+            rules[r.rule] = rules.get(r.rule, 0) + 1
+    f.save(PLAN_JSON, {"built_at": built, "params": p.as_dict(), "counts": plan.counts(), "rules": rules,
+                       "translation_notes": notes,
+                       "snapshot_captured_at": snap.captured_at,
+                       "snapshot_age_seconds": age_seconds(snap.captured_at, datetime.fromisoformat(built)),
+                       "rows": plan.as_dicts()})
+    write_text(f.plan_csv, plan.to_reset_csv())
+    log.info("plan: %d group(s), %s, offsets by rule %s; written to %s and %s", len(plan.groups()), plan.counts(), rules,
+             f.plan_json, f.plan_csv)
+    return plan

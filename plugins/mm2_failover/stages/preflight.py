@@ -1,0 +1,45 @@
+"""The pre-flight audit of MM2's configuration (the rules: :mod:`mm2_failover.audit`)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from mm2_failover.run import RunContext
+from mm2_failover.runfolder import AUDIT, age_seconds
+from mm2_failover.stages.errors import ConfigurationError
+
+log = logging.getLogger(__name__)
+
+
+def preflight_audit(ctx: RunContext) -> list[dict]:
+    """The pre-flight audit (rules in :mod:`mm2_failover.audit`): MM2's configuration (``mm2_config``) and what the
+    clusters show, per source alias, into ``audit.json``; warnings are logged and carried into the report. A
+    configuration file that cannot be read is a configuration error; findings never fail the run."""
+    from mm2_failover import audit
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive
+
+    props: dict[str, str] | None = None
+    path = ctx.params.mm2_config
+    if path:
+        try:
+            props = audit.parse_properties(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigurationError(f"mm2_config: cannot read MM2's configuration file {path} ({e}); give the path "
+                                     "of the mm2.properties MM2 runs with, or leave mm2_config empty") from None
+    target_topics = ctx.target.topics()
+    out = []
+    for alias in ctx.aliases:
+        target_alias = ctx.params.mm2_target_alias or audit.target_alias(props or {}, alias) or "target"
+        m = SyncArchive(archive_root(), alias).manifest()
+        age = age_seconds(m.get("updated_at")) if m else None
+        cp_topic = ctx.policies[alias].checkpoints_topic
+        cp_cfg = ctx.target.topic_config(cp_topic) if cp_topic in target_topics else None
+        facts = audit.Facts(age, cp_cfg, ctx.params.offset_syncs_location, ctx.params.rpo_seconds)
+        findings = audit.audit(props, alias, target_alias, facts)
+        for f in findings:
+            (log.warning if f.severity == audit.WARNING else log.info)("audit %s %s: %s", alias, f.rule, f.message)
+        out += [{"alias": alias, **f.as_dict()} for f in findings]
+    ctx.folder.save(AUDIT, {"mm2_config": path, "findings": out})
+    return out

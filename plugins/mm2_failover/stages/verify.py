@@ -1,0 +1,92 @@
+"""Stage 7, verify: every planned group read back, the report (JSON, Markdown, the UI's summary), what retention took."""
+
+from __future__ import annotations
+
+
+from mm2_failover import plan as planmod
+from mm2_failover import report as reportmod
+from mm2_failover.kafka_io import Cluster
+from mm2_failover.run import RunContext
+from mm2_failover.runfolder import AUDIT, PLAN_JSON, Snapshot, now_iso, write_json, write_text
+from mm2_failover.stages.apply import befores, describe_moved
+from mm2_failover.stages.snapshot import source_commits
+
+def lost_to_retention_exact(ctx: RunContext, plan: planmod.Plan, snap: Snapshot, scan: int = 2000) -> dict:
+    """For partitions clamped to the replica's log start, where the group's source commit U is known: find the
+    source offset u of the replica's first record (same key, value and timestamp on the source) and count the
+    offsets [U, u) the group had not read and that are gone: exactly what was lost. Partitions where the record is
+    not found within ``scan`` records of its timestamp keep the upper bound."""
+    src = source_commits(ctx, snap)
+    out = {}
+    for r in plan.rows:
+        if r.reason != planmod.RETENTION_GAP or not r.retention_gap:
+            continue
+        commit = src.get(r.group, {}).get((r.source_alias, r.topic, r.partition))
+        source = ctx.source(r.source_alias) if r.source_alias in ctx.aliases else None
+        if commit is None or source is None:
+            continue
+        u = find_source_offset(ctx.target, source, ctx.policies[r.source_alias].source_topic(r.topic), r.topic,
+                               r.partition, r.log_start, scan)
+        if u is not None:
+            out[(r.group, r.topic, r.partition)] = max(0, u - commit.offset)
+    return out
+
+
+def find_source_offset(target: Cluster, source: Cluster, source_topic: str, replica_topic: str, partition: int,
+                       downstream: int, scan: int) -> int | None:
+    """The source offset of the record MM2 copied to ``replica_topic[partition]@downstream`` (None: not found): the
+    same record (:meth:`~mm2_failover.evidence.Record.same_content`) within ``scan`` records of its timestamp."""
+    rtp, stp = (replica_topic, partition), (source_topic, partition)
+    got = target.records({rtp: (downstream, downstream + 1)})[rtp]
+    if not got:
+        return None
+    start = source.offset_for_time(stp, got[0].timestamp_ms)
+    if start is None:
+        return None
+    end = source.offsets([stp])[stp]
+    return next((r.offset for r in source.records({stp: (start, min(end, start + scan))})[stp]
+                 if r.same_content(got[0])), None)
+
+
+def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None, refused: dict[str, str] | None = None,
+               warnings: list[str] | None = None) -> dict:
+    """Read every planned group back, compare with the plan, and write report.json, report.md and summary.json."""
+    f, p = ctx.folder, ctx.params
+    dry_run = p.dry_run if dry_run is None else dry_run
+    committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
+    backup = None if dry_run else f.load_backup()
+    since = {} if backup is None else planmod.moved_since(plan, committed, befores(backup))
+    mismatches = [] if dry_run else [m for m in planmod.verify(plan, committed)
+                                     if (m.topic, m.partition) not in since.get(m.group, {})]
+    moved = describe_moved(since, plan)
+    tps = sorted({(r.topic, r.partition) for r in plan.rows})
+    log_end = ctx.target.offsets(tps) if tps else {}
+    summary = f.load_summary()
+    snap = f.load_snapshot()
+    drain = f.load_drain()
+    warnings = list(warnings or [])
+    if snap.disaster_aliases:
+        warnings.append(f"DISASTER MODE for source alias(es) {', '.join(snap.disaster_aliases)}: their clusters were "
+                        "not reachable (or declared lost); producer and source-group checks were skipped for them. "
+                        f"Data-loss window: {drain.get('rpo')}")
+    built = f.load(PLAN_JSON, {})
+    warnings += built.get("translation_notes") or []
+    warnings += [f"group {g} moved since this run's backup, NOT rewritten (its consumers committed on the target "
+                 f"after the first apply; a retry never rewinds them): {'; '.join(what)}" for g, what in moved.items()]
+    warnings += [f"pre-flight audit, alias {a['alias']}, {a['rule']}: {a['message']}"
+                 for a in f.load(AUDIT, {}).get("findings", []) if a["severity"] == "warning"]
+    src = {(g, rt, part): c.offset for g, cs in source_commits(ctx, snap).items() for (_a, rt, part), c in cs.items()}
+    lost = {} if dry_run and not any(r.retention_gap for r in plan.rows) else lost_to_retention_exact(ctx, plan, snap)
+    rep = reportmod.build_report(
+        dag_id=ctx.dag_id, run_id=ctx.run_id, params=p.as_dict(), plan=plan, committed=committed, log_end=log_end,
+        mismatches=mismatches, refused=refused, dry_run=dry_run, checkpoints_summary=summary.raw if summary else {},
+        warnings=warnings, source_commits=src, lost_exact=lost,
+        snapshot={"captured_at": snap.captured_at, "age_seconds": built.get("snapshot_age_seconds"),
+                  "disaster_aliases": snap.disaster_aliases})
+    rep["artifacts"] = str(f.dir)
+    rep["rpo"] = drain.get("rpo")
+    rep["moved_since"] = moved
+    write_json(f.report_json, rep)
+    write_text(f.report_md, reportmod.render_markdown(rep))
+    f.save("summary.json", reportmod.run_summary(ctx.dag_id, ctx.run_id, rep, None, now_iso()))
+    return rep
