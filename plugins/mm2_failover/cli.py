@@ -45,6 +45,7 @@ from pathlib import Path
 
 from mm2_failover import config
 from mm2_failover.config import RunParams
+from mm2_failover.runfolder import ROLLBACK
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LIVE, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_NOT_DRAINED, EXIT_LOCKED = range(8)
 log = logging.getLogger("mm2_failover")
@@ -476,7 +477,7 @@ def cmd_rollback(a):
         faults.hit("rollback.locked")
         res = rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup))
     left = verify_rollback(target, backup, a.apply_concurrency)
-    folder.save("rollback.json", {"backup": str(a.backup), **res.as_dict(), "still_different": left})
+    folder.save(ROLLBACK, {"backup": str(a.backup), **res.as_dict(), "still_different": left})
     print(json.dumps({**res.as_dict(), "still_different": left}, indent=2))
     if res.refused or left:
         raise CliError(EXIT_FAILED, "rollback incomplete: " + "; ".join(

@@ -147,7 +147,7 @@ def remaining(backup: Backup, current: dict[str, dict[TP, Commit]]) -> list[str]
 
 
 JOURNALS = ".rollback-journals"
-POINTER = "backup.json"  # in each journal folder: which backup it belongs to (for people, and for the refusal)
+POINTER = "pointer.json"  # in each journal folder: which backup it belongs to (for people, and for the refusal)
 
 
 def backup_key(backup: Backup) -> str:

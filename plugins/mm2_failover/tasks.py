@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 
+from mm2_failover.runfolder import APPLY, ROLLBACK
+
 log = logging.getLogger(__name__)
 
 
@@ -78,7 +80,7 @@ def verify_group_offsets(context) -> dict:
 
     ctx = _ctx(context)
     plan = make_plan(ctx)
-    applied = ctx.folder.load("apply.json", {})
+    applied = ctx.folder.load(APPLY, {})
     rep = verify_run(ctx, plan, refused=applied.get("refused"))
     emit_metrics(rep)
     t = rep["totals"]
@@ -146,7 +148,7 @@ def rollback_group_offsets(context) -> dict:
         raise _fail_fast(e) from None
     except Locked as e:
         raise RuntimeError(str(e)) from None
-    ctx.folder.save("rollback.json", {"backup": str(path), **res.as_dict()})
+    ctx.folder.save(ROLLBACK, {"backup": str(path), **res.as_dict()})
     if res.refused:
         raise RuntimeError(f"{len(res.refused)} group(s) were NOT rolled back: "
                            + "; ".join(f"{g}: {w}" for g, w in sorted(res.refused.items()))

@@ -31,12 +31,13 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
-
-from mm2_failover.report import run_summary
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
-SERVED_FILES = {"report.json": "application/json", "report.md": "text/plain; charset=utf-8",
-                "drill.json": "application/json", "drill.md": "text/plain; charset=utf-8"}
+from mm2_failover.report import run_summary
+from mm2_failover.runfolder import DRILL_JSON, DRILL_MD, REPORT_JSON, REPORT_MD, SUMMARY
+
+SERVED_FILES = {REPORT_JSON: "application/json", REPORT_MD: "text/plain; charset=utf-8",
+                DRILL_JSON: "application/json", DRILL_MD: "text/plain; charset=utf-8"}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential|bootstrap|keytab|oauth", re.I)
 MAX_RUNS = 500
@@ -121,7 +122,6 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
 
 
-SUMMARY_FILE = "summary.json"
 MAX_FALLBACK_BYTES = 2 << 20  # a run without summary.json (older versions): parse its report only if this small
 
 
@@ -156,7 +156,7 @@ def scan_runs(root: Path, cache: _JsonCache, limit: int = MAX_RUNS) -> list[dict
         if not dag_dir.is_dir() or dag_dir.name.startswith("."):
             continue
         for run in dag_dir.iterdir():
-            files = [p for p in (run / SUMMARY_FILE, run / "drill.json", run / "report.json") if p.is_file()]
+            files = [p for p in (run / SUMMARY, run / DRILL_JSON, run / REPORT_JSON) if p.is_file()]
             if files:
                 found.append((max(p.stat().st_mtime for p in files), dag_dir.name, run))
     found.sort(key=lambda x: x[0], reverse=True)
@@ -171,16 +171,16 @@ def scan_runs(root: Path, cache: _JsonCache, limit: int = MAX_RUNS) -> list[dict
 
 
 def summarize_folder(dag_id: str, run: Path, cache: _JsonCache, mtime: float) -> dict:
-    summary = cache.get(run / SUMMARY_FILE) if (run / SUMMARY_FILE).is_file() else None
+    summary = cache.get(run / SUMMARY) if (run / SUMMARY).is_file() else None
     if summary is None:  # a run written before summary.json existed: its report, if small enough
         loaded = {}
-        for name in ("report.json", "drill.json"):
+        for name in (REPORT_JSON, DRILL_JSON):
             p = run / name
             if p.is_file():
                 if p.stat().st_size > MAX_FALLBACK_BYTES:
-                    return _unreadable(dag_id, run.name, mtime, f"{name} is large and the run has no {SUMMARY_FILE}")
+                    return _unreadable(dag_id, run.name, mtime, f"{name} is large and the run has no {SUMMARY}")
                 loaded[name] = cache.get(p)
-        rep, drill = loaded.get("report.json"), loaded.get("drill.json")
+        rep, drill = loaded.get(REPORT_JSON), loaded.get(DRILL_JSON)
         if (rep is not None and not isinstance(rep, dict)) or (drill is not None and not isinstance(drill, dict)):
             return _unreadable(dag_id, run.name, mtime, "report is not a JSON object")
         if rep is None and drill is None:
@@ -483,8 +483,8 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None):
         if folder is None:
             return not_found(request, f"No report for run {run_id} of {dag_id} under the artifacts folder (runs of "
                                       "other DAGs, and failover runs that stopped before verify, have none).")
-        rep = cache.get(folder / "report.json") if (folder / "report.json").is_file() else None
-        drill = cache.get(folder / "drill.json") if (folder / "drill.json").is_file() else None
+        rep = cache.get(folder / REPORT_JSON) if (folder / REPORT_JSON).is_file() else None
+        drill = cache.get(folder / DRILL_JSON) if (folder / DRILL_JSON).is_file() else None
         if rep is None and drill is None:
             return not_found(request, f"Run {run_id} of {dag_id} has no report yet (it is still running, or stopped "
                                       "before its last task).")

@@ -13,7 +13,7 @@ from mm2_failover import plan as planmod
 from mm2_failover.kafka_io import TP, Cluster, Commit
 from mm2_failover.run import RunContext
 from mm2_failover.rollback import Backup, BackupEntry
-from mm2_failover.runfolder import now_iso
+from mm2_failover.runfolder import APPLY, now_iso
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
         faults.hit("apply.after_backup")
         res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency, backup)
         faults.hit("apply.after_commits")  # drills: killed between apply and verify
-        ctx.folder.save("apply.json", res.as_dict())
+        ctx.folder.save(APPLY, res.as_dict())
     log.info("applied: %d group(s) written, %d already as planned, %d refused", len(res.applied), len(res.unchanged),
              len(res.refused))
     return res

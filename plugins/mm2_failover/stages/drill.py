@@ -8,6 +8,8 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from mm2_failover.runfolder import DRAIN, DRILL_WRITES, PLAN_JSON, PLAN_REFUSAL, SUMMARY
+
 log = logging.getLogger(__name__)
 
 
@@ -17,7 +19,7 @@ def drill_lag(ctx) -> dict:
     from mm2_failover.stages.drain import drain_status
 
     v = drain_status(ctx)
-    ctx.folder.save("drain.json", v.as_dict())
+    ctx.folder.save(DRAIN, v.as_dict())
     lag = drill.replication_lag(v.rows)
     if v.rows:
         log.info("replication at drill time (%d partition(s)):\n%s", len(v.rows), v.table())
@@ -44,7 +46,7 @@ def drill_plan(ctx, prefix) -> dict:
         ctx.params = replace(ctx.params, on_existing_target_offsets="skip", accept_groups_without_checkpoints=True,
                              max_quarantined_records=10**12)
         plan = make_plan(ctx)
-    ctx.folder.save("plan_refusal.json", {"refusal": refusal})
+    ctx.folder.save(PLAN_REFUSAL, {"refusal": refusal})
     writes: dict[str, Any] = {"prefix": prefix, "applied": {}, "unchanged": [], "refused": {}, "skipped_live": [],
                               "mismatches": []}
     sub = drill.writable_plan(plan, prefix)
@@ -64,7 +66,7 @@ def drill_plan(ctx, prefix) -> dict:
                         ctx.folder.backup)
     else:
         log.info("drill: no planned commit for groups starting with %r: nothing written", prefix)
-    ctx.folder.save("drill_writes.json", writes)
+    ctx.folder.save(DRILL_WRITES, writes)
     return {"plan": str(ctx.folder.plan_json), "counts": plan.counts(), "refused_plan": bool(refusal),
             "groups_written": sorted(writes["applied"])}
 
@@ -82,9 +84,9 @@ def drill_report(ctx) -> dict:
 
     ctx.params = replace(ctx.params, dry_run=True)
     f = ctx.folder
-    plan = planmod.Plan.from_dicts(f.load("plan.json")["rows"])
-    refusal = f.load("plan_refusal.json", {}).get("refusal")
-    writes = f.load("drill_writes.json", {})
+    plan = planmod.Plan.from_dicts(f.load(PLAN_JSON)["rows"])
+    refusal = f.load(PLAN_REFUSAL, {}).get("refusal")
+    writes = f.load(DRILL_WRITES, {})
     rep = verify_run(ctx, plan, dry_run=True,
                      warnings=[f"plan refused by a safety rule: {refusal}"] if refusal else None)
     snap = f.load_snapshot()
@@ -106,6 +108,6 @@ def drill_report(ctx) -> dict:
         finished_at=now_iso(), source_aliases=ctx.aliases)
     write_json(f.drill_json, d)
     write_text(f.drill_md, drill.render_drill_markdown(d))
-    f.save("summary.json", run_summary(ctx.dag_id, ctx.run_id, rep, d, now_iso()))
+    f.save(SUMMARY, run_summary(ctx.dag_id, ctx.run_id, rep, d, now_iso()))
     log.info("drill report: %s\n%s", f.drill_md, f.drill_md.read_text())
     return d

@@ -10,6 +10,7 @@ from mm2_failover.run import RunContext
 from mm2_failover.runfolder import AUDIT, PLAN_JSON, Snapshot, now_iso, write_json, write_text
 from mm2_failover.stages.apply import befores, describe_moved
 from mm2_failover.stages.snapshot import source_commits
+from mm2_failover.runfolder import SUMMARY
 
 def lost_to_retention_exact(ctx: RunContext, plan: planmod.Plan, snap: Snapshot, scan: int = 2000) -> dict:
     """For partitions clamped to the replica's log start, where the group's source commit U is known: find the
@@ -88,5 +89,5 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     rep["moved_since"] = moved
     write_json(f.report_json, rep)
     write_text(f.report_md, reportmod.render_markdown(rep))
-    f.save("summary.json", reportmod.run_summary(ctx.dag_id, ctx.run_id, rep, None, now_iso()))
+    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep, None, now_iso()))
     return rep
