@@ -148,6 +148,13 @@ def kafka_jars(jars_root: Path = DEFAULT_JARS) -> Path:
     return d
 
 
+def kafka_consumer_groups(bootstrap: str, *args: str, jars_root: Path | None = None) -> subprocess.CompletedProcess:
+    """Kafka's own kafka-consumer-groups (ConsumerGroupCommand from the Maven-fetched tools jar)."""
+    cmd = java_cmd(kafka_jars(jars_root or DEFAULT_JARS), "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                   "--bootstrap-server", bootstrap, *args, heap="256m")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
 def cluster_id() -> str:
     # StorageTool reads an id starting with '-' as an option (about 1 id in 64): never make one.
     while True:

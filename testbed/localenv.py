@@ -98,12 +98,3 @@ def task_states(dag_id: str, run_id: str) -> dict[str, str]:
     with create_session() as s:
         tis = s.query(TaskInstance).filter(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id).all()
         return {ti.task_id: str(ti.state.value if hasattr(ti.state, "value") else ti.state) for ti in tis}
-
-
-def kafka_consumer_groups(bootstrap: str, *args: str, jars_root: Path | None = None) -> subprocess.CompletedProcess:
-    """Kafka's own kafka-consumer-groups (ConsumerGroupCommand from the Maven-fetched tools jar)."""
-    from testbed.bed import DEFAULT_JARS, java_cmd, kafka_jars
-
-    cmd = java_cmd(kafka_jars(jars_root or DEFAULT_JARS), "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-                   "--bootstrap-server", bootstrap, *args, heap="256m")
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)

@@ -14,6 +14,7 @@ pytestmark = [pytest.mark.bed, pytest.mark.airflow, pytest.mark.spark]
 
 def test_dry_run_exports_a_plan_kafka_tools_accept_and_writes_nothing(prepared):
     from testbed import localenv
+    from testbed.bed import kafka_consumer_groups
 
     p = prepared
     g = p.names["group"]
@@ -28,7 +29,7 @@ def test_dry_run_exports_a_plan_kafka_tools_accept_and_writes_nothing(prepared):
     csv_lines = art.plan_csv.read_text().splitlines()
     assert len(csv_lines) == 3 and all(line.startswith(f"{g},{rt},") for line in csv_lines)
     # Kafka's own tool reads the exported plan back, unchanged
-    r = localenv.kafka_consumer_groups(p.bed.target_bootstrap, "--reset-offsets", "--from-file", str(art.plan_csv),
+    r = kafka_consumer_groups(p.bed.target_bootstrap, "--reset-offsets", "--from-file", str(art.plan_csv),
                                        "--group", g, "--dry-run")
     assert r.returncode == 0, r.stderr
     rows = sorted(tuple(line.split()) for line in r.stdout.splitlines() if line.startswith(g))

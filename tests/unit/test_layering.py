@@ -86,6 +86,11 @@ def test_imports_only_go_down_the_layers():
 
 def test_no_import_circles():
     graph = {m: {d for d in imports_of(p) if d in modules() and d != m} for m, p in modules().items()}
+    assert circles_of(graph) == []
+
+
+def circles_of(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle of ``graph`` (module -> the modules it imports) found by a depth-first walk."""
     seen, stack, cycles = set(), [], []
 
     def visit(m):
@@ -102,7 +107,42 @@ def test_no_import_circles():
 
     for m in sorted(graph):
         visit(m)
-    assert cycles == []
+    return cycles
+
+
+#: third-party modules the pure core may import: pure computation only (the offset-sync index's arrays)
+CORE_MAY_IMPORT = {"numpy"}
+
+
+def test_the_core_imports_only_the_standard_library_and_itself():
+    """Issue 32: the pure rules depend on nothing that talks to a cluster, a file system or a framework."""
+    bad = []
+    for m in sorted(LAYERS["core"]):
+        tree = ast.parse(modules()[m].read_text())
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != "mm2_failover" and top not in CORE_MAY_IMPORT:
+                    bad.append(f"{m} imports {name}")
+    assert bad == []
+
+
+def test_no_import_circles_in_the_local_bed():
+    """Issue 32: testbed/bed.py and testbed/localenv.py imported each other (inside functions)."""
+    bed = REPO / "testbed"
+    mods = {p.stem: p for p in bed.glob("*.py")}
+    graph = {}
+    for m, p in mods.items():
+        deps = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("testbed."):
+                deps.add(node.module.split(".")[1])
+            elif isinstance(node, ast.ImportFrom) and node.module == "testbed":
+                deps |= {a.name for a in node.names if a.name in mods}
+        graph[m] = deps - {m}
+    assert circles_of(graph) == []
 
 
 def test_the_shipped_package_never_imports_the_local_bed():
