@@ -487,15 +487,7 @@ def cmd_rollback(a):
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     a = parser().parse_args(argv)
-    from mm2_failover.stages.drain import NotDrained
-    from mm2_failover.stages.errors import ConfigurationError
-    from mm2_failover.stages.rollback import RollbackRefused
-    from mm2_failover.drain import UnreplicatedLoss
-    from mm2_failover.kafka_io import KafkaConfigError, KafkaUnavailable
-    from mm2_failover.locks import Locked
-    from mm2_failover.plan import PlanError
-    from mm2_failover.reachability import SourceRequiredUnreachable
-    from mm2_failover.runfolder import RunFolderError
+    from mm2_failover.stages.outcomes import REFUSED, outcome_of
 
     try:
         if a.command == "rollback":
@@ -508,15 +500,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except CliError as e:
         code, msg = e.code, str(e)
-    except (PlanError, RollbackRefused, UnreplicatedLoss) as e:
-        code, msg = EXIT_REFUSED, f"refused, nothing written: {e}"
-    except NotDrained as e:
-        code, msg = EXIT_NOT_DRAINED, str(e)
-    except Locked as e:
-        code, msg = EXIT_LOCKED, str(e)
-    except (KafkaUnavailable, SourceRequiredUnreachable) as e:
-        code, msg = EXIT_UNREACHABLE, str(e)
-    except (KafkaConfigError, ConfigurationError, RunFolderError, ValueError, FileNotFoundError) as e:
-        code, msg = EXIT_USAGE, str(e)
+    except Exception as e:  # the stages' errors, by the one table (stages/outcomes.py); anything else propagates
+        o = outcome_of(e)
+        if o is None:
+            raise
+        code, msg = o.exit_code, (f"refused, nothing written: {e}" if o is REFUSED else str(e))
     print(f"mm2_failover {a.command}: {msg}", file=sys.stderr)
     return code

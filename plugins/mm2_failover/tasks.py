@@ -20,48 +20,53 @@ def _ctx(context, **kw):
     return ctx
 
 
-def _fail_fast(e: Exception):
-    """A refusal or a configuration error: retrying would not help."""
-    from airflow.sdk.exceptions import AirflowFailException
+def _outcomes(task):
+    """A task body whose stages' errors mean what the one table says (:mod:`mm2_failover.stages.outcomes`): a
+    refusal, a bad parameter or setting, a required source that never answered fail the task at once (a retry would
+    not help); everything else propagates, for Airflow's retries (another writer's lock, an unreachable cluster)."""
+    import functools
 
-    return AirflowFailException(str(e))
+    @functools.wraps(task)
+    def run(context):
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from mm2_failover.stages.outcomes import outcome_of
+
+        try:
+            return task(context)
+        except Exception as e:
+            o = outcome_of(e)
+            if o is not None and not o.retry:
+                raise AirflowFailException(str(e)) from None
+            raise
+
+    return run
 
 
+@_outcomes
 def capture_end_offsets(context) -> dict:
-    from mm2_failover.stages.errors import ConfigurationError
     from mm2_failover.stages.snapshot import capture_snapshot
-    from mm2_failover.kafka_io import KafkaConfigError
 
     ctx = _ctx(context)
-    try:
-        snap = capture_snapshot(ctx)
-    except (ConfigurationError, KafkaConfigError, ValueError) as e:
-        raise _fail_fast(e) from None
+    snap = capture_snapshot(ctx)
     return {"snapshot": str(ctx.folder.snapshot), "captured_at": snap.captured_at,
             "disaster_aliases": snap.disaster_aliases}
 
 
+@_outcomes
 def apply_group_offsets(context) -> dict:
     from airflow.sdk.exceptions import AirflowSkipException
 
     from mm2_failover.stages.apply import backup_and_apply
     from mm2_failover.stages.plan import make_plan
-    from mm2_failover.locks import Locked
-    from mm2_failover.plan import PlanError
 
     ctx = _ctx(context)
-    try:
-        plan = make_plan(ctx)
-    except (PlanError, ValueError) as e:
-        raise _fail_fast(e) from None
+    plan = make_plan(ctx)
     counts = plan.counts()
     if ctx.params.dry_run:
         raise AirflowSkipException(f"dry run: plan written to {ctx.folder.plan_json} and {ctx.folder.plan_csv} "
                                    f"({counts}); nothing was written to the target.")
-    try:
-        res = backup_and_apply(ctx, plan)
-    except Locked as e:
-        raise RuntimeError(str(e)) from None  # retried: the other writer may be done by then
+    res = backup_and_apply(ctx, plan)  # another writer's lock: retried, the other writer may be done by then
     if res.refused:
         raise RuntimeError(
             f"{len(res.refused)} group(s) were NOT moved: "
@@ -71,6 +76,7 @@ def apply_group_offsets(context) -> dict:
     return {"plan": str(ctx.folder.plan_json), "counts": counts, **res.as_dict()}
 
 
+@_outcomes
 def verify_group_offsets(context) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -94,60 +100,41 @@ def verify_group_offsets(context) -> dict:
     return {"report": str(ctx.folder.report_json), "outcome": rep["outcome"], "totals": t}
 
 
+@_outcomes
 def preflight_audit(context) -> list[dict]:
     """The pre-flight audit: warnings only (logged, in audit.json and the report); an unreadable mm2_config fails."""
-    from mm2_failover.stages.errors import ConfigurationError
     from mm2_failover.stages import preflight as preflight_stage
-    from mm2_failover.kafka_io import KafkaConfigError
 
-    ctx = _ctx(context)
-    try:
-        return preflight_stage.preflight_audit(ctx)
-    except (ConfigurationError, KafkaConfigError, ValueError) as e:
-        raise _fail_fast(e) from None
+    return preflight_stage.preflight_audit(_ctx(context))
 
 
+@_outcomes
 def archive_offset_syncs(context) -> dict:
     """The archive DAG's task: no run folder (it runs every few minutes); the result is the task's XCom."""
-    from mm2_failover.stages import archive as archive_stage
-    from mm2_failover.stages.errors import ConfigurationError
-    from mm2_failover.kafka_io import KafkaConfigError
     from mm2_failover.run import RunContext
+    from mm2_failover.stages import archive as archive_stage
 
-    ctx = RunContext.from_airflow(context)
-    try:
-        return archive_stage.archive_offset_syncs(ctx)
-    except (ConfigurationError, KafkaConfigError, ValueError) as e:
-        raise _fail_fast(e) from None
+    return archive_stage.archive_offset_syncs(RunContext.from_airflow(context))
 
 
 # ------------------------------------------------------------------------------------------ rollback
 
 
+@_outcomes
 def rollback_group_offsets(context) -> dict:
-    from mm2_failover.stages.apply import writer_lock
-    from mm2_failover.stages.rollback import RollbackRefused, backup_path_of, rollback
-    from mm2_failover.kafka_io import KafkaConfigError
-    from mm2_failover.locks import Locked
     from mm2_failover.run import RunContext
-    from mm2_failover.runfolder import RunFolderError, load_backup
+    from mm2_failover.runfolder import load_backup
+    from mm2_failover.stages.apply import writer_lock
+    from mm2_failover.stages.rollback import backup_path_of, rollback
 
     p = dict(context["params"])
     ctx = RunContext.from_airflow(context)
-    try:
-        path = backup_path_of(p.get("backup_path"), p.get("failover_run_id"))
-        backup = load_backup(path)
-    except (RunFolderError, ValueError) as e:
-        raise _fail_fast(e) from None
+    path = backup_path_of(p.get("backup_path"), p.get("failover_run_id"))
+    backup = load_backup(path)
     log.info("restoring %d group(s) to the state saved at %s (%s)", len(backup.groups), backup.taken_at, path)
-    try:
-        with writer_lock(ctx, "rollback", float(p.get("lock_wait_seconds") or 120)):
-            res = rollback(ctx.target, backup, int(p.get("apply_concurrency") or 32), force=bool(p.get("force")),
-                                 backup_path=str(path))
-    except (RollbackRefused, KafkaConfigError) as e:
-        raise _fail_fast(e) from None
-    except Locked as e:
-        raise RuntimeError(str(e)) from None
+    with writer_lock(ctx, "rollback", float(p.get("lock_wait_seconds") or 120)):
+        res = rollback(ctx.target, backup, int(p.get("apply_concurrency") or 32), force=bool(p.get("force")),
+                       backup_path=str(path))
     ctx.folder.save(ROLLBACK, {"backup": str(path), **res.as_dict()})
     if res.refused:
         raise RuntimeError(f"{len(res.refused)} group(s) were NOT rolled back: "
@@ -156,6 +143,7 @@ def rollback_group_offsets(context) -> dict:
     return {"backup": str(path), **res.as_dict()}
 
 
+@_outcomes
 def verify_rollback(context) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
@@ -175,18 +163,21 @@ def verify_rollback(context) -> dict:
 # ------------------------------------------------------------------------------------------ DR drill
 
 
+@_outcomes
 def measure_replication_lag(context) -> dict:
     from mm2_failover.stages.drill import drill_lag
 
     return drill_lag(_ctx(context))
 
 
+@_outcomes
 def plan_group_offsets(context) -> dict:
     from mm2_failover.stages.drill import drill_plan
 
     return drill_plan(_ctx(context), dict(context["params"]).get("allow_drill_writes_for_prefix"))
 
 
+@_outcomes
 def drill_report(context) -> dict:
     from mm2_failover import metrics
     from mm2_failover.stages.drill import drill_report

@@ -25,7 +25,7 @@ LAYERS = {
     # one run: its context and its stages (one module per stage)
     "run": {"run"} | {f"stages.{m}" for m in ("errors", "drain", "snapshot", "archive", "preflight", "translation",
                                                "failback", "checkpoints", "gate", "plan", "apply", "verify", "rollback",
-                                               "drill")},
+                                               "drill", "outcomes")},
     # Airflow glue and entry points
     "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
             "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "tasks", "params", "metrics",

@@ -42,7 +42,7 @@ class FailoverSensor(BaseSensorOperator):
         from airflow.sdk.exceptions import AirflowFailException
 
         from mm2_failover.config import RunParams
-        from mm2_failover.reachability import SourceRequiredUnreachable
+        from mm2_failover.stages.outcomes import outcome_of
 
         try:
             if self.timeout_param and self.run_params.get(self.timeout_param) not in (None, ""):
@@ -50,7 +50,10 @@ class FailoverSensor(BaseSensorOperator):
             return super().execute(context)
         except AirflowSensorTimeout as e:
             raise AirflowSensorTimeout(f"{e}\n{self._findings}") from None
-        except (ValueError, SourceRequiredUnreachable) as e:
-            # a wrong parameter, a bad client setting or password, a required source that did not answer on any
-            # try: a retry would not help
-            raise AirflowFailException(str(e)) from None
+        except Exception as e:
+            # the one table (stages/outcomes.py): a wrong parameter, a bad client setting or password, a refusal, a
+            # required source that did not answer on any try - a retry would not help
+            o = outcome_of(e)
+            if o is not None and not o.retry:
+                raise AirflowFailException(str(e)) from None
+            raise

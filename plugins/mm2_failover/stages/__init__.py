@@ -16,6 +16,7 @@ the run's folder (:class:`~mm2_failover.runfolder.RunFolder`) so that a retry or
 ``verify``            read back, report (stage 7)
 ``rollback``          restore a backup
 ``errors``            the errors the stages share
+``outcomes``          what every stage error means to the CLI (exit code) and to Airflow (fail now, or retry)
 ====================  ===================================================================================
 
 The rules they apply live in the pure modules (``drain``, ``translate``, ``evidence``, ``plan``, ``rollback``, ...);

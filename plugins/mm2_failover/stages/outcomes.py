@@ -1,0 +1,63 @@
+"""What the stages' errors mean to whoever called them - one table for the CLI (its exit code), the Airflow tasks and
+sensors (fail at once, or let Airflow retry) alike. A stage raises what happened; the entry points never decide it
+again. The order matters: the first row whose classes match wins (a subclass before its base).
+
+=========================  ===========  =====  ================================================================
+outcome                    CLI exit     retry  errors
+=========================  ===========  =====  ================================================================
+``refused``                5            no     a safety rule refused: the plan, a rollback, records gone before
+                                               they were replicated
+``not_drained``            6            yes    producers still write or MM2 is behind (the CLI's drain wait)
+``locked``                 7            yes    another writer holds the target's lock
+``unreachable_required``   4            no     a source the run needs did not answer on any of its tries
+``unreachable``            4            yes    a cluster did not answer in time
+``usage``                  2            no     a bad parameter, client setting, password, file or artifact
+=========================  ===========  =====  ================================================================
+
+Anything else is not ours to classify: it propagates (a bug, or a failure Airflow should retry as it is).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    exit_code: int
+    retry: bool  # whether trying again later may help
+
+
+REFUSED = Outcome("refused", 5, False)
+NOT_DRAINED = Outcome("not_drained", 6, True)
+LOCKED = Outcome("locked", 7, True)
+UNREACHABLE_REQUIRED = Outcome("unreachable_required", 4, False)
+UNREACHABLE = Outcome("unreachable", 4, True)
+USAGE = Outcome("usage", 2, False)
+
+
+def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
+    from mm2_failover.drain import UnreplicatedLoss
+    from mm2_failover.kafka_io import KafkaConfigError, KafkaUnavailable
+    from mm2_failover.locks import Locked
+    from mm2_failover.plan import PlanError
+    from mm2_failover.reachability import SourceRequiredUnreachable
+    from mm2_failover.runfolder import RunFolderError
+    from mm2_failover.stages.drain import NotDrained
+    from mm2_failover.stages.errors import ConfigurationError
+    from mm2_failover.stages.rollback import RollbackRefused
+
+    return [
+        ((PlanError, RollbackRefused, UnreplicatedLoss), REFUSED),
+        ((NotDrained,), NOT_DRAINED),
+        ((Locked,), LOCKED),
+        ((SourceRequiredUnreachable,), UNREACHABLE_REQUIRED),
+        ((KafkaUnavailable,), UNREACHABLE),
+        ((KafkaConfigError, ConfigurationError, RunFolderError, ValueError, FileNotFoundError), USAGE),
+    ]
+
+
+def outcome_of(e: BaseException) -> Outcome | None:
+    """The outcome of a stage's error (None: not one the table knows)."""
+    return next((o for classes, o in table() if isinstance(e, classes)), None)

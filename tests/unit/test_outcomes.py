@@ -1,0 +1,57 @@
+"""The one table of what the stages' errors mean (mm2_failover.stages.outcomes), and that the CLI, the tasks and the
+sensors read it (issue 32: each entry point used to map errors with a list of its own)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mm2_failover import cli
+from mm2_failover.drain import UnreplicatedLoss
+from mm2_failover.kafka_io import KafkaAuthError, KafkaConfigError, KafkaUnavailable
+from mm2_failover.locks import Locked
+from mm2_failover.plan import PlanError
+from mm2_failover.reachability import SourceRequiredUnreachable
+from mm2_failover.runfolder import RunFolderError
+from mm2_failover.stages import outcomes
+from mm2_failover.stages.drain import NotDrained
+from mm2_failover.stages.errors import ConfigurationError
+from mm2_failover.stages.rollback import RollbackRefused
+
+CASES = [
+    (PlanError("x"), outcomes.REFUSED), (RollbackRefused("x"), outcomes.REFUSED),
+    (UnreplicatedLoss("x"), outcomes.REFUSED), (NotDrained("x"), outcomes.NOT_DRAINED), (Locked("x"), outcomes.LOCKED),
+    (SourceRequiredUnreachable("x"), outcomes.UNREACHABLE_REQUIRED), (KafkaUnavailable("x"), outcomes.UNREACHABLE),
+    (KafkaAuthError("x"), outcomes.USAGE), (KafkaConfigError("x"), outcomes.USAGE),
+    (ConfigurationError("x"), outcomes.USAGE), (RunFolderError("x"), outcomes.USAGE), (ValueError("x"), outcomes.USAGE),
+    (FileNotFoundError("x"), outcomes.USAGE),
+]
+
+
+@pytest.mark.parametrize("error,outcome", CASES, ids=[type(e).__name__ for e, _o in CASES])
+def test_every_stage_error_has_one_outcome(error, outcome):
+    assert outcomes.outcome_of(error) is outcome
+
+
+def test_what_the_table_does_not_know_propagates():
+    assert outcomes.outcome_of(RuntimeError("a bug")) is None and outcomes.outcome_of(KeyError("k")) is None
+
+
+def test_the_clis_exit_codes_are_the_tables():
+    assert (cli.EXIT_REFUSED, cli.EXIT_NOT_DRAINED, cli.EXIT_LOCKED, cli.EXIT_UNREACHABLE, cli.EXIT_USAGE) == (
+        outcomes.REFUSED.exit_code, outcomes.NOT_DRAINED.exit_code, outcomes.LOCKED.exit_code,
+        outcomes.UNREACHABLE.exit_code, outcomes.USAGE.exit_code)
+    assert outcomes.UNREACHABLE_REQUIRED.exit_code == cli.EXIT_UNREACHABLE
+
+
+@pytest.mark.parametrize("error,outcome", CASES, ids=[type(e).__name__ for e, _o in CASES])
+def test_a_task_fails_at_once_on_what_a_retry_cannot_fix_and_leaves_the_rest_to_airflows_retries(error, outcome):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from mm2_failover import tasks
+
+    @tasks._outcomes
+    def body(context):
+        raise error
+
+    with pytest.raises(type(error) if outcome.retry else AirflowFailException):
+        body({})
