@@ -168,53 +168,48 @@ def positive(v: str) -> float:
     return f
 
 
-def non_negative_int(v: str) -> int:
-    try:
-        i = int(v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{v!r} is not a whole number") from None
-    if i < 0:
-        raise argparse.ArgumentTypeError(f"{v!r} must not be negative")
-    return i
+def bounded_int(low: int, high: int | None):
+    """An argparse type: a whole number from ``low`` to ``high`` (None: no upper bound)."""
+    def parse(v: str) -> int:
+        try:
+            i = int(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{v!r} is not a whole number") from None
+        if i < low or (high is not None and i > high):
+            raise argparse.ArgumentTypeError(f"{v!r} must be from {low} to {'any' if high is None else high}")
+        return i
+
+    return parse
+
+
+def add_param(p: argparse.ArgumentParser, name: str) -> None:
+    """Run parameter ``name`` as a flag (none when its definition says it is not on the command line)."""
+    from mm2_failover.config import PARAMS
+
+    spec = PARAMS[name]
+    flag = spec.cli_flag(name)
+    if flag is None:
+        return
+    default = getattr(RunParams(), name)
+    help_ = spec.cli_help or spec.help.split(". ")[0].rstrip(".")
+    if isinstance(default, bool):
+        p.add_argument(flag, dest=name, action="store_false" if default else "store_true", help=help_)
+    elif isinstance(default, int):
+        p.add_argument(flag, dest=name, type=bounded_int(*spec.bounds), default=default, help=help_)
+    else:
+        p.add_argument(flag, dest=name, default=default, choices=RunParams.CHOICES.get(name), help=help_)
 
 
 def add_params(p: argparse.ArgumentParser) -> None:
-    d = RunParams()
+    """The run parameters as flags, generated from their one definition (:class:`RunParams`'s defaults and choices,
+    :data:`mm2_failover.config.PARAMS`' flags, help and bounds): a boolean that is off by default is a switch that
+    turns it on, one that is on has a ``--no-...`` switch; integers are checked against their bounds."""
+    from dataclasses import fields
+
     p.add_argument("--run-dir", type=Path, help="the run's artifacts folder (default: a new one under "
                                                 "$MM2_FAILOVER_ARTIFACTS/cli/)")
-    p.add_argument("--source-alias", default=d.source_alias)
-    p.add_argument("--groups-regex", default=d.groups_regex, help="groups to move (Python regex, whole id)")
-    p.add_argument("--groups-exclude-regex", default=d.groups_exclude_regex)
-    p.add_argument("--topics-regex", default=d.topics_regex, help="drain scope (default: the groups' topics)")
-    p.add_argument("--replication-policy", default=d.replication_policy,
-                   choices=RunParams.CHOICES["replication_policy"])
-    p.add_argument("--replication-policy-separator", default=d.replication_policy_separator)
-    p.add_argument("--no-internal-topic-separator", dest="internal_topic_separator_enabled", action="store_false",
-                   help="MM2's replication.policy.internal.topic.separator.enabled=false")
-    p.add_argument("--source-reachable", default=d.source_reachable, choices=RunParams.CHOICES["source_reachable"],
-                   help="detect: probe the source, disaster mode if it never answers; no: the source is lost")
-    p.add_argument("--drain-quiet-seconds", type=non_negative_int, default=d.drain_quiet_seconds)
-    p.add_argument("--drain-timeout-seconds", type=non_negative_int, default=d.drain_timeout_seconds)
-    p.add_argument("--max-quarantined-records", type=non_negative_int, default=d.max_quarantined_records)
-    p.add_argument("--checkpoint-policy", default=d.checkpoint_policy, choices=RunParams.CHOICES["checkpoint_policy"])
-    p.add_argument("--allow-rewind", action="store_true")
-    p.add_argument("--on-existing-target-offsets", default=d.on_existing_target_offsets,
-                   choices=RunParams.CHOICES["on_existing_target_offsets"])
-    p.add_argument("--accept-groups-without-checkpoints", action="store_true")
-    p.add_argument("--translation", default=d.translation, choices=RunParams.CHOICES["translation"],
-                   help="exact: resume where MM2's offset syncs prove the group is; checkpoint: MM2's checkpoints")
-    p.add_argument("--mm2-target-alias", default=d.mm2_target_alias,
-                   help="MM2's alias of the target (names mm2-offset-syncs.<alias>.internal); default: discovered")
-    p.add_argument("--offset-syncs-location", default=d.offset_syncs_location,
-                   choices=RunParams.CHOICES["offset_syncs_location"])
-    p.add_argument("--home-alias", default=d.home_alias,
-                   help="failing back: MM2's alias of the target; <home-alias>.<topic> on the source returns to <topic>")
-    p.add_argument("--mm2-config", default=d.mm2_config,
-                   help="MM2's mm2.properties, for the pre-flight audit (warnings in the log and the report)")
-    p.add_argument("--rpo-seconds", type=non_negative_int, default=d.rpo_seconds)
-    p.add_argument("--no-source-groups-must-be-empty", dest="source_groups_must_be_empty", action="store_false")
-    p.add_argument("--apply-concurrency", type=non_negative_int, default=d.apply_concurrency)
-    p.add_argument("--lock-wait-seconds", type=non_negative_int, default=d.lock_wait_seconds)
+    for f in fields(RunParams):
+        add_param(p, f.name)
     p.add_argument("--spark-master", default=None)
     p.add_argument("--spark-remote", default=None, metavar="sc://HOST:PORT|none",
                    help="run the Spark job on this warm Spark Connect server (default: the spark_connect_default "
@@ -251,8 +246,8 @@ def parser() -> argparse.ArgumentParser:
                                    "on the partitions it wrote, then verify")
     p.add_argument("--backup", type=Path, required=True)
     p.add_argument("--force", action="store_true", help="also rewind partitions committed since the failover")
-    p.add_argument("--apply-concurrency", type=non_negative_int, default=RunParams().apply_concurrency)
-    p.add_argument("--lock-wait-seconds", type=non_negative_int, default=RunParams().lock_wait_seconds)
+    add_param(p, "apply_concurrency")
+    add_param(p, "lock_wait_seconds")
     return ap
 
 

@@ -90,6 +90,27 @@ def run_dir(dag_id: str, run_id: str) -> Path:
 
 
 @dataclass(frozen=True)
+class ParamSpec:
+    """What a run parameter means to the people who set it: the trigger form's title, help and section, the CLI's flag
+    (``""``: ``--<name>`` with dashes; ``None``: not on the command line, where a command or another flag decides it),
+    the bounds of an integer (enforced whatever sets it), and further JSON-schema keys for the form."""
+
+    title: str
+    help: str
+    section: str
+    cli: str | None = ""
+    cli_help: str = ""
+    bounds: tuple[int, int | None] | None = None
+    form: dict = field(default_factory=dict)
+
+    def cli_flag(self, name: str) -> str | None:
+        return None if self.cli is None else (self.cli or "--" + name.replace("_", "-"))
+
+
+SECTIONS = ("What to move", "Safety", "MM2", "Advanced")  # the trigger form's sections, in order
+
+
+@dataclass(frozen=True)
 class RunParams:
     """The parameters of one failover run (the DAG's trigger form, the CLI's flags): their one definition and
     their defaults (``params.py`` builds the trigger form from these)."""
@@ -141,21 +162,21 @@ class RunParams:
                      "mm2_target_alias", "offset_syncs_location", "home_alias")
 
     #: the allowed values of the parameters that have a fixed set (the trigger form's and the CLI's choices come
-    #: from here), and the lowest value of the numeric ones: enforced whenever a run's parameters are built
+    #: from here), enforced whenever a run's parameters are built, with the bounds of :data:`PARAMS`
     CHOICES = {"replication_policy": ("default", "identity"), "source_reachable": ("detect", "yes", "no"),
                "checkpoint_policy": ("latest", "max"), "on_existing_target_offsets": ("fail", "skip", "overwrite"),
                "translation": ("exact", "checkpoint"), "offset_syncs_location": ("source", "target")}
-    MINIMUM = {"drain_quiet_seconds": 0, "drain_timeout_seconds": 1, "groups_empty_timeout_seconds": 1,
-               "max_quarantined_records": 0, "rpo_seconds": 1, "apply_concurrency": 1, "lock_wait_seconds": 0}
-
     def __post_init__(self):
         for name, allowed in self.CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"parameter {name}: {getattr(self, name)!r} is not one of {', '.join(allowed)}")
-        for name, low in self.MINIMUM.items():
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise ValueError(f"parameter {name}: {v!r} is not a whole number >= {low}")
+        for name, spec in PARAMS.items():
+            if spec.bounds is None:
+                continue
+            v, (low, high) = getattr(self, name), spec.bounds
+            if not isinstance(v, int) or isinstance(v, bool) or v < low or (high is not None and v > high):
+                raise ValueError(f"parameter {name}: {v!r} is not a whole number from {low} to "
+                                 f"{'any' if high is None else high}")
 
     def policies(self) -> list:
         """One ReplicationPolicy per source alias."""
@@ -220,6 +241,185 @@ class RunParams:
     def result_params(self) -> dict:
         d = self.as_dict()
         return {k: d[k] for k in self.RESULT_PARAMS}
+
+
+#: every run parameter's title, help, section, CLI flag, bounds and form keys: the trigger form and the CLI's flags are
+#: generated from these and from RunParams' defaults and choices (params.py, cli.py); one entry per RunParams field
+PARAMS: dict[str, ParamSpec] = {
+    'source_alias': ParamSpec(
+        title='Source cluster alias(es)',
+        help=("MM2's alias of the lost/primary cluster: the checkpoints are read from <alias>.checkpoints.internal "
+              'on the target, and replica topics are named <alias>.<topic>. Several aliases, comma-separated, fail '
+              'over groups replicated from several sources in one run (one pass over all their checkpoint topics).'),
+        section='What to move',
+        form={'pattern': '^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$', 'minLength': 1}),
+    'groups_regex': ParamSpec(
+        title='Groups to fail over (regex)',
+        help=('Consumer groups to move, as a (Python) regular expression matched against the whole group id. Narrow'
+              " it (e.g. 'orders-.*') to fail over some applications only."),
+        section='What to move',
+        cli_help='groups to move (Python regex, whole id)',
+        form={'format': 'regex', 'minLength': 1}),
+    'groups_exclude_regex': ParamSpec(
+        title='Groups to leave alone (regex)',
+        help=('Groups matching this (whole id) are never moved, even if groups_regex matches. Empty: none.'),
+        section='What to move',
+        form={'format': 'regex'}),
+    'dry_run': ParamSpec(
+        title='Dry run',
+        help=('Build and export the plan (JSON + CSV for kafka-consumer-groups) and stop: nothing is written.'),
+        section='What to move',
+        cli=None),
+    'replication_policy': ParamSpec(
+        title='MM2 replication policy',
+        help=("'default': replica topics are <alias><separator><topic>; 'identity': they keep the source name."),
+        section='MM2'),
+    'replication_policy_separator': ParamSpec(
+        title='Replication policy separator',
+        help=("MM2's replication.policy.separator (default '.', several characters allowed). Only used with the "
+              'default policy.'),
+        section='MM2',
+        form={'minLength': 1}),
+    'internal_topic_separator_enabled': ParamSpec(
+        title="Separator in MM2's own topic names",
+        help=("MM2's replication.policy.internal.topic.separator.enabled (default true): with false, MM2 names its "
+              'checkpoints topic <alias>.checkpoints.internal whatever the separator.'),
+        section='MM2',
+        cli='--no-internal-topic-separator',
+        cli_help="MM2's replication.policy.internal.topic.separator.enabled=false"),
+    'alias_policies': ParamSpec(
+        title='Per-alias replication policy',
+        help=('Only when several source aliases use different policies: {"dc2": {"policy": "identity"}, "dc3": '
+              '{"separator": "_", "internal_topic_separator_enabled": false}}. Aliases not listed use the settings '
+              'above.'),
+        section='MM2',
+        cli=None),
+    'source_connections': ParamSpec(
+        title='Source connection of each alias',
+        help=('The Kafka connection of each source alias\'s cluster: {"dc3": "kafka_source_dc3"}. The first alias '
+              'uses kafka_source unless listed; every other alias must be listed (its producers and live groups are'
+              ' checked there), or given "" to fail it over without checking its source (as in disaster mode, said '
+              'in the report).'),
+        section='MM2',
+        cli=None),
+    'source_reachable': ParamSpec(
+        title='Is the source cluster reachable?',
+        help=('Decided once, at the start of the run. detect: probe each source (3 tries, ~20 s at most) and use '
+              'DISASTER MODE for one that never answers; yes: fail if one does not answer; no: the sources are lost'
+              ' - skip every source-side check (target-side evidence only, with an estimate of the data-loss window'
+              " in the report). A wrong password or bad client setting is an error, never 'unreachable'."),
+        section='Safety',
+        cli_help='detect: probe the source, disaster mode if it never answers; no: the source is lost'),
+    'topics_regex': ParamSpec(
+        title='Topics to check for drain (regex)',
+        help=('Source topics whose producers must have stopped and whose replication must have caught up. Empty: '
+              'the topics the selected groups consume (their commits on the source); in disaster mode, every '
+              'replica topic of the alias.'),
+        section='What to move',
+        cli_help="drain scope (default: the groups' topics)",
+        form={'format': 'regex'}),
+    'drain_quiet_seconds': ParamSpec(
+        title='Drain quiet window (s)',
+        help=('Source end offsets must not move for this long for producers to count as stopped.'),
+        section='Safety',
+        bounds=(1, 600)),
+    'drain_timeout_seconds': ParamSpec(
+        title='Drain timeout (s)',
+        help=('How long verify_producers_drained waits before failing with the table of what is not drained.'),
+        section='Safety',
+        bounds=(1, 86400)),
+    'groups_empty_timeout_seconds': ParamSpec(
+        title='Empty-group timeout (s)',
+        help=('How long check_groups_empty waits for live consumers on the target to stop.'),
+        section='Safety',
+        cli=None,
+        bounds=(1, 86400)),
+    'max_quarantined_records': ParamSpec(
+        title='Max unusable checkpoint records',
+        help=('Fail compute_latest_checkpoints when more checkpoint records than this cannot be decoded. They are '
+              "always listed in the run's quarantine output."),
+        section='Safety',
+        bounds=(0, None)),
+    'checkpoint_policy': ParamSpec(
+        title='Which checkpoint wins',
+        help=("latest: the last checkpoint per group/partition (MM2's meaning; safe). max: when a checkpoint went "
+              'backwards within the read range (an MM2 restart), keep the highest one. Regressions are always '
+              'reported.'),
+        section='MM2'),
+    'allow_rewind': ParamSpec(
+        title='Allow rewinding target commits',
+        help=("When a group's commit on the target is already ahead of its checkpoint, move it back anyway (more "
+              're-reads). Default: keep the commit that is ahead.'),
+        section='Safety'),
+    'on_existing_target_offsets': ParamSpec(
+        title='Groups that already have commits on the target',
+        help=('fail: refuse the run and name them; skip: leave those groups alone; overwrite: replace their commits'
+              ' (a commit ahead is still kept unless allow_rewind).'),
+        section='Safety'),
+    'accept_groups_without_checkpoints': ParamSpec(
+        title='Accept groups without checkpoints',
+        help=('A selected group that commits on the source but has no checkpoint at all refuses the run (its '
+              'consumers would start on the target without a commit). True: move the other groups and list those in'
+              ' the report.'),
+        section='Safety'),
+    'translation': ParamSpec(
+        title='Translation',
+        help=("exact: resume each group at the exact record where MM2's offset syncs prove it (archived on the "
+              "target side, checked against the records themselves), MM2's checkpoint elsewhere; checkpoint: MM2's "
+              'checkpoints as they are (conservative: re-reads).'),
+        section='MM2',
+        cli_help="exact: resume where MM2's offset syncs prove the group is; checkpoint: MM2's checkpoints"),
+    'mm2_target_alias': ParamSpec(
+        title="MM2's alias of the target cluster",
+        help=("Names MM2's offset-sync topic (mm2-offset-syncs.<alias>.internal). Empty: found on the cluster, when"
+              ' there is only one.'),
+        section='MM2',
+        cli_help="MM2's alias of the target (names mm2-offset-syncs.<alias>.internal); default: discovered"),
+    'home_alias': ParamSpec(
+        title="Failing back: the target's alias",
+        help=("Only to fail back (e.g. source_alias=backup, home_alias=primary, the connections swapped): MM2's "
+              'alias of the target cluster. Groups that consumed <home_alias>.<topic> on the source (the history '
+              'MM2 copied before the failover) return to <topic> on the target, at offsets read back from the '
+              'archived offset syncs of the home_alias flow (MM2 writes no checkpoint for them); other topics move '
+              'by the checkpoints of the source_alias flow. Empty: a failover.'),
+        section='What to move',
+        cli_help="failing back: MM2's alias of the target; <home-alias>.<topic> on the source returns to <topic>",
+        form={'pattern': '^([A-Za-z0-9._-]+)?$'}),
+    'offset_syncs_location': ParamSpec(
+        title='Where MM2 keeps offset syncs',
+        help=("MM2's offset-syncs.topic.location (source by default: lost with the source; the archive keeps a copy"
+              ' on the target side).'),
+        section='MM2'),
+    'mm2_config': ParamSpec(
+        title="MM2's configuration file",
+        help=('Path of the mm2.properties MM2 runs with, as seen by the Airflow workers: the pre-flight audit warns'
+              ' about settings that cost records or re-reads (see the report). Empty: only what the clusters show '
+              'is audited.'),
+        section='MM2',
+        cli_help="MM2's mm2.properties, for the pre-flight audit (warnings in the log and the report)"),
+    'rpo_seconds': ParamSpec(
+        title='Recovery point objective (s)',
+        help=("The audit warns when MM2's checkpoint or progress intervals are longer than this."),
+        section='Safety',
+        bounds=(1, None)),
+    'source_groups_must_be_empty': ParamSpec(
+        title='Source groups must be stopped too',
+        help=('When the source is reachable, also wait until the groups have no live members on the source (stop '
+              'the consumers there first). Turn off only if you accept double consumption.'),
+        section='Safety',
+        cli='--no-source-groups-must-be-empty'),
+    'apply_concurrency': ParamSpec(
+        title='Requests in flight',
+        help=('How many groups are read or committed at the same time (one request per group).'),
+        section='Advanced',
+        bounds=(1, 256)),
+    'lock_wait_seconds': ParamSpec(
+        title='Writer lock wait (s)',
+        help=('One writer per target cluster (failover, rollback, drill writes, the CLI): how long to wait for '
+              'another writer before failing (naming it).'),
+        section='Advanced',
+        bounds=(0, 86400)),
+}
 
 
 def _coerce(name: str, value, ty):

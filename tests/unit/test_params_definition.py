@@ -1,0 +1,75 @@
+"""Issue 32: RunParams (defaults, allowed values) and config.PARAMS (title, help, section, flag, bounds) are the one
+definition of every run parameter; the trigger form (params.py) and the CLI's flags (cli.py) are generated from them.
+This compares the three."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+
+import pytest
+
+from mm2_failover import cli
+from mm2_failover.config import PARAMS, SECTIONS, RunParams
+
+NAMES = [f.name for f in fields(RunParams)]
+D = RunParams()
+
+
+def the_cli_flags() -> dict[str, argparse.Action]:
+    apply = next(a for a in cli.parser()._subparsers._group_actions[0].choices.items() if a[0] == "apply")[1]
+    return {a.dest: a for a in apply._actions}
+
+
+def test_every_parameter_has_one_definition_and_a_section():
+    assert sorted(PARAMS) == sorted(NAMES)
+    assert all(spec.section in SECTIONS and spec.title and spec.help for spec in PARAMS.values())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_trigger_form_is_the_definition(name):
+    from mm2_failover.params import failover_params
+
+    param, spec = failover_params()[name], PARAMS[name]
+    assert param.value == getattr(D, name)
+    assert (param.schema["title"], param.description, param.schema["section"]) == (spec.title, spec.help, spec.section)
+    assert param.schema.get("enum") == (list(RunParams.CHOICES[name]) if name in RunParams.CHOICES else None)
+    if spec.bounds:
+        assert (param.schema["minimum"], param.schema.get("maximum")) == spec.bounds
+    else:
+        assert "minimum" not in param.schema and "maximum" not in param.schema
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_command_line_is_the_definition(name):
+    spec, flags = PARAMS[name], the_cli_flags()
+    if spec.cli_flag(name) is None:
+        assert name not in flags
+        return
+    action = flags[name]
+    assert spec.cli_flag(name) in action.option_strings
+    default = getattr(D, name)
+    if isinstance(default, bool):
+        assert isinstance(action, argparse._StoreFalseAction if default else argparse._StoreTrueAction)
+        return
+    assert action.default == default
+    assert tuple(action.choices or ()) == tuple(RunParams.CHOICES.get(name, ()))
+    if spec.bounds:
+        low, high = spec.bounds
+        assert action.type(str(low)) == low
+        with pytest.raises(argparse.ArgumentTypeError):
+            action.type(str(low - 1))
+        if high is not None:
+            with pytest.raises(argparse.ArgumentTypeError):
+                action.type(str(high + 1))
+            with pytest.raises(ValueError, match=f"parameter {name}"):
+                RunParams(**{name: high + 1})
+        with pytest.raises(ValueError, match=f"parameter {name}"):
+            RunParams(**{name: low - 1})
+
+
+def test_the_form_is_ordered_by_section():
+    from mm2_failover.params import failover_params
+
+    sections = [PARAMS[n].section for n in failover_params()]
+    assert sections == sorted(sections, key=SECTIONS.index)
