@@ -98,3 +98,27 @@ def task_states(dag_id: str, run_id: str) -> dict[str, str]:
     with create_session() as s:
         tis = s.query(TaskInstance).filter(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id).all()
         return {ti.task_id: str(ti.state.value if hasattr(ti.state, "value") else ti.state) for ti in tis}
+
+
+QUIET_COMMANDS = ("plan", "apply", "drain", "snapshot", "drill")  # the commands that wait a drain's quiet window
+
+
+def run_cli(*args: str, bed=None, env: dict | None = None, timeout: float = 600, quiet_s: int | None = 1,
+            popen: bool = False):
+    """The CLI (``python -m mm2_failover``) in a process of its own, as an operator runs it: the package on
+    ``PYTHONPATH``, Airflow's Kafka connections left out of its environment (its flags say which clusters), on
+    ``bed``'s clusters when given, ``env`` added; a drain's quiet window of ``quiet_s`` seconds unless the arguments
+    set one (None: the CLI's default). Returns the CompletedProcess, or with ``popen`` the running Popen (its output
+    thrown away)."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
+    e.update({"PYTHONPATH": str(REPO_ROOT / "plugins"), **(env or {})})
+    argv = list(args)
+    if bed is not None:
+        argv = ["--source-bootstrap", bed.source_bootstrap, "--target-bootstrap", bed.target_bootstrap, *argv]
+    cmd = next((i for i, a in enumerate(argv) if a in QUIET_COMMANDS), None)
+    if quiet_s is not None and cmd is not None and "--drain-quiet-seconds" not in argv:
+        argv[cmd + 1:cmd + 1] = ["--drain-quiet-seconds", str(quiet_s)]
+    full = [sys.executable, "-m", "mm2_failover", *argv]
+    if popen:
+        return subprocess.Popen(full, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.run(full, capture_output=True, text=True, env=e, timeout=timeout)

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from mm2_failover.runfolder import RunFolder
 from testbed import scenario
+from testbed.localenv import run_cli
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark]
-REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(bed, *args):
-    env = {**os.environ, "PYTHONPATH": str(REPO / "plugins")}
-    return subprocess.run([sys.executable, "-m", "mm2_failover", "--source-bootstrap", bed.source_bootstrap,
-                           "--target-bootstrap", bed.target_bootstrap, *args],
-                          capture_output=True, text=True, env=env, timeout=600)
+    return run_cli(*args, bed=bed, quiet_s=None)
 
 
 def test_cli_plan_apply_and_drill(bed, target, names, run_root):

@@ -15,28 +15,17 @@ import pytest
 
 from mm2_failover import checkpoints as cpf
 from testbed import scenario
+from testbed.localenv import run_cli
 
 pytestmark = [pytest.mark.bed]
-REPO = Path(__file__).resolve().parents[2]
-
-
-QUIET = ("plan", "apply", "drain", "snapshot", "drill")
 
 
 def cli(*args, env: dict | None = None, timeout: float = 600):
-    """The CLI in a process of its own; the drain's quiet window is 1 s (unless given) to keep the tests short."""
-    e = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
-    e.update({"PYTHONPATH": str(REPO / "plugins"), **(env or {})})
-    args = list(args)
-    cmd = next((i for i, a in enumerate(args) if a in QUIET), None)
-    if cmd is not None and "--drain-quiet-seconds" not in args:
-        args[cmd + 1:cmd + 1] = ["--drain-quiet-seconds", "1"]
-    return subprocess.run([sys.executable, "-m", "mm2_failover", *args], capture_output=True, text=True, env=e,
-                          timeout=timeout)
+    return run_cli(*args, env=env, timeout=timeout)
 
 
 def on_bed(bed, *args, **kw):
-    return cli("--source-bootstrap", bed.source_bootstrap, "--target-bootstrap", bed.target_bootstrap, *args, **kw)
+    return run_cli(*args, bed=bed, **kw)
 
 
 def produce_raw(bootstrap: str, topic: str, records) -> None:
@@ -513,11 +502,7 @@ def test_a_run_killed_between_backup_and_apply_converges_and_a_rerun_after_succe
 
 
 def on_bed_popen(bed, *args, env=None):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
-    e.update({"PYTHONPATH": str(REPO / "plugins"), **(env or {})})
-    return subprocess.Popen([sys.executable, "-m", "mm2_failover", "--source-bootstrap", bed.source_bootstrap,
-                             "--target-bootstrap", bed.target_bootstrap, *args], env=e,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return run_cli(*args, bed=bed, env=env, quiet_s=None, popen=True)
 
 
 # ------------------------------------------------------------------------------------------ 11. commit metadata

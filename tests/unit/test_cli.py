@@ -1,20 +1,12 @@
 """The command line's contract: help, and exit codes a script can rely on (no Kafka needed for these)."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from testbed.localenv import run_cli
 
 
 def cli(*args, env=None):
-    import os
-
-    e = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
-    e.update({"PYTHONPATH": str(REPO / "plugins"), **(env or {})})
-    return subprocess.run([sys.executable, "-m", "mm2_failover", *args], capture_output=True, text=True, env=e,
-                          timeout=120)
+    return run_cli(*args, env=env, timeout=120, quiet_s=None)
 
 
 def test_help_explains_every_command():

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from mm2_failover import plan as planmod
 from mm2_failover.naming import ReplicationPolicy
 from mm2_failover.plan import LatestCheckpoint, PartitionBounds
-
-REPO = Path(__file__).resolve().parents[2]
+from testbed.localenv import run_cli
 
 
 # ------------------------------------------------------------------------------------------ 4. two aliases, one key
@@ -140,10 +136,7 @@ def test_lost_to_retention_is_an_upper_bound_and_exact_where_the_source_commit_i
 
 
 def cli(*args, env=None, timeout=60):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
-    e.update({"PYTHONPATH": str(REPO / "plugins"), **(env or {})})
-    return subprocess.run([sys.executable, "-m", "mm2_failover", *args], capture_output=True, text=True, env=e,
-                          timeout=timeout)
+    return run_cli(*args, env=env, timeout=timeout, quiet_s=None)
 
 
 @pytest.mark.parametrize("content, words", [
