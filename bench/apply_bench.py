@@ -22,13 +22,14 @@ import time
 from pathlib import Path
 
 from mm2_failover import plan as planmod
+from mm2_failover.checkpoints import Checkpoint
 from mm2_failover.stages.apply import apply_plan
 from testbed.bed import Bed
 from mm2_failover.kafka_io import Cluster
 
 
 def make_plan(prefix: str, groups: int, topic: str, partitions: int, end: int) -> planmod.Plan:
-    cps = [planmod.LatestCheckpoint("primary", f"{prefix}-{g:06d}", topic, p, 100 + g % 50, (g * 7 + p) % end)
+    cps = [Checkpoint(f"{prefix}-{g:06d}", topic, p, 100 + g % 50, (g * 7 + p) % end, source_alias="primary")
            for g in range(groups) for p in range(partitions)]
     bounds = {(topic, p): planmod.PartitionBounds(0, end) for p in range(partitions)}
     return planmod.build_plan(cps, bounds, {}, {topic: partitions})

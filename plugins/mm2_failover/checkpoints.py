@@ -72,12 +72,17 @@ class CheckpointValue:
 
 @dataclass(frozen=True)
 class Checkpoint:
+    """The one checkpoint type: an MM2 checkpoint record decoded (:func:`decode`: its flow's alias is not in the
+    record, so ``source_alias`` is empty), or an answer of the latest-checkpoints job read for planning (the alias
+    its checkpoints topic names). :class:`mm2_failover.latest.Answer` is this plus where it was read."""
+
     group: str
-    topic: str
+    topic: str  # replica topic on the target, e.g. "primary.orders"
     partition: int
-    upstream_offset: int
-    downstream_offset: int
-    metadata: str
+    upstream_offset: int  # the group's committed offset on the source
+    downstream_offset: int  # the translated offset on the target
+    metadata: str = ""
+    source_alias: str = ""  # the MM2 flow (source cluster alias) whose checkpoints topic it came from
 
     @property
     def key(self) -> CheckpointKey:

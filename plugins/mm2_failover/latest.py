@@ -37,15 +37,10 @@ class Record:
         return (self.partition, self.offset)
 
 
-@dataclass
-class Answer:
-    source_alias: str
-    group: str
-    topic: str
-    partition: int
-    upstream_offset: int
-    downstream_offset: int
-    metadata: str
+@dataclass(frozen=True, kw_only=True)
+class Answer(cpf.Checkpoint):
+    """The latest checkpoint of a key (its alias set), plus where it was read and what rules 4-5 saw."""
+
     checkpoint_partition: int
     checkpoint_offset: int
     regressed: bool
@@ -91,6 +86,8 @@ def latest_per_key(records: Iterable[Record], policy: str = "latest") -> Result:
         if policy == "max" and regressed:  # rule 5 (ties: the latest of the highest)
             rec, chosen = max(((rec, d) for rec, d in live if d.downstream_offset == top), key=lambda x: x[0].position)
         out.answers[(alias, chosen.group, chosen.topic, chosen.partition)] = Answer(
-            alias, chosen.group, chosen.topic, chosen.partition, chosen.upstream_offset, chosen.downstream_offset,
-            chosen.metadata, rec.partition, rec.offset, regressed, latest.downstream_offset, top)
+            group=chosen.group, topic=chosen.topic, partition=chosen.partition, upstream_offset=chosen.upstream_offset,
+            downstream_offset=chosen.downstream_offset, metadata=chosen.metadata, source_alias=alias,
+            checkpoint_partition=rec.partition, checkpoint_offset=rec.offset, regressed=regressed,
+            latest_downstream_offset=latest.downstream_offset, max_downstream_offset=top)
     return out

@@ -4,7 +4,8 @@
 Rules, in the order they apply:
 
 0. **One answer per key** - two source aliases with a checkpoint for the same (group, replica topic, partition)
-   (e.g. the identity policy on both flows) are two different answers: the plan is refused, naming both.
+   (e.g. the identity policy on both flows) are two different answers: the plan is refused, naming both. A
+   checkpoint without its alias (decoded, never read as the job's answer) is refused too.
 1. **Missing checkpoint** - a partition of a replica topic the group has checkpoints for, or commits on at the
    source, but no checkpoint of its own and no exact translation: ``skip`` (reason ``no_checkpoint``); an offset
    is never invented.
@@ -44,6 +45,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from typing import Any, NamedTuple
+
+from mm2_failover.checkpoints import Checkpoint
 
 TP = tuple[str, int]  # (topic, partition)
 
@@ -96,17 +99,6 @@ TARGET_AHEAD = "target_ahead"
 
 class PlanError(ValueError):
     """The plan cannot be built safely; the message says what is wrong and what to do."""
-
-
-@dataclass(frozen=True)
-class LatestCheckpoint:
-    source_alias: str
-    group: str
-    topic: str  # replica topic on the target
-    partition: int
-    upstream_offset: int
-    downstream_offset: int
-    metadata: str = ""
 
 
 @dataclass(frozen=True)
@@ -211,7 +203,7 @@ class Proven:
 
 
 def build_plan(
-    checkpoints: Iterable[LatestCheckpoint],
+    checkpoints: Iterable[Checkpoint],
     bounds: dict[tuple[str, int], PartitionBounds],
     current: dict[str, dict[tuple[str, int], int]],
     topic_partitions: dict[str, int],
@@ -236,7 +228,7 @@ def build_plan(
         raise PlanError(f"on_existing_target_offsets must be fail, skip or overwrite, not {on_existing_target_offsets!r}")
     checkpoints = list(checkpoints)
     _one_answer_per_key(checkpoints)
-    by_group: dict[str, dict[tuple[str, int], LatestCheckpoint]] = defaultdict(dict)
+    by_group: dict[str, dict[tuple[str, int], Checkpoint]] = defaultdict(dict)
     for cp in checkpoints:
         by_group[cp.group][(cp.topic, cp.partition)] = cp
     committed_on_source: dict[str, dict[tuple[str, int], str]] = defaultdict(dict)  # group -> {(topic, p): alias}
@@ -319,10 +311,13 @@ def _alias_of_topic(cps: dict, src: dict, topic: str) -> str:
     return next((a for (t, _p), a in src.items() if t == topic), "")
 
 
-def _one_answer_per_key(checkpoints: list[LatestCheckpoint]) -> None:
-    seen: dict[tuple[str, str, int], LatestCheckpoint] = {}
+def _one_answer_per_key(checkpoints: list[Checkpoint]) -> None:
+    seen: dict[tuple[str, str, int], Checkpoint] = {}
     clashes = []
     for cp in checkpoints:
+        if not cp.source_alias:
+            raise PlanError(f"the checkpoint of {cp.group} {cp.topic}[{cp.partition}] names no source alias: plan only "
+                            "from the latest-checkpoints job's answers, which name the flow each one came from")
         k = (cp.group, cp.topic, cp.partition)
         if k in seen and seen[k].source_alias != cp.source_alias:
             a, b = seen[k], cp

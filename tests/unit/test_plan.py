@@ -7,14 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mm2_failover import plan as pm
-from mm2_failover.plan import LatestCheckpoint, PartitionBounds, PlanError, PlanRow
+from mm2_failover.checkpoints import Checkpoint
+from mm2_failover.plan import PartitionBounds, PlanError, PlanRow
 
 T = "primary.orders"
 U = "primary.users"
 
 
 def cp(group="app", topic=T, partition=0, down=10, up=None, alias="primary", metadata=""):
-    return LatestCheckpoint(alias, group, topic, partition, 100 + down if up is None else up, down, metadata)
+    return Checkpoint(group, topic, partition, 100 + down if up is None else up, down, metadata, source_alias=alias)
 
 
 def bounds(start=0, end=1000, topic=T, partitions=1):
@@ -328,6 +329,13 @@ def test_two_aliases_for_one_key_are_refused_one_alias_per_key_is_fine():
         build([cp(alias="dc1", down=5), cp(alias="dc2", down=9)])
     p = build([cp(alias="dc1", down=5), cp(alias="dc2", group="other", down=9)])
     assert {(r.group, r.source_alias) for r in p.rows} == {("app", "dc1"), ("other", "dc2")}
+
+
+def test_a_checkpoint_without_its_alias_is_refused_naming_the_partition():
+    """One Checkpoint type: a decoded MM2 record has no alias (the record does not say which flow wrote it); only
+    the job's answers, which name it, may be planned from."""
+    with pytest.raises(pm.PlanError, match=r"app primary.orders\[0\] names no source alias"):
+        build([cp(alias="")])
 
 
 # ----------------------------------------------------------------------------------- rule 1: groups MM2 never checkpointed

@@ -9,7 +9,8 @@ import pytest
 
 from mm2_failover import plan as planmod
 from mm2_failover.naming import ReplicationPolicy
-from mm2_failover.plan import LatestCheckpoint, PartitionBounds
+from mm2_failover.checkpoints import Checkpoint
+from mm2_failover.plan import PartitionBounds
 from testbed.localenv import run_cli
 
 
@@ -17,7 +18,8 @@ from testbed.localenv import run_cli
 
 
 def test_two_aliases_checkpointing_the_same_replica_partition_are_refused_naming_both_answers():
-    cps = [LatestCheckpoint("dc1", "g", "orders", 0, 25, 20), LatestCheckpoint("dc2", "g", "orders", 0, 110, 100)]
+    cps = [Checkpoint("g", "orders", 0, 25, 20, source_alias="dc1"),
+           Checkpoint("g", "orders", 0, 110, 100, source_alias="dc2")]
     with pytest.raises(planmod.PlanError) as e:
         planmod.build_plan(cps, {("orders", 0): PartitionBounds(0, 200)}, {}, {"orders": 1})
     msg = str(e.value)

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mm2_failover import plan as planmod
+from mm2_failover.checkpoints import Checkpoint
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import RunFolderError
 
-def load_latest_checkpoints(path: Path) -> list[planmod.LatestCheckpoint]:
+
+def load_latest_checkpoints(path: Path) -> list[Checkpoint]:
     """Every answer of the Spark job (all groups: the job does not select)."""
     from mm2_failover.answers import checkpoint_rows
 
-    return [planmod.LatestCheckpoint(**r) for r in checkpoint_rows(path, [
+    return [Checkpoint(**r) for r in checkpoint_rows(path, [
         "source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata"])]
 
 
-def selected_checkpoints(ctx: RunContext) -> list[planmod.LatestCheckpoint]:
+def selected_checkpoints(ctx: RunContext) -> list[Checkpoint]:
     """The latest checkpoints of the run's selected groups and aliases: only once the job's summary, which it writes
     last and atomically (and which every submission deletes first), says it finished (a job killed while writing
     may leave answers that are partial: never read)."""
