@@ -49,9 +49,28 @@ class Finding:
     rule: str
     severity: str  # WARNING | OK
     message: str
+    alias: str = ""  # the source alias whose flow it is about (set by the caller: the rules see one flow)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """``audit.json``: the MM2 configuration file read (None: none given) and the findings of every alias."""
+
+    mm2_config: str | None
+    findings: list[Finding]
+
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+    def as_dict(self) -> dict:
+        return {"mm2_config": self.mm2_config, "findings": [f.as_dict() for f in self.findings]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Audit":
+        return cls(d["mm2_config"], [Finding(f["rule"], f["severity"], f["message"], f["alias"]) for f in d["findings"]])
 
 
 @dataclass(frozen=True)

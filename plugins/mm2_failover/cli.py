@@ -384,8 +384,8 @@ def cmd_apply(a, ctx):
     print(ctx.folder.report_md.read_text())
     if res.refused:
         raise CliError(EXIT_FAILED, "groups NOT moved: " + "; ".join(f"{g}: {w}" for g, w in res.refused.items()))
-    if rep["mismatches"]:
-        raise CliError(EXIT_FAILED, f"{len(rep['mismatches'])} partition(s) differ from the plan; see "
+    if rep.mismatches:
+        raise CliError(EXIT_FAILED, f"{len(rep.mismatches)} partition(s) differ from the plan; see "
                                     f"{ctx.folder.report_md}")
 
 
@@ -398,8 +398,8 @@ def cmd_verify(a, ctx):
     plan = make_plan(ctx)
     rep = verify_run(ctx, plan, dry_run=not ctx.folder.backup.exists())
     print(ctx.folder.report_md.read_text())
-    if rep["mismatches"]:
-        raise CliError(EXIT_FAILED, f"{len(rep['mismatches'])} partition(s) differ from the plan")
+    if rep.mismatches:
+        raise CliError(EXIT_FAILED, f"{len(rep.mismatches)} partition(s) differ from the plan")
 
 
 def cmd_audit(a, ctx, quiet: bool = False):
@@ -408,8 +408,8 @@ def cmd_audit(a, ctx, quiet: bool = False):
 
     found = preflight_audit(ctx)
     if not quiet:
-        for f in found:
-            print(f"{f['severity'].upper():8} {f['alias']:10} {f['rule']:22} {f['message']}")
+        for f in found.findings:
+            print(f"{f.severity.upper():8} {f.alias:10} {f.rule:22} {f.message}")
 
 
 def cmd_archive(a, ctx):
@@ -447,9 +447,9 @@ def cmd_drill(a, ctx):
     compute_latest_checkpoints(a, ctx)
     drill_plan(ctx, a.allow_drill_writes_for_prefix)
     d = drill_report(ctx)
-    metrics.emit_drill_metrics(d)
+    metrics.emit_drill_metrics(d.as_dict())
     print(ctx.folder.drill_md.read_text())
-    return {"drill": str(ctx.folder.drill_json), "totals": d["totals"], "findings": d["findings"]}
+    return {"drill": str(ctx.folder.drill_json), "totals": d.totals, "findings": d.findings}
 
 
 def cmd_rollback(a):

@@ -143,6 +143,12 @@ class DrainVerdict:
                 "groups": self.groups, "topics": self.topics, "rpo": self.rpo,
                 "disaster_aliases": self.disaster_aliases}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "DrainVerdict":
+        """``drain.json`` back (every field required: a file of another version is refused, not half-read)."""
+        return cls(bool(d["drained"]), bool(d["disaster"]), list(d["rows"]), list(d["notes"]), list(d["groups"]),
+                   list(d["topics"]), d["rpo"], list(d["disaster_aliases"]))
+
     def not_drained(self) -> list[dict]:
         return [r for r in self.rows if r["state"] not in (DRAINED, PROGRESS_UNKNOWN, HOME)]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
@@ -125,7 +126,7 @@ def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict
                        source_commits: dict[tuple[str, str, int], int], selected_source_groups: list[str] | None,
                        plan_refusal: str | None = None, writes: dict | None = None,
                        report_warnings: list[str] | None = None, finished_at: str | None = None,
-                       source_aliases: list[str] | None = None) -> dict:
+                       source_aliases: list[str] | None = None) -> DrillReport:
     """Pure: the drill's findings from what its tasks observed (all inputs are plain data). ``source_commits``:
     (group, replica topic, partition) -> the group's commit on the source; ``selected_source_groups``: the selected
     groups that commit on a source (None: no source was reachable)."""
@@ -219,30 +220,52 @@ def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict
         findings.append(f"{len(writes['mismatches'])} drill-written partition(s) did not read back as planned")
     findings += [f"report: {w}" for w in report_warnings or []]
     totals["findings"] = len(findings)
-    return {
-        "kind": "drill",
-        "dag_id": dag_id,
-        "run_id": run_id,
-        "captured_at": snapshot.get("captured_at"),
-        "finished_at": finished_at,
-        "source_alias": ", ".join(source_aliases or sorted(snapshot.get("checkpoints_topics") or {})),
-        "disaster_mode": bool(snapshot.get("disaster_aliases")),
-        "params": params,
-        "totals": totals,
-        "findings": findings,
-        "groups": per_group,
-        "groups_without_checkpoints": no_cp_groups,
-        "partitions_without_checkpoints": missing,
-        "checkpoint_ages": ages,
-        "replication_lag": lag,
-        "reread": reread,
-        "clamps": clamps,
-        "live_groups_on_target": list(live_target_groups),
-        "writes": writes or {},
-    }
+    return DrillReport(
+        dag_id=dag_id, run_id=run_id, captured_at=snapshot.get("captured_at"), finished_at=finished_at,
+        source_alias=", ".join(source_aliases or sorted(snapshot.get("checkpoints_topics") or {})),
+        disaster_mode=bool(snapshot.get("disaster_aliases")), params=params, totals=totals, findings=findings,
+        groups=per_group, groups_without_checkpoints=no_cp_groups, partitions_without_checkpoints=missing,
+        checkpoint_ages=ages, replication_lag=lag, reread=reread, clamps=clamps,
+        live_groups_on_target=list(live_target_groups), writes=writes or {})
 
 
-def render_drill_markdown(d: dict) -> str:
+@dataclass
+class DrillReport:
+    """``drill.json``: the drill's findings (:func:`build_drill_report`). Its published form (:meth:`as_dict`, with
+    ``kind: drill``) is what the renderers, the metrics and the UI read."""
+
+    dag_id: str
+    run_id: str
+    captured_at: str | None
+    finished_at: str | None
+    source_alias: str  # the drilled source alias(es), comma-separated
+    disaster_mode: bool
+    params: dict
+    totals: dict
+    findings: list[str]
+    groups: list[dict]
+    groups_without_checkpoints: list[str]
+    partitions_without_checkpoints: list[dict]
+    checkpoint_ages: list[dict]
+    replication_lag: list[dict]
+    reread: list[dict]
+    clamps: list[dict]
+    live_groups_on_target: list[str]
+    writes: dict
+
+    def as_dict(self) -> dict:
+        return {"kind": "drill", **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DrillReport":
+        if d.get("kind") != "drill":
+            raise ValueError(f"kind is {d.get('kind')!r}, not 'drill'")
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
+
+
+def render_drill_markdown(d: "DrillReport | dict") -> str:
+    """``drill.md`` from a drill report (or its published form)."""
+    d = d.as_dict() if isinstance(d, DrillReport) else d
     t = d["totals"]
     prefix = (d.get("writes") or {}).get("prefix")
     lines = [f"# mm2-failover DR drill: {d['dag_id']} / {d['run_id']}", "",

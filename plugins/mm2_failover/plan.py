@@ -178,6 +178,38 @@ class Plan:
             c[r.action] += 1
         return c
 
+    def rules(self) -> dict[str, int]:
+        """How many writing rows each rule (``checkpoint``, an exact rule, ...) gave its offset."""
+        out: dict[str, int] = {}
+        for r in self.rows:
+            if r.writes:
+                out[r.rule] = out.get(r.rule, 0) + 1
+        return out
+
+
+@dataclass
+class PlanRecord:
+    """``plan.json``: the plan as built once per run, with what it was built from (``counts`` and ``rules`` are
+    written for readers and derived from the rows, never read back)."""
+
+    plan: Plan
+    built_at: str
+    params: dict
+    translation_notes: list[str]
+    snapshot_captured_at: str | None
+    snapshot_age_seconds: float | None
+
+    def as_dict(self) -> dict:
+        return {"built_at": self.built_at, "params": self.params, "counts": self.plan.counts(),
+                "rules": self.plan.rules(), "translation_notes": self.translation_notes,
+                "snapshot_captured_at": self.snapshot_captured_at, "snapshot_age_seconds": self.snapshot_age_seconds,
+                "rows": self.plan.as_dicts()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PlanRecord":
+        return cls(Plan.from_dicts(d["rows"]), d["built_at"], d["params"], list(d["translation_notes"]),
+                   d["snapshot_captured_at"], d["snapshot_age_seconds"])
+
 
 def quarantine_refusal(summary: dict | None, max_quarantined: int) -> str | None:
     """Rule: no plan is built from a checkpoint read with more unusable records than ``max_quarantined_records``

@@ -13,6 +13,7 @@ and Markdown (people). The rules that only describe a run live here, once:
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable
 
 from mm2_failover.plan import (
@@ -31,6 +32,37 @@ from mm2_failover.plan import (
 SourceCommits = dict[tuple[str, str, int], int]
 
 STALE_SNAPSHOT_S = 900  # a snapshot older than this when the plan is built is called out
+
+
+@dataclass
+class Report:
+    """``report.json``: one run's verified report (:func:`build_report`; ``artifacts``, ``rpo`` and ``moved_since``
+    are added by the verify stage). The renderers (:func:`render_markdown`, :func:`run_summary`, the metrics, the UI)
+    read its published form, :meth:`as_dict`, which is what a later reader of the file has too."""
+
+    dag_id: str
+    run_id: str
+    outcome: str  # succeeded | failed | dry_run
+    dry_run: bool
+    params: dict
+    snapshot: dict  # captured_at, age_seconds, disaster_aliases of the snapshot the plan was built from
+    totals: dict
+    checkpoints: dict  # the Spark job's summary
+    warnings: list[str]
+    groups: list[dict]
+    partitions: list[dict]
+    stale_checkpoints: list[dict]
+    mismatches: list[dict]
+    artifacts: str = ""  # the run folder
+    rpo: dict | None = None  # disaster mode: the data-loss window
+    moved_since: dict = field(default_factory=dict)  # group -> what moved since the backup (apply rule 5)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Report":
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
 
 
 def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list[dict]:
@@ -180,7 +212,7 @@ def build_report(
     source_commits: SourceCommits | None = None,
     lost_exact: dict[tuple[str, str, int], int] | None = None,
     snapshot: dict | None = None,
-) -> dict:
+) -> Report:
     """``committed``: what the target holds after the run; ``log_end``: replica end offsets now (for lag);
     ``source_commits``: the groups' source commits (re-read estimate, stale checkpoints); ``lost_exact``: records
     lost to retention where they could be counted exactly; ``snapshot``: ``captured_at``, ``age_seconds``,
@@ -277,21 +309,9 @@ def build_report(
     if (snapshot.get("age_seconds") or 0) > STALE_SNAPSHOT_S:
         warnings.append(f"the end-offset snapshot was {snapshot['age_seconds']:.0f} s old when the plan was built "
                         f"(captured {snapshot.get('captured_at')}): checkpoints written since were not used")
-    return {
-        "dag_id": dag_id,
-        "run_id": run_id,
-        "outcome": outcome,
-        "dry_run": dry_run,
-        "params": params,
-        "snapshot": snapshot,
-        "totals": totals,
-        "checkpoints": checkpoints_summary or {},
-        "warnings": warnings,
-        "groups": groups,
-        "partitions": partitions,
-        "stale_checkpoints": stale,
-        "mismatches": [m.__dict__ for m in mismatches],
-    }
+    return Report(dag_id=dag_id, run_id=run_id, outcome=outcome, dry_run=dry_run, params=params, snapshot=snapshot,
+                  totals=totals, checkpoints=checkpoints_summary or {}, warnings=warnings, groups=groups,
+                  partitions=partitions, stale_checkpoints=stale, mismatches=[m.__dict__ for m in mismatches])
 
 
 def run_summary(dag_id: str, run_id: str, rep: dict | None, drill: dict | None, time: str) -> dict:
@@ -346,7 +366,9 @@ def state_lines(checkpoints_summary: dict) -> list[str]:
     return out
 
 
-def render_markdown(report: dict) -> str:
+def render_markdown(report: Report | dict) -> str:
+    """``report.md`` from a report (or its published form)."""
+    report = report.as_dict() if isinstance(report, Report) else report
     t = report["totals"]
     snap = report.get("snapshot") or {}
     lines = [

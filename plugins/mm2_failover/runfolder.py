@@ -5,11 +5,13 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
 
 ==============================  =======================================================================
 ``run.json``                    the run's parameters and the source-reachability decision (written first)
+``audit.json``                  the pre-flight audit's findings (:class:`mm2_failover.audit.Audit`)
 ``drain.json``                  the last drain observation (:class:`mm2_failover.drain.DrainVerdict`)
 ``snapshot.json``               end offsets captured once (:class:`Snapshot`)
 ``latest_checkpoints.parquet``  the Spark job's answers (read through :mod:`mm2_failover.answers`; + ``.summary.json``,
                                 ``_quarantine``, ``_regressions``)
-``plan.json`` / ``plan.csv``    the plan, built once (CSV for ``kafka-consumer-groups --from-file``)
+``plan.json`` / ``plan.csv``    the plan, built once (:class:`mm2_failover.plan.PlanRecord`; CSV for
+                                ``kafka-consumer-groups --from-file``)
 ``backup.json``                 what apply is about to overwrite, saved before its first write (:class:`Backup`)
 ``apply.json``                  what apply did
 ``report.json`` / ``report.md`` the verified report; ``summary.json`` its one-line summary for the UI's index
@@ -29,17 +31,24 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mm2_failover.audit import Audit
+from mm2_failover.drill import DrillReport
 from mm2_failover.plan import (
     TP,
     Commit,
+    PlanRecord,
     commit_from_json,
     commit_to_json,
     tp_map_from_json,
     tp_map_to_json,
 )
+from mm2_failover.report import Report
 from mm2_failover.rollback import Backup
+
+if TYPE_CHECKING:  # drain needs the evidence rules (numpy): imported where a drain file is read, not by every reader
+    from mm2_failover.drain import DrainVerdict
 
 RUN = "run.json"
 DRAIN = "drain.json"
@@ -269,6 +278,7 @@ class RunFolder:
     drill_writes = property(lambda self: self.dir / DRILL_WRITES)
     plan_refusal = property(lambda self: self.dir / PLAN_REFUSAL)
     rollback = property(lambda self: self.dir / ROLLBACK)
+    audit = property(lambda self: self.dir / AUDIT)
 
     # -- generic ---------------------------------------------------------------------------------------
     def save(self, name: str, data) -> Path:
@@ -330,8 +340,54 @@ class RunFolder:
     def load_backup(self) -> Backup | None:
         return load_backup(self.backup) if self.backup.exists() else None
 
-    def load_drain(self) -> dict:
-        return self.load(DRAIN, {})
+    def save_drain(self, verdict: DrainVerdict) -> None:
+        self.save(DRAIN, verdict.as_dict())
+
+    def load_drain(self) -> DrainVerdict | None:
+        """The last drain observation (None: no drain check ran in this folder)."""
+        from mm2_failover.drain import DrainVerdict
+
+        return self._typed(DRAIN, DrainVerdict.from_dict, "drain observation")
+
+    def save_audit(self, result: Audit) -> None:
+        self.save(AUDIT, result.as_dict())
+
+    def load_audit(self) -> Audit | None:
+        """The pre-flight audit (None: it did not run in this folder)."""
+        return self._typed(AUDIT, Audit.from_dict, "pre-flight audit")
+
+    def save_plan(self, record: PlanRecord) -> None:
+        self.save(PLAN_JSON, record.as_dict())
+
+    def load_plan(self) -> PlanRecord:
+        if not self.plan_json.exists():
+            raise RunFolderError(f"no plan at {self.plan_json}: the plan step (compute the plan) must run first")
+        return self._typed(PLAN_JSON, PlanRecord.from_dict, "plan")
+
+    def save_report(self, report: Report) -> None:
+        self.save(REPORT_JSON, report.as_dict())
+
+    def load_report(self) -> Report | None:
+        """The verified report (None: verify did not run in this folder)."""
+        return self._typed(REPORT_JSON, Report.from_dict, "report")
+
+    def save_drill(self, report: DrillReport) -> None:
+        self.save(DRILL_JSON, report.as_dict())
+
+    def load_drill(self) -> DrillReport | None:
+        """The drill's findings (None: the drill report did not run in this folder)."""
+        return self._typed(DRILL_JSON, DrillReport.from_dict, "drill report")
+
+    def _typed(self, name: str, from_dict, what: str):
+        """An artifact through its type (None when absent); a file of another version is refused naming it."""
+        p = self.dir / name
+        if not p.exists():
+            return None
+        try:
+            return from_dict(self.load(name))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise RunFolderError(f"{p} is not a {what} of this version ({type(e).__name__}: {e}): start a new run "
+                                 "folder") from None
 
 
 def load_backup(path: Path | str) -> Backup:

@@ -88,16 +88,16 @@ def verify_group_offsets(context) -> dict:
     plan = make_plan(ctx)
     applied = ctx.folder.load(APPLY, {})
     rep = verify_run(ctx, plan, refused=applied.get("refused"))
-    emit_metrics(rep)
-    t = rep["totals"]
+    emit_metrics(rep.as_dict())
+    t = rep.totals
     log.info("report: %s (%s)\n%s", ctx.folder.report_md, ctx.folder.report_json, ctx.folder.report_md.read_text())
-    if rep["mismatches"]:
+    if rep.mismatches:
         raise AirflowFailException(
             f"{t['mismatches']} partition(s) do not hold the planned offset after apply: "
             + "; ".join(f"{m['group']} {m['topic']}[{m['partition']}] planned {m['planned']} got {m['committed']}"
-                        for m in rep["mismatches"][:20])
+                        for m in rep.mismatches[:20])
             + f". See {ctx.folder.report_md}. A consumer may have committed since; check the group before re-running.")
-    return {"report": str(ctx.folder.report_json), "outcome": rep["outcome"], "totals": t}
+    return {"report": str(ctx.folder.report_json), "outcome": rep.outcome, "totals": t}
 
 
 @_outcomes
@@ -105,7 +105,7 @@ def preflight_audit(context) -> list[dict]:
     """The pre-flight audit: warnings only (logged, in audit.json and the report); an unreadable mm2_config fails."""
     from mm2_failover.stages import preflight as preflight_stage
 
-    return preflight_stage.preflight_audit(_ctx(context))
+    return preflight_stage.preflight_audit(_ctx(context)).as_dict()["findings"]
 
 
 @_outcomes
@@ -184,5 +184,5 @@ def drill_report(context) -> dict:
 
     ctx = _ctx(context)
     d = drill_report(ctx)
-    metrics.emit_drill_metrics(d)
-    return {"drill": str(ctx.folder.drill_json), "totals": d["totals"], "findings": d["findings"]}
+    metrics.emit_drill_metrics(d.as_dict())
+    return {"drill": str(ctx.folder.drill_json), "totals": d.totals, "findings": d.findings}

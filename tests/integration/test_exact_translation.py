@@ -76,8 +76,8 @@ def test_exact_translation_resumes_at_the_next_record_where_checkpoints_re_read(
     # apply, then a consumer of the group on the target: nothing re-read, nothing lost
     backup_and_apply(ctx, exact)
     rep = verify_run(ctx, exact)
-    assert rep["outcome"] == "succeeded" and rep["totals"]["records_reread_estimate"] == 0
-    assert rep["totals"]["records_reread_by_checkpoints"] == sum(
+    assert rep.outcome == "succeeded" and rep.totals["records_reread_estimate"] == 0
+    assert rep.totals["records_reread_by_checkpoints"] == sum(
         b.prep.consumed_upto[p] - c.downstream_offset for p, c in b.prep.checkpoints.items())
     first = scenario.first_records_on_target(bed.target_bootstrap, b.g, b.prep.replica_topic, 3)
     for o in scenario.compare(b.prep, b.target.committed(b.g), first):

@@ -84,8 +84,8 @@ def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared):
                                    f"{planned[(rt, 0)] + 5}"]}
     assert ctx.folder.load("apply.json")["moved_since"] == res.moved_since
     rep = verify_run(ctx, plan)
-    assert rep["mismatches"] == [] and rep["moved_since"] == res.moved_since
-    assert any("moved since" in w and f"{rt}[0]" in w for w in rep["warnings"]), rep["warnings"]
+    assert rep.mismatches == [] and rep.moved_since == res.moved_since
+    assert any("moved since" in w and f"{rt}[0]" in w for w in rep.warnings), rep.warnings
 
 
 def test_target_commit_ahead_is_kept_unless_allow_rewind(prepared):
@@ -125,10 +125,10 @@ def test_records_deleted_by_retention_clamp_to_log_start(prepared):
                                                                                   gone - cp0)
     backup_and_apply(ctx, plan)
     rep = verify_run(ctx, plan)
-    assert rep["outcome"] == "succeeded" and rep["totals"]["clamped"] == 1
+    assert rep.outcome == "succeeded" and rep.totals["clamped"] == 1
     # at most log start - checkpoint; exactly: the records the group had not read (source offsets 20 .. gone-1)
-    assert rep["totals"]["records_lost_to_retention_upper_bound"] == gone - cp0
-    assert rep["totals"]["records_lost_to_retention"] == gone - 20
+    assert rep.totals["records_lost_to_retention_upper_bound"] == gone - cp0
+    assert rep.totals["records_lost_to_retention"] == gone - 20
     first = scenario.first_records_on_target(p.bed.target_bootstrap, g, rt, 3)
     assert first[0] == gone
 

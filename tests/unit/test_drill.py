@@ -99,24 +99,24 @@ def test_build_drill_report_totals_findings_and_markdown():
         live_target_groups=["orders"], source_commits=src, selected_source_groups=["drill-a", "lost-group", "orders"],
         plan_refusal=None,
         writes={"prefix": "", "applied": {}})
-    t = d["totals"]
+    t = d.totals
     assert t["groups_covered"] == 3 and t["groups_without_checkpoints"] == 1
     assert t["partitions_without_checkpoints"] == 1
     assert t["checkpoint_age_max_seconds"] == 120.0
     assert t["replication_lag_max_records"] == 3
     assert t["records_reread_estimate"] == 5 + 49  # drill-a p0 behind commit, p1 translation slack
     assert t["partitions_clamped"] == 1 and t["records_lost_to_retention"] == 7
-    assert t["live_groups_on_target"] == 1 and t["findings"] == len(d["findings"])
-    text = " | ".join(d["findings"])
+    assert t["live_groups_on_target"] == 1 and t["findings"] == len(d.findings)
+    text = " | ".join(d.findings)
     for needle in ("lost-group", "no checkpoint", "oldest checkpoint", "replication lag", "re-read", "clamped",
                    "live members on the TARGET"):
         assert needle in text, needle
-    g = {x["group"]: x for x in d["groups"]}
+    g = {x["group"]: x for x in d.groups}
     assert g["drill-a"]["reread_estimate"] == 54 and g["drill-a"]["without_checkpoint"] == 1
     assert g["orders"]["live_on_target"] and g["orders"]["retention_lost"] == 7
     md = drill.render_drill_markdown(d)
     assert md.startswith("# mm2-failover DR drill") and "| drill-a | 3 | 1 |" in md
-    json.dumps(d)  # plain data
+    json.dumps(d.as_dict())  # plain data
 
 
 # ------------------------------------------------------------------------------------------ the apply step
@@ -188,7 +188,7 @@ def drill_run(tmp_path, monkeypatch):
 
     def report(**params):
         drill_stage.drill_report(ctx_of(**params))
-        return json.loads(folder.drill_json.read_text())
+        return folder.load_drill()  # the file, read back through its type
 
     return SimpleNamespace(art=folder, target=target, run=run, report=report)
 
@@ -226,7 +226,7 @@ def test_the_drill_report_names_the_source_alias_of_the_run(drill_run):
     page showed an empty alias (the unit test of the pure function passed on a hand-made dict)."""
     drill_run.run()
     d = drill_run.report(source_alias="primary")
-    assert d["source_alias"] == "primary"
+    assert d.source_alias == "primary"
     assert "source alias primary." in (drill_run.art.dir / "drill.md").read_text()
 
 

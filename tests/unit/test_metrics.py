@@ -38,7 +38,7 @@ def _report(dry_run=False, mismatch=False):
     # g1 partition 0: the group had committed 45 on the source, MM2's newest checkpoint said 40
     return build_report(dag_id="mm2_failover", run_id="r1", params={}, plan=plan, committed=committed,
                         log_end={("primary.t", 0): 40, ("primary.t", 1): 60, ("primary.u", 0): 90},
-                        mismatches=mism, dry_run=dry_run, source_commits={("g1", "primary.t", 0): 45})
+                        mismatches=mism, dry_run=dry_run, source_commits={("g1", "primary.t", 0): 45}).as_dict()
 
 
 def test_failover_counters_names_and_values():

@@ -38,9 +38,9 @@ def report(**kw):
 
 def test_totals_and_groups_of_a_failed_run():
     r = report(refused={"b": "existing_target_offsets"})
-    assert r["outcome"] == "failed" and r["dry_run"] is False
-    assert r["mismatches"] == [{"group": "c", "topic": T, "partition": 0, "planned": 20, "committed": 19}]
-    assert r["totals"] == {
+    assert r.outcome == "failed" and r.dry_run is False
+    assert r.mismatches == [{"group": "c", "topic": T, "partition": 0, "planned": 20, "committed": 19}]
+    assert r.totals == {
         "groups": 3, "groups_moved": 1, "groups_skipped": 1, "partitions": 5, "committed": 2, "planned_commits": 3,
         "skipped": 2, "clamped": 1, "refused_groups": 1, "mismatches": 1, "records_lost_to_retention": 2,
         "records_lost_to_retention_upper_bound": 2, "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20),
@@ -49,8 +49,8 @@ def test_totals_and_groups_of_a_failed_run():
         # MM2's checkpoints only: the re-read figure is an estimate from offsets, nothing proven from below
         "records_reread_exact": False, "records_reread_at_least": 0,
     }
-    g = {x["group"]: x for x in r["groups"]}
-    assert [x["group"] for x in r["groups"]] == ["a", "b", "c"]
+    g = {x["group"]: x for x in r.groups}
+    assert [x["group"] for x in r.groups] == ["a", "b", "c"]
     assert g["a"] == {"group": "a", "partitions": 2, "committed": 2, "skipped": 0, "clamped": 1, "retention_lost": 2,
                       "lag": 85, "mismatches": 0, "refused": "", "source_aliases": ["primary"], "fate": "moved",
                       "reread_estimate": (110 - 10) + (103 - 5)}
@@ -58,11 +58,11 @@ def test_totals_and_groups_of_a_failed_run():
     assert g["c"]["fate"].startswith("not as planned")
     assert (g["b"]["skipped"], g["b"]["committed"], g["b"]["lag"], g["b"]["refused"]) == (1, 0, 48, "existing_target_offsets")
     assert (g["c"]["committed"], g["c"]["mismatches"], g["c"]["lag"], g["c"]["skipped"]) == (0, 1, 36, 1)
-    json.dumps(r)  # JSON-serialisable as it is
+    json.dumps(r.as_dict())  # its published form is plain JSON
 
 
 def test_partition_rows():
-    p = {(x["group"], x["partition"]): x for x in report()["partitions"]}
+    p = {(x["group"], x["partition"]): x for x in report().partitions}
     assert (p["a", 0]["committed_after"], p["a", 0]["lag"], p["a", 0]["verified"]) == (10, 45, True)
     assert (p["a", 1]["action"], p["a", 1]["retention_gap"], p["a", 1]["lag"]) == (pm.CLAMP, 2, 40)
     assert (p["b", 0]["verified"], p["b", 0]["current_offset"], p["b", 0]["committed_after"]) == (None, 7, 7)
@@ -72,7 +72,7 @@ def test_partition_rows():
 
 def test_lag_falls_back_to_the_planned_log_end():
     r = report(log_end={})
-    p = {(x["group"], x["partition"]): x for x in r["partitions"]}
+    p = {(x["group"], x["partition"]): x for x in r.partitions}
     assert (p["a", 0]["lag"], p["a", 1]["lag"], p["b", 0]["lag"], p["c", 0]["lag"]) == (40, 35, 53, 11)
 
 
@@ -80,8 +80,8 @@ def test_a_clean_run_succeeds():
     plan = the_plan()
     plan.rows = [r for r in plan.rows if r.group == "a"]
     r = report(plan=plan)
-    assert r["outcome"] == "succeeded"
-    assert (r["totals"]["groups_moved"], r["totals"]["committed"], r["totals"]["mismatches"]) == (1, 2, 0)
+    assert r.outcome == "succeeded"
+    assert (r.totals["groups_moved"], r.totals["committed"], r.totals["mismatches"]) == (1, 2, 0)
 
 
 def test_dry_run_counts_nothing_committed():
@@ -89,12 +89,12 @@ def test_dry_run_counts_nothing_committed():
     before = {"b": {(T, 0): 7}}  # the target as it is: nothing was written
     r = build_report(dag_id="d", run_id="r", params={}, plan=plan, committed=before, log_end=LOG_END,
                      mismatches=[], dry_run=True)
-    assert r["outcome"] == "dry_run" and r["dry_run"] is True
-    t = r["totals"]
+    assert r.outcome == "dry_run" and r.dry_run is True
+    t = r.totals
     assert (t["committed"], t["groups_moved"]) == (0, 0)
     assert (t["planned_commits"], t["skipped"], t["clamped"], t["records_lost_to_retention"]) == (3, 2, 1, 2)
-    assert all(g["committed"] == 0 for g in r["groups"])
-    assert all(p["verified"] is None for p in r["partitions"])
+    assert all(g["committed"] == 0 for g in r.groups)
+    assert all(p["verified"] is None for p in r.partitions)
     assert "(dry run: nothing was written)" in render_markdown(r)
 
 
@@ -166,7 +166,7 @@ def test_markdown_of_a_clean_run_has_no_mismatch_section():
 def test_outcome(mismatches, refused, outcome):
     plan = the_plan()
     plan.rows = [r for r in plan.rows if r.group == "a"]
-    assert report(plan=plan, mismatches=mismatches, refused=refused)["outcome"] == outcome
+    assert report(plan=plan, mismatches=mismatches, refused=refused).outcome == outcome
 
 
 def test_md_table_escapes_pipes_and_renders_none_empty():
@@ -205,7 +205,7 @@ def test_exact_positions_give_the_re_read_and_what_the_checkpoints_alone_would_r
                  PlanRow("primary", "a", T, 1, 50, 20, None, 20, pm.COMMIT, "", 0, 200)])
     r = build_report(dag_id="d", run_id="r", params={}, plan=plan, committed={}, log_end={}, mismatches=[],
                      dry_run=True, source_commits={("a", T, 1): 50})
-    t = r["totals"]
+    t = r.totals
     assert (t["records_reread_estimate"], t["records_reread_by_checkpoints"], t["partitions_exact"]) == (30, 90, 1)
     assert "MM2's checkpoints alone: 90" in render_markdown(r)
 
@@ -230,7 +230,7 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
 
     rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([cp, sup, exact]), committed={}, log_end={},
                        mismatches=[])
-    t = rep["totals"]
+    t = rep.totals
     assert (t["records_reread_estimate"], t["records_reread_at_least"], t["records_reread_exact"]) == (1474, 1474, False)
     assert t["partitions_exact"] == 1  # the superseded first copy is not counted as exact
     assert "1474 (estimate; at least 1474)" in render_markdown(rep)
@@ -244,4 +244,4 @@ def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
     [e] = estimate_reread([floor.as_dict()], {})
     assert (e["reread"], e["reread_at_least"], e["exact"]) == (0, 0, False) and "sync floor" in e["note"]
     rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([floor]), committed={}, log_end={}, mismatches=[])
-    assert rep["totals"]["partitions_exact"] == 0 and rep["totals"]["records_reread_exact"] is False
+    assert rep.totals["partitions_exact"] == 0 and rep.totals["records_reread_exact"] is False

@@ -24,11 +24,11 @@ def _write_failover(root: Path, run_id: str, group: str):
     rep = build_report(dag_id="mm2_failover", run_id=run_id, params={"groups_regex": ".*"}, plan=plan,
                        committed={group: {("primary.t", 0): 40}, "g-other": {("primary.t", 0): 10}},
                        log_end={("primary.t", 0): 100}, mismatches=[], warnings=[f"warn {EVIL}"])
-    rep["stale_checkpoints"] = []
-    rep["params"]["sasl.password"] = "hunter2"  # must never be served (reports hold none; defence in depth)
+    rep.stale_checkpoints = []
+    rep.params["sasl.password"] = "hunter2"  # must never be served (reports hold none; defence in depth)
     d = root / "mm2_failover" / run_id.replace(":", "_")
     d.mkdir(parents=True)
-    (d / "report.json").write_text(json.dumps(rep))
+    (d / "report.json").write_text(json.dumps(rep.as_dict()))
     (d / "report.md").write_text(render_markdown(rep))
     (d / "backup.json").write_text(json.dumps({"cluster": "secret-host:9093", "groups": {}}))
     return d

@@ -127,7 +127,7 @@ def test_lost_to_retention_is_an_upper_bound_and_exact_where_the_source_commit_i
                        committed={"g": {("primary.t", 0): 40, ("primary.t", 1): 40}},
                        log_end={("primary.t", 0): 100, ("primary.t", 1): 100}, mismatches=[],
                        lost_exact={("g", "primary.t", 0): 0})
-    t = rep["totals"]
+    t = rep.totals
     assert t["records_lost_to_retention_upper_bound"] == 60
     assert t["records_lost_to_retention"] == 30  # partition 0 exact (0), partition 1 only bounded (30)
     md = render_markdown(rep)

@@ -13,7 +13,6 @@ from mm2_failover.naming import checkpoint_topic_aliases
 from mm2_failover.run import RunContext
 from mm2_failover.selection import compile_pattern
 from mm2_failover.stages.errors import ConfigurationError
-from mm2_failover.runfolder import DRAIN
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +158,7 @@ def drain_check(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drain
     :class:`~mm2_failover.drain.UnreplicatedLoss` (a refusal: waiting cannot help) when records MM2 never replicated
     are gone from the source."""
     v = drain_status(ctx, quiet_s)
-    ctx.folder.save(DRAIN, v.as_dict())
+    ctx.folder.save_drain(v)
     refusal = v.unreplicated_loss()
     if refusal:
         raise drainmod.UnreplicatedLoss(f"{refusal}\n{v.table()}")

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mm2_failover.runfolder import DRAIN, DRILL_WRITES, PLAN_JSON, PLAN_REFUSAL, SUMMARY
+from mm2_failover.runfolder import DRILL_WRITES, PLAN_REFUSAL, SUMMARY
+
+if TYPE_CHECKING:
+    from mm2_failover.drill import DrillReport
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +22,7 @@ def drill_lag(ctx) -> dict:
     from mm2_failover.stages.drain import drain_status
 
     v = drain_status(ctx)
-    ctx.folder.save(DRAIN, v.as_dict())
+    ctx.folder.save_drain(v)
     lag = drill.replication_lag(v.rows)
     if v.rows:
         log.info("replication at drill time (%d partition(s)):\n%s", len(v.rows), v.table())
@@ -71,25 +74,25 @@ def drill_plan(ctx, prefix) -> dict:
             "groups_written": sorted(writes["applied"])}
 
 
-def drill_report(ctx) -> dict:
+def drill_report(ctx) -> DrillReport:
     """The drill's findings (``drill.json``, ``drill.md``, the UI's summary) from what its tasks kept; returns them."""
     from mm2_failover import drill
     from mm2_failover.stages.gate import live_groups
     from mm2_failover.stages.snapshot import source_commits
     from mm2_failover.stages.verify import verify_run
-    from mm2_failover import plan as planmod
     from mm2_failover.report import run_summary
     from mm2_failover.answers import checkpoint_rows
-    from mm2_failover.runfolder import now_iso, write_json, write_text
+    from mm2_failover.runfolder import now_iso, write_text
 
     ctx.params = replace(ctx.params, dry_run=True)
     f = ctx.folder
-    plan = planmod.Plan.from_dicts(f.load(PLAN_JSON)["rows"])
+    plan = f.load_plan().plan
     refusal = f.load(PLAN_REFUSAL, {}).get("refusal")
     writes = f.load(DRILL_WRITES, {})
     rep = verify_run(ctx, plan, dry_run=True,
                      warnings=[f"plan refused by a safety rule: {refusal}"] if refusal else None)
     snap = f.load_snapshot()
+    drained = f.load_drain()
     src = source_commits(ctx, snap)
     live = sorted(s.group for s in live_groups(ctx.target, plan.groups()))
     d = drill.build_drill_report(
@@ -98,16 +101,16 @@ def drill_report(ctx) -> dict:
         snapshot=snap.as_dict(), plan_rows=plan.as_dicts(), checkpoints=checkpoint_rows(f.checkpoints, [
             "source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset",
             "checkpoint_timestamp"]),
-        drain_rows=f.load_drain().get("rows"), live_target_groups=live,
+        drain_rows=drained.rows if drained else None, live_target_groups=live,
         source_commits={(g, rt, p): c.offset for g, cs in src.items() for (_a, rt, p), c in cs.items()},
         selected_source_groups=sorted({g for s in snap.sources.values() for g in (s.group_commits or {})
                                        if ctx.selection.selects(g)}) if any(s.reachable for s in snap.sources.values())
         else None,
         plan_refusal=refusal, writes=writes,
-        report_warnings=[w for w in rep.get("warnings", []) if not w.startswith("plan refused")],
+        report_warnings=[w for w in rep.warnings if not w.startswith("plan refused")],
         finished_at=now_iso(), source_aliases=ctx.aliases)
-    write_json(f.drill_json, d)
+    f.save_drill(d)
     write_text(f.drill_md, drill.render_drill_markdown(d))
-    f.save(SUMMARY, run_summary(ctx.dag_id, ctx.run_id, rep, d, now_iso()))
+    f.save(SUMMARY, run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), d.as_dict(), now_iso()))
     log.info("drill report: %s\n%s", f.drill_md, f.drill_md.read_text())
     return d

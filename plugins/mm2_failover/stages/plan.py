@@ -8,7 +8,7 @@ from datetime import datetime
 
 from mm2_failover import plan as planmod
 from mm2_failover.run import RunContext
-from mm2_failover.runfolder import PLAN_JSON, age_seconds, now_iso, write_text
+from mm2_failover.runfolder import age_seconds, now_iso, write_text
 from mm2_failover.stages.checkpoints import selected_checkpoints
 from mm2_failover.stages.failback import home_translations
 from mm2_failover.stages.snapshot import source_commits
@@ -22,7 +22,7 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
     f, p = ctx.folder, ctx.params
     if f.plan_json.exists():
         log.info("plan already built for this run: reusing %s", f.plan_json)
-        return planmod.Plan.from_dicts(f.load(PLAN_JSON)["rows"])
+        return f.load_plan().plan
     summary = f.load_summary()
     refusal = planmod.quarantine_refusal(summary.raw if summary else None, p.max_quarantined_records)
     if refusal:
@@ -45,16 +45,9 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
         exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()},
         positions_at_least=at_least)
     built = now_iso()
-    rules: dict[str, int] = {}
-    for r in plan.rows:
-        if r.writes:
-            rules[r.rule] = rules.get(r.rule, 0) + 1
-    f.save(PLAN_JSON, {"built_at": built, "params": p.as_dict(), "counts": plan.counts(), "rules": rules,
-                       "translation_notes": notes,
-                       "snapshot_captured_at": snap.captured_at,
-                       "snapshot_age_seconds": age_seconds(snap.captured_at, datetime.fromisoformat(built)),
-                       "rows": plan.as_dicts()})
+    f.save_plan(planmod.PlanRecord(plan, built, p.as_dict(), notes, snap.captured_at,
+                                   age_seconds(snap.captured_at, datetime.fromisoformat(built))))
     write_text(f.plan_csv, plan.to_reset_csv())
-    log.info("plan: %d group(s), %s, offsets by rule %s; written to %s and %s", len(plan.groups()), plan.counts(), rules,
-             f.plan_json, f.plan_csv)
+    log.info("plan: %d group(s), %s, offsets by rule %s; written to %s and %s", len(plan.groups()), plan.counts(),
+             plan.rules(), f.plan_json, f.plan_csv)
     return plan

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
+from mm2_failover import audit
 from mm2_failover.run import RunContext
-from mm2_failover.runfolder import AUDIT, age_seconds
+from mm2_failover.runfolder import age_seconds
 from mm2_failover.stages.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 
 
-def preflight_audit(ctx: RunContext) -> list[dict]:
+def preflight_audit(ctx: RunContext) -> audit.Audit:
     """The pre-flight audit (rules in :mod:`mm2_failover.audit`): MM2's configuration (``mm2_config``) and what the
     clusters show, per source alias, into ``audit.json``; warnings are logged and carried into the report. A
     configuration file that cannot be read is a configuration error; findings never fail the run."""
-    from mm2_failover import audit
     from mm2_failover.config import archive_root
     from mm2_failover.syncs import SyncArchive
 
@@ -40,6 +41,7 @@ def preflight_audit(ctx: RunContext) -> list[dict]:
         findings = audit.audit(props, alias, target_alias, facts)
         for f in findings:
             (log.warning if f.severity == audit.WARNING else log.info)("audit %s %s: %s", alias, f.rule, f.message)
-        out += [{"alias": alias, **f.as_dict()} for f in findings]
-    ctx.folder.save(AUDIT, {"mm2_config": path, "findings": out})
-    return out
+        out += [replace(f, alias=alias) for f in findings]
+    result = audit.Audit(path, out)
+    ctx.folder.save_audit(result)
+    return result

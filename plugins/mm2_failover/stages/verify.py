@@ -7,7 +7,7 @@ from mm2_failover import plan as planmod
 from mm2_failover import report as reportmod
 from mm2_failover.kafka_io import Cluster
 from mm2_failover.run import RunContext
-from mm2_failover.runfolder import AUDIT, PLAN_JSON, Snapshot, now_iso, write_json, write_text
+from mm2_failover.runfolder import Snapshot, now_iso, write_text
 from mm2_failover.stages.apply import befores, describe_moved
 from mm2_failover.stages.snapshot import source_commits
 from mm2_failover.runfolder import SUMMARY
@@ -50,7 +50,7 @@ def find_source_offset(target: Cluster, source: Cluster, source_topic: str, repl
 
 
 def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None, refused: dict[str, str] | None = None,
-               warnings: list[str] | None = None) -> dict:
+               warnings: list[str] | None = None) -> reportmod.Report:
     """Read every planned group back, compare with the plan, and write report.json, report.md and summary.json."""
     f, p = ctx.folder, ctx.params
     dry_run = p.dry_run if dry_run is None else dry_run
@@ -65,29 +65,29 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     summary = f.load_summary()
     snap = f.load_snapshot()
     drain = f.load_drain()
+    rpo = drain.rpo if drain else None
     warnings = list(warnings or [])
     if snap.disaster_aliases:
         warnings.append(f"DISASTER MODE for source alias(es) {', '.join(snap.disaster_aliases)}: their clusters were "
                         "not reachable (or declared lost); producer and source-group checks were skipped for them. "
-                        f"Data-loss window: {drain.get('rpo')}")
-    built = f.load(PLAN_JSON, {})
-    warnings += built.get("translation_notes") or []
+                        f"Data-loss window: {rpo}")
+    built = f.load_plan() if f.plan_json.exists() else None
+    warnings += built.translation_notes if built else []
     warnings += [f"group {g} moved since this run's backup, NOT rewritten (its consumers committed on the target "
                  f"after the first apply; a retry never rewinds them): {'; '.join(what)}" for g, what in moved.items()]
-    warnings += [f"pre-flight audit, alias {a['alias']}, {a['rule']}: {a['message']}"
-                 for a in f.load(AUDIT, {}).get("findings", []) if a["severity"] == "warning"]
+    audited = f.load_audit()
+    warnings += [f"pre-flight audit, alias {a.alias}, {a.rule}: {a.message}" for a in (audited.warnings() if audited
+                                                                                      else [])]
     src = {(g, rt, part): c.offset for g, cs in source_commits(ctx, snap).items() for (_a, rt, part), c in cs.items()}
     lost = {} if dry_run and not any(r.retention_gap for r in plan.rows) else lost_to_retention_exact(ctx, plan, snap)
     rep = reportmod.build_report(
         dag_id=ctx.dag_id, run_id=ctx.run_id, params=p.as_dict(), plan=plan, committed=committed, log_end=log_end,
         mismatches=mismatches, refused=refused, dry_run=dry_run, checkpoints_summary=summary.raw if summary else {},
         warnings=warnings, source_commits=src, lost_exact=lost,
-        snapshot={"captured_at": snap.captured_at, "age_seconds": built.get("snapshot_age_seconds"),
+        snapshot={"captured_at": snap.captured_at, "age_seconds": built.snapshot_age_seconds if built else None,
                   "disaster_aliases": snap.disaster_aliases})
-    rep["artifacts"] = str(f.dir)
-    rep["rpo"] = drain.get("rpo")
-    rep["moved_since"] = moved
-    write_json(f.report_json, rep)
+    rep.artifacts, rep.rpo, rep.moved_since = str(f.dir), rpo, moved
+    f.save_report(rep)
     write_text(f.report_md, reportmod.render_markdown(rep))
-    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep, None, now_iso()))
+    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), None, now_iso()))
     return rep

@@ -1,0 +1,125 @@
+"""Every artifact of a run folder round-trips through its type (issue 32): saved by ``RunFolder.save_<x>``, read
+back by ``RunFolder.load_<x>`` equal to what was saved - and a file of another version (a field missing, a field of
+the wrong shape) is refused naming the file, never half-read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mm2_failover import audit, plan as planmod
+from mm2_failover.drain import DrainVerdict
+from mm2_failover.plan import Commit, Plan, PlanRecord, PlanRow
+from mm2_failover.rollback import Backup, BackupEntry
+from mm2_failover.runfolder import RunFolder, RunFolderError, Snapshot, SourceState
+
+
+def snapshot() -> Snapshot:
+    return Snapshot(
+        captured_at="2026-11-25T23:00:00+00:00", checkpoints_topics={"primary": "primary.checkpoints.internal"},
+        checkpoints_end={("primary.checkpoints.internal", 0): 12}, checkpoints_start={("primary.checkpoints.internal", 0): 3},
+        replica_partitions={"primary.orders": 2}, replica_start={("primary.orders", 0): 0, ("primary.orders", 1): 5},
+        replica_end={("primary.orders", 0): 40, ("primary.orders", 1): 41},
+        sources={"primary": SourceState("primary", True, {("orders", 0): 40}, {"app": {("orders", 0): Commit(7, "m")}}),
+                 "dc2": SourceState("dc2", False)},
+        target_cluster_id="abc", syncs={"primary": {"topic": "mm2-offset-syncs.backup.internal", "end": {"0": 9}}})
+
+
+def drain() -> DrainVerdict:
+    return DrainVerdict(True, True, rows=[{"alias": "primary", "topic": "orders", "partition": 0, "state": "drained"}],
+                        notes=["a note"], groups=["app"], topics=["orders"], rpo={"seconds": 3},
+                        disaster_aliases=["dc2"])
+
+
+def audited() -> audit.Audit:
+    return audit.Audit("/etc/mm2.properties", [audit.Finding("isolation", audit.WARNING, "reads uncommitted", "primary"),
+                                               audit.Finding("rpo", audit.OK, "fine", "dc2")])
+
+
+def plan_record() -> PlanRecord:
+    rows = [PlanRow("primary", "app", "primary.orders", 0, 7, 6, None, 6, planmod.COMMIT, rule="exact_sync",
+                    source_position=7, exact_offset=6),
+            PlanRow("primary", "app", "primary.orders", 1, None, None, 3, None, planmod.SKIP,
+                    reason=planmod.NO_CHECKPOINT, position_at_least=4)]
+    return PlanRecord(Plan(rows), "2026-11-25T23:01:00+00:00", {"groups_regex": "app"}, ["not proven: x"],
+                      "2026-11-25T23:00:00+00:00", 60.5)
+
+
+def backup() -> Backup:
+    return Backup("2026-11-25T23:02:00+00:00", "127.0.0.1:9092", "abc", "mm2_failover", "r1",
+                  {"app": {("primary.orders", 0): BackupEntry(None, Commit(6, "")),
+                           ("primary.orders", 1): BackupEntry(Commit(2, "x"), Commit(3, ""))}})
+
+
+def report():
+    from mm2_failover.report import build_report
+
+    rec = plan_record()
+    rep = build_report(dag_id="mm2_failover", run_id="r1", params={"groups_regex": "app"}, plan=rec.plan,
+                       committed={"app": {("primary.orders", 0): 6}}, log_end={("primary.orders", 0): 40},
+                       mismatches=[planmod.Mismatch("app", "primary.orders", 0, 6, 5)], warnings=["w"],
+                       snapshot={"captured_at": "2026-11-25T23:00:00+00:00", "age_seconds": 60.5})
+    rep.artifacts, rep.rpo, rep.moved_since = "/runs/r1", {"seconds_since_newest_replicated_record": 3}, {"g": ["x"]}
+    return rep
+
+
+def drill_report():
+    from mm2_failover import drill
+
+    return drill.build_drill_report(
+        dag_id="mm2_failover_drill", run_id="d1", params={"groups_regex": ".*"}, snapshot=snapshot().as_dict(),
+        plan_rows=plan_record().plan.as_dicts(), checkpoints=[], drain_rows=drain().rows, live_target_groups=["app"],
+        source_commits={("app", "primary.orders", 0): 7}, selected_source_groups=["app", "never"],
+        writes={"prefix": "drill-", "applied": {}}, finished_at="2026-11-25T23:03:00+00:00",
+        source_aliases=["primary"])
+
+
+CASES = {  # kind: (an instance, save, load, its path, a field it cannot do without)
+    "snapshot": (snapshot, "save_snapshot", "load_snapshot", "snapshot", "replica_log_end"),
+    "drain": (drain, "save_drain", "load_drain", "drain", "disaster_aliases"),
+    "audit": (audited, "save_audit", "load_audit", "audit", "mm2_config"),
+    "plan": (plan_record, "save_plan", "load_plan", "plan_json", "translation_notes"),
+    "backup": (backup, "save_backup", "load_backup", "backup", "groups"),
+    "report": (report, "save_report", "load_report", "report_json", "moved_since"),
+    "drill report": (drill_report, "save_drill", "load_drill", "drill_json", "source_alias"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_an_artifact_read_back_equals_what_was_saved(tmp_path, kind):
+    make, save, load, _path, _needed = CASES[kind]
+    f = RunFolder(tmp_path)
+    getattr(f, save)(make())
+    assert getattr(f, load)() == make()
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_a_file_of_another_version_is_refused_naming_the_file(tmp_path, kind):
+    make, save, load, path, needed = CASES[kind]
+    f = RunFolder(tmp_path)
+    getattr(f, save)(make())
+    p = getattr(f, path)
+    data = json.loads(p.read_text())
+    del data[needed]
+    p.write_text(json.dumps(data))
+    with pytest.raises(RunFolderError) as e:
+        getattr(f, load)()
+    assert str(p) in str(e.value)
+
+
+def test_the_plans_counts_and_rules_are_derived_from_its_rows_not_read_back(tmp_path):
+    f = RunFolder(tmp_path)
+    f.save_plan(plan_record())
+    data = json.loads(f.plan_json.read_text())
+    assert data["counts"] == {planmod.COMMIT: 1, planmod.CLAMP: 0, planmod.SKIP: 1} and data["rules"] == {"exact_sync": 1}
+    data["counts"] = {"commit": 99}
+    f.plan_json.write_text(json.dumps(data))
+    assert f.load_plan().plan.counts()[planmod.COMMIT] == 1
+
+
+def test_absent_optional_artifacts_are_none_and_a_missing_plan_says_which_step_makes_it(tmp_path):
+    f = RunFolder(tmp_path)
+    assert all(load() is None for load in (f.load_drain, f.load_audit, f.load_backup, f.load_report, f.load_drill))
+    with pytest.raises(RunFolderError, match="plan.json"):
+        f.load_plan()
