@@ -109,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                 app = cluster.wait_completed_app(timeout=30)
                 spark["application"] = {k: app.get(k) for k in ("id", "name", "state", "duration")}
     art = run_dir("mm2_failover", dagrun.run_id)
-    report = json.loads((art / "report.json").read_text()) if (art / "report.json").exists() else {}
+    loaded = RunFolder(art).load_report()
+    report = loaded.as_dict() if loaded else {}
     planned = {(p["topic"], p["partition"]): p["planned_offset"] for p in report.get("partitions", [])}
     as_planned = bool(planned) and all(planned.get((prep.replica_topic, r.partition)) == r.target_committed
                                        for r in rows)

@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from testbed import localenv
     from testbed.bed import Bed
     from mm2_failover.config import run_dir
+    from mm2_failover.runfolder import RunFolder
 
     t0 = time.monotonic()
     states = {}
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                                     "on_existing_target_offsets": "overwrite"})
 
         out = fb.drill(bed, archive, lambda b: run("failover", {"source_reachable": "no"}), fail_back)
-    report = out.report if (out.failback / "report.json").exists() else {}
+    report = out.report if RunFolder(out.failback).report_json.exists() else {}
     ok = set(states.values()) == {"success"} and set(out.lost.values()) == {0} and report.get("outcome") == "succeeded"
     result = {"states": states, "lost": sum(out.lost.values()), "read_twice": sum(out.duplicates.values()),
               "read_twice_by_the_failback": sum(out.again.values()),

@@ -18,12 +18,12 @@ Each phase's records are read back by offset from the group's committed position
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mm2_failover.kafka_io import Cluster
+from mm2_failover.runfolder import RunFolder
 from testbed import scenario
 
 PARTS = 2
@@ -49,7 +49,7 @@ class Outcome:
 
     @property
     def report(self) -> dict:
-        return json.loads((self.failback / "report.json").read_text())
+        return RunFolder(self.failback).load_report().as_dict()
 
     def table(self) -> str:
         lines = [f"{'topic on primary':<18} {'part':>4} {'rule':<24} {'lost':>5} {'read twice':>10} "
@@ -98,9 +98,9 @@ def drill(bed, archive: Callable[[object], None], fail_over: Callable[[object], 
 
     failback = fail_back(bed)
     home = primary.committed(GROUP)
-    rows = json.loads((failback / "plan.json").read_text())["rows"]
+    rows = RunFolder(failback).load_plan().plan.rows
     out = Outcome(failover, failback, home, {k.topic for k in cps if k.group == GROUP},
-                  rules={(r["topic"], r["partition"]): r["rule"] for r in rows})
+                  rules={(r.topic, r.partition): r.rule for r in rows})
     ends = primary.offsets(list(home))
     before = {tp: set(v) for tp, v in read.items()}
     for (t, p), o in home.items():
