@@ -18,8 +18,11 @@ demo: setup
 demo-failback: setup
 	$(PY) -m testbed.demo_failback
 
+# the whole suite, its files spread over TEST_WORKERS processes (pytest-xdist; each worker its own bed:
+# tests/conftest.py); TEST_WORKERS=0 runs it in this process alone
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 test-unit: setup
 	$(PY) -m pytest tests/unit

@@ -3,6 +3,7 @@ when a test asks for it, and always stopped. Tests on the bed isolate themselves
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -13,16 +14,34 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-RUN = REPO / "var" / "test" / time.strftime("%Y%m%d-%H%M%S")
+
+# `make test` spreads the test files over worker processes (pytest-xdist, --dist loadfile). Each worker is a session
+# of its own: its own bed, Spark Connect server, Airflow home and artifacts, under one folder per run. The workers
+# inherit the controller's environment, so a default this file set in the controller is set again per worker; a
+# value the user set stays.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_OURS = set(filter(None, os.environ.get("MM2_FAILOVER_TEST_DEFAULTS", "").split(",")))
+
+
+def _default(key: str, value: str) -> None:
+    if key not in os.environ or key in _OURS:
+        os.environ[key] = value
+        _OURS.add(key)
+    os.environ["MM2_FAILOVER_TEST_DEFAULTS"] = ",".join(sorted(_OURS))
+
+
+# the run's folder: named by the controller, inherited by its workers
+os.environ.setdefault("MM2_FAILOVER_TEST_RUN", str(REPO / "var" / "test" / time.strftime("%Y%m%d-%H%M%S")))
+RUN = Path(os.environ["MM2_FAILOVER_TEST_RUN"]) / (WORKER or "main")
 
 # Airflow reads AIRFLOW_HOME when it is first imported: set it before any test module imports airflow.
-os.environ.setdefault("AIRFLOW_HOME", str(RUN / "airflow"))
-os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+_default("AIRFLOW_HOME", str(RUN / "airflow"))
+_default("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 # ... and so are its folders (settings.DAGS_FOLDER, the dags-folder bundle): a unit test that imports airflow before
 # the bed fixture sets them would otherwise leave ~/airflow/dags in place, and a later dag.test() of a DAG from
 # dags/ fails with "the dag is not serialized" (tests/unit/test_spark_connection.py, then test_latest_state.py).
-os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
-os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
+_default("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
+_default("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
 # py4j logs "Closing down clientserver connection" at INFO from __del__ at interpreter exit, after pytest has
 # closed the streams: a "--- Logging error ---" traceback at the end of every run that means nothing.
 logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -138,3 +157,6 @@ def pytest_sessionfinish(session, exitstatus):
     # keep the run folder (logs, artifacts) only when something failed
     if exitstatus == 0 and RUN.exists() and not os.environ.get("MM2_FAILOVER_KEEP_TEST_RUNS"):
         shutil.rmtree(RUN, ignore_errors=True)
+    if not WORKER:  # the controller (or a run without workers), last: the run's folder once its workers left none
+        with contextlib.suppress(OSError):
+            RUN.parent.rmdir()

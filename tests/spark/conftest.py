@@ -1,4 +1,6 @@
-"""One local Spark session for every Spark test (a JVM start costs ~10 s on 2 cores)."""
+"""One local Spark session per Spark test module (a JVM start costs ~10 s on 2 cores), stopped when the module
+ends: under `make test` a worker process may run integration tests after these, and those start a Spark Connect
+client in the same process, which Spark refuses while a regular session is alive (SESSION_ALREADY_EXIST)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import os
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark():
     saved = os.environ.get("SPARK_LOCAL_IP")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
