@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, task
 
+from mm2_failover.dag_defaults import apply_execution_timeouts
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
 from mm2_failover.params import failover_params, run_params_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
@@ -23,6 +24,7 @@ RUN = run_params_template(PARAMS)  # {{ params.<name> }} for each: the operators
 with DAG(
     dag_id="mm2_failover",
     schedule=None,
+    is_paused_upon_creation=False,  # on demand: a trigger (UI, REST API, automation) must run at once
     catchup=False,
     max_active_runs=1,
     params=PARAMS,
@@ -60,3 +62,5 @@ with DAG(
         return tasks.verify_group_offsets(context)
 
     preflight_audit() >> drained >> capture_end_offsets() >> latest >> empty >> apply_group_offsets() >> verify_group_offsets()
+
+apply_execution_timeouts(dag)  # every task's limit: mm2_failover/dag_defaults.py

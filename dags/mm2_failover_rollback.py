@@ -12,12 +12,14 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, task
 
+from mm2_failover.dag_defaults import apply_execution_timeouts
 from mm2_failover.params import rollback_params
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 
 with DAG(
     dag_id="mm2_failover_rollback",
     schedule=None,
+    is_paused_upon_creation=False,  # on demand: a trigger (UI, REST API, automation) must run at once
     catchup=False,
     max_active_runs=1,
     params=rollback_params(),
@@ -42,3 +44,5 @@ with DAG(
         return tasks.verify_rollback(context)
 
     empty >> rollback_group_offsets() >> verify_rollback()
+
+apply_execution_timeouts(dag)  # every task's limit: mm2_failover/dag_defaults.py

@@ -7,7 +7,7 @@ every new checkpoint record, read from the target) to the archive (``$MM2_FAILOV
 topic or records gone before they were archived are said in the log and the archive's manifest. Beside it,
 ``refresh_latest_state`` folds what MM2 checkpointed since the last run into the latest-checkpoint state
 (``<archive>/latest-state``), so that a failover's Spark job reads only the tail. Paused on creation
-like every DAG here: unpause it together with MM2. See README.md, "Exact failover".
+(like the drill; the on-demand DAGs are not): unpause it together with MM2. See README.md, "Exact failover".
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, task
 
+from mm2_failover.dag_defaults import apply_execution_timeouts
 from mm2_failover.operators.latest_state import LatestStateRefreshOperator
 from mm2_failover.params import archive_params, run_params_template
 
@@ -24,6 +25,7 @@ PARAMS = archive_params()
 with DAG(
     dag_id="mm2_sync_archive",
     schedule="*/5 * * * *",
+    is_paused_upon_creation=True,  # unpause it together with MM2 (README, "Exact failover")
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
@@ -42,3 +44,5 @@ with DAG(
     archive_offset_syncs()
     # independent of the archive (the checkpoints live on the target, the syncs by default on the source)
     LatestStateRefreshOperator(task_id="refresh_latest_state", run_params=run_params_template(PARAMS))
+
+apply_execution_timeouts(dag)  # every task's limit: mm2_failover/dag_defaults.py

@@ -304,12 +304,14 @@ PARAMS: dict[str, ParamSpec] = {
         cli=None),
     'source_reachable': ParamSpec(
         title='Is the source cluster reachable?',
-        help=('Decided once, at the start of the run. detect: probe each source (3 tries, ~20 s at most) and use '
-              'DISASTER MODE for one that never answers; yes: fail if one does not answer; no: the sources are lost'
-              ' - skip every source-side check (target-side evidence only, with an estimate of the data-loss window'
-              " in the report). A wrong password or bad client setting is an error, never 'unreachable'."),
+        help=('Decided once, at the start of the run. detect: probe each source (3 tries, ~20 s at most); one that '
+              'never answers stops the run, nothing done - disaster mode is never entered by itself (a mistyped '
+              'address looks like a lost cluster); yes: the same, for a source that must answer; no: the sources '
+              'are lost - skip every source-side check (target-side evidence only, with an estimate of the '
+              "data-loss window in the report). A wrong password or bad client setting is an error, never "
+              "'unreachable'."),
         section='Safety',
-        cli_help='detect: probe the source, disaster mode if it never answers; no: the source is lost'),
+        cli_help='detect: probe the source, stop (exit 4) if it never answers; no: the source is lost (disaster mode)'),
     'topics_regex': ParamSpec(
         title='Topics to check for drain (regex)',
         help=('Source topics whose producers must have stopped and whose replication must have caught up. Empty: '

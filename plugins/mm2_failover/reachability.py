@@ -4,8 +4,11 @@ The rules (``source_reachable``), per source alias:
 
 1. ``no`` - the operator says the source is lost: DISASTER MODE for it, without contacting it.
 2. ``yes`` - the source must answer: a probe that finds it unreachable fails the run.
-3. ``detect`` - probe it up to :data:`PROBE_TRIES` times (a bounded wait); DISASTER MODE only when EVERY try found
-   it unreachable (no answer, connection refused). One answer is enough for "reachable".
+3. ``detect`` - probe it up to :data:`PROBE_TRIES` times (a bounded wait). One answer is enough for "reachable".
+   When EVERY try found it unreachable (no answer, connection refused) the run STOPS, nothing done: disaster mode is
+   never entered by itself (issue 33) - a mistyped bootstrap address, a firewall or a DNS slip look exactly like a
+   lost cluster, and disaster mode skips every source-side gate. The error says how to declare the source lost
+   (rule 1) for an operator who knows it is.
 4. An authentication or configuration error is never "unreachable": it fails the run with its cause, whatever the
    mode (a wrong password must not turn a live source into a lost one).
 5. The decision is recorded in the run folder (and the snapshot) by the first task; every later task reads it.
@@ -38,7 +41,8 @@ class SourceUnreachable(RuntimeError):
 
 
 class SourceRequiredUnreachable(RuntimeError):
-    """``source_reachable=yes`` and the source did not answer."""
+    """The source did not answer and the run may not go on without it: ``source_reachable=yes``, or ``detect``
+    (rule 3: only the operator declares a source lost)."""
 
 
 def check_mode(mode: str) -> str:
@@ -59,7 +63,12 @@ def decide(mode: str, outcomes: list[str], what: str = "the source cluster") -> 
         raise SourceRequiredUnreachable(
             f"{what} did not answer on any of {len(outcomes)} tries and source_reachable=yes: nothing was done. "
             "Check that it is up and reachable; if it is lost, re-run with source_reachable=no (disaster mode).")
-    return DISASTER
+    raise SourceRequiredUnreachable(
+        f"{what} did not answer on any of {len(outcomes)} tries: nothing was done. A failover never enters disaster "
+        "mode by itself (a mistyped address looks exactly like a lost cluster, and disaster mode skips every "
+        "source-side check). Check the source's bootstrap servers and the network; if the source is really lost, "
+        "re-run with source_reachable=no (the CLI: --source-reachable no): disaster mode, with the data-loss window "
+        "in the report.")
 
 
 def probe(check: Callable[[], object], tries: int = PROBE_TRIES, pause_s: float = PROBE_PAUSE_S,

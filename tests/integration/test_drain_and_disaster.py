@@ -45,6 +45,25 @@ def test_sensor_waits_while_producers_write_then_succeeds(bed, target, names, ca
     assert prep.replica_topic == row["replica_topic"]
 
 
+def test_detect_with_a_mistyped_source_stops_the_run_and_says_how_to_declare_the_source_lost(bed, names, tmp_path):
+    """Issue 33: ``source_reachable=detect`` used to enter disaster mode when the source never answered - with a
+    mistyped source bootstrap it planned on without any source-side gate. A silent source now stops the run at its
+    start (exit 4, nothing planned): disaster mode is the operator's call, said with --source-reachable no."""
+    from testbed.bed import free_port
+
+    typo = f"127.0.0.1:{free_port()}"  # nothing listens there
+    g = names["group"]
+    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=1,
+                     produced=10, consumed_upto={0: 10})
+    r = localenv.run_cli("--source-bootstrap", typo, "--target-bootstrap", bed.target_bootstrap, "--timeout", "3",
+                         "plan", "--groups-regex", g, "--run-dir", str(tmp_path / "run"), timeout=180)
+    assert r.returncode == 4, (r.returncode, r.stderr[-3000:])
+    assert typo in r.stderr and "never enters disaster mode by itself" in r.stderr, r.stderr[-3000:]
+    assert "--source-reachable no" in r.stderr
+    assert "DISASTER MODE" not in r.stderr
+    assert not (tmp_path / "run" / "plan.json").exists()
+
+
 @pytest.fixture(scope="module")
 def own_bed(bed, run_root):
     """A bed of its own: these tests stop MM2 and then the source broker."""

@@ -32,6 +32,33 @@ def test_failover_dag_has_the_seven_tasks_in_order_all_retryable(bag):
     assert "SparkSubmitOperator" in [c.__name__ for c in dag.get_task("compute_latest_checkpoints").__class__.__mro__]
 
 
+ON_DEMAND = {"mm2_failover", "mm2_failover_rollback"}
+
+
+def test_the_on_demand_dags_start_unpaused_so_a_trigger_runs_and_the_scheduled_ones_wait_for_an_operator(bag):
+    """Issue 33: a DAG without a schedule only runs when someone triggers it - during an incident, through the REST
+    API or an automation - and a paused one leaves that run queued. The scheduled ones (the archive every 5 minutes,
+    the monthly drill) start paused: an operator turns them on with MM2 (README, "Deploying")."""
+    assert {d for d, dag in bag.dags.items() if dag.schedule is None} == ON_DEMAND
+    for dag_id, dag in bag.dags.items():
+        assert dag.is_paused_upon_creation is (dag_id not in ON_DEMAND), dag_id
+
+
+def test_every_task_has_an_execution_timeout_from_the_one_table(bag):
+    """Issue 33: no task can hang a run forever (a stuck broker call, a Spark job that never ends). Each task's limit
+    comes from ``mm2_failover.dag_defaults.EXECUTION_TIMEOUTS``, one row per task id; a task missing from the table
+    fails this test rather than running without a limit."""
+    from mm2_failover.dag_defaults import EXECUTION_TIMEOUTS
+
+    seen = set()
+    for dag in bag.dags.values():
+        for t in dag.tasks:
+            assert t.execution_timeout is not None, f"{dag.dag_id}.{t.task_id} has no execution_timeout"
+            assert t.execution_timeout == EXECUTION_TIMEOUTS[t.task_id], f"{dag.dag_id}.{t.task_id}"
+            seen.add(t.task_id)
+    assert seen == set(EXECUTION_TIMEOUTS), "rows for tasks that no DAG has"
+
+
 def test_every_param_has_a_title_and_a_description(bag):
     for dag_id in ("mm2_failover", "mm2_failover_rollback"):
         params = bag.dags[dag_id].params

@@ -29,6 +29,7 @@ LAYERS = {
     # Airflow glue and entry points
     "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
             "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "tasks", "params", "metrics",
+            "dag_defaults",
             "ui", "ui_access", "cli", "__main__", "jobs.latest_checkpoints", "jobs.warm_up"},
 }
 ORDER = ["core", "io", "run", "top"]

@@ -85,12 +85,15 @@ def test_group_selection_is_one_python_function_with_full_match():
 
 
 def test_reachability_is_decided_by_explicit_rules():
-    from mm2_failover.reachability import DISASTER, REACHABLE, decide
+    from mm2_failover.reachability import DISASTER, REACHABLE, SourceRequiredUnreachable, decide
 
     assert decide("no", []) == DISASTER
     assert decide("yes", ["ok"]) == REACHABLE
     assert decide("detect", ["unreachable", "ok"]) == REACHABLE
-    assert decide("detect", ["unreachable", "unreachable", "unreachable"]) == DISASTER
+    # issue 33: disaster mode is never entered by itself - a mistyped bootstrap looks exactly like a lost cluster
+    with pytest.raises(SourceRequiredUnreachable, match="never enters disaster mode by itself") as e:
+        decide("detect", ["unreachable", "unreachable", "unreachable"])
+    assert "source_reachable=no" in str(e.value) and "3 tries" in str(e.value)
     with pytest.raises(Exception, match="source_reachable=yes"):
         decide("yes", ["unreachable", "unreachable", "unreachable"])
     with pytest.raises(ValueError):

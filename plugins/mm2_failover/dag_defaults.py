@@ -1,0 +1,50 @@
+"""What every task of the DAGs gets, in one place: how long one try may run (``execution_timeout``).
+
+No task may hang a run forever - a broker call that never returns, a Spark job stuck in a cluster's queue, a process
+that stopped making progress. Airflow fails a try that runs past its limit, and the task's retries (every task here is
+idempotent: a retry converges to the same committed offsets) start from what the run folder holds.
+
+The limits, per task id (a sensor in reschedule mode runs one poke per try: its limit is a poke's; how long it waits
+in all is its ``timeout``, a run parameter). They are generous against what the benchmarks measured at 10k groups x 10
+partitions (README, "Benchmarks": plan 57 s, apply 86 s, verify 51 s, the Spark job seconds on a warm server), so a
+limit firing means something is stuck, not slow. :func:`apply_execution_timeouts` sets them on a DAG's tasks and
+fails the DAG file's import (an import error in the UI) for a task missing from the table.
+
+Imports nothing but the standard library: the DAG files import this at parse time.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+_M = timedelta(minutes=1)
+
+EXECUTION_TIMEOUTS: dict[str, timedelta] = {
+    # failover and drill
+    "preflight_audit": 10 * _M,
+    "verify_producers_drained": 5 * _M,  # one poke
+    "measure_replication_lag": 15 * _M,
+    "capture_end_offsets": 15 * _M,
+    "compute_latest_checkpoints": 60 * _M,  # the Spark job: a cluster's queue included
+    "check_groups_empty": 5 * _M,  # one poke
+    "plan_group_offsets": 30 * _M,
+    "apply_group_offsets": 60 * _M,
+    "verify_group_offsets": 30 * _M,
+    "drill_report": 15 * _M,
+    # rollback
+    "rollback_group_offsets": 60 * _M,
+    "verify_rollback": 30 * _M,
+    # archive (every 5 minutes, one run at a time: a stuck try holds the next runs back until its limit)
+    "archive_offset_syncs": 30 * _M,
+    "refresh_latest_state": 30 * _M,
+}
+
+
+def apply_execution_timeouts(dag) -> None:
+    """Give every task of ``dag`` its row of :data:`EXECUTION_TIMEOUTS`; a task without a row is an error."""
+    missing = [t.task_id for t in dag.tasks if t.task_id not in EXECUTION_TIMEOUTS]
+    if missing:
+        raise KeyError(f"DAG {dag.dag_id}: no execution_timeout for task(s) {', '.join(missing)}: add them to "
+                       "mm2_failover.dag_defaults.EXECUTION_TIMEOUTS")
+    for t in dag.tasks:
+        t.execution_timeout = EXECUTION_TIMEOUTS[t.task_id]
