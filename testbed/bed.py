@@ -423,6 +423,25 @@ class Bed(StartedInContext):
     def checkpoints_topic(self) -> str:
         return f"{self.source_alias}.checkpoints.internal"
 
+    # -- the pipeline's view of the bed: one way for every test and drill ------------------------------
+    def client(self, role: str, timeout: float | None = None):
+        """The pipeline's client (``kafka_io.Cluster``) of this bed's ``source`` or ``target`` cluster, over
+        PLAINTEXT; ``timeout``: its calls' deadline (None: the client's default)."""
+        from mm2_failover.kafka_io import TIMEOUT_S, Cluster
+
+        boot = {"source": self.source_bootstrap, "target": self.target_bootstrap}[role]
+        return Cluster({"bootstrap.servers": boot}, role, TIMEOUT_S if timeout is None else timeout)
+
+    def run_context(self, folder, timeout: float = 15.0, **params):
+        """A run on this bed as the CLI builds it (``RunContext.from_cli``), in ``folder``, with these run
+        parameters over a drain's quiet window of 1 s."""
+        from mm2_failover.config import RunParams
+        from mm2_failover.run import RunContext
+
+        confs = {"target": {"bootstrap.servers": self.target_bootstrap},
+                 "source": {"bootstrap.servers": self.source_bootstrap}}
+        return RunContext.from_cli(RunParams(**{"drain_quiet_seconds": 1, **params}), folder, confs, timeout)
+
     def info(self) -> dict:
         return {
             "run_dir": str(self.run_dir),

@@ -48,7 +48,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from mm2_failover.kafka_io import Cluster
 from testbed import scenario
 
 log = logging.getLogger(__name__)
@@ -356,15 +355,10 @@ def plan_of(bed, folder: Path, groups: list[str], checkpoints_topic: str | None 
     """Snapshot + latest checkpoints (Python decoder) + the pipeline's plan, for ``groups``."""
     from mm2_failover.stages.plan import make_plan
     from mm2_failover.stages.snapshot import capture_snapshot
-    from mm2_failover.config import RunParams
-    from mm2_failover.run import RunContext
 
-    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
-    confs = {"target": {"bootstrap.servers": bed.target_bootstrap},
-             "source": {"bootstrap.servers": bed.source_bootstrap}}
+    target = bed.client("target")
     rx = "|".join(re.escape(g) for g in groups)
-    ctx = RunContext.from_cli(RunParams(drain_quiet_seconds=1, groups_regex=rx, accept_groups_without_checkpoints=True,
-                                        **params), folder, confs, 15.0)
+    ctx = bed.run_context(folder, groups_regex=rx, accept_groups_without_checkpoints=True, **params)
     capture_snapshot(ctx)
     cps = [c for k, c in scenario.read_checkpoints(target, checkpoints_topic or bed.checkpoints_topic).items()
            if k.group in groups]
@@ -382,8 +376,8 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     t0 = time.monotonic()
     rng = random.Random(seed)
     tag = uuid.uuid4().hex[:6]
-    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
-    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    source = bed.client("source")
+    target = bed.client("target")
     patterns = PATTERNS if eos_alias else MAIN_FLOW
     runs = {pat: TopicRun(pat, f"drill-{pat}-{tag}", partitions) for pat in patterns}
     for r in runs.values():

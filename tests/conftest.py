@@ -141,16 +141,12 @@ def names(request):
 
 @pytest.fixture
 def source(bed):
-    from mm2_failover.kafka_io import Cluster
-
-    return Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
+    return bed.client("source")
 
 
 @pytest.fixture
 def target(bed):
-    from mm2_failover.kafka_io import Cluster
-
-    return Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    return bed.client("target")
 
 
 def pytest_sessionfinish(session, exitstatus):

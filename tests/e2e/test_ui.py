@@ -223,7 +223,6 @@ def failover_run(run_root, request):
     """Airflow's three processes on the bed, and one run of ``mm2_failover`` triggered through the REST API, whose
     apply task processes are SIGKILLed at two fault points (fault drill 3), observed while it runs. The stack is
     always stopped afterwards; both tests of this module read the same run."""
-    from mm2_failover.kafka_io import Cluster
     from mm2_failover.ui import safe_name
     from testbed import scenario
 
@@ -257,7 +256,7 @@ def failover_run(run_root, request):
         run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
                      {"logical_date": None, "conf": {"groups_regex": names["group"], "drain_quiet_seconds": 1}})
         run_id = run["dag_run_id"]
-        target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+        target = bed.client("target")
         ns = types.SimpleNamespace(af=af, run_id=run_id, names=names, target=target, t0=t0, seen=[], backups=[],
                                    folder=af.artifacts / "mm2_failover" / safe_name(run_id))
         watch_apply(ns, BUDGET_S - 60 - (time.monotonic() - t_bed))

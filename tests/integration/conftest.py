@@ -28,9 +28,7 @@ class Prepared:
 
     def ctx(self, **kw) -> RunContext:
         """The run as the CLI builds it, on this run folder, with these parameters."""
-        confs = {"target": {"bootstrap.servers": self.bed.target_bootstrap},
-                 "source": {"bootstrap.servers": self.bed.source_bootstrap}}
-        return RunContext.from_cli(self.params(**kw), self.art.dir, confs, 15.0)
+        return self.bed.run_context(self.art.dir, **{"groups_regex": "|".join(self.groups), **kw})
 
     def snapshot_and_checkpoints(self, **kw):
         snap = capture_snapshot(self.ctx(**kw))

@@ -15,7 +15,6 @@ import pytest
 
 from mm2_failover import acls
 from mm2_failover.config import run_dir
-from mm2_failover.kafka_io import Cluster
 from mm2_failover.naming import ReplicationPolicy
 from testbed import localenv, scenario
 
@@ -33,7 +32,7 @@ def secured(bed, run_root):
 
     b = Bed(run_dir=run_root / "bed-acls", acls=True, tls=True)
     with b:
-        target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+        target = b.client("target")
         prep = scenario.prepare(b.source_bootstrap, b.target_bootstrap, group=GROUPS[0], topic=TOPIC, partitions=2,
                                 produced=60, consumed_upto={0: 40, 1: 25})
         for g in GROUPS[1:]:

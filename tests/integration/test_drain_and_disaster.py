@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover.kafka_io import Cluster
 from testbed import localenv, scenario
 from mm2_failover.config import artifacts_root, run_dir
 
@@ -91,7 +90,7 @@ def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(
     import sys
 
     b = on_own_bed
-    target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+    target = b.client("target")
     groups = ["brk-a", "brk-b", "brk-c"]
     prep = scenario.prepare(b.source_bootstrap, b.target_bootstrap, group=groups[0], topic="brk", partitions=2,
                             produced=30, consumed_upto={0: 30, 1: 12})
@@ -120,7 +119,7 @@ def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(
         if p.poll() is None:
             p.kill()
         b.restart_target()
-    target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+    target = b.client("target")
     assert not target.committed(groups[1]) and not target.committed(groups[2])
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)  # the retry
     assert r.returncode == 0, r.stderr[-3000:]
@@ -170,7 +169,7 @@ def test_commit_reads_while_the_target_broker_restarts_never_take_the_process_do
     import sys
 
     b = on_own_bed
-    target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target", timeout=30)
+    target = b.client("target", 30)
     target.create_topic("flap", 2)
     groups = {f"flap-{i}": {("flap", 0): 3 + i, ("flap", 1): 7 + i} for i in range(3)}
     deadline = time.monotonic() + 60
@@ -262,7 +261,7 @@ def test_records_never_replicated_and_gone_from_the_source_refuse_the_run_at_onc
     import sys
 
     b = on_own_bed
-    source = Cluster({"bootstrap.servers": b.source_bootstrap}, "source")
+    source = b.client("source")
     scenario.prepare(b.source_bootstrap, b.target_bootstrap, group="gone-app", topic="gone", partitions=1,
                      produced=40, consumed_upto={0: 40})
     time.sleep(3)  # MM2 flushes its progress every second on the bed
@@ -329,7 +328,7 @@ def test_source_lost_mid_run_fails_the_run_and_an_explicit_disaster_re_trigger_c
     from mm2_failover.runfolder import RunFolder
 
     assert RunFolder(art).decision(REACHABILITY)["aliases"]["primary"]["decision"] == "reachable"  # never downgraded
-    target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+    target = b.client("target")
     assert target.committed(g) == {}  # nothing written
 
     dr = localenv.run_dag("mm2_failover", {"groups_regex": g, "drain_quiet_seconds": 1, "source_reachable": "no"})
@@ -343,7 +342,7 @@ def test_source_lost_mid_run_fails_the_run_and_an_explicit_disaster_re_trigger_c
 
 def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own_bed, capfd):
     b = on_own_bed
-    target = Cluster({"bootstrap.servers": b.target_bootstrap}, "target")
+    target = b.client("target")
     b.stop_source()
     dr = localenv.run_dag("mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
                                            "drain_timeout_seconds": 60})

@@ -15,8 +15,6 @@ from mm2_failover.stages.plan import make_plan
 from mm2_failover.stages.snapshot import capture_snapshot
 from mm2_failover.stages.verify import verify_run
 from mm2_failover import translate as tr
-from mm2_failover.config import RunParams
-from mm2_failover.run import RunContext
 from mm2_failover.syncs import index_rows, read_syncs
 from testbed import scenario
 from tests.integration.conftest import write_latest
@@ -24,14 +22,8 @@ from tests.integration.conftest import write_latest
 pytestmark = [pytest.mark.bed]
 
 
-def context(bed, folder, **params) -> RunContext:
-    confs = {"target": {"bootstrap.servers": bed.target_bootstrap},
-             "source": {"bootstrap.servers": bed.source_bootstrap}}
-    return RunContext.from_cli(RunParams(drain_quiet_seconds=1, **params), folder, confs, 15.0)
-
-
 def plan_of(bed, target, folder, groups: list[str], **params):
-    ctx = context(bed, folder, groups_regex="|".join(groups), **params)
+    ctx = bed.run_context(folder, groups_regex="|".join(groups), **params)
     capture_snapshot(ctx)
     cps = [c for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic).items() if k.group in groups]
     write_latest(ctx.folder, cps)
@@ -51,15 +43,13 @@ def burst(bed, run_root):
     """300 records per partition in bursts (MM2's checkpoints then lag far behind), one group consumed part."""
     import uuid
 
-    from mm2_failover.kafka_io import Cluster
-
     tag = uuid.uuid4().hex[:6]
     g, topic = f"exact-{tag}", f"t-exact-{tag}"
     prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=3,
                             produced=300, consumed_upto={0: 50, 1: 150, 2: 300}, batches=3, pause_s=0.5)
     return SimpleNamespace(g=g, topic=topic, prep=prep, root=run_root / "exact" / tag,
-                           source=Cluster({"bootstrap.servers": bed.source_bootstrap}, "source"),
-                           target=Cluster({"bootstrap.servers": bed.target_bootstrap}, "target"))
+                           source=bed.client("source"),
+                           target=bed.client("target"))
 
 
 def test_exact_translation_resumes_at_the_next_record_where_checkpoints_re_read(bed, burst):
@@ -120,11 +110,9 @@ def test_transactions_break_brackets_and_the_record_lookup_finds_the_copy(bed, n
     committed record inside the bracket, on a reachable source."""
     from confluent_kafka import Producer
 
-    from mm2_failover.kafka_io import Cluster
-
     g, topic = names["group"], names["topic"]
-    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
-    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    source = bed.client("source")
+    target = bed.client("target")
     source.create_topic(topic, 1)
     p = Producer({"bootstrap.servers": bed.source_bootstrap, "transactional.id": f"tx-{g}", "linger.ms": 5})
     p.init_transactions(30)
@@ -180,10 +168,9 @@ def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, nam
     import subprocess
     import sys
 
-    from mm2_failover.kafka_io import Cluster
     from mm2_failover.syncs import SyncArchive
 
-    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
+    source = bed.client("source")
     sync_topic = "mm2-offset-syncs.backup.internal"
     env = {**os.environ, "MM2_FAILOVER_ARCHIVE": str(tmp_path / "archive"), "PYTHONPATH": os.pathsep.join(sys.path)}
 
@@ -218,7 +205,7 @@ def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, nam
     # the checkpoint records are archived beside the syncs, from the target, each exactly once
     from mm2_failover.syncs import CheckpointArchive, read_checkpoint_records
 
-    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    target = bed.client("target")
     c = CheckpointArchive(tmp_path / "archive", "primary")
     held = sorted((r["record_partition"], r["record_offset"]) for r in c.rows())
     upto = c.archived_to()
@@ -248,12 +235,11 @@ def test_a_group_behind_the_source_log_start_changes_nothing_for_the_others_on_i
     replica's end, past its unread records); the group behind loses nothing and every group has a commit."""
     from confluent_kafka import Producer
 
-    from mm2_failover.kafka_io import Cluster
     from testbed.exact_drill import Truth, score
 
     topic, replica = names["topic"], f"primary.{names['topic']}"
-    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
-    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    source = bed.client("source")
+    target = bed.client("target")
     source.create_topic(topic, 1)
     offsets: dict[bytes, int] = {}
     aborted: set[bytes] = set()

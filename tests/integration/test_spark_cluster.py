@@ -14,8 +14,7 @@ import pytest
 from mm2_failover.stages.checkpoints import load_latest_checkpoints
 from mm2_failover.stages.snapshot import capture_snapshot
 from testbed import localenv, scenario
-from mm2_failover.config import RunParams, run_dir, spark_conf
-from mm2_failover.run import RunContext
+from mm2_failover.config import run_dir, spark_conf
 from mm2_failover.runfolder import RunFolder
 from mm2_failover.spark import job_submission, spark_submit
 from testbed.spark_cluster import APP_NAME, SparkCluster
@@ -135,12 +134,11 @@ def test_same_dag_same_result_in_local_mode_and_on_a_standalone_cluster(spark_cl
     assert json.loads(on_cluster.report_json.read_text())["outcome"] == "succeeded"
 
 
-def test_job_writes_a_file_uri_output_on_the_cluster(spark_cluster, scene, source, target, run_root, same_spark_conf):
+def test_job_writes_a_file_uri_output_on_the_cluster(spark_cluster, scene, bed, target, run_root, same_spark_conf):
     """The job's CLI with its output given as a file:// URI (a Hadoop filesystem URI, as hdfs:// or s3a:// are)."""
     cluster = spark_cluster
-    params = RunParams(groups_regex=scene.group, drain_quiet_seconds=1)
-    ctx = RunContext.from_cli(params, run_root / "spark-uri" / scene.group,
-                              {"target": target.conf, "source": source.conf}, 15.0)
+    ctx = bed.run_context(run_root / "spark-uri" / scene.group, groups_regex=scene.group)
+    params = ctx.params
     art = ctx.folder
     snap = capture_snapshot(ctx)
     out = art.dir / "uri-output" / "latest.parquet"

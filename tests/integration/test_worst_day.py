@@ -54,11 +54,11 @@ def failed_over(bed, run_root):
     import uuid
     from types import SimpleNamespace
 
-    from mm2_failover.kafka_io import Cluster, Commit
+    from mm2_failover.kafka_io import Commit
 
     tag = uuid.uuid4().hex[:6]
-    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
-    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source")
+    target = bed.client("target")
+    source = bed.client("source")
     g = {k: f"w{tag}-{k}" for k in ("rb0", "rb1", "rb2", "rb3", "rb4", "names", "meta", "scope", "bystander")}
     g["ghost"] = f"console-consumer-w{tag}"
     topic, names_topic = f"t-w-{tag}", f"t-w-{tag}-heartbeats"
