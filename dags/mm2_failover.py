@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, task
 
-from mm2_failover.dag_defaults import apply_execution_timeouts
+from mm2_failover.dag_defaults import apply_task_defaults
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
 from mm2_failover.params import failover_params, run_params_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
@@ -63,4 +63,4 @@ with DAG(
 
     preflight_audit() >> drained >> capture_end_offsets() >> latest >> empty >> apply_group_offsets() >> verify_group_offsets()
 
-apply_execution_timeouts(dag)  # every task's limit: mm2_failover/dag_defaults.py
+apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, Param, task
 
-from mm2_failover.dag_defaults import apply_execution_timeouts
+from mm2_failover.dag_defaults import apply_task_defaults
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
 from mm2_failover.params import failover_params, run_params_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
@@ -93,4 +93,4 @@ with DAG(
 
     preflight_audit() >> measure_replication_lag() >> capture_end_offsets() >> latest >> empty >> plan_group_offsets() >> drill_report()
 
-apply_execution_timeouts(dag)  # every task's limit: mm2_failover/dag_defaults.py
+apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, task
 
-from mm2_failover.dag_defaults import apply_execution_timeouts
+from mm2_failover.dag_defaults import apply_task_defaults
 from mm2_failover.params import rollback_params
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 
@@ -45,4 +45,4 @@ with DAG(
 
     empty >> rollback_group_offsets() >> verify_rollback()
 
-apply_execution_timeouts(dag)  # every task's limit: mm2_failover/dag_defaults.py
+apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, task
 
-from mm2_failover.dag_defaults import apply_execution_timeouts
+from mm2_failover.dag_defaults import apply_task_defaults
 from mm2_failover.operators.latest_state import LatestStateRefreshOperator
 from mm2_failover.params import archive_params, run_params_template
 
@@ -45,4 +45,4 @@ with DAG(
     # independent of the archive (the checkpoints live on the target, the syncs by default on the source)
     LatestStateRefreshOperator(task_id="refresh_latest_state", run_params=run_params_template(PARAMS))
 
-apply_execution_timeouts(dag)  # every task's limit: mm2_failover/dag_defaults.py
+apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py

@@ -1,4 +1,6 @@
-"""What every task of the DAGs gets, in one place: how long one try may run (``execution_timeout``).
+"""What every task of the DAGs gets, in one place: how long one try may run (``execution_timeout``), and who hears
+of its final failure (``on_failure_callback``: :class:`mm2_failover.notifications.RunFailureNotifier`, whose rules are
+in :mod:`mm2_failover.notify`).
 
 No task may hang a run forever - a broker call that never returns, a Spark job stuck in a cluster's queue, a process
 that stopped making progress. Airflow fails a try that runs past its limit, and the task's retries (every task here is
@@ -7,10 +9,10 @@ idempotent: a retry converges to the same committed offsets) start from what the
 The limits, per task id (a sensor in reschedule mode runs one poke per try: its limit is a poke's; how long it waits
 in all is its ``timeout``, a run parameter). They are generous against what the benchmarks measured at 10k groups x 10
 partitions (README, "Benchmarks": plan 57 s, apply 86 s, verify 51 s, the Spark job seconds on a warm server), so a
-limit firing means something is stuck, not slow. :func:`apply_execution_timeouts` sets them on a DAG's tasks and
-fails the DAG file's import (an import error in the UI) for a task missing from the table.
+limit firing means something is stuck, not slow. :func:`apply_task_defaults` sets them on a DAG's tasks and fails
+the DAG file's import (an import error in the UI) for a task missing from the table.
 
-Imports nothing but the standard library: the DAG files import this at parse time.
+Imported by the DAG files at parse time: the standard library and Airflow's notifier base class only.
 """
 
 from __future__ import annotations
@@ -40,11 +42,16 @@ EXECUTION_TIMEOUTS: dict[str, timedelta] = {
 }
 
 
-def apply_execution_timeouts(dag) -> None:
-    """Give every task of ``dag`` its row of :data:`EXECUTION_TIMEOUTS`; a task without a row is an error."""
+def apply_task_defaults(dag) -> None:
+    """Give every task of ``dag`` its row of :data:`EXECUTION_TIMEOUTS` (a task without a row is an error) and the
+    failure notifier."""
+    from mm2_failover.notifications import RunFailureNotifier
+
     missing = [t.task_id for t in dag.tasks if t.task_id not in EXECUTION_TIMEOUTS]
     if missing:
         raise KeyError(f"DAG {dag.dag_id}: no execution_timeout for task(s) {', '.join(missing)}: add them to "
                        "mm2_failover.dag_defaults.EXECUTION_TIMEOUTS")
+    notifier = RunFailureNotifier()
     for t in dag.tasks:
         t.execution_timeout = EXECUTION_TIMEOUTS[t.task_id]
+        t.on_failure_callback = [notifier]

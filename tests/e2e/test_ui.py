@@ -230,6 +230,7 @@ def failover_run(run_root, request):
     af = AirflowStack(run_root / "e2e-ui" / "airflow", run_root / "e2e-ui" / "artifacts")
     once = run_root / "e2e-ui" / "faults-fired"
     once.mkdir(parents=True, exist_ok=True)
+    smtp, mails = smtp_server()  # issue 33: the failure notifications, received by a real SMTP server
     try:
         af.boot_server_side_async()  # the separate DB, api-server, dag-processor: while the bed starts
         bed = request.getfixturevalue("bed")
@@ -237,7 +238,11 @@ def failover_run(run_root, request):
         print(f"\n[ui] bed ready at {t_bed - t0:.1f}s")
         print(f"[ui] separate Airflow home {af.home} migrated in {af.wait_server_side():.1f}s")
         af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap,
-                           {"MM2_FAILOVER_FAULT": FAULTS, "MM2_FAILOVER_FAULT_ONCE_DIR": str(once)})
+                           {"MM2_FAILOVER_FAULT": FAULTS, "MM2_FAILOVER_FAULT_ONCE_DIR": str(once),
+                            "MM2_FAILOVER_NOTIFY_EMAIL": ONCALL, "AIRFLOW_CONN_SMTP_DEFAULT": json.dumps({
+                                "conn_type": "smtp", "host": "127.0.0.1", "port": smtp.port,
+                                "extra": {"disable_tls": True, "disable_ssl": True, "retry_limit": 0,
+                                          "from_email": "mm2-failover@localhost", "timeout": 10}})})
         print(f"[ui] Airflow processes started at {time.monotonic() - t0:.1f}s on {af.base}")
         tag = uuid.uuid4().hex[:6]
         names = {"topic": f"t-ui-{tag}", "group": f"g-ui-{tag}"}
@@ -252,17 +257,43 @@ def failover_run(run_root, request):
         af.token = af.login("admin")
         af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 60, "the dag-processor to register mm2_failover")
         print(f"[ui] Airflow up at {time.monotonic() - t0:.1f}s: {health}")
-        af.api("PATCH", "/api/v2/dags/mm2_failover", {"is_paused": False})
+        # on demand, so not paused at creation (issue 33): the REST trigger runs without anyone unpausing it
+        assert af.api("GET", "/api/v2/dags/mm2_failover")["is_paused"] is False
         run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
                      {"logical_date": None, "conf": {"groups_regex": names["group"], "drain_quiet_seconds": 1}})
         run_id = run["dag_run_id"]
         target = bed.client("target")
         ns = types.SimpleNamespace(af=af, run_id=run_id, names=names, target=target, t0=t0, seen=[], backups=[],
-                                   folder=af.artifacts / "mm2_failover" / safe_name(run_id))
+                                   folder=af.artifacts / "mm2_failover" / safe_name(run_id), mails=mails)
         watch_apply(ns, BUDGET_S - 60 - (time.monotonic() - t_bed))
         yield ns
     finally:
         af.stop()
+        smtp.stop()
+
+
+ONCALL = "oncall@example.com"
+
+
+def smtp_server():
+    """A real SMTP server on loopback (aiosmtpd); the messages it receives, parsed, in a list."""
+    import email
+    from email import policy
+
+    from aiosmtpd.controller import Controller
+
+    from testbed.bed import free_port
+
+    mails: list = []
+
+    class Handler:
+        async def handle_DATA(self, server, session, envelope):
+            mails.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content, policy=policy.default)))
+            return "250 OK"
+
+    c = Controller(Handler(), hostname="127.0.0.1", port=free_port())
+    c.start()
+    return c, mails
 
 
 def run_path(run_id: str) -> str:
@@ -422,3 +453,29 @@ def test_failover_run_in_the_real_ui(failover_run, run_root):
         assert s.stat().st_size > 10_000, f"{s} looks empty"
         print(f"[ui] screenshot: {s}")
     print(f"[ui] done at {time.monotonic() - t0:.1f}s")
+
+
+def test_a_refused_run_is_mailed_naming_the_run_the_task_the_reason_and_its_report_page(failover_run):
+    """Issue 33, "heard when it matters": a run that fails - here its first task refuses an MM2 settings file that
+    does not exist - sends one e-mail through Airflow's SMTP notifier (the smtp_default connection) from the real
+    task process, naming the run, the task and the reason, with a link to the run's report page. The successful
+    run before it, whose apply task was killed twice and retried, sent none (retries are not final failures)."""
+    from mm2_failover.ui import safe_name
+
+    af, r = failover_run.af, failover_run
+    assert r.mails == [], [m["Subject"] for _, m in r.mails]
+    missing = "/nonexistent/mm2-failover/mm2.properties"
+    run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
+                 {"logical_date": None, "conf": {"groups_regex": r.names["group"], "mm2_config": missing}})
+    run_id = run["dag_run_id"]
+    af.wait(lambda: af.api("GET", run_path(run_id))["state"] == "failed", 120, "the refused run to fail", interval=2)
+    af.wait(lambda: r.mails, 60, "the failure's e-mail", interval=1)
+    assert len(r.mails) == 1, [m["Subject"] for _, m in r.mails]
+    rcpt, mail = r.mails[0]
+    assert rcpt == [ONCALL] and mail["From"] == "mm2-failover@localhost"
+    assert mail["Subject"].startswith(f"[mm2-failover] mm2_failover run {run_id}: preflight_audit FAILED - "), \
+        mail["Subject"]
+    body = mail.get_body(("html",)).get_content()
+    assert missing in body
+    assert f"{af.base}/mm2/runs/mm2_failover/{quote(safe_name(run_id), safe='')}" in body
+    assert task_states(af, run_id)["preflight_audit"][0] == "failed"

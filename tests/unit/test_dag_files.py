@@ -59,6 +59,16 @@ def test_every_task_has_an_execution_timeout_from_the_one_table(bag):
     assert seen == set(EXECUTION_TIMEOUTS), "rows for tasks that no DAG has"
 
 
+def test_every_task_reports_its_final_failure_through_the_run_failure_notifier(bag):
+    """Issue 33: nobody was told when a run failed or was refused. Every task of every DAG has the notifier as its
+    on_failure_callback (what it says and to whom: mm2_failover/notify.py, tests/unit/test_notify.py)."""
+    from mm2_failover.notifications import RunFailureNotifier
+
+    for dag in bag.dags.values():
+        for t in dag.tasks:
+            assert [type(c) for c in t.on_failure_callback or []] == [RunFailureNotifier], f"{dag.dag_id}.{t.task_id}"
+
+
 def test_every_param_has_a_title_and_a_description(bag):
     for dag_id in ("mm2_failover", "mm2_failover_rollback"):
         params = bag.dags[dag_id].params

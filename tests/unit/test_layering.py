@@ -19,7 +19,7 @@ PKG = REPO / "plugins" / "mm2_failover"
 LAYERS = {
     # pure rules: no I/O
     "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
-             "reachability", "config", "faults", "translate", "evidence", "audit", "acls"},
+             "reachability", "config", "faults", "translate", "evidence", "audit", "acls", "notify"},
     # talks to Kafka or the filesystem
     "io": {"kafka_io", "runfolder", "answers", "locks", "spark", "hooks.kafka_cluster", "syncs", "state"},
     # one run: its context and its stages (one module per stage)
@@ -29,7 +29,7 @@ LAYERS = {
     # Airflow glue and entry points
     "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
             "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "tasks", "params", "metrics",
-            "dag_defaults",
+            "dag_defaults", "notifications",
             "ui", "ui_access", "cli", "__main__", "jobs.latest_checkpoints", "jobs.warm_up"},
 }
 ORDER = ["core", "io", "run", "top"]

@@ -1,0 +1,78 @@
+"""The Airflow notifier every task of the DAGs here reports its final failure through (``on_failure_callback``,
+set by :func:`mm2_failover.dag_defaults.apply_task_defaults`). What it says and to whom: :mod:`mm2_failover.notify`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from airflow.sdk import BaseNotifier
+
+log = logging.getLogger(__name__)
+
+
+def base_url() -> str:
+    """Airflow's public address, for the links (``[api] base_url``); "" when unset."""
+    try:
+        from airflow.configuration import conf
+
+        return conf.get("api", "base_url", fallback="") or ""
+    except Exception:  # noqa: BLE001 - a link without its host is still a link
+        return ""
+
+
+class RunFailureNotifier(BaseNotifier):
+    """Rule 1-4 of :mod:`mm2_failover.notify`: builds the message from the failed task's context and hands it to
+    every configured channel (Airflow's ``SmtpNotifier``; any ``module:factory``), none of which can change the
+    task's outcome."""
+
+    template_fields = ()
+
+    def notify(self, context) -> None:
+        from mm2_failover import notify as rules
+        from mm2_failover.config import run_dir
+
+        ti = context["ti"]
+        exc = context.get("exception")
+        failure = rules.Failure(ti.dag_id, ti.run_id, ti.task_id, int(getattr(ti, "try_number", 0) or 0),
+                                str(exc) if exc is not None else "", run_dir(ti.dag_id, ti.run_id).name, base_url())
+        msg = rules.message(failure)
+        try:
+            ch = rules.channels(dict(os.environ))
+        except ValueError as e:
+            log.error("NOT NOTIFIED (%s): %s", e, msg.subject)
+            return
+        if ch.none:
+            log.warning("no notifier configured (%s, %s): nobody was told that %s", rules.EMAIL_VAR,
+                        rules.NOTIFIERS_VAR, msg.subject)
+            return
+        senders = []
+        if ch.emails:
+            senders.append((f"e-mail to {', '.join(ch.emails)} via {ch.smtp_conn_id}",
+                            lambda: _email(ch, msg, context)))
+        for spec in ch.factories:
+            senders.append((spec, lambda spec=spec: _custom(spec, msg, context)))
+        for name, send in senders:
+            try:
+                send()
+                log.info("notified (%s): %s", name, msg.subject)
+            except Exception as e:  # noqa: BLE001 - rule 4: a notifier never changes the task's outcome
+                log.error("notifier %s failed (%s: %s); the next one runs", name, type(e).__name__, e)
+
+
+def _email(ch, msg, context) -> None:
+    from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+
+    SmtpNotifier(to=list(ch.emails), smtp_conn_id=ch.smtp_conn_id, subject=msg.subject,
+                 html_content=msg.html).notify(context)
+
+
+def _custom(spec: str, msg, context) -> None:
+    """``module:factory`` -> the factory's notifier (or callable), called with the task's context plus the message
+    under ``mm2_failover_message``."""
+    import importlib
+
+    mod, _, name = spec.partition(":")
+    target = getattr(importlib.import_module(mod), name)()
+    target({**dict(context), "mm2_failover_message": msg})

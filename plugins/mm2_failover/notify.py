@@ -1,0 +1,106 @@
+"""Who hears about a run that failed or was refused, and what they read. Pure: the message and the choice of
+notifiers; :mod:`mm2_failover.notifications` sends it from Airflow.
+
+The rules:
+
+1. **When.** A task's final failure (Airflow's ``on_failure_callback``: not a try that will be retried) in any DAG
+   here: a refusal (a safety rule, nothing written), a failed check, a try past its ``execution_timeout``, a task
+   process killed and given up on. One message per failed task; the tasks it left ``upstream_failed`` say nothing.
+2. **What.** The subject names the DAG, the run and the task, and the reason's first line; the body adds the whole
+   reason (the error's message, never a traceback; at most :data:`MAX_REASON` characters), the try it failed on,
+   and two links: the run's report page (``/mm2/runs/<dag>/<run folder>``) and Airflow's own page of the run.
+3. **Who.** ``MM2_FAILOVER_NOTIFY_EMAIL`` (comma-separated addresses): an e-mail through Airflow's SMTP notifier
+   and its ``smtp_default`` connection (``MM2_FAILOVER_NOTIFY_SMTP_CONN`` for another). ``MM2_FAILOVER_NOTIFIERS``
+   (comma-separated ``module:factory``): any other notifier - the factory is called with no arguments and returns an
+   Airflow notifier or any callable taking the task's context (Slack, a pager, a webhook). Both may be set.
+4. **Never in the way.** A notifier that fails is logged and the next one runs; the task's outcome is Airflow's,
+   whatever a notifier does. With no notifier configured the failure is said once, as a warning in the task's log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+MAX_REASON = 4000
+EMAIL_VAR = "MM2_FAILOVER_NOTIFY_EMAIL"
+SMTP_CONN_VAR = "MM2_FAILOVER_NOTIFY_SMTP_CONN"
+NOTIFIERS_VAR = "MM2_FAILOVER_NOTIFIERS"
+DEFAULT_SMTP_CONN = "smtp_default"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What rule 2 needs to know about one failed task."""
+    dag_id: str
+    run_id: str
+    task_id: str
+    try_number: int
+    reason: str  # the error's message ("" when Airflow gave none: a killed process)
+    run_folder: str  # the run's folder name under $MM2_FAILOVER_ARTIFACTS/<dag>/ (ui.safe_name of the run id)
+    base_url: str = ""  # Airflow's public address ([api] base_url); "" leaves the links relative
+
+
+@dataclass(frozen=True)
+class Message:
+    subject: str
+    text: str
+    html: str
+
+
+def reason_of(reason: str) -> str:
+    """Rule 2: the whole reason, bounded; an empty one says what that usually means."""
+    r = (reason or "").strip()
+    if not r:
+        return ("no error message: the task's process ended without one (killed, out of memory, or past its "
+                "execution_timeout) - see the task's log")
+    return r if len(r) <= MAX_REASON else r[:MAX_REASON] + f" ... ({len(r) - MAX_REASON} more characters in the log)"
+
+
+def links(f: Failure) -> dict[str, str]:
+    base = f.base_url.rstrip("/")
+    return {
+        "report": f"{base}/mm2/runs/{quote(f.dag_id, safe='')}/{quote(f.run_folder, safe='')}",
+        "airflow": f"{base}/dags/{quote(f.dag_id, safe='')}/runs/{quote(f.run_id, safe='')}",
+    }
+
+
+def message(f: Failure) -> Message:
+    """Rule 2."""
+    from html import escape
+
+    reason = reason_of(f.reason)
+    first = reason.splitlines()[0]
+    first = first if len(first) <= 160 else first[:157] + "..."
+    subject = f"[mm2-failover] {f.dag_id} run {f.run_id}: {f.task_id} FAILED - {first}"
+    ln = links(f)
+    text = (f"DAG {f.dag_id}, run {f.run_id}: task {f.task_id} failed on try {f.try_number} and will not be retried."
+            f"\n\nReason:\n{reason}\n\nReport: {ln['report']}\nAirflow: {ln['airflow']}\n")
+    html = (f"<p>DAG <b>{escape(f.dag_id)}</b>, run <b>{escape(f.run_id)}</b>: task <b>{escape(f.task_id)}</b> "
+            f"failed on try {f.try_number} and will not be retried.</p><p>Reason:</p><pre>{escape(reason)}</pre>"
+            f"<p><a href=\"{escape(ln['report'])}\">The run's report</a> - "
+            f"<a href=\"{escape(ln['airflow'])}\">the run in Airflow</a></p>")
+    return Message(subject, text, html)
+
+
+@dataclass(frozen=True)
+class Channels:
+    """Rule 3, read from the environment: who is told."""
+    emails: tuple[str, ...]
+    smtp_conn_id: str
+    factories: tuple[str, ...]  # "module:factory"
+
+    @property
+    def none(self) -> bool:
+        return not self.emails and not self.factories
+
+
+def channels(env: dict[str, str]) -> Channels:
+    """Rule 3. A malformed factory spec is a ValueError naming the variable and the entry."""
+    emails = tuple(a.strip() for a in (env.get(EMAIL_VAR) or "").split(",") if a.strip())
+    factories = tuple(s.strip() for s in (env.get(NOTIFIERS_VAR) or "").split(",") if s.strip())
+    for spec in factories:
+        mod, _, name = spec.partition(":")
+        if not mod or not name:
+            raise ValueError(f"{NOTIFIERS_VAR}: {spec!r} is not module:factory (e.g. mypkg.alerts:pager)")
+    return Channels(emails, (env.get(SMTP_CONN_VAR) or "").strip() or DEFAULT_SMTP_CONN, factories)

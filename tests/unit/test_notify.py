@@ -1,0 +1,164 @@
+"""Who hears about a failed run, and what they read (mm2_failover/notify.py, by rule), and the notifier that sends it
+(mm2_failover/notifications.py) - over a real SMTP server on loopback (aiosmtpd)."""
+
+from __future__ import annotations
+
+import email
+import json
+import sys
+import time
+import types
+from email import policy
+
+import pytest
+
+from mm2_failover import notify as rules
+from mm2_failover.notify import Failure
+
+F = Failure("mm2_failover", "manual__2026-11-26T01:02:03+00:00", "apply_group_offsets", 3,
+            "refused, nothing written: plan rule 4: orders-app[2] moved since the snapshot\nsecond line",
+            "manual__2026-11-26T01_02_03+00_00", "https://airflow.example")
+
+
+# ------------------------------------------------------------------------------------------ 2. what they read
+
+
+def test_the_subject_names_the_dag_the_run_the_task_and_the_reason_s_first_line():
+    m = rules.message(F)
+    assert m.subject == ("[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: apply_group_offsets "
+                         "FAILED - refused, nothing written: plan rule 4: orders-app[2] moved since the snapshot")
+    assert "second line" not in m.subject
+
+
+def test_the_body_has_the_whole_reason_the_try_and_both_links_quoted():
+    m = rules.message(F)
+    assert "second line" in m.text and "try 3" in m.text
+    assert "https://airflow.example/mm2/runs/mm2_failover/manual__2026-11-26T01_02_03%2B00_00" in m.text
+    assert "https://airflow.example/dags/mm2_failover/runs/manual__2026-11-26T01%3A02%3A03%2B00%3A00" in m.text
+    assert "<pre>refused, nothing written: plan rule 4: orders-app[2] moved since the snapshot\nsecond line</pre>" \
+        in m.html
+
+
+def test_a_long_reason_is_bounded_and_an_empty_one_says_what_it_usually_means():
+    long = rules.message(Failure(**{**F.__dict__, "reason": "x" * 5000}))
+    assert "x" * rules.MAX_REASON + " ... (1000 more characters in the log)" in long.text
+    assert len(long.subject) < 300
+    empty = rules.message(Failure(**{**F.__dict__, "reason": ""}))
+    assert "killed" in empty.subject and "execution_timeout" in empty.text
+
+
+def test_the_html_body_escapes_what_the_reason_carries():
+    m = rules.message(Failure(**{**F.__dict__, "reason": "<script>alert(1)</script>"}))
+    assert "<script>" not in m.html and "&lt;script&gt;" in m.html
+
+
+# ------------------------------------------------------------------------------------------ 3. who is told
+
+
+def test_channels_come_from_the_environment():
+    assert rules.channels({}).none
+    ch = rules.channels({rules.EMAIL_VAR: " oncall@example.com, dr@example.com ,", rules.NOTIFIERS_VAR: "a.b:c"})
+    assert ch.emails == ("oncall@example.com", "dr@example.com") and ch.smtp_conn_id == "smtp_default"
+    assert ch.factories == ("a.b:c",) and not ch.none
+    assert rules.channels({rules.EMAIL_VAR: "x@y", rules.SMTP_CONN_VAR: "smtp_ops"}).smtp_conn_id == "smtp_ops"
+    with pytest.raises(ValueError, match="MM2_FAILOVER_NOTIFIERS: 'pager' is not module:factory"):
+        rules.channels({rules.NOTIFIERS_VAR: "pager"})
+
+
+# ------------------------------------------------------------------------------------------ the notifier
+
+
+def logged(caplog, capfd) -> str:
+    """What the notifier logged: through pytest's handler, or on the console once Airflow's logging took over."""
+    out, err = capfd.readouterr()
+    return caplog.text + out + err
+
+
+def context(exc: Exception | None = None) -> dict:
+    ti = types.SimpleNamespace(dag_id=F.dag_id, run_id=F.run_id, task_id=F.task_id, try_number=3)
+    return {"ti": ti, "exception": exc}
+
+
+SENT: list = []
+
+
+def recording():
+    return lambda ctx: SENT.append(ctx["mm2_failover_message"].subject)
+
+
+def broken():
+    def fail(ctx):
+        raise RuntimeError("the pager is down")
+    return fail
+
+
+@pytest.fixture
+def smtp(monkeypatch):
+    """A real SMTP server on loopback (aiosmtpd), Airflow's smtp_default connection pointing at it."""
+    from aiosmtpd.controller import Controller
+
+    from testbed.bed import free_port
+
+    got: list = []
+
+    class Handler:
+        async def handle_DATA(self, server, session, envelope):
+            got.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content, policy=policy.default)))
+            return "250 OK"
+
+    c = Controller(Handler(), hostname="127.0.0.1", port=free_port())
+    c.start()
+    monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", json.dumps({
+        "conn_type": "smtp", "host": "127.0.0.1", "port": c.port,
+        "extra": {"disable_tls": True, "disable_ssl": True, "from_email": "mm2-failover@localhost",
+                  "retry_limit": 0, "timeout": 10}}))
+    try:
+        yield got
+    finally:
+        c.stop()
+
+
+def test_the_notifier_mails_the_message_and_runs_every_channel_even_after_one_fails(smtp, monkeypatch, caplog, capfd):
+    from mm2_failover.notifications import RunFailureNotifier
+
+    SENT.clear()
+    monkeypatch.setenv(rules.EMAIL_VAR, "oncall@example.com")
+    monkeypatch.setenv(rules.NOTIFIERS_VAR, f"{__name__}:broken,{__name__}:recording")
+    monkeypatch.setitem(sys.modules, __name__, sys.modules[__name__])
+    RunFailureNotifier().notify(context(RuntimeError("refused, nothing written: the plan moved")))
+    deadline = time.monotonic() + 10
+    while not smtp and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(smtp) == 1, logged(caplog, capfd)
+    rcpt, msg = smtp[0]
+    assert rcpt == ["oncall@example.com"] and msg["From"] == "mm2-failover@localhost"
+    assert msg["Subject"].startswith("[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: "
+                                     "apply_group_offsets FAILED - refused, nothing written: the plan moved")
+    body = msg.get_body(("html",)).get_content()
+    assert "/mm2/runs/mm2_failover/manual__2026-11-26T01_02_03%2B00_00" in body
+    assert SENT and SENT[0] == msg["Subject"]  # the broken channel before it did not stop it (rule 4)
+    assert "the pager is down" in logged(caplog, capfd)
+
+
+def test_nobody_configured_is_said_in_the_task_log_and_never_fails_the_callback(monkeypatch, caplog, capfd):
+    from mm2_failover.notifications import RunFailureNotifier
+
+    monkeypatch.delenv(rules.EMAIL_VAR, raising=False)
+    monkeypatch.delenv(rules.NOTIFIERS_VAR, raising=False)
+    RunFailureNotifier().notify(context(None))
+    text = logged(caplog, capfd)
+    assert "no notifier configured" in text and "nobody was told" in text
+
+
+def test_an_smtp_server_that_is_down_is_logged_not_raised(monkeypatch, caplog, capfd):
+    from mm2_failover.notifications import RunFailureNotifier
+    from testbed.bed import free_port
+
+    monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", json.dumps({
+        "conn_type": "smtp", "host": "127.0.0.1", "port": free_port(),
+        "extra": {"disable_tls": True, "disable_ssl": True, "from_email": "x@localhost", "retry_limit": 0,
+                  "timeout": 3}}))
+    monkeypatch.setenv(rules.EMAIL_VAR, "oncall@example.com")
+    monkeypatch.delenv(rules.NOTIFIERS_VAR, raising=False)
+    RunFailureNotifier().notify(context(RuntimeError("boom")))
+    assert "notifier e-mail to oncall@example.com via smtp_default failed" in logged(caplog, capfd)
