@@ -225,6 +225,7 @@ def failover_run(run_root, request):
     always stopped afterwards; both tests of this module read the same run."""
     from mm2_failover.ui import safe_name
     from testbed import scenario
+    from testbed.smtp import smtp_conn, smtp_server
 
     t0 = time.monotonic()
     af = AirflowStack(run_root / "e2e-ui" / "airflow", run_root / "e2e-ui" / "artifacts")
@@ -239,10 +240,7 @@ def failover_run(run_root, request):
         print(f"[ui] separate Airflow home {af.home} migrated in {af.wait_server_side():.1f}s")
         af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap,
                            {"MM2_FAILOVER_FAULT": FAULTS, "MM2_FAILOVER_FAULT_ONCE_DIR": str(once),
-                            "MM2_FAILOVER_NOTIFY_EMAIL": ONCALL, "AIRFLOW_CONN_SMTP_DEFAULT": json.dumps({
-                                "conn_type": "smtp", "host": "127.0.0.1", "port": smtp.port,
-                                "extra": {"disable_tls": True, "disable_ssl": True, "retry_limit": 0,
-                                          "from_email": "mm2-failover@localhost", "timeout": 10}})})
+                            "MM2_FAILOVER_NOTIFY_EMAIL": ONCALL, "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port)})
         print(f"[ui] Airflow processes started at {time.monotonic() - t0:.1f}s on {af.base}")
         tag = uuid.uuid4().hex[:6]
         names = {"topic": f"t-ui-{tag}", "group": f"g-ui-{tag}"}
@@ -275,25 +273,6 @@ def failover_run(run_root, request):
 ONCALL = "oncall@example.com"
 
 
-def smtp_server():
-    """A real SMTP server on loopback (aiosmtpd); the messages it receives, parsed, in a list."""
-    import email
-    from email import policy
-
-    from aiosmtpd.controller import Controller
-
-    from testbed.bed import free_port
-
-    mails: list = []
-
-    class Handler:
-        async def handle_DATA(self, server, session, envelope):
-            mails.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content, policy=policy.default)))
-            return "250 OK"
-
-    c = Controller(Handler(), hostname="127.0.0.1", port=free_port())
-    c.start()
-    return c, mails
 
 
 def run_path(run_id: str) -> str:

@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-import email
-import json
 import sys
 import time
 import types
-from email import policy
 
 import pytest
 
@@ -95,23 +92,10 @@ def broken():
 @pytest.fixture
 def smtp(monkeypatch):
     """A real SMTP server on loopback (aiosmtpd), Airflow's smtp_default connection pointing at it."""
-    from aiosmtpd.controller import Controller
+    from testbed.smtp import smtp_conn, smtp_server
 
-    from testbed.bed import free_port
-
-    got: list = []
-
-    class Handler:
-        async def handle_DATA(self, server, session, envelope):
-            got.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content, policy=policy.default)))
-            return "250 OK"
-
-    c = Controller(Handler(), hostname="127.0.0.1", port=free_port())
-    c.start()
-    monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", json.dumps({
-        "conn_type": "smtp", "host": "127.0.0.1", "port": c.port,
-        "extra": {"disable_tls": True, "disable_ssl": True, "from_email": "mm2-failover@localhost",
-                  "retry_limit": 0, "timeout": 10}}))
+    c, got = smtp_server()
+    monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", smtp_conn(c.port))
     try:
         yield got
     finally:
@@ -153,11 +137,9 @@ def test_nobody_configured_is_said_in_the_task_log_and_never_fails_the_callback(
 def test_an_smtp_server_that_is_down_is_logged_not_raised(monkeypatch, caplog, capfd):
     from mm2_failover.notifications import RunFailureNotifier
     from testbed.bed import free_port
+    from testbed.smtp import smtp_conn
 
-    monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", json.dumps({
-        "conn_type": "smtp", "host": "127.0.0.1", "port": free_port(),
-        "extra": {"disable_tls": True, "disable_ssl": True, "from_email": "x@localhost", "retry_limit": 0,
-                  "timeout": 3}}))
+    monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", smtp_conn(free_port(), "x@localhost", timeout=3))
     monkeypatch.setenv(rules.EMAIL_VAR, "oncall@example.com")
     monkeypatch.delenv(rules.NOTIFIERS_VAR, raising=False)
     RunFailureNotifier().notify(context(RuntimeError("boom")))
