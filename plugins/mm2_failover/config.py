@@ -93,7 +93,8 @@ def run_dir(dag_id: str, run_id: str) -> Path:
 class ParamSpec:
     """What a run parameter means to the people who set it: the trigger form's title, help and section, the CLI's flag
     (``""``: ``--<name>`` with dashes; ``None``: not on the command line, where a command or another flag decides it),
-    the bounds of an integer (enforced whatever sets it), and further JSON-schema keys for the form."""
+    the bounds of an integer (enforced whatever sets it), the form's label of each allowed value (``labels``, in
+    the order of :attr:`RunParams.CHOICES`), and further JSON-schema keys for the form."""
 
     title: str
     help: str
@@ -101,6 +102,7 @@ class ParamSpec:
     cli: str | None = ""
     cli_help: str = ""
     bounds: tuple[int, int | None] | None = None
+    labels: dict[str, str] | None = None
     form: dict = field(default_factory=dict)
 
     def cli_flag(self, name: str) -> str | None:
@@ -273,6 +275,8 @@ PARAMS: dict[str, ParamSpec] = {
     'replication_policy': ParamSpec(
         title='MM2 replication policy',
         help=("'default': replica topics are <alias><separator><topic>; 'identity': they keep the source name."),
+        labels={'default': 'default: replica topics are <alias>.<topic> (DefaultReplicationPolicy)',
+                'identity': 'identity: replica topics keep the source name (IdentityReplicationPolicy)'},
         section='MM2'),
     'replication_policy_separator': ParamSpec(
         title='Replication policy separator',
@@ -310,6 +314,9 @@ PARAMS: dict[str, ParamSpec] = {
               'are lost - skip every source-side check (target-side evidence only, with an estimate of the '
               "data-loss window in the report). A wrong password or bad client setting is an error, never "
               "'unreachable'."),
+        labels={'detect': 'detect: probe the source; stop if it never answers',
+                'yes': 'yes: the source must answer',
+                'no': 'no: the source is LOST - disaster mode, no source-side checks'},
         section='Safety',
         cli_help='detect: probe the source, stop (exit 4) if it never answers; no: the source is lost (disaster mode)'),
     'topics_regex': ParamSpec(
@@ -347,6 +354,8 @@ PARAMS: dict[str, ParamSpec] = {
         help=("latest: the last checkpoint per group/partition (MM2's meaning; safe). max: when a checkpoint went "
               'backwards within the read range (an MM2 restart), keep the highest one. Regressions are always '
               'reported.'),
+        labels={'latest': "latest: the last checkpoint (MM2's meaning; safe)",
+                'max': 'max: the highest checkpoint when one went backwards'},
         section='MM2'),
     'allow_rewind': ParamSpec(
         title='Allow rewinding target commits',
@@ -357,6 +366,9 @@ PARAMS: dict[str, ParamSpec] = {
         title='Groups that already have commits on the target',
         help=('fail: refuse the run and name them; skip: leave those groups alone; overwrite: replace their commits'
               ' (a commit ahead is still kept unless allow_rewind).'),
+        labels={'fail': 'fail: refuse the run and name the groups',
+                'skip': 'skip: leave those groups alone',
+                'overwrite': 'overwrite: replace their commits (backed up first)'},
         section='Safety'),
     'accept_groups_without_checkpoints': ParamSpec(
         title='Accept groups without checkpoints',
@@ -369,6 +381,8 @@ PARAMS: dict[str, ParamSpec] = {
         help=("exact: resume each group at the exact record where MM2's offset syncs prove it (archived on the "
               "target side, checked against the records themselves), MM2's checkpoint elsewhere; checkpoint: MM2's "
               'checkpoints as they are (conservative: re-reads).'),
+        labels={'exact': "exact: the record MM2's offset syncs prove, else the checkpoint",
+                'checkpoint': "checkpoint: MM2's checkpoints only"},
         section='MM2',
         cli_help="exact: resume where MM2's offset syncs prove the group is; checkpoint: MM2's checkpoints"),
     'mm2_target_alias': ParamSpec(
@@ -391,6 +405,7 @@ PARAMS: dict[str, ParamSpec] = {
         title='Where MM2 keeps offset syncs',
         help=("MM2's offset-syncs.topic.location (source by default: lost with the source; the archive keeps a copy"
               ' on the target side).'),
+        labels={'source': "source: on the source cluster (MM2's default)", 'target': 'target: on the target cluster'},
         section='MM2'),
     'mm2_config': ParamSpec(
         title="MM2's configuration file",

@@ -24,6 +24,7 @@ def form_param(name: str) -> Param:
     schema: dict = {"type": _TYPES[type(default)], "title": spec.title, "section": spec.section}
     if name in _C:
         schema["enum"] = list(_C[name])
+        schema["values_display"] = dict(spec.labels or {})  # the form shows these; the run receives the value
     if spec.bounds is not None:
         schema["minimum"] = spec.bounds[0]
         if spec.bounds[1] is not None:

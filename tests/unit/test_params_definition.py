@@ -34,6 +34,13 @@ def test_the_trigger_form_is_the_definition(name):
     assert param.value == getattr(D, name)
     assert (param.schema["title"], param.description, param.schema["section"]) == (spec.title, spec.help, spec.section)
     assert param.schema.get("enum") == (list(RunParams.CHOICES[name]) if name in RunParams.CHOICES else None)
+    # issue 33: a readable label for every allowed value, from the same definition (none for a free value)
+    if name in RunParams.CHOICES:
+        assert list(spec.labels) == list(RunParams.CHOICES[name]), name
+        assert all(label.startswith(f"{value}: ") for value, label in spec.labels.items()), spec.labels
+        assert param.schema["values_display"] == spec.labels
+    else:
+        assert spec.labels is None and "values_display" not in param.schema
     if spec.bounds:
         assert (param.schema["minimum"], param.schema.get("maximum")) == spec.bounds
     else:
