@@ -1,6 +1,8 @@
 """mm2_failover: move consumer groups from a lost (or drilled) source cluster to its MirrorMaker 2 replica.
 
-Seven retryable tasks (a pre-flight audit of MM2's settings first); the waits are sensors in reschedule mode. Connections: ``kafka_source``,
+Retryable tasks (a pre-flight audit of MM2's settings first); the waits are sensors in reschedule mode; the plan waits
+for a human's approval (``approve_plan``: Airflow's ApprovalOperator; off with ``require_approval=false``) and apply
+writes exactly the approved plan. Connections: ``kafka_source``,
 ``kafka_target`` (type kafka, librdkafka settings in the extra) and ``spark_default``. Every run keeps its
 artifacts (snapshot, latest checkpoints, plan JSON/CSV, backup, report) under
 ``$MM2_FAILOVER_ARTIFACTS/mm2_failover/<run_id>/``. See README.md, "Failing over during an incident".
@@ -14,6 +16,7 @@ from airflow.sdk import DAG, task
 
 from mm2_failover.dag_defaults import apply_task_defaults
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
+from mm2_failover.operators.plan_approval import PlanApprovalOperator
 from mm2_failover.params import failover_params, run_params_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 from mm2_failover.sensors.producers_drained import ProducersDrainedSensor
@@ -49,6 +52,14 @@ with DAG(
     latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints", run_params=RUN)
     empty = GroupsEmptySensor(task_id="check_groups_empty", run_params=RUN, poke_interval=10, timeout=1800)
 
+    @task(task_id="build_plan")
+    def build_plan(**context):
+        from mm2_failover import tasks
+
+        return tasks.build_plan(context)
+
+    approve = PlanApprovalOperator(task_id="approve_plan", run_params=RUN)
+
     @task(task_id="apply_group_offsets")
     def apply_group_offsets(**context):
         from mm2_failover import tasks
@@ -61,6 +72,7 @@ with DAG(
 
         return tasks.verify_group_offsets(context)
 
-    preflight_audit() >> drained >> capture_end_offsets() >> latest >> empty >> apply_group_offsets() >> verify_group_offsets()
+    (preflight_audit() >> drained >> capture_end_offsets() >> latest >> empty >> build_plan() >> approve
+     >> apply_group_offsets() >> verify_group_offsets())
 
 apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py

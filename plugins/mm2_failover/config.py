@@ -153,6 +153,10 @@ class RunParams:
     rpo_seconds: int = 60
     apply_concurrency: int = 32
     lock_wait_seconds: int = 120
+    # the failover DAG waits for a human's approval of the plan before it writes (mm2_failover.approval); an
+    # automation that decided already opts out. The CLI's apply is its operator's own decision: not asked there
+    require_approval: bool = True
+    approval_timeout_seconds: int = 3600
 
     #: the parameters a run's results depend on: a run folder keeps them, and a later step with other values is
     #: refused (the others - waits, concurrency - may change between retries)
@@ -430,6 +434,21 @@ PARAMS: dict[str, ParamSpec] = {
         help=('How many groups are read or committed at the same time (one request per group).'),
         section='Advanced',
         bounds=(1, 256)),
+    'require_approval': ParamSpec(
+        title='Wait for approval before writing',
+        help=('On (default): after the plan is built the run waits for a human to approve exactly that plan (the '
+              '"approve_plan" task: Approve or Reject in the UI\'s Required Actions, or through the REST API); only '
+              'then are offsets written. Turn off only for an automation that has decided already. A dry run never '
+              'asks.'),
+        section='Safety',
+        cli=None),
+    'approval_timeout_seconds': ParamSpec(
+        title='Approval wait (s)',
+        help=('How long the plan waits for a decision. No decision in time: nothing is written, the run fails and '
+              'says so (trigger a new run to plan again).'),
+        section='Safety',
+        cli=None,
+        bounds=(10, 7 * 86400)),
     'lock_wait_seconds': ParamSpec(
         title='Writer lock wait (s)',
         help=('One writer per target cluster (failover, rollback, drill writes, the CLI): how long to wait for '

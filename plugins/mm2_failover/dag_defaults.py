@@ -30,6 +30,8 @@ EXECUTION_TIMEOUTS: dict[str, timedelta] = {
     "compute_latest_checkpoints": 60 * _M,  # the Spark job: a cluster's queue included
     "check_groups_empty": 5 * _M,  # one poke
     "plan_group_offsets": 30 * _M,
+    "build_plan": 30 * _M,
+    "approve_plan": 5 * _M,  # asking, and recording the answer (the wait for it is approval_timeout_seconds)
     "apply_group_offsets": 60 * _M,
     "verify_group_offsets": 30 * _M,
     "drill_report": 15 * _M,

@@ -57,10 +57,15 @@ def reason_of(reason: str) -> str:
     return r if len(r) <= MAX_REASON else r[:MAX_REASON] + f" ... ({len(r) - MAX_REASON} more characters in the log)"
 
 
+def report_link(base_url: str, dag_id: str, run_folder: str) -> str:
+    """A run's page in the report plugin (relative when Airflow's public address is unknown)."""
+    return f"{base_url.rstrip('/')}/mm2/runs/{quote(dag_id, safe='')}/{quote(run_folder, safe='')}"
+
+
 def links(f: Failure) -> dict[str, str]:
     base = f.base_url.rstrip("/")
     return {
-        "report": f"{base}/mm2/runs/{quote(f.dag_id, safe='')}/{quote(f.run_folder, safe='')}",
+        "report": report_link(base, f.dag_id, f.run_folder),
         "airflow": f"{base}/dags/{quote(f.dag_id, safe='')}/runs/{quote(f.run_id, safe='')}",
     }
 

@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterable
 
+from mm2_failover import approval
 from mm2_failover.plan import (
     CLAMP,
     COMMIT,
@@ -31,6 +32,9 @@ from mm2_failover.plan import (
 #: (group, replica topic, partition) -> the group's committed offset on the source
 SourceCommits = dict[tuple[str, str, int], int]
 
+#: the outcomes of a report written before apply, while or because the plan's approval decided
+APPROVAL_OUTCOMES = tuple(approval.OUTCOMES.values())
+
 STALE_SNAPSHOT_S = 900  # a snapshot older than this when the plan is built is called out
 
 
@@ -42,7 +46,7 @@ class Report:
 
     dag_id: str
     run_id: str
-    outcome: str  # succeeded | failed | dry_run
+    outcome: str  # succeeded | failed | dry_run | awaiting_approval | approved | rejected | approval_timed_out
     dry_run: bool
     params: dict
     snapshot: dict  # captured_at, age_seconds, disaster_aliases of the snapshot the plan was built from
@@ -56,6 +60,7 @@ class Report:
     artifacts: str = ""  # the run folder
     rpo: dict | None = None  # disaster mode: the data-loss window
     moved_since: dict = field(default_factory=dict)  # group -> what moved since the backup (apply rule 5)
+    approval: dict | None = None  # approval.json as the report was written (mm2_failover.approval.Decision)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -212,6 +217,7 @@ def build_report(
     source_commits: SourceCommits | None = None,
     lost_exact: dict[tuple[str, str, int], int] | None = None,
     snapshot: dict | None = None,
+    outcome: str | None = None,
 ) -> Report:
     """``committed``: what the target holds after the run; ``log_end``: replica end offsets now (for lag);
     ``source_commits``: the groups' source commits (re-read estimate, stale checkpoints); ``lost_exact``: records
@@ -290,8 +296,8 @@ def build_report(
     snapshot = snapshot or {}
     if snapshot.get("age_seconds") is not None:
         totals["snapshot_age_seconds"] = snapshot["age_seconds"]
-    outcome = ("dry_run" if dry_run else
-               "failed" if mismatches or refused else "succeeded")
+    outcome = outcome or ("dry_run" if dry_run else
+                          "failed" if mismatches or refused else "succeeded")
     stale = stale_checkpoints([r.as_dict() for r in plan.rows], source_commits)
     warnings = list(warnings or []) + checkpoint_warnings(checkpoints_summary or {})
     never = [g["group"] for g in groups if GROUP_NEVER_CHECKPOINTED in {r.reason for r in plan.rows if r.group == g["group"]}]
@@ -366,6 +372,14 @@ def state_lines(checkpoints_summary: dict) -> list[str]:
     return out
 
 
+def outcome_note(report: dict) -> str:
+    """What the outcome line adds: the approval's state while (or because) nothing was written, or that a dry run
+    wrote nothing."""
+    if report.get("approval") and report["outcome"] in APPROVAL_OUTCOMES:
+        return approval.Decision.from_dict(report["approval"]).describe()
+    return "dry run: nothing was written" if report["dry_run"] else ""
+
+
 def render_markdown(report: Report | dict) -> str:
     """``report.md`` from a report (or its published form)."""
     report = report.as_dict() if isinstance(report, Report) else report
@@ -374,7 +388,7 @@ def render_markdown(report: Report | dict) -> str:
     lines = [
         f"# mm2-failover report: {report['dag_id']} / {report['run_id']}",
         "",
-        f"**Outcome: {report['outcome'].upper()}**" + (" (dry run: nothing was written)" if report["dry_run"] else ""),
+        f"**Outcome: {report['outcome'].upper()}**" + (f" ({note})" if (note := outcome_note(report)) else ""),
         "",
     ]
     if snap.get("captured_at"):

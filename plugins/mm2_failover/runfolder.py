@@ -12,6 +12,8 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
                                 ``_quarantine``, ``_regressions``)
 ``plan.json`` / ``plan.csv``    the plan, built once (:class:`mm2_failover.plan.PlanRecord`; CSV for
                                 ``kafka-consumer-groups --from-file``)
+``approval.json``               what was asked of the approver, and decided, for which plan (its hash:
+                                :class:`mm2_failover.approval.Decision`)
 ``backup.json``                 what apply is about to overwrite, saved before its first write (:class:`Backup`)
 ``apply.json``                  what apply did
 ``report.json`` / ``report.md`` the verified report; ``summary.json`` its one-line summary for the UI's index
@@ -33,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mm2_failover.approval import Decision
 from mm2_failover.audit import Audit
 from mm2_failover.drill import DrillReport
 from mm2_failover.plan import (
@@ -57,6 +60,7 @@ CHECKPOINTS = "latest_checkpoints.parquet"
 CHECKPOINTS_SUMMARY = "latest_checkpoints.summary.json"
 PLAN_JSON = "plan.json"
 PLAN_CSV = "plan.csv"
+APPROVAL = "approval.json"
 BACKUP = "backup.json"
 APPLY = "apply.json"
 REPORT_JSON = "report.json"
@@ -268,6 +272,7 @@ class RunFolder:
     checkpoints_summary = property(lambda self: self.dir / CHECKPOINTS_SUMMARY)
     plan_json = property(lambda self: self.dir / PLAN_JSON)
     plan_csv = property(lambda self: self.dir / PLAN_CSV)
+    approval = property(lambda self: self.dir / APPROVAL)
     backup = property(lambda self: self.dir / BACKUP)
     apply_result = property(lambda self: self.dir / APPLY)
     report_json = property(lambda self: self.dir / REPORT_JSON)
@@ -363,6 +368,13 @@ class RunFolder:
         if not self.plan_json.exists():
             raise RunFolderError(f"no plan at {self.plan_json}: the plan step (compute the plan) must run first")
         return self._typed(PLAN_JSON, PlanRecord.from_dict, "plan")
+
+    def save_approval(self, decision: Decision) -> None:
+        self.save(APPROVAL, decision.as_dict())
+
+    def load_approval(self) -> Decision | None:
+        """What was asked and decided about this run's plan (None: nothing was asked yet)."""
+        return self._typed(APPROVAL, Decision.from_dict, "approval")
 
     def save_report(self, report: Report) -> None:
         self.save(REPORT_JSON, report.as_dict())

@@ -54,10 +54,26 @@ def capture_end_offsets(context) -> dict:
 
 
 @_outcomes
+def build_plan(context) -> dict:
+    """The plan, once per run, and the report of it before anything is written (a dry run's, or the approver's)."""
+    from mm2_failover.stages.approval import current_hash, preview
+    from mm2_failover.stages.plan import make_plan
+
+    ctx = _ctx(context)
+    plan = make_plan(ctx)
+    rep = preview(ctx, plan)
+    if rep is not None:
+        log.info("report of the plan before any write: %s (%s)", ctx.folder.report_md, rep.outcome)
+    return {"plan": str(ctx.folder.plan_json), "plan_csv": str(ctx.folder.plan_csv), "plan_hash": current_hash(ctx),
+            "counts": plan.counts(), "rules": plan.rules()}
+
+
+@_outcomes
 def apply_group_offsets(context) -> dict:
     from airflow.sdk.exceptions import AirflowSkipException
 
     from mm2_failover.stages.apply import backup_and_apply
+    from mm2_failover.stages.approval import approved_plan
     from mm2_failover.stages.plan import make_plan
 
     ctx = _ctx(context)
@@ -66,6 +82,8 @@ def apply_group_offsets(context) -> dict:
     if ctx.params.dry_run:
         raise AirflowSkipException(f"dry run: plan written to {ctx.folder.plan_json} and {ctx.folder.plan_csv} "
                                    f"({counts}); nothing was written to the target.")
+    decision = approved_plan(ctx)  # exactly the approved plan, or nothing (approval rule 5)
+    log.info("writing the plan: %s", decision.describe())
     res = backup_and_apply(ctx, plan)  # another writer's lock: retried, the other writer may be done by then
     if res.refused:
         raise RuntimeError(

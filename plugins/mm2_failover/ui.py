@@ -7,12 +7,14 @@ Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm
 * ``/`` - failover and drill runs found under ``$MM2_FAILOVER_ARTIFACTS/<dag_id>/<run_id>/`` (a ``report.json``
   or ``drill.json``), newest first, with outcome, totals and time;
 * ``/runs/<dag_id>/<run_id>`` - one run: totals, warnings, the per-group table, partitions, the drill's findings,
-  and links to ``report.json``/``report.md`` (``drill.json``/``drill.md``);
+  and links to ``report.json``/``report.md`` (``drill.json``/``drill.md``), the plan (``plan.json``, ``plan.csv`` for
+  ``kafka-consumer-groups --from-file``) and its approval (``approval.json``). A dry run, and a plan waiting for its
+  approval, rejected or not approved in time, have a report too (written before anything is written);
 * ``/drills`` - the trend across drill runs: a table and inline SVG plots.
 
 Inside Airflow the pages need Airflow's login and the reader's read permission on the DAG whose runs they show
 (:mod:`mm2_failover.ui_access`: anonymous 401, no permission 403; the index lists only readable DAGs' runs). They
-serve only report data - group and topic names, offsets, counts - read from four whitelisted file names, never
+serve only report data - group and topic names, offsets, counts - read from seven whitelisted file names, never
 connection settings or the backup (which names the cluster); keys that look like credentials or connection settings
 are removed from the JSON before it is served. Everything shown is HTML-escaped, and the pages carry a strict
 Content-Security-Policy (no scripts).
@@ -31,13 +33,27 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
-from mm2_failover.report import run_summary
-from mm2_failover.runfolder import DRILL_JSON, DRILL_MD, REPORT_JSON, REPORT_MD, SUMMARY
+from mm2_failover.approval import Decision
+from mm2_failover.report import APPROVAL_OUTCOMES, outcome_note, run_summary
+from mm2_failover.runfolder import (
+    APPROVAL,
+    DRILL_JSON,
+    DRILL_MD,
+    PLAN_CSV,
+    PLAN_JSON,
+    REPORT_JSON,
+    REPORT_MD,
+    SUMMARY,
+)
 
 SERVED_FILES = {REPORT_JSON: "application/json", REPORT_MD: "text/plain; charset=utf-8",
-                DRILL_JSON: "application/json", DRILL_MD: "text/plain; charset=utf-8"}
+                DRILL_JSON: "application/json", DRILL_MD: "text/plain; charset=utf-8",
+                APPROVAL: "application/json", PLAN_JSON: "application/json", PLAN_CSV: "text/csv; charset=utf-8"}
+#: served as written, never parsed here (the plan of 10k groups is tens of MB): they hold the run's parameters and
+#: rows only - RunParams has no field for a connection setting or a credential (tests/unit/test_ui_pages.py)
+STREAMED_FILES = {PLAN_JSON, PLAN_CSV}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential|bootstrap|keytab|oauth", re.I)
 MAX_RUNS = 500
@@ -54,7 +70,8 @@ table{border-collapse:collapse;margin:.3rem 0 1rem} th,td{border:1px solid #d0d5
 th{background:#f2f4f7;text-align:left} td.n{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:.1rem .5rem;border-radius:.6rem;font-weight:600;font-size:.85rem}
 .succeeded{background:#d1fadf;color:#05603a}.failed,.unreadable{background:#fee4e2;color:#912018}
-.dry_run,.drill{background:#e0eaff;color:#1d3a8a}.warn{background:#fef0c7;color:#7a2e0e;padding:.3rem .6rem;margin:.2rem 0}
+.dry_run,.drill,.awaiting_approval,.approved{background:#e0eaff;color:#1d3a8a}
+.rejected,.approval_timed_out{background:#fef0c7;color:#7a2e0e}.warn{background:#fef0c7;color:#7a2e0e;padding:.3rem .6rem;margin:.2rem 0}
 nav a{margin-right:1rem} footer{margin-top:2rem;color:#667085;font-size:.8rem;border-top:1px solid #eaecf0;padding-top:.5rem}
 .muted{color:#667085} svg{background:#fcfcfd;border:1px solid #eaecf0;margin:.3rem .6rem .6rem 0}
 """
@@ -292,8 +309,12 @@ def render_index(runs: list[dict], base: str, root_exists: bool) -> str:
 
 def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> str:
     t = rep.get("totals") or {}
+    pending = rep.get("outcome") in APPROVAL_OUTCOMES
+    note = outcome_note(rep) if pending else dry_note if rep.get("dry_run") else ""
     parts = [f"<p>Outcome: {badge(rep.get('outcome', 'unknown'))}"
-             + (f" <span class=muted>({esc(dry_note)})</span>" if rep.get("dry_run") else "") + "</p>"]
+             + (f" <span class=muted>({esc(note)})</span>" if note else "") + "</p>"]
+    if rep.get("approval") and not pending:
+        parts.append(f"<p class=approval>Approval: {esc(Decision.from_dict(rep['approval']).describe())}</p>")
     keys = [("groups", "groups"), ("groups_moved", "moved"), ("partitions", "partitions"), ("committed", "committed"),
             ("skipped", "skipped"), ("clamped", "clamped"), ("refused_groups", "refused groups"),
             ("mismatches", "mismatches"), ("records_lost_to_retention", "lost to retention"),
@@ -497,6 +518,8 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None):
         folder = run_folder(dag_id, run_id)
         if folder is None or name not in SERVED_FILES or not (folder / name).is_file():
             return PlainTextResponse("not found", status_code=404)
+        if name in STREAMED_FILES:
+            return FileResponse(folder / name, media_type=SERVED_FILES[name], filename=name)
         if name.endswith(".json"):
             data = cache.get(folder / name)
             return Response(json.dumps(scrub(data), indent=2, sort_keys=True), media_type=SERVED_FILES[name])

@@ -42,7 +42,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 FAILOVER_TASKS = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
-                  "check_groups_empty", "apply_group_offsets", "verify_group_offsets"]
+                  "check_groups_empty", "build_plan", "approve_plan", "apply_group_offsets", "verify_group_offsets"]
 
 
 def log_tail(path: Path, n: int = 40) -> str:
@@ -89,6 +89,8 @@ class AirflowStack:
                 "AIRFLOW__CORE__PARALLELISM": "4",
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
                 "AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC": "2",
+                # how often the scheduler resolves approvals past their deadline (default 15 s)
+                "AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "2",
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10"}
 
     def migrate(self) -> float:
@@ -262,7 +264,8 @@ def failover_run(run_root, request):
         run_id = run["dag_run_id"]
         target = bed.client("target")
         ns = types.SimpleNamespace(af=af, run_id=run_id, names=names, target=target, t0=t0, seen=[], backups=[],
-                                   folder=af.artifacts / "mm2_failover" / safe_name(run_id), mails=mails)
+                                   folder=af.artifacts / "mm2_failover" / safe_name(run_id), mails=mails,
+                                   request=None, bed=bed)
         watch_apply(ns, BUDGET_S - 60 - (time.monotonic() - t_bed))
         yield ns
     finally:
@@ -279,6 +282,30 @@ def run_path(run_id: str) -> str:
     return f"/api/v2/dags/mm2_failover/dagRuns/{quote(run_id, safe='')}"
 
 
+def hitl_path(run_id: str) -> str:
+    return run_path(run_id) + "/taskInstances/approve_plan/-1/hitlDetails"
+
+
+def answer(af: AirflowStack, run_id: str, option: str) -> dict:
+    """Answer the run's approval through Airflow's human-in-the-loop REST API, as the admin; returns the request
+    as it was shown (subject, body, options) before the answer."""
+    asked = af.api("GET", hitl_path(run_id))
+    af.api("PATCH", hitl_path(run_id), {"chosen_options": [option], "params_input": {}})
+    return asked
+
+
+# Airflow 3.3.2 fails the approval task when the answer lands before the scheduler has processed the exit of the
+# task process that parked it (the executor's "success" for that try then meets a TI already queued to resume: "state
+# changed externally"). A person never answers that fast; an automation must wait a moment, as this test does.
+ANSWER_AFTER_S = 4
+
+
+def wait_for_approval_request(af: AirflowStack, run_id: str, timeout: float) -> None:
+    af.wait(lambda: task_states(af, run_id).get("approve_plan", (None,))[0] == "awaiting_input", timeout,
+            f"run {run_id} to wait for its approval", interval=1)
+    time.sleep(ANSWER_AFTER_S)
+
+
 def task_states(af: AirflowStack, run_id: str) -> dict[str, tuple[str, int]]:
     tis = af.api("GET", run_path(run_id) + "/taskInstances")
     return {ti["task_id"]: (ti["state"], ti["try_number"]) for ti in tis["task_instances"]}
@@ -292,12 +319,20 @@ def watch_apply(ns, budget: float) -> None:
         af.check_alive()
         dr = af.api("GET", run_path(ns.run_id))
         states = task_states(af, ns.run_id)
+        if states.get("approve_plan", (None,))[0] == "awaiting_input" and ns.request is None:
+            ns.awaiting_since = getattr(ns, "awaiting_since", None) or time.monotonic()
+        if getattr(ns, "awaiting_since", None) and ns.request is None \
+                and time.monotonic() - ns.awaiting_since >= ANSWER_AFTER_S:
+            ns.approval_on_disk = json.loads((ns.folder / "approval.json").read_text())
+            ns.report_while_waiting = json.loads((ns.folder / "report.json").read_text())
+            ns.request = answer(af, ns.run_id, "Approve")  # issue 33: approved through the HITL REST API
+            print(f"[ui] plan approved at {time.monotonic() - ns.t0:.1f}s: {ns.request['subject']}")
         state, tries = states.get("apply_group_offsets", (None, 0))
         if state == "up_for_retry" and tries not in [t for t, *_ in ns.seen]:
             backup = ns.folder / "backup.json"
             ns.backups.append(json.loads(backup.read_text()) if backup.exists() else None)
             ns.seen.append((tries, ns.target.committed(ns.names["group"]), backup.exists(),
-                            (ns.folder / "report.json").exists(), states.get("verify_group_offsets", (None,))[0]))
+                            report_outcome(ns.folder), states.get("verify_group_offsets", (None,))[0]))
             print(f"[ui] apply attempt {tries} killed at {time.monotonic() - ns.t0:.1f}s: {ns.seen[-1]}")
         if dr["state"] in ("success", "failed"):
             ns.final, ns.states = dr, states
@@ -308,6 +343,11 @@ def watch_apply(ns, budget: float) -> None:
             return
         time.sleep(1)
     raise AssertionError(f"run {ns.run_id} did not finish in {budget:.0f}s: {task_states(af, ns.run_id)}")
+
+
+def report_outcome(folder: Path) -> str | None:
+    p = folder / "report.json"
+    return json.loads(p.read_text())["outcome"] if p.exists() else None
 
 
 def planned_offsets(folder: Path) -> dict[tuple[str, int], int]:
@@ -326,8 +366,9 @@ def test_airflow_task_process_killed_after_backup_then_after_commits_converges_a
     planned = planned_offsets(r.folder)
     assert len(planned) == 3
     # attempt 1, killed after the backup: the backup is there, nothing was committed
-    # attempt 2, killed after the commits: all of them are there, no report, the verify task has not run
-    assert r.seen == [(1, {}, True, False, None), (2, planned, True, False, None)], r.seen
+    # attempt 2, killed after the commits: all of them are there, the report is still the approved plan's (not
+    # verified), the verify task has not run
+    assert r.seen == [(1, {}, True, "approved", None), (2, planned, True, "approved", None)], r.seen
     assert r.states["apply_group_offsets"] == ("success", 3), r.states
     assert r.target.committed(grp) == planned
     backup = json.loads((r.folder / "backup.json").read_text())
@@ -458,3 +499,83 @@ def test_a_refused_run_is_mailed_naming_the_run_the_task_the_reason_and_its_repo
     assert missing in body
     assert f"{af.base}/mm2/runs/mm2_failover/{quote(safe_name(run_id), safe='')}" in body
     assert task_states(af, run_id)["preflight_audit"][0] == "failed"
+
+
+def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_plan(failover_run):
+    """Issue 33, "approved before it writes": the run stopped at approve_plan (Airflow's ApprovalOperator, in the
+    awaiting_input state) with the plan's summary, hash and page link; nothing was written until the admin approved
+    through the HITL REST API; apply then wrote exactly the approved plan and the report names the decision."""
+    from mm2_failover import approval
+    from mm2_failover.ui import safe_name
+
+    r, af = failover_run, failover_run.af
+    assert r.request is not None, "the run never waited for an approval"
+    h = approval.plan_hash((r.folder / "plan.json").read_bytes())
+    assert r.request["options"] == ["Approve", "Reject"]
+    assert r.request["subject"].startswith(f"Apply the failover plan of run {r.run_id}? 1 group(s), 3 commit(s)")
+    body = r.request["body"]
+    assert h in body and f"{af.base}/mm2/runs/mm2_failover/{quote(safe_name(r.run_id), safe='')}" in body
+    assert "| 1 | 3 | 3 |" in body  # groups, partitions, commits
+    # while it waited: the decision asked for this plan, and the report of the plan said nothing was written
+    assert r.approval_on_disk["status"] == "awaiting" and r.approval_on_disk["plan_hash"] == h
+    assert r.report_while_waiting["outcome"] == "awaiting_approval"
+    assert r.report_while_waiting["totals"]["committed"] == 0
+    assert r.report_while_waiting["totals"]["planned_commits"] == 3
+    # answered: by the admin, for exactly this plan, and the final report says so
+    decided = json.loads((r.folder / "approval.json").read_text())
+    assert (decided["status"], decided["decided_by"], decided["plan_hash"]) == ("approved", "admin", h)
+    report = json.loads((r.folder / "report.json").read_text())
+    assert report["outcome"] == "succeeded" and report["approval"]["status"] == "approved"
+    hitl = af.api("GET", hitl_path(r.run_id))
+    assert hitl["response_received"] and hitl["chosen_options"] == ["Approve"]
+    assert hitl["responded_by_user"]["name"] == "admin"
+
+
+def test_a_rejected_plan_and_one_not_approved_in_time_write_nothing_and_say_so(failover_run):
+    """Issue 33: a new group's run is rejected through the HITL REST API - the writing tasks are skipped, the group
+    has no commit on the target, the report says REJECTED and by whom. Its next run gets no answer within
+    approval_timeout_seconds: the scheduler times the approval out, the task fails and mails on-call, nothing is
+    written, the report says APPROVAL TIMED OUT."""
+    from testbed import scenario
+    from mm2_failover.ui import safe_name
+
+    af, r = failover_run.af, failover_run
+    tag = uuid.uuid4().hex[:6]
+    grp, topic = f"g-ui-reject-{tag}", f"t-ui-reject-{tag}"
+    scenario.prepare(r.bed.source_bootstrap, r.bed.target_bootstrap, group=grp, topic=topic, partitions=2, produced=40,
+                     consumed_upto={0: 15, 1: 30}, batches=1, pause_s=0.2)
+    mails_before = len(r.mails)
+
+    def trigger(**conf) -> tuple[str, Path]:
+        run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
+                     {"logical_date": None, "conf": {"groups_regex": grp, "drain_quiet_seconds": 1, **conf}})
+        return run["dag_run_id"], af.artifacts / "mm2_failover" / safe_name(run["dag_run_id"])
+
+    rejected, folder = trigger()
+    wait_for_approval_request(af, rejected, 150)
+    asked = answer(af, rejected, "Reject")
+    assert "1 group(s), 2 commit(s)" in asked["subject"]
+    af.wait(lambda: af.api("GET", run_path(rejected))["state"] in ("success", "failed"), 60, "the rejected run to end")
+    states = task_states(af, rejected)
+    assert states["approve_plan"][0] == "success", states
+    assert states["apply_group_offsets"][0] == "skipped" and states["verify_group_offsets"][0] == "skipped", states
+    assert r.target.committed(grp) == {} and not (folder / "backup.json").exists()
+    decided = json.loads((folder / "approval.json").read_text())
+    assert (decided["status"], decided["decided_by"]) == ("rejected", "admin")
+    report = json.loads((folder / "report.json").read_text())
+    assert report["outcome"] == "rejected" and report["totals"]["committed"] == 0
+    status, page = af.get(f"/mm2/runs/mm2_failover/{quote(safe_name(rejected), safe='')}", af.token)
+    assert status == 200 and "REJECTED by admin" in page and "plan.csv</a>" in page
+
+    timed_out, folder = trigger(approval_timeout_seconds=10)
+    wait_for_approval_request(af, timed_out, 150)
+    af.wait(lambda: af.api("GET", run_path(timed_out))["state"] == "failed", 60, "the approval to time out")
+    states = task_states(af, timed_out)
+    assert states["approve_plan"][0] == "failed" and states["apply_group_offsets"][0] == "upstream_failed", states
+    assert r.target.committed(grp) == {} and not (folder / "backup.json").exists()
+    assert json.loads((folder / "approval.json").read_text())["status"] == "timed_out"
+    assert json.loads((folder / "report.json").read_text())["outcome"] == "approval_timed_out"
+    af.wait(lambda: len(r.mails) > mails_before, 60, "the timed-out approval's e-mail", interval=1)
+    _rcpt, mail = r.mails[-1]
+    assert mail["Subject"].startswith(f"[mm2-failover] mm2_failover run {timed_out}: approve_plan FAILED - NOT approved "
+                                      "within 10 s"), mail["Subject"]

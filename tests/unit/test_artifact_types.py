@@ -75,11 +75,19 @@ def drill_report():
         source_aliases=["primary"])
 
 
+def approval_decision():
+    from mm2_failover import approval
+
+    return approval.Decision(approval.APPROVED, approval.plan_hash(b"plan"), "2026-11-25T23:01:30+00:00",
+                             "2026-11-25T23:01:50+00:00", "admin", 3600)
+
+
 CASES = {  # kind: (an instance, save, load, its path, a field it cannot do without)
     "snapshot": (snapshot, "save_snapshot", "load_snapshot", "snapshot", "replica_log_end"),
     "drain": (drain, "save_drain", "load_drain", "drain", "disaster_aliases"),
     "audit": (audited, "save_audit", "load_audit", "audit", "mm2_config"),
     "plan": (plan_record, "save_plan", "load_plan", "plan_json", "translation_notes"),
+    "approval": (approval_decision, "save_approval", "load_approval", "approval", "status"),
     "backup": (backup, "save_backup", "load_backup", "backup", "groups"),
     "report": (report, "save_report", "load_report", "report_json", "moved_since"),
     "drill report": (drill_report, "save_drill", "load_drill", "drill_json", "source_alias"),
@@ -120,6 +128,7 @@ def test_the_plans_counts_and_rules_are_derived_from_its_rows_not_read_back(tmp_
 
 def test_absent_optional_artifacts_are_none_and_a_missing_plan_says_which_step_makes_it(tmp_path):
     f = RunFolder(tmp_path)
-    assert all(load() is None for load in (f.load_drain, f.load_audit, f.load_backup, f.load_report, f.load_drill))
+    assert all(load() is None for load in (f.load_drain, f.load_audit, f.load_backup, f.load_report, f.load_drill,
+                                             f.load_approval))
     with pytest.raises(RunFolderError, match="plan.json"):
         f.load_plan()

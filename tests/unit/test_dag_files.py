@@ -18,14 +18,18 @@ def bag():
     return b
 
 
-def test_failover_dag_has_the_seven_tasks_in_order_all_retryable(bag):
+def test_failover_dag_has_its_tasks_in_order_all_retryable_but_the_approval(bag):
     dag = bag.dags["mm2_failover"]
-    order = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints", "check_groups_empty",
-             "apply_group_offsets", "verify_group_offsets"]
+    order = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
+             "check_groups_empty", "build_plan", "approve_plan", "apply_group_offsets", "verify_group_offsets"]
     assert sorted(dag.task_ids) == sorted(order)
     for up, down in zip(order, order[1:]):
         assert dag.get_task(down).upstream_task_ids == {up}
-    assert all(dag.get_task(t).retries > 0 for t in order)
+    assert all(dag.get_task(t).retries > 0 for t in order if t != "approve_plan")
+    # issue 33: Airflow's own approval operator, asked once (a timeout is final), with no form fields of its own
+    approve = dag.get_task("approve_plan")
+    assert "ApprovalOperator" in [c.__name__ for c in type(approve).__mro__] and approve.retries == 0
+    assert approve.serialized_params == {} and approve.options == ["Approve", "Reject"]
     assert dag.get_task("verify_producers_drained").mode == "reschedule"
     assert dag.get_task("check_groups_empty").mode == "reschedule"
     # the provider's operator underneath (the spark-submit route); mm2_failover.operators.spark_job adds Connect's

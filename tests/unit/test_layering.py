@@ -19,16 +19,16 @@ PKG = REPO / "plugins" / "mm2_failover"
 LAYERS = {
     # pure rules: no I/O
     "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
-             "reachability", "config", "faults", "translate", "evidence", "audit", "acls", "notify"},
+             "reachability", "config", "faults", "translate", "evidence", "audit", "acls", "notify", "approval"},
     # talks to Kafka or the filesystem
     "io": {"kafka_io", "runfolder", "answers", "locks", "spark", "hooks.kafka_cluster", "syncs", "state"},
     # one run: its context and its stages (one module per stage)
     "run": {"run"} | {f"stages.{m}" for m in ("errors", "drain", "snapshot", "archive", "preflight", "translation",
                                                "failback", "checkpoints", "gate", "plan", "apply", "verify", "rollback",
-                                               "drill", "outcomes")},
+                                               "drill", "outcomes", "approval")},
     # Airflow glue and entry points
     "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
-            "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "tasks", "params", "metrics",
+            "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "operators.plan_approval", "tasks", "params", "metrics",
             "dag_defaults", "notifications",
             "ui", "ui_access", "cli", "__main__", "jobs.latest_checkpoints", "jobs.warm_up"},
 }

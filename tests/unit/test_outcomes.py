@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mm2_failover import cli
+from mm2_failover.approval import ApprovalRefused
 from mm2_failover.drain import UnreplicatedLoss
 from mm2_failover.kafka_io import KafkaAuthError, KafkaConfigError, KafkaUnavailable
 from mm2_failover.locks import Locked
@@ -19,7 +20,7 @@ from mm2_failover.stages.rollback import RollbackRefused
 
 CASES = [
     (PlanError("x"), outcomes.REFUSED), (RollbackRefused("x"), outcomes.REFUSED),
-    (UnreplicatedLoss("x"), outcomes.REFUSED), (NotDrained("x"), outcomes.NOT_DRAINED), (Locked("x"), outcomes.LOCKED),
+    (UnreplicatedLoss("x"), outcomes.REFUSED), (ApprovalRefused("x"), outcomes.REFUSED), (NotDrained("x"), outcomes.NOT_DRAINED), (Locked("x"), outcomes.LOCKED),
     (SourceRequiredUnreachable("x"), outcomes.UNREACHABLE_REQUIRED), (KafkaUnavailable("x"), outcomes.UNREACHABLE),
     (KafkaAuthError("x"), outcomes.USAGE), (KafkaConfigError("x"), outcomes.USAGE),
     (ConfigurationError("x"), outcomes.USAGE), (RunFolderError("x"), outcomes.USAGE), (ValueError("x"), outcomes.USAGE),

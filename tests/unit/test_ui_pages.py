@@ -241,3 +241,69 @@ def test_index_renders_from_small_summaries_and_one_bad_run_never_breaks_it(tmp_
     assert r.status_code == 200, r.text
     assert "good-run" in r.text and "SUCCEEDED" in r.text and "odd-run" in r.text
     assert "UNREADABLE" in r.text  # the odd run is listed, marked, not fatal
+
+
+def _write_pending(root: Path, run_id: str, outcome: str, status: str):
+    """A run whose plan waits for (or was refused) its approval: its preview report, approval.json and the plan."""
+    from mm2_failover import approval
+
+    d = _write_failover(root, run_id, "g-pending")
+    rep = json.loads((d / "report.json").read_text())
+    decision = approval.Decision(status, approval.plan_hash(b"plan"), "2026-11-26T03:00:00+00:00",
+                                 "2026-11-26T03:02:00+00:00", "admin", 600)
+    rep.update(outcome=outcome, dry_run=True, approval=decision.as_dict())
+    (d / "report.json").write_text(json.dumps(rep))
+    (d / "summary.json").write_text(json.dumps(run_summary("mm2_failover", run_id, rep, None, "2026-11-26T03:02")))
+    (d / "approval.json").write_text(json.dumps(decision.as_dict()))
+    (d / "plan.json").write_text(json.dumps({"params": {"groups_regex": "g-pending"}, "rows": [{"group": "g-pending"}]}))
+    (d / "plan.csv").write_text("g-pending,primary.t,0,40\n")
+    return d, decision
+
+
+@pytest.mark.parametrize("outcome, status, says", [
+    ("awaiting_approval", "awaiting", "waiting for approval since 2026-11-26T03:00:00+00:00"),
+    ("rejected", "rejected", "REJECTED by admin at 2026-11-26T03:02:00+00:00: nothing was written"),
+    ("approval_timed_out", "timed_out", "NOT approved within 600 s"),
+])
+def test_a_plan_waiting_for_or_refused_its_approval_is_listed_with_its_reason_and_serves_its_plan(
+        client, outcome, status, says):
+    """Issue 33: runs that wrote nothing - waiting for an approval, rejected, timed out - are in the report pages
+    with their reason, and the run page serves plan.json, plan.csv and approval.json."""
+    run_id = f"manual__pending-{status}"
+    _d, decision = _write_pending(client.root, run_id, outcome, status)
+    index = client.get("/mm2/").text
+    assert run_id in index and outcome.replace("_", " ").upper() in index
+    page = client.get(f"/mm2/runs/mm2_failover/{run_id}").text
+    assert says in page and decision.plan_hash in page
+    for f in ("plan.json", "plan.csv", "approval.json"):
+        assert f"{f}</a>" in page
+    base = f"/mm2/runs/mm2_failover/{run_id}"
+    plan = client.get(f"{base}/plan.json")
+    assert plan.status_code == 200 and plan.json()["rows"] == [{"group": "g-pending"}]
+    csv = client.get(f"{base}/plan.csv")
+    assert csv.status_code == 200 and csv.text == "g-pending,primary.t,0,40\n"
+    assert csv.headers["content-type"].startswith("text/csv")
+    assert client.get(f"{base}/approval.json").json()["status"] == status
+
+
+def test_a_final_report_shows_who_approved_its_plan(client):
+    from mm2_failover import approval
+
+    d = _write_failover(client.root, "manual__approved", "g-approved")
+    rep = json.loads((d / "report.json").read_text())
+    rep["approval"] = approval.Decision(approval.APPROVED, approval.plan_hash(b"p"), "a", "2026-11-26T03:05:00+00:00",
+                                       "admin").as_dict()
+    (d / "report.json").write_text(json.dumps(rep))
+    page = client.get("/mm2/runs/mm2_failover/manual__approved").text
+    assert "SUCCEEDED" in page and "Approval: approved by admin at 2026-11-26T03:05:00+00:00" in page
+
+
+def test_the_plan_files_are_served_as_written_because_no_run_parameter_can_hold_a_secret():
+    """plan.json carries the run's parameters and is streamed unparsed (tens of MB at 10k groups): no RunParams field
+    may look like a connection setting or a credential - the pattern the JSON files are scrubbed with."""
+    from dataclasses import fields
+
+    from mm2_failover.config import RunParams
+
+    assert [f.name for f in fields(RunParams) if ui._SECRET_KEY.search(f.name)] == []
+    assert ui.STREAMED_FILES <= set(ui.SERVED_FILES)

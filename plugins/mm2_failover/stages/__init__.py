@@ -12,6 +12,7 @@ the run's folder (:class:`~mm2_failover.runfolder.RunFolder`) so that a retry or
 ``checkpoints``       the Spark job's answers, once it finished (stage 3)
 ``gate``              groups with live members on the target and the sources (stage 4)
 ``plan``              the plan, built once (stage 5)
+``approval``          the plan's preview report, its approval request and decision, apply's check of it
 ``apply``             the backup and apply under the writer lock (stage 6)
 ``verify``            read back, report (stage 7)
 ``rollback``          restore a backup

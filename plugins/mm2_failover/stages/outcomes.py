@@ -6,7 +6,7 @@ again. The order matters: the first row whose classes match wins (a subclass bef
 outcome                    CLI exit     retry  errors
 =========================  ===========  =====  ================================================================
 ``refused``                5            no     a safety rule refused: the plan, a rollback, records gone before
-                                               they were replicated
+                                               they were replicated, a plan not approved
 ``not_drained``            6            yes    producers still write or MM2 is behind (the CLI's drain wait)
 ``locked``                 7            yes    another writer holds the target's lock
 ``unreachable_required``   4            no     a source the run needs did not answer on any of its tries
@@ -38,6 +38,7 @@ USAGE = Outcome("usage", 2, False)
 
 
 def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
+    from mm2_failover.approval import ApprovalRefused
     from mm2_failover.drain import UnreplicatedLoss
     from mm2_failover.kafka_io import KafkaConfigError, KafkaUnavailable
     from mm2_failover.locks import Locked
@@ -49,7 +50,7 @@ def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
     from mm2_failover.stages.rollback import RollbackRefused
 
     return [
-        ((PlanError, RollbackRefused, UnreplicatedLoss), REFUSED),
+        ((PlanError, RollbackRefused, UnreplicatedLoss, ApprovalRefused), REFUSED),
         ((NotDrained,), NOT_DRAINED),
         ((Locked,), LOCKED),
         ((SourceRequiredUnreachable,), UNREACHABLE_REQUIRED),

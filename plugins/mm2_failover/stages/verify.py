@@ -50,8 +50,9 @@ def find_source_offset(target: Cluster, source: Cluster, source_topic: str, repl
 
 
 def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None, refused: dict[str, str] | None = None,
-               warnings: list[str] | None = None) -> reportmod.Report:
-    """Read every planned group back, compare with the plan, and write report.json, report.md and summary.json."""
+               warnings: list[str] | None = None, outcome: str | None = None) -> reportmod.Report:
+    """Read every planned group back, compare with the plan, and write report.json, report.md and summary.json.
+    ``outcome``: a plan not applied yet (its approval's state), else derived from what was read."""
     f, p = ctx.folder, ctx.params
     dry_run = p.dry_run if dry_run is None else dry_run
     committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
@@ -85,8 +86,10 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
         mismatches=mismatches, refused=refused, dry_run=dry_run, checkpoints_summary=summary.raw if summary else {},
         warnings=warnings, source_commits=src, lost_exact=lost,
         snapshot={"captured_at": snap.captured_at, "age_seconds": built.snapshot_age_seconds if built else None,
-                  "disaster_aliases": snap.disaster_aliases})
+                  "disaster_aliases": snap.disaster_aliases}, outcome=outcome)
+    decision = f.load_approval()
     rep.artifacts, rep.rpo, rep.moved_since = str(f.dir), rpo, moved
+    rep.approval = decision.as_dict() if decision else None
     f.save_report(rep)
     write_text(f.report_md, reportmod.render_markdown(rep))
     f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), None, now_iso()))

@@ -1,0 +1,159 @@
+"""Approved before it writes (issue 33): the rules of a failover run's approval. Pure functions over plain values;
+the failover DAG's ``approve_plan`` task asks (:class:`mm2_failover.operators.plan_approval.PlanApprovalOperator`,
+Airflow's own human-in-the-loop ``ApprovalOperator``), :mod:`mm2_failover.stages.approval` reads and writes the
+decision, and ``apply_group_offsets`` checks it before its first write.
+
+1. **Who must approve** (:func:`needed`) - a failover run that writes waits for a human's decision, unless its
+   ``require_approval`` is false: an automation (or a drill) that has decided already opts out, documented in the
+   README. A dry run writes nothing and asks nothing.
+2. **What is approved** (:func:`plan_hash`) - the plan exactly as it was written to ``plan.json``: its rows, the
+   snapshot and parameters it was built from. The SHA-256 of the file's bytes; the request shows it and the
+   decision records it.
+3. **What the approver sees** (:func:`request_text`) - the plan's summary: groups and partitions, the rules that
+   gave the offsets, the re-read and lost estimates, disaster mode or not, every warning, the hash, and a link to
+   the plan's page.
+4. **The decision** (:func:`decide`) - ``Approve`` -> approved, ``Reject`` -> rejected, no answer before the
+   deadline -> timed out. Only approved (or not required) lets apply write; the others leave the target untouched
+   and say so in the report.
+5. **Apply writes only the approved plan** (:func:`check`) - before its first write, apply refuses unless the
+   decision lets it write and names the hash of ``plan.json`` as it is now (a plan rebuilt or edited after the
+   approval is a different plan: it needs its own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+
+APPROVE, REJECT = "Approve", "Reject"  # Airflow's ApprovalOperator's two options
+
+AWAITING = "awaiting"
+APPROVED = "approved"
+REJECTED = "rejected"
+TIMED_OUT = "timed_out"
+NOT_REQUIRED = "not_required"
+STATUSES = (AWAITING, APPROVED, REJECTED, TIMED_OUT, NOT_REQUIRED)
+LETS_APPLY = (APPROVED, NOT_REQUIRED)
+
+#: the report's outcome from the plan's approval until verify writes the final one (after a decision that writes
+#: nothing, for good)
+OUTCOMES = {AWAITING: "awaiting_approval", APPROVED: "approved", REJECTED: "rejected", TIMED_OUT: "approval_timed_out"}
+
+
+class ApprovalRefused(RuntimeError):
+    """Apply may not write: no decision that lets it, or one for another plan (rule 5)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """``approval.json``: what was asked and what was decided, for which plan."""
+
+    status: str
+    plan_hash: str
+    asked_at: str | None = None
+    decided_at: str | None = None
+    decided_by: str | None = None
+    timeout_seconds: int | None = None
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"approval status {self.status!r} is not one of {', '.join(STATUSES)}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Decision":
+        return cls(d["status"], d["plan_hash"], d.get("asked_at"), d.get("decided_at"), d.get("decided_by"),
+                   d.get("timeout_seconds"))
+
+    def describe(self) -> str:
+        who = f" by {self.decided_by}" if self.decided_by else ""
+        when = f" at {self.decided_at}" if self.decided_at else ""
+        return {AWAITING: f"waiting for approval since {self.asked_at}",
+                APPROVED: f"approved{who}{when}",
+                REJECTED: f"REJECTED{who}{when}: nothing was written to the target",
+                TIMED_OUT: f"NOT approved within {self.timeout_seconds} s (asked at {self.asked_at}): nothing was "
+                           "written to the target",
+                NOT_REQUIRED: "no approval asked (require_approval=false)"}[self.status] + f" - plan {self.plan_hash}"
+
+
+def needed(require_approval: bool, dry_run: bool) -> bool:
+    """Rule 1."""
+    return bool(require_approval) and not dry_run
+
+
+def plan_hash(plan_bytes: bytes) -> str:
+    """Rule 2: what names a plan in a request and a decision."""
+    return "sha256:" + hashlib.sha256(plan_bytes).hexdigest()
+
+
+def decide(chosen: list[str] | None, *, timed_out: bool, plan_hash: str, asked_at: str | None, decided_at: str,
+           decided_by: str | None, timeout_seconds: int | None = None) -> Decision:
+    """Rule 4, from what Airflow's approval task received (its chosen options, or its timeout)."""
+    if timed_out:
+        status = TIMED_OUT
+    elif list(chosen or []) == [APPROVE]:
+        status = APPROVED
+    elif list(chosen or []) == [REJECT]:
+        status = REJECTED
+    else:
+        raise ValueError(f"an approval is exactly one of {APPROVE!r} or {REJECT!r}, not {chosen!r}")
+    return Decision(status, plan_hash, asked_at, decided_at, None if timed_out else decided_by, timeout_seconds)
+
+
+def check(decision: Decision | None, current_hash: str) -> Decision:
+    """Rule 5: the decision that lets apply write this plan, or :class:`ApprovalRefused` saying why not."""
+    if decision is None:
+        raise ApprovalRefused(
+            "this run's plan was never approved (no approval.json in its run folder): nothing was written. The "
+            "approve_plan task asks for it; clear that task to ask again, or trigger a run with "
+            "require_approval=false if an automation has decided already.")
+    if decision.status not in LETS_APPLY:
+        raise ApprovalRefused(f"the plan may not be applied: {decision.describe()}. Nothing was written; trigger a "
+                              "new run to plan again.")
+    if decision.plan_hash != current_hash:
+        raise ApprovalRefused(
+            f"the plan in the run folder is not the one that was approved (approved {decision.plan_hash}, now "
+            f"{current_hash}): nothing was written. A plan changed after its approval needs its own: clear "
+            "approve_plan to ask again.")
+    return decision
+
+
+def _num(v) -> str:
+    return "?" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: list[str],
+                 disaster_aliases: list[str], plan_hash: str, page_url: str, max_warnings: int = 20) -> tuple[str, str]:
+    """Rule 3: the subject and the Markdown body of the approval request."""
+    mode = (f"DISASTER MODE (source {', '.join(disaster_aliases)} lost: no source-side checks)" if disaster_aliases
+            else "source reachable, drained")
+    subject = (f"Apply the failover plan of run {run_id}? {_num(totals.get('groups'))} group(s), "
+               f"{_num(totals.get('planned_commits'))} commit(s); {mode}")
+    reread = _num(totals.get("records_reread_estimate"))
+    if not totals.get("records_reread_exact", True):
+        reread += f" (estimate; at least {_num(totals.get('records_reread_at_least'))})"
+    lines = [
+        f"**Run** `{run_id}` - {mode}.",
+        "",
+        "| groups | partitions | commits | skipped | clamped | re-read | lost to retention |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {_num(totals.get('groups'))} | {_num(totals.get('partitions'))} | {_num(totals.get('planned_commits'))} "
+        f"| {_num(totals.get('skipped'))} | {_num(totals.get('clamped'))} | {reread} "
+        f"| {_num(totals.get('records_lost_to_retention'))} |",
+        "",
+        "**Offsets by rule:** " + (", ".join(f"{r} {n:,}" for r, n in sorted(rules.items())) or "none (nothing to "
+                                   "write)"),
+        "",
+    ]
+    if warnings:
+        lines.append(f"**Warnings ({len(warnings)}):**")
+        lines += [f"- {w}" for w in warnings[:max_warnings]]
+        if len(warnings) > max_warnings:
+            lines.append(f"- ... and {len(warnings) - max_warnings} more on the plan's page")
+    else:
+        lines.append("**Warnings:** none.")
+    lines += ["", f"Plan `{plan_hash}`: the full plan, per group and partition, on [its page]({page_url}) "
+                  "(plan.json, plan.csv). **Approve** applies exactly this plan; **Reject** writes nothing."]
+    return subject, "\n".join(lines)

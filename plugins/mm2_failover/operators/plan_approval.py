@@ -1,0 +1,93 @@
+"""``approve_plan``: Airflow's own human-in-the-loop ``ApprovalOperator`` (apache-airflow-providers-standard) asking
+about exactly the plan ``build_plan`` wrote - its summary, its hash and a link to its page - and keeping the answer in
+the run folder, where ``apply_group_offsets`` checks it before its first write. The rules: :mod:`mm2_failover.approval`;
+the I/O: :mod:`mm2_failover.stages.approval`.
+
+Answered in the UI (the run's "Required Actions") or through the REST API
+(``PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/approve_plan/-1/hitlDetails`` with
+``{"chosen_options": ["Approve"]}`` or ``["Reject"]``). On Airflow 3.3 the task waits in the ``awaiting_input``
+state, holding no worker slot and needing no triggerer; the scheduler enforces the deadline.
+
+* Approve: the downstream tasks run; apply writes exactly the approved plan (its hash checked).
+* Reject: the downstream tasks are skipped; nothing is written; the report's outcome says ``rejected`` and by whom.
+* No answer within ``approval_timeout_seconds``: this task fails (and notifies), nothing is written; the report
+  says ``approval_timed_out``.
+* ``require_approval=false``: nothing is asked; the opt-out is recorded and reported. A dry run skips the writing
+  tasks: nothing to approve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+
+class PlanApprovalOperator(ApprovalOperator):
+    """
+    :param run_params: the run's parameters (templated; the DAGs pass ``{{ params.<name> }}`` for each):
+        ``require_approval``, ``approval_timeout_seconds`` and ``dry_run`` decide what is asked
+    """
+
+    ui_color = "#fde2e4"
+    template_fields = (*ApprovalOperator.template_fields, "run_params")
+
+    def __init__(self, *, run_params: dict | None = None, **kwargs):
+        kwargs.setdefault("subject", "Apply this failover plan?")
+        kwargs.setdefault("retries", 0)  # a decision is asked once; a failure here (a timeout) is final
+        super().__init__(**kwargs)
+        self.run_params = run_params or {}
+
+    def _ctx(self, context):
+        from mm2_failover.run import RunContext
+
+        return RunContext.from_airflow(context, params=self.run_params)
+
+    def execute(self, context):
+        from datetime import timedelta
+
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        from mm2_failover import approval as rules
+        from mm2_failover.notifications import base_url
+        from mm2_failover.stages import approval as stage
+
+        ctx = self._ctx(context)
+        p = ctx.params
+        if p.dry_run:
+            raise AirflowSkipException(f"dry run: nothing will be written, so nothing to approve; the plan and its "
+                                       f"report are in {ctx.folder.dir}")
+        if not rules.needed(p.require_approval, p.dry_run):
+            return stage.not_required(ctx).as_dict()
+        self.subject, self.body, asked = stage.ask(ctx, base_url())
+        self.response_timeout = timedelta(seconds=p.approval_timeout_seconds)
+        self.log.info("asking for approval of plan %s (for %d s):\n%s\n%s", asked.plan_hash, asked.timeout_seconds,
+                      self.subject, self.body)
+        return super().execute(context)
+
+    def execute_complete(self, context, event: dict[str, Any]) -> Any:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from mm2_failover import approval as rules
+        from mm2_failover.runfolder import now_iso
+        from mm2_failover.stages import approval as stage
+
+        ctx = self._ctx(context)
+        asked = ctx.folder.load_approval()
+        if asked is None:
+            raise AirflowFailException(f"no approval request in {ctx.folder.dir}: clear approve_plan to ask again")
+        kw = dict(plan_hash=asked.plan_hash, asked_at=asked.asked_at, decided_at=now_iso(),
+                  timeout_seconds=asked.timeout_seconds)
+        if "error" in event:
+            if event.get("error_type") == "timeout":
+                d = rules.decide(None, timed_out=True, decided_by=None, **kw)
+                stage.record_decision(ctx, d)
+                raise AirflowFailException(f"{d.describe()}. Trigger a new run to plan again (or clear build_plan "
+                                           "and approve_plan in this run).")
+            return super().execute_complete(context=context, event=event)  # Airflow's own error
+        who = event.get("responded_by_user") or {}
+        d = rules.decide(event.get("chosen_options"), timed_out=False,
+                         decided_by=who.get("name") or who.get("id") if isinstance(who, dict) else str(who), **kw)
+        stage.record_decision(ctx, d)  # first: on Reject, Airflow's skip of the writing tasks ends this call
+        super().execute_complete(context=context, event=event)
+        return d.as_dict()

@@ -1,0 +1,79 @@
+"""The approval of a failover run's plan (issue 33; its rules: :mod:`mm2_failover.approval`): the preview report
+the approver reads, the request, the decision kept in ``approval.json`` and in the report, and the check apply makes
+before its first write."""
+
+from __future__ import annotations
+
+import logging
+
+from mm2_failover import approval as rules
+from mm2_failover import plan as planmod
+from mm2_failover import report as reportmod
+from mm2_failover.run import RunContext
+from mm2_failover.runfolder import SUMMARY, now_iso, write_text
+
+log = logging.getLogger(__name__)
+
+
+def current_hash(ctx: RunContext) -> str:
+    """The hash of ``plan.json`` as it is now (rule 2)."""
+    return rules.plan_hash(ctx.folder.plan_json.read_bytes())
+
+
+def preview(ctx: RunContext, plan: planmod.Plan) -> reportmod.Report | None:
+    """The report of the plan before anything is written (verify's, nothing compared): a dry run's final report, or
+    what the approver reads while the plan waits. None for a run that writes without asking (its verify reports)."""
+    from mm2_failover.stages.verify import verify_run
+
+    p = ctx.params
+    if p.dry_run:
+        return verify_run(ctx, plan, dry_run=True)
+    if rules.needed(p.require_approval, p.dry_run):
+        return verify_run(ctx, plan, dry_run=True, outcome=rules.OUTCOMES[rules.AWAITING])
+    return None
+
+
+def ask(ctx: RunContext, base_url: str) -> tuple[str, str, rules.Decision]:
+    """The request (subject, Markdown body) for this run's plan, and its record in ``approval.json`` (awaiting)."""
+    from mm2_failover.notify import report_link
+
+    f = ctx.folder
+    rep = f.load_report()
+    if rep is None:
+        raise rules.ApprovalRefused(f"no preview report in {f.dir}: build_plan must run before approve_plan (clear "
+                                    "it)")
+    record = f.load_plan()
+    h = current_hash(ctx)
+    subject, body = rules.request_text(
+        run_id=ctx.run_id, totals=rep.totals, rules=record.plan.rules(), warnings=rep.warnings,
+        disaster_aliases=list((rep.snapshot or {}).get("disaster_aliases") or []), plan_hash=h,
+        page_url=report_link(base_url, ctx.dag_id, f.dir.name))
+    asked = rules.Decision(rules.AWAITING, h, asked_at=now_iso(), timeout_seconds=ctx.params.approval_timeout_seconds)
+    record_decision(ctx, asked)
+    return subject, body, asked
+
+
+def record_decision(ctx: RunContext, decision: rules.Decision) -> None:
+    """``approval.json``, and the report's outcome until verify writes the final one."""
+    f = ctx.folder
+    f.save_approval(decision)
+    rep = f.load_report()
+    if rep is not None and rep.outcome in reportmod.APPROVAL_OUTCOMES:
+        rep.outcome, rep.approval = rules.OUTCOMES[decision.status], decision.as_dict()
+        f.save_report(rep)
+        write_text(f.report_md, reportmod.render_markdown(rep))
+        f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), None, now_iso()))
+    log.info("approval: %s", decision.describe())
+
+
+def not_required(ctx: RunContext) -> rules.Decision:
+    """Rule 1's opt-out, recorded like a decision (the report and apply's check read it)."""
+    d = rules.Decision(rules.NOT_REQUIRED, current_hash(ctx), decided_at=now_iso())
+    ctx.folder.save_approval(d)
+    log.warning("no approval asked for this run's plan (require_approval=false): %s", d.describe())
+    return d
+
+
+def approved_plan(ctx: RunContext) -> rules.Decision:
+    """Rule 5, before apply's first write: the decision that lets it write the plan now in the run folder."""
+    return rules.check(ctx.folder.load_approval(), current_hash(ctx))

@@ -1,0 +1,95 @@
+"""Issue 33, "approved before it writes": the rules of mm2_failover.approval, grouped by rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from mm2_failover import approval as ap
+
+H = ap.plan_hash(b'{"rows": []}')
+
+
+def decision(status: str, h: str = H) -> ap.Decision:
+    return ap.Decision(status, h, "2026-11-26T03:00:00+00:00", "2026-11-26T03:01:00+00:00", "admin", 600)
+
+
+# rule 1: who must approve
+@pytest.mark.parametrize("require, dry, want", [(True, False, True), (False, False, False), (True, True, False),
+                                                (False, True, False)])
+def test_rule1_a_run_that_writes_waits_unless_it_opted_out_and_a_dry_run_never_asks(require, dry, want):
+    assert ap.needed(require, dry) is want
+
+
+# rule 2: what is approved
+def test_rule2_the_hash_names_the_bytes_of_the_plan():
+    assert H.startswith("sha256:") and len(H) == len("sha256:") + 64
+    assert ap.plan_hash(b'{"rows": []}') == H
+    assert ap.plan_hash(b'{"rows": [1]}') != H
+
+
+# rule 4: the decision
+def test_rule4_approve_reject_and_the_timeout():
+    kw = dict(plan_hash=H, asked_at="a", decided_at="d", decided_by="admin", timeout_seconds=60)
+    assert ap.decide([ap.APPROVE], timed_out=False, **kw).status == ap.APPROVED
+    assert ap.decide([ap.REJECT], timed_out=False, **kw).status == ap.REJECTED
+    t = ap.decide(None, timed_out=True, **kw)
+    assert t.status == ap.TIMED_OUT and t.decided_by is None and t.plan_hash == H
+    for bad in ([], [ap.APPROVE, ap.REJECT], ["maybe"]):
+        with pytest.raises(ValueError, match="exactly one"):
+            ap.decide(bad, timed_out=False, **kw)
+
+
+def test_rule4_a_decision_round_trips_and_an_unknown_status_is_refused():
+    d = decision(ap.APPROVED)
+    assert ap.Decision.from_dict(d.as_dict()) == d
+    with pytest.raises(ValueError, match="approval status"):
+        ap.Decision("perhaps", H)
+
+
+# rule 5: apply writes only the approved plan
+@pytest.mark.parametrize("status", [ap.APPROVED, ap.NOT_REQUIRED])
+def test_rule5_an_approved_or_not_required_decision_for_this_plan_lets_apply_write(status):
+    assert ap.check(decision(status), H).status == status
+
+
+@pytest.mark.parametrize("status", [ap.AWAITING, ap.REJECTED, ap.TIMED_OUT])
+def test_rule5_no_other_decision_lets_apply_write(status):
+    with pytest.raises(ap.ApprovalRefused, match="Nothing was written"):
+        ap.check(decision(status), H)
+
+
+def test_rule5_no_decision_at_all_is_refused_naming_what_to_do():
+    with pytest.raises(ap.ApprovalRefused, match="never approved.*approve_plan.*require_approval=false"):
+        ap.check(None, H)
+
+
+def test_rule5_a_plan_changed_after_its_approval_is_refused_naming_both_hashes():
+    other = ap.plan_hash(b"another plan")
+    with pytest.raises(ap.ApprovalRefused) as e:
+        ap.check(decision(ap.APPROVED, other), H)
+    assert other in str(e.value) and H in str(e.value) and "not the one that was approved" in str(e.value)
+
+
+# rule 3: what the approver sees
+def test_rule3_the_request_summarises_the_plan_and_links_to_it():
+    totals = {"groups": 12, "partitions": 120, "planned_commits": 118, "skipped": 2, "clamped": 1,
+              "records_reread_estimate": 5, "records_reread_exact": False, "records_reread_at_least": 3,
+              "records_lost_to_retention": 7}
+    warnings = [f"w{i}" for i in range(25)]
+    subject, body = ap.request_text(run_id="manual__1", totals=totals, rules={"checkpoint": 18, "E1": 100},
+                                    warnings=warnings, disaster_aliases=["primary"], plan_hash=H,
+                                    page_url="http://af/mm2/runs/mm2_failover/manual__1")
+    assert "manual__1" in subject and "12 group(s)" in subject and "118 commit(s)" in subject
+    assert "DISASTER MODE (source primary lost" in subject and "DISASTER MODE" in body
+    assert "| 12 | 120 | 118 | 2 | 1 | 5 (estimate; at least 3) | 7 |" in body
+    assert "E1 100, checkpoint 18" in body
+    assert "- w0" in body and "- w19" in body and "- w20" not in body and "and 5 more" in body
+    assert H in body and "(http://af/mm2/runs/mm2_failover/manual__1)" in body
+    _s, quiet = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
+                                page_url="u")
+    assert "source reachable" in quiet and "Warnings:** none" in quiet and "none (nothing to write)" in quiet
+
+
+def test_every_status_is_described_with_its_plan():
+    for s in ap.STATUSES:
+        assert H in decision(s).describe()
