@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, AssetAlias, task
 
+from mm2_failover.assets import ALIAS as MOVED_GROUPS
 from mm2_failover.dag_defaults import apply_task_defaults
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
 from mm2_failover.operators.plan_approval import PlanApprovalOperator
@@ -66,7 +67,8 @@ with DAG(
 
         return tasks.apply_group_offsets(context)
 
-    @task(task_id="verify_group_offsets")
+    # one Asset event per verified moved group, for the applications' own DAGs (mm2_failover/assets.py)
+    @task(task_id="verify_group_offsets", outlets=[AssetAlias(MOVED_GROUPS)])
     def verify_group_offsets(**context):
         from mm2_failover import tasks
 

@@ -5,7 +5,8 @@ decision, and ``apply_group_offsets`` checks it before its first write.
 
 1. **Who must approve** (:func:`needed`) - a failover run that writes waits for a human's decision, unless its
    ``require_approval`` is false: an automation (or a drill) that has decided already opts out, documented in the
-   README. A dry run writes nothing and asks nothing.
+   README. A run in disaster mode that nobody confirmed (``source_reachable=detect`` found no answer: reachability
+   rule 3a) always asks - entering disaster mode is never automatic. A dry run writes nothing and asks nothing.
 2. **What is approved** (:func:`plan_hash`) - the plan exactly as it was written to ``plan.json``: its rows, the
    snapshot and parameters it was built from. The SHA-256 of the file's bytes; the request shows it and the
    decision records it.
@@ -78,9 +79,9 @@ class Decision:
                 NOT_REQUIRED: "no approval asked (require_approval=false)"}[self.status] + f" - plan {self.plan_hash}"
 
 
-def needed(require_approval: bool, dry_run: bool) -> bool:
-    """Rule 1."""
-    return bool(require_approval) and not dry_run
+def needed(require_approval: bool, dry_run: bool, unconfirmed_disaster: list[str] | tuple = ()) -> bool:
+    """Rule 1; ``unconfirmed_disaster``: the source aliases in disaster mode that nobody declared lost."""
+    return not dry_run and (bool(require_approval) or bool(unconfirmed_disaster))
 
 
 def plan_hash(plan_bytes: bytes) -> str:
@@ -125,10 +126,17 @@ def _num(v) -> str:
 
 
 def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: list[str],
-                 disaster_aliases: list[str], plan_hash: str, page_url: str, max_warnings: int = 20) -> tuple[str, str]:
-    """Rule 3: the subject and the Markdown body of the approval request."""
-    mode = (f"DISASTER MODE (source {', '.join(disaster_aliases)} lost: no source-side checks)" if disaster_aliases
-            else "source reachable, drained")
+                 disaster_aliases: list[str], plan_hash: str, page_url: str, max_warnings: int = 20,
+                 unconfirmed: list[str] | tuple = ()) -> tuple[str, str]:
+    """Rule 3: the subject and the Markdown body of the approval request. ``unconfirmed``: the aliases in disaster
+    mode only because their source did not answer (nobody said it is lost)."""
+    if unconfirmed:
+        mode = (f"DISASTER MODE NOT CONFIRMED: source {', '.join(unconfirmed)} did not answer (source_reachable="
+                "detect) - approve only if it is really lost; a wrong address looks the same")
+    elif disaster_aliases:
+        mode = f"DISASTER MODE (source {', '.join(disaster_aliases)} lost: no source-side checks)"
+    else:
+        mode = "source reachable, drained"
     subject = (f"Apply the failover plan of run {run_id}? {_num(totals.get('groups'))} group(s), "
                f"{_num(totals.get('planned_commits'))} commit(s); {mode}")
     reread = _num(totals.get("records_reread_estimate"))

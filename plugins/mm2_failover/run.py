@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 5.0
 REACHABILITY = "source_reachability"
+APPROVAL_TASK = "approve_plan"  # a DAG with this task asks a human before it writes
 
 #: builds the Cluster of a connection (Airflow connection id, or the CLI's config label); timeout in seconds
 ClusterFactory = Callable[[str, str, float], Cluster]
@@ -37,6 +38,9 @@ class RunContext:
     target_conn: str = TARGET_CONN_ID
     source_conn: str = SOURCE_CONN_ID
     timeout: float = 15.0
+    #: the run asks a human before it writes (the failover DAG's approve_plan): an unanswered source under
+    #: ``detect`` is then planned for in disaster mode, unconfirmed, and the approval asks (reachability rule 3a)
+    asks_before_writing: bool = False
     _sources: dict = field(default_factory=dict, repr=False)
 
     # -- construction ---------------------------------------------------------------------------------
@@ -52,7 +56,9 @@ class RunContext:
         def connect(conn_id: str, role: str, timeout: float) -> Cluster:
             return KafkaClusterHook(conn_id, role, timeout).cluster()
 
-        return cls(p, RunFolder(run_dir(dag_id, run_id)), dag_id, run_id, connect, target_conn_id, source_conn_id)
+        asks = APPROVAL_TASK in context["dag"].task_ids
+        return cls(p, RunFolder(run_dir(dag_id, run_id)), dag_id, run_id, connect, target_conn_id, source_conn_id,
+                   asks_before_writing=asks)
 
     @classmethod
     def from_cli(cls, params: RunParams, folder: Path, confs: dict[str, dict], timeout: float) -> "RunContext":
@@ -106,10 +112,14 @@ class RunContext:
             what = f"source cluster of alias {alias} (connection {conn})"
             probe_cluster = self.connect(conn, f"source {alias}", PROBE_TIMEOUT_S) if mode != "no" else None
             decision, outcomes, err = reachability.probe(probe_cluster.probe if probe_cluster else (lambda: None),
-                                                         mode=mode, what=what)
+                                                         mode=mode, what=what, asks=self.asks_before_writing)
             out[alias] = decision
+            sure = reachability.confirmed(mode, decision)
             detail[alias] = {"decision": decision, "outcomes": outcomes, "last_error": err, "connection": conn,
-                             "why": {"no": "source_reachable=no: declared lost by the operator"}.get(mode, "")}
+                             "confirmed": sure,
+                             "why": {"no": "source_reachable=no: declared lost by the operator"}.get(mode, "") or (
+                                 "" if sure else f"source_reachable=detect and it did not answer on any of "
+                                                 f"{len(outcomes)} tries - NOT confirmed lost: the approval asks")}
             if decision == reachability.DISASTER:
                 log.warning("WARNING: DISASTER MODE for alias %s: %s. Source-side checks are skipped for it; only "
                             "target-side evidence is used, and the report carries the data-loss window.", alias,
@@ -119,6 +129,14 @@ class RunContext:
 
     def disaster_aliases(self) -> list[str]:
         return [a for a, d in self.reachability().items() if d == reachability.DISASTER]
+
+    def unconfirmed_disaster_aliases(self) -> list[str]:
+        """Aliases in disaster mode only because their source did not answer under ``detect``: nobody has said they
+        are lost yet (reachability rule 3a; the approval asks). Read from the run's record (decided by its first
+        task); none recorded yet: none."""
+        rec = self.folder.decision(REACHABILITY) or {}
+        return sorted(a for a, v in (rec.get("aliases") or {}).items()
+                      if v.get("decision") == reachability.DISASTER and v.get("confirmed") is False)
 
     def source(self, alias: str) -> Cluster | None:
         """The source cluster of ``alias``, or None when the run decided it is lost (disaster mode)."""

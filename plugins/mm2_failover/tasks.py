@@ -115,7 +115,24 @@ def verify_group_offsets(context) -> dict:
             + "; ".join(f"{m['group']} {m['topic']}[{m['partition']}] planned {m['planned']} got {m['committed']}"
                         for m in rep.mismatches[:20])
             + f". See {ctx.folder.report_md}. A consumer may have committed since; check the group before re-running.")
-    return {"report": str(ctx.folder.report_json), "outcome": rep.outcome, "totals": t}
+    moved = tell_the_applications(context, ctx, rep.as_dict())
+    return {"report": str(ctx.folder.report_json), "outcome": rep.outcome, "totals": t, "asset_events": moved}
+
+
+def tell_the_applications(context, ctx, report: dict) -> int:
+    """One Asset event per verified moved group (:mod:`mm2_failover.assets`), through the task's asset alias."""
+    from airflow.sdk import Asset, AssetAlias
+
+    from mm2_failover import assets
+    from mm2_failover.config import TARGET_CONN_ID
+
+    events = assets.events(report, target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
+    alias = context["outlet_events"][AssetAlias(assets.ALIAS)]
+    for name, uri, extra in events:
+        alias.add(Asset(name=name, uri=uri), extra=extra)
+    log.info("asset events for %d moved group(s) (alias %s), e.g. %s", len(events), assets.ALIAS,
+             events[0][1] if events else "none")
+    return len(events)
 
 
 @_outcomes

@@ -240,8 +240,13 @@ def failover_run(run_root, request):
         t_bed = time.monotonic()  # the run's budget starts here (see BED_START_S)
         print(f"\n[ui] bed ready at {t_bed - t0:.1f}s")
         print(f"[ui] separate Airflow home {af.home} migrated in {af.wait_server_side():.1f}s")
+        from testbed.bed import free_port
+        from testbed.localenv import kafka_conn
+
         af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap,
                            {"MM2_FAILOVER_FAULT": FAULTS, "MM2_FAILOVER_FAULT_ONCE_DIR": str(once),
+                            # a source connection nobody answers on (a mistyped address looks exactly like this)
+                            "AIRFLOW_CONN_KAFKA_SOURCE_MISTYPED": kafka_conn(f"127.0.0.1:{free_port()}"),
                             "MM2_FAILOVER_NOTIFY_EMAIL": ONCALL, "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port)})
         print(f"[ui] Airflow processes started at {time.monotonic() - t0:.1f}s on {af.base}")
         tag = uuid.uuid4().hex[:6]
@@ -295,15 +300,23 @@ def answer(af: AirflowStack, run_id: str, option: str) -> dict:
 
 
 # Airflow 3.3.2 fails the approval task when the answer lands before the scheduler has processed the exit of the
-# task process that parked it (the executor's "success" for that try then meets a TI already queued to resume: "state
-# changed externally"). A person never answers that fast; an automation must wait a moment, as this test does.
-ANSWER_AFTER_S = 4
+# task process that parked it: the executor's "success" for that try then meets a TI already queued to resume ("state
+# changed externally"). That exit came 0.5 s after the park on an idle machine and 5 s after it on a busy one, so a
+# fixed delay is not enough: like a person, who never answers that fast, this test answers once the scheduler has
+# logged the parked try as finished.
+def parked_try_processed(af: AirflowStack, run_id: str) -> bool:
+    line = f"TaskInstance Finished: dag_id=mm2_failover, task_id=approve_plan, run_id={run_id},"
+    return any(line in x and "state=awaiting_input" in x
+               for x in (af.home / "scheduler.log").read_text(errors="replace").splitlines())
+
+
+def ready_to_answer(af: AirflowStack, run_id: str) -> bool:
+    return (task_states(af, run_id).get("approve_plan", (None,))[0] == "awaiting_input"
+            and parked_try_processed(af, run_id))
 
 
 def wait_for_approval_request(af: AirflowStack, run_id: str, timeout: float) -> None:
-    af.wait(lambda: task_states(af, run_id).get("approve_plan", (None,))[0] == "awaiting_input", timeout,
-            f"run {run_id} to wait for its approval", interval=1)
-    time.sleep(ANSWER_AFTER_S)
+    af.wait(lambda: ready_to_answer(af, run_id), timeout, f"run {run_id} to wait for its approval", interval=1)
 
 
 def task_states(af: AirflowStack, run_id: str) -> dict[str, tuple[str, int]]:
@@ -319,10 +332,8 @@ def watch_apply(ns, budget: float) -> None:
         af.check_alive()
         dr = af.api("GET", run_path(ns.run_id))
         states = task_states(af, ns.run_id)
-        if states.get("approve_plan", (None,))[0] == "awaiting_input" and ns.request is None:
-            ns.awaiting_since = getattr(ns, "awaiting_since", None) or time.monotonic()
-        if getattr(ns, "awaiting_since", None) and ns.request is None \
-                and time.monotonic() - ns.awaiting_since >= ANSWER_AFTER_S:
+        if ns.request is None and states.get("approve_plan", (None,))[0] == "awaiting_input" \
+                and parked_try_processed(af, ns.run_id):
             ns.approval_on_disk = json.loads((ns.folder / "approval.json").read_text())
             ns.report_while_waiting = json.loads((ns.folder / "report.json").read_text())
             ns.request = answer(af, ns.run_id, "Approve")  # issue 33: approved through the HITL REST API
@@ -531,11 +542,12 @@ def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_p
     assert hitl["responded_by_user"]["name"] == "admin"
 
 
-def test_a_rejected_plan_and_one_not_approved_in_time_write_nothing_and_say_so(failover_run):
+def test_a_rejected_plan_one_not_approved_in_time_and_an_unconfirmed_disaster_write_nothing_and_say_so(failover_run):
     """Issue 33: a new group's run is rejected through the HITL REST API - the writing tasks are skipped, the group
     has no commit on the target, the report says REJECTED and by whom. Its next run gets no answer within
     approval_timeout_seconds: the scheduler times the approval out, the task fails and mails on-call, nothing is
-    written, the report says APPROVAL TIMED OUT."""
+    written, the report says APPROVAL TIMED OUT. A third run whose source never answers (detect) is not put in
+    disaster mode silently: it asks in the approval, even with require_approval=false."""
     from testbed import scenario
     from mm2_failover.ui import safe_name
 
@@ -579,3 +591,37 @@ def test_a_rejected_plan_and_one_not_approved_in_time_write_nothing_and_say_so(f
     _rcpt, mail = r.mails[-1]
     assert mail["Subject"].startswith(f"[mm2-failover] mm2_failover run {timed_out}: approve_plan FAILED - NOT approved "
                                       "within 10 s"), mail["Subject"]
+
+    # a source that never answers under source_reachable=detect (here: its connection names a port nobody listens
+    # on): the run plans in disaster mode, read-only, and asks - even though this trigger opted out of approvals
+    unsure, folder = trigger(source_connections={"primary": "kafka_source_mistyped"}, require_approval=False)
+    wait_for_approval_request(af, unsure, 180)
+    asked = answer(af, unsure, "Reject")
+    assert "DISASTER MODE NOT CONFIRMED: source primary did not answer" in asked["subject"], asked["subject"]
+    assert "really lost" in asked["body"]
+    af.wait(lambda: af.api("GET", run_path(unsure))["state"] in ("success", "failed"), 60, "the unsure run to end")
+    assert task_states(af, unsure)["apply_group_offsets"][0] == "skipped"
+    assert r.target.committed(grp) == {} and not (folder / "backup.json").exists()
+    decision = json.loads((folder / "run.json").read_text())["decisions"]["source_reachability"]["aliases"]["primary"]
+    assert (decision["decision"], decision["confirmed"]) == ("disaster", False)
+
+
+def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):
+    """Issue 33, "tell the applications": the run's verify task emitted, through its asset alias, one Asset event for
+    the moved group - the target cluster, the group, its replica topic and the verified offsets in the extra - read
+    back through Airflow's REST API (the clear of drill 8 verified, and announced, again: the same event)."""
+    from mm2_failover import assets
+
+    r, af = failover_run, failover_run.af
+    got = af.api("GET", f"/api/v2/assets/events?source_dag_id=mm2_failover&source_run_id={quote(r.run_id, safe='')}")
+    evs = got["asset_events"]
+    assert evs and all(e["source_task_id"] == "verify_group_offsets" for e in evs), evs
+    name, uri = assets.group_asset(r.names["group"])
+    planned = planned_offsets(r.folder)
+    topic = f"primary.{r.names['topic']}"
+    for e in evs:
+        assert (e["name"], e["uri"]) == (name, uri)
+        x = e["extra"]
+        assert (x["group"], x["target_connection"], x["failover_run_id"]) == (r.names["group"], "kafka_target", r.run_id)
+        assert x["target_cluster_id"] == r.target.cluster_id() and x["replica_topics"] == [topic]
+        assert {(topic, int(p)): o for p, o in x["offsets"][topic].items()} == planned

@@ -341,20 +341,22 @@ def test_source_lost_mid_run_fails_the_run_and_an_explicit_disaster_re_trigger_c
 
 
 def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own_bed, capfd):
-    """The source is gone. With the default ``source_reachable=detect`` the run stops at the drain check, nothing
-    written (issue 33: disaster mode is never entered by itself - it used to be, here); declared lost
+    """The source is gone. With the default ``source_reachable=detect`` disaster mode is never entered by itself
+    (issue 33): a dry run plans in disaster mode *unconfirmed* and says so, nothing written (a run that writes would
+    wait for a human's approval that asks whether the source is really lost: tests/e2e/test_ui.py); declared lost
     (``source_reachable=no``) the run completes in disaster mode, with the warning and the data-loss window."""
     b = on_own_bed
     target = b.client("target")
     b.stop_source()
     dr = localenv.run_dag("mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
-                                           "drain_timeout_seconds": 60})
+                                           "drain_timeout_seconds": 60, "dry_run": True})
     states = localenv.task_states("mm2_failover", dr.run_id)
-    out = capfd.readouterr().out
-    assert dr.state == "failed" and states["verify_producers_drained"] == "failed", states  # the first to ask
-    assert "never enters disaster mode by itself" in out and "source_reachable=no" in out
-    assert "DISASTER MODE for alias" not in out
+    assert dr.state == "success" and states["approve_plan"] == "skipped", states
+    report = json.loads((run_dir("mm2_failover", dr.run_id) / "report.json").read_text())
+    assert report["outcome"] == "dry_run"
+    assert any(w.startswith("DISASTER MODE NOT CONFIRMED for source alias(es) primary") for w in report["warnings"])
     assert target.committed("lost-app") == {}  # nothing written
+    capfd.readouterr()
 
     dr = localenv.run_dag("mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
                                            "drain_timeout_seconds": 60, "source_reachable": "no"})

@@ -20,6 +20,11 @@ def test_rule1_a_run_that_writes_waits_unless_it_opted_out_and_a_dry_run_never_a
     assert ap.needed(require, dry) is want
 
 
+def test_rule1_disaster_mode_nobody_confirmed_always_asks_even_when_the_run_opted_out():
+    assert ap.needed(False, False, ["primary"]) is True
+    assert ap.needed(False, True, ["primary"]) is False  # a dry run writes nothing
+
+
 # rule 2: what is approved
 def test_rule2_the_hash_names_the_bytes_of_the_plan():
     assert H.startswith("sha256:") and len(H) == len("sha256:") + 64
@@ -85,6 +90,9 @@ def test_rule3_the_request_summarises_the_plan_and_links_to_it():
     assert "E1 100, checkpoint 18" in body
     assert "- w0" in body and "- w19" in body and "- w20" not in body and "and 5 more" in body
     assert H in body and "(http://af/mm2/runs/mm2_failover/manual__1)" in body
+    s2, b2 = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=["primary"], plan_hash=H,
+                             page_url="u", unconfirmed=["primary"])
+    assert "DISASTER MODE NOT CONFIRMED: source primary did not answer" in s2 and "really lost" in b2
     _s, quiet = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
                                 page_url="u")
     assert "source reachable" in quiet and "Warnings:** none" in quiet and "none (nothing to write)" in quiet

@@ -19,7 +19,7 @@ PKG = REPO / "plugins" / "mm2_failover"
 LAYERS = {
     # pure rules: no I/O
     "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
-             "reachability", "config", "faults", "translate", "evidence", "audit", "acls", "notify", "approval"},
+             "reachability", "config", "faults", "translate", "evidence", "audit", "acls", "notify", "approval", "assets"},
     # talks to Kafka or the filesystem
     "io": {"kafka_io", "runfolder", "answers", "locks", "spark", "hooks.kafka_cluster", "syncs", "state"},
     # one run: its context and its stages (one module per stage)

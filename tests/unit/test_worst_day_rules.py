@@ -100,6 +100,20 @@ def test_reachability_is_decided_by_explicit_rules():
         decide("maybe", [])
 
 
+def test_a_run_that_asks_before_it_writes_plans_in_unconfirmed_disaster_mode_and_nothing_else_does():
+    """Issue 33, rule 3a: under detect, a source that never answered puts a run that asks a human before it writes
+    (the failover DAG) in disaster mode *unconfirmed* - and its approval asks. ``yes`` still fails; ``no`` and any
+    answer are decisions that need nobody's confirmation."""
+    from mm2_failover.reachability import DISASTER, REACHABLE, SourceRequiredUnreachable, confirmed, decide
+
+    lost = ["unreachable"] * 3
+    assert decide("detect", lost, asks=True) == DISASTER and not confirmed("detect", DISASTER)
+    with pytest.raises(SourceRequiredUnreachable):
+        decide("yes", lost, asks=True)
+    assert decide("detect", ["unreachable", "ok"], asks=True) == REACHABLE and confirmed("detect", REACHABLE)
+    assert confirmed("no", decide("no", [], asks=True)) and confirmed("yes", REACHABLE)
+
+
 # ------------------------------------------------------------------------------------------ 13. durable writes
 
 

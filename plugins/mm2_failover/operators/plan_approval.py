@@ -12,8 +12,9 @@ state, holding no worker slot and needing no triggerer; the scheduler enforces t
 * Reject: the downstream tasks are skipped; nothing is written; the report's outcome says ``rejected`` and by whom.
 * No answer within ``approval_timeout_seconds``: this task fails (and notifies), nothing is written; the report
   says ``approval_timed_out``.
-* ``require_approval=false``: nothing is asked; the opt-out is recorded and reported. A dry run skips the writing
-  tasks: nothing to approve.
+* ``require_approval=false``: nothing is asked; the opt-out is recorded and reported - unless the run is in
+  disaster mode that nobody confirmed (``source_reachable=detect`` got no answer): that always asks. A dry run skips
+  the writing tasks: nothing to approve.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class PlanApprovalOperator(ApprovalOperator):
         if p.dry_run:
             raise AirflowSkipException(f"dry run: nothing will be written, so nothing to approve; the plan and its "
                                        f"report are in {ctx.folder.dir}")
-        if not rules.needed(p.require_approval, p.dry_run):
+        if not rules.needed(p.require_approval, p.dry_run, ctx.unconfirmed_disaster_aliases()):
             return stage.not_required(ctx).as_dict()
         self.subject, self.body, asked = stage.ask(ctx, base_url())
         self.response_timeout = timedelta(seconds=p.approval_timeout_seconds)

@@ -28,7 +28,7 @@ def preview(ctx: RunContext, plan: planmod.Plan) -> reportmod.Report | None:
     p = ctx.params
     if p.dry_run:
         return verify_run(ctx, plan, dry_run=True)
-    if rules.needed(p.require_approval, p.dry_run):
+    if rules.needed(p.require_approval, p.dry_run, ctx.unconfirmed_disaster_aliases()):
         return verify_run(ctx, plan, dry_run=True, outcome=rules.OUTCOMES[rules.AWAITING])
     return None
 
@@ -47,7 +47,7 @@ def ask(ctx: RunContext, base_url: str) -> tuple[str, str, rules.Decision]:
     subject, body = rules.request_text(
         run_id=ctx.run_id, totals=rep.totals, rules=record.plan.rules(), warnings=rep.warnings,
         disaster_aliases=list((rep.snapshot or {}).get("disaster_aliases") or []), plan_hash=h,
-        page_url=report_link(base_url, ctx.dag_id, f.dir.name))
+        page_url=report_link(base_url, ctx.dag_id, f.dir.name), unconfirmed=ctx.unconfirmed_disaster_aliases())
     asked = rules.Decision(rules.AWAITING, h, asked_at=now_iso(), timeout_seconds=ctx.params.approval_timeout_seconds)
     record_decision(ctx, asked)
     return subject, body, asked

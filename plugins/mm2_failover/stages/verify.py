@@ -72,6 +72,11 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
         warnings.append(f"DISASTER MODE for source alias(es) {', '.join(snap.disaster_aliases)}: their clusters were "
                         "not reachable (or declared lost); producer and source-group checks were skipped for them. "
                         f"Data-loss window: {rpo}")
+    unconfirmed = ctx.unconfirmed_disaster_aliases() if snap.disaster_aliases else []
+    if unconfirmed:
+        warnings.append(f"DISASTER MODE NOT CONFIRMED for source alias(es) {', '.join(unconfirmed)}: they did not "
+                        "answer under source_reachable=detect and nobody declared them lost - a wrong address looks "
+                        "the same. Nothing is written until a human approves this plan.")
     built = f.load_plan() if f.plan_json.exists() else None
     warnings += built.translation_notes if built else []
     warnings += [f"group {g} moved since this run's backup, NOT rewritten (its consumers committed on the target "

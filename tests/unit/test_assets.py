@@ -1,0 +1,72 @@
+"""Issue 33, "tell the applications": mm2_failover.assets, grouped by rule, on reports built by the real report
+builder."""
+
+from __future__ import annotations
+
+from airflow.sdk import Asset
+
+from mm2_failover import assets
+from mm2_failover.plan import COMMIT, SKIP, Mismatch, Plan, PlanRow
+from mm2_failover.report import build_report
+
+ROWS = [PlanRow("primary", "orders", "primary.orders", 0, 10, 9, None, 9, COMMIT),
+        PlanRow("primary", "orders", "primary.orders", 1, 20, 18, None, 18, COMMIT),
+        PlanRow("primary", "orders", "primary.payments", 0, 5, 5, None, 5, COMMIT),
+        PlanRow("primary", "idle", "primary.orders", 0, None, None, None, None, SKIP, "no_checkpoint"),
+        PlanRow("primary", "broken", "primary.orders", 0, 7, 7, None, 7, COMMIT),
+        PlanRow("primary", "refused", "primary.orders", 0, 3, 3, None, 3, COMMIT)]
+
+
+def report(dry_run: bool = False, outcome: str | None = None) -> dict:
+    committed = {"orders": {("primary.orders", 0): 9, ("primary.orders", 1): 18, ("primary.payments", 0): 5},
+                 "broken": {("primary.orders", 0): 6}}
+    return build_report(dag_id="mm2_failover", run_id="manual__1", params={}, plan=Plan(ROWS), committed=committed,
+                        log_end={}, mismatches=[] if dry_run else [Mismatch("broken", "primary.orders", 0, 7, 6)],
+                        refused={"refused": "GROUP_SUBSCRIBED_TO_TOPIC"}, dry_run=dry_run, outcome=outcome).as_dict()
+
+
+# rule 1
+def test_rule1_one_asset_per_group_that_airflow_keeps_as_it_is():
+    name, uri = assets.group_asset("team a/orders")
+    assert name == "mm2-failover/consumer-group/team a/orders"
+    assert uri == "x-mm2-failover://consumer-group/team%20a%2Forders"
+    assert Asset(name=name, uri=uri).uri == uri
+
+
+# rule 2
+def test_rule2_only_groups_that_moved_and_read_back_get_an_event():
+    got = assets.events(report(), target_cluster_id="abc", target_conn_id="kafka_target")
+    assert [e[2]["group"] for e in got] == ["orders"]  # not skipped, not mismatched, not refused
+
+
+def test_rule2_nothing_for_a_dry_run_or_a_plan_not_applied():
+    assert assets.events(report(dry_run=True), target_cluster_id="abc", target_conn_id="t") == []
+    assert assets.events(report(dry_run=True, outcome="rejected"), target_cluster_id="abc", target_conn_id="t") == []
+
+
+# rule 3
+def test_rule3_the_event_names_the_target_the_run_the_topics_and_the_offsets():
+    (name, uri, extra), = assets.events(report(), target_cluster_id="abc", target_conn_id="kafka_target")
+    assert (name, uri) == assets.group_asset("orders")
+    assert extra == {"group": "orders", "target_cluster_id": "abc", "target_connection": "kafka_target",
+                     "failover_dag_id": "mm2_failover", "failover_run_id": "manual__1",
+                     "replica_topics": ["primary.orders", "primary.payments"],
+                     "offsets": {"primary.orders": {"0": 9, "1": 18}, "primary.payments": {"0": 5}}}
+
+
+def test_the_readmes_application_dag_parses_and_listens_to_its_groups_asset(tmp_path):
+    """The example DAG in README.md ("Telling the applications") is real: Airflow's DagBag loads it, and it is
+    scheduled on exactly the Asset a moved group's event names."""
+    import re
+    from pathlib import Path
+
+    from airflow.dag_processing.dagbag import DagBag
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(r"<!-- example-app-dag[^>]*-->\n```python\n(.*?)```", readme, re.S).group(1)
+    (tmp_path / "orders_app.py").write_text(block)
+    bag = DagBag(dag_folder=str(tmp_path))
+    assert bag.import_errors == {}
+    dag = bag.dags["orders_app_resume_on_backup"]
+    name, uri = assets.group_asset("orders-app")
+    assert [(a.name, a.uri) for a in dag.timetable.asset_condition.objects] == [(name, uri)]
