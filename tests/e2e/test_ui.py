@@ -542,12 +542,14 @@ def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_p
     assert hitl["responded_by_user"]["name"] == "admin"
 
 
-def test_a_rejected_plan_one_not_approved_in_time_and_an_unconfirmed_disaster_write_nothing_and_say_so(failover_run):
-    """Issue 33: a new group's run is rejected through the HITL REST API - the writing tasks are skipped, the group
-    has no commit on the target, the report says REJECTED and by whom. Its next run gets no answer within
-    approval_timeout_seconds: the scheduler times the approval out, the task fails and mails on-call, nothing is
-    written, the report says APPROVAL TIMED OUT. A third run whose source never answers (detect) is not put in
-    disaster mode silently: it asks in the approval, even with require_approval=false."""
+def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in_time_writes_nothing(failover_run):
+    """Issue 33, two runs of a new group. The first one's source never answers under ``source_reachable=detect`` (its
+    connection names a port nobody listens on - a mistyped address looks exactly like this): it is not put in disaster
+    mode silently but plans read-only and asks in its approval - even though the trigger opted out of approvals - and
+    is rejected through the HITL REST API: the writing tasks are skipped, the group has no commit on the target, the
+    report says REJECTED and by whom. The second run gets no answer within ``approval_timeout_seconds``: the scheduler
+    times the approval out, the task fails and mails on-call, nothing is written, the report says APPROVAL TIMED
+    OUT."""
     from testbed import scenario
     from mm2_failover.ui import safe_name
 
@@ -563,19 +565,23 @@ def test_a_rejected_plan_one_not_approved_in_time_and_an_unconfirmed_disaster_wr
                      {"logical_date": None, "conf": {"groups_regex": grp, "drain_quiet_seconds": 1, **conf}})
         return run["dag_run_id"], af.artifacts / "mm2_failover" / safe_name(run["dag_run_id"])
 
-    rejected, folder = trigger()
-    wait_for_approval_request(af, rejected, 150)
+    rejected, folder = trigger(source_connections={"primary": "kafka_source_mistyped"}, require_approval=False)
+    wait_for_approval_request(af, rejected, 180)
     asked = answer(af, rejected, "Reject")
-    assert "1 group(s), 2 commit(s)" in asked["subject"]
+    assert "DISASTER MODE NOT CONFIRMED: source primary did not answer" in asked["subject"], asked["subject"]
+    assert "1 group(s), 2 commit(s)" in asked["subject"] and "really lost" in asked["body"]
     af.wait(lambda: af.api("GET", run_path(rejected))["state"] in ("success", "failed"), 60, "the rejected run to end")
     states = task_states(af, rejected)
     assert states["approve_plan"][0] == "success", states
     assert states["apply_group_offsets"][0] == "skipped" and states["verify_group_offsets"][0] == "skipped", states
     assert r.target.committed(grp) == {} and not (folder / "backup.json").exists()
+    reach = json.loads((folder / "run.json").read_text())["decisions"]["source_reachability"]["aliases"]["primary"]
+    assert (reach["decision"], reach["confirmed"]) == ("disaster", False)
     decided = json.loads((folder / "approval.json").read_text())
     assert (decided["status"], decided["decided_by"]) == ("rejected", "admin")
     report = json.loads((folder / "report.json").read_text())
     assert report["outcome"] == "rejected" and report["totals"]["committed"] == 0
+    assert any(w.startswith("DISASTER MODE NOT CONFIRMED") for w in report["warnings"])
     status, page = af.get(f"/mm2/runs/mm2_failover/{quote(safe_name(rejected), safe='')}", af.token)
     assert status == 200 and "REJECTED by admin" in page and "plan.csv</a>" in page
 
@@ -591,19 +597,6 @@ def test_a_rejected_plan_one_not_approved_in_time_and_an_unconfirmed_disaster_wr
     _rcpt, mail = r.mails[-1]
     assert mail["Subject"].startswith(f"[mm2-failover] mm2_failover run {timed_out}: approve_plan FAILED - NOT approved "
                                       "within 10 s"), mail["Subject"]
-
-    # a source that never answers under source_reachable=detect (here: its connection names a port nobody listens
-    # on): the run plans in disaster mode, read-only, and asks - even though this trigger opted out of approvals
-    unsure, folder = trigger(source_connections={"primary": "kafka_source_mistyped"}, require_approval=False)
-    wait_for_approval_request(af, unsure, 180)
-    asked = answer(af, unsure, "Reject")
-    assert "DISASTER MODE NOT CONFIRMED: source primary did not answer" in asked["subject"], asked["subject"]
-    assert "really lost" in asked["body"]
-    af.wait(lambda: af.api("GET", run_path(unsure))["state"] in ("success", "failed"), 60, "the unsure run to end")
-    assert task_states(af, unsure)["apply_group_offsets"][0] == "skipped"
-    assert r.target.committed(grp) == {} and not (folder / "backup.json").exists()
-    decision = json.loads((folder / "run.json").read_text())["decisions"]["source_reachability"]["aliases"]["primary"]
-    assert (decision["decision"], decision["confirmed"]) == ("disaster", False)
 
 
 def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):

@@ -432,11 +432,11 @@ def test_a_second_writer_on_the_same_target_waits_then_refuses_naming_the_first(
 def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_its_group(bed, target, failed_over,
                                                                                        capfd):
     """Fault drill 7 (issue 18), a failover (the DAG) and a rollback (the CLI, another process) at once on one target:
-    the rollback holds the target's writer lock; the DAG's apply waits for it naming the rollback (refused after
-    ``lock_wait_seconds``, then retried by Airflow, or given the lock while it waits) and - once the rollback let go -
-    moves the group. The rollback holds the lock for 60 s and the apply waits 30 s per try (3 tries, 15 s apart), so
-    the apply meets the lock however long the tasks before it take on a busy machine (up to 60 s) and gets it in the
-    end (from 0 s on)."""
+    the rollback holds the target's writer lock; the DAG's apply waits for it, naming the rollback, and - once the
+    rollback let go - moves the group. The rollback holds the lock for 55 s and the apply may wait 60 s for it, so the
+    apply meets the lock however long the tasks before it take (measured: 19 s on a quiet machine, 40 s on a busy
+    one) and gets it when the rollback ends. (With a short wait the apply is refused naming the holder and Airflow's
+    retry moves the group: the same names, the same end.)"""
     from testbed import localenv
 
     f = failed_over
@@ -445,11 +445,11 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
     scenario.wait_checkpointed(target, bed.checkpoints_topic, grp, f.rt, 2)
     g = f.groups[2]
     holder = on_bed_popen(bed, "rollback", "--backup", str(f.backup_of(g)),
-                          env={"MM2_FAILOVER_FAULT": "sleep60@rollback.locked"})
+                          env={"MM2_FAILOVER_FAULT": "sleep55@rollback.locked"})
     try:
         time.sleep(5)  # the rollback holds the lock now, for 40 s
         capfd.readouterr()
-        dr = localenv.run_dag("mm2_failover", {"groups_regex": grp, "drain_quiet_seconds": 1, "lock_wait_seconds": 30,
+        dr = localenv.run_dag("mm2_failover", {"groups_regex": grp, "drain_quiet_seconds": 1, "lock_wait_seconds": 60,
                                                "translation": "checkpoint"})
         out = capfd.readouterr().out
     finally:
