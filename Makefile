@@ -19,11 +19,10 @@ demo-failback: setup
 	$(PY) -m testbed.demo_failback
 
 # the whole suite, its files spread over TEST_WORKERS processes (pytest-xdist; each worker its own bed:
-# tests/conftest.py), handed out heaviest file first (tests/conftest.py FILE_COST; xdist's own reorder would put the
-# files with the most tests - the cheap unit ones - first); TEST_WORKERS=0 runs it in this process alone
+# tests/conftest.py); TEST_WORKERS=0 runs it in this process alone
 TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+	$(PY) -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 test-unit: setup
 	$(PY) -m pytest tests/unit

@@ -149,39 +149,6 @@ def target(bed):
     return bed.client("target")
 
 
-#: the suite's heavy files by their cost (seconds, estimated from the fresh-clone CI of 37fa6db on 2 cores: bed setup
-#: and calls), heaviest first. With ``--dist loadfile --no-loadscope-reorder`` (Makefile) xdist hands the files to
-#: the workers in collection order, which :func:`pytest_collection_modifyitems` makes this one: the long files start
-#: first and the short ones (the unit tests) fill the end, so the two workers finish together (longest processing
-#: time first). xdist's default order - most tests first - started the heavy bed files with few tests last, and one
-#: worker ran alone at the end. Files not listed follow, in collection order.
-FILE_COST = {
-    "tests/integration/test_drain_and_disaster.py": 470,
-    "tests/integration/test_worst_day.py": 400,
-    "tests/e2e/test_ui.py": 330,
-    "tests/integration/test_latest_state.py": 230,
-    "tests/integration/test_exact_drill.py": 170,
-    "tests/integration/test_acls.py": 140,
-    "tests/integration/test_multi_source.py": 115,
-    "tests/integration/test_failback.py": 110,
-    "tests/integration/test_latest_checkpoints_job.py": 110,
-    "tests/integration/test_spark_cluster.py": 100,
-    "tests/integration/test_exact_translation.py": 80,
-    "tests/integration/test_cli_end_to_end.py": 70,
-    "tests/integration/test_e2e_failover.py": 50,
-    "tests/integration/test_safe_apply.py": 40,
-    "tests/integration/test_dag_safety.py": 40,
-    "tests/integration/test_drill_dag.py": 30,
-    "tests/integration/test_credentials.py": 30,
-}
-
-
-def pytest_collection_modifyitems(session, config, items):
-    """The files in :data:`FILE_COST` order (a stable sort: a file's own tests keep their order)."""
-    rank = {f: i for i, f in enumerate(sorted(FILE_COST, key=FILE_COST.get, reverse=True))}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
-
-
 def pytest_sessionfinish(session, exitstatus):
     # keep the run folder (logs, artifacts) only when something failed
     if exitstatus == 0 and RUN.exists() and not os.environ.get("MM2_FAILOVER_KEEP_TEST_RUNS"):

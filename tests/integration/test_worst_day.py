@@ -444,23 +444,30 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
     scenario.consume_and_commit(bed.source_bootstrap, grp, f.prep.topic, {0: 25, 1: 6})
     scenario.wait_checkpointed(target, bed.checkpoints_topic, grp, f.rt, 2)
     g = f.groups[2]
+    from datetime import datetime
+
+    from mm2_failover import locks
+    from mm2_failover.config import artifacts_root, run_dir
+
+    started = time.time()
     holder = on_bed_popen(bed, "rollback", "--backup", str(f.backup_of(g)),
                           env={"MM2_FAILOVER_FAULT": "sleep55@rollback.locked"})
     try:
-        time.sleep(5)  # the rollback holds the lock now, for 40 s
-        capfd.readouterr()
+        time.sleep(5)  # the rollback holds the lock now, for 55 s
+        held = json.loads(locks.lock_path(artifacts_root(), target.cluster_id()).read_text() or "{}")
         dr = localenv.run_dag("mm2_failover", {"groups_regex": grp, "drain_quiet_seconds": 1, "lock_wait_seconds": 60,
                                                "translation": "checkpoint"})
-        out = capfd.readouterr().out
     finally:
         holder.wait(120)
     assert dr.state == "success", localenv.task_states("mm2_failover", dr.run_id)
-    # a try met the rollback's lock, naming it: refused after its wait, or waiting until it was let go
-    assert ("another writer holds the lock" in out or "waiting for the lock" in out) and "rollback (cli)" in out, \
-        out[-3000:]
-    from mm2_failover.config import run_dir
-
+    assert held.get("writer") == "rollback (cli)", held  # the lock the DAG met, naming its holder
     art = run_dir("mm2_failover", dr.run_id)
+    # the apply was ready (its approval step, just before it, ran) while the rollback held the lock, and wrote its
+    # backup - its first act under the lock - only after the rollback let go: it waited for the other writer
+    ts = lambda iso: datetime.fromisoformat(iso).timestamp()  # noqa: E731
+    ready = ts(json.loads((art / "approval.json").read_text())["decided_at"])
+    wrote = ts(json.loads((art / "backup.json").read_text())["taken_at"])
+    assert ready < started + 55 <= wrote, (started, ready, wrote)
     planned = {(t, int(p)): int(o) for line in (art / "plan.csv").read_text().splitlines()
                for (_g, t, p, o) in [line.split(",")]}
     assert len(planned) == 2 and target.committed(grp) == planned
