@@ -10,7 +10,7 @@ from mm2_failover import approval as rules
 from mm2_failover import plan as planmod
 from mm2_failover import report as reportmod
 from mm2_failover.run import RunContext
-from mm2_failover.runfolder import SUMMARY, now_iso, write_text
+from mm2_failover.runfolder import now_iso
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,10 @@ def record_decision(ctx: RunContext, decision: rules.Decision) -> None:
     f.save_approval(decision)
     rep = f.load_report()
     if rep is not None and rep.outcome in reportmod.APPROVAL_OUTCOMES:
+        from mm2_failover.stages.verify import publish_report
+
         rep.outcome, rep.approval = rules.OUTCOMES[decision.status], decision.as_dict()
-        f.save_report(rep)
-        write_text(f.report_md, reportmod.render_markdown(rep))
-        f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), None, now_iso()))
+        publish_report(ctx, rep)
     log.info("approval: %s", decision.describe())
 
 

@@ -95,7 +95,13 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     decision = f.load_approval()
     rep.artifacts, rep.rpo, rep.moved_since = str(f.dir), rpo, moved
     rep.approval = decision.as_dict() if decision else None
+    publish_report(ctx, rep)
+    return rep
+
+
+def publish_report(ctx: RunContext, rep: reportmod.Report) -> None:
+    """A failover's report in its three forms: report.json, report.md and the index's summary.json."""
+    f = ctx.folder
     f.save_report(rep)
     write_text(f.report_md, reportmod.render_markdown(rep))
     f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), None, now_iso()))
-    return rep
