@@ -156,3 +156,30 @@ def pytest_sessionfinish(session, exitstatus):
     if not WORKER:  # the controller (or a run without workers), last: the run's folder once its workers left none
         with contextlib.suppress(OSError):
             RUN.parent.rmdir()
+
+
+# Where the suite's time goes, per worker and per file (the budget is the slowest worker's): printed at the end of
+# every run of more than one file, from the reports the workers send the controller.
+_FILE_SECONDS: dict[tuple[str, str], float] = {}
+
+
+def pytest_runtest_logreport(report):
+    node = getattr(report, "node", None)
+    worker = getattr(getattr(node, "gateway", None), "id", None) or getattr(report, "worker_id", None) or "main"
+    key = (worker, report.nodeid.split("::", 1)[0])
+    _FILE_SECONDS[key] = _FILE_SECONDS.get(key, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if len({f for _, f in _FILE_SECONDS}) < 2:
+        return
+    per_worker: dict[str, float] = {}
+    for (w, _f), s in _FILE_SECONDS.items():
+        per_worker[w] = per_worker.get(w, 0.0) + s
+    tr = terminalreporter
+    tr.section("time per worker and file (setup + call + teardown)")
+    for w in sorted(per_worker):
+        tr.write_line(f"{w}: {per_worker[w]:.0f}s")
+        for (ww, f), s in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1]):
+            if ww == w and s >= 5:
+                tr.write_line(f"    {s:7.1f}s  {f}")
