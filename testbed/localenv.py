@@ -111,7 +111,7 @@ def task_states(dag_id: str, run_id: str) -> dict[str, str]:
         return {ti.task_id: str(ti.state.value if hasattr(ti.state, "value") else ti.state) for ti in tis}
 
 
-QUIET_COMMANDS = ("plan", "apply", "drain", "snapshot", "drill")  # the commands that wait a drain's quiet window
+QUIET_COMMANDS = ("plan", "apply", "drain", "snapshot", "drill", "readiness")  # the commands that wait a drain's quiet window
 
 
 def run_cli(*args: str, bed=None, env: dict | None = None, timeout: float = 600, quiet_s: int | None = 1,

@@ -80,13 +80,30 @@ def run_root() -> Path:
 SPARK_ROUTE = os.environ.get("MM2_FAILOVER_TEST_SPARK", "connect")
 
 
+_CONNECT_START: dict = {}
+
+
+def _start_connect_server(run_root: Path):
+    """The session's Spark Connect server, started (JVM, then its warm-up) in a thread of its own, once: the bed
+    fixture starts it before the brokers, so that the two start together (the server runs in a session of its own,
+    not tied to the starting thread). Returns the future of the started server."""
+    if "future" not in _CONNECT_START:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from testbed.bed import free_port
+        from testbed.spark_connect import SparkConnectServer
+
+        pool = ThreadPoolExecutor(1, thread_name_prefix="spark-connect-start")
+        _CONNECT_START["future"] = pool.submit(SparkConnectServer.start, run_root / "spark-connect", free_port())
+        pool.shutdown(wait=False)
+    return _CONNECT_START["future"]
+
+
 @pytest.fixture(scope="session")
 def connect_server(run_root):
-    """One warm Spark Connect server for the session (started on first use, stopped at the end)."""
-    from testbed.bed import free_port
-    from testbed.spark_connect import SparkConnectServer
-
-    server = SparkConnectServer.start(run_root / "spark-connect", free_port())
+    """One warm Spark Connect server for the session (started on first use - or by the bed fixture, beside the
+    brokers - and stopped at the end)."""
+    server = _start_connect_server(run_root).result()
     try:
         # the warm-up (a child process) must not switch this process, or what it starts later, to Connect mode
         assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ
@@ -105,6 +122,8 @@ def bed(run_root, request):
     from testbed.bed import Bed
 
     b = Bed(run_dir=run_root / "bed")
+    if SPARK_ROUTE == "connect":
+        _start_connect_server(run_root)  # beside the brokers (see connect_server)
     try:
         b.start()
     except BaseException:
@@ -150,6 +169,9 @@ def target(bed):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if "future" in _CONNECT_START:  # started for a bed that then failed to start: never left running
+        with contextlib.suppress(Exception):
+            _CONNECT_START["future"].result(timeout=300).stop()
     # keep the run folder (logs, artifacts) only when something failed
     if exitstatus == 0 and RUN.exists() and not os.environ.get("MM2_FAILOVER_KEEP_TEST_RUNS"):
         shutil.rmtree(RUN, ignore_errors=True)

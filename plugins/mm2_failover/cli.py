@@ -16,6 +16,7 @@ Each command calls exactly the steps the DAG's tasks call, with the same gates, 
             by snapshot, plan, apply and drill; warnings only)
   drill     a DR drill: replication lag, plan (dry run), drill report; writes offsets only for groups starting
             with --allow-drill-writes-for-prefix
+  readiness what a failover would do now, read-only, kept for the Readiness page (the mm2_failover_readiness DAG)
 
 Clusters: ``--target-config``/``--source-config`` (a JSON file of librdkafka settings), or the same
 ``AIRFLOW_CONN_KAFKA_TARGET``/``AIRFLOW_CONN_KAFKA_SOURCE`` variables the DAG uses (JSON or URI form), or
@@ -241,6 +242,13 @@ def parser() -> argparse.ArgumentParser:
                        description="DR drill: lag, dry-run plan and findings; writes only for a drill prefix")
     p.add_argument("--allow-drill-writes-for-prefix", default="")
     add_params(p)
+    p = sub.add_parser("readiness", help="what a failover would do now, read-only (the mm2_failover_readiness DAG)",
+                       description="what a failover would do now, per group and partition, read-only: audit, one "
+                                   "drain observation, end offsets, latest checkpoints, the plan as a dry run; kept "
+                                   "for the Readiness page (the mm2_failover_readiness DAG's files)")
+    p.add_argument("--archive-stale-intervals", type=bounded_int(1, 1000), default=3,
+                   help="say so when mm2_sync_archive has not succeeded for this many 5-minute intervals")
+    add_params(p)
     p = sub.add_parser("rollback", help="restore the commits saved in a backup.json, then verify",
                        description="restore the commits a failover's apply overwrote (saved in its backup.json), "
                                    "on the partitions it wrote, then verify")
@@ -288,7 +296,9 @@ def context_of(a: argparse.Namespace, command: str):
         if params.source_reachable == "detect" and command not in ("verify",):
             log.warning("WARNING: no source cluster given: its producers and groups cannot be checked; the run "
                         "treats it as LOST (disaster mode). Give --source-config, or --source-reachable no to say so.")
-    folder = a.run_dir or config.artifacts_root() / "cli" / time.strftime("%Y%m%d-%H%M%S")
+    default = (config.artifacts_root() / "mm2_failover_readiness" / f"cli-{time.strftime('%Y%m%d-%H%M%S')}"
+               if command == "readiness" else config.artifacts_root() / "cli" / time.strftime("%Y%m%d-%H%M%S"))
+    folder = a.run_dir or default
     ctx = RunContext.from_cli(params, folder, confs, a.timeout)
     ctx.folder.bind_params("cli", params.result_params(), list(params.RESULT_PARAMS))
     return ctx
@@ -452,6 +462,33 @@ def cmd_drill(a, ctx):
     return {"drill": str(ctx.folder.drill_json), "totals": d.totals, "findings": d.findings}
 
 
+def readiness_steps(a, ctx):
+    """The readiness check's steps, in the DAG's order: (name, callable) - the bench times each."""
+    from dataclasses import replace
+
+    from mm2_failover.dag_defaults import INTERVAL_SECONDS
+    from mm2_failover.stages.drill import drill_lag
+    from mm2_failover.stages.readiness import assess_readiness
+    from mm2_failover.stages.snapshot import capture_snapshot
+
+    ctx.params = replace(ctx.params, dry_run=True)
+    return [("preflight_audit", lambda: cmd_audit(a, ctx, quiet=True)),
+            ("measure_replication_lag", lambda: drill_lag(ctx)),
+            ("capture_end_offsets", lambda: capture_snapshot(ctx)),
+            ("compute_latest_checkpoints", lambda: compute_latest_checkpoints(a, ctx)),
+            ("assess_readiness", lambda: assess_readiness(ctx, interval_seconds=INTERVAL_SECONDS,
+                                                          archive_stale_intervals=a.archive_stale_intervals))]
+
+
+def cmd_readiness(a, ctx):
+    out = None
+    for _name, step in readiness_steps(a, ctx):
+        out = step()
+    r, worse = out
+    print(json.dumps({"readiness": str(ctx.folder.readiness), "summary": r.summary,
+                      "degraded": [{"what": d.what, "text": d.text} for d in worse]}, indent=2))
+
+
 def cmd_rollback(a):
     from mm2_failover.stages.apply import writer_lock
     from mm2_failover.stages.gate import describe_live, live_groups
@@ -491,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx = context_of(a, a.command)
         print(f"run folder: {ctx.folder.dir}", file=sys.stderr)
         {"drain": cmd_drain, "snapshot": cmd_snapshot, "plan": cmd_plan, "apply": cmd_apply, "verify": cmd_verify,
-         "drill": cmd_drill, "archive": cmd_archive, "refresh-state": cmd_refresh_state, "audit": cmd_audit}[a.command](a, ctx)
+         "drill": cmd_drill, "readiness": cmd_readiness, "archive": cmd_archive, "refresh-state": cmd_refresh_state, "audit": cmd_audit}[a.command](a, ctx)
         return EXIT_OK
     except CliError as e:
         code, msg = e.code, str(e)

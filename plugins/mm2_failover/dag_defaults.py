@@ -21,6 +21,10 @@ from datetime import timedelta
 
 _M = timedelta(minutes=1)
 
+# the archive and the readiness check run on the same interval (readiness reads what the archive kept)
+INTERVAL_SCHEDULE = "*/5 * * * *"
+INTERVAL_SECONDS = 300
+
 EXECUTION_TIMEOUTS: dict[str, timedelta] = {
     # failover and drill
     "preflight_audit": 10 * _M,
@@ -41,6 +45,8 @@ EXECUTION_TIMEOUTS: dict[str, timedelta] = {
     # archive (every 5 minutes, one run at a time: a stuck try holds the next runs back until its limit)
     "archive_offset_syncs": 30 * _M,
     "refresh_latest_state": 30 * _M,
+    # readiness (every interval too): the plan a failover would build now, read-only
+    "assess_readiness": 30 * _M,
 }
 
 

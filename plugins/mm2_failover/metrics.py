@@ -25,6 +25,10 @@ After a DR drill (``mm2_failover_drill``), gauges ``mm2_failover.drill.<name>``:
 ``replication_lag_max_records``, ``records_reread_estimate``, ``partitions_clamped``,
 ``records_lost_to_retention``, ``findings``.
 
+Every readiness interval (``mm2_failover_readiness``), gauges ``mm2_failover.readiness.<name>``: ``groups``,
+``groups_not_exact``, ``worst_exposure_seconds``, ``not_replicated_records``, ``groups_over_rpo``,
+``reread_records``, ``archive_age_seconds``, ``checkpoint_age_max_seconds``, ``findings``.
+
 Metrics must never fail a run: errors are logged and swallowed.
 """
 
@@ -62,6 +66,11 @@ DRILL_GAUGES: tuple[tuple[str, str], ...] = (
     ("findings", "findings"),
 )
 
+# gauge names (after PREFIX.readiness.) = keys of the readiness summary (mm2_failover.readiness.summarize)
+READINESS_GAUGES: tuple[str, ...] = ("groups", "groups_not_exact", "worst_exposure_seconds", "not_replicated_records",
+                                     "groups_over_rpo", "reread_records", "archive_age_seconds",
+                                     "checkpoint_age_max_seconds", "findings")
+
 
 class StatsSink(Protocol):
     def incr(self, stat: str, count: int | None = None, rate: float | None = None, *, tags: dict | None = None) -> None: ...
@@ -95,6 +104,12 @@ def drill_metrics(drill: dict) -> list[tuple[str, float, dict[str, str]]]:
     return [(f"{PREFIX}.drill.{name}", float(t[key]), tags) for name, key in DRILL_GAUGES if t.get(key) is not None]
 
 
+def readiness_metrics(summary: dict, dag_id: str) -> list[tuple[str, float, dict[str, str]]]:
+    """Pure: the (name, value, tags) gauges for one readiness interval (unknown values are not sent)."""
+    return [(f"{PREFIX}.readiness.{k}", float(summary[k]), {"dag_id": dag_id}) for k in READINESS_GAUGES
+            if summary.get(k) is not None]
+
+
 def emit_metrics(report: dict, stats: StatsSink | None = None) -> list[tuple[str, int, dict[str, str]]]:
     """Emit the failover counters (see the module doc) through ``stats`` (default: Airflow's Stats).
     Returns what was emitted. Never raises."""
@@ -110,12 +125,21 @@ def emit_metrics(report: dict, stats: StatsSink | None = None) -> list[tuple[str
 
 
 def emit_drill_metrics(drill: dict, stats: StatsSink | None = None) -> list[tuple[str, float, dict[str, str]]]:
+    return emit_gauges(drill_metrics(drill), "drill", stats)
+
+
+def emit_readiness_metrics(summary: dict, dag_id: str, stats: StatsSink | None = None) -> list:
+    return emit_gauges(readiness_metrics(summary, dag_id), "readiness", stats)
+
+
+def emit_gauges(gauges: list[tuple[str, float, dict[str, str]]], what: str, stats: StatsSink | None = None) -> list:
+    """Send ``gauges`` through ``stats`` (default: Airflow's Stats); returns what was sent. Never raises."""
     emitted: list[tuple[str, Any, dict[str, str]]] = []
     try:
         sink = stats or airflow_stats()
-        for name, value, tags in drill_metrics(drill):
+        for name, value, tags in gauges:
             sink.gauge(name, value, tags=tags)
             emitted.append((name, value, tags))
     except Exception as e:
-        log.warning("could not emit mm2-failover drill metrics: %s: %s", type(e).__name__, e)
+        log.warning("could not emit mm2-failover %s metrics: %s: %s", what, type(e).__name__, e)
     return emitted

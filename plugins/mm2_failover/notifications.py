@@ -37,28 +37,37 @@ class RunFailureNotifier(BaseNotifier):
         exc = context.get("exception")
         failure = rules.Failure(ti.dag_id, ti.run_id, ti.task_id, int(getattr(ti, "try_number", 0) or 0),
                                 str(exc) if exc is not None else "", run_dir(ti.dag_id, ti.run_id).name, base_url())
-        msg = rules.message(failure)
+        deliver(rules.message(failure), context)
+
+
+def deliver(msg, context) -> int:
+    """Hand ``msg`` to every configured channel (rules 3-4 of :mod:`mm2_failover.notify`); returns how many took
+    it. Never raises."""
+    from mm2_failover import notify as rules
+
+    try:
+        ch = rules.channels(dict(os.environ))
+    except ValueError as e:
+        log.error("NOT NOTIFIED (%s): %s", e, msg.subject)
+        return 0
+    if ch.none:
+        log.warning("no notifier configured (%s, %s): nobody was told that %s", rules.EMAIL_VAR,
+                    rules.NOTIFIERS_VAR, msg.subject)
+        return 0
+    senders = []
+    if ch.emails:
+        senders.append((f"e-mail to {', '.join(ch.emails)} via {ch.smtp_conn_id}", lambda: _email(ch, msg, context)))
+    for spec in ch.factories:
+        senders.append((spec, lambda spec=spec: _custom(spec, msg, context)))
+    told = 0
+    for name, send in senders:
         try:
-            ch = rules.channels(dict(os.environ))
-        except ValueError as e:
-            log.error("NOT NOTIFIED (%s): %s", e, msg.subject)
-            return
-        if ch.none:
-            log.warning("no notifier configured (%s, %s): nobody was told that %s", rules.EMAIL_VAR,
-                        rules.NOTIFIERS_VAR, msg.subject)
-            return
-        senders = []
-        if ch.emails:
-            senders.append((f"e-mail to {', '.join(ch.emails)} via {ch.smtp_conn_id}",
-                            lambda: _email(ch, msg, context)))
-        for spec in ch.factories:
-            senders.append((spec, lambda spec=spec: _custom(spec, msg, context)))
-        for name, send in senders:
-            try:
-                send()
-                log.info("notified (%s): %s", name, msg.subject)
-            except Exception as e:  # noqa: BLE001 - rule 4: a notifier never changes the task's outcome
-                log.error("notifier %s failed (%s: %s); the next one runs", name, type(e).__name__, e)
+            send()
+            log.info("notified (%s): %s", name, msg.subject)
+            told += 1
+        except Exception as e:  # noqa: BLE001 - rule 4: a notifier never changes the task's outcome
+            log.error("notifier %s failed (%s: %s); the next one runs", name, type(e).__name__, e)
+    return told
 
 
 def _email(ch, msg, context) -> None:

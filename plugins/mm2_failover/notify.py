@@ -15,6 +15,9 @@ The rules:
    Airflow notifier or any callable taking the task's context (Slack, a pager, a webhook). Both may be set.
 4. **Never in the way.** A notifier that fails is logged and the next one runs; the task's outcome is Airflow's,
    whatever a notifier does. With no notifier configured the failure is said once, as a warning in the task's log.
+5. **Readiness degrading.** What the readiness interval found worse than the one before (rules 5 of
+   :mod:`mm2_failover.readiness`) goes to the same channels, one message per interval with each change on a line of
+   its own, a link to the Readiness page and to the interval's run; the task itself succeeds (it measured).
 """
 
 from __future__ import annotations
@@ -85,6 +88,27 @@ def message(f: Failure) -> Message:
             f"failed on try {f.try_number} and will not be retried.</p><p>Reason:</p><pre>{escape(reason)}</pre>"
             f"<p><a href=\"{escape(ln['report'])}\">The run's report</a> - "
             f"<a href=\"{escape(ln['airflow'])}\">the run in Airflow</a></p>")
+    return Message(subject, text, html)
+
+
+def readiness_message(dag_id: str, run_id: str, changes: list[str], base_url: str = "") -> Message:
+    """Rule 5."""
+    from html import escape
+
+    base = base_url.rstrip("/")
+    page = f"{base}/mm2/readiness"
+    run = f"{base}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+    first = changes[0] if len(changes[0]) <= 120 else changes[0][:117] + "..."
+    more = f" (+{len(changes) - 1} more)" if len(changes) > 1 else ""
+    subject = f"[mm2-failover] readiness degraded: {first}{more}"
+    body = "\n".join(f"- {reason_of(c)}" for c in changes)
+    text = (f"The readiness check {dag_id} run {run_id} found what a failover would do now worse than at the check "
+            f"before:\n\n{body}\n\nReadiness: {page}\nAirflow: {run}\n")
+    html = (f"<p>The readiness check <b>{escape(dag_id)}</b> run <b>{escape(run_id)}</b> found what a failover would "
+            "do now worse than at the check before:</p><ul>"
+            + "".join(f"<li>{escape(reason_of(c))}</li>" for c in changes)
+            + f"</ul><p><a href=\"{escape(page)}\">The Readiness page</a> - <a href=\"{escape(run)}\">the run in "
+            "Airflow</a></p>")
     return Message(subject, text, html)
 
 

@@ -71,3 +71,13 @@ def archive_params() -> dict[str, Param]:
     return {k: f[k] for k in ("source_alias", "source_connections", "replication_policy",
                               "replication_policy_separator", "internal_topic_separator_enabled", "alias_policies",
                               "mm2_target_alias", "offset_syncs_location")}
+
+
+def readiness_params() -> dict[str, Param]:
+    """What selects the groups and how a failover would plan them; nothing about waiting, approving or writing (the
+    readiness check never writes)."""
+    f = failover_params()
+    for k in ("dry_run", "drain_timeout_seconds", "groups_empty_timeout_seconds", "source_groups_must_be_empty",
+              "require_approval", "approval_timeout_seconds", "lock_wait_seconds"):
+        f.pop(k)
+    return f

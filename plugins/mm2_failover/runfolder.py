@@ -18,6 +18,7 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
 ``apply.json``                  what apply did
 ``report.json`` / ``report.md`` the verified report; ``summary.json`` its one-line summary for the UI's index
 ``drill.*``                     the drill's findings, writes and plan refusal
+``readiness.json``              one readiness interval's answer (:mod:`mm2_failover.readiness`)
 ``rollback.json``                a rollback run's result (its journals live per backup, beside the writer locks:
                                 :func:`mm2_failover.rollback.journal_dir`)
 ==============================  =======================================================================
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from mm2_failover.approval import Decision
 from mm2_failover.audit import Audit
 from mm2_failover.drill import DrillReport
+from mm2_failover.readiness import Readiness
 from mm2_failover.plan import (
     TP,
     Commit,
@@ -72,6 +74,7 @@ DRILL_WRITES = "drill_writes.json"
 PLAN_REFUSAL = "plan_refusal.json"
 ROLLBACK = "rollback.json"
 AUDIT = "audit.json"
+READINESS = "readiness.json"
 
 
 class RunFolderError(ValueError):
@@ -284,6 +287,7 @@ class RunFolder:
     plan_refusal = property(lambda self: self.dir / PLAN_REFUSAL)
     rollback = property(lambda self: self.dir / ROLLBACK)
     audit = property(lambda self: self.dir / AUDIT)
+    readiness = property(lambda self: self.dir / READINESS)
 
     # -- generic ---------------------------------------------------------------------------------------
     def save(self, name: str, data) -> Path:
@@ -389,6 +393,13 @@ class RunFolder:
     def load_drill(self) -> DrillReport | None:
         """The drill's findings (None: the drill report did not run in this folder)."""
         return self._typed(DRILL_JSON, DrillReport.from_dict, "drill report")
+
+    def save_readiness(self, r: Readiness) -> None:
+        self.save(READINESS, r.as_dict())
+
+    def load_readiness(self) -> Readiness | None:
+        """One readiness interval's answer (None: not assessed in this folder)."""
+        return self._typed(READINESS, Readiness.from_dict, "readiness assessment")
 
     def _typed(self, name: str, from_dict, what: str):
         """An artifact through its type (None when absent); a file of another version is refused naming it."""

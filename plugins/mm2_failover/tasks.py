@@ -195,6 +195,31 @@ def verify_rollback(context) -> dict:
     return {"backup": str(path), "verified": True}
 
 
+# ------------------------------------------------------------------------------------------ readiness
+
+
+@_outcomes
+def assess_readiness(context) -> dict:
+    """What a failover would do now (:mod:`mm2_failover.readiness`), kept for the Readiness page, sent as gauges,
+    and what got worse since the previous interval told through the notifiers (the task succeeds: it measured)."""
+    from mm2_failover import metrics, notify
+    from mm2_failover.dag_defaults import INTERVAL_SECONDS
+    from mm2_failover.notifications import base_url, deliver
+    from mm2_failover.stages.readiness import assess_readiness as assess
+
+    ctx = _ctx(context)
+    stale = int(dict(context["params"]).get("archive_stale_intervals") or 3)
+    r, worse = assess(ctx, interval_seconds=INTERVAL_SECONDS, archive_stale_intervals=stale)
+    metrics.emit_readiness_metrics(r.summary, ctx.dag_id)
+    told = 0
+    if worse:
+        for d in worse:
+            log.warning("readiness degraded (%s): %s", d.what, d.text)
+        told = deliver(notify.readiness_message(ctx.dag_id, ctx.run_id, [d.text for d in worse], base_url()), context)
+    return {"readiness": str(ctx.folder.readiness), "summary": r.summary,
+            "degraded": [d.what for d in worse], "notified": told}
+
+
 # ------------------------------------------------------------------------------------------ DR drill
 
 

@@ -10,7 +10,10 @@ Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm
   and links to ``report.json``/``report.md`` (``drill.json``/``drill.md``), the plan (``plan.json``, ``plan.csv`` for
   ``kafka-consumer-groups --from-file``) and its approval (``approval.json``). A dry run, and a plan waiting for its
   approval, rejected or not approved in time, have a report too (written before anything is written);
-* ``/drills`` - the trend across drill runs: a table and inline SVG plots.
+* ``/drills`` - the trend across drill runs: a table and inline SVG plots;
+* ``/readiness`` - what a failover would do now (the newest interval of ``mm2_failover_readiness``): a summary, the
+  findings, the per-group table (filters: answer, group name, over the RPO; the worst first) and, over the last
+  day, the trends of groups not provable exactly and of the worst exposure.
 
 Inside Airflow the pages need Airflow's login and the reader's read permission on the DAG whose runs they show
 (:mod:`mm2_failover.ui_access`: anonymous 401, no permission 403; the index lists only readable DAGs' runs). They
@@ -43,6 +46,7 @@ from mm2_failover.runfolder import (
     DRILL_MD,
     PLAN_CSV,
     PLAN_JSON,
+    READINESS,
     REPORT_JSON,
     REPORT_MD,
     SUMMARY,
@@ -50,10 +54,11 @@ from mm2_failover.runfolder import (
 
 SERVED_FILES = {REPORT_JSON: "application/json", REPORT_MD: "text/plain; charset=utf-8",
                 DRILL_JSON: "application/json", DRILL_MD: "text/plain; charset=utf-8",
-                APPROVAL: "application/json", PLAN_JSON: "application/json", PLAN_CSV: "text/csv; charset=utf-8"}
+                APPROVAL: "application/json", PLAN_JSON: "application/json", PLAN_CSV: "text/csv; charset=utf-8",
+                READINESS: "application/json"}
 #: served as written, never parsed here (the plan of 10k groups is tens of MB): they hold the run's parameters and
 #: rows only - RunParams has no field for a connection setting or a credential (tests/unit/test_ui_pages.py)
-STREAMED_FILES = {PLAN_JSON, PLAN_CSV}
+STREAMED_FILES = {PLAN_JSON, PLAN_CSV, READINESS}  # readiness.json: names, offsets, counts and findings' text
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential|bootstrap|keytab|oauth", re.I)
 MAX_RUNS = 500
@@ -214,7 +219,8 @@ def summarize_folder(dag_id: str, run: Path, cache: _JsonCache, mtime: float) ->
 def page(title: str, body: str, base: str) -> str:
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>"
-            f"<nav><a href='{esc(base)}/'>All runs</a><a href='{esc(base)}/drills'>Drill trend</a></nav>"
+            f"<nav><a href='{esc(base)}/'>All runs</a><a href='{esc(base)}/readiness'>Readiness</a>"
+            f"<a href='{esc(base)}/drills'>Drill trend</a></nav>"
             f"<h1>{esc(title)}</h1>{body}<footer>{esc(FOOTER)}</footer></body></html>")
 
 
@@ -433,6 +439,79 @@ def render_trend(drills: list[dict], base: str) -> str:
     return page("DR drill trend", body, base)
 
 
+READINESS_DAG = "mm2_failover_readiness"
+ANSWERS = ("exact", "floor", "checkpoint", "none")
+ANSWER_FILTERS = {"": "any answer", "not_exact": "not exact", **{a: a for a in ANSWERS}}
+
+
+def readiness_rows(groups: list[dict], answer: str = "", group: str = "", over_rpo: bool = False,
+                   rpo_seconds: int = 0) -> list[dict]:
+    """The per-group table's rows after the filters, the worst first: the longest exposure, then not exact, then
+    the most re-read."""
+    out = [g for g in groups
+           if (not answer or (g["answer"] != "exact" if answer == "not_exact" else g["answer"] == answer))
+           and (not group or group.lower() in g["group"].lower())
+           and (not over_rpo or (g["exposure_seconds"] or 0) > rpo_seconds)]
+    return sorted(out, key=lambda g: (-(g["exposure_seconds"] or 0), g["answer"] == "exact", -(g["reread"] or 0),
+                                      g["group"]))
+
+
+def render_readiness(r: dict | None, hist: list[dict], base: str, answer: str = "", group: str = "",
+                     over_rpo: bool = False, folder: str = "") -> str:
+    title = "Readiness: if we failed over now"
+    if r is None:
+        return page(title, "<p class=muted>No readiness interval has been computed yet: unpause the "
+                           "mm2_failover_readiness DAG (with mm2_sync_archive).</p>", base)
+    s, rpo = r["summary"], r["rpo_seconds"]
+    warn = []
+    if s.get("groups_over_rpo"):
+        warn.append(f"{s['groups_over_rpo']} group(s) would lose more than the RPO ({rpo} s) if the source were "
+                    f"lost now (worst: {_num(s['worst_exposure_seconds'])} s)")
+    if s.get("groups_not_exact"):
+        warn.append(f"{s['groups_not_exact']} group(s) are not provable exactly (they would resume at MM2's "
+                    "checkpoint or the sync floor, or not move)")
+    head = (f"<p>Computed {esc(r['computed_at'])} by run {esc(r['run_id'])} "
+            f"(<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS}'>readiness.json</a>); "
+            f"RPO {esc(rpo)} s.</p>"
+            + "".join(f"<p class=warn>{esc(w)}</p>" for w in warn))
+    summary = table(["groups", "exact", "floor", "checkpoint", "none", "partitions", "re-read (records)",
+                     "not replicated (records)", "worst exposure (s)", "over RPO", "exposure unknown",
+                     "archive age (s)", "oldest checkpoint (s)", "findings"],
+                    [[s.get(k) for k in ("groups", "groups_exact", "groups_floor", "groups_checkpoint", "groups_none",
+                                         "partitions", "reread_records", "not_replicated_records",
+                                         "worst_exposure_seconds", "groups_over_rpo", "groups_exposure_unknown",
+                                         "archive_age_seconds", "checkpoint_age_max_seconds", "findings")]],
+                    numeric=set(range(14)), cls="summary")
+    findings = ("<h2>Findings</h2><ul>" + "".join(f"<li>{esc(f['text'])}</li>" for f in r["findings"]) + "</ul>"
+                if r["findings"] else "")
+    archive = table(["alias", "mm2_sync_archive last succeeded (UTC)", "age (s)"],
+                    [[a, v.get("updated_at") or "never", v.get("age_seconds")] for a, v in sorted(r["archive"].items())],
+                    numeric={2}, cls="archive")
+    hist = sorted(hist, key=lambda h: h.get("computed_at") or "")
+    charts = (svg_chart("Groups not provable exactly", [(h["computed_at"], h.get("groups_not_exact")) for h in hist])
+              + svg_chart("Worst exposure (oldest record not replicated)",
+                          [(h["computed_at"], h.get("worst_exposure_seconds")) for h in hist], " s"))
+    rows = readiness_rows(r["groups"], answer, group, over_rpo, rpo)
+    options = "".join(f"<option value='{esc(k)}'{' selected' if k == answer else ''}>{esc(v)}</option>"
+                      for k, v in ANSWER_FILTERS.items())
+    form = (f"<form method=get action='{esc(base)}/readiness'><label>answer <select name=answer>{options}</select>"
+            f"</label> <label>group contains <input name=group value='{esc(group)}'></label> "
+            f"<label><input type=checkbox name=over_rpo value=true{' checked' if over_rpo else ''}> over the RPO only"
+            "</label> <button type=submit>Filter</button></form>")
+    cells = [[g["group"], g["answer"], ", ".join(f"{k} {v}" for k, v in sorted(g["rules"].items())), g["partitions"],
+              g["none"], g["reread"], g["reread_unknown"], g["not_replicated"], g["exposure_seconds"],
+              g["exposure_unknown"], g["checkpoint_age_seconds"]] for g in rows[:MAX_ROWS]]
+    more = (f"<p class=muted>{len(rows)} group(s) match; the first {MAX_ROWS} are shown (all of them are in "
+            "readiness.json).</p>" if len(rows) > MAX_ROWS else f"<p class=muted>{len(rows)} group(s) match.</p>")
+    body = (head + summary + findings + archive
+            + f"<h2>Over the last day ({len(hist)} interval(s))</h2><div class=charts>{charts}</div>"
+            + "<h2>Groups</h2>" + form + more
+            + table(["group", "answer", "rules (partitions)", "partitions", "not moved", "re-read", "re-read unknown",
+                     "not replicated", "exposure (s)", "exposure unknown", "newest checkpoint age (s)"], cells,
+                    numeric=set(range(3, 11)), cls="groups"))
+    return page(title, body, base)
+
+
 # ------------------------------------------------------------------------------------------ app
 
 
@@ -496,6 +575,20 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None):
     def drills(request: Request, user=reader):
         runs = [r for r in readable(user, scan_runs(artifacts(), cache, 5000)) if r["drill_totals"]]
         return HTMLResponse(render_trend(runs, base(request)))
+
+    @app.get("/readiness", response_class=HTMLResponse)
+    def readiness(request: Request, answer: str = "", group: str = "", over_rpo: bool = False, user=reader):
+        must_read(user, READINESS_DAG)
+        base_dir = artifacts() / READINESS_DAG
+        latest = cache.get(base_dir / "latest.json")
+        folder = run_folder(READINESS_DAG, str(latest.get("folder"))) if isinstance(latest, dict) else None
+        r = cache.get(folder / READINESS) if folder is not None else None
+        from mm2_failover.stages.readiness import history
+
+        hist = history(base_dir, since_s=86400) if base_dir.is_dir() else []
+        answer = answer if answer in ANSWER_FILTERS else ""
+        return HTMLResponse(render_readiness(r if isinstance(r, dict) else None, hist, base(request), answer,
+                                             group[:200], over_rpo, folder.name if folder else ""))
 
     @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
     def run(request: Request, dag_id: str, run_id: str, user=reader):

@@ -203,9 +203,25 @@ def test_commit_reads_while_the_target_broker_restarts_never_take_the_process_do
                                                 for g, c in groups.items()}, res
 
 
-def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_and_passes_once_restarted(on_own_bed,
-                                                                                                          capfd):
+def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_and_passes_once_restarted(
+        on_own_bed, capfd, monkeypatch, tmp_path):
+    """The failover's drain check while MM2 is stopped, and (issue 33 item 1) what the readiness check says then, once
+    the archive DAG has failed: the records not replicated and their age on the Readiness page, and one message to
+    on-call naming what got worse."""
+    from testbed.smtp import smtp_conn, smtp_server
+
     b = on_own_bed
+    smtp, mails = smtp_server()
+    monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", smtp_conn(smtp.port))
+    monkeypatch.setenv("MM2_FAILOVER_NOTIFY_EMAIL", "oncall@example.com")
+    monkeypatch.setenv("MM2_FAILOVER_ARCHIVE", str(tmp_path / "archive"))  # one no archive run has written yet
+    try:
+        _mm2_stopped(b, capfd, mails)
+    finally:
+        smtp.stop()
+
+
+def _mm2_stopped(b, capfd, mails):
     scenario.prepare(b.source_bootstrap, b.target_bootstrap, group="lost-app", topic="payments", partitions=2,
                      produced=40, consumed_upto={0: 40, 1: 20})
     b.stop_mm2()
@@ -222,6 +238,7 @@ def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_a
     assert {p: (r["source_end"], r["replica_end"], r["state"]) for p, r in rows.items()} == {
         0: (55, 40, "replication behind"), 1: (55, 40, "replication behind")}
     assert all(r["replicated"] == 39 for r in rows.values())  # MM2's own progress record
+    readiness_while_mm2_is_stopped(b, mails)
 
     # fault drill 5 (issue 18): MM2 comes back while the sensor waits; it catches up and the sensor passes
     # (started from a thread that lives as long as the DAG run: the bed ties its processes to the starting
@@ -249,6 +266,48 @@ def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_a
     drained = json.loads((run_dir("mm2_failover", dr.run_id) / "drain.json").read_text())
     assert drained["drained"] and not drained["disaster"]
     assert {r["partition"]: (r["source_end"], r["replica_end"]) for r in drained["rows"]} == {0: (55, 55), 1: (55, 55)}
+
+
+def readiness_while_mm2_is_stopped(b, mails) -> None:
+    """The archive DAG fails (an alias whose offset-sync topic does not exist: told to on-call as any final failure),
+    then one readiness interval: 15 records per partition not replicated, the oldest older than the 5 s RPO, each
+    partition's answer the plan's own; the page shows it; one message says what is wrong (the first interval has
+    nothing to compare with: everything wrong is news)."""
+    from fastapi.testclient import TestClient
+
+    from mm2_failover import readiness, ui
+    from mm2_failover.runfolder import RunFolder
+
+    def new_mails(n: int) -> list:
+        deadline = time.monotonic() + 20
+        while len(mails) < seen + n and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(mails) == seen + n, [m["Subject"] for _, m in mails[seen:]]
+        return [m for _, m in mails[seen:]]
+
+    seen = len(mails)  # the failover run before failed: told too
+    dr = localenv.run_dag("mm2_sync_archive", {"mm2_target_alias": "nosuch"})
+    assert dr.state == "failed"
+    (failed,) = new_mails(1)
+    assert "mm2_sync_archive" in failed["Subject"] and "archive_offset_syncs FAILED" in failed["Subject"]
+    seen = len(mails)
+    rd = localenv.run_dag("mm2_failover_readiness", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
+                                                     "rpo_seconds": 5})
+    assert rd.state == "success", localenv.task_states("mm2_failover_readiness", rd.run_id)
+    folder = RunFolder(run_dir("mm2_failover_readiness", rd.run_id))
+    r = folder.load_readiness()
+    (g,) = r.groups
+    assert (g["group"], g["partitions"], g["not_replicated"]) == ("lost-app", 2, 30)
+    assert g["exposure_seconds"] > 5 and r.summary["groups_over_rpo"] == 1
+    plan = {(x["topic"], x["partition"]): readiness.kind_of(x) for x in folder.load_plan().plan.as_dicts()}
+    assert {(p["topic"], p["partition"]): p["kind"] for p in r.partitions} == plan  # the plan's own answers
+    assert r.archive["primary"]["updated_at"] is None  # mm2_sync_archive never succeeded here
+    (told,) = new_mails(1)
+    assert told["Subject"].startswith("[mm2-failover] readiness degraded: ")
+    text = told.get_body(("plain", "html")).get_content()
+    assert "lost-app" in text and "rpo_seconds=5" in text and "mm2_sync_archive has never succeeded" in text
+    page = TestClient(ui.create_app(artifacts_root())).get("/readiness").text
+    assert "lost-app" in page and "would lose more than the RPO (5 s)" in page and rd.run_id in page
 
 
 def test_records_never_replicated_and_gone_from_the_source_refuse_the_run_at_once(on_own_bed, tmp_path):

@@ -48,3 +48,32 @@ def test_logging_stays_on_stderr_when_a_connection_is_read_the_airflow_way(tmp_p
     assert r.returncode == 4, r.stderr
     assert r.stdout == ""
     assert "WARNING WARNING: no source cluster given" in r.stderr, r.stderr
+
+
+def test_the_readiness_command_runs_the_readiness_dags_tasks_in_their_order(tmp_path):
+    """One pipeline, two entry points: ``python -m mm2_failover readiness`` (and the bench) run exactly the steps the
+    mm2_failover_readiness DAG's tasks run, in the DAG's order; its folder is one the Readiness page reads."""
+    import ast
+    from pathlib import Path
+
+    from mm2_failover import cli
+
+    a = cli.parser().parse_args(["--target-bootstrap", "127.0.0.1:1", "readiness", "--archive-stale-intervals", "5",
+                                 "--run-dir", str(tmp_path / "r")])
+    assert a.archive_stale_intervals == 5
+    ctx = type("Ctx", (), {"params": cli.RunParams()})()
+    steps = [name for name, _ in cli.readiness_steps(a, ctx)]
+    assert ctx.params.dry_run is True  # never writes
+    dag = Path(__file__).resolve().parents[2] / "dags" / "mm2_failover_readiness.py"
+    chain = next(n for n in ast.walk(ast.parse(dag.read_text())) if isinstance(n, ast.Expr)
+                 and isinstance(n.value, ast.BinOp))
+    wired = []
+    node = chain.value
+    while isinstance(node, ast.BinOp):
+        wired.insert(0, node.right)
+        node = node.left
+    wired.insert(0, node)
+    names = [x.func.id if isinstance(x, ast.Call) else "compute_latest_checkpoints" for x in wired]
+    assert steps == names
+    r = run_cli("readiness", "--help")
+    assert r.returncode == 0 and "--archive-stale-intervals" in r.stdout

@@ -36,6 +36,23 @@ def test_failover_dag_has_its_tasks_in_order_all_retryable_but_the_approval(bag)
     assert "SparkSubmitOperator" in [c.__name__ for c in dag.get_task("compute_latest_checkpoints").__class__.__mro__]
 
 
+def test_readiness_dag_reads_on_the_archives_interval_and_never_writes(bag):
+    """Issue 33 item 1: the readiness check runs on the archive's interval, read-only - no approval, no apply, no
+    parameter about writing - and its own knob for a stale archive."""
+    from mm2_failover.dag_defaults import INTERVAL_SCHEDULE
+
+    dag = bag.dags["mm2_failover_readiness"]
+    order = ["preflight_audit", "measure_replication_lag", "capture_end_offsets", "compute_latest_checkpoints",
+             "assess_readiness"]
+    assert sorted(dag.task_ids) == sorted(order)
+    for up, down in zip(order, order[1:]):
+        assert dag.get_task(down).upstream_task_ids == {up}
+    assert bag.dags["mm2_sync_archive"].schedule == dag.schedule == INTERVAL_SCHEDULE
+    names = set(dag.params.keys())
+    assert not names & {"dry_run", "require_approval", "lock_wait_seconds", "approval_timeout_seconds"}
+    assert {"groups_regex", "rpo_seconds", "translation", "archive_stale_intervals"} <= names
+
+
 ON_DEMAND = {"mm2_failover", "mm2_failover_rollback"}
 
 

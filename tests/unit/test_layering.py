@@ -19,13 +19,14 @@ PKG = REPO / "plugins" / "mm2_failover"
 LAYERS = {
     # pure rules: no I/O
     "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
-             "reachability", "config", "faults", "translate", "evidence", "audit", "acls", "notify", "approval", "assets"},
+             "reachability", "config", "faults", "translate", "evidence", "audit", "acls", "notify", "approval", "assets",
+             "readiness"},
     # talks to Kafka or the filesystem
     "io": {"kafka_io", "runfolder", "answers", "locks", "spark", "hooks.kafka_cluster", "syncs", "state"},
     # one run: its context and its stages (one module per stage)
     "run": {"run"} | {f"stages.{m}" for m in ("errors", "drain", "snapshot", "archive", "preflight", "translation",
                                                "failback", "checkpoints", "gate", "plan", "apply", "verify", "rollback",
-                                               "drill", "outcomes", "approval")},
+                                               "drill", "outcomes", "approval", "readiness")},
     # Airflow glue and entry points
     "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
             "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "operators.plan_approval", "tasks", "params", "metrics",
@@ -153,7 +154,7 @@ def test_the_shipped_package_never_imports_the_local_bed():
 
 
 @pytest.mark.parametrize("dag", ["mm2_failover.py", "mm2_failover_rollback.py", "mm2_failover_drill.py",
-                                 "mm2_sync_archive.py"])
+                                 "mm2_sync_archive.py", "mm2_failover_readiness.py"])
 def test_dag_files_parse_fast_and_import_only_wiring(dag):
     code = ("import sys, time, importlib.util\n"
             f"sys.path.insert(0, {str(REPO / 'plugins')!r})\n"

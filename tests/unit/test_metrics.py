@@ -121,3 +121,20 @@ def test_through_airflow_stats_with_statsd_off():
 @pytest.mark.parametrize("totals, expected", [({}, []), ({"findings": 2}, [("mm2_failover.drill.findings", 2.0)])])
 def test_drill_gauges(totals, expected):
     assert [(n, v) for n, v, _ in metrics.drill_metrics({"dag_id": "x", "totals": totals})] == expected
+
+
+def test_readiness_gauges_are_the_summarys_known_values():
+    summary = {"groups": 4, "groups_not_exact": 1, "worst_exposure_seconds": None, "not_replicated_records": 12,
+               "groups_over_rpo": 0, "reread_records": 3, "archive_age_seconds": 40.5, "checkpoint_age_max_seconds": 9,
+               "findings": 2, "partitions": 40}
+    sink = FakeSink()
+    sent = metrics.emit_readiness_metrics(summary, "mm2_failover_readiness", sink)
+    names = {n.rsplit(".", 1)[1]: v for n, v, _t in sent}
+    assert names == {"groups": 4, "groups_not_exact": 1, "not_replicated_records": 12, "groups_over_rpo": 0,
+                     "reread_records": 3, "archive_age_seconds": 40.5, "checkpoint_age_max_seconds": 9, "findings": 2}
+    assert all(c[0] == "gauge" and c[1].startswith("mm2_failover.readiness.") for c in sink.calls)
+    # every gauge is a key of the summary the rules compute (one definition)
+    from mm2_failover import readiness
+
+    keys = readiness.summarize([], [], {}, [], 60).keys()
+    assert set(metrics.READINESS_GAUGES) <= set(keys)

@@ -144,3 +144,22 @@ def test_an_smtp_server_that_is_down_is_logged_not_raised(monkeypatch, caplog, c
     monkeypatch.delenv(rules.NOTIFIERS_VAR, raising=False)
     RunFailureNotifier().notify(context(RuntimeError("boom")))
     assert "notifier e-mail to oncall@example.com via smtp_default failed" in logged(caplog, capfd)
+
+
+def test_readiness_degrading_is_one_message_with_every_change_and_the_pages_link(smtp, monkeypatch, caplog, capfd):
+    """Rule 5, through the same channels as a failure (a real SMTP server on loopback)."""
+    from mm2_failover.notifications import deliver
+
+    monkeypatch.setenv(rules.EMAIL_VAR, "oncall@example.com")
+    monkeypatch.delenv(rules.NOTIFIERS_VAR, raising=False)
+    changes = ["2 group(s) no longer provable exactly: a (checkpoint), b <floor>", "alias primary: archive stale"]
+    msg = rules.readiness_message("mm2_failover_readiness", "scheduled__x", changes, "http://af:8080/")
+    assert msg.subject == ("[mm2-failover] readiness degraded: 2 group(s) no longer provable exactly: a (checkpoint), "
+                           "b <floor> (+1 more)")
+    assert "http://af:8080/mm2/readiness" in msg.text and "- alias primary: archive stale" in msg.text
+    assert "b &lt;floor&gt;" in msg.html
+    assert deliver(msg, context(None)) == 1
+    deadline = time.monotonic() + 10
+    while not smtp and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(smtp) == 1 and smtp[0][1]["Subject"] == msg.subject, logged(caplog, capfd)

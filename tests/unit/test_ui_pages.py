@@ -108,6 +108,7 @@ def test_a_reader_sees_only_the_runs_of_dags_they_may_read_and_gets_403_on_the_o
     r = c.get("/mm2/runs/mm2_failover/manual__2026-11-23T08:00:00+00:00/report.json")
     assert r.status_code == 403 and "orders" not in r.text
     assert c.get("/mm2/runs/mm2_failover_drill/scheduled__2026-11-01").status_code == 200
+    assert c.get("/mm2/readiness").status_code == 403  # the readiness DAG's runs are not theirs either
 
 
 class DenyFailover:
@@ -307,3 +308,58 @@ def test_the_plan_files_are_served_as_written_because_no_run_parameter_can_hold_
 
     assert [f.name for f in fields(RunParams) if ui._SECRET_KEY.search(f.name)] == []
     assert ui.STREAMED_FILES <= set(ui.SERVED_FILES)
+
+
+def _readiness(tmp_path: Path, n_groups: int = 3):
+    from datetime import datetime, timezone
+
+    from mm2_failover import readiness
+    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.stages import readiness as stage
+
+    now = int(datetime.now(timezone.utc).timestamp() * 1000)
+    rows = [{"group": f"g{i:04d}", "topic": "primary.t", "partition": 0, "planned_offset": 5, "action": "commit",
+             "rule": "exact_sync" if i % 3 else "checkpoint", "reason": ""} for i in range(n_groups)]
+    rows.append({"group": EVIL, "topic": "primary.t", "partition": 0, "planned_offset": None, "action": "skip",
+                 "rule": "checkpoint", "reason": "no_checkpoint"})
+    drains = [{"alias": "primary", "topic": "t", "partition": 0, "replica_topic": "primary.t", "source_end": 100,
+               "replicated": 89, "replica_end": 90, "state": "replication behind"}]
+    base = tmp_path / "mm2_failover_readiness"
+    for k, run_id in enumerate(("scheduled__1", "scheduled__2")):
+        r = readiness.assess(run_id=run_id, now_ms=now, rpo_seconds=60, plan_rows=rows, reread=[], drain_rows=drains,
+                             oldest_unreplicated_ms={("primary.t", 0): now - 90_000 * (k + 1)}, checkpoint_ms={},
+                             archive_updated={"primary": None},
+                             findings=[{"key": "audit:primary:x", "text": f"audit finding {EVIL}"}])
+        RunFolder(base / run_id).save_readiness(r)
+        stage.append_history(readiness.history_line(r), base)
+    (base / "latest.json").write_text(json.dumps({"folder": "scheduled__2", "run_id": "scheduled__2"}))
+    return base
+
+
+def test_the_readiness_page_shows_the_newest_interval_its_trend_and_filters_the_groups_escaped(tmp_path):
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    _readiness(tmp_path)
+    outer = FastAPI()
+    outer.mount("/mm2", ui.create_app(tmp_path))
+    c = TestClient(outer)
+    t = c.get("/mm2/readiness").text
+    assert "run scheduled__2" in t and "4 group(s) match" in t
+    assert "would lose more than the RPO (60 s)" in t and "worst: 180 s" in t  # the newest interval's, not the first
+    assert "Over the last day (2 interval(s))" in t and t.count("<svg") == 2
+    assert EVIL not in t and "&lt;script&gt;" in t
+    assert "href='/mm2/runs/mm2_failover_readiness/scheduled__2/readiness.json'" in t
+    assert "2 group(s) match" in c.get("/mm2/readiness?answer=not_exact").text  # g0000 (checkpoint) and the skipped
+    assert "1 group(s) match" in c.get("/mm2/readiness?answer=exact&group=G0001").text
+    assert "0 group(s) match" in c.get("/mm2/readiness?answer=none&group=g0").text
+    assert "4 group(s) match" in c.get("/mm2/readiness?answer=nonsense").text  # an unknown filter is no filter
+    raw = c.get("/mm2/runs/mm2_failover_readiness/scheduled__2/readiness.json")
+    assert raw.status_code == 200 and raw.json()["run_id"] == "scheduled__2"
+
+
+def test_the_readiness_page_before_any_interval_says_what_to_do(tmp_path):
+    from fastapi.testclient import TestClient
+
+    t = TestClient(ui.create_app(tmp_path)).get("/readiness").text
+    assert "unpause the mm2_failover_readiness DAG" in t

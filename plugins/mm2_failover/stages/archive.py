@@ -11,6 +11,32 @@ from mm2_failover.stages.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 
+SCHEDULED = "scheduled-archive.json"  # when the scheduled archive last succeeded, per alias (readiness reads it)
+
+
+def record_scheduled(aliases: list[str]) -> None:
+    """The scheduled archive succeeded now for ``aliases`` (a failover's own capture never writes this: readiness
+    measures the archive DAG, not the failovers)."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.runfolder import now_iso, read_json, write_json
+
+    p = archive_root() / SCHEDULED
+    done = read_json(p, "scheduled archive record") if p.exists() else {}
+    write_json(p, {**done, **{a: now_iso() for a in aliases}})
+
+
+def last_scheduled() -> dict[str, str]:
+    """alias -> when the scheduled archive last succeeded for it (absent: never, or not since this record exists)."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.runfolder import read_json
+
+    p = archive_root() / SCHEDULED
+    try:
+        return dict(read_json(p, "scheduled archive record")) if p.exists() else {}
+    except Exception as e:  # noqa: BLE001 - unknown is "never": told, never a failed readiness interval
+        log.warning("%s cannot be read (%s): the archive's age is unknown", p, e)
+        return {}
+
 
 def sync_cluster(ctx: RunContext, alias: str) -> Cluster | None:
     """The cluster holding ``alias``'s offset-sync topic (MM2's offset-syncs.topic.location), None when lost."""
@@ -61,6 +87,7 @@ def archive_offset_syncs(ctx: RunContext) -> dict[str, dict]:
         log.info("alias %s: %d checkpoint record(s) archived from %s (target)%s", alias, cps.appended, cp_topic,
                  f"; {len(cps.gaps)} gap(s): {cps.gaps}" if cps.gaps else "")
         out[alias]["checkpoints"] = cps.as_dict()
+    record_scheduled([a for a in ctx.aliases if "why" not in out[a]])
     return out
 
 

@@ -29,17 +29,15 @@ def drill_lag(ctx) -> dict:
     return {"partitions": len(lag), "lag_records": sum(x["lag_records"] or 0 for x in lag), "disaster": v.disaster}
 
 
-def drill_plan(ctx, prefix) -> dict:
-    """Build the plan like a failover would; write offsets ONLY for groups starting with a non-empty
-    ``allow_drill_writes_for_prefix`` (backup first, live groups left alone, read back after)."""
-    from mm2_failover import drill
-    from mm2_failover.stages.apply import backup_and_apply
-    from mm2_failover.stages.gate import live_groups
-    from mm2_failover.stages.plan import make_plan
+def plan_read_only(ctx):
+    """(the plan a failover would build now, the safety rule's refusal or None), as a dry run: a plan a real failover
+    would refuse is built again with the refusing rules relaxed (existing target commits skipped, groups without
+    checkpoints accepted, any quarantine), so that everything else is still seen; the refusal is kept in
+    ``plan_refusal.json``. The drill's and the readiness assessment's plan."""
     from mm2_failover import plan as planmod
+    from mm2_failover.stages.plan import make_plan
 
     ctx.params = replace(ctx.params, dry_run=True)
-    prefix = drill.normalize_prefix(prefix)
     refusal = None
     try:
         plan = make_plan(ctx)
@@ -50,6 +48,19 @@ def drill_plan(ctx, prefix) -> dict:
                              max_quarantined_records=10**12)
         plan = make_plan(ctx)
     ctx.folder.save(PLAN_REFUSAL, {"refusal": refusal})
+    return plan, refusal
+
+
+def drill_plan(ctx, prefix) -> dict:
+    """Build the plan like a failover would; write offsets ONLY for groups starting with a non-empty
+    ``allow_drill_writes_for_prefix`` (backup first, live groups left alone, read back after)."""
+    from mm2_failover import drill
+    from mm2_failover.stages.apply import backup_and_apply
+    from mm2_failover.stages.gate import live_groups
+    from mm2_failover import plan as planmod
+
+    prefix = drill.normalize_prefix(prefix)
+    plan, refusal = plan_read_only(ctx)
     writes: dict[str, Any] = {"prefix": prefix, "applied": {}, "unchanged": [], "refused": {}, "skipped_live": [],
                               "mismatches": []}
     sub = drill.writable_plan(plan, prefix)

@@ -1,0 +1,244 @@
+"""Readiness: what a failover would do *now*, for every selected group and partition, computed read-only every
+interval by the ``mm2_failover_readiness`` DAG (the I/O: :mod:`mm2_failover.stages.readiness`). Pure functions over
+what that run read; every rule lives here once, tested rule by rule in ``tests/unit/test_readiness.py``.
+
+1. **The answer** of a (group, replica partition) is the rule the plan a failover would build now uses, in one of
+   four kinds: ``exact`` (a proof of :mod:`mm2_failover.translate`: the rule names which), ``floor`` (the offset-sync
+   floor: loses nothing, not exact), ``checkpoint`` (MM2's checkpoint as it is, or clamped into the log), ``none``
+   (a failover would not move it: the plan row's reason). A group is *exact* when every partition it would move is.
+2. **Re-read** is the plan's own estimate (:func:`mm2_failover.report.estimate_reread`): records the group would
+   read again on the target; unknown where the plan cannot say.
+3. **Not yet replicated** (RPO exposure) per source partition: the records MM2 has not copied yet - the source end
+   minus MM2's progress (its last replicated offset + 1), or, when MM2's progress is unknown, minus the replica's
+   end (aligned offsets); 0 when the drain check found nothing after MM2's progress but markers. In seconds: the age
+   of the oldest record not yet replicated (0 when there is none; unknown when it could not be read, or when the
+   source is lost). A group's exposure is the worst of the partitions it consumes.
+4. **Ages**: the archive's (since ``mm2_sync_archive`` last succeeded for the alias: a failover's own capture, and
+   this check's, append to the archive too, so its newest append says nothing about the archive DAG) and each
+   group's newest checkpoint's, at compute time.
+5. **Degrading** (what is told, against the previous interval): a group that was exact and no longer is, exposure
+   above ``rpo_seconds``, an audit finding that is new (by its alias and rule: its numbers may change), the archive older than ``archive_stale_intervals`` intervals.
+   Each is said once per change: a group that stays not exact, or a finding that stays, is not told again; the
+   exposure is told again only once it had come back under the objective.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+EXACT, FLOOR, CHECKPOINT, NONE = "exact", "floor", "checkpoint", "none"
+KINDS = (EXACT, FLOOR, CHECKPOINT, NONE)
+FLOOR_RULES = frozenset({"sync_floor", "home_sync_floor"})
+
+
+def kind_of(row: dict) -> str:
+    """Rule 1: the kind of answer a plan row gives."""
+    if row.get("planned_offset") is None or row.get("action") == "skip":
+        return NONE
+    rule = row.get("rule") or CHECKPOINT
+    if rule == CHECKPOINT:
+        return CHECKPOINT
+    return FLOOR if rule in FLOOR_RULES else EXACT
+
+
+def not_replicated(row: dict) -> int | None:
+    """Rule 3: records of one source partition MM2 has not copied yet, from one drain observation's row."""
+    se, rep, re_ = row.get("source_end"), row.get("replicated"), row.get("replica_end")
+    if se is None:
+        return None  # the source is lost: what it holds beyond the replica is not known
+    if row.get("state", "").startswith("drained"):
+        return 0
+    if rep is not None:
+        return max(0, se - rep - 1)
+    return None if re_ is None else max(0, se - re_)
+
+
+def exposure_seconds(records: int | None, oldest_ms: int | None, now_ms: int) -> float | None:
+    """Rule 3: the age of the oldest record not yet replicated."""
+    if records is None:
+        return None
+    if records == 0:
+        return 0.0
+    return None if oldest_ms is None else round(max(0, now_ms - oldest_ms) / 1000, 1)
+
+
+def to_ms(ts: Any) -> int | None:
+    """Epoch milliseconds of ``ts`` (epoch ms, an ISO time or a datetime; naive means UTC), None when unknown."""
+    if ts is None:
+        return None
+    if isinstance(ts, str):
+        ts = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    if isinstance(ts, datetime):
+        return int((ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+    return int(ts)
+
+
+def age_seconds(ts: Any, now_ms: int) -> float | None:
+    """Rule 4: seconds since ``ts`` (see :func:`to_ms`), None when unknown; never negative (clocks differ)."""
+    ms = to_ms(ts)
+    return None if ms is None else round(max(0, now_ms - ms) / 1000, 1)
+
+
+def _worst(a, b):
+    return b if a is None else a if b is None else max(a, b)
+
+
+@dataclass
+class Readiness:
+    """One interval's answer (``readiness.json``): a summary, one row per group, one per (group, partition)."""
+
+    computed_at: str
+    run_id: str
+    rpo_seconds: int
+    summary: dict
+    groups: list[dict]
+    partitions: list[dict]
+    findings: list[dict] = field(default_factory=list)  # {key, text}: the audit's warnings, the plan's refusal
+    archive: dict = field(default_factory=dict)  # alias -> {updated_at, age_seconds}: mm2_sync_archive's last success
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Readiness":
+        return cls(d["computed_at"], d["run_id"], int(d["rpo_seconds"]), dict(d["summary"]), list(d["groups"]),
+                   list(d["partitions"]), list(d.get("findings") or []), dict(d.get("archive") or {}))
+
+
+def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[dict], reread: Iterable[dict],
+           drain_rows: Iterable[dict], oldest_unreplicated_ms: dict[tuple[str, int], int],
+           checkpoint_ms: dict[tuple[str, str, int], int], archive_updated: dict[str, str | None],
+           findings: Iterable[dict]) -> Readiness:
+    """Rules 1-4 over one interval's reads, in one pass over the rows. ``drain_rows``: the drain observation's rows
+    (replica topic, partition, ...); ``oldest_unreplicated_ms``: (replica topic, partition) -> the timestamp of the
+    oldest record not yet replicated, where read; ``checkpoint_ms``: (group, replica topic, partition) -> its newest
+    checkpoint's record timestamp."""
+    rr = {(e["group"], e["topic"], int(e["partition"])): e.get("reread") for e in reread}
+    exposure: dict[tuple[str, int], tuple[int | None, float | None]] = {}
+    for d in drain_rows:
+        n = not_replicated(d)
+        key = (d.get("replica_topic"), int(d["partition"]))
+        exposure[key] = (n, exposure_seconds(n, oldest_unreplicated_ms.get(key), now_ms))
+    parts, groups = [], {}
+    for r in plan_rows:
+        key = (r["group"], r["topic"], int(r["partition"]))
+        kind = kind_of(r)
+        n, secs = exposure.get(key[1:], (None, None))
+        cp_age = age_seconds(checkpoint_ms.get(key), now_ms)
+        reread_n = rr.get(key)
+        parts.append({"group": key[0], "topic": key[1], "partition": key[2], "kind": kind,
+                      "rule": r.get("rule") if kind != NONE else None, "reason": r.get("reason") or "",
+                      "planned": r.get("planned_offset"), "reread": reread_n, "not_replicated": n,
+                      "exposure_seconds": secs, "checkpoint_age_seconds": cp_age})
+        g = groups.setdefault(key[0], {"group": key[0], "partitions": 0, **{k: 0 for k in KINDS}, "reread": 0,
+                                       "reread_unknown": 0, "not_replicated": 0, "exposure_seconds": None,
+                                       "exposure_unknown": 0, "checkpoint_age_seconds": None, "rules": {}})
+        g["partitions"] += 1
+        g[kind] += 1
+        if kind != NONE:
+            g["rules"][r.get("rule") or CHECKPOINT] = g["rules"].get(r.get("rule") or CHECKPOINT, 0) + 1
+        if reread_n is None:
+            g["reread_unknown"] += kind != NONE
+        else:
+            g["reread"] += reread_n
+        if n is None:
+            g["exposure_unknown"] += 1
+        else:
+            g["not_replicated"] += n
+        g["exposure_seconds"] = _worst(g["exposure_seconds"], secs)
+        g["checkpoint_age_seconds"] = _worst(g["checkpoint_age_seconds"], cp_age)
+    for g in groups.values():
+        g["answer"] = group_answer(g)
+    rows = [groups[k] for k in sorted(groups)]
+    archive = {a: {"updated_at": u, "age_seconds": age_seconds(u, now_ms)} for a, u in sorted(archive_updated.items())}
+    findings = list(findings)
+    computed = datetime.fromtimestamp(now_ms / 1000, timezone.utc).isoformat(timespec="seconds")
+    return Readiness(computed, run_id, rpo_seconds, summarize(rows, parts, archive, findings, rpo_seconds), rows,
+                     parts, findings, archive)
+
+
+def group_answer(g: dict) -> str:
+    """Rule 1, for a group: ``exact`` when every partition it would move is exact, else the weakest kind it uses
+    (``none`` when it would move nothing)."""
+    moved = g["partitions"] - g[NONE]
+    if not moved:
+        return NONE
+    for kind in (CHECKPOINT, FLOOR):
+        if g[kind]:
+            return kind
+    return EXACT
+
+
+def summarize(groups: list[dict], parts: list[dict], archive: dict, findings: list[str], rpo_seconds: int) -> dict:
+    secs = [g["exposure_seconds"] for g in groups if g["exposure_seconds"] is not None]
+    ages = [a["age_seconds"] for a in archive.values() if a["age_seconds"] is not None]
+    cp_ages = [g["checkpoint_age_seconds"] for g in groups if g["checkpoint_age_seconds"] is not None]
+    return {
+        "groups": len(groups),
+        "partitions": len(parts),
+        **{f"groups_{k}": sum(1 for g in groups if g["answer"] == k) for k in KINDS},
+        "groups_not_exact": sum(1 for g in groups if g["answer"] != EXACT),
+        **{f"partitions_{k}": sum(1 for p in parts if p["kind"] == k) for k in KINDS},
+        "reread_records": sum(g["reread"] for g in groups),
+        "not_replicated_records": sum({(p["topic"], p["partition"]): p["not_replicated"] or 0 for p in parts}.values()),
+        "worst_exposure_seconds": max(secs) if secs else None,
+        "groups_over_rpo": sum(1 for s in secs if s > rpo_seconds),
+        "groups_exposure_unknown": sum(1 for g in groups if g["exposure_unknown"]),
+        "archive_age_seconds": max(ages) if ages else None,
+        "checkpoint_age_max_seconds": max(cp_ages) if cp_ages else None,
+        "findings": len(findings),
+    }
+
+
+# ------------------------------------------------------------------------------------------ rule 5: degrading
+
+
+@dataclass(frozen=True)
+class Degradation:
+    what: str  # fell_back | over_rpo | new_finding | archive_stale
+    text: str
+
+
+def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: int,
+                 archive_stale_intervals: int) -> list[Degradation]:
+    """Rule 5: what got worse since the previous interval (``prev``; None: the first interval, which tells what is
+    wrong already)."""
+    out: list[Degradation] = []
+    was_exact = {g["group"] for g in prev.groups if g["answer"] == EXACT} if prev else set()
+    fell = [g for g in now.groups if g["group"] in was_exact and g["answer"] != EXACT]
+    if fell:
+        out.append(Degradation("fell_back", f"{len(fell)} group(s) no longer provable exactly: " + ", ".join(
+            f"{g['group']} ({g['answer']})" for g in fell[:20]) + (" ..." if len(fell) > 20 else "")))
+    over = {g["group"]: g["exposure_seconds"] for g in now.groups
+            if g["exposure_seconds"] is not None and g["exposure_seconds"] > now.rpo_seconds}
+    was_over = {g["group"] for g in prev.groups
+                if g["exposure_seconds"] is not None and g["exposure_seconds"] > prev.rpo_seconds} if prev else set()
+    newly = sorted(set(over) - was_over)
+    if newly:
+        out.append(Degradation("over_rpo", f"{len(newly)} group(s) would lose more than rpo_seconds="
+                               f"{now.rpo_seconds} s if the source were lost now (records not yet replicated, the "
+                               "oldest " + f"{max(over[g] for g in newly):.0f} s old): " + ", ".join(newly[:20])
+                               + (" ..." if len(newly) > 20 else "")))
+    known = {f["key"] for f in (prev.findings if prev else [])}
+    for f in now.findings:
+        if f["key"] not in known:
+            out.append(Degradation("new_finding", f["text"]))
+    stale = interval_seconds * archive_stale_intervals
+    for alias, a in sorted(now.archive.items()):
+        age = a.get("age_seconds")
+        before = (prev.archive.get(alias) or {}).get("age_seconds") if prev else None
+        if (age is None or age > stale) and not (prev and (before is None or before > stale) and alias in prev.archive):
+            out.append(Degradation("archive_stale", f"alias {alias}: mm2_sync_archive "
+                                   + ("has never succeeded" if age is None else f"last succeeded {age:.0f} s ago")
+                                   + f" (more than {archive_stale_intervals} archive intervals): a failover with the "
+                                   "source lost falls back to MM2's checkpoints for the offset syncs it did not keep"))
+    return out
+
+
+def history_line(r: Readiness) -> dict:
+    """One interval in the history (the Readiness page's trends): the summary, small whatever the group count."""
+    return {"computed_at": r.computed_at, "run_id": r.run_id, **{k: r.summary.get(k) for k in (
+        "groups", "groups_exact", "groups_not_exact", "worst_exposure_seconds", "not_replicated_records",
+        "groups_over_rpo", "reread_records", "archive_age_seconds", "findings")}}

@@ -1,0 +1,201 @@
+"""mm2_failover.readiness, rule by rule (the module docstring numbers them), and the stage's history file."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mm2_failover import readiness as r
+
+NOW = 1_800_000_000_000  # epoch ms
+
+
+def row(group="g", topic="primary.t", partition=0, planned=10, rule="checkpoint", action="commit", reason=""):
+    return {"group": group, "topic": topic, "partition": partition, "planned_offset": planned, "rule": rule,
+            "action": action, "reason": reason}
+
+
+def drain(partition=0, source_end=100, replicated=99, replica_end=100, state="drained", alias="primary"):
+    return {"alias": alias, "topic": "t", "partition": partition, "replica_topic": "primary.t",
+            "source_end": source_end, "replicated": replicated, "replica_end": replica_end, "state": state}
+
+
+def assess(rows, drains=(), oldest=None, cps=None, archive=None, findings=(), rpo=60, reread=()):
+    return r.assess(run_id="run", now_ms=NOW, rpo_seconds=rpo, plan_rows=rows, reread=list(reread),
+                    drain_rows=list(drains), oldest_unreplicated_ms=oldest or {}, checkpoint_ms=cps or {},
+                    archive_updated=archive if archive is not None else {"primary": None}, findings=list(findings))
+
+
+# ------------------------------------------------------------------------------------------ 1. the answer
+
+
+def test_rule1_kinds_name_the_proof_and_a_skip_answers_none():
+    assert r.kind_of(row(rule="exact_sync")) == r.EXACT
+    assert r.kind_of(row(rule="drained_tail")) == r.EXACT
+    assert r.kind_of(row(rule="sync_floor")) == r.FLOOR
+    assert r.kind_of(row(rule="checkpoint", action="clamp")) == r.CHECKPOINT
+    assert r.kind_of(row(planned=None, action="skip", reason="no_checkpoint")) == r.NONE
+    a = assess([row(rule="exact_sync"), row(partition=1, planned=None, action="skip", reason="no_checkpoint")])
+    parts = {p["partition"]: p for p in a.partitions}
+    assert (parts[0]["kind"], parts[0]["rule"]) == ("exact", "exact_sync")
+    assert (parts[1]["kind"], parts[1]["rule"], parts[1]["reason"]) == ("none", None, "no_checkpoint")
+
+
+def test_rule1_a_group_is_exact_only_when_every_partition_it_moves_is():
+    exact = [row(group="a", rule="exact_sync"), row(group="a", partition=1, rule="record_lookup")]
+    mixed = [row(group="b", rule="exact_sync"), row(group="b", partition=1, rule="checkpoint")]
+    floor = [row(group="c", rule="exact_sync"), row(group="c", partition=1, rule="sync_floor")]
+    skipped = [row(group="d", planned=None, action="skip", reason="no_checkpoint")]
+    exact_and_skip = [row(group="e", rule="exact_sync"), row(group="e", partition=1, planned=None, action="skip")]
+    a = assess(exact + mixed + floor + skipped + exact_and_skip)
+    assert {g["group"]: g["answer"] for g in a.groups} == {"a": "exact", "b": "checkpoint", "c": "floor",
+                                                            "d": "none", "e": "exact"}
+    assert a.summary["groups_not_exact"] == 3 and a.summary["groups_exact"] == 2
+    assert a.groups[0]["rules"] == {"exact_sync": 1, "record_lookup": 1}
+
+
+# ------------------------------------------------------------------------------------------ 2. re-read
+
+
+def test_rule2_reread_is_the_plans_estimate_and_unknown_is_counted_not_guessed():
+    rows = [row(), row(partition=1), row(partition=2, planned=None, action="skip")]
+    a = assess(rows, reread=[{"group": "g", "topic": "primary.t", "partition": 0, "reread": 7},
+                             {"group": "g", "topic": "primary.t", "partition": 1, "reread": None}])
+    g = a.groups[0]
+    assert (g["reread"], g["reread_unknown"]) == (7, 1)  # the skipped partition re-reads nothing: not unknown
+    assert a.summary["reread_records"] == 7
+
+
+# ------------------------------------------------------------------------------------------ 3. not yet replicated
+
+
+def test_rule3_not_replicated_from_mm2s_progress_else_the_replica_end_and_zero_when_drained():
+    assert r.not_replicated(drain(source_end=100, replicated=89, state="replication behind")) == 10
+    assert r.not_replicated(drain(source_end=100, replicated=None, replica_end=95, state="replication behind")) == 5
+    assert r.not_replicated(drain(source_end=100, replicated=90, state="drained")) == 0  # markers only after it
+    assert r.not_replicated(drain(source_end=None, state="replica still changing")) is None  # the source is lost
+    assert r.not_replicated(drain(source_end=100, replicated=None, replica_end=None, state="not replicated")) is None
+
+
+def test_rule3_exposure_in_seconds_is_the_age_of_the_oldest_record_not_replicated():
+    assert r.exposure_seconds(0, None, NOW) == 0.0
+    assert r.exposure_seconds(5, NOW - 90_000, NOW) == 90.0
+    assert r.exposure_seconds(5, None, NOW) is None  # behind, but its age could not be read
+    assert r.exposure_seconds(None, NOW - 1, NOW) is None
+
+
+def test_rule3_a_group_gets_the_worst_of_its_partitions_and_the_summary_counts_each_partition_once():
+    rows = [row(group="a"), row(group="a", partition=1), row(group="b"), row(group="b", partition=1)]
+    drains = [drain(0, source_end=100, replicated=79, state="replication behind"), drain(1)]
+    a = assess(rows, drains, oldest={("primary.t", 0): NOW - 120_000}, rpo=60)
+    assert [(g["not_replicated"], g["exposure_seconds"]) for g in a.groups] == [(20, 120.0), (20, 120.0)]
+    assert a.summary["not_replicated_records"] == 20  # one source partition, two groups
+    assert a.summary["worst_exposure_seconds"] == 120.0 and a.summary["groups_over_rpo"] == 2
+
+
+def test_rule3_a_partition_without_an_observation_is_unknown_not_zero():
+    a = assess([row()], drains=[])
+    assert a.groups[0]["exposure_unknown"] == 1 and a.groups[0]["exposure_seconds"] is None
+    assert a.summary["groups_exposure_unknown"] == 1 and a.summary["worst_exposure_seconds"] is None
+
+
+# ------------------------------------------------------------------------------------------ 4. ages
+
+
+def test_rule4_ages_of_the_archive_and_of_each_groups_newest_checkpoint():
+    iso = datetime.fromtimestamp((NOW - 30_000) / 1000, timezone.utc).isoformat()
+    a = assess([row(), row(partition=1)], cps={("g", "primary.t", 0): NOW - 10_000, ("g", "primary.t", 1): NOW - 50_000},
+               archive={"primary": iso, "east": None})
+    assert a.groups[0]["checkpoint_age_seconds"] == 50.0  # the oldest of the group's newest checkpoints
+    assert a.archive == {"east": {"updated_at": None, "age_seconds": None},
+                         "primary": {"updated_at": iso, "age_seconds": 30.0}}
+    assert a.summary["archive_age_seconds"] == 30.0
+    assert r.to_ms(datetime(2027, 1, 15, 8)) == r.to_ms("2027-01-15T08:00:00+00:00") == r.to_ms("2027-01-15T08:00:00Z")
+    assert r.age_seconds(NOW + 5_000, NOW) == 0.0  # a clock ahead: never negative
+
+
+# ------------------------------------------------------------------------------------------ 5. degrading
+
+
+def test_rule5_the_first_interval_tells_what_is_wrong_already():
+    now = assess([row(rule="checkpoint")], [drain(state="replication behind", replicated=49)],
+                 oldest={("primary.t", 0): NOW - 600_000}, findings=[{"key": "audit:primary:x", "text": "x is off"}])
+    what = [d.what for d in r.degradations(None, now, interval_seconds=300, archive_stale_intervals=3)]
+    assert what == ["over_rpo", "new_finding", "archive_stale"]  # nothing was exact before: nothing fell back
+
+
+def test_rule5_each_change_is_told_once():
+    fresh = datetime.fromtimestamp((NOW - 10_000) / 1000, timezone.utc).isoformat()
+    good = assess([row(rule="exact_sync")], [drain()], archive={"primary": fresh})
+    bad = assess([row(rule="checkpoint")], [drain(state="replication behind", replicated=49)],
+                 oldest={("primary.t", 0): NOW - 600_000}, findings=[{"key": "audit:primary:x", "text": "x 1"}])
+    worse = r.degradations(good, bad, interval_seconds=300, archive_stale_intervals=3)
+    assert [d.what for d in worse] == ["fell_back", "over_rpo", "new_finding", "archive_stale"]
+    assert "g (checkpoint)" in worse[0].text and "600 s old" in worse[1].text
+    # the same state again (the finding's numbers changed: the same key): nothing new to tell
+    again = assess([row(rule="checkpoint")], [drain(state="replication behind", replicated=49)],
+                   oldest={("primary.t", 0): NOW - 900_000}, findings=[{"key": "audit:primary:x", "text": "x 2"}])
+    assert r.degradations(bad, again, interval_seconds=300, archive_stale_intervals=3) == []
+    # back to good, then bad again: told again
+    assert r.degradations(again, good, interval_seconds=300, archive_stale_intervals=3) == []
+    assert len(r.degradations(good, bad, interval_seconds=300, archive_stale_intervals=3)) == 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 3), st.sampled_from(
+    ["exact_sync", "checkpoint", "sync_floor", "record_lookup", None])), max_size=20),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 200), st.one_of(st.none(), st.integers(-1, 250)),
+                          st.sampled_from(["drained", "replication behind", "producers still writing"])), max_size=6))
+def test_the_summary_agrees_with_the_rows_whatever_they_are(spec, drains):
+    rows = {}
+    for g, p, rule in spec:
+        rows[(g, p)] = row(g, partition=p, rule=rule or "checkpoint", planned=None if rule is None else 5,
+                           action="skip" if rule is None else "commit")
+    ds = {p: drain(p, source_end=se, replicated=rep, state=state) for p, se, rep, state in drains}
+    a = assess(list(rows.values()), list(ds.values()), oldest={("primary.t", p): NOW - 1000 * p for p in ds})
+    s = a.summary
+    assert s["groups"] == len(a.groups) == len({g for g, _ in rows})
+    assert s["partitions"] == len(rows) == sum(g["partitions"] for g in a.groups)
+    assert sum(s[f"groups_{k}"] for k in r.KINDS) == s["groups"]
+    assert sum(s[f"partitions_{k}"] for k in r.KINDS) == s["partitions"]
+    for g in a.groups:
+        assert sum(g[k] for k in r.KINDS) == g["partitions"]
+        assert g["not_replicated"] >= 0 and (g["exposure_seconds"] is None or g["exposure_seconds"] >= 0)
+        assert (g["answer"] == r.EXACT) == (g["partitions"] > g[r.NONE] and g[r.CHECKPOINT] == g[r.FLOOR] == 0)
+    assert json.loads(json.dumps(a.as_dict())) == r.Readiness.from_dict(a.as_dict()).as_dict()
+
+
+# ------------------------------------------------------------------------------------------ the history file
+
+
+def test_history_survives_a_torn_line_and_keeps_appending(tmp_path):
+    from mm2_failover.stages import readiness as stage
+
+    old = {**r.history_line(assess([row()], [drain()])), "computed_at": "2020-01-01T00:00:00+00:00"}
+    stage.append_history(old, tmp_path)
+    with open(tmp_path / stage.HISTORY, "ab") as f:
+        f.write(b'{"computed_at": "20')  # a crash mid-append
+    new = {**old, "computed_at": datetime.now(timezone.utc).isoformat(), "run_id": "new"}
+    stage.append_history(new, tmp_path)
+    assert stage.history(tmp_path) == [old, new]
+    assert stage.history(tmp_path, since_s=86400) == [new]  # the last day only
+
+
+def test_a_retried_interval_compares_with_the_one_before_it_not_with_itself(tmp_path):
+    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.stages import readiness as stage
+
+    a = assess([row(rule="exact_sync")], [drain()])
+    RunFolder(tmp_path / "a").save_readiness(a)
+    assert stage.previous("b", tmp_path) == (None, None)  # nothing kept yet
+    (tmp_path / stage.LATEST).write_text(json.dumps({"folder": "a", "previous_folder": None}))
+    got, name = stage.previous("b", tmp_path)  # interval b's first try: compares with a
+    assert name == "a" and got.as_dict() == a.as_dict()
+    (tmp_path / stage.LATEST).write_text(json.dumps({"folder": "b", "previous_folder": "a"}))
+    got, name = stage.previous("b", tmp_path)  # b's retry, after its first try wrote latest.json: still a
+    assert name == "a" and got.as_dict() == a.as_dict()
+    (tmp_path / stage.LATEST).write_text("{not json")
+    assert stage.previous("c", tmp_path) == (None, None)  # unreadable: not compared, said in the log
