@@ -31,6 +31,10 @@ from typing import Any, Iterable
 EXACT, FLOOR, CHECKPOINT, NONE = "exact", "floor", "checkpoint", "none"
 KINDS = (EXACT, FLOOR, CHECKPOINT, NONE)
 FLOOR_RULES = frozenset({"sync_floor", "home_sync_floor"})
+GROUP_COLUMNS = ("group", "answer", "partitions", *KINDS, "rules", "reread", "reread_unknown", "not_replicated",
+                 "exposure_seconds", "exposure_unknown", "checkpoint_age_seconds")
+PARTITION_COLUMNS = ("group", "topic", "partition", "kind", "rule", "reason", "planned", "reread", "not_replicated",
+                     "exposure_seconds", "checkpoint_age_seconds")
 
 
 def kind_of(row: dict) -> str:

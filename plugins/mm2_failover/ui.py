@@ -13,7 +13,7 @@ Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm
 * ``/drills`` - the trend across drill runs: a table and inline SVG plots;
 * ``/readiness`` - what a failover would do now (the newest interval of ``mm2_failover_readiness``): a summary, the
   findings, the per-group table (filters: answer, group name, over the RPO; the worst first) and, over the last
-  day, the trends of groups not provable exactly and of the worst exposure.
+  day, the trends of groups not provable exactly and of the worst exposure; the rows themselves as Parquet.
 
 Inside Airflow the pages need Airflow's login and the reader's read permission on the DAG whose runs they show
 (:mod:`mm2_failover.ui_access`: anonymous 401, no permission 403; the index lists only readable DAGs' runs). They
@@ -47,6 +47,8 @@ from mm2_failover.runfolder import (
     PLAN_CSV,
     PLAN_JSON,
     READINESS,
+    READINESS_GROUPS,
+    READINESS_PARTITIONS,
     REPORT_JSON,
     REPORT_MD,
     SUMMARY,
@@ -55,10 +57,11 @@ from mm2_failover.runfolder import (
 SERVED_FILES = {REPORT_JSON: "application/json", REPORT_MD: "text/plain; charset=utf-8",
                 DRILL_JSON: "application/json", DRILL_MD: "text/plain; charset=utf-8",
                 APPROVAL: "application/json", PLAN_JSON: "application/json", PLAN_CSV: "text/csv; charset=utf-8",
-                READINESS: "application/json"}
+                READINESS: "application/json", READINESS_GROUPS: "application/vnd.apache.parquet",
+                READINESS_PARTITIONS: "application/vnd.apache.parquet"}
 #: served as written, never parsed here (the plan of 10k groups is tens of MB): they hold the run's parameters and
 #: rows only - RunParams has no field for a connection setting or a credential (tests/unit/test_ui_pages.py)
-STREAMED_FILES = {PLAN_JSON, PLAN_CSV, READINESS}  # readiness.json: names, offsets, counts and findings' text
+STREAMED_FILES = {PLAN_JSON, PLAN_CSV, READINESS_GROUPS, READINESS_PARTITIONS}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential|bootstrap|keytab|oauth", re.I)
 MAX_RUNS = 500
@@ -471,7 +474,10 @@ def render_readiness(r: dict | None, hist: list[dict], base: str, answer: str = 
         warn.append(f"{s['groups_not_exact']} group(s) are not provable exactly (they would resume at MM2's "
                     "checkpoint or the sync floor, or not move)")
     head = (f"<p>Computed {esc(r['computed_at'])} by run {esc(r['run_id'])} "
-            f"(<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS}'>readiness.json</a>); "
+            f"(<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS}'>readiness.json</a>, the rows "
+            f"<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS_GROUPS}'>per group</a> and "
+            f"<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS_PARTITIONS}'>per partition</a>, "
+            "Parquet); "
             f"RPO {esc(rpo)} s.</p>"
             + "".join(f"<p class=warn>{esc(w)}</p>" for w in warn))
     summary = table(["groups", "exact", "floor", "checkpoint", "none", "partitions", "re-read (records)",
@@ -582,13 +588,18 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None):
         base_dir = artifacts() / READINESS_DAG
         latest = cache.get(base_dir / "latest.json")
         folder = run_folder(READINESS_DAG, str(latest.get("folder"))) if isinstance(latest, dict) else None
-        r = cache.get(folder / READINESS) if folder is not None else None
+        from mm2_failover.runfolder import RunFolder, RunFolderError
         from mm2_failover.stages.readiness import history
 
+        try:
+            r = RunFolder(folder).load_readiness(partitions=False) if folder is not None else None
+        except RunFolderError as e:
+            return HTMLResponse(page("Readiness", f"<p class=warn>The newest interval cannot be read: {esc(e)}</p>",
+                                     base(request)), status_code=500)
         hist = history(base_dir, since_s=86400) if base_dir.is_dir() else []
         answer = answer if answer in ANSWER_FILTERS else ""
-        return HTMLResponse(render_readiness(r if isinstance(r, dict) else None, hist, base(request), answer,
-                                             group[:200], over_rpo, folder.name if folder else ""))
+        return HTMLResponse(render_readiness(r.as_dict() if r else None, hist, base(request), answer, group[:200],
+                                             over_rpo, folder.name if folder else ""))
 
     @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
     def run(request: Request, dag_id: str, run_id: str, user=reader):

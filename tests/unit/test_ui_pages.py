@@ -356,6 +356,8 @@ def test_the_readiness_page_shows_the_newest_interval_its_trend_and_filters_the_
     assert "4 group(s) match" in c.get("/mm2/readiness?answer=nonsense").text  # an unknown filter is no filter
     raw = c.get("/mm2/runs/mm2_failover_readiness/scheduled__2/readiness.json")
     assert raw.status_code == 200 and raw.json()["run_id"] == "scheduled__2"
+    rows = c.get("/mm2/runs/mm2_failover_readiness/scheduled__2/readiness_partitions.parquet")
+    assert rows.status_code == 200 and rows.content[:4] == b"PAR1"
 
 
 def test_the_readiness_page_before_any_interval_says_what_to_do(tmp_path):

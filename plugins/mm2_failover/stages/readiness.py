@@ -11,8 +11,9 @@ What is kept, under ``$MM2_FAILOVER_ARTIFACTS/mm2_failover_readiness/``:
   page and the next interval's comparison read it; a retried interval compares with the one before it again, and
   appends no second history line).
 
-The run folders of older intervals keep ``readiness.json`` and their small files only: their plan, checkpoints and
-snapshot are deleted once :data:`KEEP_FULL` newer intervals exist (at 10k groups they weigh ~100 MB each).
+The run folders of older intervals keep ``readiness.json`` (the summary, ~1 KB) and their small files only: their
+plan, checkpoints and snapshot are deleted once :data:`KEEP_FULL` newer intervals exist (at 10k groups they weigh
+~100 MB each), their rows per group and partition (~2 MB at 10k groups x 10 partitions) once :data:`KEEP_ROWS` do.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ LATEST = "latest.json"
 KEEP_FULL = 3
 HISTORY_TAIL_BYTES = 8 << 20  # what the page and the comparison read of the history: weeks of intervals
 READ_AHEAD = 100  # records read per partition behind to find the oldest one not replicated
+KEEP_ROWS = 12  # intervals (an hour) whose rows per group and partition are kept
+ROWS = ("readiness_groups.parquet", "readiness_partitions.parquet")
 HEAVY = ("plan.json", "plan.csv", "latest_checkpoints.parquet", "snapshot.json", "drain.json")
 
 
@@ -93,7 +96,7 @@ def previous(folder_name: str, base: Path | None = None) -> tuple[rules.Readines
     try:
         latest = read_json(base / LATEST, "readiness pointer") if (base / LATEST).exists() else {}
         name = latest.get("previous_folder") if latest.get("folder") == folder_name else latest.get("folder")
-        return (RunFolder(base / name).load_readiness() if name else None), name
+        return (RunFolder(base / name).load_readiness(partitions=False) if name else None), name
     except Exception as e:  # noqa: BLE001 - no comparison: this interval tells what is wrong already
         log.warning("the previous readiness answer cannot be read (%s): not compared", e)
         return None, None
@@ -138,13 +141,15 @@ def append_history(line: dict, base: Path | None = None) -> None:
     fsync_path(p.parent)
 
 
-def prune(base: Path, keep: int = KEEP_FULL) -> list[str]:
-    """Delete the heavy files of every interval's folder but the ``keep`` newest (by their answer's time)."""
+def prune(base: Path, keep: int = KEEP_FULL, keep_rows: int = KEEP_ROWS) -> list[str]:
+    """Delete the heavy files of every interval's folder but the ``keep`` newest (by their answer's time), and the
+    rows of all but the ``keep_rows`` newest (their summaries stay, in readiness.json and the history)."""
     folders = sorted((d for d in base.iterdir() if d.is_dir() and (d / "readiness.json").exists()),
                      key=lambda d: (d / "readiness.json").stat().st_mtime)
     pruned = []
-    for d in folders[:-keep] if keep else folders:
-        for name in HEAVY:
+    for i, d in enumerate(folders):
+        names = (HEAVY if i < len(folders) - keep else ()) + (ROWS if i < len(folders) - keep_rows else ())
+        for name in names:
             p = d / name
             if p.is_dir():
                 shutil.rmtree(p, ignore_errors=True)
