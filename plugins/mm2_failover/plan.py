@@ -42,7 +42,7 @@ import csv
 import io
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 from typing import Any, NamedTuple
 
@@ -133,7 +133,10 @@ class PlanRow:
         return self.action in (COMMIT, CLAMP)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _ROW_FIELDS}  # every field a scalar: asdict's deep copy for nothing
+
+
+_ROW_FIELDS = tuple(f.name for f in fields(PlanRow))
 
 
 @dataclass

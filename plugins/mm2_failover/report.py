@@ -13,7 +13,7 @@ and Markdown (people). The rules that only describe a run live here, once:
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
 from mm2_failover import approval
@@ -36,6 +36,19 @@ SourceCommits = dict[tuple[str, str, int], int]
 APPROVAL_OUTCOMES = tuple(approval.OUTCOMES.values())
 
 STALE_SNAPSHOT_S = 900  # a snapshot older than this when the plan is built is called out
+
+
+def plain(v: Any) -> Any:
+    """A copy of JSON-like data (dicts, lists, tuples, sets and scalars), nested containers copied too."""
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, tuple):
+        return type(v)(*map(plain, v)) if hasattr(v, "_fields") else tuple(plain(x) for x in v)
+    if isinstance(v, set):
+        return {plain(x) for x in v}
+    return v
 
 
 @dataclass
@@ -63,7 +76,9 @@ class Report:
     approval: dict | None = None  # approval.json as the report was written (mm2_failover.approval.Decision)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """A copy of every field (what ``dataclasses.asdict`` gives, without its deep copy of 100k rows through
+        ``copy.deepcopy``: a minute at 10k groups x 10 partitions)."""
+        return {f.name: plain(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Report":
@@ -300,7 +315,8 @@ def build_report(
                           "failed" if mismatches or refused else "succeeded")
     stale = stale_checkpoints([r.as_dict() for r in plan.rows], source_commits)
     warnings = list(warnings or []) + checkpoint_warnings(checkpoints_summary or {})
-    never = [g["group"] for g in groups if GROUP_NEVER_CHECKPOINTED in {r.reason for r in plan.rows if r.group == g["group"]}]
+    never_checkpointed = {r.group for r in plan.rows if r.reason == GROUP_NEVER_CHECKPOINTED}
+    never = [g["group"] for g in groups if g["group"] in never_checkpointed]  # one pass (was groups x rows)
     if never:
         warnings.append(f"{len(never)} selected group(s) commit on the source but MM2 never checkpointed them; they "
                         "were NOT moved and will start without a commit on the target: " + ", ".join(never[:20]))

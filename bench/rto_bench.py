@@ -1,0 +1,187 @@
+"""Recovery time on a real scheduler (issue 33 item 6): trigger -> verified, and where the time goes.
+
+    PYTHONPATH=plugins:. .venv/bin/python bench/rto_bench.py [--groups 1] [--partitions 3] [--runs 3]
+
+1. starts the bed (two KRaft brokers + real MirrorMaker 2), a warm Spark Connect server (the deployment's
+   ``spark_connect_default``) and Airflow's four processes - api-server, scheduler (LocalExecutor), dag-processor,
+   triggerer - with their own home and metadata DB (:mod:`testbed.airflow_stack`);
+2. per run, a fresh set of G groups (their own topic of P partitions, consumed and committed on the source, each
+   checkpointed by MM2), then ``mm2_failover`` triggered through the REST API (``drain_quiet_seconds`` = Q) and
+   approved through the human-in-the-loop REST API as soon as the request is up (like an automation that opted
+   in; a person adds their own time);
+3. reads every task instance back from the REST API and splits trigger -> verified into: the human's decision (the
+   approval's wait), the drain's quiet window, each task's own work, and the scheduler's gaps (trigger to the first
+   task, and between one task's end and the next one's start);
+4. checks every run: success, and the group's commits on the target equal to ``plan.csv``.
+
+Prints the table (Markdown, the README's) and writes bench/results/rto-<timestamp>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "plugins"))
+sys.path.insert(0, str(REPO))
+
+TASKS = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
+         "check_groups_empty", "build_plan", "approve_plan", "apply_group_offsets", "verify_group_offsets"]
+
+
+def ts(iso: str | None) -> float | None:
+    return None if not iso else datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def prepare_groups(bed, n: int, partitions: int) -> tuple[str, list[str]]:
+    """G groups on a topic of their own, committed on the source and checkpointed by MM2."""
+    from mm2_failover.kafka_io import Cluster
+    from testbed import scenario
+
+    tag = uuid.uuid4().hex[:6]
+    topic, groups = f"rto-{tag}", [f"rto-{tag}-{i:06d}" for i in range(n)]
+    source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source", timeout=60)
+    target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target", timeout=60)
+    source.create_topic(topic, partitions)
+    scenario.produce(bed.source_bootstrap, topic, partitions, 100)
+    scenario.wait_replicated(source, target, topic, f"primary.{topic}", timeout=120)
+    if n == 1:
+        scenario.consume_and_commit(bed.source_bootstrap, groups[0], topic, {p: 50 + p for p in range(partitions)})
+        scenario.wait_checkpointed(target, bed.checkpoints_topic, groups[0], f"primary.{topic}", partitions)
+    else:  # many groups: committed in bulk; their checkpoints written in MM2's format (see readiness_bench.py)
+        from bench.apply_bench import make_plan
+        from bench.readiness_bench import write_checkpoints
+        from mm2_failover.stages.apply import apply_plan
+
+        res = apply_plan(source, make_plan(f"rto-{tag}", n, topic, partitions, 100), 64)
+        assert not res.refused, list(res.refused.items())[:3]
+        write_checkpoints(bed.target_bootstrap, bed.checkpoints_topic, n, partitions, 100, f"rto-{tag}", topic)
+    return f"rto-{tag}-.*", groups
+
+
+def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
+    from mm2_failover.ui import safe_name
+    from testbed.airflow_stack import answer, ready_to_answer, run_path, task_states
+
+    t_trigger = time.time()
+    run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
+                 {"logical_date": None, "conf": {"groups_regex": regex, "drain_quiet_seconds": quiet}})
+    run_id = run["dag_run_id"]
+    answered = asked = None
+    deadline = time.monotonic() + 1800
+    while time.monotonic() < deadline:
+        # the scheduler and the API server: at 10k groups the dag-processor may die of SQLite's "database is
+        # locked" while the scheduler stores 10k asset events (a file DB; a deployment has Postgres) - it is
+        # not on the failover's path
+        af.check_alive(("api-server", "scheduler"))
+        if asked is None and task_states(af, run_id).get("approve_plan", (None,))[0] == "awaiting_input":
+            asked = time.time()
+        if answered is None and asked is not None and ready_to_answer(af, run_id):
+            answer(af, run_id, "Approve")
+            answered = time.time()
+        dr = af.api("GET", run_path(run_id))
+        if dr["state"] in ("success", "failed"):
+            break
+        time.sleep(0.5)
+    t_seen = time.time()
+    tis = {t["task_id"]: t for t in af.api("GET", run_path(run_id) + "/taskInstances")["task_instances"]}
+    assert dr["state"] == "success", {k: v["state"] for k, v in tis.items()}
+    folder = af.artifacts / "mm2_failover" / safe_name(run_id)
+    planned = {(g, t, int(p)): int(o) for line in (folder / "plan.csv").read_text().splitlines()
+               for g, t, p, o in [line.split(",")]}
+    got = bed.client("target").commits_many(groups, 32)
+    committed = {(g, t, p): getattr(c, "offset", c) for g, cs in got.items() for (t, p), c in cs.items()}
+    assert committed == planned, f"{len(committed)} commits on the target, {len(planned)} planned"
+    rows, prev_end = [], ts(dr["queued_at"]) or ts(dr["start_date"])
+    first_start = None
+    for t in TASKS:
+        ti = tis[t]
+        s, e = ts(ti["start_date"]), ts(ti["end_date"])
+        first_start = first_start or s
+        rows.append({"task": t, "start": s, "end": e, "seconds": round(e - s, 2), "try": ti["try_number"],
+                     "gap_before": round(s - prev_end, 2)})
+        prev_end = e
+    appr = next(r for r in rows if r["task"] == "approve_plan")
+    # the human's share: from the request being up to the answer (here: an automation answering at once, once
+    # Airflow 3.3.2 has processed the parked try - see README, "Approving the plan")
+    human = round(answered - asked, 2) if answered and asked else 0.0
+    end = ts(dr["end_date"])
+    total = round(end - t_trigger, 2)
+    work = round(sum(r["seconds"] for r in rows if r["task"] != "approve_plan"), 2)
+    gap = round(sum(r["gap_before"] for r in rows) + (ts(dr["queued_at"]) or t_trigger) - t_trigger, 2)
+    return {"run_id": run_id, "groups": len(groups), "trigger_to_verified_s": total, "human_s": human,
+            "quiet_window_s": quiet, "rto_s": round(total - human - quiet, 2), "work_s": work, "gaps_s": gap,
+            "approval_task_s": appr["seconds"], "seen_s": round(t_seen - t_trigger, 2), "tasks": rows,
+            "partitions_committed": len(planned)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--groups", type=int, default=1)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--quiet", type=int, default=1, help="drain_quiet_seconds of each run")
+    args = ap.parse_args()
+    from testbed import localenv
+    from testbed.airflow_stack import AirflowStack
+    from testbed.bed import Bed, free_port
+    from testbed.spark_connect import SparkConnectServer
+
+    root = REPO / "var" / "bench" / f"rto-{time.strftime('%Y%m%d-%H%M%S')}"
+    out: dict = {"groups": args.groups, "partitions": args.partitions, "cores": os.cpu_count(), "runs": []}
+    with contextlib.ExitStack() as stack:
+        af = AirflowStack(root / "airflow", root / "artifacts")
+        stack.callback(af.stop)
+        af.boot_server_side_async()
+        server = SparkConnectServer.start(root / "spark-connect", free_port())
+        stack.callback(server.stop)
+        # many groups: MM2 itself checkpoints them far too slowly here (readiness_bench.py): excluded from it
+        bed = stack.enter_context(Bed(run_dir=root / "bed", mm2={"groups.exclude": "rto-.*"} if args.groups > 1
+                                      else {}))
+        af.wait_server_side()
+        extra = {"AIRFLOW_CONN_SPARK_CONNECT_DEFAULT": localenv.spark_connect_conn(server.port),
+                 "MM2_FAILOVER_ARCHIVE": str(root / "archive")}
+        af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap, extra)
+        af.start_triggerer(bed.source_bootstrap, bed.target_bootstrap, extra)
+        af.wait(lambda: (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy"
+                and h["triggerer"]["status"] == "healthy", 120, "a healthy scheduler and triggerer")
+        af.token = af.login("admin")
+        af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 90, "the dag-processor to register mm2_failover")
+        for i in range(args.runs):
+            regex, groups = prepare_groups(bed, args.groups, args.partitions)
+            r = one_run(af, bed, regex, groups, args.quiet)
+            out["runs"].append(r)
+            print(f"run {i + 1}: trigger -> verified {r['trigger_to_verified_s']} s = human {r['human_s']} + quiet "
+                  f"{r['quiet_window_s']} + work {r['work_s']} + scheduler gaps {r['gaps_s']} (rto {r['rto_s']} s)",
+                  flush=True)
+    runs = out["runs"]
+    med = {k: statistics.median(r[k] for r in runs) for k in ("trigger_to_verified_s", "rto_s", "work_s", "gaps_s",
+                                                              "human_s")}
+    out["median"] = med
+    print(f"\nmm2_failover on a real scheduler, {args.groups} group(s) x {args.partitions} partitions, {args.runs} run(s), "
+          f"{os.cpu_count()} cores (median; RTO = trigger -> verified minus the human's decision and the quiet window)")
+    print("| task | work s | scheduler gap before it s |")
+    print("|---|---:|---:|")
+    for t in TASKS:
+        w = statistics.median(next(x["seconds"] for x in r["tasks"] if x["task"] == t) for r in runs)
+        g = statistics.median(next(x["gap_before"] for x in r["tasks"] if x["task"] == t) for r in runs)
+        print(f"| `{t}` | {w} | {g} |")
+    print(f"| **trigger -> verified** | {med['trigger_to_verified_s']} (human {med['human_s']}, quiet {args.quiet}) | |")
+    print(f"| **RTO** | **{med['rto_s']}** = work {med['work_s']} + gaps {med['gaps_s']} | |")
+    path = REPO / "bench" / "results" / f"rto-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(out, indent=2, default=str))
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
