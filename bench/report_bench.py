@@ -1,5 +1,7 @@
 """Benchmark: the failover report at G groups x P partitions - what verify (and the report of the plan an approver
-reads) spends after the read-back: build_report, render_markdown, and report.json's encoding.
+reads) spends after the read-back: build_report, render_markdown, report.json's encoding as one JSON document (its
+form until issue 33 item 6) and the run folder's report as written now (RunFolder.save_report: the rows per partition
+in report_partitions.parquet, then report.json naming them), read back whole and as the run page reads it.
 
     PYTHONPATH=plugins:. .venv/bin/python bench/report_bench.py --groups 10000 --partitions 10 [--profile]
 
@@ -47,6 +49,24 @@ def main() -> int:
     t2 = time.perf_counter()
     js = json.dumps(rep.as_dict(), indent=2, sort_keys=True, default=str)
     t3 = time.perf_counter()
+    import tempfile
+
+    from mm2_failover.runfolder import REPORT_JSON, REPORT_PARTITIONS, RunFolder
+
+    with tempfile.TemporaryDirectory() as tmp:
+        f = RunFolder(tmp)
+        w0 = time.perf_counter()
+        f.save_report(rep)
+        w1 = time.perf_counter()
+        back = f.load_report()
+        w2 = time.perf_counter()
+        head = f.load_report(partitions=False)
+        f.parquet_rows(REPORT_PARTITIONS, "", 2000)
+        w3 = time.perf_counter()
+        assert back.as_dict() == rep.as_dict(), "the report read back differs from the one written"
+        assert head.groups == rep.groups
+        sizes = {"json_mb": round((Path(tmp) / REPORT_JSON).stat().st_size / 1e6, 2),
+                 "parquet_mb": round((Path(tmp) / REPORT_PARTITIONS).stat().st_size / 1e6, 2)}
     if prof:
         import pstats
 
@@ -55,7 +75,10 @@ def main() -> int:
     out = {"groups": a.groups, "partitions": a.groups * a.partitions, "build_report_s": round(t1 - t0, 2),
            "render_markdown_s": round(t2 - t1, 2), "report_json_s": round(t3 - t2, 2),
            "total_s": round(t3 - t0, 2), "report_md_mb": round(len(md) / 1e6, 1),
-           "report_json_mb": round(len(js) / 1e6, 1)}
+           "report_json_mb": round(len(js) / 1e6, 1),
+           "save_report_s": round(w1 - w0, 2), "load_report_whole_s": round(w2 - w1, 2),
+           "run_page_read_s": round(w3 - w2, 2), "saved_report_json_mb": sizes["json_mb"],
+           "saved_report_partitions_parquet_mb": sizes["parquet_mb"], "read_back_equal": True}
     print(json.dumps(out))
     return 0
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 from airflow.sdk import DAG, AssetAlias, task
 
 from mm2_failover.assets import ALIAS as MOVED_GROUPS
-from mm2_failover.dag_defaults import apply_task_defaults
+from mm2_failover.dag_defaults import apply_task_defaults, run_deadline
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
 from mm2_failover.operators.plan_approval import PlanApprovalOperator
 from mm2_failover.params import failover_params, run_params_template
@@ -27,6 +27,7 @@ RUN = run_params_template(PARAMS)  # {{ params.<name> }} for each: the operators
 
 with DAG(
     dag_id="mm2_failover",
+    deadline=run_deadline("mm2_failover"),  # on-call hears of a run that has not ended in time
     schedule=None,
     is_paused_upon_creation=False,  # on demand: a trigger (UI, REST API, automation) must run at once
     catchup=False,

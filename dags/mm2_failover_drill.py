@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, Param, task
 
-from mm2_failover.dag_defaults import apply_task_defaults
+from mm2_failover.dag_defaults import apply_task_defaults, run_deadline
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
 from mm2_failover.params import failover_params, run_params_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
@@ -45,6 +45,7 @@ RUN = run_params_template(PARAMS)
 
 with DAG(
     dag_id="mm2_failover_drill",
+    deadline=run_deadline("mm2_failover_drill"),  # on-call hears of a run that has not ended in time
     schedule="0 3 1 * *",  # 03:00 on the 1st of every month
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,

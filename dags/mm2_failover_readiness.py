@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, Param, task
 
-from mm2_failover.dag_defaults import INTERVAL_SCHEDULE, apply_task_defaults
+from mm2_failover.dag_defaults import INTERVAL_SCHEDULE, apply_task_defaults, run_deadline
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
 from mm2_failover.params import readiness_params, run_params_template
 
@@ -29,6 +29,7 @@ RUN = run_params_template(PARAMS)
 
 with DAG(
     dag_id="mm2_failover_readiness",
+    deadline=run_deadline("mm2_failover_readiness"),  # on-call hears of a run that has not ended in time
     schedule=INTERVAL_SCHEDULE,
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,

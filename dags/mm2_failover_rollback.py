@@ -12,12 +12,13 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, task
 
-from mm2_failover.dag_defaults import apply_task_defaults
+from mm2_failover.dag_defaults import apply_task_defaults, run_deadline
 from mm2_failover.params import rollback_params
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 
 with DAG(
     dag_id="mm2_failover_rollback",
+    deadline=run_deadline("mm2_failover_rollback"),  # on-call hears of a run that has not ended in time
     schedule=None,
     is_paused_upon_creation=False,  # on demand: a trigger (UI, REST API, automation) must run at once
     catchup=False,

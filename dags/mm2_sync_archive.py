@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, task
 
-from mm2_failover.dag_defaults import INTERVAL_SCHEDULE, apply_task_defaults
+from mm2_failover.dag_defaults import INTERVAL_SCHEDULE, apply_task_defaults, run_deadline
 from mm2_failover.operators.latest_state import LatestStateRefreshOperator
 from mm2_failover.params import archive_params, run_params_template
 
@@ -24,6 +24,7 @@ PARAMS = archive_params()
 
 with DAG(
     dag_id="mm2_sync_archive",
+    deadline=run_deadline("mm2_sync_archive"),  # on-call hears of a run that has not ended in time
     schedule=INTERVAL_SCHEDULE,  # every 5 minutes, like mm2_failover_readiness
     is_paused_upon_creation=True,  # unpause it together with MM2 (README, "Exact failover")
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),

@@ -32,11 +32,13 @@ class AirflowStack:
     process in its own process group, all stopped by :meth:`stop`. ``auth``: (auth manager class, the folder its
     module is in) - default Airflow's simple auth manager; users ``admin`` (admin) and ``outsider`` (viewer)."""
 
-    def __init__(self, home: Path, artifacts: Path, auth: tuple[str, Path] | None = None):
+    def __init__(self, home: Path, artifacts: Path, auth: tuple[str, Path] | None = None,
+                 extra_env: dict[str, str] | None = None):
         from testbed.bed import free_port
 
         self.home, self.artifacts = home, artifacts
         self.auth = auth
+        self.extra_env = dict(extra_env or {})  # every process's (the dag-processor's too: read at parse time)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.procs: dict[str, subprocess.Popen] = {}
@@ -68,7 +70,7 @@ class AirflowStack:
                 "AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC": "2",
                 # how often the scheduler resolves approvals past their deadline (default 15 s)
                 "AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "2",
-                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10"}
+                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10", **self.extra_env}
 
     def migrate(self) -> float:
         """The separate metadata DB (no cluster needed: runs while the bed starts)."""

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from mm2_failover import config
 from mm2_failover.config import RunParams
-from mm2_failover.runfolder import ROLLBACK
+from mm2_failover.runfolder import ROLLBACK, head_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LIVE, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_NOT_DRAINED, EXIT_LOCKED = range(8)
 log = logging.getLogger("mm2_failover")
@@ -391,7 +391,7 @@ def cmd_apply(a, ctx):
     gate(ctx, groups_to_move(ctx))
     res = backup_and_apply(ctx, plan)
     rep = verify_run(ctx, plan, dry_run=False, refused=res.refused)
-    print(ctx.folder.report_md.read_text())
+    print(head_text(ctx.folder.report_md))
     if res.refused:
         raise CliError(EXIT_FAILED, "groups NOT moved: " + "; ".join(f"{g}: {w}" for g, w in res.refused.items()))
     if rep.mismatches:
@@ -407,7 +407,7 @@ def cmd_verify(a, ctx):
         raise CliError(EXIT_USAGE, f"no plan in {ctx.folder.dir}: run plan/apply first")
     plan = make_plan(ctx)
     rep = verify_run(ctx, plan, dry_run=not ctx.folder.backup.exists())
-    print(ctx.folder.report_md.read_text())
+    print(head_text(ctx.folder.report_md))
     if rep.mismatches:
         raise CliError(EXIT_FAILED, f"{len(rep.mismatches)} partition(s) differ from the plan")
 
@@ -458,7 +458,7 @@ def cmd_drill(a, ctx):
     drill_plan(ctx, a.allow_drill_writes_for_prefix)
     d = drill_report(ctx)
     metrics.emit_drill_metrics(d.as_dict())
-    print(ctx.folder.drill_md.read_text())
+    print(head_text(ctx.folder.drill_md))
     return {"drill": str(ctx.folder.drill_json), "totals": d.totals, "findings": d.findings}
 
 

@@ -85,3 +85,23 @@ def _custom(spec: str, msg, context) -> None:
     mod, _, name = spec.partition(":")
     target = getattr(importlib.import_module(mod), name)()
     target({**dict(context), "mm2_failover_message": msg})
+
+
+def deadline_missed(context, interval_seconds: float = 0) -> int:
+    """Rule 6 of :mod:`mm2_failover.notify`: the callback of every DAG's ``DeadlineAlert``
+    (:func:`mm2_failover.dag_defaults.run_deadline`), run by the executor with the context Airflow gives a deadline
+    callback (``dag_run`` as the REST API shows it, and ``deadline``); returns how many channels took the message."""
+    from mm2_failover import notify as rules
+    from mm2_failover.config import run_dir
+
+    run = dict((context or {}).get("dag_run") or {})
+    dl = dict((context or {}).get("deadline") or {})
+    dag_id, run_id, state = str(run.get("dag_id", "?")), str(run.get("dag_run_id") or run.get("run_id") or "?"), \
+        str(run.get("state", "?"))
+    msg = rules.deadline_message(dag_id, run_id, state, str(run.get("queued_at", "?")),
+                                 str(dl.get("deadline_time", "?")), float(interval_seconds),
+                                 run_dir(dag_id, run_id).name, base_url())
+    if msg is None:
+        log.info("deadline of %s run %s passed after the run ended (%s): nothing to tell", dag_id, run_id, state)
+        return 0
+    return deliver(msg, context)

@@ -18,6 +18,11 @@ The rules:
 5. **Readiness degrading.** What the readiness interval found worse than the one before (rules 5 of
    :mod:`mm2_failover.readiness`) goes to the same channels, one message per interval with each change on a line of
    its own, a link to the Readiness page and to the interval's run; the task itself succeeds (it measured).
+6. **A run past its deadline.** A run that has not ended a DAG's deadline after it was queued (Airflow's
+   ``DeadlineAlert``; the table is :data:`mm2_failover.dag_defaults.RUN_DEADLINES`) is told once, to the same channels,
+   while it is still going: stuck, waiting for an approval nobody gave, or slower than it should be. The subject
+   names the DAG, the run and how long it has gone; the body its state and both links. A run that already ended when
+   its deadline passed says nothing here (Airflow keeps a failed run's deadline; its failure was told by rule 1).
 """
 
 from __future__ import annotations
@@ -109,6 +114,37 @@ def readiness_message(dag_id: str, run_id: str, changes: list[str], base_url: st
             + "".join(f"<li>{escape(reason_of(c))}</li>" for c in changes)
             + f"</ul><p><a href=\"{escape(page)}\">The Readiness page</a> - <a href=\"{escape(run)}\">the run in "
             "Airflow</a></p>")
+    return Message(subject, text, html)
+
+
+ENDED = frozenset({"success", "failed"})
+
+
+def duration_text(seconds: float) -> str:
+    """``95`` -> "1 min 35 s"; ``3600`` -> "60 min"."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    m, r = divmod(s, 60)
+    return f"{m} min" + (f" {r} s" if r else "")
+
+
+def deadline_message(dag_id: str, run_id: str, state: str, queued_at: str, deadline_time: str,
+                     interval_seconds: float, run_folder: str, base_url: str = "") -> Message | None:
+    """Rule 6; None for a run that had already ended."""
+    from html import escape
+
+    if (state or "").lower() in ENDED:
+        return None
+    took = duration_text(interval_seconds)
+    ln = links(Failure(dag_id, run_id, "", 0, "", run_folder, base_url))
+    subject = f"[mm2-failover] {dag_id} run {run_id}: NOT FINISHED {took} after it was queued (state {state})"
+    what = (f"DAG {dag_id}, run {run_id} was queued at {queued_at} and has not ended {took} later (its deadline, "
+            f"{deadline_time}); its state is {state}. It may be stuck, waiting for an approval, or slower than it "
+            "should be: look at its running task and its log.")
+    text = f"{what}\n\nReport: {ln['report']}\nAirflow: {ln['airflow']}\n"
+    html = (f"<p>{escape(what)}</p><p><a href=\"{escape(ln['report'])}\">The run's report</a> - "
+            f"<a href=\"{escape(ln['airflow'])}\">the run in Airflow</a></p>")
     return Message(subject, text, html)
 
 

@@ -70,6 +70,10 @@ BACKUP = "backup.json"
 APPLY = "apply.json"
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
+REPORT_PARTITIONS = "report_partitions.parquet"
+REPORT_STALE = "report_stale_checkpoints.parquet"
+REPORT_ROW_FILES = {"partitions": REPORT_PARTITIONS, "stale_checkpoints": REPORT_STALE}  # report.ROW_COLUMNS
+REPORT_FIX = "clear verify_group_offsets (or run the CLI's verify) to write the report again"
 SUMMARY = "summary.json"
 DRILL_JSON = "drill.json"
 DRILL_MD = "drill.md"
@@ -156,18 +160,42 @@ def write_json(path: Path, data, compact: bool = False) -> None:
         {"separators": (",", ":")} if compact else {"indent": 2})))
 
 
-def write_rows_parquet(path: Path, rows: list[dict], columns: list[str]) -> None:
-    """``rows`` as a Parquet file, atomically and durably (temporary file, fsync, rename, fsync of the folder)."""
+def write_rows_parquet(path: Path, rows: list[dict], columns: list[str] | dict[str, str]) -> None:
+    """``rows`` as a Parquet file, atomically and durably (temporary file, fsync, rename, fsync of the folder).
+    ``columns``: their names (types inferred), or name -> Arrow type name (``int64``, ``string``, ``bool``...): an
+    explicit schema, so that an all-empty column keeps its type and a value of another type is an error."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    table = pa.table({c: [r.get(c) for r in rows] for c in columns})
+    if isinstance(columns, dict):
+        schema = pa.schema([(c, pa.type_for_alias(t)) for c, t in columns.items()])
+        table = pa.table({c: [r.get(c) for r in rows] for c in columns}, schema=schema)
+    else:
+        table = pa.table({c: [r.get(c) for r in rows] for c in columns})
     pq.write_table(table, tmp, compression="zstd")
     fsync_path(tmp)
     os.replace(tmp, path)
     fsync_path(path.parent)
+
+
+HEAD_LINES = 300
+
+
+def head_text(path: Path, max_lines: int = HEAD_LINES) -> str:
+    """The first ``max_lines`` lines of a report for a task log or a terminal, and where the rest is (a report of 10k
+    groups is megabytes of Markdown: the whole file stays on disk and on the report pages)."""
+    out: list[str] = []
+    extra = 0
+    with open(path, errors="replace") as fh:
+        for line in fh:
+            if len(out) < max_lines:
+                out.append(line)
+            else:
+                extra += 1
+    text = "".join(out)
+    return text if not extra else text + f"\n... {extra} more line(s) in {path}\n"
 
 
 def read_json(path: Path, what: str = "") -> Any:
@@ -401,11 +429,42 @@ class RunFolder:
         return self._typed(APPROVAL, Decision.from_dict, "approval")
 
     def save_report(self, report: Report) -> None:
-        self.save(REPORT_JSON, report.as_dict())
+        """The rows per partition first (``report_partitions.parquet``, ``report_stale_checkpoints.parquet``), then
+        ``report.json`` naming each file in its field: a reader that finds the summary finds its rows."""
+        from mm2_failover.report import ROW_COLUMNS
 
-    def load_report(self) -> Report | None:
-        """The verified report (None: verify did not run in this folder)."""
-        return self._typed(REPORT_JSON, Report.from_dict, "report")
+        d = report.as_dict()
+        for key, name in REPORT_ROW_FILES.items():
+            write_rows_parquet(self.dir / name, d[key], ROW_COLUMNS[key])
+        self.save(REPORT_JSON, {**d, **REPORT_ROW_FILES})
+
+    def load_report(self, partitions: bool = True) -> Report | None:
+        """The verified report (None: verify did not run in this folder); ``partitions`` false leaves its rows
+        per partition out (read from the Parquet files that report.json names)."""
+        def load(d: dict) -> Report:
+            rows = {k: (self.parquet_rows(d[k], REPORT_FIX) if partitions else [])
+                    for k in REPORT_ROW_FILES if isinstance(d[k], str)}
+            return Report.from_dict({**d, **rows})
+
+        return self._typed(REPORT_JSON, load, "report")
+
+    def parquet_rows(self, name: str, fix: str, limit: int | None = None) -> list[dict]:
+        """The rows of one of this folder's Parquet files (the first ``limit`` of them); RunFolderError naming the
+        file and ``fix`` (what writes them again) when it is gone or unreadable."""
+        import pyarrow.parquet as pq
+
+        p = self.dir / name
+        try:
+            if limit is None:
+                return pq.read_table(p).to_pylist()
+            out: list[dict] = []
+            for batch in pq.ParquetFile(p).iter_batches(batch_size=max(1, min(limit, 65536))):
+                out.extend(batch.to_pylist()[: limit - len(out)])
+                if len(out) >= limit:
+                    break
+            return out
+        except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid (not Parquet, truncated) is a ValueError
+            raise RunFolderError(f"{p} cannot be read ({e}): its rows are gone or damaged; {fix}") from None
 
     def save_drill(self, report: DrillReport) -> None:
         self.save(DRILL_JSON, report.as_dict())
@@ -428,13 +487,7 @@ class RunFolder:
         """One readiness interval's answer (None: not assessed in this folder); ``groups``/``partitions`` false leave
         those rows out (the page reads the groups only; the history, neither)."""
         def rows(name: str) -> list[dict]:
-            import pyarrow.parquet as pq
-
-            try:
-                return pq.read_table(self.dir / name).to_pylist()
-            except OSError as e:
-                raise RunFolderError(f"{self.dir / name} cannot be read ({e}): its interval's rows are gone; the "
-                                     "next interval writes new ones") from None
+            return self.parquet_rows(name, "the next readiness interval writes new ones")
 
         def load(d: dict) -> Readiness:
             gs = [{**g, "rules": json.loads(g["rules"])} for g in rows(d["groups"])] if groups else []
@@ -449,6 +502,8 @@ class RunFolder:
             return None
         try:
             return from_dict(self.load(name))
+        except RunFolderError:
+            raise  # names its own file (a Parquet file of the artifact's rows)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise RunFolderError(f"{p} is not a {what} of this version ({type(e).__name__}: {e}): start a new run "
                                  "folder") from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from mm2_failover.runfolder import APPLY, ROLLBACK
+from mm2_failover.runfolder import APPLY, ROLLBACK, head_text
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def verify_group_offsets(context) -> dict:
     rep = verify_run(ctx, plan, refused=applied.get("refused"))
     emit_metrics(rep.as_dict())
     t = rep.totals
-    log.info("report: %s (%s)\n%s", ctx.folder.report_md, ctx.folder.report_json, ctx.folder.report_md.read_text())
+    log.info("report: %s (%s)\n%s", ctx.folder.report_md, ctx.folder.report_json, head_text(ctx.folder.report_md))
     if rep.mismatches:
         raise AirflowFailException(
             f"{t['mismatches']} partition(s) do not hold the planned offset after apply: "

@@ -17,8 +17,8 @@ Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm
 
 Inside Airflow the pages need Airflow's login and the reader's read permission on the DAG whose runs they show
 (:mod:`mm2_failover.ui_access`: anonymous 401, no permission 403; the index lists only readable DAGs' runs). They
-serve only report data - group and topic names, offsets, counts - read from seven whitelisted file names, never
-connection settings or the backup (which names the cluster); keys that look like credentials or connection settings
+serve only report data - group and topic names, offsets, counts - read from whitelisted file names (``SERVED_FILES``),
+never connection settings or the backup (which names the cluster); keys that look like credentials or connection settings
 are removed from the JSON before it is served. Everything shown is HTML-escaped, and the pages carry a strict
 Content-Security-Policy (no scripts).
 """
@@ -51,17 +51,22 @@ from mm2_failover.runfolder import (
     READINESS_PARTITIONS,
     REPORT_JSON,
     REPORT_MD,
+    REPORT_PARTITIONS,
+    REPORT_STALE,
     SUMMARY,
+    RunFolder,
+    RunFolderError,
 )
 
 SERVED_FILES = {REPORT_JSON: "application/json", REPORT_MD: "text/plain; charset=utf-8",
                 DRILL_JSON: "application/json", DRILL_MD: "text/plain; charset=utf-8",
                 APPROVAL: "application/json", PLAN_JSON: "application/json", PLAN_CSV: "text/csv; charset=utf-8",
                 READINESS: "application/json", READINESS_GROUPS: "application/vnd.apache.parquet",
-                READINESS_PARTITIONS: "application/vnd.apache.parquet"}
+                READINESS_PARTITIONS: "application/vnd.apache.parquet",
+                REPORT_PARTITIONS: "application/vnd.apache.parquet", REPORT_STALE: "application/vnd.apache.parquet"}
 #: served as written, never parsed here (the plan of 10k groups is tens of MB): they hold the run's parameters and
 #: rows only - RunParams has no field for a connection setting or a credential (tests/unit/test_ui_pages.py)
-STREAMED_FILES = {PLAN_JSON, PLAN_CSV, READINESS_GROUPS, READINESS_PARTITIONS}
+STREAMED_FILES = {PLAN_JSON, PLAN_CSV, READINESS_GROUPS, READINESS_PARTITIONS, REPORT_PARTITIONS, REPORT_STALE}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential|bootstrap|keytab|oauth", re.I)
 MAX_RUNS = 500
@@ -347,10 +352,15 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
         parts.append(f"<p class=muted>First {MAX_ROWS} shown; report.json has them all.</p>")
     parts.append(table(heads, rows, numeric={3, 4, 5, 6, 8, 9, 10}, cls="groups"))
     prow = rep.get("partitions") or []
+    if isinstance(prow, str):  # a report.json that names its rows' file, and no rows were read
+        prow = []
     if prow:
         cols = ["group", "topic", "partition", "upstream_offset", "downstream_offset", "current_offset",
                 "planned_offset", "committed_after", "action", "reason", "lag"]
-        parts.append(f"<details><summary>Partitions ({len(prow)})</summary>"
+        total = max(int(t.get("partitions") or 0), len(prow))
+        more = (f"<p class=muted>First {MAX_ROWS} shown; {REPORT_PARTITIONS} has all {total}.</p>"
+                if total > MAX_ROWS else "")
+        parts.append(f"<details><summary>Partitions ({total})</summary>" + more
                      + table(["group", "topic", "partition", "upstream", "downstream", "before", "planned", "after",
                               "action", "reason", "lag"], [[p.get(c) for c in cols] for p in prow[:MAX_ROWS]],
                              numeric={2, 3, 4, 5, 6, 7, 10}, cls="partitions")
@@ -609,6 +619,12 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None):
             return not_found(request, f"No report for run {run_id} of {dag_id} under the artifacts folder (runs of "
                                       "other DAGs, and failover runs that stopped before verify, have none).")
         rep = cache.get(folder / REPORT_JSON) if (folder / REPORT_JSON).is_file() else None
+        if rep is not None and isinstance(rep.get("partitions"), str):  # the first rows only, from the Parquet file
+            try:
+                rep = {**rep, "partitions": RunFolder(folder).parquet_rows(REPORT_PARTITIONS, "", MAX_ROWS)}
+            except RunFolderError:
+                rep = {**rep, "partitions": [], "warnings": [*(rep.get("warnings") or []),
+                                                             f"{REPORT_PARTITIONS} cannot be read"]}
         drill = cache.get(folder / DRILL_JSON) if (folder / DRILL_JSON).is_file() else None
         if rep is None and drill is None:
             return not_found(request, f"Run {run_id} of {dag_id} has no report yet (it is still running, or stopped "

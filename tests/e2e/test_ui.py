@@ -65,7 +65,9 @@ def failover_run(run_root, request):
     from testbed.smtp import smtp_conn, smtp_server
 
     t0 = time.monotonic()
-    af = AirflowStack(run_root / "e2e-ui" / "airflow", run_root / "e2e-ui" / "artifacts", auth=AUTH)
+    # issue 33, deadline alerts: mm2_failover's runs get DEADLINE_S instead of 30 min (read at parse time)
+    af = AirflowStack(run_root / "e2e-ui" / "airflow", run_root / "e2e-ui" / "artifacts", auth=AUTH,
+                      extra_env={"MM2_FAILOVER_RUN_DEADLINES": f"mm2_failover={DEADLINE_S}"})
     once = run_root / "e2e-ui" / "faults-fired"
     once.mkdir(parents=True, exist_ok=True)
     smtp, mails = smtp_server()  # issue 33: the failure notifications, received by a real SMTP server
@@ -114,6 +116,59 @@ def failover_run(run_root, request):
 
 
 ONCALL = "oncall@example.com"
+# the main run cannot end within it: its apply task alone waits out two 15 s retry delays
+DEADLINE_S = 30
+
+
+def failures(mails) -> list:
+    return [(rcpt, m) for rcpt, m in mails if " FAILED - " in m["Subject"]]
+
+
+def deadlines(mails) -> list:
+    return [(rcpt, m) for rcpt, m in mails if ": NOT FINISHED " in m["Subject"]]
+
+
+def login(browser, af):
+    """A page of ``browser`` logged in through Airflow's own login form (the simple auth manager's), as the admin."""
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.set_default_timeout(45_000)
+    page.goto(f"{af.base}/auth/login")
+    page.get_by_role("textbox").first.fill("admin")
+    page.locator("input[type=password]").fill(af.passwords["admin"])
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(lambda u: "/auth/" not in u)
+    return page
+
+
+def chromium(p):
+    if not os.access(CHROMIUM, os.X_OK):  # a missing Chromium is a failure of the test, not a skip
+        pytest.fail(f"{CHROMIUM} is missing: install it (scripts/setup.sh does, as root: apt-get install chromium "
+                    "chromium-driver)")
+    return p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def decide_in_browser(af, run_id: str, option: str, shots: Path) -> dict:
+    """Answer the run's approval the way an approver does: in Airflow's UI, on the approval task's "Required Action"
+    tab, logged in as the admin, by pressing ``option``'s button. Returns the request as it was asked."""
+    from playwright.sync_api import expect, sync_playwright
+
+    asked = af.api("GET", hitl_path(run_id))
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = chromium(p)
+        try:
+            page = login(browser, af)
+            page.goto(f"{af.base}/dags/mm2_failover/runs/{quote(run_id, safe='')}/tasks/approve_plan/required_actions")
+            expect(page.get_by_text(asked["subject"]).first).to_be_visible()
+            expect(page.get_by_role("link", name="its page").first).to_be_visible()  # the plan page, from the body
+            page.screenshot(path=str(shots / f"approval-{option.lower()}-asked.png"), full_page=True)
+            page.get_by_role("button", name=option, exact=True).click()
+            af.wait(lambda: af.api("GET", hitl_path(run_id))["response_received"], 30,
+                    f"the browser's {option} to reach Airflow", interval=1)
+            page.screenshot(path=str(shots / f"approval-{option.lower()}-answered.png"), full_page=True)
+        finally:
+            browser.close()
+    return asked
 
 
 
@@ -166,6 +221,8 @@ def test_airflow_task_process_killed_after_backup_then_after_commits_converges_a
     SIGKILLed after its backup, before any commit, then its retry is SIGKILLed after the commits, before the
     verify task; Airflow's own retry finishes the run. Then the apply and verify tasks are cleared (drill 8): the
     re-run converges to the same offsets and the same report."""
+    from mm2_failover.runfolder import RunFolder
+
     r, af = failover_run, failover_run.af
     grp = r.names["group"]
     planned = planned_offsets(r.folder)
@@ -180,6 +237,8 @@ def test_airflow_task_process_killed_after_backup_then_after_commits_converges_a
     assert set(backup["groups"]) == {grp} and r.backups == [backup, backup]  # attempt 1's, never replaced
     first = json.loads((r.folder / "report.json").read_text())
     assert first["outcome"] == "succeeded" and first["totals"]["committed"] == 3
+    first_rows = RunFolder(r.folder).load_report().partitions
+    assert [p["verified"] for p in first_rows] == [True] * 3
     tries = af.api("GET", run_path(r.run_id) + "/taskInstances/apply_group_offsets/tries")["task_instances"]
     assert [(t["try_number"], t["state"]) for t in tries][:2] == [(1, "failed"), (2, "failed")], tries
 
@@ -196,14 +255,11 @@ def test_airflow_task_process_killed_after_backup_then_after_commits_converges_a
     report = json.loads((r.folder / "report.json").read_text())
     for k in ("outcome", "totals", "groups", "partitions", "warnings"):
         assert report.get(k) == first.get(k), k
+    assert RunFolder(r.folder).load_report().partitions == first_rows  # report_partitions.parquet, rewritten
     print(f"[ui] drill 3 + 8 done at {time.monotonic() - r.t0:.1f}s")
 
 
 def test_failover_run_in_the_real_ui(failover_run, run_root):
-    # the browser first: a missing Chromium is a failure of this test, not a skip
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: install it (scripts/setup.sh does, as root: apt-get install chromium "
-                    "chromium-driver)")
     from playwright.sync_api import expect, sync_playwright
 
     af, run_id, names, t0 = failover_run.af, failover_run.run_id, failover_run.names, time.monotonic()
@@ -228,7 +284,7 @@ def test_failover_run_in_the_real_ui(failover_run, run_root):
     shots = run_root / "e2e-ui" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        browser = chromium(p)
         try:
             # 0. no login: the report page answers 401 and shows no report data
             anonymous = browser.new_page()
@@ -236,14 +292,7 @@ def test_failover_run_in_the_real_ui(failover_run, run_root):
             assert resp.status == 401 and names["group"] not in anonymous.content()
             anonymous.close()
 
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.set_default_timeout(45_000)
-            # Airflow's own login form (the simple auth manager's), as the admin
-            page.goto(f"{af.base}/auth/login")
-            page.get_by_role("textbox").first.fill("admin")
-            page.locator("input[type=password]").fill(af.passwords["admin"])
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(lambda u: "/auth/" not in u)
+            page = login(browser, af)  # Airflow's own login form, as the admin
 
             # 1. the DAG's grid: every task of the run is listed
             page.goto(f"{af.base}/dags/mm2_failover")
@@ -288,15 +337,15 @@ def test_a_refused_run_is_mailed_naming_the_run_the_task_the_reason_and_its_repo
     from mm2_failover.ui import safe_name
 
     af, r = failover_run.af, failover_run
-    assert r.mails == [], [m["Subject"] for _, m in r.mails]
+    assert failures(r.mails) == [], [m["Subject"] for _, m in r.mails]
     missing = "/nonexistent/mm2-failover/mm2.properties"
     run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
                  {"logical_date": None, "conf": {"groups_regex": r.names["group"], "mm2_config": missing}})
-    run_id = run["dag_run_id"]
+    run_id = r.refused_run_id = run["dag_run_id"]
     af.wait(lambda: af.api("GET", run_path(run_id))["state"] == "failed", 120, "the refused run to fail", interval=2)
-    af.wait(lambda: r.mails, 60, "the failure's e-mail", interval=1)
-    assert len(r.mails) == 1, [m["Subject"] for _, m in r.mails]
-    rcpt, mail = r.mails[0]
+    af.wait(lambda: failures(r.mails), 60, "the failure's e-mail", interval=1)
+    assert len(failures(r.mails)) == 1, [m["Subject"] for _, m in r.mails]
+    rcpt, mail = failures(r.mails)[0]
     assert rcpt == [ONCALL] and mail["From"] == "mm2-failover@localhost"
     assert mail["Subject"].startswith(f"[mm2-failover] mm2_failover run {run_id}: preflight_audit FAILED - "), \
         mail["Subject"]
@@ -304,6 +353,27 @@ def test_a_refused_run_is_mailed_naming_the_run_the_task_the_reason_and_its_repo
     assert missing in body
     assert f"{af.base}/mm2/runs/mm2_failover/{quote(safe_name(run_id), safe='')}" in body
     assert task_states(af, run_id)["preflight_audit"][0] == "failed"
+
+
+def test_a_run_not_ended_by_its_deadline_is_mailed_once_while_it_runs(failover_run):
+    """Issue 33, deadline alerts: the main run was still going DEADLINE_S after it was queued (Airflow's
+    DeadlineAlert on mm2_failover, its interval overridden for this stack through MM2_FAILOVER_RUN_DEADLINES): the
+    scheduler found the deadline missed and its executor ran rule 6's callback, which mailed on-call once - the
+    run, how long, its state then (running) and both links."""
+    from mm2_failover.ui import safe_name
+
+    af, r = failover_run.af, failover_run
+    af.wait(lambda: [m for _, m in deadlines(r.mails) if r.run_id in m["Subject"]], 60,
+            "the main run's deadline e-mail", interval=1)
+    mine = [(rcpt, m) for rcpt, m in deadlines(r.mails) if r.run_id in m["Subject"]]
+    assert len(mine) == 1, [m["Subject"] for _, m in r.mails]
+    rcpt, mail = mine[0]
+    assert rcpt == [ONCALL]
+    assert mail["Subject"] == (f"[mm2-failover] mm2_failover run {r.run_id}: NOT FINISHED {DEADLINE_S} s after it was "
+                               "queued (state running)"), mail["Subject"]
+    body = mail.get_body(("html",)).get_content()
+    assert f"{af.base}/mm2/runs/mm2_failover/{quote(safe_name(r.run_id), safe='')}" in body
+    assert f"{af.base}/dags/mm2_failover/runs/{quote(r.run_id, safe='')}" in body
 
 
 def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_plan(failover_run):
@@ -336,11 +406,12 @@ def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_p
     assert hitl["responded_by_user"]["name"] == "admin"
 
 
-def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in_time_writes_nothing(failover_run):
+def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in_time_writes_nothing(failover_run,
+                                                                                                      run_root):
     """Issue 33, two runs of a new group. The first one's source never answers under ``source_reachable=detect`` (its
     connection names a port nobody listens on - a mistyped address looks exactly like this): it is not put in disaster
     mode silently but plans read-only and asks in its approval - even though the trigger opted out of approvals - and
-    is rejected through the HITL REST API: the writing tasks are skipped, the group has no commit on the target, the
+    is rejected in the browser, on Airflow's own "Required Action" page: the writing tasks are skipped, the group has no commit on the target, the
     report says REJECTED and by whom. The second run gets no answer within ``approval_timeout_seconds``: the scheduler
     times the approval out, the task fails and mails on-call, nothing is written, the report says APPROVAL TIMED
     OUT."""
@@ -352,7 +423,7 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
     grp, topic = f"g-ui-reject-{tag}", f"t-ui-reject-{tag}"
     scenario.prepare(r.bed.source_bootstrap, r.bed.target_bootstrap, group=grp, topic=topic, partitions=2, produced=40,
                      consumed_upto={0: 15, 1: 30}, batches=1, pause_s=0.2)
-    mails_before = len(r.mails)
+    failures_before = len(failures(r.mails))
 
     def trigger(**conf) -> tuple[str, Path]:
         run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
@@ -361,7 +432,7 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
 
     rejected, folder = trigger(source_connections={"primary": "kafka_source_mistyped"}, require_approval=False)
     wait_for_approval_request(af, rejected, 180)
-    asked = answer(af, rejected, "Reject")
+    asked = decide_in_browser(af, rejected, "Reject", run_root / "e2e-ui" / "screenshots")
     assert "DISASTER MODE NOT CONFIRMED: source primary did not answer" in asked["subject"], asked["subject"]
     assert "1 group(s), 2 commit(s)" in asked["subject"] and "really lost" in asked["body"]
     af.wait(lambda: af.api("GET", run_path(rejected))["state"] in ("success", "failed"), 60, "the rejected run to end")
@@ -387,10 +458,14 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
     assert r.target.committed(grp) == {} and not (folder / "backup.json").exists()
     assert json.loads((folder / "approval.json").read_text())["status"] == "timed_out"
     assert json.loads((folder / "report.json").read_text())["outcome"] == "approval_timed_out"
-    af.wait(lambda: len(r.mails) > mails_before, 60, "the timed-out approval's e-mail", interval=1)
-    _rcpt, mail = r.mails[-1]
+    af.wait(lambda: len(failures(r.mails)) > failures_before, 60, "the timed-out approval's e-mail", interval=1)
+    _rcpt, mail = failures(r.mails)[-1]
     assert mail["Subject"].startswith(f"[mm2-failover] mm2_failover run {timed_out}: approve_plan FAILED - NOT approved "
                                       "within 10 s"), mail["Subject"]
+    # rule 6 said nothing of the refused run: it had failed (and was told) long before its deadline passed
+    refused = getattr(r, "refused_run_id", None)
+    assert refused and not [m for _, m in deadlines(r.mails) if refused in m["Subject"]], \
+        [m["Subject"] for _, m in r.mails]
 
 
 def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):

@@ -76,8 +76,12 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, targ
     assert report["totals"]["records_reread_estimate"] == 0
     assert report["totals"]["records_reread_by_checkpoints"] == sum(
         prep.consumed_upto[p] - cp.downstream_offset for p, cp in latest.items())
-    assert {p["partition"]: p["rule"] for p in report["partitions"]}.keys() == {0, 1, 2}
-    assert all(p["rule"] != "checkpoint" for p in report["partitions"])
+    from mm2_failover.runfolder import RunFolder
+
+    rows = RunFolder(art).load_report().partitions  # report_partitions.parquet, named by report.json
+    assert report["partitions"] == "report_partitions.parquet"
+    assert {p["partition"]: p["rule"] for p in rows}.keys() == {0, 1, 2}
+    assert all(p["rule"] != "checkpoint" for p in rows)
     assert (art / "report.md").read_text().startswith("# mm2-failover report")
 
     # the pre-flight audit read the bed's mm2.properties: MM2 copies aborted transactions (read_uncommitted, the

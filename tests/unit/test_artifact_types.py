@@ -132,3 +132,61 @@ def test_absent_optional_artifacts_are_none_and_a_missing_plan_says_which_step_m
                                              f.load_approval))
     with pytest.raises(RunFolderError, match="plan.json"):
         f.load_plan()
+
+
+def test_the_reports_rows_per_partition_are_a_typed_parquet_file_named_by_report_json(tmp_path):
+    """Issue 33 item 6: report.json keeps the totals, the groups and the warnings; its rows per partition (65-83 MB of
+    JSON at 10k groups x 10 partitions) are report_partitions.parquet, written first, with one explicit type per
+    column (report.PARTITION_COLUMNS: every key of a row, no other), and read back equal - None, False and 0 kept."""
+    import pyarrow.parquet as pq
+
+    from mm2_failover.report import PARTITION_COLUMNS
+    from mm2_failover.runfolder import REPORT_PARTITIONS
+
+    from mm2_failover.report import STALE_COLUMNS
+    from mm2_failover.runfolder import REPORT_STALE
+
+    rep = report()
+    assert all(set(p) == set(PARTITION_COLUMNS) for p in rep.partitions) and rep.partitions
+    rep.stale_checkpoints = [{"group": "app", "topic": "primary.orders", "partition": 0, "source_committed": 9,
+                              "checkpoint_upstream": 7}]
+    f = RunFolder(tmp_path)
+    f.save_report(rep)
+    data = json.loads(f.report_json.read_text())
+    assert data["partitions"] == REPORT_PARTITIONS and data["totals"] == rep.totals
+    assert data["stale_checkpoints"] == REPORT_STALE and pq.read_schema(tmp_path / REPORT_STALE).names == \
+        list(STALE_COLUMNS)
+    assert f.load_report().stale_checkpoints == rep.stale_checkpoints
+    schema = pq.read_schema(tmp_path / REPORT_PARTITIONS)
+    assert {n: str(schema.field(n).type) for n in schema.names} == \
+        {n: {"string": "string", "int64": "int64", "bool": "bool"}[t] for n, t in PARTITION_COLUMNS.items()}
+    assert f.load_report().partitions == rep.partitions
+    assert [p["verified"] for p in f.load_report().partitions] == [False, None]
+    assert f.load_report(partitions=False).partitions == [] and f.load_report(partitions=False).groups == rep.groups
+    assert f.parquet_rows(REPORT_PARTITIONS, "", limit=1) == rep.partitions[:1]
+
+
+def test_a_report_whose_rows_are_gone_or_damaged_is_refused_naming_the_file(tmp_path):
+    from mm2_failover.runfolder import REPORT_PARTITIONS
+
+    f = RunFolder(tmp_path)
+    f.save_report(report())
+    (tmp_path / REPORT_PARTITIONS).write_bytes(b"PAR1 not parquet")
+    with pytest.raises(RunFolderError, match=f"{REPORT_PARTITIONS}.*its rows are gone or damaged; clear verify_group_offsets"):
+        f.load_report()
+    (tmp_path / REPORT_PARTITIONS).unlink()
+    with pytest.raises(RunFolderError, match=REPORT_PARTITIONS):
+        f.load_report()
+    assert f.load_report(partitions=False).totals == report().totals  # the summary alone is still read
+
+
+def test_a_long_report_is_logged_and_printed_by_its_head_and_says_where_the_rest_is(tmp_path):
+    from mm2_failover.runfolder import head_text
+
+    p = tmp_path / "report.md"
+    p.write_text("".join(f"line {i}\n" for i in range(1000)))
+    text = head_text(p, 300)
+    assert text.startswith("line 0\n") and "line 299\n" in text and "line 300\n" not in text
+    assert text.endswith(f"... 700 more line(s) in {p}\n")
+    p.write_text("short\n")
+    assert head_text(p, 300) == "short\n"

@@ -90,6 +90,38 @@ def test_every_task_reports_its_final_failure_through_the_run_failure_notifier(b
             assert [type(c) for c in t.on_failure_callback or []] == [RunFailureNotifier], f"{dag.dag_id}.{t.task_id}"
 
 
+def test_every_dag_tells_on_call_of_a_run_not_ended_by_its_deadline_from_the_one_table(bag):
+    """Issue 33, deadline alerts: each DAG has one Airflow DeadlineAlert, counted from when the run was queued, whose
+    interval is its row of ``mm2_failover.dag_defaults.RUN_DEADLINES`` and whose callback is rule 6's
+    (``mm2_failover.notifications.deadline_missed``), run by the executor (no triggerer needed)."""
+    from airflow.sdk.definitions.callback import SyncCallback
+    from airflow.sdk.definitions.deadline import DeadlineReference
+
+    from mm2_failover.dag_defaults import RUN_DEADLINES
+
+    assert set(bag.dags) == set(RUN_DEADLINES)
+    for dag_id, dag in bag.dags.items():
+        [alert] = dag.deadline
+        assert alert.reference == DeadlineReference.DAGRUN_QUEUED_AT, dag_id
+        assert alert.interval == RUN_DEADLINES[dag_id], dag_id
+        assert isinstance(alert.callback, SyncCallback), dag_id
+        assert alert.callback.path == "mm2_failover.notifications.deadline_missed", dag_id
+        assert alert.callback.kwargs == {"interval_seconds": RUN_DEADLINES[dag_id].total_seconds()}, dag_id
+
+
+def test_a_run_deadline_is_overridden_per_dag_and_a_malformed_override_is_named():
+    from mm2_failover.dag_defaults import RUN_DEADLINES_VAR, deadline_seconds
+
+    assert deadline_seconds("mm2_failover", {}) == 1800
+    env = {RUN_DEADLINES_VAR: " mm2_sync_archive=900 , mm2_failover=45"}
+    assert deadline_seconds("mm2_failover", env) == 45 and deadline_seconds("mm2_failover_drill", env) == 3600
+    for bad in ("mm2_failover", "mm2_failover=", "mm2_failover=0", "=30", "mm2_failover=half"):
+        with pytest.raises(ValueError, match=f"{RUN_DEADLINES_VAR}: .* is not dag_id=seconds"):
+            deadline_seconds("mm2_failover_drill", {RUN_DEADLINES_VAR: bad})
+    with pytest.raises(KeyError, match="no run deadline"):
+        deadline_seconds("someone_elses_dag", {})
+
+
 def test_every_param_has_a_title_and_a_description(bag):
     for dag_id in ("mm2_failover", "mm2_failover_rollback"):
         params = bag.dags[dag_id].params

@@ -163,3 +163,46 @@ def test_readiness_degrading_is_one_message_with_every_change_and_the_pages_link
     while not smtp and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(smtp) == 1 and smtp[0][1]["Subject"] == msg.subject, logged(caplog, capfd)
+
+
+# ------------------------------------------------------------------------------------------ 6. a run past its deadline
+
+
+def deadline_context(state: str) -> dict:
+    """What Airflow 3.3 hands a deadline callback (airflow.models.deadline.Deadline.handle_miss)."""
+    return {"dag_run": {"dag_id": "mm2_failover", "dag_run_id": "manual__2026-11-26T01:02:03+00:00", "state": state,
+                        "queued_at": "2026-11-26T01:02:03Z"},
+            "deadline": {"id": "d1", "deadline_time": "2026-11-26T01:32:03Z"}}
+
+
+def test_a_run_past_its_deadline_names_the_run_how_long_and_its_state_with_both_links():
+    msg = rules.deadline_message("mm2_failover", F.run_id, "running", "2026-11-26T01:02:03Z", "2026-11-26T01:32:03Z",
+                                 1800, F.run_folder, "https://airflow.example/")
+    assert msg.subject == (f"[mm2-failover] mm2_failover run {F.run_id}: NOT FINISHED 30 min after it was queued "
+                           "(state running)")
+    assert "queued at 2026-11-26T01:02:03Z" in msg.text and "deadline, 2026-11-26T01:32:03Z" in msg.text
+    assert "https://airflow.example/mm2/runs/mm2_failover/manual__2026-11-26T01_02_03%2B00_00" in msg.text
+    assert "https://airflow.example/dags/mm2_failover/runs/manual__2026-11-26T01%3A02%3A03%2B00%3A00" in msg.text
+    assert rules.duration_text(95) == "1 min 35 s" and rules.duration_text(30) == "30 s"
+
+
+@pytest.mark.parametrize("state", ["success", "failed", "SUCCESS"])
+def test_a_run_that_had_already_ended_when_its_deadline_passed_says_nothing(state):
+    """Airflow keeps a failed run's deadline and calls it later: the failure was already told (rule 1)."""
+    assert rules.deadline_message("mm2_failover", F.run_id, state, "q", "d", 60, F.run_folder) is None
+
+
+def test_the_deadline_callback_mails_a_running_run_and_not_an_ended_one(smtp, monkeypatch, caplog, capfd):
+    """Rule 6 through the callback Airflow's executor runs, with the context Airflow gives it, over real SMTP."""
+    from mm2_failover.notifications import deadline_missed
+
+    monkeypatch.setenv(rules.EMAIL_VAR, "oncall@example.com")
+    monkeypatch.delenv(rules.NOTIFIERS_VAR, raising=False)
+    assert deadline_missed(context=deadline_context("failed"), interval_seconds=1800) == 0
+    assert deadline_missed(context=deadline_context("running"), interval_seconds=1800) == 1
+    deadline = time.monotonic() + 10
+    while not smtp and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(smtp) == 1, logged(caplog, capfd)
+    assert smtp[0][1]["Subject"].startswith("[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: "
+                                            "NOT FINISHED 30 min")

@@ -365,3 +365,31 @@ def test_the_readiness_page_before_any_interval_says_what_to_do(tmp_path):
 
     t = TestClient(ui.create_app(tmp_path)).get("/readiness").text
     assert "unpause the mm2_failover_readiness DAG" in t
+
+
+def test_a_report_with_its_rows_in_parquet_shows_the_first_rows_and_serves_the_file(tmp_path, monkeypatch):
+    """Issue 33 item 6: the run page reads report.json (the summary and the groups) and only the first MAX_ROWS rows
+    of report_partitions.parquet, says how many there are in all, and serves the file as written."""
+    import io
+
+    import pyarrow.parquet as pq
+    from fastapi.testclient import TestClient
+
+    from mm2_failover.runfolder import REPORT_PARTITIONS, RunFolder
+
+    monkeypatch.setattr(ui, "MAX_ROWS", 5)
+    rows = [PlanRow("primary", f"g{i // 4}", "primary.t", i % 4, 50, 40 + i, None, 40 + i, COMMIT) for i in range(12)]
+    rep = build_report(dag_id="mm2_failover", run_id="r12", params={}, plan=Plan(rows),
+                       committed=Plan(rows).writes(),
+                       log_end={("primary.t", p): 100 for p in range(4)}, mismatches=[])
+    RunFolder(tmp_path / "mm2_failover" / "r12").save_report(rep)
+    c = TestClient(ui.create_app(tmp_path))
+    t = c.get("/runs/mm2_failover/r12").text
+    assert "Partitions (12)" in t and f"First 5 shown; {REPORT_PARTITIONS} has all 12." in t
+    assert t.count("<tr>", t.index("Partitions (12)")) <= 1 + 5 + 1  # header + 5 rows (+ the groups' own table)
+    assert f"{REPORT_PARTITIONS}</a>" in t
+    got = c.get(f"/runs/mm2_failover/r12/{REPORT_PARTITIONS}")
+    assert got.status_code == 200 and got.headers["content-type"] == "application/vnd.apache.parquet"
+    assert pq.read_table(io.BytesIO(got.content)).to_pylist() == rep.partitions
+    j = c.get("/runs/mm2_failover/r12/report.json").json()
+    assert j["partitions"] == REPORT_PARTITIONS and j["totals"]["partitions"] == 12
