@@ -10,6 +10,10 @@ Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm
   and links to ``report.json``/``report.md`` (``drill.json``/``drill.md``), the plan (``plan.json``, ``plan.csv`` for
   ``kafka-consumer-groups --from-file``) and its approval (``approval.json``). A dry run, and a plan waiting for its
   approval, rejected or not approved in time, have a report too (written before anything is written);
+* ``/runs/<dag_id>/<run_id>/live-diff`` - the run's plan against the target's commits *now* (rules:
+  :mod:`mm2_failover.plandiff`), read through the ``kafka_target`` connection when the page is asked for: as planned,
+  not written yet, moved since, commit gone - for an approver (has anything moved since the plan?) and after the run
+  (is every group still where it was put?); at most 200 groups a page, filtered by name;
 * ``/drills`` - the trend across drill runs: a table and inline SVG plots;
 * ``/readiness`` - what a failover would do now (the newest interval of ``mm2_failover_readiness``): a summary, the
   findings, the per-group table (filters: answer, group name, over the RPO; the worst first) and, over the last
@@ -414,6 +418,9 @@ def render_run(dag_id: str, folder: str, rep: dict | None, drill: dict | None, f
     links = " ".join(f"<a href='{esc(run_href(base, dag_id, folder))}/{esc(f)}'>{esc(f)}</a>" for f in files)
     body = [f"<p class=muted>DAG {esc(dag_id)}, run {esc((rep or drill or {}).get('run_id', folder))}</p>",
             f"<p>Files: {links}</p>"]
+    if PLAN_JSON in files:
+        body.append(f"<p><a class=livediff href='{esc(run_href(base, dag_id, folder))}/live-diff'>The plan against "
+                    "the target's commits now</a> (read when you open it)</p>")
     if rep is not None:
         written = ((drill or {}).get("writes") or {}).get("applied")
         body.append(render_report(rep, f"dry run of the whole plan; the drill wrote {len(written)} group(s) starting "
@@ -422,6 +429,42 @@ def render_run(dag_id: str, folder: str, rep: dict | None, drill: dict | None, f
         body.append(render_drill(drill))
     run_id = (drill or rep or {}).get("run_id", folder)
     return page(f"{'Drill' if drill is not None else 'Failover'} report: {dag_id} / {run_id}", "".join(body), base)
+
+
+def render_live_diff(dag_id: str, folder: str, run_id: str, d, contains: str, read_at: str, base: str,
+                     error: str = "") -> str:
+    """The live diff page (:mod:`mm2_failover.plandiff`)."""
+    from mm2_failover import plandiff
+
+    back = f"<p><a href='{esc(run_href(base, dag_id, folder))}'>The run's report</a></p>"
+    form = (f"<form method=get><label>groups containing <input name=group value='{esc(contains)}'></label> "
+            "<button>Read again</button></form>")
+    if error:
+        return page(f"Live diff: {dag_id} / {run_id}", back + form + f"<div class=warn>{esc(error)}</div>", base)
+    counts = table(list(plandiff.STATES), [[d.counts.get(s, 0) for s in plandiff.STATES]],
+                   numeric=set(range(len(plandiff.STATES))), cls="diffcounts")
+    left = (f"<p class=muted>{d.groups_left_out} more matching group(s) not read: at most {plandiff.MAX_GROUPS} a "
+            "page; narrow the filter.</p>" if d.groups_left_out else "")
+    off = (f"<div class=warn>Not where the plan puts them: {esc(', '.join(d.groups_off_plan[:50]))}"
+           + (f" (+{len(d.groups_off_plan) - 50} more)" if len(d.groups_off_plan) > 50 else "") + "</div>"
+           if d.groups_off_plan else "<p>Every partition read is where the plan puts it.</p>")
+    rows = [[r["group"], r["topic"], r["partition"], r["before"], r["planned"], r["now"], r["state"]]
+            for r in d.rows[:MAX_ROWS]]
+    more = f"<p class=muted>First {MAX_ROWS} of {len(d.rows)} rows shown.</p>" if len(d.rows) > MAX_ROWS else ""
+    body = (back + form + f"<p class=muted>The plan's writes against the target's commits read at {esc(read_at)} "
+            f"({d.groups_read} group(s)); read-only.</p>" + counts + left + off + more
+            + table(["group", "topic", "partition", "before the run", "planned", "now", "state"], rows,
+                    numeric={2, 3, 4, 5}, cls="livediff"))
+    return page(f"Live diff: {dag_id} / {run_id}", body, base)
+
+
+def target_commits(groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
+    """The groups' commits on the target now, through the ``kafka_target`` connection (the live diff's read)."""
+    from mm2_failover.config import TARGET_CONN_ID
+    from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
+
+    cluster = KafkaClusterHook(TARGET_CONN_ID, role="target").cluster()
+    return {g: {tp: c.offset for tp, c in cs.items()} for g, cs in cluster.commits_many(groups).items()}
 
 
 def render_trend(drills: list[dict], base: str) -> str:
@@ -531,10 +574,11 @@ def render_readiness(r: dict | None, hist: list[dict], base: str, answer: str = 
 # ------------------------------------------------------------------------------------------ app
 
 
-def create_app(root: Path | Callable[[], Path] | None = None, access=None):
+def create_app(root: Path | Callable[[], Path] | None = None, access=None,
+               commits: Callable[[list[str]], dict] | None = None):
     """The FastAPI app. ``root``: the artifacts folder (default: ``$MM2_FAILOVER_ARTIFACTS`` at request time);
     ``access``: who may read what (:mod:`mm2_failover.ui_access`; the Airflow plugin passes ``AirflowAccess()``,
-    default ``OpenAccess()``)."""
+    default ``OpenAccess()``); ``commits``: the live diff's read of the target (default :func:`target_commits`)."""
     from fastapi import HTTPException
 
     from mm2_failover import config
@@ -631,6 +675,40 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None):
                                       "before its last task).")
         files = [f for f in SERVED_FILES if (folder / f).is_file()]
         return HTMLResponse(render_run(folder.parent.name, folder.name, rep, drill, files, base(request)))
+
+    @app.get("/runs/{dag_id}/{run_id}/live-diff", response_class=HTMLResponse)
+    def live_diff(request: Request, dag_id: str, run_id: str, group: str = "", user=reader):
+        import logging
+
+        from mm2_failover import plandiff
+        from mm2_failover.runfolder import now_iso
+
+        must_read(user, dag_id)
+        folder = run_folder(dag_id, run_id)
+        if folder is None or not (folder / PLAN_JSON).is_file():
+            return not_found(request, f"Run {run_id} of {dag_id} has no plan (build_plan has not run, or this DAG "
+                                      "builds none).")
+        contains = group[:200]
+        try:
+            rec = RunFolder(folder).load_plan()
+        except RunFolderError as e:
+            logging.getLogger(__name__).warning("live diff of %s/%s: %s", dag_id, folder.name, e)
+            return not_found(request, f"The plan of run {run_id} of {dag_id} cannot be read (the API server's log "
+                                      "says why).")
+        writes = [r.as_dict() for r in rec.plan.rows if r.writes]
+        groups, left_out = plandiff.select_groups([w["group"] for w in writes], contains)
+        read_at = now_iso()
+        try:
+            now = (commits or target_commits)(groups) if groups else {}
+        except Exception as e:  # noqa: BLE001 - the page says so; the detail (it may name the cluster) is logged
+            logging.getLogger(__name__).warning("live diff of %s/%s: the target's commits could not be read: %s",
+                                                dag_id, folder.name, e)
+            return HTMLResponse(render_live_diff(
+                dag_id, folder.name, run_id, None, contains, read_at, base(request),
+                error=f"The target's commits could not be read now ({type(e).__name__}); the API server's log has "
+                      "the detail. The run's report shows what verify read back."), status_code=502)
+        d = plandiff.diff(writes, now, groups, left_out)
+        return HTMLResponse(render_live_diff(dag_id, folder.name, run_id, d, contains, read_at, base(request)))
 
     @app.get("/runs/{dag_id}/{run_id}/{name}")
     def raw(request: Request, dag_id: str, run_id: str, name: str, user=reader):

@@ -487,3 +487,38 @@ def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):
         assert (x["group"], x["target_connection"], x["failover_run_id"]) == (r.names["group"], "kafka_target", r.run_id)
         assert x["target_cluster_id"] == r.target.cluster_id() and x["replica_topics"] == [topic]
         assert {(topic, int(p)): o for p, o in x["offsets"][topic].items()} == planned
+
+
+def test_the_live_diff_reads_the_targets_commits_when_asked_and_shows_a_partition_moved_since(failover_run):
+    """Issue 33 item 4: the run page links the plan's live diff; the API server reads the plan's groups from the
+    target through the ``kafka_target`` connection (created through the REST API, so from Airflow's metadata DB:
+    the API server has no connection in its environment) when the page is asked for. Right after the run every
+    partition is as planned; after another commit on partition 0 (a consumer of the group, say) the page says that
+    partition moved since, and names the group. (Last in this module: it moves the run's group.)"""
+    from mm2_failover import plandiff
+    from mm2_failover.ui import safe_name
+
+    r, af = failover_run, failover_run.af
+    grp = r.names["group"]
+    page = f"/mm2/runs/mm2_failover/{quote(safe_name(r.run_id), safe='')}"
+    status, body = af.get(page, af.token)
+    assert status == 200 and "/live-diff'>The plan against the target's commits now</a>" in body
+    af.api("POST", "/api/v2/connections", {"connection_id": "kafka_target", "conn_type": "kafka",
+                                           "extra": json.dumps({"bootstrap.servers": r.bed.target_bootstrap})})
+
+    def states(html: str) -> dict[str, int]:
+        row = html.split("class='diffcounts'", 1)[1].split("</table>", 1)[0]
+        cells = [int(c.split(">", 1)[1].split("<", 1)[0]) for c in row.split("<td class=n")[1:]]
+        return dict(zip(plandiff.STATES, cells))
+
+    status, body = af.get(page + "/live-diff", af.token)
+    assert status == 200, body[:500]
+    assert states(body) == {plandiff.MOVED: 0, plandiff.GONE: 0, plandiff.NOT_WRITTEN: 0, plandiff.AS_PLANNED: 3}
+    assert "Every partition read is where the plan puts it." in body
+    planned = planned_offsets(r.folder)
+    (topic, p0), off = sorted(planned.items())[0]
+    assert r.target.alter_offsets(grp, {(topic, p0): off + 1}) == {(topic, p0): None}
+    status, body = af.get(page + "/live-diff", af.token)
+    assert status == 200 and states(body)[plandiff.MOVED] == 1 and states(body)[plandiff.AS_PLANNED] == 2, body[:800]
+    assert f"Not where the plan puts them: {grp}" in body
+    assert af.get(page + "/live-diff")[0] == 401  # behind Airflow's login like every report page

@@ -393,3 +393,44 @@ def test_a_report_with_its_rows_in_parquet_shows_the_first_rows_and_serves_the_f
     assert pq.read_table(io.BytesIO(got.content)).to_pylist() == rep.partitions
     j = c.get("/runs/mm2_failover/r12/report.json").json()
     assert j["partitions"] == REPORT_PARTITIONS and j["totals"]["partitions"] == 12
+
+
+def test_the_live_diff_reads_the_plans_groups_from_the_target_now_and_says_where_each_partition_is(tmp_path):
+    """Issue 33 item 4: the plan against the target's commits when the page is asked for (rules in plandiff.py),
+    filtered by group name; a target that cannot be read is said on the page without naming the cluster."""
+    from fastapi.testclient import TestClient
+
+    from mm2_failover.plan import PlanRecord
+    from mm2_failover.runfolder import RunFolder
+
+    rows = [PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT),
+            PlanRow("primary", "app", "primary.t", 1, 50, 44, 30, 44, COMMIT),
+            PlanRow("primary", f"web-{EVIL}", "primary.t", 0, 20, 15, 12, 15, COMMIT),
+            PlanRow("primary", "idle", "primary.t", 0, None, None, None, None, SKIP, "no_checkpoint")]
+    RunFolder(tmp_path / "mm2_failover" / "r1").save_plan(PlanRecord(Plan(rows), "2026-11-26T09:00:00+00:00", {}, [],
+                                                                     "2026-11-26T09:00:00+00:00", 1.0))
+    asked: list = []
+
+    def commits(groups):
+        asked.append(list(groups))
+        return {"app": {("primary.t", 0): 40, ("primary.t", 1): 30}, f"web-{EVIL}": {("primary.t", 0): 99}}
+
+    c = TestClient(ui.create_app(tmp_path, commits=commits))
+    t = c.get("/runs/mm2_failover/r1/live-diff").text
+    assert asked == [["app", f"web-{EVIL}"]]  # the writing groups only, in the plan's order
+    assert "<td class=n>1</td><td class=n>0</td><td class=n>1</td><td class=n>1</td>" in t  # moved, gone, not yet, ok
+    assert "Not where the plan puts them: web-&lt;script&gt;alert(1)&lt;/script&gt;, app" in t and "<script" not in t
+    c.get("/runs/mm2_failover/r1/live-diff?group=app")
+    assert asked[-1] == ["app"]
+    RunFolder(tmp_path / "mm2_failover" / "r1").save_report(build_report(
+        dag_id="mm2_failover", run_id="r1", params={}, plan=Plan(rows), committed={}, log_end={}, mismatches=[],
+        dry_run=True))
+    assert "live-diff'>The plan against the target's commits now</a>" in c.get("/runs/mm2_failover/r1").text
+
+    def down(groups):
+        raise RuntimeError("target: cannot reach secret-host:9093")
+
+    r = TestClient(ui.create_app(tmp_path, commits=down)).get("/runs/mm2_failover/r1/live-diff")
+    assert r.status_code == 502 and "could not be read now (RuntimeError)" in r.text and "secret-host" not in r.text
+    assert TestClient(ui.create_app(tmp_path, commits=commits)).get("/runs/mm2_failover/nope/live-diff").status_code \
+        == 404
