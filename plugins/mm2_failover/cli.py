@@ -503,11 +503,12 @@ def cmd_rollback(a):
     if live:
         raise CliError(EXIT_LIVE, describe_live([("target", s) for s in live]) + "\nNothing was written.")
     folder = RunFolder(a.backup.parent / f"rollback-{time.strftime('%Y%m%d-%H%M%S')}")
-    with writer_lock(target, "rollback (cli)", a.lock_wait_seconds, run=str(a.backup)):
+    with writer_lock(target, "rollback (cli)", a.lock_wait_seconds, run=str(a.backup)) as held:
         from mm2_failover import faults
 
         faults.hit("rollback.locked")
-        res = rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup))
+        res = rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup),
+                       check=held.check)
     left = verify_rollback(target, backup, a.apply_concurrency)
     folder.save(ROLLBACK, {"backup": str(a.backup), **res.as_dict(), "still_different": left})
     print(json.dumps({**res.as_dict(), "still_different": left}, indent=2))

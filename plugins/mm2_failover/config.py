@@ -49,6 +49,43 @@ def archive_root() -> Path:
     return Path(os.environ.get("MM2_FAILOVER_ARCHIVE", artifacts_root() / "archive"))
 
 
+@dataclass(frozen=True)
+class WriterLockSettings:
+    """Where the one-writer-per-target lock lives (``MM2_FAILOVER_LOCK``): ``file`` (default: an ``flock`` under the
+    artifacts folder, :mod:`mm2_failover.locks`; every writer on one host or a shared filesystem) or ``kafka`` (a
+    lease in a topic of the target cluster, :mod:`mm2_failover.kafka_lock`; writers on any host). The lease's times,
+    in seconds: ``MM2_FAILOVER_LOCK_LEASE_SECONDS`` (60; a dead holder's lease runs out within it),
+    ``MM2_FAILOVER_LOCK_MARGIN_SECONDS`` (20; a holder stops writing this long before its lease would run out, more
+    than one write's timeout), ``MM2_FAILOVER_LOCK_RENEW_SECONDS`` (10); ``MM2_FAILOVER_LOCK_TOPIC``
+    (``mm2-failover.locks``)."""
+    kind: str = "file"
+    topic: str = "mm2-failover.locks"
+    lease_s: float = 60.0
+    margin_s: float = 20.0
+    renew_s: float = 10.0
+
+    KINDS = ("file", "kafka")
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "WriterLockSettings":
+        """A ValueError naming the variable for a bad value."""
+        env = dict(os.environ if env is None else env)
+        kind = (env.get("MM2_FAILOVER_LOCK") or "file").strip().lower()
+        if kind not in cls.KINDS:
+            raise ValueError(f"MM2_FAILOVER_LOCK={kind!r}: use one of {', '.join(cls.KINDS)}")
+        times = {}
+        for name, var, default in (("lease_s", "MM2_FAILOVER_LOCK_LEASE_SECONDS", cls.lease_s),
+                                   ("margin_s", "MM2_FAILOVER_LOCK_MARGIN_SECONDS", cls.margin_s),
+                                   ("renew_s", "MM2_FAILOVER_LOCK_RENEW_SECONDS", cls.renew_s)):
+            raw = env.get(var)
+            try:
+                times[name] = float(raw) if raw not in (None, "") else default
+            except ValueError:
+                raise ValueError(f"{var}={raw!r} is not a number of seconds") from None
+        topic = (env.get("MM2_FAILOVER_LOCK_TOPIC") or cls.topic).strip()
+        return cls(kind, topic, **times)
+
+
 def spark_jars() -> list[str]:
     d = Path(os.environ.get("MM2_FAILOVER_SPARK_JARS", REPO_ROOT / ".cache" / "jars" / "spark"))
     jars = sorted(str(p) for p in d.glob("*.jar"))

@@ -15,6 +15,7 @@ from mm2_failover.kafka_io import Commit
 from mm2_failover.runfolder import load_backup
 
 pytestmark = [pytest.mark.bed]
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 def test_live_consumer_on_target_is_named_and_refused_by_the_broker(prepared, live_consumer):
@@ -64,11 +65,21 @@ def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_f
     assert planmod.verify(plan, target.commits_many(plan.groups())) == []
 
 
-def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared):
+def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared, monkeypatch):
     """Issue 31 item 8: the plan's "keep a target commit that is ahead" rule is decided once; apply ran, the group's
     consumers then read on the target and committed further, and the operator cleared apply (the runbook: "it writes
     only what is missing"). The retry rewound the group to the planned offsets and verify passed. Now a partition is
-    written only where the target still holds the backup's value (or nothing); the others are reported as moved."""
+    written only where the target still holds the backup's value (or nothing); the others are reported as moved.
+    Both applies hold the writer lock in the target itself (MM2_FAILOVER_LOCK=kafka, issue 34): each claimed and
+    released the target's lease."""
+    import uuid
+
+    from mm2_failover import lease
+    from mm2_failover.kafka_lock import KafkaLease
+
+    lock_topic = f"mm2-failover.locks-{uuid.uuid4().hex[:6]}"
+    monkeypatch.setenv("MM2_FAILOVER_LOCK", "kafka")
+    monkeypatch.setenv("MM2_FAILOVER_LOCK_TOPIC", lock_topic)
     p = prepared
     g = p.names["group"]
     rt = p.prep[g].replica_topic
@@ -86,6 +97,11 @@ def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared):
     rep = verify_run(ctx, plan)
     assert rep.mismatches == [] and rep.moved_since == res.moved_since
     assert any("moved since" in w and f"{rt}[0]" in w for w in rep.warnings), rep.warnings
+    recs = KafkaLease(p.target.conf, lock_topic, p.target.cluster_id(), {}).records()
+    granted = lease.replay(recs)[1]
+    mine = [(r.op, r.who["writer"]) for r in recs if granted[r.offset] and r.op != lease.RENEW]
+    assert mine == [(lease.CLAIM, "failover apply"), (lease.RELEASE, "failover apply")] * 2, mine
+    assert lease.replay(recs)[0].holder is None  # released
 
 
 def test_target_commit_ahead_is_kept_unless_allow_rewind(prepared):
@@ -193,3 +209,113 @@ def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(be
     assert by_consumers == by_java
     want = {g: {tp: c if isinstance(c, Commit) else Commit(c) for tp, c in cs.items()} for g, cs in groups.items()}
     assert by_java == {**want, f"{names['group']}-never": {}}
+
+
+def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and_a_paused_one_is_fenced(bed,
+                                                                                                        run_root):
+    """Issue 34 item 2, the target's lease (MM2_FAILOVER_LOCK=kafka): three writers, each a process on its own "host"
+    (its own working directory and artifacts folder: no shared disk, so no file lock between them), take the
+    target's writer lock through stages.apply.writer_lock - the one apply and rollback use - and commit offsets,
+    checking the lock before every write. A waits for nobody; B waits while A holds it. A is SIGKILLed while
+    holding it: B gets it once A's lease ran out (6 s), not before and not much after. C waits; B is then
+    SIGSTOPped (a long pause: GC, a VM frozen, a partition) past its lease; C gets it; B, resumed, finds its lease
+    gone at its next write, writes nothing more and exits 3. Each writer's partition on the target holds the last
+    offset it logged as written."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    from mm2_failover.kafka_lock import KafkaLease
+    from mm2_failover import lease as L
+
+    tag = uuid.uuid4().hex[:6]
+    topic, group, lock_topic = f"t-lock-{tag}", f"g-lock-{tag}", f"mm2-failover.locks-{tag}"
+    target = bed.client("target")
+    target.create_topic(topic, 3)
+    lease_s = 6.0
+    env = {**os.environ, "MM2_FAILOVER_LOCK": "kafka", "MM2_FAILOVER_LOCK_TOPIC": lock_topic,
+           "MM2_FAILOVER_LOCK_LEASE_SECONDS": str(lease_s), "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "2",
+           "MM2_FAILOVER_LOCK_RENEW_SECONDS": "1", "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "plugins"), str(REPO)])}
+    procs: dict[str, subprocess.Popen] = {}
+    logs: dict[str, object] = {}
+
+    def start(name: str, partition: int) -> None:
+        host = run_root / "lock-hosts" / f"{name}-{tag}"
+        host.mkdir(parents=True)
+        logs[name] = open(host / "events.jsonl", "w+")
+        procs[name] = subprocess.Popen(
+            [sys.executable, "-m", "testbed.lock_writer", "--bootstrap", bed.target_bootstrap, "--group", group,
+             "--topic", topic, "--partition", str(partition), "--name", name, "--wait", "60"],
+            cwd=host, env={**env, "MM2_FAILOVER_ARTIFACTS": str(host / "artifacts")}, stdout=logs[name],
+            stderr=open(host / "stderr.log", "w"))
+
+    def events(name: str) -> list[dict]:
+        f = logs[name]
+        f.flush()
+        f.seek(0)
+        return [json.loads(x) for x in f.read().splitlines() if x.strip()]
+
+    def when(name: str, event: str, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = [e for e in events(name) if e["event"] == event]
+            if got:
+                return got[0]
+            if procs[name].poll() is not None and event != "lost":
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"{name}: no {event!r} in {timeout:.0f} s: {events(name)}; "
+                             f"stderr: {(run_root / 'lock-hosts' / f'{name}-{tag}' / 'stderr.log').read_text()[-2000:]}")
+
+    try:
+        start("A", 0)
+        a = when("A", "acquired", 60)
+        when("A", "wrote", 15)
+        start("B", 1)
+        when("B", "waiting", 30)
+        time.sleep(lease_s)  # B keeps trying while A renews: it must not get it
+        assert not [e for e in events("B") if e["event"] == "acquired"], events("B")
+        procs["A"].send_signal(signal.SIGKILL)
+        t_kill = time.time()
+        procs["A"].wait(10)
+        b = when("B", "acquired", 30)
+        waited = b["t"] - t_kill
+        # A's last granted renewal was at most ~1 s (+ a read) before the kill: its lease ran out within 6 s of it
+        assert lease_s - 2.0 <= waited <= lease_s + 3.0, waited
+        assert b["token"] > a["token"]
+        when("B", "wrote", 15)
+
+        start("C", 2)
+        when("C", "waiting", 30)
+        procs["B"].send_signal(signal.SIGSTOP)
+        t_stop = time.time()
+        c = when("C", "acquired", 30)
+        print(f"\n[lock] B got it {waited:.2f} s after A was killed; C {c['t'] - t_stop:.2f} s after B was paused "
+              f"(lease {lease_s:g} s); tokens {a['token']} < {b['token']} < {c['token']}")
+        assert c["t"] - t_stop <= lease_s + 3.0 and c["token"] > b["token"]
+        when("C", "wrote", 15)
+        procs["B"].send_signal(signal.SIGCONT)
+        lost = when("B", "lost", 15)
+        assert procs["B"].wait(15) == 3
+        assert "no longer holds the lock of target cluster" in lost["why"] and "Nothing more was written" in lost["why"]
+        b_writes = [e for e in events("B") if e["event"] == "wrote"]
+        assert b_writes and all(e["t"] < c["t"] for e in b_writes), (b_writes, c)  # fenced: nothing after C had it
+        committed = target.committed(group)
+        assert committed[(topic, 1)] == b_writes[-1]["offset"], committed
+        a_writes = [e for e in events("A") if e["event"] == "wrote"]
+        assert committed[(topic, 0)] == a_writes[-1]["offset"], committed  # nothing of A's after its death either
+        # every reader of the records reaches the same answer: C holds it now
+        s, _g, _r = KafkaLease({"bootstrap.servers": bed.target_bootstrap}, lock_topic, target.cluster_id(), {}).state()
+        assert s.holder is not None and s.token == c["token"] and s.who["run"] == "C"
+        assert isinstance(s, L.State)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+                p.wait(10)

@@ -194,3 +194,18 @@ def test_a_value_outside_a_parameters_allowed_values_is_refused_whatever_the_ent
         RunParams.from_mapping({name: value})
     with pytest.raises(ValueError, match=f"parameter {name}: "):
         RunParams(**{name: value})
+
+
+def test_the_writer_lock_is_the_file_lock_unless_the_environment_says_kafka_and_bad_values_are_named():
+    """Issue 34 item 2: MM2_FAILOVER_LOCK chooses where the one-writer lock lives (config.WriterLockSettings)."""
+    from mm2_failover.config import WriterLockSettings as W
+
+    assert W.from_env({}) == W("file", "mm2-failover.locks", 60.0, 20.0, 10.0)
+    got = W.from_env({"MM2_FAILOVER_LOCK": "Kafka", "MM2_FAILOVER_LOCK_TOPIC": "ops.locks",
+                      "MM2_FAILOVER_LOCK_LEASE_SECONDS": "30", "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "12",
+                      "MM2_FAILOVER_LOCK_RENEW_SECONDS": "5"})
+    assert got == W("kafka", "ops.locks", 30.0, 12.0, 5.0)
+    with pytest.raises(ValueError, match="MM2_FAILOVER_LOCK='zookeeper': use one of file, kafka"):
+        W.from_env({"MM2_FAILOVER_LOCK": "zookeeper"})
+    with pytest.raises(ValueError, match="MM2_FAILOVER_LOCK_LEASE_SECONDS='a minute' is not a number of seconds"):
+        W.from_env({"MM2_FAILOVER_LOCK_LEASE_SECONDS": "a minute"})

@@ -20,9 +20,9 @@ LAYERS = {
     # pure rules: no I/O
     "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
              "reachability", "config", "faults", "translate", "evidence", "audit", "acls", "notify", "approval", "assets",
-             "readiness"},
+             "readiness", "plandiff", "lease"},
     # talks to Kafka or the filesystem
-    "io": {"kafka_io", "runfolder", "answers", "locks", "spark", "hooks.kafka_cluster", "syncs", "state"},
+    "io": {"kafka_io", "runfolder", "answers", "locks", "kafka_lock", "spark", "hooks.kafka_cluster", "syncs", "state"},
     # one run: its context and its stages (one module per stage)
     "run": {"run"} | {f"stages.{m}" for m in ("errors", "drain", "snapshot", "archive", "preflight", "translation",
                                                "failback", "checkpoints", "gate", "plan", "apply", "verify", "rollback",

@@ -18,15 +18,45 @@ from mm2_failover.runfolder import APPLY, now_iso
 log = logging.getLogger(__name__)
 
 
+class HeldLock(dict):
+    """What the ``with writer_lock(...)`` block gets: the holder's record, and :meth:`check`, called before every
+    write - a no-op under the file lock (the kernel never takes an ``flock`` from a live holder), and under the
+    target's lease (``MM2_FAILOVER_LOCK=kafka``) :class:`mm2_failover.kafka_lock.LockLost` once this writer may no
+    longer write."""
+
+    def __init__(self, rec: dict, check=None):
+        super().__init__(rec)
+        self._check = check
+
+    def check(self) -> None:
+        if self._check is not None:
+            self._check()
+
+
 @contextlib.contextmanager
 def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
-    """Hold the target cluster's writer lock (see :mod:`mm2_failover.locks`) while writing offsets."""
+    """Hold the target cluster's writer lock while writing offsets: the file lock (:mod:`mm2_failover.locks`) or the
+    lease in the target itself (:mod:`mm2_failover.kafka_lock`), as ``MM2_FAILOVER_LOCK`` says
+    (:class:`mm2_failover.config.WriterLockSettings`). Yields a :class:`HeldLock`."""
     from mm2_failover import config, locks
 
     target = ctx_or_target.target if isinstance(ctx_or_target, RunContext) else ctx_or_target
     run = run or (f"{ctx_or_target.dag_id}/{ctx_or_target.run_id}" if isinstance(ctx_or_target, RunContext) else "")
-    with locks.writer_lock(config.artifacts_root(), target.cluster_id(), {"writer": what, "run": run}, wait_s) as rec:
-        yield rec
+    owner = {"writer": what, "run": run}
+    settings = config.WriterLockSettings.from_env()
+    if settings.kind == "file":
+        with locks.writer_lock(config.artifacts_root(), target.cluster_id(), owner, wait_s) as rec:
+            yield HeldLock(rec)
+        return
+    from mm2_failover.kafka_lock import KafkaLease
+
+    held = KafkaLease(target.conf, settings.topic, target.cluster_id(), owner, settings.lease_s, settings.margin_s,
+                      settings.renew_s, write_timeout_s=float(target.timeout))
+    rec = held.acquire(wait_s)
+    try:
+        yield HeldLock(rec, held.check)
+    finally:
+        held.release()
 
 
 def take_backup(ctx: RunContext, plan: planmod.Plan) -> Backup:
@@ -71,11 +101,13 @@ def describe_moved(moved: dict, plan: planmod.Plan) -> dict[str, list[str]]:
                 for (t, p), (was, now) in sorted(parts.items())] for g, parts in sorted(moved.items())}
 
 
-def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backup: Backup | None = None) -> ApplyResult:
+def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backup: Backup | None = None,
+               check=None) -> ApplyResult:
     """One ``alter_consumer_group_offsets`` request per group, ``concurrency`` at a time. Writes only what
     differs from the target's current commits (offset and metadata), and, given the run's ``backup``, never a
     partition committed since the backup (plan rule 5: reported in ``moved_since``); a refused group does not stop
-    the others."""
+    the others. ``check``: called before every batch of writes (the writer lock's :meth:`HeldLock.check`: a writer
+    that lost the target's lease writes nothing more)."""
     groups = sorted(plan.commits())
     current = target.commits_many(groups, concurrency)
     before = None if backup is None else befores(backup)
@@ -86,10 +118,12 @@ def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backu
                     "there): %s", g, "; ".join(what))
     res = ApplyResult(unchanged=[g for g in groups if g not in todo and g not in moved], moved_since=moved)
     t0, done = time.monotonic(), 0
-    batch = 1000  # progress in the task log every batch
+    batch = 1000 if check is None else max(1, concurrency)  # under a lease: checked before each batch
     names = sorted(todo)
     for i in range(0, len(names), batch):
         chunk = names[i:i + batch]
+        if check is not None:
+            check()
         for group, err in target.alter_many({g: todo[g] for g in chunk}, window=concurrency).items():
             if err:
                 res.refused[group] = err
@@ -97,20 +131,21 @@ def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backu
             else:
                 res.applied[group] = len(todo[group])
         done += len(chunk)
-        log.info("apply progress: %d/%d group(s), %d refused, %.1f s", done, len(names), len(res.refused),
-                 time.monotonic() - t0)
+        if done // 1000 > (done - len(chunk)) // 1000 or done == len(names):
+            log.info("apply progress: %d/%d group(s), %d refused, %.1f s", done, len(names), len(res.refused),
+                     time.monotonic() - t0)
     return res
 
 
 def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
     """Under the target's writer lock: the backup (once), then apply, then the result in ``apply.json``."""
-    with writer_lock(ctx, "failover apply", ctx.params.lock_wait_seconds):
+    with writer_lock(ctx, "failover apply", ctx.params.lock_wait_seconds) as held:
         faults.hit("apply.locked")
         backup = take_backup(ctx, plan)
         log.info("backup of the target's commits before this run: %s (rollback restores exactly this)",
                  ctx.folder.backup)
         faults.hit("apply.after_backup")
-        res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency, backup)
+        res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency, backup, check=held.check)
         faults.hit("apply.after_commits")  # drills: killed between apply and verify
         ctx.folder.save(APPLY, res.as_dict())
     log.info("applied: %d group(s) written, %d already as planned, %d refused", len(res.applied), len(res.unchanged),

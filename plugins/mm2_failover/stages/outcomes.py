@@ -41,6 +41,7 @@ def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
     from mm2_failover.approval import ApprovalRefused
     from mm2_failover.drain import UnreplicatedLoss
     from mm2_failover.kafka_io import KafkaConfigError, KafkaUnavailable
+    from mm2_failover.kafka_lock import LockLost
     from mm2_failover.locks import Locked
     from mm2_failover.plan import PlanError
     from mm2_failover.reachability import SourceRequiredUnreachable
@@ -52,7 +53,7 @@ def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
     return [
         ((PlanError, RollbackRefused, UnreplicatedLoss, ApprovalRefused), REFUSED),
         ((NotDrained,), NOT_DRAINED),
-        ((Locked,), LOCKED),
+        ((Locked, LockLost), LOCKED),
         ((SourceRequiredUnreachable,), UNREACHABLE_REQUIRED),
         ((KafkaUnavailable,), UNREACHABLE),
         ((KafkaConfigError, ConfigurationError, RunFolderError, ValueError, FileNotFoundError), USAGE),

@@ -50,11 +50,12 @@ def journal_dir(backup: Backup) -> Path:
 
 
 def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = False,
-             backup_path: str = "backup") -> ApplyResult:
+             backup_path: str = "backup", check=None) -> ApplyResult:
     """Restore exactly the commits ``backup`` saved, on the partitions the failover wrote (see
     :mod:`mm2_failover.rollback` for the rules). Idempotent; refused groups are reported and the others proceed.
     Raises RollbackRefused when commits moved since the failover (unless ``force``), or while another backup's
-    journal is pending on the same target."""
+    journal is pending on the same target. ``check``: the writer lock's, called before each
+    group's writes (a writer that lost the target's lease writes nothing more: the error ends the rollback)."""
     from mm2_failover.config import artifacts_root
 
     check_backup_cluster(target, backup, backup_path)
@@ -84,6 +85,8 @@ def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = Fa
 
     def one(group: str):
         journal = journals[group]
+        if check is not None:
+            check()
         try:
             if journal.exists():  # a previous attempt saw the group before deleting it: finish what it started
                 rec = read_json(journal, "rollback journal")
@@ -100,6 +103,8 @@ def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = Fa
             else:
                 recommit = todo[group].restore
             if recommit:
+                if check is not None:
+                    check()  # a second write of the group (after its delete): checked again
                 errs = {tp: e for tp, e in target.alter_offsets(group, recommit).items() if e}
                 if errs:
                     return group, None, f"partition errors: {errs}"
