@@ -6,7 +6,7 @@ PY := $(CURDIR)/.venv/bin/python
 SPARK ?= connect
 SECURED ?=
 
-.PHONY: setup demo demo-failback test test-unit test-fast bench bed clean
+.PHONY: setup demo demo-failback test test-unit test-fast bench bed clean wheel lock-runtime
 
 setup:
 	@scripts/setup.sh
@@ -34,5 +34,17 @@ test-fast: setup
 bed: setup
 	$(PY) -m testbed.bed
 
+# the installable package (pyproject.toml): dist/mm2_failover-<version>-py3-none-any.whl
+wheel: setup
+	.cache/bootstrap/bin/uv build --wheel --out-dir dist .
+
+# requirements-runtime.txt: requirements.txt's pins without the tests' tools (what the image installs)
+lock-runtime: setup
+	grep -E '^[A-Za-z0-9_.-]+==' requirements.txt | sed 's/ \\$$//' > .cache/pins.txt
+	.cache/bootstrap/bin/uv pip compile -q --python-version 3.11 --generate-hashes pyproject.toml -c .cache/pins.txt \
+		-o .cache/requirements-runtime.txt
+	{ sed -n '1,/^# (make lock-runtime)/p' requirements-runtime.txt; cat .cache/requirements-runtime.txt; } > requirements-runtime.txt.new
+	mv requirements-runtime.txt.new requirements-runtime.txt
+
 clean:
-	rm -rf var .pytest_cache
+	rm -rf var .pytest_cache dist

@@ -1,23 +1,10 @@
-"""Airflow plugin: the "mm2-failover reports" pages (code and docs in mm2_failover/ui.py).
+"""Airflow plugin for the plugins folder (the simple deployment: ``dags/`` and ``plugins/`` copied as they are).
 
-Mounted at /mm2 in the API server; shown under Plugins -> "mm2-failover reports" (/plugin/mm2-failover) and as
-a "Failover report" tab on every DAG run. Read-only, non-secret report data only, behind Airflow's login and the
-reader's read permission on each DAG (mm2_failover/ui_access.py).
+The class is ``mm2_failover.airflow_plugin.Mm2FailoverPlugin`` (the "mm2-failover reports" pages, code and docs in
+mm2_failover/ui.py); an installed wheel registers the same class through its ``airflow.plugins`` entry point, and
+Airflow skips the second registration of a plugin name.
 """
 
-from airflow.plugins_manager import AirflowPlugin
+from mm2_failover.airflow_plugin import Mm2FailoverPlugin
 
-from mm2_failover.ui import create_app
-from mm2_failover.ui_access import AirflowAccess
-
-
-class Mm2FailoverPlugin(AirflowPlugin):
-    name = "mm2_failover"
-    fastapi_apps = [{"app": create_app(access=AirflowAccess()), "url_prefix": "/mm2", "name": "mm2-failover reports"}]
-    external_views = [
-        {"name": "mm2-failover reports", "href": "/mm2/", "destination": "nav", "url_route": "mm2-failover"},
-        {"name": "mm2-failover readiness", "href": "/mm2/readiness", "destination": "nav",
-         "url_route": "mm2-failover-readiness"},
-        {"name": "Failover report", "href": "/mm2/runs/{DAG_ID}/{RUN_ID}", "destination": "dag_run",
-         "url_route": "mm2-failover-run"},
-    ]
+__all__ = ["Mm2FailoverPlugin"]

@@ -262,15 +262,20 @@ def test_airflow_image_is_the_pinned_airflow_on_the_locks_python(services):
     m = re.search(r"--python-version\s+(\d+\.\d+)", (REPO / "requirements.txt").read_text()[:2000])
     python = m.group(1) if m else None
     from_lines = [ln.split()[1] for ln in DOCKERFILE.read_text().splitlines() if ln.strip().upper().startswith("FROM ")]
-    assert len(from_lines) == 1, from_lines
-    repo, tag = split_image(from_lines[0])
-    assert repo == "apache/airflow"
-    assert tag.split("-python")[0] == want, f"Dockerfile FROM apache/airflow:{tag}, requirements.txt pins {want}"
-    if python:
-        assert tag.endswith(f"-python{python}"), f"requirements.txt is compiled for Python {python}; image {tag}"
+    assert len(from_lines) == 2, from_lines  # the wheel's build stage, then the image
+    for image in from_lines:
+        repo, tag = split_image(image)
+        assert repo == "apache/airflow"
+        assert tag.split("-python")[0] == want, f"Dockerfile FROM apache/airflow:{tag}, requirements.txt pins {want}"
+        if python:
+            assert tag.endswith(f"-python{python}"), f"requirements.txt is compiled for Python {python}; image {tag}"
     text = DOCKERFILE.read_text()
-    assert re.search(r"pip install\b.*-r\s+\S*requirements\.txt", text), "the Dockerfile must install requirements.txt"
-    assert re.search(r"COPY\b.*\brequirements\.txt\b", text)
+    # issue 34 item 4: the runtime lock (no test tools), then the wheel alone
+    assert re.search(r"pip install\b.*-r\s+\S*requirements-runtime\.txt", text), \
+        "the Dockerfile must install requirements-runtime.txt"
+    assert re.search(r"COPY\b.*\brequirements-runtime\.txt\b", text)
+    assert re.search(r"pip wheel\b.*--no-deps", text) and re.search(r"pip install\b.*--no-deps\s+\S*mm2_failover-\S*\.whl",
+                                                                     text), "the Dockerfile must build and install the wheel"
     assert re.search(r"\bjre\b|openjdk|temurin", text, re.I), "the Dockerfile must install a JRE for spark-submit"
     for name in AIRFLOW_SERVICES:
         svc = services[name]
@@ -279,7 +284,8 @@ def test_airflow_image_is_the_pinned_airflow_on_the_locks_python(services):
         assert isinstance(build, dict), f"{name} should build compose/airflow/Dockerfile"
         ctx = (REPO / build.get("context", ".")).resolve()
         assert (ctx / build.get("dockerfile", "Dockerfile")).resolve() == DOCKERFILE.resolve()
-        assert (ctx / "requirements.txt").is_file(), "the build context must contain requirements.txt"
+        for f in ("requirements-runtime.txt", "pyproject.toml", "plugins/mm2_failover/__init__.py"):
+            assert (ctx / f).is_file(), f"the build context must contain {f}"
         assert svc.get("command") == {"airflow-apiserver": "api-server", "airflow-scheduler": "scheduler",
                                       "airflow-dag-processor": "dag-processor"}.get(name, svc.get("command"))
         env = env_of(svc)
@@ -287,7 +293,9 @@ def test_airflow_image_is_the_pinned_airflow_on_the_locks_python(services):
         assert env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "").startswith("postgresql"), name
     ignore = DOCKERFILE.with_name("Dockerfile.dockerignore")
     if ignore.exists():
-        assert "!requirements.txt" in ignore.read_text().split(), "the build context would lack requirements.txt"
+        sent = ignore.read_text().split()
+        for f in ("!requirements-runtime.txt", "!pyproject.toml", "!README.md", "!plugins/mm2_failover"):
+            assert f in sent, f"the build context would lack {f[1:]}"
     assert "8080" in [p[1] for p in published_ports(services["airflow-apiserver"])]
 
 
@@ -362,8 +370,8 @@ def test_artifacts_and_jars_are_where_the_pipeline_and_spark_look(services):
     for name in AIRFLOW_SERVICES:
         svc = services[name]
         env, ms = env_of(svc), {m["target"]: m for m in mounts(svc)}
-        # the job ships inside the plugins folder: mounting dags/ and plugins/ is all a deployment needs
-        assert ms["/opt/airflow/plugins"]["source"] == "./plugins"
+        # the job ships inside the package, which the image installs as a wheel: mounting dags/ is all it needs
+        assert "/opt/airflow/plugins" not in ms and "PYTHONPATH" not in env, name
         assert ms["/opt/airflow/dags"]["source"] == "./dags"
         assert config.SPARK_JOB.is_relative_to(config.PLUGINS_DIR)
         assert "/opt/airflow/spark_jobs" not in ms
