@@ -98,7 +98,12 @@ def run_dag(dag_id: str, conf: dict | None = None):
     conf = dict(conf or {})
     if dag_id in ASKS_APPROVAL:
         conf.setdefault("require_approval", False)
-    return load_dag(dag_id).test(run_conf=conf)
+    dag = load_dag(dag_id)
+    # Airflow 3.3.2's dag.test() fails when a run with a deadline alert ends ("'dict' object has no attribute 'hex'":
+    # it looks the DAG's alerts up by the id a DAG synced by the dag-processor has, and a DAG serialized in process has
+    # none). The deadline alerts are tested on a real scheduler (tests/e2e/test_ui.py); README, "Deadline alerts".
+    dag.deadline = None
+    return dag.test(run_conf=conf)
 
 
 def task_states(dag_id: str, run_id: str) -> dict[str, str]:

@@ -62,40 +62,44 @@ RUN_DEADLINES: dict[str, timedelta] = {
     "mm2_sync_archive": timedelta(seconds=2 * INTERVAL_SECONDS),
     "mm2_failover_readiness": timedelta(seconds=2 * INTERVAL_SECONDS),
 }
-RUN_DEADLINES_VAR = "MM2_FAILOVER_RUN_DEADLINES"  # "dag_id=seconds,..." read when the DAG files are parsed
+RUN_DEADLINES_VAR = "MM2_FAILOVER_RUN_DEADLINES"  # "dag_id=seconds|off,..." read when the DAG files are parsed
+OFF = "off"
 
 
-def deadline_seconds(dag_id: str, env: dict[str, str]) -> float:
-    """The deadline of ``dag_id``'s runs: :data:`RUN_DEADLINES`, or its override in ``$MM2_FAILOVER_RUN_DEADLINES``.
-    A malformed override is a ValueError naming the variable and the entry (the DAG files then fail to import: an
-    import error in the UI, not a silent default)."""
+def deadline_seconds(dag_id: str, env: dict[str, str]) -> float | None:
+    """The deadline of ``dag_id``'s runs: :data:`RUN_DEADLINES`, or its override in ``$MM2_FAILOVER_RUN_DEADLINES``
+    (``dag_id=seconds``, or ``dag_id=off``: no deadline alert - None). A malformed override is a ValueError naming the
+    variable and the entry (the DAG files then fail to import: an import error in the UI, not a silent default)."""
     if dag_id not in RUN_DEADLINES:
         raise KeyError(f"DAG {dag_id}: no run deadline: add it to mm2_failover.dag_defaults.RUN_DEADLINES")
     for entry in (env.get(RUN_DEADLINES_VAR) or "").split(","):
         if not entry.strip():
             continue
         name, eq, value = entry.strip().partition("=")
+        off = value.strip().lower() == OFF
         try:
             seconds = float(value)
         except ValueError:
             seconds = -1.0
-        if not eq or not name.strip() or seconds <= 0:
-            raise ValueError(f"{RUN_DEADLINES_VAR}: {entry.strip()!r} is not dag_id=seconds with seconds > 0 "
-                             "(e.g. mm2_failover=1800)")
+        if not eq or not name.strip() or (seconds <= 0 and not off):
+            raise ValueError(f"{RUN_DEADLINES_VAR}: {entry.strip()!r} is not dag_id=seconds with seconds > 0, or "
+                             "dag_id=off (e.g. mm2_failover=1800)")
         if name.strip() == dag_id:
-            return seconds
+            return None if off else seconds
     return RUN_DEADLINES[dag_id].total_seconds()
 
 
 def run_deadline(dag_id: str):
     """The ``deadline`` argument of ``dag_id``'s DAG: told when a run has not ended its deadline after it was queued
-    (rule 6 of :mod:`mm2_failover.notify`), through the executor (no triggerer needed)."""
+    (rule 6 of :mod:`mm2_failover.notify`), through the executor (no triggerer needed); None when switched off."""
     import os
 
     from airflow.sdk.definitions.callback import SyncCallback
     from airflow.sdk.definitions.deadline import DeadlineAlert, DeadlineReference
 
     seconds = deadline_seconds(dag_id, dict(os.environ))
+    if seconds is None:
+        return None
     return DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT, interval=timedelta(seconds=seconds),
                          callback=SyncCallback("mm2_failover.notifications.deadline_missed",
                                                kwargs={"interval_seconds": seconds}),
@@ -107,7 +111,9 @@ def apply_task_defaults(dag) -> None:
     failure notifier; a DAG without its deadline alert (:func:`run_deadline`) is an error too."""
     from mm2_failover.notifications import RunFailureNotifier
 
-    if not dag.deadline:
+    import os
+
+    if not dag.deadline and deadline_seconds(dag.dag_id, dict(os.environ)) is not None:
         raise KeyError(f"DAG {dag.dag_id}: no deadline alert: pass deadline=run_deadline({dag.dag_id!r}) "
                        "(mm2_failover.dag_defaults)")
     missing = [t.task_id for t in dag.tasks if t.task_id not in EXECUTION_TIMEOUTS]

@@ -115,6 +115,7 @@ def test_a_run_deadline_is_overridden_per_dag_and_a_malformed_override_is_named(
     assert deadline_seconds("mm2_failover", {}) == 1800
     env = {RUN_DEADLINES_VAR: " mm2_sync_archive=900 , mm2_failover=45"}
     assert deadline_seconds("mm2_failover", env) == 45 and deadline_seconds("mm2_failover_drill", env) == 3600
+    assert deadline_seconds("mm2_failover", {RUN_DEADLINES_VAR: "mm2_failover=OFF"}) is None
     for bad in ("mm2_failover", "mm2_failover=", "mm2_failover=0", "=30", "mm2_failover=half"):
         with pytest.raises(ValueError, match=f"{RUN_DEADLINES_VAR}: .* is not dag_id=seconds"):
             deadline_seconds("mm2_failover_drill", {RUN_DEADLINES_VAR: bad})
