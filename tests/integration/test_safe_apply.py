@@ -286,7 +286,7 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
         b = when("B", "acquired", 30)
         waited = b["t"] - t_kill
         # A's last granted renewal was at most ~1 s (+ a read) before the kill: its lease ran out within 6 s of it
-        assert lease_s - 2.0 <= waited <= lease_s + 3.0, waited
+        assert lease_s - 2.0 <= waited <= lease_s + 5.0, waited  # + a poll, a claim and a read on a busy machine
         assert b["token"] > a["token"]
         when("B", "wrote", 15)
 
@@ -297,7 +297,7 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
         c = when("C", "acquired", 30)
         print(f"\n[lock] B got it {waited:.2f} s after A was killed; C {c['t'] - t_stop:.2f} s after B was paused "
               f"(lease {lease_s:g} s); tokens {a['token']} < {b['token']} < {c['token']}")
-        assert c["t"] - t_stop <= lease_s + 3.0 and c["token"] > b["token"]
+        assert c["t"] - t_stop <= lease_s + 5.0 and c["token"] > b["token"]
         when("C", "wrote", 15)
         procs["B"].send_signal(signal.SIGCONT)
         lost = when("B", "lost", 15)
