@@ -31,6 +31,7 @@ import os
 import shutil
 from pathlib import Path
 
+from mm2_failover import store
 from mm2_failover.runfolder import RunFolderError, write_json
 
 MANIFEST = "answers.manifest.json"
@@ -42,8 +43,7 @@ class AnswersError(RunFolderError):
 
 
 def is_local(path) -> bool:
-    s = str(path)
-    return "://" not in s or s.startswith("file:")
+    return not store.is_remote(path)
 
 
 def local_path(path) -> Path:
@@ -51,17 +51,23 @@ def local_path(path) -> Path:
 
 
 def manifest_of(path) -> dict | None:
-    """The state + delta manifest of the answers at ``path`` (rule 2), or None for the full layout (rule 1)."""
-    if not is_local(path):
-        return None
-    m = local_path(path) / MANIFEST
+    """The state + delta manifest of the answers at ``path`` (rule 2), or None for the full layout (rule 1); the folder
+    is local or in the object store (a run folder there: :mod:`mm2_failover.store`)."""
+    m = store.as_path(path) / MANIFEST
     if not m.is_file():
         return None
     try:
         return json.loads(m.read_text())
     except (OSError, ValueError) as e:
-        raise AnswersError(f"{m}: cannot read the answers' manifest ({e}): run compute_latest_checkpoints again") \
-            from None
+        raise AnswersError(f"{store.url_of(m)}: cannot read the answers' manifest ({e}): run "
+                           "compute_latest_checkpoints again") from None
+
+
+def _read(path, columns=None):
+    import pyarrow.parquet as pq
+
+    key, fs = store.parquet_args(path)
+    return pq.read_table(key, columns=columns, filesystem=fs)
 
 
 def read_table(path, columns: list[str] | None = None):
@@ -73,13 +79,13 @@ def read_table(path, columns: list[str] | None = None):
 
     m = manifest_of(path)
     if m is None:
-        t = pq.read_table(str(local_path(path)) if is_local(path) else str(path))
+        t = _read(path)
         return t.select([c for c in (columns or t.column_names) if c in t.column_names])
-    root = local_path(path)
+    root = store.as_path(path)
 
     def part(name: str, expected: int | None = None, cols: list[str] | None = None):
         try:
-            t = pq.read_table(str(root / name), columns=cols)
+            t = _read(root / name, cols)
         except (OSError, pa.ArrowException) as e:
             raise AnswersError(f"{root / name}: cannot read this part of the answers ({e}); run "
                                "compute_latest_checkpoints again (it rewrites the folder)") from None
@@ -88,7 +94,8 @@ def read_table(path, columns: list[str] | None = None):
                                "not whole; run compute_latest_checkpoints again (it rewrites the folder)")
         return t
 
-    names = [c for c in pq.read_schema(str(_first_file(root / "delta"))).names if c != "key"]
+    with _first_file(root / "delta").open("rb") as fh:
+        names = [c for c in pq.read_schema(fh).names if c != "key"]
     keep = [c for c in (columns or names) if c in names]
     cols = keep + [c for c in KEY_COLUMNS if c not in keep]
     touched = part("touched", m["touched"])
@@ -111,10 +118,10 @@ def read_table(path, columns: list[str] | None = None):
     return pa.concat_tables([t.select(keep).cast(schema) for t in parts])
 
 
-def _first_file(folder: Path) -> Path:
-    for f in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if f.is_file() and f.suffix == ".parquet":
-            return f
+def _first_file(folder):
+    for n in store.names(folder):
+        if n.endswith(".parquet"):
+            return folder / n
     raise AnswersError(f"{folder}: no Parquet file in this part of the answers; run compute_latest_checkpoints again "
                        "(it rewrites the folder)")
 

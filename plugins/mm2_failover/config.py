@@ -34,19 +34,36 @@ REPO_ROOT = PLUGINS_DIR.parent  # defaults for a checkout (var/, .cache/); a dep
 SPARK_JOB = PACKAGE_DIR / "jobs" / "latest_checkpoints.py"
 
 
-def artifacts_root() -> Path:
-    return Path(os.environ.get("MM2_FAILOVER_ARTIFACTS", REPO_ROOT / "var" / "artifacts"))
+def artifacts_root():
+    """Where run folders live (``MM2_FAILOVER_ARTIFACTS``): a local folder (default ``var/artifacts``) or an object
+    store's URL (``s3://bucket/prefix``: :mod:`mm2_failover.store`)."""
+    from mm2_failover.store import as_path
+
+    return as_path(os.environ.get("MM2_FAILOVER_ARTIFACTS") or REPO_ROOT / "var" / "artifacts")
 
 
 def state_root() -> Path:
-    """The latest-checkpoint state (:mod:`mm2_failover.state`): ``<archive>/latest-state``."""
-    return archive_root() / "latest-state"
+    """The latest-checkpoint state (:mod:`mm2_failover.state`): ``MM2_FAILOVER_STATE``, else
+    ``<archive>/latest-state`` when the archive is a local folder. The state is written by Spark and renamed into
+    place, so it is always a local (or shared POSIX) folder: with the archive in an object store it defaults to
+    ``var/state`` on each host - a host without it computes the latest checkpoints by a full pass, and says so."""
+    from mm2_failover.store import is_remote
+
+    if os.environ.get("MM2_FAILOVER_STATE"):
+        if is_remote(os.environ["MM2_FAILOVER_STATE"]):
+            raise ValueError(f"MM2_FAILOVER_STATE={os.environ['MM2_FAILOVER_STATE']}: the latest-checkpoint state is "
+                             "written by Spark into a local or shared folder, not an object store; set a folder")
+        return Path(os.environ["MM2_FAILOVER_STATE"])
+    arch = archive_root()
+    return REPO_ROOT / "var" / "state" if is_remote(arch) else arch / "latest-state"
 
 
 def archive_root() -> Path:
     """Where MM2's offset syncs are archived on the target side (``MM2_FAILOVER_ARCHIVE``; default beside the run
     artifacts). Shared by the archive DAG, the failover DAG and the CLI."""
-    return Path(os.environ.get("MM2_FAILOVER_ARCHIVE", artifacts_root() / "archive"))
+    from mm2_failover.store import as_path
+
+    return as_path(os.environ.get("MM2_FAILOVER_ARCHIVE") or artifacts_root() / "archive")
 
 
 @dataclass(frozen=True)
@@ -73,6 +90,13 @@ class WriterLockSettings:
         kind = (env.get("MM2_FAILOVER_LOCK") or "file").strip().lower()
         if kind not in cls.KINDS:
             raise ValueError(f"MM2_FAILOVER_LOCK={kind!r}: use one of {', '.join(cls.KINDS)}")
+        from mm2_failover.store import is_remote
+
+        art = env.get("MM2_FAILOVER_ARTIFACTS") or ""
+        if kind == "file" and is_remote(art):
+            raise ValueError(f"MM2_FAILOVER_ARTIFACTS={art} is an object store, where a file lock cannot keep one "
+                             "writer per target cluster across hosts: set MM2_FAILOVER_LOCK=kafka (README, "
+                             "\"Deploying\")")
         times = {}
         for name, var, default in (("lease_s", "MM2_FAILOVER_LOCK_LEASE_SECONDS", cls.lease_s),
                                    ("margin_s", "MM2_FAILOVER_LOCK_MARGIN_SECONDS", cls.margin_s),

@@ -158,7 +158,7 @@ def backup_key(backup: Backup) -> str:
 def journal_dir(root: Path, backup: Backup) -> Path:
     """Rule 6: the folder of ``backup``'s journals, under ``root`` (the artifacts folder, beside the writer locks)."""
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in backup.cluster_id) or "unknown"
-    return Path(root) / JOURNALS / safe / backup_key(backup)
+    return (root if hasattr(root, "joinpath") else Path(root)) / JOURNALS / safe / backup_key(backup)  # or a UPath
 
 
 def pending_elsewhere(root: Path, backup: Backup) -> list[dict]:

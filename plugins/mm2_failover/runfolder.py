@@ -26,8 +26,10 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
                                 :func:`mm2_failover.rollback.journal_dir`)
 ==============================  =======================================================================
 
-Every file is written atomically and durably (temporary file, fsync, rename, fsync of the folder): after a host
-crash a file is either the old one or the new one, never empty - ``backup.json`` is the only undo record.
+The folder is local or a prefix of an object store (``MM2_FAILOVER_ARTIFACTS=s3://...``; :mod:`mm2_failover.store`).
+Every file is written whole and durably (locally: temporary file, fsync, rename, fsync of the folder; in a store: one
+PUT): after a host crash a file is either the old one or the new one, never empty - ``backup.json`` is the only undo
+record.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mm2_failover import store
 from mm2_failover.approval import Decision
 from mm2_failover.audit import Audit
 from mm2_failover.drill import DrillReport
@@ -53,6 +56,7 @@ from mm2_failover.plan import (
     tp_map_to_json,
 )
 from mm2_failover.report import Report
+from mm2_failover.store import fsync_path
 from mm2_failover.rollback import Backup
 
 if TYPE_CHECKING:  # drain needs the evidence rules (numpy): imported where a drain file is read, not by every reader
@@ -114,17 +118,8 @@ def private_dir() -> Path:
     return d
 
 
-def fsync_path(path: Path) -> None:
-    """Flush a file, or a folder's entries, to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def durable_rename(tmp: Path, final: Path) -> None:
-    """Move a fully written ``tmp`` to ``final`` durably: the data on disk first, then the rename, then the folder
+    """Move a fully written local ``tmp`` to ``final`` durably: the data on disk first, then the rename, then the folder
     (a manifest written after this never names a file a host crash could leave empty)."""
     fsync_path(tmp)
     os.replace(tmp, final)
@@ -132,63 +127,52 @@ def durable_rename(tmp: Path, final: Path) -> None:
 
 
 def fsync_tree(root: Path) -> None:
-    """Every file under ``root``, then every folder, deepest first (files another process wrote, e.g. Spark's)."""
+    """Every file under the local ``root``, then every folder, deepest first (files another process wrote, e.g.
+    Spark's)."""
     for d, _dirs, files in sorted(os.walk(root), key=lambda x: -x[0].count(os.sep)):
         for f in files:
             fsync_path(Path(d) / f)
         fsync_path(Path(d))
 
 
-def write_bytes(path: Path, data: bytes) -> None:
-    """Atomic and durable: a crash leaves the old file or the new one, never a partial or empty one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_path(path.parent)
+def write_bytes(path, data: bytes) -> None:
+    """Whole and durable, in a local folder or an object store (:func:`mm2_failover.store.write_bytes`): a crash
+    leaves the old file or the new one, never a partial or empty one."""
+    store.write_bytes(path, data)
 
 
-def write_text(path: Path, text: str) -> None:
+def write_text(path, text: str) -> None:
     write_bytes(path, text.encode())
 
 
-def write_json(path: Path, data, compact: bool = False) -> None:
+def write_json(path, data, compact: bool = False) -> None:
     write_text(path, json.dumps(data, sort_keys=True, default=str, **(
         {"separators": (",", ":")} if compact else {"indent": 2})))
 
 
-def write_rows_parquet(path: Path, rows: list[dict], columns: list[str] | dict[str, str]) -> None:
-    """``rows`` as a Parquet file, atomically and durably (temporary file, fsync, rename, fsync of the folder).
-    ``columns``: their names (types inferred), or name -> Arrow type name (``int64``, ``string``, ``bool``...): an
-    explicit schema, so that an all-empty column keeps its type and a value of another type is an error."""
+def write_rows_parquet(path, rows: list[dict], columns: list[str] | dict[str, str]) -> None:
+    """``rows`` as a Parquet file, whole and durable (:func:`write_bytes`). ``columns``: their names (types
+    inferred), or name -> Arrow type name (``int64``, ``string``, ``bool``...): an explicit schema, so that an
+    all-empty column keeps its type and a value of another type is an error."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     if isinstance(columns, dict):
         schema = pa.schema([(c, pa.type_for_alias(t)) for c, t in columns.items()])
         table = pa.table({c: [r.get(c) for r in rows] for c in columns}, schema=schema)
     else:
         table = pa.table({c: [r.get(c) for r in rows] for c in columns})
-    pq.write_table(table, tmp, compression="zstd")
-    fsync_path(tmp)
-    os.replace(tmp, path)
-    fsync_path(path.parent)
+    write_bytes(path, store.parquet_bytes(table))
 
 
 HEAD_LINES = 300
 
 
-def head_text(path: Path, max_lines: int = HEAD_LINES) -> str:
+def head_text(path, max_lines: int = HEAD_LINES) -> str:
     """The first ``max_lines`` lines of a report for a task log or a terminal, and where the rest is (a report of 10k
     groups is megabytes of Markdown: the whole file stays on disk and on the report pages)."""
     out: list[str] = []
     extra = 0
-    with open(path, errors="replace") as fh:
+    with store.as_path(path).open("r", errors="replace") as fh:
         for line in fh:
             if len(out) < max_lines:
                 out.append(line)
@@ -198,10 +182,10 @@ def head_text(path: Path, max_lines: int = HEAD_LINES) -> str:
     return text if not extra else text + f"\n... {extra} more line(s) in {path}\n"
 
 
-def read_json(path: Path, what: str = "") -> Any:
-    """The JSON in ``path``; RunFolderError naming the file when it is missing or not JSON."""
+def read_json(path, what: str = "") -> Any:
+    """The JSON in ``path`` (local or in the store); RunFolderError naming the file when it is missing or not JSON."""
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(store.as_path(path).read_text())
     except FileNotFoundError:
         raise RunFolderError(f"{what or 'file'} {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -304,10 +288,10 @@ class CheckpointsSummary:
 
 
 class RunFolder:
-    """The files of one run. Local paths: the Spark job's output must be readable here too."""
+    """The files of one run, in a local folder or under a prefix of an object store (:mod:`mm2_failover.store`)."""
 
-    def __init__(self, path: Path | str):
-        self.dir = Path(path)
+    def __init__(self, path):
+        self.dir = store.as_path(path)
 
     def __repr__(self) -> str:
         return f"RunFolder({self.dir})"
@@ -456,12 +440,14 @@ class RunFolder:
         p = self.dir / name
         try:
             if limit is None:
-                return pq.read_table(p).to_pylist()
+                key, fs = store.parquet_args(p)
+                return pq.read_table(key, filesystem=fs).to_pylist()
             out: list[dict] = []
-            for batch in pq.ParquetFile(p).iter_batches(batch_size=max(1, min(limit, 65536))):
-                out.extend(batch.to_pylist()[: limit - len(out)])
-                if len(out) >= limit:
-                    break
+            with p.open("rb") as fh:
+                for batch in pq.ParquetFile(fh).iter_batches(batch_size=max(1, min(limit, 65536))):
+                    out.extend(batch.to_pylist()[: limit - len(out)])
+                    if len(out) >= limit:
+                        break
             return out
         except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid (not Parquet, truncated) is a ValueError
             raise RunFolderError(f"{p} cannot be read ({e}): its rows are gone or damaged; {fix}") from None
@@ -509,8 +495,8 @@ class RunFolder:
                                  "folder") from None
 
 
-def load_backup(path: Path | str) -> Backup:
-    path = Path(path)
+def load_backup(path) -> Backup:
+    path = store.as_path(path)
     if not path.exists():
         raise RunFolderError(f"no backup at {path}: apply_group_offsets writes it before its first write; a run that "
                              "never reached that point changed nothing")

@@ -12,11 +12,16 @@ submits the same command.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from mm2_failover.runfolder import CHECKPOINTS, CHECKPOINTS_SUMMARY
 
 
 class SparkConnectionMissing(RuntimeError):
@@ -123,16 +128,40 @@ class JobSubmission:
     env: dict[str, str]
     conf: dict[str, str]
     options_file: Path | None = None
+    staged: Path | None = None  # a run folder in an object store: the job writes here, publish() uploads
+    folder: Any = None
 
     def cleanup(self) -> None:
         if self.options_file is not None:
             self.options_file.unlink(missing_ok=True)
 
+    def publish(self) -> bool:
+        """A run folder in an object store: the job's answers and then its summary, uploaded from the local staging
+        folder (store rule 3: the answers' parts, their manifest, the summary last - the summary says they are
+        whole). Only when the job wrote its summary (a job killed half-way publishes nothing). True if uploaded."""
+        if self.staged is None or not (self.staged / CHECKPOINTS_SUMMARY).exists():
+            return False
+        from mm2_failover import store
+        from mm2_failover.answers import MANIFEST
+
+        out = self.staged / CHECKPOINTS
+        if out.is_dir():
+            store.upload_tree(out, self.folder.checkpoints)
+            if (out / MANIFEST).exists():
+                store.write_bytes(self.folder.checkpoints / MANIFEST, (out / MANIFEST).read_bytes())
+        store.write_bytes(self.folder.checkpoints_summary, (self.staged / CHECKPOINTS_SUMMARY).read_bytes())
+        return True
+
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.cleanup()
+        try:
+            self.publish()
+        finally:
+            self.cleanup()
+            if self.staged is not None:
+                shutil.rmtree(self.staged, ignore_errors=True)
 
 
 def write_options_file(target_conf: dict, key: str) -> Path:
@@ -166,8 +195,22 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
               for t in topics.values()}
     # the summary says the answers are complete (the job writes it last): an old one must never vouch for the
     # new, maybe partial, answers of a job that is killed (the plan reads answers only with their summary)
-    Path(folder.checkpoints_summary).unlink(missing_ok=True)
-    options = write_options_file(target_conf, str(Path(folder.dir).resolve()))
+    from mm2_failover import store
+
+    store.remove_tree(folder.checkpoints_summary)
+    remote = store.is_remote(folder.dir)
+    key = store.url_of(folder.dir) if remote else str(Path(folder.dir).resolve())
+    options = write_options_file(target_conf, key)
+    staged = None
+    output, summary = folder.checkpoints, folder.checkpoints_summary
+    if remote:  # Spark writes local files; the answers are uploaded after it (JobSubmission.publish)
+        from mm2_failover.runfolder import private_dir
+
+        store.remove_tree(folder.checkpoints)
+        staged = private_dir() / f"stage-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+        shutil.rmtree(staged, ignore_errors=True)
+        staged.mkdir(mode=0o700)
+        output, summary = staged / CHECKPOINTS, staged / CHECKPOINTS_SUMMARY
     args = ["--bootstrap-servers", str(target_conf["bootstrap.servers"])]
     for alias, t in topics.items():
         args += ["--checkpoints-topic", f"{alias}={t}"]
@@ -175,14 +218,16 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
         "--end-offsets", json.dumps(ends),
         "--start-offsets", json.dumps(starts),
         "--policy", params.checkpoint_policy,
-        "--output", str(folder.checkpoints),
-        "--summary", str(folder.checkpoints_summary),
+        "--output", str(output),
+        "--summary", str(summary),
         "--max-quarantined", str(params.max_quarantined_records),
         "--kafka-options-file", str(options),
     ]
     if (state_root() / "CURRENT.json").exists():  # start from the newest usable state version, read the tail
         args += ["--state-dir", str(state_root())]
-    return submission_of(args, options)
+    sub = submission_of(args, options)
+    sub.staged, sub.folder = staged, folder
+    return sub
 
 
 def refresh_submission(aliases_topics: dict[str, str], target_conf: dict) -> JobSubmission:

@@ -20,7 +20,10 @@ rename and the folder fsynced), then the manifest (likewise). A crash in between
 does not name (never read, replaced by the next run); a retry never duplicates or skips a record. One writer per
 archive at a time (the 5-minute DAG, a failover's capture, the CLI): each holds the archive's lock (``.writer.lock``,
 the same kind as the target's writer lock) from reading the manifest to writing it, so none rewrites it from a
-stale copy. The archive is read with pyarrow (no Spark needed at failover); a file that cannot be read is named
+stale copy. In an object store (``MM2_FAILOVER_ARCHIVE=s3://...``; no rename, no lock there) the manifest is
+``manifests/<generation, 12 digits>.json`` instead, each generation created once with a conditional write after the
+files it names (:func:`mm2_failover.store.create`): a writer that loses the race reads the winner's manifest and
+appends from it; readers take the newest generation. The archive is read with pyarrow (no Spark needed at failover); a file that cannot be read is named
 (:class:`ArchiveRead`), never a failed failover: the failover then uses MM2's checkpoints for that alias, failing back
 uses the syncs that could be read (its floor only gets more conservative).
 
@@ -31,6 +34,7 @@ second, where any Spark job pays ~15 s of start-up for every scheduled run.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
@@ -40,10 +44,15 @@ from pathlib import Path
 from mm2_failover import checkpoints as cpf
 from mm2_failover import faults
 from mm2_failover.kafka_io import TP, Cluster
-from mm2_failover.runfolder import RunFolderError, durable_rename, now_iso, read_json, write_json
+from mm2_failover import store
+from mm2_failover.runfolder import RunFolderError, now_iso, read_json, write_json
 from mm2_failover.translate import MalformedSync, Sync, decode_sync
 
 log = logging.getLogger(__name__)
+
+MANIFESTS = "manifests"  # in an object store: manifests/<generation>.json, each created once (no rename, no lock)
+KEEP_MANIFESTS = 10  # older generations are removed after a new one is created
+CONFLICT_TRIES = 5
 
 COLUMNS = ("sync_partition", "sync_offset", "timestamp_ms", "topic", "partition", "upstream", "downstream")
 CHECKPOINT_COLUMNS = ("record_partition", "record_offset", "timestamp_ms", "group", "topic", "partition", "upstream",
@@ -132,33 +141,65 @@ class TopicArchive:
     def reader(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int]) -> tuple[list[dict], int]:
         raise NotImplementedError
 
-    def __init__(self, root: Path, alias: str):
-        self.dir = Path(root) / alias / self.kind
+    def __init__(self, root, alias: str):
+        self.dir = store.as_path(root) / alias / self.kind
         self.alias = alias
+        self.remote = store.is_remote(self.dir)
+
+    def _generations(self) -> list[str]:
+        """In an object store: the manifests' names, oldest first (``manifests/<generation, 12 digits>.json``)."""
+        return [n for n in store.names(self.dir / MANIFESTS) if n.endswith(".json") and n[:-5].isdigit()]
 
     @property
-    def manifest_path(self) -> Path:
-        return self.dir / "manifest.json"
+    def manifest_path(self):
+        """The manifest in force: ``manifest.json`` in a local folder; in an object store the newest generation."""
+        if not self.remote:
+            return self.dir / "manifest.json"
+        gens = self._generations()
+        return self.dir / MANIFESTS / (gens[-1] if gens else f"{0:012d}.json")
 
     def manifest(self) -> dict:
-        return read_json(self.manifest_path, "sync archive manifest") if self.manifest_path.exists() else {}
+        p = self.manifest_path
+        return read_json(p, "sync archive manifest") if p.exists() else {}
 
     def append(self, cluster: Cluster, topic: str, location: str, lock_wait_s: float = 300.0) -> ArchiveResult:
-        """Archive the records of ``topic`` (on ``cluster``) past what is archived, up to its current end - holding
-        the archive's writer lock from reading the manifest to writing it."""
+        """Archive the records of ``topic`` (on ``cluster``) past what is archived, up to its current end. In a local
+        folder: holding the archive's writer lock from reading the manifest to writing it. In an object store (no
+        lock there): the next generation of the manifest is created exclusively (store rule 4) - a writer that lost
+        the race to another reads the winner's manifest and appends again from it (at most ``CONFLICT_TRIES``)."""
+        if self.remote:
+            for _ in range(CONFLICT_TRIES):
+                p = self.manifest_path
+                m = read_json(p, "sync archive manifest") if p.exists() else {}
+                nxt = self.dir / MANIFESTS / f"{int(p.name[:-5]) + 1:012d}.json"
+                res = self._append(cluster, topic, location, m,
+                                   lambda data: store.create(nxt, json.dumps(data, sort_keys=True, indent=2).encode()))
+                if res is not None:
+                    for old in self._generations()[:-KEEP_MANIFESTS]:
+                        store.remove_tree(self.dir / MANIFESTS / old)
+                    return res
+                log.warning("%s archive of alias %s: another writer archived at the same time (%s was taken): "
+                            "appending again from its manifest", self.kind, self.alias, store.url_of(nxt))
+            raise RunFolderError(f"the {self.kind} archive of alias {self.alias} ({store.url_of(self.dir)}) kept "
+                                 f"changing under this writer ({CONFLICT_TRIES} tries): another archive writer runs "
+                                 "in a loop; retry later")
         from mm2_failover.locks import file_lock
 
         self.dir.mkdir(parents=True, exist_ok=True)
         with file_lock(self.dir / ".writer.lock", f"the {self.kind} archive of alias {self.alias}",
                        {"writer": "archive append"}, lock_wait_s):
-            return self._append(cluster, topic, location)
+            def save(data: dict) -> bool:
+                write_json(self.manifest_path, data)
+                return True
 
-    def _append(self, cluster: Cluster, topic: str, location: str) -> ArchiveResult:
+            return self._append(cluster, topic, location, self.manifest(), save)
+
+    def _append(self, cluster: Cluster, topic: str, location: str, m: dict, save) -> ArchiveResult | None:
+        """Append past manifest ``m``; ``save(new manifest)`` writes it last and says whether it could (None: not
+        saved - another writer took that generation)."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         res = ArchiveResult(self.alias, topic)
-        m = self.manifest()
         topic_id = cluster.topic_id(topic)
         cluster_id = cluster.cluster_id()
         if m and (m.get("topic_id"), m.get("cluster_id")) != (topic_id, cluster_id):
@@ -188,16 +229,13 @@ class TopicArchive:
         end = {p: hi[(topic, p)] for p in parts}
         rows, bad = self.reader(cluster, topic, start, end)
         if rows:
-            self.dir.mkdir(parents=True, exist_ok=True)
             by_part: dict[int, list[dict]] = defaultdict(list)
             for r in rows:
                 by_part[r[self.partition_column]].append(r)
             for p, prow in sorted(by_part.items()):
                 safe_id = "".join(c if c.isalnum() else "_" for c in topic_id)  # base64: '/' and '+' too
                 name = f"{safe_id}-p{p}-{start[p]}-{end[p]}.parquet"
-                tmp = self.dir / (name + ".tmp")
-                pq.write_table(pa.Table.from_pylist(prow), str(tmp))
-                durable_rename(tmp, self.dir / name)
+                store.write_bytes(self.dir / name, store.parquet_bytes(pa.Table.from_pylist(prow)))  # whole, durable
                 state.setdefault(p, {}).setdefault("files", []).append(name)
                 res.files.append(name)
         faults.hit("archive.after_files")  # a crash here leaves files the manifest does not name: never read
@@ -207,12 +245,12 @@ class TopicArchive:
                 s.setdefault("ranges", []).append([start[p], end[p]])
             s["archived_to"] = max(end[p], s.get("archived_to", 0))
         res.appended = len(rows)
-        write_json(self.manifest_path, {**m, "alias": self.alias, "topic": topic, "topic_id": topic_id,
+        saved = save({**m, "alias": self.alias, "topic": topic, "topic_id": topic_id,
                                         "cluster_id": cluster_id,
                                         "location": location, "updated_at": now_iso(), "undecodable": bad + int(
                                             m.get("undecodable") or 0),
                                         "partitions": {str(p): v for p, v in sorted(state.items())}})
-        return res
+        return res if saved else None
 
     def read(self) -> "ArchiveRead":
         """Every archived record of the current segment (the topic and cluster archived now; older segments are kept
@@ -229,7 +267,8 @@ class TopicArchive:
         names = [f for v in (m.get("partitions") or {}).values() for f in v.get("files", [])]
         for n in names:
             try:
-                out.rows += pq.read_table(str(self.dir / n)).to_pylist()
+                key, fs = store.parquet_args(self.dir / n)
+                out.rows += pq.read_table(key, filesystem=fs).to_pylist()
             except Exception as e:  # noqa: BLE001 - a truncated or missing file: named, never a failed failover
                 out.unreadable.append(f"{self.dir / n}: {type(e).__name__}: {e}")
         for u in out.unreadable:
@@ -280,8 +319,9 @@ class SyncArchive(TopicArchive):
         cols = ["sync_partition", "sync_offset", "topic", "partition", "upstream", "downstream"]
         for path in files:
             try:
-                for b in pq.ParquetFile(str(path)).iter_batches(batch_size=batch_rows, columns=cols):
-                    _keep_batch(b, want, end, out, np)
+                with store.as_path(path).open("rb") as fh:
+                    for b in pq.ParquetFile(fh).iter_batches(batch_size=batch_rows, columns=cols):
+                        _keep_batch(b, want, end, out, np)
             except Exception as e:  # noqa: BLE001 - a truncated or missing file: named, never a failed failover
                 bad.append(f"{path}: {type(e).__name__}: {e}")
         for u in bad:

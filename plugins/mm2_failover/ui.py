@@ -40,7 +40,7 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response, StreamingResponse
 
 from mm2_failover.approval import Decision
 from mm2_failover.report import APPROVAL_OUTCOMES, outcome_note, run_summary
@@ -136,7 +136,7 @@ class _JsonCache:
             st = path.stat()
         except OSError:
             return None
-        sig = (st.st_mtime_ns, st.st_size)
+        sig = (getattr(st, "st_mtime_ns", None) or int(st.st_mtime * 1e9), st.st_size)  # a store's objects: no _ns
         k = str(path)
         hit = self.d.get(k)
         if hit and hit[0] == sig:
@@ -595,10 +595,12 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None,
         if not access.can_read(user, dag_id):
             raise HTTPException(status_code=403, detail=f"your Airflow login may not read the runs of {dag_id}")
 
-    def artifacts() -> Path:
+    def artifacts():
+        from mm2_failover.store import as_path
+
         if root is None:
             return config.artifacts_root()
-        return Path(root()) if callable(root) else Path(root)
+        return as_path(root() if callable(root) else root)  # a local folder or an object store's prefix
 
     cache = _JsonCache()
     app = FastAPI(title="mm2-failover reports", docs_url=None, redoc_url=None, openapi_url=None)
@@ -717,7 +719,18 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None,
         if folder is None or name not in SERVED_FILES or not (folder / name).is_file():
             return PlainTextResponse("not found", status_code=404)
         if name in STREAMED_FILES:
-            return FileResponse(folder / name, media_type=SERVED_FILES[name], filename=name)
+            from mm2_failover.store import is_remote
+
+            if not is_remote(folder):
+                return FileResponse(folder / name, media_type=SERVED_FILES[name], filename=name)
+
+            def chunks(p=folder / name):
+                with p.open("rb") as fh:
+                    while chunk := fh.read(1 << 20):
+                        yield chunk
+
+            return StreamingResponse(chunks(), media_type=SERVED_FILES[name],
+                                     headers={"Content-Disposition": f'attachment; filename="{name}"'})
         if name.endswith(".json"):
             data = cache.get(folder / name)
             return Response(json.dumps(scrub(data), indent=2, sort_keys=True), media_type=SERVED_FILES[name])
@@ -736,7 +749,7 @@ def main() -> None:  # pragma: no cover - a standalone server for the reports (n
     ap.add_argument("--port", type=int, default=8099)
     ap.add_argument("--artifacts", default=os.environ.get("MM2_FAILOVER_ARTIFACTS"))
     a = ap.parse_args()
-    uvicorn.run(create_app(Path(a.artifacts) if a.artifacts else None), host=a.host, port=a.port)
+    uvicorn.run(create_app(a.artifacts or None), host=a.host, port=a.port)
 
 
 if __name__ == "__main__":  # pragma: no cover

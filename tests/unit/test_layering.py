@@ -19,10 +19,11 @@ PKG = REPO / "plugins" / "mm2_failover"
 LAYERS = {
     # pure rules: no I/O
     "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
-             "reachability", "config", "faults", "translate", "evidence", "audit", "acls", "notify", "approval", "assets",
+             "reachability", "faults", "translate", "evidence", "audit", "acls", "notify", "approval", "assets",
              "readiness", "plandiff", "lease"},
-    # talks to Kafka or the filesystem
-    "io": {"kafka_io", "runfolder", "answers", "locks", "kafka_lock", "spark", "hooks.kafka_cluster", "syncs", "state"},
+    # talks to Kafka, the filesystem or an object store, or reads the environment (config: where the artifacts live
+    # is a store location)
+    "io": {"config", "kafka_io", "store", "runfolder", "answers", "locks", "kafka_lock", "spark", "hooks.kafka_cluster", "syncs", "state"},
     # one run: its context and its stages (one module per stage)
     "run": {"run"} | {f"stages.{m}" for m in ("errors", "drain", "snapshot", "archive", "preflight", "translation",
                                                "failback", "checkpoints", "gate", "plan", "apply", "verify", "rollback",

@@ -52,6 +52,7 @@ class LatestCheckpointsOperator(LatestCheckpointsJobOperator):
             try:
                 self.run_job(context, sub, remote)
             except Exception as e:
+                sub.publish()  # a run folder in an object store: the quarantine's summary is read from there
                 summary = f.load_summary()
                 msg = quarantine_refusal(summary.raw if summary else None, ctx.params.max_quarantined_records)
                 if msg:

@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 from pathlib import Path
 
 from mm2_failover import readiness as rules
+from mm2_failover import store
 from mm2_failover.runfolder import PLAN_REFUSAL, RunFolder, fsync_path, read_json, write_json
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ def history(base: Path | None = None, since_s: float | None = None) -> list[dict
         return []
     out = []
     now_ms = int(time.time() * 1000)
-    with open(p, "rb") as f:  # the tail only: a day is ~300 lines of ~400 bytes, the file grows for ever
+    with p.open("rb") as f:  # the tail only: a day is ~300 lines of ~400 bytes, the file grows for ever
         size = f.seek(0, os.SEEK_END)
         f.seek(max(0, size - HISTORY_TAIL_BYTES))
         text = f.read().decode(errors="replace")
@@ -125,10 +125,21 @@ def history(base: Path | None = None, since_s: float | None = None) -> list[dict
 
 
 def append_history(line: dict, base: Path | None = None) -> None:
-    """One line, appended durably; a torn line before it is ended first."""
+    """One line, appended durably; a torn line before it is ended first. In an object store (no appends there) the
+    object is rewritten whole with the line added, keeping its last ``HISTORY_TAIL_BYTES`` (what is ever read)."""
     p = (base or root()) / HISTORY
-    p.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(line, sort_keys=True) + "\n"
+    if store.is_remote(p):
+        old = p.read_bytes() if p.exists() else b""
+        if old and not old.endswith(b"\n"):
+            old += b"\n"
+        new = old + data.encode()
+        if len(new) > HISTORY_TAIL_BYTES:
+            new = new[len(new) - HISTORY_TAIL_BYTES:]
+            new = new[new.find(b"\n") + 1:]  # whole lines only
+        store.write_bytes(p, new)
+        return
+    p.parent.mkdir(parents=True, exist_ok=True)
     with open(p, "a+b") as f:
         f.seek(0, os.SEEK_END)
         if f.tell():
@@ -152,7 +163,7 @@ def prune(base: Path, keep: int = KEEP_FULL, keep_rows: int = KEEP_ROWS) -> list
         for name in names:
             p = d / name
             if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
+                store.remove_tree(p)
             elif p.exists():
                 p.unlink()
             else:
