@@ -34,6 +34,18 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 # --- end Chromium ---
 
+# --- Redis for the several-workers bed (CeleryExecutor's broker: testbed/airflow_stack.py; issue 34) ---
+if ! command -v redis-server >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing redis-server with apt-get (the Celery broker of the several-workers test)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  else
+    echo "setup: WARNING: redis-server is missing; the several-workers test (tests/e2e/test_ui.py) fails until it" \
+         "is installed (Debian: apt-get install redis-server)" >&2
+  fi
+fi
+# --- end Redis ---
+
 uv="$root/.cache/bootstrap/bin/uv"
 if [ ! -x "$uv" ]; then
   echo "setup: bootstrapping uv into .cache/bootstrap"

@@ -1,6 +1,11 @@
-"""A real Airflow for the end-to-end test and the recovery-time benchmark: api-server, scheduler (LocalExecutor),
-dag-processor and, on demand, the triggerer, started here with their own AIRFLOW_HOME and SQLite DB, real logins, the
-REST API and Airflow's human-in-the-loop API (tests/e2e/test_ui.py, bench/rto_bench.py)."""
+"""A real Airflow for the end-to-end test and the recovery-time benchmark: api-server, scheduler, dag-processor and,
+on demand, the triggerer, started here with their own AIRFLOW_HOME and SQLite DB, real logins, the REST API and
+Airflow's human-in-the-loop API (tests/e2e/test_ui.py, bench/rto_bench.py).
+
+The executor is the LocalExecutor, or (``executor="celery"``, issue 34) the CeleryExecutor with a Redis of its own
+(Debian's ``redis-server`` on a free loopback port: broker and result backend) and workers started by
+:meth:`AirflowStack.start_workers`, each in its own working directory (AIRFLOW_HOME, logs, temporary folder, Spark
+staging, latest-checkpoint state: no local disk shared between them) consuming its own queues."""
 
 from __future__ import annotations
 
@@ -32,11 +37,14 @@ class AirflowStack:
     process in its own process group, all stopped by :meth:`stop`. ``auth``: (auth manager class, the folder its
     module is in) - default Airflow's simple auth manager; users ``admin`` (admin) and ``outsider`` (viewer)."""
 
-    def __init__(self, home: Path, artifacts: Path, auth: tuple[str, Path] | None = None,
-                 extra_env: dict[str, str] | None = None):
+    def __init__(self, home: Path, artifacts, auth: tuple[str, Path] | None = None,
+                 extra_env: dict[str, str] | None = None, executor: str = "local"):
         from testbed.bed import free_port
 
-        self.home, self.artifacts = home, artifacts
+        self.home, self.artifacts = home, artifacts  # artifacts: a folder, or an object store's URL (UPath)
+        self.executor = executor
+        self.redis_port = free_port() if executor == "celery" else None
+        self.workers: dict[str, dict] = {}  # name -> {"queues", "home", "log_port"}
         self.auth = auth
         self.extra_env = dict(extra_env or {})  # every process's (the dag-processor's too: read at parse time)
         self.port = free_port()
@@ -55,11 +63,19 @@ class AirflowStack:
     def env(self, source_bootstrap: str, target_bootstrap: str) -> dict[str, str]:
         from testbed import localenv
 
-        env = localenv.airflow_env(self.home, source_bootstrap, target_bootstrap, artifacts=self.artifacts)
+        from mm2_failover.store import url_of
+
+        env = localenv.airflow_env(self.home, source_bootstrap, target_bootstrap, artifacts=url_of(self.artifacts))
+        celery = {} if self.executor != "celery" else {
+            "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+            "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+            "AIRFLOW__CELERY__RESULT_BACKEND": f"redis://127.0.0.1:{self.redis_port}/1",
+            "AIRFLOW__CELERY__WORKER_CONCURRENCY": "2",
+            "AIRFLOW__OPERATORS__DEFAULT_QUEUE": "default"}
         return {**os.environ, **env, **self.secrets,
                 "AIRFLOW__API__BASE_URL": self.base,
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
-                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", **celery,
                 # real logins: Airflow's simple auth manager, one DAG hidden from `outsider`
                 "AIRFLOW__CORE__AUTH_MANAGER": self.auth[0] if self.auth else SIMPLE_AUTH,
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,outsider:viewer",
@@ -82,13 +98,62 @@ class AirflowStack:
         localenv.migrate_db(self.env("unused:1", "unused:1"))
         return time.monotonic() - t0
 
-    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> None:
+    def _spawn(self, name: str, args: list[str], env: dict[str, str], exe: str | None = None,
+               cwd: Path | None = None) -> None:
         from testbed.bed import _pdeathsig  # own process group + SIGTERM if pytest dies
 
         out = open(self.home / f"{name}.log", "ab")
-        self.procs[name] = subprocess.Popen([self.airflow, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig)
+        self.procs[name] = subprocess.Popen([exe or self.airflow, *args], env=env, stdout=out,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig,
+                                            cwd=cwd)
         out.close()
+
+    def start_redis(self) -> None:
+        """The Celery broker and result backend: Debian's redis-server on loopback, nothing kept on disk."""
+        import shutil
+
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise AssertionError("redis-server is not installed: run `make setup` (Debian: apt-get install "
+                                 "redis-server)")
+        self._spawn("redis", ["--bind", "127.0.0.1", "--port", str(self.redis_port), "--save", "",
+                              "--appendonly", "no", "--dir", str(self.home)], {**os.environ}, exe=exe)
+
+    def start_workers(self, source_bootstrap: str, target_bootstrap: str, queues: dict[str, str],
+                      extra: dict | None = None) -> None:
+        """One Celery worker per ``name -> "queue,queue"``, each in its own working directory (AIRFLOW_HOME, logs,
+        TMPDIR - so the Spark job's staging and the private options files -, latest-checkpoint state) with its own
+        log server port: the task processes inherit the bed's connections (and ``extra``) from their worker."""
+        from testbed.bed import free_port
+
+        base = {**self.env(source_bootstrap, target_bootstrap), **(extra or {})}
+        for name, qs in queues.items():
+            wh = self.home / f"worker-{name}"
+            (wh / "tmp").mkdir(parents=True, exist_ok=True)
+            port = free_port()
+            self.workers[name] = {"queues": qs, "home": wh, "log_port": port}
+            env = {**base, "AIRFLOW_HOME": str(wh), "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(wh / "logs"),
+                   "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(port), "TMPDIR": str(wh / "tmp"),
+                   "MM2_FAILOVER_STATE": str(wh / "state"), "HOME": str(wh)}
+            self._spawn(f"worker-{name}", ["celery", "worker", "--queues", qs, "--concurrency", "2",
+                                           "--celery-hostname", f"{name}@%h"], env, cwd=wh)
+
+    def kill_worker(self, name: str) -> None:
+        """SIGKILL a worker and every process of its group (its task processes too), as a lost host."""
+        p = self.procs.pop(f"worker-{name}")
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(10)
+
+    def worker_of(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> str | None:
+        """The worker that ran (or runs) that try: the one whose own log folder has its log (None: none yet)."""
+        for name, w in self.workers.items():
+            d = w["home"] / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+            if (d / f"attempt={try_number}.log").exists():
+                return name
+        return None
 
     def start_server_side(self) -> None:
         """api-server and dag-processor: they need no cluster (tasks find the connections in their own

@@ -1,5 +1,7 @@
-"""Real Airflow in a real browser: the local bed, a scenario whose checkpoints real MM2 wrote, Airflow's three
-processes started here (api-server, scheduler, dag-processor; their own AIRFLOW_HOME and SQLite DB), a run of
+"""Real Airflow in a real browser: the local bed, a scenario whose checkpoints real MM2 wrote, Airflow's processes
+started here (api-server, scheduler, dag-processor; their own AIRFLOW_HOME and SQLite DB; issue 34: the
+CeleryExecutor on a Redis of its own with two workers in separate working directories, tasks alternating between them,
+the artifacts only in S3Proxy, the lease in Kafka as the one-writer lock), a run of
 ``mm2_failover`` triggered through the REST API whose apply task's real process is SIGKILLed twice (fault drill 3:
 after its backup, then after its commits; Airflow's retries finish the run, and a clear re-runs it to the same
 offsets and report), then headless Chromium (Debian's, driven by Playwright) on
@@ -40,7 +42,7 @@ AUTH = ("restricted_auth_manager.OneDagHiddenAuthManager", Path(__file__).parent
 # The session's bed (brokers, MM2 and the warmed Spark Connect server: ~1.5-2 min on 2 cores while this test's
 # Airflow migrates its DB beside it) is paid by whichever test asks for it first - often this one - so it has its
 # own allowance and is not taken from the run's budget.
-BUDGET_S = int(os.environ.get("MM2_FAILOVER_UI_TEST_TIMEOUT", "240"))
+BUDGET_S = int(os.environ.get("MM2_FAILOVER_UI_TEST_TIMEOUT", "300"))
 BED_START_S = 240
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow, pytest.mark.ui,
               pytest.mark.timeout(BUDGET_S + BED_START_S)]
@@ -52,7 +54,9 @@ FAILOVER_TASKS = ["preflight_audit", "verify_producers_drained", "capture_end_of
                   "check_groups_empty", "build_plan", "approve_plan", "apply_group_offsets", "verify_group_offsets"]
 
 
-FAULTS = "kill@apply.after_backup,kill@apply.after_commits"  # each once (MM2_FAILOVER_FAULT_ONCE_DIR)
+# each once (MM2_FAILOVER_FAULT_ONCE_DIR): the first try's task process is SIGKILLed after the backup; the second try
+# pauses after its commits and the test SIGKILLs the worker running it, with its task (issue 34: a lost host)
+FAULTS = "kill@apply.after_backup,sleep90@apply.after_commits"
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +69,32 @@ def failover_run(run_root, request):
     from testbed.smtp import smtp_conn, smtp_server
 
     t0 = time.monotonic()
+    # issue 34: the run's artifacts and the sync archive only in a real S3 server (S3Proxy on loopback); the tasks on
+    # two Celery workers with no local disk in common, alternating (tests/e2e/airflow_local_settings.py); one writer
+    # per target through the lease in Kafka (short, so that a killed holder's retry is not kept waiting for long)
+    from mm2_failover import store
+    from testbed.objectstore import ObjectStore
+
+    s3 = ObjectStore.start(run_root / "e2e-ui" / "s3")
+    env_patch = pytest.MonkeyPatch()
+    for k, v in s3.env.items():  # this process reads the store too
+        env_patch.setenv(k, v)
+    lease = {"MM2_FAILOVER_LOCK": "kafka", "MM2_FAILOVER_LOCK_LEASE_SECONDS": "25",  # the margin must exceed one
+             "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "17", "MM2_FAILOVER_LOCK_RENEW_SECONDS": "2"}  # write's timeout (15 s)
     # issue 33, deadline alerts: mm2_failover's runs get DEADLINE_S instead of 30 min (read at parse time)
-    af = AirflowStack(run_root / "e2e-ui" / "airflow", run_root / "e2e-ui" / "artifacts", auth=AUTH,
-                      extra_env={"MM2_FAILOVER_RUN_DEADLINES": f"mm2_failover={DEADLINE_S}"})
-    once = run_root / "e2e-ui" / "faults-fired"
+    af = AirflowStack(run_root / "e2e-ui" / "airflow", store.as_path(s3.url("artifacts")), auth=AUTH,
+                      extra_env={"MM2_FAILOVER_RUN_DEADLINES": f"mm2_failover={DEADLINE_S}", **s3.env, **lease,
+                                 "MM2_FAILOVER_TEST_ALTERNATE_QUEUES": "1",
+                                 # a worker SIGKILLed is noticed by its task's missing heartbeats (default 300 s)
+                                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "15",
+                                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "3"},
+                      executor="celery")
+    once = run_root / "e2e-ui" / "faults-fired"  # the drills' instrumentation (not the pipeline's): both workers
     once.mkdir(parents=True, exist_ok=True)
     smtp, mails = smtp_server()  # issue 33: the failure notifications, received by a real SMTP server
     try:
+        af.home.mkdir(parents=True, exist_ok=True)
+        af.start_redis()
         af.boot_server_side_async()  # the separate DB, api-server, dag-processor: while the bed starts
         bed = request.getfixturevalue("bed")
         t_bed = time.monotonic()  # the run's budget starts here (see BED_START_S)
@@ -80,11 +103,12 @@ def failover_run(run_root, request):
         from testbed.bed import free_port
         from testbed.localenv import kafka_conn
 
-        af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap,
-                           {"MM2_FAILOVER_FAULT": FAULTS, "MM2_FAILOVER_FAULT_ONCE_DIR": str(once),
-                            # a source connection nobody answers on (a mistyped address looks exactly like this)
-                            "AIRFLOW_CONN_KAFKA_SOURCE_MISTYPED": kafka_conn(f"127.0.0.1:{free_port()}"),
-                            "MM2_FAILOVER_NOTIFY_EMAIL": ONCALL, "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port)})
+        task_env = {"MM2_FAILOVER_FAULT": FAULTS, "MM2_FAILOVER_FAULT_ONCE_DIR": str(once),
+                    # a source connection nobody answers on (a mistyped address looks exactly like this)
+                    "AIRFLOW_CONN_KAFKA_SOURCE_MISTYPED": kafka_conn(f"127.0.0.1:{free_port()}"),
+                    "MM2_FAILOVER_NOTIFY_EMAIL": ONCALL, "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port)}
+        af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap, task_env)
+        af.start_workers(bed.source_bootstrap, bed.target_bootstrap, WORKERS, task_env)
         print(f"[ui] Airflow processes started at {time.monotonic() - t0:.1f}s on {af.base}")
         tag = uuid.uuid4().hex[:6]
         names = {"topic": f"t-ui-{tag}", "group": f"g-ui-{tag}"}
@@ -107,14 +131,18 @@ def failover_run(run_root, request):
         target = bed.client("target")
         ns = types.SimpleNamespace(af=af, run_id=run_id, names=names, target=target, t0=t0, seen=[], backups=[],
                                    folder=af.artifacts / "mm2_failover" / safe_name(run_id), mails=mails,
-                                   request=None, bed=bed)
+                                   request=None, bed=bed, s3=s3, victim=None, task_env=task_env)
         watch_apply(ns, BUDGET_S - 60 - (time.monotonic() - t_bed))
         yield ns
     finally:
         af.stop()
         smtp.stop()
+        s3.stop()
+        env_patch.undo()
 
 
+# the two Celery workers and the queues each consumes (tests/e2e/airflow_local_settings.py puts the tasks on them)
+WORKERS = {"a": "worker-a,either,default", "b": "worker-b,either,default"}
 ONCALL = "oncall@example.com"
 # the main run cannot end within it: its apply task alone waits out two 15 s retry delays
 DEADLINE_S = 30
@@ -188,6 +216,8 @@ def watch_apply(ns, budget: float) -> None:
             ns.request = answer(af, ns.run_id, "Approve")  # issue 33: approved through the HITL REST API
             print(f"[ui] plan approved at {time.monotonic() - ns.t0:.1f}s: {ns.request['subject']}")
         state, tries = states.get("apply_group_offsets", (None, 0))
+        if ns.victim is None and state == "running" and tries == 2 and paused_after_commits(ns):
+            kill_the_worker_running_apply(ns)
         if state == "up_for_retry" and tries not in [t for t, *_ in ns.seen]:
             backup = ns.folder / "backup.json"
             ns.backups.append(json.loads(backup.read_text()) if backup.exists() else None)
@@ -198,11 +228,31 @@ def watch_apply(ns, budget: float) -> None:
             ns.final, ns.states = dr, states
             print(f"[ui] run {ns.run_id} {dr['state']} at {time.monotonic() - ns.t0:.1f}s: {states}")
             if dr["state"] != "success":
-                logs = sorted((af.home / "logs").rglob("*.log"))
+                logs = sorted(af.home.rglob("attempt=*.log"))  # the workers' own log folders
                 pytest.fail(f"run failed: {states}\n" + "\n".join(f"--- {p} ---\n{log_tail(p, 30)}" for p in logs[-4:]))
             return
         time.sleep(1)
     raise AssertionError(f"run {ns.run_id} did not finish in {budget:.0f}s: {task_states(af, ns.run_id)}")
+
+
+def paused_after_commits(ns) -> bool:
+    w = ns.af.worker_of("mm2_failover", ns.run_id, "apply_group_offsets", 2)
+    if w is None:
+        return False
+    log = (ns.af.workers[w]["home"] / "logs" / "dag_id=mm2_failover" / f"run_id={ns.run_id}" /
+           "task_id=apply_group_offsets" / "attempt=2.log")
+    return "fault point apply.after_commits: pausing" in log.read_text(errors="replace")
+
+
+def kill_the_worker_running_apply(ns) -> None:
+    """Issue 34: the worker whose task pauses after its commits is SIGKILLed with its task (a host lost mid-apply);
+    a new worker takes its queues (a replacement host: a working directory of its own). Airflow notices the task's
+    missing heartbeats and retries it on a worker that is not the dead one."""
+    ns.victim = ns.af.worker_of("mm2_failover", ns.run_id, "apply_group_offsets", 2)
+    ns.af.kill_worker(ns.victim)
+    ns.af.start_workers(ns.bed.source_bootstrap, ns.bed.target_bootstrap, {f"{ns.victim}2": WORKERS[ns.victim]},
+                        ns.task_env)
+    print(f"[ui] worker {ns.victim} SIGKILLed mid-apply at {time.monotonic() - ns.t0:.1f}s; {ns.victim}2 replaces it")
 
 
 def report_outcome(folder: Path) -> str | None:
@@ -217,9 +267,9 @@ def planned_offsets(folder: Path) -> dict[tuple[str, int], int]:
 
 def test_airflow_task_process_killed_after_backup_then_after_commits_converges_and_a_clear_changes_nothing(
         failover_run):
-    """Fault drill 3 (issue 18) with Airflow's real task processes (LocalExecutor): the apply task's process is
-    SIGKILLed after its backup, before any commit, then its retry is SIGKILLed after the commits, before the
-    verify task; Airflow's own retry finishes the run. Then the apply and verify tasks are cleared (drill 8): the
+    """Fault drill 3 (issue 18) with Airflow's real task processes (on Celery workers): the apply task's process is
+    SIGKILLed after its backup, before any commit, then the worker running its retry is SIGKILLed, with it, after the
+    commits, before the verify task (issue 34); Airflow's own retry finishes the run. Then the apply and verify tasks are cleared (drill 8): the
     re-run converges to the same offsets and the same report."""
     from mm2_failover.runfolder import RunFolder
 
@@ -522,3 +572,46 @@ def test_the_live_diff_reads_the_targets_commits_when_asked_and_shows_a_partitio
     assert status == 200 and states(body)[plandiff.MOVED] == 1 and states(body)[plandiff.AS_PLANNED] == 2, body[:800]
     assert f"Not where the plan puts them: {grp}" in body
     assert af.get(page + "/live-diff")[0] == 401  # behind Airflow's login like every report page
+
+
+def test_tasks_alternate_between_two_workers_and_a_worker_killed_mid_apply_is_retried_on_another(failover_run):
+    """Issue 34 item 3 on this module's stack: the CeleryExecutor (Redis) with two workers, each in its own working
+    directory, and the artifacts only in the object store (S3Proxy). The main run's consecutive tasks ran on the two
+    workers in turn (each try's log is in its worker's own folder), so every artifact crossed "hosts" through the
+    store, and no run artifact is on a worker's disk. Its apply's second try was on the worker SIGKILLed after the
+    commits (with its task: a lost host); the third ran on another worker and converged - the drill test above checks
+    the offsets and the report (0 lost: tests/e2e's first test)."""
+    import airflow_local_settings as policy  # tests/e2e/, on this process's path (the auth manager's folder)
+
+    r, af = failover_run, failover_run.af
+    # a task after the kill may have run on the dead worker's replacement ("b2" for "b"): the same queue
+    ran = {t: (af.worker_of("mm2_failover", r.run_id, t, 1) or "").removesuffix("2") for t in policy.QUEUES}
+    for task, queue in policy.QUEUES.items():
+        if queue.startswith("worker-"):
+            assert ran[task] == queue.removeprefix("worker-"), ran
+    order = [ran[t] for t in FAILOVER_TASKS if policy.QUEUES[t].startswith("worker-")]
+    assert all(a != b for a, b in zip(order, order[1:])), order  # consecutive tasks on different workers
+    assert r.victim in WORKERS and af.worker_of("mm2_failover", r.run_id, "apply_group_offsets", 2) == r.victim
+    third = af.worker_of("mm2_failover", r.run_id, "apply_group_offsets", 3)
+    assert third is not None and third != r.victim, (r.victim, third)
+    for w in af.workers.values():  # nothing of the run on a worker's disk: only logs and temporary files
+        local = [p.name for p in w["home"].rglob("*") if p.name in (
+            "plan.json", "report.json", "backup.json", "snapshot.json", "approval.json", "manifest.json")]
+        assert local == [], (w["home"], local)
+    from mm2_failover import store
+    from mm2_failover.store import url_of
+
+    assert (r.folder / "report.json").exists() and url_of(r.folder).startswith(r.s3.url())  # in the store
+    assert report_outcome(r.folder) == "succeeded"
+    objs = store.listing(r.folder)
+    for want in ("run.json", "snapshot.json", "drain.json", "audit.json", "plan.json", "plan.csv", "approval.json",
+                 "backup.json", "apply.json", "report.json", "report.md", "report_partitions.parquet", "summary.json",
+                 "latest_checkpoints.summary.json"):
+        assert want in objs, (want, sorted(objs))
+    assert any(n.startswith("latest_checkpoints.parquet/") and n.endswith(".parquet") for n in objs)  # uploaded
+    # the capture appended to the sync archive in the store: its files, then a manifest generation naming them
+    from mm2_failover.syncs import SyncArchive
+
+    archive = SyncArchive(store.as_path(r.s3.url("artifacts", "archive")), "primary")
+    named = [f for v in archive.manifest()["partitions"].values() for f in v.get("files", [])]
+    assert archive._generations() and named and archive.read().unreadable == []

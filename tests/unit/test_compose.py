@@ -33,7 +33,9 @@ SERVICES = ("kafka-primary", "kafka-backup", "mm2", "postgres", "spark-master", 
 # which compose service serves which MM2 alias / connection
 CLUSTERS = {"primary": "kafka-primary", "backup": "kafka-backup"}
 CONNECTIONS = {config.SOURCE_CONN_ID: "primary", config.TARGET_CONN_ID: "backup"}
-ONE_SHOT = ("airflow-init", "fetch-spark-jars", "spark-connect-warm-up")
+ONE_SHOT = ("airflow-init", "fetch-spark-jars", "spark-connect-warm-up", "fetch-s3proxy")
+MULTI_WORKER_ENV = REPO / "compose" / "multi-worker.env"
+WORKERS = ("airflow-worker-a", "airflow-worker-b")
 
 
 # -- helpers -----------------------------------------------------------------------------------------------
@@ -71,11 +73,22 @@ def split_image(image: str) -> tuple[str, str]:
     return name, tag
 
 
-def env_of(service: dict) -> dict[str, str]:
+def interpolate(value: str, variables: dict[str, str]) -> str:
+    """Compose's ``${VAR:-default}`` / ``${VAR}`` with ``variables`` (none given: the defaults, as a bare
+    ``docker compose up`` does)."""
+    return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: variables.get(m.group(1)) or (m.group(2) or ""), value)
+
+
+def env_of(service: dict, variables: dict[str, str] | None = None) -> dict[str, str]:
     env = service.get("environment") or {}
     if isinstance(env, list):
         env = dict(e.split("=", 1) if "=" in e else (e, "") for e in env)
-    return {k: "" if v is None else str(v) for k, v in env.items()}
+    return {k: interpolate("" if v is None else str(v), variables or {}) for k, v in env.items()}
+
+
+def env_file(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if line.strip() and
+                not line.lstrip().startswith("#"))
 
 
 def depends_of(service: dict) -> dict[str, str]:
@@ -171,9 +184,11 @@ def test_docker_compose_accepts_the_file():
     """Debian's docker-compose (1.29) must accept the file too (it needs no engine; scripts/setup.sh installs it)."""
     exe = shutil.which("docker-compose")
     assert exe is not None, "docker-compose is not on PATH: run scripts/setup.sh (apt-get install docker-compose)"
-    r = subprocess.run([exe, "-f", str(COMPOSE.name), "config", "-q"], cwd=REPO, capture_output=True, text=True,
-                       timeout=120, env={**os.environ, "AIRFLOW_UID": os.environ.get("AIRFLOW_UID", "50000")})
-    assert r.returncode == 0, f"docker-compose config rejected the file:\n{r.stdout}\n{r.stderr}"
+    for extra in ([], ["--env-file", str(MULTI_WORKER_ENV.relative_to(REPO))]):  # both shapes
+        r = subprocess.run([exe, *extra, "-f", str(COMPOSE.name), "config", "-q"], cwd=REPO, capture_output=True,
+                           text=True, timeout=120,
+                           env={**os.environ, "AIRFLOW_UID": os.environ.get("AIRFLOW_UID", "50000")})
+        assert r.returncode == 0, f"docker-compose {extra} config rejected the file:\n{r.stdout}\n{r.stderr}"
 
 
 # -- (3) consistency with the project ------------------------------------------------------------------------
@@ -459,3 +474,38 @@ def test_published_ports_are_unique(services):
                 assert not clash, f"host port {port}/{proto} is published by both {other} and {name}"
             taken.append((name, ip, port, proto))
     assert taken, "nothing is published"
+
+
+def test_the_multi_worker_profile_shares_no_disk_and_keeps_artifacts_in_the_object_store(services):
+    """Issue 34 item 5: with compose/multi-worker.env the Airflow components run the CeleryExecutor on Redis, the
+    artifacts are in S3Proxy's bucket, the writers' lock is the lease in Kafka (a file lock is refused there), and
+    the two workers mount no volume in common but the code's (dags, jars, the components' secrets)."""
+    variables = env_file(MULTI_WORKER_ENV)
+    assert variables["COMPOSE_PROFILES"] == "multi-worker"
+    for name in ("redis", "s3proxy", "fetch-s3proxy", *WORKERS):
+        assert services[name].get("profiles") == ["multi-worker"], name
+    for name in (*AIRFLOW_SERVICES, *WORKERS):
+        env = env_of(services[name], variables)
+        assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor", name
+        assert env["AIRFLOW__CELERY__BROKER_URL"] == "redis://redis:6379/0", name
+        assert env["MM2_FAILOVER_ARTIFACTS"].startswith("s3://mm2-failover/"), name
+        assert config.WriterLockSettings.from_env(env).kind == "kafka"
+        assert env["AWS_ENDPOINT_URL"] == "http://s3proxy:8081", name
+        default = env_of(services[name])  # without the env file: the single-host shape
+        assert default["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor" and default["MM2_FAILOVER_LOCK"] == "file"
+    s3 = " ".join(services["s3proxy"]["command"])
+    assert "s3proxy.identity=mm2-failover" in s3 and "s3proxy.credential=mm2-failover-drill" in s3
+    assert "jclouds.filesystem.basedir=/data" in s3 and "mkdir -p /data/mm2-failover" in s3
+    assert "s3proxy.endpoint=http://0.0.0.0:8081" in s3
+    assert "jvm/s3proxy/pom.xml" in " ".join(services["fetch-s3proxy"]["command"])
+    a, b = ({m["target"]: m["source"] for m in mounts(services[w])} for w in WORKERS)
+    shared = {t for t in a if t in b and a[t] == b[t]}
+    assert shared == {"/opt/airflow/dags", "/opt/airflow/secrets", "/opt/airflow/jars"}, shared
+    assert "/opt/airflow/artifacts" not in a and "/opt/airflow/logs" not in a
+    queues = [services[w]["command"].split("--queues", 1)[1].split()[0].split(",") for w in WORKERS]
+    assert queues == [["default", "worker-a"], ["default", "worker-b"]]
+    for w in WORKERS:
+        env = env_of(services[w], variables)
+        assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])["host"].startswith("local")
+        deps = depends_of(services[w])
+        assert deps["redis"] == "service_healthy" and deps["s3proxy"] == "service_healthy"
