@@ -430,7 +430,7 @@ def cmd_archive(a, ctx):
 
 def cmd_refresh_state(a, ctx):
     from mm2_failover.config import state_root
-    from mm2_failover.spark import refresh_submission
+    from mm2_failover.spark import push_state, refresh_submission
 
     said: list[str] = []
     topics = {alias: ctx.policies[alias].checkpoints_topic for alias in ctx.aliases}
@@ -440,6 +440,7 @@ def cmd_refresh_state(a, ctx):
         code = {2: EXIT_USAGE, 4: EXIT_UNREACHABLE}.get(rc, EXIT_FAILED)
         raise CliError(code, f"the state refresh (Spark) failed with exit code {rc}: "
                              + (" ".join(said) or "see its output above"))
+    push_state()  # the archive in an object store: the new version there too
     print((state_root() / "last-refresh.json").read_text())
 
 

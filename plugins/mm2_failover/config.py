@@ -43,19 +43,28 @@ def artifacts_root():
 
 
 def state_root() -> Path:
-    """The latest-checkpoint state (:mod:`mm2_failover.state`): ``MM2_FAILOVER_STATE``, else
-    ``<archive>/latest-state`` when the archive is a local folder. The state is written by Spark and renamed into
-    place, so it is always a local (or shared POSIX) folder: with the archive in an object store it defaults to
-    ``var/state`` on each host - a host without it computes the latest checkpoints by a full pass, and says so."""
+    """The latest-checkpoint state Spark reads and writes (:mod:`mm2_failover.state`): always a local (or shared
+    POSIX) folder - ``MM2_FAILOVER_STATE``, else ``<archive>/latest-state`` when the archive is a local folder, else
+    ``var/state`` on each host: then it is this host's copy of :func:`state_store`."""
     from mm2_failover.store import is_remote
 
     if os.environ.get("MM2_FAILOVER_STATE"):
         if is_remote(os.environ["MM2_FAILOVER_STATE"]):
             raise ValueError(f"MM2_FAILOVER_STATE={os.environ['MM2_FAILOVER_STATE']}: the latest-checkpoint state is "
-                             "written by Spark into a local or shared folder, not an object store; set a folder")
+                             "written by Spark into a local or shared folder, not an object store; set a folder (the "
+                             "state is kept in the store beside an archive there)")
         return Path(os.environ["MM2_FAILOVER_STATE"])
     arch = archive_root()
     return REPO_ROOT / "var" / "state" if is_remote(arch) else arch / "latest-state"
+
+
+def state_store():
+    """Where the state is kept when the archive is in an object store (``<archive>/latest-state`` there; each job
+    works on the host's copy, :func:`state_root`, pulled before and pushed after a refresh); None otherwise."""
+    from mm2_failover.store import is_remote
+
+    arch = archive_root()
+    return arch / "latest-state" if is_remote(arch) else None
 
 
 def archive_root() -> Path:

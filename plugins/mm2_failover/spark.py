@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import sys
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from mm2_failover.runfolder import CHECKPOINTS, CHECKPOINTS_SUMMARY
+
+log = logging.getLogger(__name__)
 
 
 class SparkConnectionMissing(RuntimeError):
@@ -223,6 +226,7 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
         "--max-quarantined", str(params.max_quarantined_records),
         "--kafka-options-file", str(options),
     ]
+    pull_state()
     if (state_root() / "CURRENT.json").exists():  # start from the newest usable state version, read the tail
         args += ["--state-dir", str(state_root())]
     sub = submission_of(args, options)
@@ -237,6 +241,7 @@ def refresh_submission(aliases_topics: dict[str, str], target_conf: dict) -> Job
 
     root = state_root()
     root.mkdir(parents=True, exist_ok=True)
+    pull_state()  # with the archive in a store: start from the store's newest version, not this host's
     options = write_options_file(target_conf, f"refresh:{root.resolve()}")
     args = ["--bootstrap-servers", str(target_conf["bootstrap.servers"])]
     for alias, t in sorted(aliases_topics.items()):
@@ -244,6 +249,33 @@ def refresh_submission(aliases_topics: dict[str, str], target_conf: dict) -> Job
     args += ["--end-offsets", "latest", "--state-dir", str(root), "--refresh-state",
              "--summary", str(root / "last-refresh.json"), "--kafka-options-file", str(options)]
     return submission_of(args, options)
+
+
+def pull_state() -> None:
+    """With the archive in an object store: this host's copy of the latest-checkpoint state brought up to the
+    store's before a job reads it (:func:`mm2_failover.state.pull`); what it says goes to the log."""
+    from mm2_failover.config import state_root, state_store
+
+    remote = state_store()
+    if remote is None:
+        return
+    from mm2_failover import state
+
+    for line in state.pull(remote, state_root()):
+        log.warning("%s", line)
+
+
+def push_state() -> list[str]:
+    """After a successful refresh, with the archive in an object store: the versions it published uploaded, the
+    pointer last (:func:`mm2_failover.state.push`). Returns the versions uploaded ([] for a local archive)."""
+    from mm2_failover.config import state_root, state_store
+
+    remote = state_store()
+    if remote is None:
+        return []
+    from mm2_failover import state
+
+    return state.push(state_root(), remote)
 
 
 def submission_of(args: list[str], options: Path) -> JobSubmission:

@@ -37,6 +37,12 @@ in ``tests/unit/test_state.py`` rule by rule):
    between them were deleted and the tail cannot be read: full pass).
 5. **The tail** - the job reads ``[covered, end)`` per partition (a partition the version does not know: from the
    captured start) and merges it into the version's buffers: the same answers as a full pass.
+
+With the archive in an object store (issue 34) the state is kept there too, under ``<archive>/latest-state``, and
+Spark works on a copy of it on the host that runs the job (``MM2_FAILOVER_STATE``, default ``var/state``):
+:func:`pull` brings the copy up to the store's before a job (each version verified against its ``version.json``
+before it is used), :func:`push` uploads what a refresh published (the files, then ``version.json``, then
+``CURRENT.json``). A worker that never ran the refresh so reads the tail only, like the one that did.
 """
 
 from __future__ import annotations
@@ -247,6 +253,81 @@ def unreadable_files(root: Path, files: dict[str, int] | None) -> list[str]:
             except Exception as e:  # noqa: BLE001 - any unreadable footer: the version is not used
                 bad.append(f"{p.relative_to(root)}: {type(e).__name__}: {e}")
     return bad
+
+
+# ------------------------------------------------------------------------------------------ in an object store
+
+
+def pull(remote, local: Path) -> list[str]:
+    """With the archive in an object store (``<archive>/latest-state`` there): bring this host's copy of the state
+    (``local``, where Spark reads and writes it) up to the store's. Every complete version the copy lacks (its
+    ``version.json`` present in the store) is downloaded into a staging folder, verified against its
+    ``version.json`` (sizes and Parquet footers), then renamed into place; then ``CURRENT.json`` and
+    ``last-refresh.json``. A version that does not verify is left out and said (the choice falls back to an older
+    one or a full pass, as for a local version). Returns what it said."""
+    from mm2_failover import store
+
+    said: list[str] = []
+    local = Path(local)
+    local.mkdir(parents=True, exist_ok=True)
+    have = {d.name for d in local.glob("v-*") if (d / "version.json").is_file()}
+    for name in store.names(remote):
+        if not name.startswith("v-") or name in have:
+            continue
+        meta_path = store.as_path(remote) / name / "version.json"
+        if not meta_path.exists():
+            continue  # a refresh that died before naming its files: not a version
+        try:
+            meta = json.loads(meta_path.read_bytes())
+            tmp = local / f".tmp-{name}-{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            store.download_tree(store.as_path(remote) / name, tmp, meta.get("files") or {})
+            (tmp / "version.json").write_bytes(meta_path.read_bytes())
+        except (OSError, ValueError) as e:
+            said.append(f"WARNING: state version {name} could not be read from {store.url_of(remote)} ({e}): left "
+                        "out (an older version or a full pass is used instead)")
+            continue
+        bad = unreadable_files(tmp, meta.get("files"))
+        if bad:
+            shutil.rmtree(tmp, ignore_errors=True)
+            said.append(f"WARNING: state version {name} in {store.url_of(remote)} does not verify: "
+                        f"{'; '.join(bad[:3])} (an older version or a full pass is used instead)")
+            continue
+        os.rename(tmp, local / name)
+    for pointer in ("CURRENT.json", "last-refresh.json"):
+        p = store.as_path(remote) / pointer
+        if p.exists():
+            from mm2_failover.runfolder import write_bytes
+
+            write_bytes(local / pointer, p.read_bytes())
+    return said
+
+
+def push(local: Path, remote) -> list[str]:
+    """After a refresh on this host: every version of ``local`` the store lacks - its files, then its
+    ``version.json`` (store rule 3) -, then ``last-refresh.json`` and ``CURRENT.json`` last; the store's versions
+    that ``local`` pruned are removed. One writer: the scheduled refresh (``max_active_runs=1``). Returns the
+    versions uploaded."""
+    from mm2_failover import store
+
+    local = Path(local)
+    root = StateRoot(local)
+    versions = [v["name"] for v in root.versions()]
+    there = set(store.names(remote))
+    uploaded = []
+    for name in versions:
+        if name in there and (store.as_path(remote) / name / "version.json").exists():
+            continue
+        store.upload_tree(local / name, store.as_path(remote) / name, skip=("version.json",))  # the data files first
+        store.write_bytes(store.as_path(remote) / name / "version.json", (local / name / "version.json").read_bytes())
+        uploaded.append(name)
+    for pointer in ("last-refresh.json", "CURRENT.json"):
+        if (local / pointer).exists():
+            store.write_bytes(store.as_path(remote) / pointer, (local / pointer).read_bytes())
+    for name in sorted(there):
+        if name.startswith("v-") and name not in versions:
+            store.remove_tree(store.as_path(remote) / name)
+    return uploaded
 
 
 def _alive(pid: int) -> bool:

@@ -130,7 +130,11 @@ def create(path: Any, data: bytes) -> bool:
     except FileExistsError:
         return False
     except OSError as e:
-        if "precondition" in str(e).lower() or getattr(e, "errno", None) == 22 and p.fs.exists(p.path):
+        said = str(e).lower()
+        # 412 Precondition Failed: the name is taken; AWS answers 409 ConditionalRequestConflict to the loser of two
+        # conditional writes in flight at once - either way another writer has it
+        if "precondition" in said or "conditionalrequestconflict" in said or \
+                getattr(e, "errno", None) == 22 and p.fs.exists(p.path):
             return False
         raise StoreError(f"cannot create {url_of(p)} ({e}): the store must support conditional writes "
                          "(If-None-Match); check its credentials and the bucket") from None
@@ -184,13 +188,15 @@ def verify_sizes(folder: Any, sizes: dict[str, int]) -> list[str]:
     return bad
 
 
-def upload_tree(local: Path, dest: Any, skip_hidden: bool = True) -> dict[str, int]:
+def upload_tree(local: Path, dest: Any, skip_hidden: bool = True, skip: tuple[str, ...] = ()) -> dict[str, int]:
     """Every file under the local folder ``local`` to ``dest`` (a store prefix or a local folder), each whole
-    (rule 2); returns relative name -> size for the manifest the caller writes after it (rule 3)."""
+    (rule 2), but ``skip`` (relative names: the manifest the caller writes after them, rule 3); returns relative
+    name -> size."""
     out: dict[str, int] = {}
     for f in sorted(Path(local).rglob("*")):
         rel = f.relative_to(local)
-        if not f.is_file() or (skip_hidden and any(part.startswith((".", "_")) for part in rel.parts)):
+        if not f.is_file() or (skip_hidden and any(part.startswith((".", "_")) for part in rel.parts)) \
+                or rel.as_posix() in skip:
             continue
         data = f.read_bytes()
         write_bytes(as_path(dest) / rel.as_posix(), data)

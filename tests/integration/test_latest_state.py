@@ -237,26 +237,46 @@ def test_the_dags_run_the_job_on_the_warm_server_and_the_failover_reads_only_the
     """Through the real DAGs (Airflow dag.test()) with ``spark_connect_default`` pointing at the warm server: the
     scheduled ``mm2_sync_archive`` DAG's refresh_latest_state publishes a version covering MM2's checkpoint topic up
     to its end (beside the archive task); then a failover DAG run (dry run) computes the latest checkpoints on the
-    same server, from that version plus the tail, and its plan is the one MM2's checkpoints give."""
+    same server, from that version plus the tail, and its plan is the one MM2's checkpoints give. Issue 34: the
+    archive, and so the state, are in an object store (S3Proxy), and the two runs are on two "hosts": the refresh
+    works on one copy of the state and pushes its version to the store, the failover pulls it into another."""
+    from mm2_failover import store
     from testbed import localenv
+    from testbed.objectstore import ObjectStore
 
     bed, target = prepared.bed, prepared.target
     g = prepared.names["group"]
-    monkeypatch.setenv("MM2_FAILOVER_ARCHIVE", str(tmp_path / "archive"))
+    s3 = ObjectStore.start(tmp_path / "s3")
+    try:
+        for k, v in s3.env.items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.setenv("MM2_FAILOVER_ARCHIVE", s3.url("archive"))
+        _dags_on_two_hosts(prepared, connect_server, tmp_path, monkeypatch, s3, store, localenv, bed, target, g)
+    finally:
+        s3.stop()
+
+
+def _dags_on_two_hosts(prepared, connect_server, tmp_path, monkeypatch, s3, store, localenv, bed, target, g):
+    monkeypatch.setenv("MM2_FAILOVER_STATE", str(tmp_path / "host-a" / "state"))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
         {"conn_type": "spark_connect", "host": "127.0.0.1", "port": connect_server.port}))
     before = target.offsets([(bed.checkpoints_topic, 0)], "latest")[(bed.checkpoints_topic, 0)]
     dr = localenv.run_dag("mm2_sync_archive")
     states = localenv.task_states("mm2_sync_archive", dr.run_id)
     assert states == {"archive_offset_syncs": "success", "refresh_latest_state": "success"}, states
-    state_dir = tmp_path / "archive" / "latest-state"
+    state_dir = tmp_path / "host-a" / "state"
     v = StateRoot(state_dir).current()
     assert v is not None and v["aliases"]["primary"]["topic"] == bed.checkpoints_topic
     assert int(v["aliases"]["primary"]["covers"]["0"]) >= before
     assert v["aliases"]["primary"]["topic_id"] == target.topic_id(bed.checkpoints_topic)
     assert json.loads((state_dir / "last-refresh.json").read_text())["spark"]["route"] == "spark-connect"
-    assert (tmp_path / "archive" / "primary" / "checkpoints" / "manifest.json").exists()
+    kept = store.listing(s3.url("archive", "latest-state"))  # pushed: the version's files, then the pointer
+    assert f"{v['name']}/version.json" in kept and "CURRENT.json" in kept
+    assert any(k.startswith(f"{v['name']}/buffers/") for k in kept)
+    assert any(k.startswith("primary/checkpoints/manifests/") for k in store.listing(s3.url("archive")))
 
+    monkeypatch.setenv("MM2_FAILOVER_STATE", str(tmp_path / "host-b" / "state"))  # another host: no copy yet
+    state_dir = tmp_path / "host-b" / "state"
     dr = localenv.run_dag("mm2_failover", {"groups_regex": g, "dry_run": True, "drain_quiet_seconds": 1})
     states = localenv.task_states("mm2_failover", dr.run_id)
     assert states["compute_latest_checkpoints"] == "success" and states["apply_group_offsets"] == "skipped", states

@@ -203,3 +203,42 @@ def test_every_file_of_a_version_is_on_disk_before_version_json_names_it(tmp_pat
     [(_e, at_meta)] = [e for e in events if e[0] == "version.json"]
     assert set(staging_part) <= at_meta and any(p.endswith("/buffers") for p in at_meta)  # files and folder first
     assert (root.dir / name).is_dir()
+
+
+# ------------------------------------------------------------------------------------------ in an object store
+
+
+def test_a_refresh_pushes_its_versions_to_the_store_and_another_host_pulls_them_verified(tmp_path):
+    """Issue 34: the state kept in the object store beside the archive. The refreshing host pushes every version
+    (the files, then version.json, then CURRENT.json); another host, with an empty copy, pulls them and chooses
+    the same version; versions the refresh pruned leave the store too; a version whose file in the store is
+    damaged is left out of the copy, said, and the choice falls back to the older one."""
+    import uuid
+
+    from mm2_failover import store
+
+    remote = store.as_path(f"memory://state-{uuid.uuid4().hex[:8]}/archive/latest-state")
+    here = st.StateRoot(tmp_path / "here", keep=2)
+    names = [_publish_with_parquet(here, n) for n in (10, 20)]
+    assert st.push(here.dir, remote) == names
+    assert st.push(here.dir, remote) == []  # nothing new: nothing uploaded again
+    listed = store.listing(remote)
+    assert f"{names[1]}/version.json" in listed and "CURRENT.json" in listed
+    assert f"{names[1]}/buffers/part-0.parquet" in listed and not any("_SUCCESS" in k for k in listed)
+
+    there = st.StateRoot(tmp_path / "there")
+    assert st.pull(remote, there.dir) == []
+    assert [v["name"] for v in there.versions()] == names and there.current()["name"] == names[1]
+    assert not list(there.dir.glob(".tmp-*"))
+
+    third = _publish_with_parquet(here, 30)  # keep=2: the oldest goes, here and then in the store
+    assert st.push(here.dir, remote) == [third]
+    assert not any(k.startswith(names[0] + "/") for k in store.listing(remote))
+
+    part = remote / third / "buffers" / "part-0.parquet"
+    store.write_bytes(part, store.read_bytes(part)[:-40])  # damaged in the store
+    fresh = st.StateRoot(tmp_path / "fresh")
+    said = st.pull(remote, fresh.dir)
+    assert len(said) == 1 and third in said[0] and "does not verify" in said[0]
+    assert [v["name"] for v in fresh.versions()] == [names[1]]
+    assert fresh.current() is None  # CURRENT names the damaged version: the job chooses among versions() (rules)

@@ -36,13 +36,16 @@ class LatestStateRefreshOperator(LatestCheckpointsJobOperator):
 
         from mm2_failover import config
         from mm2_failover.run import RunContext
-        from mm2_failover.spark import refresh_submission
+        from mm2_failover.spark import push_state, refresh_submission
 
         remote = self.choose_route()
         ctx = RunContext.from_airflow(context, target_conn_id=self.target_conn_id, params=self.run_params)
         topics = {a: ctx.policies[a].checkpoints_topic for a in ctx.aliases}
         with refresh_submission(topics, ctx.target.conf) as sub:
             self.run_job(context, sub, remote)
+        uploaded = push_state()  # the archive in an object store: the new version there too
+        if uploaded:
+            self.log.info("latest-checkpoint state uploaded to the object store: %s", ", ".join(uploaded))
         summary = json.loads((config.state_root() / "last-refresh.json").read_text())
         self.log.info("latest-checkpoint state %s (%s): %s record(s) covered, %s key(s), a tail of %s offset(s) "
                       "read in %.1f s (%s)", summary.get("state_version"), (summary.get("spark") or {}).get("route"),
