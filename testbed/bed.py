@@ -107,7 +107,8 @@ def set_acls(bed, bindings, create: bool) -> None:
     from mm2_failover.kafka_io import Cluster
 
     ops = {"Read": AclOperation.READ, "Describe": AclOperation.DESCRIBE, "Delete": AclOperation.DELETE,
-           "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS}
+           "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS, "Write": AclOperation.WRITE,
+           "Create": AclOperation.CREATE}
     kinds = {"Topic": ResourceType.TOPIC, "Group": ResourceType.GROUP, "Cluster": ResourceType.BROKER}
     by_cluster: dict[str, list] = {}
     for b in bindings:

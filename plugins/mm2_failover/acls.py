@@ -25,6 +25,16 @@ source topics), and ``<groups>`` the groups the run may move (a literal name eac
 
 Nothing on the Cluster resource, no Write anywhere, no topic creation: the pipeline writes only consumer group
 offsets. MM2 itself needs its own, wider ACLs (it creates and writes topics); they are not the pipeline's.
+
+With the writer lock as a lease in the target (``MM2_FAILOVER_LOCK=kafka``: several hosts, :mod:`mm2_failover.
+kafka_lock`) - and only then - the principal also needs, on the lease's topic ``<lock topic>``
+(``MM2_FAILOVER_LOCK_TOPIC``, default ``mm2-failover.locks``; :data:`LEASE_NEEDS`):
+
+10. target: Write - the lease's claim, renew and release records (an idempotent producer: Write is all Kafka asks);
+11. target: Read - every writer replays the records to the same answer;
+12. target: DescribeConfigs - the topic must stamp the broker's time (``LogAppendTime``), checked before any claim;
+13. target: Create - the topic is created on first use (or an operator creates it with the README's settings, and
+    this one is not needed).
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 RESOURCES = ("Topic", "Group", "Cluster")
-OPERATIONS = ("Read", "Describe", "DescribeConfigs", "Delete")
+OPERATIONS = ("Read", "Describe", "DescribeConfigs", "Delete", "Write", "Create")
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,15 @@ NEEDS = (
 )
 
 
+LOCK_TOPIC = "<lock topic>"
+LEASE_NEEDS = (
+    Need(10, "target", "Topic", LOCK_TOPIC, "Write", "the writer lock's lease (MM2_FAILOVER_LOCK=kafka only): its claim, renew and release records"),
+    Need(11, "target", "Topic", LOCK_TOPIC, "Read", "the lease: every writer replays its records"),
+    Need(12, "target", "Topic", LOCK_TOPIC, "DescribeConfigs", "the lease: its topic must stamp the broker's time"),
+    Need(13, "target", "Topic", LOCK_TOPIC, "Create", "the lease: its topic created on first use (or by an operator)"),
+)
+
+
 def phrase(operation: str, resource: str, names) -> str:
     """``Read on Group 'orders-app'``: what a refused call needed, for the error message."""
     if operation not in OPERATIONS or resource not in RESOURCES:
@@ -91,10 +110,11 @@ class Binding:
 
 
 def bindings(policy, target_alias: str, topics: list[str], groups: list[str],
-             group_prefix: str | None = None) -> list[Binding]:
+             group_prefix: str | None = None, lock_topic: str | None = None) -> list[Binding]:
     """The ACLs of :data:`NEEDS` for concrete names: ``policy`` the flow's :class:`~mm2_failover.naming.
     ReplicationPolicy` (it names the replica and MM2 topics), ``topics`` the source topics, ``groups`` the groups
-    (or every group starting with ``group_prefix``)."""
+    (or every group starting with ``group_prefix``); with ``lock_topic`` (the lease as the writer lock), those of
+    :data:`LEASE_NEEDS` on it too."""
     names = {
         "<topic>": [(t, False) for t in topics],
         "<group>": [(group_prefix, True)] if group_prefix else [(g, False) for g in groups],
@@ -102,6 +122,7 @@ def bindings(policy, target_alias: str, topics: list[str], groups: list[str],
         "<a>.checkpoints.internal": [(policy.checkpoints_topic, False)],
         "mm2-offsets.<a>.internal": [(policy.mm2_offsets_topic, False)],
         "<a>.<topic>": [(policy.replica_topic(t), False) for t in topics],
+        LOCK_TOPIC: [(lock_topic, False)] if lock_topic else [],
     }
     return [Binding(n.cluster, n.resource, name, n.operation, prefixed, n.rule)
-            for n in NEEDS for name, prefixed in names[n.name]]
+            for n in (*NEEDS, *(LEASE_NEEDS if lock_topic else ())) for name, prefixed in names[n.name]]

@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
 TOPIC = "acl-orders"
 GROUPS = ["acl-app", "acl-second", "acl-third"]
+LOCK_TOPIC = "mm2-failover.locks"  # the lease's (rows 10-13): the main run takes it
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,8 @@ def secured(bed, run_root):
         for g in GROUPS[1:]:
             scenario.consume_and_commit(b.source_bootstrap, g, TOPIC, {0: 30, 1: 10})
             scenario.wait_checkpointed(target, b.checkpoints_topic, g, prep.replica_topic, 2)
-        granted = acls.bindings(ReplicationPolicy(b.source_alias), b.target_alias, [TOPIC], GROUPS)
+        granted = acls.bindings(ReplicationPolicy(b.source_alias), b.target_alias, [TOPIC], GROUPS,
+                                lock_topic=LOCK_TOPIC)
         b.grant(granted)
         yield b, prep, target, granted
 
@@ -62,9 +64,11 @@ def run(group: str):
                                              "drain_timeout_seconds": 60})
 
 
-def test_with_exactly_the_documented_acls_the_dag_fails_over_end_to_end(as_pipeline):
+def test_with_exactly_the_documented_acls_the_dag_fails_over_end_to_end(as_pipeline, monkeypatch):
+    """With exactly rows 1-13: the run's writer lock is the lease in the target (issue 34), whose topic it creates."""
     b, prep, target, _granted = as_pipeline
     g = GROUPS[0]
+    monkeypatch.setenv("MM2_FAILOVER_LOCK", "kafka")
     mm2 = (b.run_dir / "mm2" / "mm2.properties").read_text()  # MM2 replicates over TLS with credentials of its own
     assert "primary.security.protocol=SASL_SSL" in mm2 and "backup.security.protocol=SASL_SSL" in mm2
     assert 'username="mm2"' in mm2 and 'username="failover"' not in mm2
@@ -76,6 +80,7 @@ def test_with_exactly_the_documented_acls_the_dag_fails_over_end_to_end(as_pipel
     assert set(committed) == {(prep.replica_topic, 0), (prep.replica_topic, 1)}
     for (_t, p), o in committed.items():
         assert o <= prep.consumed_upto[p]  # never past what the group consumed: nothing lost
+    assert LOCK_TOPIC in target.admin.list_topics(timeout=15).topics  # created by the run, as the principal
 
 
 @pytest.mark.parametrize("missing, task", [

@@ -31,7 +31,7 @@ def test_the_readme_table_is_the_code_table():
     section = text[text.index("### Least-privilege ACLs"):]
     rows = re.findall(r"^\| (\d+) \| (\w+) \| (\w+) \| `([^`]+)` \| (\w+) \| ([^|]+) \|$", section, re.M)
     assert [(int(r[0]), r[1], r[2], r[3], r[4], r[5].strip()) for r in rows] == \
-        [(n.rule, n.cluster, n.resource, n.name, n.operation, n.why) for n in acls.NEEDS]
+        [(n.rule, n.cluster, n.resource, n.name, n.operation, n.why) for n in (*acls.NEEDS, *acls.LEASE_NEEDS)]
 
 
 def test_least_privilege_no_write_no_cluster_no_create():
@@ -64,7 +64,7 @@ def test_phrase_names_the_operation_and_the_resources():
     assert acls.phrase("Describe", "Topic", {"b", "a"}) == "Describe on Topic 'a', 'b'"
     assert acls.phrase("Read", "Topic", [f"t{i}" for i in range(7)]).endswith("'t4' (+2 more)")
     with pytest.raises(ValueError):
-        acls.phrase("Write", "Topic", "t")
+        acls.phrase("Alter", "Topic", "t")  # no row of the table asks for it
 
 
 @pytest.mark.parametrize("code, named", [("GROUP_AUTHORIZATION_FAILED", "Read on Group 'g'"),
@@ -85,3 +85,13 @@ def test_the_spark_sources_refusal_names_read_on_the_checkpoints_topic():
     msg = not_authorized(e, topics)
     assert "needs Read on Topic 'primary.checkpoints.internal'" in msg and "Least-privilege ACLs" in msg
     assert not_authorized(RuntimeError("java.lang.OutOfMemoryError"), topics) is None
+
+
+def test_the_lease_adds_its_topic_only_when_it_is_the_lock():
+    """Issue 34 item 5: the lease's topic and ACLs are in the table, granted only with MM2_FAILOVER_LOCK=kafka."""
+    plain = acls.bindings(ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"])
+    leased = acls.bindings(ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"], lock_topic="mm2-failover.locks")
+    assert set(leased) - set(plain) == {acls.Binding("target", "Topic", "mm2-failover.locks", op, False, rule)
+                                        for rule, op in ((10, "Write"), (11, "Read"), (12, "DescribeConfigs"),
+                                                         (13, "Create"))}
+    assert not [b for b in plain if b.operation in ("Write", "Create")]
