@@ -53,6 +53,13 @@ class ObjectStore:
                 "AWS_SECRET_ACCESS_KEY": CREDENTIAL, "AWS_DEFAULT_REGION": "us-east-1",
                 "AWS_EC2_METADATA_DISABLED": "true"}
 
+    def use(self, monkeypatch) -> None:
+        """Point this process's clients at this store (the AWS variables, through ``monkeypatch``), dropping the
+        filesystems fsspec cached for another store (see :func:`forget_filesystems`)."""
+        forget_filesystems()
+        for k, v in self.env.items():
+            monkeypatch.setenv(k, v)
+
     def url(self, *parts: str) -> str:
         return "/".join([f"s3://{self.bucket}", *parts])
 
@@ -113,6 +120,16 @@ class ObjectStore:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+def forget_filesystems() -> None:
+    """fsspec keeps one filesystem per set of options for the life of a process, and s3fs reads the endpoint and the
+    credentials from the environment when it creates one: a test that points the AWS variables at another S3 server
+    (each module's bed has its own) must drop the cached ones first and after. A deployment's processes never change
+    them."""
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
 
 
 if __name__ == "__main__":  # a store for a manual try: python -m testbed.objectstore

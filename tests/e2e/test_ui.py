@@ -73,12 +73,11 @@ def failover_run(run_root, request):
     # two Celery workers with no local disk in common, alternating (tests/e2e/airflow_local_settings.py); one writer
     # per target through the lease in Kafka (short, so that a killed holder's retry is not kept waiting for long)
     from mm2_failover import store
-    from testbed.objectstore import ObjectStore
+    from testbed.objectstore import ObjectStore, forget_filesystems
 
     s3 = ObjectStore.start(run_root / "e2e-ui" / "s3")
     env_patch = pytest.MonkeyPatch()
-    for k, v in s3.env.items():  # this process reads the store too
-        env_patch.setenv(k, v)
+    s3.use(env_patch)  # this process reads the store too
     lease = {"MM2_FAILOVER_LOCK": "kafka", "MM2_FAILOVER_LOCK_LEASE_SECONDS": "25",  # the margin must exceed one
              "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "17", "MM2_FAILOVER_LOCK_RENEW_SECONDS": "2"}  # write's timeout (15 s)
     # issue 33, deadline alerts: mm2_failover's runs get DEADLINE_S instead of 30 min (read at parse time)
@@ -139,6 +138,7 @@ def failover_run(run_root, request):
         smtp.stop()
         s3.stop()
         env_patch.undo()
+        forget_filesystems()
 
 
 # the two Celery workers and the queues each consumes (tests/e2e/airflow_local_settings.py puts the tasks on them)

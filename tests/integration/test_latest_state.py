@@ -246,14 +246,16 @@ def test_the_dags_run_the_job_on_the_warm_server_and_the_failover_reads_only_the
 
     bed, target = prepared.bed, prepared.target
     g = prepared.names["group"]
+    from testbed.objectstore import forget_filesystems
+
     s3 = ObjectStore.start(tmp_path / "s3")
     try:
-        for k, v in s3.env.items():
-            monkeypatch.setenv(k, v)
+        s3.use(monkeypatch)
         monkeypatch.setenv("MM2_FAILOVER_ARCHIVE", s3.url("archive"))
         _dags_on_two_hosts(prepared, connect_server, tmp_path, monkeypatch, s3, store, localenv, bed, target, g)
     finally:
         s3.stop()
+        forget_filesystems()
 
 
 def _dags_on_two_hosts(prepared, connect_server, tmp_path, monkeypatch, s3, store, localenv, bed, target, g):

@@ -25,16 +25,18 @@ pytestmark = [pytest.mark.bed]
 def s3(bed):
     from testbed.objectstore import ObjectStore
 
+    from testbed.objectstore import forget_filesystems
+
     store = ObjectStore.start(bed.run_dir / "s3proxy")
     yield store
     store.stop()
+    forget_filesystems()
 
 
 @pytest.fixture
 def in_store(s3, monkeypatch, names):
     """This test's artifacts and archive under their own prefixes of the bucket, the writers' lock in Kafka."""
-    for k, v in s3.env.items():
-        monkeypatch.setenv(k, v)
+    s3.use(monkeypatch)
     art, arch = s3.url(f"artifacts-{names['group']}"), s3.url(f"archive-{names['group']}")
     monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", art)
     monkeypatch.setenv("MM2_FAILOVER_ARCHIVE", arch)
