@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -88,9 +89,16 @@ def load_dag(dag_id: str):
 ASKS_APPROVAL = ("mm2_failover",)
 
 
-def run_dag(dag_id: str, conf: dict | None = None):
+#: the retry delay of every task in a ``run_dag`` run: the DAGs' own (15-30 s) only waited here - ``dag.test()``
+#: runs a try once its delay has passed - and the tests check the retries, not how long Airflow waits between them
+#: (the real scheduler's delays are kept in tests/e2e/test_ui.py)
+TEST_RETRY_DELAY = timedelta(seconds=2)
+
+
+def run_dag(dag_id: str, conf: dict | None = None, retry_delay: timedelta = TEST_RETRY_DELAY):
     """Run the DAG for real in this process (``dag.test()``: every task executes, sensors reschedule);
     returns the DagRun. Its run id names the artifacts folder: ``config.run_dir(dag_id, dagrun.run_id)``.
+    Every task keeps its retries, each after ``retry_delay`` instead of the DAG's own delay.
 
     ``dag.test()`` has no api-server, so nobody could answer an approval: a run here opts out of it
     (``require_approval=false``, as an automation does) unless ``conf`` says otherwise. The approval itself is
@@ -103,6 +111,8 @@ def run_dag(dag_id: str, conf: dict | None = None):
     # it looks the DAG's alerts up by the id a DAG synced by the dag-processor has, and a DAG serialized in process has
     # none). The deadline alerts are tested on a real scheduler (tests/e2e/test_ui.py); README, "Deadline alerts".
     dag.deadline = None
+    for task in dag.tasks:
+        task.retry_delay = retry_delay
     return dag.test(run_conf=conf)
 
 

@@ -164,12 +164,25 @@ def wait_checkpointed(target: Cluster, checkpoints_topic: str, group: str, repli
                       timeout: float = 60.0, settle_s: float = 3.0) -> dict[int, cpf.Checkpoint]:
     """Wait until MM2 has written a checkpoint of ``group`` for every replica partition, and then until
     no new checkpoint for the group has arrived for ``settle_s`` (MM2 does not re-emit unchanged ones)."""
+    return wait_checkpointed_groups(target, checkpoints_topic, {group: (replica, partitions)}, timeout,
+                                    settle_s)[group]
+
+
+def wait_checkpointed_groups(target: Cluster, checkpoints_topic: str, wanted: dict[str, tuple[str, int]],
+                             timeout: float = 60.0, settle_s: float = 3.0) -> dict[str, dict[int, cpf.Checkpoint]]:
+    """``wait_checkpointed`` for several groups at once (group -> (replica topic, partitions)): one read of the
+    checkpoints topic per poll and one settle window for all of them, not one per group."""
 
     def mine():
         cps = read_checkpoints(target, checkpoints_topic)
-        return {k.partition: v for k, v in cps.items() if k.group == group and k.topic == replica}
+        out: dict[str, dict[int, cpf.Checkpoint]] = {g: {} for g in wanted}
+        for k, v in cps.items():
+            if k.group in wanted and k.topic == wanted[k.group][0]:
+                out[k.group][k.partition] = v
+        return out
 
-    wait_for(lambda: len(mine()) == partitions, timeout, f"checkpoints of {group} for all {partitions} partitions of {replica}")
+    wait_for(lambda: all(len(m) == wanted[g][1] for g, m in mine().items()), timeout,
+             f"checkpoints of {sorted(wanted)} for all partitions of {sorted({r for r, _ in wanted.values()})}")
     last = mine()
     stable_since = time.monotonic()
     while time.monotonic() - stable_since < settle_s:

@@ -2,7 +2,8 @@
 
 Off unless the environment variable ``MM2_FAILOVER_FAULT`` names the point: ``kill@<point>`` sends SIGKILL to the
 process itself there (the way a host crash or an OOM kill would end it), ``sleep<N>@<point>`` pauses it N seconds
-(to hold a lock while another writer tries). Several, comma-separated. The points are named where they are hit:
+(to hold a lock while another writer tries; it ends early once the file named by ``MM2_FAILOVER_FAULT_RELEASE``
+exists, so a drill can hold it exactly until the other writer is seen waiting). Several, comma-separated. The points are named where they are hit:
 ``rollback.after_delete_group``, ``rollback.locked``, ``apply.after_backup``, ``apply.locked``,
 ``apply.after_commits``, ``archive.after_files``, ``alter.after_group`` (each group committed), ``job.after_answers`` (the Spark job's
 driver), ``state.before_publish``, ... Never set it in
@@ -23,6 +24,7 @@ import time
 log = logging.getLogger(__name__)
 ENV = "MM2_FAILOVER_FAULT"
 ONCE_ENV = "MM2_FAILOVER_FAULT_ONCE_DIR"
+RELEASE_ENV = "MM2_FAILOVER_FAULT_RELEASE"
 
 
 def _first_time(point: str) -> bool:
@@ -47,4 +49,14 @@ def hit(point: str) -> None:
         elif action.startswith("sleep"):
             seconds = float(action[len("sleep"):] or 1)
             log.warning("fault point %s: pausing %.0f s (%s=%s)", point, seconds, ENV, spec)
-            time.sleep(seconds)
+            _pause(seconds, os.environ.get(RELEASE_ENV))
+
+
+def _pause(seconds: float, release: str | None) -> None:
+    """Sleep ``seconds``, or until the file ``release`` exists."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if release and os.path.exists(release):
+            log.warning("fault point: released early (%s exists)", release)
+            return
+        time.sleep(min(0.2, left) if release else left)

@@ -38,7 +38,7 @@ def secured(bed, run_root):
                                 produced=60, consumed_upto={0: 40, 1: 25})
         for g in GROUPS[1:]:
             scenario.consume_and_commit(b.source_bootstrap, g, TOPIC, {0: 30, 1: 10})
-            scenario.wait_checkpointed(target, b.checkpoints_topic, g, prep.replica_topic, 2)
+        scenario.wait_checkpointed_groups(target, b.checkpoints_topic, {g: (prep.replica_topic, 2) for g in GROUPS[1:]})
         granted = acls.bindings(ReplicationPolicy(b.source_alias), b.target_alias, [TOPIC], GROUPS,
                                 lock_topic=LOCK_TOPIC)
         b.grant(granted)

@@ -96,7 +96,7 @@ def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(
                             produced=30, consumed_upto={0: 30, 1: 12})
     for g in groups[1:]:
         scenario.consume_and_commit(b.source_bootstrap, g, "brk", {0: 20, 1: 5})
-        scenario.wait_checkpointed(target, b.checkpoints_topic, g, prep.replica_topic, 2)
+    scenario.wait_checkpointed_groups(target, b.checkpoints_topic, {g: (prep.replica_topic, 2) for g in groups[1:]})
     run = b.run_dir / "killed-broker-run"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "plugins")

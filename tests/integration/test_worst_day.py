@@ -52,6 +52,7 @@ def failed_over(bed, run_root):
 
     Each rollback test restores its own group, from a backup file of its own (the backup filtered to that group)."""
     import uuid
+    from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
 
     from mm2_failover.kafka_io import Commit
@@ -66,15 +67,16 @@ def failed_over(bed, run_root):
                             produced=40, consumed_upto={0: 40, 1: 10})
     names_prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g["names"], topic=names_topic,
                                   partitions=2, produced=30, consumed_upto={0: 30, 1: 30})
-    for k in ("rb1", "rb2", "rb3", "rb4", "scope", "bystander"):
-        scenario.consume_and_commit(bed.source_bootstrap, g[k], topic, {0: 40, 1: 10})
+    with ThreadPoolExecutor(6) as pool:  # six consumers of their own at once: each waits for its group's join
+        list(pool.map(lambda k: scenario.consume_and_commit(bed.source_bootstrap, g[k], topic, {0: 40, 1: 10}),
+                      ("rb1", "rb2", "rb3", "rb4", "scope", "bystander")))
     meta = "streams-state-\u00e9"
     assert source.alter_exact({g["meta"]: {(topic, 0): Commit(25, meta)}}) == {g["meta"]: None}  # as Java commits
     scenario.consume_and_commit(bed.source_bootstrap, g["ghost"], topic, {0: 20, 1: 5})
     rt = prep.replica_topic
-    for k in ("rb1", "rb2", "rb3", "rb4", "scope", "bystander"):
-        scenario.wait_checkpointed(target, bed.checkpoints_topic, g[k], rt, 2)
-    meta_cp = scenario.wait_checkpointed(target, bed.checkpoints_topic, g["meta"], rt, 1)[0]
+    cps = scenario.wait_checkpointed_groups(target, bed.checkpoints_topic, {
+        **{g[k]: (rt, 2) for k in ("rb1", "rb2", "rb3", "rb4", "scope", "bystander")}, g["meta"]: (rt, 1)})
+    meta_cp = cps[g["meta"]][0]
     other = f"{topic}-other"
     target.create_topic(other, 1)
     for k in ("rb0", "rb1", "rb2", "rb3", "rb4"):
@@ -429,14 +431,16 @@ def test_a_second_writer_on_the_same_target_waits_then_refuses_naming_the_first(
     assert target.committed(g) == {(other, 0): 777}
 
 
-def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_its_group(bed, target, failed_over,
-                                                                                       capfd):
+def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_its_group(bed, target, failed_over):
     """Fault drill 7 (issue 18), a failover (the DAG) and a rollback (the CLI, another process) at once on one target:
     the rollback holds the target's writer lock; the DAG's apply waits for it, naming the rollback, and - once the
-    rollback let go - moves the group. The rollback holds the lock for 55 s and the apply may wait 60 s for it, so the
-    apply meets the lock however long the tasks before it take (measured: 19 s on a quiet machine, 40 s on a busy
-    one) and gets it when the rollback ends. (With a short wait the apply is refused naming the holder and Airflow's
-    retry moves the group: the same names, the same end.)"""
+    rollback let go - moves the group. The rollback holds the lock until the DAG's apply is seen waiting for it (its
+    log line, then 1 s; at most 50 s, should that line not reach this test's handler); the apply may wait 60 s. (With
+    a short wait the apply is refused naming the holder and Airflow's retry moves the group: the same names, the same
+    end.)"""
+    import logging
+    import threading
+
     from testbed import localenv
 
     f = failed_over
@@ -449,25 +453,50 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
     from mm2_failover import locks
     from mm2_failover.config import artifacts_root, run_dir
 
-    started = time.time()
+    release, released, waiting, said = f.run.parent / f"release-{grp}", [], threading.Event(), []
+
+    class SeenWaiting(logging.Handler):  # the apply's own log line (dag.test runs its tasks in this process)
+        def emit(self, record):
+            if "waiting for the lock" in record.getMessage():
+                said.append(record.getMessage())
+                waiting.set()
+
+    def release_once_the_apply_waits() -> None:
+        seen = waiting.wait(50)
+        time.sleep(1)
+        released.append((time.time(), seen))
+        release.touch()
+
     holder = on_bed_popen(bed, "rollback", "--backup", str(f.backup_of(g)),
-                          env={"MM2_FAILOVER_FAULT": "sleep55@rollback.locked"})
+                          env={"MM2_FAILOVER_FAULT": "sleep120@rollback.locked",
+                               "MM2_FAILOVER_FAULT_RELEASE": str(release)})
+    seen, releaser = SeenWaiting(), threading.Thread(target=release_once_the_apply_waits)
+    logging.getLogger("mm2_failover.locks").addHandler(seen)
     try:
-        time.sleep(5)  # the rollback holds the lock now, for 55 s
-        held = json.loads(locks.lock_path(artifacts_root(), target.cluster_id()).read_text() or "{}")
+        lock = locks.lock_path(artifacts_root(), target.cluster_id())
+        scenario.wait_for(lambda: lock.exists() and "rollback (cli)" in lock.read_text(), 60,
+                          "the rollback to hold the lock")
+        held = json.loads(lock.read_text())
+        releaser.start()
         dr = localenv.run_dag("mm2_failover", {"groups_regex": grp, "drain_quiet_seconds": 1, "lock_wait_seconds": 60,
                                                "translation": "checkpoint"})
     finally:
+        if releaser.is_alive():
+            releaser.join()  # at most 51 s: only when the apply never said it waited
+        release.touch()
+        logging.getLogger("mm2_failover.locks").removeHandler(seen)
         holder.wait(120)
     assert dr.state == "success", localenv.task_states("mm2_failover", dr.run_id)
     assert held.get("writer") == "rollback (cli)", held  # the lock the DAG met, naming its holder
+    # the apply said it waited, naming the holder, before the rollback let go
+    assert released[0][1] and said and "rollback (cli)" in said[0], (released, said)
     art = run_dir("mm2_failover", dr.run_id)
     # the apply was ready (its approval step, just before it, ran) while the rollback held the lock, and wrote its
     # backup - its first act under the lock - only after the rollback let go: it waited for the other writer
     ts = lambda iso: datetime.fromisoformat(iso).timestamp()  # noqa: E731
     ready = ts(json.loads((art / "approval.json").read_text())["decided_at"])
     wrote = ts(json.loads((art / "backup.json").read_text())["taken_at"])
-    assert ready < started + 55 <= wrote, (started, ready, wrote)
+    assert ready < released[0][0] <= wrote, (ready, released, wrote)
     planned = {(t, int(p)): int(o) for line in (art / "plan.csv").read_text().splitlines()
                for (_g, t, p, o) in [line.split(",")]}
     assert len(planned) == 2 and target.committed(grp) == planned

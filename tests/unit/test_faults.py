@@ -41,3 +41,22 @@ def test_once_folder_fires_each_point_once_then_lets_retries_through(tmp_path):
     r = run_hit("apply.after_commits", env)
     assert r.returncode == 0 and "passed" in r.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["apply.after_backup", "apply.after_commits"]
+
+
+def test_a_pause_lasts_its_seconds_or_ends_once_the_release_file_exists(tmp_path):
+    import time
+
+    release = tmp_path / "release"
+    env = {"MM2_FAILOVER_FAULT": "sleep2@rollback.locked", "MM2_FAILOVER_FAULT_RELEASE": str(release)}
+    t0 = time.monotonic()
+    assert run_hit("rollback.locked", env).returncode == 0
+    assert time.monotonic() - t0 >= 2  # no file: the whole pause
+    child = subprocess.Popen([sys.executable, "-c", HIT, "rollback.locked"],
+                             env={"PYTHONPATH": str(PLUGINS), **env, "MM2_FAILOVER_FAULT": "sleep60@rollback.locked"},
+                             stdout=subprocess.PIPE, text=True)
+    time.sleep(1)
+    assert child.poll() is None  # pausing
+    t1 = time.monotonic()
+    release.touch()
+    assert child.wait(10) == 0 and time.monotonic() - t1 < 5  # released, far before its 60 s
+    assert "passed" in child.stdout.read()
