@@ -611,6 +611,21 @@ class Bed(StartedInContext):
         self.extra_mm2.append(self._start_mm2_process(f"mm2-{alias}", alias, props, timeout))
         return b
 
+    def mark(self) -> tuple[int, int]:
+        """Where the extra MM2 flows and source clusters stand now, for :meth:`stop_extras`."""
+        return len(self.extra_mm2), len(self.extra_brokers)
+
+    def stop_extras(self, since: tuple[int, int] = (0, 0)) -> None:
+        """Stop the extra MM2 flows, then the extra source clusters, started after ``since`` (a :meth:`mark`): a
+        test module that added them to the session's bed leaves it as it found it (idle, an MM2 and a broker still
+        take CPU from every later test of the session)."""
+        m, b = since
+        for p in [*self.extra_mm2[m:], *(x.process for x in self.extra_brokers[b:])]:
+            if p is not None:
+                with contextlib.suppress(Exception):
+                    p.stop()
+        del self.extra_mm2[m:], self.extra_brokers[b:]
+
     def stop_mm2(self) -> None:
         if self.mm2:
             self.mm2.stop()

@@ -15,12 +15,14 @@ pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
 @pytest.fixture(scope="module")
 def extra_flows(bed):
+    mark = bed.mark()
     bed.start_extra_mm2("dc2", "ident-.*", {
         "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"})
     bed.start_extra_mm2("dc3", "sep-.*", {"replication.policy.separator": "_"})  # -> dc3_checkpoints_internal
     bed.start_extra_mm2("legacy", "legacy-.*", {"replication.policy.separator": "_",
                                                "replication.policy.internal.topic.separator.enabled": "false"})
-    return bed
+    yield bed
+    bed.stop_extras(mark)  # the session's bed as this module found it
 
 
 def test_identity_policy_names_the_replica_topic_by_its_source_name(extra_flows, target, names):
@@ -63,7 +65,9 @@ def test_one_run_over_two_source_aliases_says_where_each_row_came_from(extra_flo
 @pytest.fixture(scope="module")
 def east(bed):
     """A second source cluster of its own (alias east) replicated to the same target by its own MM2 flow."""
-    return bed.add_source_cluster("east")
+    mark = bed.mark()
+    yield bed.add_source_cluster("east")
+    bed.stop_extras(mark)
 
 
 def test_every_source_alias_is_checked_on_its_own_cluster(extra_flows, east, target, names, monkeypatch, capfd,
