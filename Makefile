@@ -20,7 +20,7 @@ demo-failback: setup
 
 # the whole suite, its files spread over TEST_WORKERS processes (pytest-xdist; each worker its own bed:
 # tests/conftest.py); TEST_WORKERS=0 runs it in this process alone
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test: setup
 	$(PY) -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 

@@ -34,6 +34,10 @@ from mm2_failover.reachability import SourceUnreachable
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 15.0
+#: groups per DescribeConsumerGroups request. librdkafka 2.16 aborts the process (``rd_kafka_enq_once_del_source_return:
+#: Assertion `eonce->refcnt > 0' failed``, librdkafka#4605) after a describe of 10k groups timed out; windows of 1000
+#: never timed out on the bed (README, "The gate at 10k groups")
+DESCRIBE_WINDOW = 1000
 
 
 class KafkaUnavailable(SourceUnreachable):
@@ -375,18 +379,31 @@ class Cluster:
     # -- groups ------------------------------------------------------------------------------------
     def groups(self) -> list[str]:
         """Every consumer group id. Fails (never an empty or partial list) when a broker did not answer."""
+        return sorted(self.group_states())
+
+    def group_states(self) -> dict[str, str]:
+        """Every consumer group id and its state as its coordinator lists it (ListGroups, one request per broker):
+        ``EMPTY``, ``STABLE``, ``DEAD``, ..., ``UNKNOWN`` where the broker does not say. Only the groups this principal
+        may Describe are listed. Fails (never an empty or partial answer) when a broker did not answer."""
         fut = self.admin.list_consumer_groups(request_timeout=self.timeout)
         res = self._result(fut, "list consumer groups")
         if res.errors:
             raise classify(self.conf, f"{self.name}: list consumer groups", res.errors[0], self.errors, self._admin)
-        return sorted(g.group_id for g in res.valid)
+        return {g.group_id: (g.state.name if hasattr(g.state, "name") else str(g.state or "UNKNOWN")).upper()
+                for g in res.valid}
 
     def describe_groups(self, groups: Iterable[str]) -> dict[str, "GroupState"]:
+        """Each group's state and members as its coordinator describes them, ``DESCRIBE_WINDOW`` groups per request
+        (GROUP_ID_NOT_FOUND: state ``UNKNOWN``)."""
+        groups = sorted(set(groups))
+        out: dict[str, GroupState] = {}
+        for i in range(0, len(groups), DESCRIBE_WINDOW):
+            out.update(self._describe_window(groups[i:i + DESCRIBE_WINDOW]))
+        return out
+
+    def _describe_window(self, groups: list[str]) -> dict[str, "GroupState"]:
         from confluent_kafka import KafkaException
 
-        groups = sorted(set(groups))
-        if not groups:
-            return {}
         out: dict[str, GroupState] = {}
         futs = self.admin.describe_consumer_groups(groups, request_timeout=self.timeout)
         for g, f in futs.items():

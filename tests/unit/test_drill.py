@@ -139,6 +139,9 @@ class FakeTarget:
         return {g: {tp: c if isinstance(c, Commit) else Commit(c) for tp, c in self.commits.get(g, {}).items()}
                 for g in groups}
 
+    def group_states(self):  # a listing that proves nothing: every group is described
+        return {}
+
     def describe_groups(self, groups):
         return {g: GroupState(g, "STABLE", [Member("m", "c", "h")]) if g in self.live else GroupState(g, "UNKNOWN")
                 for g in groups}

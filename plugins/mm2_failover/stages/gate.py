@@ -1,4 +1,12 @@
-"""Stage 4, the gate: groups with live members (the broker refuses their commits) on the target and the sources."""
+"""Stage 4, the gate: groups with live members (the broker refuses their commits) on the target and the sources.
+
+1. A group is live when its coordinator describes members or a state other than empty, dead or unknown
+   (:attr:`~mm2_failover.kafka_io.GroupState.is_safe_to_move`).
+2. Each cluster's group listing comes first (one request per broker, with every group's state): a group it lists as
+   ``EMPTY`` or ``DEAD`` has no members and is not described. Every other group is described - listed in another
+   state, or not listed at all: a listing leaves out the groups the principal may not Describe, so that a group is
+   missing from it proves nothing. The coordinator's answer, read, is the evidence either way.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +16,23 @@ from mm2_failover.run import RunContext
 from mm2_failover.stages.checkpoints import selected_checkpoints
 from mm2_failover.stages.snapshot import source_commits
 
+#: rule 2: the listed states that prove a group has no members
+LISTED_EMPTY = frozenset({"EMPTY", "DEAD"})
+
+
+def unproven(groups: list[str], listed: dict[str, str]) -> list[str]:
+    """Rule 2: the groups the listing ``listed`` (group -> state) does not prove empty, to be described."""
+    return [g for g in groups if listed.get(g) not in LISTED_EMPTY]
+
+
 def live_groups(cluster: Cluster, groups: list[str]) -> list[GroupState]:
-    """Groups that have members (or are mid-rebalance) on ``cluster``: the broker would refuse their commits."""
-    return [s for s in cluster.describe_groups(groups).values() if not s.is_safe_to_move]
+    """Rule 1 over the groups rule 2 leaves: those that have members (or are mid-rebalance) on ``cluster``, whose
+    commits the broker would refuse."""
+    groups = sorted(set(groups))
+    if not groups:
+        return []
+    return [s for s in cluster.describe_groups(unproven(groups, cluster.group_states())).values()
+            if not s.is_safe_to_move]
 
 
 def groups_to_move(ctx: RunContext) -> list[str]:

@@ -1,0 +1,65 @@
+"""Benchmark: the empty-group gate's reads at G groups (issue 33 item 6) - every group described (before) against
+the listing first (gate rule 2) - on a source where the groups exist (EMPTY) and a target where they do not yet.
+
+    PYTHONPATH=plugins:. .venv/bin/python bench/gate_bench.py [--groups 10000] [--rounds 3] [--window N]
+
+Starts a bed of its own, commits G groups (10 partitions each) on the source, then times both reads ``--rounds``
+times on each cluster and checks they agree (no live group). ``--window`` sets ``kafka_io.DESCRIBE_WINDOW`` (groups
+per DescribeConsumerGroups request); ``--window 10000`` is the request as it was before: with librdkafka 2.16 a
+describe of 10k groups that times out aborts the process (librdkafka#4605; README, "The gate at 10k groups").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "plugins"))
+sys.path.insert(0, str(REPO))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--groups", type=int, default=10000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--window", type=int, default=None)
+    args = ap.parse_args()
+    from mm2_failover import kafka_io
+    from mm2_failover.stages import gate
+    from testbed.bed import Bed
+
+    if args.window:
+        kafka_io.DESCRIBE_WINDOW = args.window
+    with tempfile.TemporaryDirectory(prefix="gate-bench-") as d, Bed(run_dir=Path(d) / "bed") as bed:
+        src, tgt = bed.client("source", 60), bed.client("target", 60)
+        src.create_topic("gb", 10)
+        groups = [f"gb-{i:05d}" for i in range(args.groups)]
+        todo, t = groups, time.monotonic()
+        for _ in range(60):  # a new bed's group coordinator may still be loading
+            todo = [g for g, e in src.alter_many({g: {("gb", p): 1 for p in range(10)} for g in todo},
+                                                 window=64).items() if e]
+            if not todo:
+                break
+            time.sleep(1)
+        assert not todo, f"{len(todo)} group(s) not committed"
+        print(f"committed {args.groups} groups x 10 partitions on the source in {time.monotonic() - t:.1f} s")
+        print("| cluster | round | describe every group s | listing first s |\n|---|---:|---:|---:|")
+        for name, c in (("source (groups EMPTY)", src), ("target (groups absent)", tgt)):
+            for i in range(args.rounds):
+                t = time.monotonic()
+                before = [s for s in c.describe_groups(groups).values() if not s.is_safe_to_move]
+                d_all = time.monotonic() - t
+                t = time.monotonic()
+                now = gate.live_groups(c, groups)
+                d_list = time.monotonic() - t
+                assert before == now == [], (before[:3], now[:3])
+                print(f"| {name} | {i} | {d_all:.2f} | {d_list:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
