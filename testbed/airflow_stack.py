@@ -139,8 +139,22 @@ class AirflowStack:
                                            "--celery-hostname", f"{name}@%h"], env, cwd=wh)
 
     def kill_worker(self, name: str) -> None:
-        """SIGKILL a worker and every process of its group (its task processes too), as a lost host."""
+        """SIGKILL a worker and everything it started, as a lost host. Its process group is not enough: Airflow's
+        supervisor puts each task process in a process group of its own. So the group is stopped first (no new
+        task starts), then every descendant is killed, then the group."""
+        import psutil
+
         p = self.procs.pop(f"worker-{name}")
+        try:
+            os.killpg(p.pid, signal.SIGSTOP)
+            tree = psutil.Process(p.pid).children(recursive=True)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            tree = []
+        for q in tree:
+            try:
+                q.kill()  # psutil checks that the pid is still that process
+            except psutil.NoSuchProcess:
+                pass
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -248,11 +248,29 @@ def kill_the_worker_running_apply(ns) -> None:
     """Issue 34: the worker whose task pauses after its commits is SIGKILLed with its task (a host lost mid-apply);
     a new worker takes its queues (a replacement host: a working directory of its own). Airflow notices the task's
     missing heartbeats and retries it on a worker that is not the dead one."""
+    import psutil
+
     ns.victim = ns.af.worker_of("mm2_failover", ns.run_id, "apply_group_offsets", 2)
+    tree = psutil.Process(ns.af.procs[f"worker-{ns.victim}"].pid).children(recursive=True)
     ns.af.kill_worker(ns.victim)
+    # the host is lost with everything it ran: Airflow puts each task process in a process group of its own, so a
+    # kill of the worker's group alone left the paused task running (and renewing the lease) until its pause ended
+    deadline = time.monotonic() + 10  # a SIGKILLed process takes a moment to exit
+    while (survivors := [q for q in tree if alive(q)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not survivors, f"still running 10 s after the worker {ns.victim} was SIGKILLed: {survivors}"
     ns.af.start_workers(ns.bed.source_bootstrap, ns.bed.target_bootstrap, {f"{ns.victim}2": WORKERS[ns.victim]},
                         ns.task_env)
     print(f"[ui] worker {ns.victim} SIGKILLed mid-apply at {time.monotonic() - ns.t0:.1f}s; {ns.victim}2 replaces it")
+
+
+def alive(proc) -> bool:
+    import psutil
+
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def report_outcome(folder: Path) -> str | None:
