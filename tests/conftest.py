@@ -4,7 +4,6 @@ when a test asks for it, and always stopped. Tests on the bed isolate themselves
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -179,19 +178,6 @@ def pytest_sessionfinish(session, exitstatus):
             RUN.parent.rmdir()
 
 
-# The order the files are handed out in. pytest-xdist's loadfile gives each worker the next file of the collection as
-# it runs short of work, so the longest files go first (longest-processing-time first): the workers then end within
-# a short file of each other instead of one starting a 450 s file near the end. The costs are those a fresh-clone run
-# measured (setup + call + teardown per file, the bed's start in the first bed file of each worker); each run writes
-# its own to var/test/file-seconds.json, to copy here when files change much. A file not listed is short.
-FILE_SECONDS: dict[str, float] = json.loads((Path(__file__).parent / "file_seconds.json").read_text())
-
-
-def pytest_collection_modifyitems(config, items):
-    if WORKER:  # the order matters only to the scheduler; a run in one process keeps the collection's
-        items.sort(key=lambda item: -FILE_SECONDS.get(item.nodeid.split("::", 1)[0], 0.0))  # stable: within a file
-
-
 # Where the suite's time goes, per worker and per file (the budget is the slowest worker's): printed at the end of
 # every run of more than one file, from the reports the workers send the controller.
 _FILE_SECONDS: dict[tuple[str, str], float] = {}
@@ -210,13 +196,6 @@ def pytest_terminal_summary(terminalreporter):
     per_worker: dict[str, float] = {}
     for (w, _f), s in _FILE_SECONDS.items():
         per_worker[w] = per_worker.get(w, 0.0) + s
-    per_file: dict[str, float] = {}
-    for (_w, f), s in _FILE_SECONDS.items():
-        per_file[f] = per_file.get(f, 0.0) + s
-    measured = REPO / "var" / "test" / "file-seconds.json"
-    with contextlib.suppress(OSError):
-        measured.write_text(json.dumps({f: round(s) for f, s in sorted(per_file.items(), key=lambda kv: -kv[1])
-                                        if s >= 5}, indent=1) + "\n")
     tr = terminalreporter
     tr.section("time per worker and file (setup + call + teardown)")
     for w in sorted(per_worker):
