@@ -82,14 +82,35 @@ class KafkaLease:
                     raise KafkaConfigError(
                         f"the writer-lock topic {self.topic} does not exist and could not be created ({e}): create it "
                         "(README, 'One writer across hosts') or let the principal create it") from None
-        res = ConfigResource(ConfigResource.Type.TOPIC, self.topic)
-        cfg = admin.describe_configs([res])[res].result(30)
+        cfg = self._topic_config(admin, ConfigResource(ConfigResource.Type.TOPIC, self.topic))
         ts_type = cfg["message.timestamp.type"].value if "message.timestamp.type" in cfg else ""
         if ts_type != "LogAppendTime":
             raise KafkaConfigError(
                 f"the writer-lock topic {self.topic} has message.timestamp.type={ts_type}: the lease needs the broker's "
                 "time on every record. Set it: kafka-configs --alter --entity-type topics --entity-name "
                 f"{self.topic} --add-config message.timestamp.type=LogAppendTime")
+
+    def _topic_config(self, admin, res, within_s: float = 30.0) -> dict:
+        """The topic's configuration. A topic just created (here or by a writer on another host) may be unknown for
+        a moment to the broker asked - its metadata reaches the broker after the controller created the topic - so
+        UNKNOWN_TOPIC_OR_PART is asked again for up to ``within_s``; any other error is the caller's."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                return admin.describe_configs([res])[res].result(within_s)
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                if not isinstance(err, KafkaError) or err.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise KafkaConfigError(
+                        f"the writer-lock topic {self.topic} is not known to the target's brokers {within_s:.0f} s "
+                        f"after it was created or listed ({err.str()}: UNKNOWN_TOPIC_OR_PART): check the target "
+                        "cluster's controller and brokers (kafka-topics --describe --topic "
+                        f"{self.topic}), then re-run") from None
+            time.sleep(0.25)
 
     def _produce(self, op: str) -> None:
         from confluent_kafka import Producer

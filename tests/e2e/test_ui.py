@@ -218,6 +218,9 @@ def watch_apply(ns, budget: float) -> None:
         state, tries = states.get("apply_group_offsets", (None, 0))
         if ns.victim is None and state == "running" and tries == 2 and paused_after_commits(ns):
             kill_the_worker_running_apply(ns)
+        if state == "up_for_retry" and tries == 1 and "fault point apply.after_backup: killing" not in apply_log(ns, 1):
+            # the drill's tries would be shifted by one: say why at once rather than wait out the budget
+            pytest.fail(f"apply's first try failed before its fault point:\n{apply_log(ns, 1)[-4000:]}")
         if state == "up_for_retry" and tries not in [t for t, *_ in ns.seen]:
             backup = ns.folder / "backup.json"
             ns.backups.append(json.loads(backup.read_text()) if backup.exists() else None)
@@ -235,13 +238,17 @@ def watch_apply(ns, budget: float) -> None:
     raise AssertionError(f"run {ns.run_id} did not finish in {budget:.0f}s: {task_states(af, ns.run_id)}")
 
 
-def paused_after_commits(ns) -> bool:
-    w = ns.af.worker_of("mm2_failover", ns.run_id, "apply_group_offsets", 2)
+def apply_log(ns, try_number: int) -> str:
+    """The text of that try's log of the apply task, in the folder of the worker that ran it ("": not started)."""
+    w = ns.af.worker_of("mm2_failover", ns.run_id, "apply_group_offsets", try_number)
     if w is None:
-        return False
-    log = (ns.af.workers[w]["home"] / "logs" / "dag_id=mm2_failover" / f"run_id={ns.run_id}" /
-           "task_id=apply_group_offsets" / "attempt=2.log")
-    return "fault point apply.after_commits: pausing" in log.read_text(errors="replace")
+        return ""
+    return (ns.af.workers[w]["home"] / "logs" / "dag_id=mm2_failover" / f"run_id={ns.run_id}" /
+            "task_id=apply_group_offsets" / f"attempt={try_number}.log").read_text(errors="replace")
+
+
+def paused_after_commits(ns) -> bool:
+    return "fault point apply.after_commits: pausing" in apply_log(ns, 2)
 
 
 def kill_the_worker_running_apply(ns) -> None:
