@@ -172,6 +172,11 @@ def chromium(p):
     if not os.access(CHROMIUM, os.X_OK):  # a missing Chromium is a failure of the test, not a skip
         pytest.fail(f"{CHROMIUM} is missing: install it (scripts/setup.sh does, as root: apt-get install chromium "
                     "chromium-driver)")
+    from playwright.sync_api import expect
+
+    # Playwright waits 5 s for an element by default; a fresh-clone run's DAG grid (Airflow's React UI, rendered in
+    # Chromium beside three workers' beds on 2 cores) had not shown its tasks after 5 s. What is expected is unchanged
+    expect.set_options(timeout=30_000)
     return p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
 
 
