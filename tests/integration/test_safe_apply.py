@@ -86,10 +86,16 @@ def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared, monke
     p.snapshot_and_checkpoints()
     ctx = p.ctx()
     plan = make_plan(ctx)
+    reads = []  # the target's commits are read once per try: the first try's apply starts from its backup's read
+    real_read = type(ctx.target).commits_many
+    monkeypatch.setattr(type(ctx.target), "commits_many", lambda self, *a, **k: reads.append(a[0]) or
+                        real_read(self, *a, **k))
     backup_and_apply(ctx, plan)
+    assert reads == [[g]], reads
     planned = plan.writes()[g]
     p.target.alter_offsets(g, {(rt, 0): planned[(rt, 0)] + 5})  # the consumers read 5 records on the target
     res = backup_and_apply(ctx, plan)  # the retry
+    assert reads == [[g], [g]], reads  # its backup is the first try's: what the target holds now is read again
     assert p.target.committed(g)[(rt, 0)] == planned[(rt, 0)] + 5  # not rewound
     assert res.moved_since == {g: [f"{rt}[0]: was none before the run, planned {planned[(rt, 0)]}, now "
                                    f"{planned[(rt, 0)] + 5}"]}

@@ -106,15 +106,23 @@ def describe_moved(moved: dict, plan: planmod.Plan) -> dict[str, list[str]]:
                 for (t, p), (was, now) in sorted(parts.items())] for g, parts in sorted(moved.items())}
 
 
+def as_read(backup: Backup) -> dict[str, dict[TP, Commit]]:
+    """The backup's ``before`` commits in the shape of :meth:`Cluster.commits_many` (a partition with none left out):
+    what the target held on the planned partitions when the backup read it."""
+    return {g: {tp: c for tp, c in parts.items() if c is not None} for g, parts in befores(backup).items()}
+
+
 def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backup: Backup | None = None,
-               check=None) -> ApplyResult:
+               check=None, current: dict[str, dict[TP, Commit]] | None = None) -> ApplyResult:
     """One ``alter_consumer_group_offsets`` request per group, ``concurrency`` at a time. Writes only what
     differs from the target's current commits (offset and metadata), and, given the run's ``backup``, never a
     partition committed since the backup (plan rule 5: reported in ``moved_since``); a refused group does not stop
     the others. ``check``: called before every batch of writes (the writer lock's :meth:`HeldLock.check`: a writer
-    that lost the target's lease writes nothing more)."""
+    that lost the target's lease writes nothing more). ``current``: the target's commits on the planned partitions
+    as read just before (:func:`as_read` of a backup taken in this same try, under the same lock), else read here."""
     groups = sorted(plan.commits())
-    current = target.commits_many(groups, concurrency)
+    if current is None:
+        current = target.commits_many(groups, concurrency)
     before = None if backup is None else befores(backup)
     todo = planmod.diff_to_apply(plan, current, before)
     moved = describe_moved(planmod.moved_since(plan, current, before), plan) if before is not None else {}
@@ -146,12 +154,15 @@ def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
     """Under the target's writer lock: the backup (once), then apply, then the result in ``apply.json``."""
     with writer_lock(ctx, "failover apply", ctx.params.lock_wait_seconds) as held:
         faults.hit("apply.locked")
+        fresh = not ctx.folder.backup.exists()
         backup = take_backup(ctx, plan)
         log.info("backup of the target's commits before this run: %s (rollback restores exactly this)",
                  ctx.folder.backup)
         faults.hit("apply.after_backup")
+        # a backup taken just now read the target's commits under this lock: apply starts from that read (one
+        # read of every group less: ~3 s at 10k groups); a retry's backup is older, so a retry reads them again
         res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency, backup,
-                         check=held.check if held.fenced else None)
+                         check=held.check if held.fenced else None, current=as_read(backup) if fresh else None)
         faults.hit("apply.after_commits")  # drills: killed between apply and verify
         ctx.folder.save(APPLY, res.as_dict())
     log.info("applied: %d group(s) written, %d already as planned, %d refused", len(res.applied), len(res.unchanged),
