@@ -40,6 +40,9 @@ QUICK_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 QUICK_JVM_CONF = {"spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS, "spark.executor.extraJavaOptions": QUICK_JVM_OPTIONS}
 
 
+SQLITE_BUSY_TIMEOUT_S = 120  # the bed's metadata DB: how long a writer waits for another (see airflow_env)
+
+
 def airflow_env(home: Path, source_bootstrap: str, target_bootstrap: str, spark_master: str = "local[2]",
                 artifacts: Path | None = None, spark_conf: dict | None = None) -> dict[str, str]:
     """Everything a local Airflow needs to run the project's DAGs against the bed. ``spark_conf`` is added to
@@ -51,7 +54,10 @@ def airflow_env(home: Path, source_bootstrap: str, target_bootstrap: str, spark_
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO_ROOT / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        # SQLite writers wait for each other up to 5 s by default (Python's sqlite3): a task that moved 10k groups
+        # stores 10k Asset events in one transaction of the API server, longer than that on this machine, and the
+        # scheduler's next write died with "database is locked" (bench/rto_bench.py at 10k groups, three runs)
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout={SQLITE_BUSY_TIMEOUT_S}",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
         "AIRFLOW_CONN_KAFKA_SOURCE": kafka_conn(source_bootstrap),
         "AIRFLOW_CONN_KAFKA_TARGET": kafka_conn(target_bootstrap),
