@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, AssetAlias, task
 
-from mm2_failover.assets import ALIAS as MOVED_GROUPS
+from mm2_failover.assets import ALIAS as MOVED_GROUPS, PARTS_AT_ONCE
 from mm2_failover.dag_defaults import apply_task_defaults, run_deadline
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
 from mm2_failover.operators.plan_approval import PlanApprovalOperator
@@ -68,14 +68,31 @@ with DAG(
 
         return tasks.apply_group_offsets(context)
 
-    # one Asset event per verified moved group, for the applications' own DAGs (mm2_failover/assets.py)
-    @task(task_id="verify_group_offsets", outlets=[AssetAlias(MOVED_GROUPS)])
+    @task(task_id="verify_group_offsets")
     def verify_group_offsets(**context):
         from mm2_failover import tasks
 
         return tasks.verify_group_offsets(context)
 
+    # one Asset event per verified moved group, for the applications' own DAGs, after verify and in parts of at most
+    # 250 groups, each part a mapped task instance, one at a time (mm2_failover/assets.py, rule 4)
+    @task(task_id="announcement_parts")
+    def announcement_parts(**context):
+        from mm2_failover import tasks
+
+        return tasks.announcement_parts(context)
+
+    @task(task_id="announce_moved_groups", outlets=[AssetAlias(MOVED_GROUPS)], max_active_tis_per_dagrun=PARTS_AT_ONCE)
+    def announce_moved_groups(part: dict, **context):
+        from mm2_failover import tasks
+
+        return tasks.announce_moved_groups(context, part)
+
+    verified = verify_group_offsets()
     (preflight_audit() >> drained >> capture_end_offsets() >> latest >> empty >> build_plan() >> approve
-     >> apply_group_offsets() >> verify_group_offsets())
+     >> apply_group_offsets() >> verified)
+    parts = announcement_parts()
+    verified >> parts
+    announce_moved_groups.expand(part=parts)
 
 apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py

@@ -38,6 +38,8 @@ EXECUTION_TIMEOUTS: dict[str, timedelta] = {
     "approve_plan": 5 * _M,  # asking, and recording the answer (the wait for it is approval_timeout_seconds)
     "apply_group_offsets": 60 * _M,
     "verify_group_offsets": 30 * _M,
+    "announcement_parts": 5 * _M,  # the parts of the Asset events (assets.py rule 4)
+    "announce_moved_groups": 10 * _M,  # one part's Asset events
     "drill_report": 15 * _M,
     # rollback
     "rollback_group_offsets": 60 * _M,

@@ -17,6 +17,7 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
 ``backup.json``                 what apply is about to overwrite, saved before its first write (:class:`Backup`)
 ``apply.json``                  what apply did
 ``report.json`` / ``report.md`` the verified report; ``summary.json`` its one-line summary for the UI's index
+``announcements.json``          the Asset events of the verified moved groups, sent in parts (:mod:`mm2_failover.assets`)
 ``drill.*``                     the drill's findings, writes and plan refusal
 ``readiness.json``              one readiness interval's answer (:mod:`mm2_failover.readiness`): its summary; its rows
                                 per group and per (group, partition) in ``readiness_groups.parquet`` and
@@ -79,6 +80,7 @@ REPORT_STALE = "report_stale_checkpoints.parquet"
 REPORT_ROW_FILES = {"partitions": REPORT_PARTITIONS, "stale_checkpoints": REPORT_STALE}  # report.ROW_COLUMNS
 REPORT_FIX = "clear verify_group_offsets (or run the CLI's verify) to write the report again"
 SUMMARY = "summary.json"
+ANNOUNCEMENTS = "announcements.json"
 DRILL_JSON = "drill.json"
 DRILL_MD = "drill.md"
 DRILL_WRITES = "drill_writes.json"

@@ -115,23 +115,50 @@ def verify_group_offsets(context) -> dict:
             + "; ".join(f"{m['group']} {m['topic']}[{m['partition']}] planned {m['planned']} got {m['committed']}"
                         for m in rep.mismatches[:20])
             + f". See {ctx.folder.report_md}. A consumer may have committed since; check the group before re-running.")
-    moved = tell_the_applications(context, ctx, rep.as_dict())
-    return {"report": str(ctx.folder.report_json), "outcome": rep.outcome, "totals": t, "asset_events": moved}
-
-
-def tell_the_applications(context, ctx, report: dict) -> int:
-    """One Asset event per verified moved group (:mod:`mm2_failover.assets`), through the task's asset alias."""
-    from airflow.sdk import Asset, AssetAlias
-
     from mm2_failover import assets
     from mm2_failover.config import TARGET_CONN_ID
 
-    events = assets.events(report, target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
+    moved = len(assets.events(rep.as_dict(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID))
+    return {"report": str(ctx.folder.report_json), "outcome": rep.outcome, "totals": t, "asset_events": moved}
+
+
+def announcement_parts(context) -> list[dict]:
+    """The Asset events of the verified report's moved groups (:mod:`mm2_failover.assets`), written once to
+    ``announcements.json``, and the parts ``announce_moved_groups`` is mapped over (rule 4): none when no group
+    moved (the mapped task is then skipped)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from mm2_failover import assets
+    from mm2_failover.config import TARGET_CONN_ID
+    from mm2_failover.runfolder import ANNOUNCEMENTS
+
+    ctx = _ctx(context)
+    rep = ctx.folder.load_report()
+    if rep is None:
+        raise AirflowFailException(f"no verified report in {ctx.folder.dir}: clear verify_group_offsets")
+    events = assets.events(rep.as_dict(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
+    ctx.folder.save(ANNOUNCEMENTS, [list(e) for e in events])
+    out = assets.parts(len(events))
+    log.info("%d moved group(s) to announce as Asset events (alias %s): %d part(s) of at most %d, in %s", len(events),
+             assets.ALIAS, len(out), assets.PART_SIZE, ctx.folder.dir / ANNOUNCEMENTS)
+    return out
+
+
+def announce_moved_groups(context, arg: dict) -> int:
+    """One Asset event per verified moved group of part ``arg`` (rule 4), through the task's asset alias, from the
+    run folder's ``announcements.json``."""
+    from airflow.sdk import Asset, AssetAlias
+
+    from mm2_failover import assets
+    from mm2_failover.runfolder import ANNOUNCEMENTS
+
+    ctx = _ctx(context)
+    events = assets.part([tuple(e) for e in ctx.folder.load(ANNOUNCEMENTS)], arg)
     alias = context["outlet_events"][AssetAlias(assets.ALIAS)]
     for name, uri, extra in events:
         alias.add(Asset(name=name, uri=uri), extra=extra)
-    log.info("asset events for %d moved group(s) (alias %s), e.g. %s", len(events), assets.ALIAS,
-             events[0][1] if events else "none")
+    log.info("asset events for %d moved group(s) (part %d of %d, alias %s), e.g. %s", len(events), arg["index"] + 1,
+             arg["of"], assets.ALIAS, events[0][1] if events else "none")
     return len(events)
 
 

@@ -19,6 +19,8 @@ QUEUES = {
     "approve_plan": "worker-a",
     "apply_group_offsets": "either",
     "verify_group_offsets": "worker-b",
+    "announcement_parts": "worker-a",
+    # announce_moved_groups (mapped): the default queue, which both workers consume
 }
 
 

@@ -549,7 +549,8 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
 
 
 def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):
-    """Issue 33, "tell the applications": the run's verify task emitted, through its asset alias, one Asset event for
+    """Issue 33, "tell the applications": the run's announce task (after verify) emitted, through its asset alias,
+    one Asset event for
     the moved group - the target cluster, the group, its replica topic and the verified offsets in the extra - read
     back through Airflow's REST API (the clear of drill 8 verified, and announced, again: the same event)."""
     from mm2_failover import assets
@@ -557,7 +558,7 @@ def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):
     r, af = failover_run, failover_run.af
     got = af.api("GET", f"/api/v2/assets/events?source_dag_id=mm2_failover&source_run_id={quote(r.run_id, safe='')}")
     evs = got["asset_events"]
-    assert evs and all(e["source_task_id"] == "verify_group_offsets" for e in evs), evs
+    assert evs and all(e["source_task_id"] == "announce_moved_groups" for e in evs), evs
     name, uri = assets.group_asset(r.names["group"])
     planned = planned_offsets(r.folder)
     topic = f"primary.{r.names['topic']}"

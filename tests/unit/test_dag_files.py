@@ -22,10 +22,17 @@ def test_failover_dag_has_its_tasks_in_order_all_retryable_but_the_approval(bag)
     dag = bag.dags["mm2_failover"]
     order = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
              "check_groups_empty", "build_plan", "approve_plan", "apply_group_offsets", "verify_group_offsets"]
-    assert sorted(dag.task_ids) == sorted(order)
+    assert sorted(dag.task_ids) == sorted(order + ["announcement_parts", "announce_moved_groups"])
     for up, down in zip(order, order[1:]):
         assert dag.get_task(down).upstream_task_ids == {up}
     assert all(dag.get_task(t).retries > 0 for t in order if t != "approve_plan")
+    # the Asset events after verify, mapped over parts that verify pushes (mm2_failover/assets.py rule 4)
+    announce = dag.get_task("announce_moved_groups")
+    assert dag.get_task("announcement_parts").upstream_task_ids == {"verify_group_offsets"}
+    assert announce.upstream_task_ids == {"announcement_parts"} and announce.retries > 0
+    assert "MappedOperator" in type(announce).__name__ and announce.downstream_task_ids == set()
+    assert announce.partial_kwargs["max_active_tis_per_dagrun"] == 1  # their requests share the metadata DB
+    assert dag.get_task("verify_group_offsets").outlets == []  # verify's outcome does not depend on them
     # issue 33: Airflow's own approval operator, asked once (a timeout is final), with no form fields of its own
     approve = dag.get_task("approve_plan")
     assert "ApprovalOperator" in [c.__name__ for c in type(approve).__mro__] and approve.retries == 0
