@@ -416,6 +416,22 @@ def outcome_note(report: dict) -> str:
     return "dry run: nothing was written" if report["dry_run"] else ""
 
 
+def outcome_line(report: dict) -> str:
+    """``report.md``'s outcome line (its third line)."""
+    return f"**Outcome: {report['outcome'].upper()}**" + (f" ({note})" if (note := outcome_note(report)) else "")
+
+
+def restate_outcome(markdown: str, report: Report | dict) -> str:
+    """``markdown`` (what :func:`render_markdown` wrote for this report) with the outcome line of ``report``: the
+    approval's decision changes that line only, and the rows of a report at 10k groups x 10 partitions take ~2 s
+    to load and render again. ValueError when ``markdown`` is not such a report."""
+    report = report.as_dict() if isinstance(report, Report) else report
+    lines = markdown.split("\n", 3)
+    if len(lines) < 4 or not lines[0].startswith("# mm2-failover report: ") or not lines[2].startswith("**Outcome: "):
+        raise ValueError("not a report.md written by render_markdown")
+    return "\n".join([lines[0], lines[1], outcome_line(report), lines[3]])
+
+
 def render_markdown(report: Report | dict) -> str:
     """``report.md`` from a report (or its published form)."""
     report = report.as_dict() if isinstance(report, Report) else report
@@ -424,7 +440,7 @@ def render_markdown(report: Report | dict) -> str:
     lines = [
         f"# mm2-failover report: {report['dag_id']} / {report['run_id']}",
         "",
-        f"**Outcome: {report['outcome'].upper()}**" + (f" ({note})" if (note := outcome_note(report)) else ""),
+        outcome_line(report),
         "",
     ]
     if snap.get("captured_at"):

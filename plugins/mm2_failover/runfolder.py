@@ -414,14 +414,21 @@ class RunFolder:
         """What was asked and decided about this run's plan (None: nothing was asked yet)."""
         return self._typed(APPROVAL, Decision.from_dict, "approval")
 
-    def save_report(self, report: Report) -> None:
+    def save_report(self, report: Report, rows: bool = True) -> None:
         """The rows per partition first (``report_partitions.parquet``, ``report_stale_checkpoints.parquet``), then
-        ``report.json`` naming each file in its field: a reader that finds the summary finds its rows."""
+        ``report.json`` naming each file in its field: a reader that finds the summary finds its rows. ``rows``
+        false: ``report.json`` only, its rows being the ones already written (``report`` loaded without them)."""
         from mm2_failover.report import ROW_COLUMNS
 
         d = report.as_dict()
-        for key, name in REPORT_ROW_FILES.items():
-            write_rows_parquet(self.dir / name, d[key], ROW_COLUMNS[key])
+        if rows:
+            for key, name in REPORT_ROW_FILES.items():
+                write_rows_parquet(self.dir / name, d[key], ROW_COLUMNS[key])
+        else:
+            missing = [name for name in REPORT_ROW_FILES.values() if not (self.dir / name).exists()]
+            if missing:
+                raise RunFolderError(f"{self.dir}: the report's rows ({', '.join(missing)}) are not there to keep; "
+                                     f"{REPORT_FIX}")
         self.save(REPORT_JSON, {**d, **REPORT_ROW_FILES})
 
     def load_report(self, partitions: bool = True) -> Report | None:

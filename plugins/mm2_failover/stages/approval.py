@@ -38,7 +38,7 @@ def ask(ctx: RunContext, base_url: str) -> tuple[str, str, rules.Decision]:
     from mm2_failover.notify import report_link
 
     f = ctx.folder
-    rep = f.load_report()
+    rep = f.load_report(partitions=False)  # its totals and warnings: not its 100k rows at 10k groups
     if rep is None:
         raise rules.ApprovalRefused(f"no preview report in {f.dir}: build_plan must run before approve_plan (clear "
                                     "it)")
@@ -57,12 +57,12 @@ def record_decision(ctx: RunContext, decision: rules.Decision) -> None:
     """``approval.json``, and the report's outcome until verify writes the final one."""
     f = ctx.folder
     f.save_approval(decision)
-    rep = f.load_report()
+    rep = f.load_report(partitions=False)  # the decision changes the outcome, never the rows
     if rep is not None and rep.outcome in reportmod.APPROVAL_OUTCOMES:
-        from mm2_failover.stages.verify import publish_report
+        from mm2_failover.stages.verify import publish_outcome
 
         rep.outcome, rep.approval = rules.OUTCOMES[decision.status], decision.as_dict()
-        publish_report(ctx, rep)
+        publish_outcome(ctx, rep)
     log.info("approval: %s", decision.describe())
 
 

@@ -105,3 +105,24 @@ def publish_report(ctx: RunContext, rep: reportmod.Report) -> None:
     f.save_report(rep)
     write_text(f.report_md, reportmod.render_markdown(rep))
     f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), None, now_iso()))
+
+
+def publish_outcome(ctx: RunContext, rep: reportmod.Report) -> None:
+    """The published report with a new outcome (the approval's decision) and the same rows: ``rep`` was loaded
+    without its rows, which stay as written (report.json, report.md's outcome line and summary.json are rewritten:
+    ~0.1 s at 10k groups x 10 partitions, against ~2 s to load and publish the rows again)."""
+    from mm2_failover import store
+
+    f = ctx.folder
+    f.save_report(rep, rows=False)
+    md = store.as_path(f.report_md).read_text() if f.report_md.exists() else None
+    try:
+        text = reportmod.restate_outcome(md, rep) if md is not None else None
+    except ValueError:
+        text = None
+    if text is None:  # no report.md, or not ours: written again whole, with its rows
+        full = f.load_report()
+        text = reportmod.render_markdown(full) if full is not None else None
+    if text is not None:
+        write_text(f.report_md, text)
+    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), None, now_iso()))
