@@ -58,12 +58,19 @@ APPROVAL_OUTCOMES = tuple(approval.OUTCOMES.values())
 STALE_SNAPSHOT_S = 900  # a snapshot older than this when the plan is built is called out
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(v: Any) -> Any:
-    """A copy of JSON-like data (dicts, lists, tuples, sets and scalars), nested containers copied too."""
+    """A copy of JSON-like data (dicts, lists, tuples, sets and scalars), nested containers copied too. A scalar
+    inside a dict or a list is taken as it is, without a call per value: a report at 10k groups x 10 partitions
+    holds ~2M of them, and that call was most of the ~0.5 s each :meth:`Report.as_dict` took."""
     if isinstance(v, dict):
-        return {k: plain(x) for k, x in v.items()}
+        if _SCALARS.issuperset(map(type, v.values())):  # a row of scalars: one copy, the check in C
+            return dict(v)
+        return {k: x if type(x) in _SCALARS else plain(x) for k, x in v.items()}
     if isinstance(v, list):
-        return [plain(x) for x in v]
+        return [x if type(x) in _SCALARS else plain(x) for x in v]
     if isinstance(v, tuple):
         return type(v)(*map(plain, v)) if hasattr(v, "_fields") else tuple(plain(x) for x in v)
     if isinstance(v, set):

@@ -414,13 +414,14 @@ class RunFolder:
         """What was asked and decided about this run's plan (None: nothing was asked yet)."""
         return self._typed(APPROVAL, Decision.from_dict, "approval")
 
-    def save_report(self, report: Report, rows: bool = True) -> None:
+    def save_report(self, report: "Report | dict", rows: bool = True) -> None:
         """The rows per partition first (``report_partitions.parquet``, ``report_stale_checkpoints.parquet``), then
         ``report.json`` naming each file in its field: a reader that finds the summary finds its rows. ``rows``
-        false: ``report.json`` only, its rows being the ones already written (``report`` loaded without them)."""
+        false: ``report.json`` only, its rows being the ones already written (``report`` loaded without them).
+        ``report``: a :class:`Report` or its published form (:meth:`Report.as_dict`)."""
         from mm2_failover.report import ROW_COLUMNS
 
-        d = report.as_dict()
+        d = report if isinstance(report, dict) else report.as_dict()
         if rows:
             for key, name in REPORT_ROW_FILES.items():
                 write_rows_parquet(self.dir / name, d[key], ROW_COLUMNS[key])

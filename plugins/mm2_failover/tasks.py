@@ -106,7 +106,8 @@ def verify_group_offsets(context) -> dict:
     plan = make_plan(ctx)
     applied = ctx.folder.load(APPLY, {})
     rep = verify_run(ctx, plan, refused=applied.get("refused"))
-    emit_metrics(rep.as_dict())
+    published = rep.as_dict()
+    emit_metrics(published)
     t = rep.totals
     log.info("report: %s (%s)\n%s", ctx.folder.report_md, ctx.folder.report_json, head_text(ctx.folder.report_md))
     if rep.mismatches:
@@ -118,7 +119,7 @@ def verify_group_offsets(context) -> dict:
     from mm2_failover import assets
     from mm2_failover.config import TARGET_CONN_ID
 
-    moved = len(assets.events(rep.as_dict(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID))
+    moved = len(assets.events(published, target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID))
     return {"report": str(ctx.folder.report_json), "outcome": rep.outcome, "totals": t, "asset_events": moved}
 
 

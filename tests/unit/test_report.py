@@ -245,3 +245,67 @@ def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
     assert (e["reread"], e["reread_at_least"], e["exact"]) == (0, 0, False) and "sync floor" in e["note"]
     rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([floor]), committed={}, log_end={}, mismatches=[])
     assert rep.totals["partitions_exact"] == 0 and rep.totals["records_reread_exact"] is False
+
+
+def _plain_reference(v):
+    """report.plain before its fast path for scalars (a call per value): the reference of the test below."""
+    if isinstance(v, dict):
+        return {k: _plain_reference(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain_reference(x) for x in v]
+    if isinstance(v, tuple):
+        return type(v)(*map(_plain_reference, v)) if hasattr(v, "_fields") else tuple(_plain_reference(x) for x in v)
+    if isinstance(v, set):
+        return {_plain_reference(x) for x in v}
+    return v
+
+
+def _json_like():
+    from collections import namedtuple
+
+    from hypothesis import strategies as st
+
+    Pair = namedtuple("Pair", "a b")
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)
+    return st.recursive(scalars, lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+        | st.tuples(inner, inner) | st.builds(Pair, inner, inner)
+        | st.sets(scalars.filter(lambda x: x is not None), max_size=3)
+        | st.dictionaries(st.text(max_size=3), scalars, max_size=6)), max_leaves=30)
+
+
+def test_plain_copies_exactly_what_the_reference_copies_and_shares_no_container():
+    """The fast path of report.plain (a dict of scalars copied in one go) gives what a call per value gave, types
+    included, and a copy: changing the copy's containers leaves the original as it was."""
+    import copy
+
+    from hypothesis import given, settings
+
+    from mm2_failover.report import plain
+
+    def shape(v):  # equality that also tells True from 1 and a namedtuple from a tuple
+        if isinstance(v, dict):
+            return ("dict", sorted((repr(k), shape(x)) for k, x in v.items()))
+        if isinstance(v, (list, tuple)):
+            return (type(v).__name__, [shape(x) for x in v])
+        if isinstance(v, set):
+            return ("set", sorted(repr(x) for x in v))
+        return (type(v).__name__, repr(v))
+
+    def containers(v, out):
+        if isinstance(v, (dict, list, set)):
+            out.append(id(v))
+        for x in (v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()):
+            containers(x, out)
+        return out
+
+    @settings(max_examples=300, deadline=None)
+    @given(_json_like())
+    def check(v):
+        before = copy.deepcopy(v)
+        got = plain(v)
+        assert shape(got) == shape(_plain_reference(v))
+        assert not set(containers(got, [])) & set(containers(v, []))
+        assert shape(v) == shape(before)
+
+    check()

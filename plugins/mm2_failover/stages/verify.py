@@ -102,9 +102,10 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
 def publish_report(ctx: RunContext, rep: reportmod.Report) -> None:
     """A failover's report in its three forms: report.json, report.md and the index's summary.json."""
     f = ctx.folder
-    f.save_report(rep)
-    write_text(f.report_md, reportmod.render_markdown(rep))
-    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), None, now_iso()))
+    d = rep.as_dict()  # once: ~0.3 s at 10k groups x 10 partitions
+    f.save_report(d)
+    write_text(f.report_md, reportmod.render_markdown(d))
+    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, d, None, now_iso()))
 
 
 def publish_outcome(ctx: RunContext, rep: reportmod.Report) -> None:
@@ -114,10 +115,11 @@ def publish_outcome(ctx: RunContext, rep: reportmod.Report) -> None:
     from mm2_failover import store
 
     f = ctx.folder
-    f.save_report(rep, rows=False)
+    d = rep.as_dict()
+    f.save_report(d, rows=False)
     md = store.as_path(f.report_md).read_text() if f.report_md.exists() else None
     try:
-        text = reportmod.restate_outcome(md, rep) if md is not None else None
+        text = reportmod.restate_outcome(md, d) if md is not None else None
     except ValueError:
         text = None
     if text is None:  # no report.md, or not ours: written again whole, with its rows
@@ -125,4 +127,4 @@ def publish_outcome(ctx: RunContext, rep: reportmod.Report) -> None:
         text = reportmod.render_markdown(full) if full is not None else None
     if text is not None:
         write_text(f.report_md, text)
-    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), None, now_iso()))
+    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, d, None, now_iso()))
