@@ -158,6 +158,15 @@ class Plan:
                 out[r.group][(r.topic, r.partition)] = Commit(r.planned_offset, r.metadata or "")
         return dict(out)
 
+    def current_commits(self) -> dict[str, dict[tuple[str, int], int]]:
+        """group -> {(topic, partition): offset}: what the target held on the planned partitions when the plan read
+        it (rows with no commit left out)."""
+        out: dict[str, dict[tuple[str, int], int]] = defaultdict(dict)
+        for r in self.rows:
+            if r.current_offset is not None:
+                out[r.group][(r.topic, r.partition)] = r.current_offset
+        return dict(out)
+
     def as_dicts(self) -> list[dict]:
         return [r.as_dict() for r in self.rows]
 

@@ -56,12 +56,10 @@ def capture_end_offsets(context) -> dict:
 @_outcomes
 def build_plan(context) -> dict:
     """The plan, once per run, and the report of it before anything is written (a dry run's, or the approver's)."""
-    from mm2_failover.stages.approval import current_hash, preview
-    from mm2_failover.stages.plan import make_plan
+    from mm2_failover.stages.approval import current_hash, plan_and_preview
 
     ctx = _ctx(context)
-    plan = make_plan(ctx)
-    rep = preview(ctx, plan)
+    plan, rep = plan_and_preview(ctx)
     if rep is not None:
         log.info("report of the plan before any write: %s (%s)", ctx.folder.report_md, rep.outcome)
     return {"plan": str(ctx.folder.plan_json), "plan_csv": str(ctx.folder.plan_csv), "plan_hash": current_hash(ctx),

@@ -334,3 +334,28 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
                 p.send_signal(signal.SIGCONT)
                 p.kill()
                 p.wait(10)
+
+
+def test_the_approvers_preview_shows_the_plans_own_read_of_the_target(prepared, monkeypatch):
+    """build_plan reads the target's commits once: the preview of a plan built in the same call shows the plan's read
+    (issue 33, recovery time at 10k groups); a retry that reuses the plan reads them again. What the approver reads
+    is the same either way: the commit before the run where there is one, none elsewhere."""
+    from mm2_failover.stages.approval import plan_and_preview
+
+    p = prepared
+    g = p.names["group"]
+    rt = p.prep[g].replica_topic
+    p.snapshot_and_checkpoints()
+    p.target.alter_offsets(g, {(rt, 2): 3})  # before the run: a commit on partition 2, behind the checkpoint
+    ctx = p.ctx(require_approval=True, on_existing_target_offsets="overwrite")
+    reads = []
+    real_read = type(ctx.target).commits_many
+    monkeypatch.setattr(type(ctx.target), "commits_many", lambda self, *a, **k: reads.append(a[0]) or
+                        real_read(self, *a, **k))
+    plan, rep = plan_and_preview(ctx)
+    assert len(reads) == 1 and rep.outcome == "awaiting_approval", (reads, rep.outcome)
+    shown = {(r["topic"], r["partition"]): r["committed_after"] for r in rep.partitions if r["group"] == g}
+    assert shown == {(rt, 0): None, (rt, 1): None, (rt, 2): 3}, shown
+    plan2, rep2 = plan_and_preview(p.ctx(require_approval=True, on_existing_target_offsets="overwrite"))
+    assert len(reads) == 2 and plan2.rows == plan.rows  # the retry: the plan reused, the target read again
+    assert [r["committed_after"] for r in rep2.partitions] == [r["committed_after"] for r in rep.partitions]

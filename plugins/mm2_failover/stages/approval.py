@@ -20,17 +20,29 @@ def current_hash(ctx: RunContext) -> str:
     return rules.plan_hash(ctx.folder.plan_json.read_bytes())
 
 
-def preview(ctx: RunContext, plan: planmod.Plan) -> reportmod.Report | None:
+def preview(ctx: RunContext, plan: planmod.Plan, committed: dict | None = None) -> reportmod.Report | None:
     """The report of the plan before anything is written (verify's, nothing compared): a dry run's final report, or
-    what the approver reads while the plan waits. None for a run that writes without asking (its verify reports)."""
+    what the approver reads while the plan waits. None for a run that writes without asking (its verify reports).
+    ``committed``: the target's commits as just read (else read here)."""
     from mm2_failover.stages.verify import verify_run
 
     p = ctx.params
     if p.dry_run:
-        return verify_run(ctx, plan, dry_run=True)
+        return verify_run(ctx, plan, dry_run=True, committed=committed)
     if rules.needed(p.require_approval, p.dry_run, ctx.unconfirmed_disaster_aliases()):
-        return verify_run(ctx, plan, dry_run=True, outcome=rules.OUTCOMES[rules.AWAITING])
+        return verify_run(ctx, plan, dry_run=True, outcome=rules.OUTCOMES[rules.AWAITING], committed=committed)
     return None
+
+
+def plan_and_preview(ctx: RunContext) -> tuple[planmod.Plan, reportmod.Report | None]:
+    """``build_plan``: the plan, once per run, and its :func:`preview`. A plan built in this same call has just read
+    the target's commits: the preview shows that read (one read of every group less, ~2 s at 10k groups); a retry
+    that reuses an older plan reads them again."""
+    from mm2_failover.stages.plan import make_plan
+
+    fresh = not ctx.folder.plan_json.exists()
+    plan = make_plan(ctx)
+    return plan, preview(ctx, plan, committed=plan.current_commits() if fresh else None)
 
 
 def ask(ctx: RunContext, base_url: str) -> tuple[str, str, rules.Decision]:

@@ -50,12 +50,17 @@ def find_source_offset(target: Cluster, source: Cluster, source_topic: str, repl
 
 
 def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None, refused: dict[str, str] | None = None,
-               warnings: list[str] | None = None, outcome: str | None = None) -> reportmod.Report:
+               warnings: list[str] | None = None, outcome: str | None = None,
+               committed: dict | None = None) -> reportmod.Report:
     """Read every planned group back, compare with the plan, and write report.json, report.md and summary.json.
-    ``outcome``: a plan not applied yet (its approval's state), else derived from what was read."""
+    ``outcome``: a plan not applied yet (its approval's state), else derived from what was read. ``committed``: a
+    dry run's preview may pass the read its plan has just made (never a run that wrote: verify reads back)."""
     f, p = ctx.folder, ctx.params
     dry_run = p.dry_run if dry_run is None else dry_run
-    committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
+    if committed is not None and not dry_run:
+        raise ValueError("verify reads the target back after a write: only a dry run's preview takes a read")
+    if committed is None:
+        committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
     backup = None if dry_run else f.load_backup()
     since = {} if backup is None else planmod.moved_since(plan, committed, befores(backup))
     mismatches = [] if dry_run else [m for m in planmod.verify(plan, committed)
