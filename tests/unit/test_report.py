@@ -309,3 +309,31 @@ def test_plain_copies_exactly_what_the_reference_copies_and_shares_no_container(
         assert shape(v) == shape(before)
 
     check()
+
+
+def test_report_md_lists_every_notable_partition_and_plain_ones_up_to_its_limit():
+    """report.md's partition table at scale (report.markdown_partitions): every row that is not a plain commit read
+    back as planned is listed, in order, then plain rows up to the limit; the rest are counted and named as being
+    in the Parquet file. Under the limit every row is listed."""
+    from mm2_failover.report import markdown_partitions
+
+    rows = [{"group": f"g{i}", "action": "commit", "reason": "", "verified": True} for i in range(50)]
+    rows[7] = {**rows[7], "verified": False}  # a mismatch
+    rows[30] = {**rows[30], "action": "skip", "reason": "no_checkpoint", "verified": None}
+    rows[41] = {**rows[41], "action": "clamp", "reason": "retention_gap", "retention_gap": 4}
+    assert markdown_partitions(rows, limit=50) == (rows, 0)
+    shown, left = markdown_partitions(rows, limit=10)
+    assert left == 40 and len(shown) == 10
+    assert [r["group"] for r in shown] == ["g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7", "g30", "g41"]
+    shown, left = markdown_partitions(rows, limit=2)  # notable rows are never left out, whatever the limit
+    assert [r["group"] for r in shown] == ["g7", "g30", "g41"] and left == 47
+
+
+def test_report_md_says_how_many_rows_it_left_out(monkeypatch):
+    from mm2_failover import report as reportmod
+
+    monkeypatch.setattr(reportmod, "MD_PARTITION_ROWS", 2)
+    monkeypatch.setattr(reportmod.markdown_partitions, "__defaults__", (2,))
+    md = render_markdown(report())
+    assert "... and 1 more partition(s) committed and read back as planned, not listed here" in md
+    assert "report_partitions.parquet" in md
