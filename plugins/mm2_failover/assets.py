@@ -1,6 +1,7 @@
 """Telling the applications (issue 33): once a failover has verified a group on the target, one Airflow Asset event
 for that group, so an application team's own DAG can restart the group's consumers there. Pure functions; the
-``verify_group_offsets`` task emits what :func:`events` returns, through the :data:`ALIAS` asset alias.
+``announce_moved_groups`` task (after verify, in parts: rule 4) emits what :func:`events` returns, through the
+:data:`ALIAS` asset alias.
 
 1. **One Asset per consumer group** (:func:`group_asset`): name ``mm2-failover/consumer-group/<group>``, URI
    ``x-mm2-failover://consumer-group/<group, percent-encoded>`` (``x-``: a custom scheme Airflow keeps as it is). An
