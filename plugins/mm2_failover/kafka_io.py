@@ -809,8 +809,8 @@ def java_call_timeout(timeout_s: float, groups: int) -> float:
 def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
     """A folder holding ``src`` compiled by ``javac``, made once per source, classpath and JDK under ``cache`` (this
     user's private folder): running a one-file program from source compiles it in the JVM on every start, 1.2 s of
-    each call on this project's 2-core machine, and a failover at thousands of groups calls the helper four times
-    (the approver's preview, the backup, apply, verify). None where there is no ``javac`` or it fails (a JRE): the
+    each call on this project's 2-core machine, and a failover at thousands of groups calls the helper three times
+    (the plan's read of the target, the backup, verify). None where there is no ``javac`` or it fails (a JRE): the
     caller then runs the source, as before."""
     import hashlib
     import os

@@ -80,3 +80,19 @@ def test_a_report_without_its_rows_cannot_be_saved_as_if_they_were_there(tmp_pat
     with pytest.raises(RunFolderError, match="report's rows .* are not there to keep"):
         folder.save_report(preview(None), rows=False)
     assert not (tmp_path / "report.json").exists()
+
+
+@pytest.mark.parametrize("damage", ["gone", "not ours"])
+def test_a_report_md_gone_or_not_ours_is_written_again_whole(tmp_path, damage):
+    decided = rules.Decision(rules.APPROVED, "sha256:abc", decided_at="2026-11-26T10:00:09+00:00", decided_by="admin")
+    whole, fast = tmp_path / "whole", tmp_path / "fast"
+    publish_report(ctx_in(whole), preview(decided))
+    publish_report(ctx_in(fast), preview(None))
+    if damage == "gone":
+        (fast / "report.md").unlink()
+    else:
+        (fast / "report.md").write_text("# notes\n\nsomething else\n\n")
+    rep = RunFolder(fast).load_report(partitions=False)
+    rep.outcome, rep.approval = rules.OUTCOMES[decided.status], decided.as_dict()
+    publish_outcome(ctx_in(fast), rep)
+    assert published(fast) == published(whole)
