@@ -395,8 +395,12 @@ class Cluster:
 
     def describe_groups(self, groups: Iterable[str]) -> dict[str, "GroupState"]:
         """Each group's state and members as its coordinator describes them, ``DESCRIBE_WINDOW`` groups per request
-        (GROUP_ID_NOT_FOUND: state ``UNKNOWN``)."""
+        (GROUP_ID_NOT_FOUND: state ``UNKNOWN``). More than :data:`JAVA_BULK_GROUPS` groups are described by Kafka's
+        Java client in one JVM (:func:`describe_with_java`): librdkafka sends one DescribeGroups request per group
+        (2.6-4.4 s for 10k groups on the bed), the Java client one per coordinator for a whole window."""
         groups = sorted(set(groups))
+        if len(groups) > JAVA_BULK_GROUPS:
+            return describe_with_java(self, groups)
         out: dict[str, GroupState] = {}
         for i in range(0, len(groups), DESCRIBE_WINDOW):
             out.update(self._describe_window(groups[i:i + DESCRIBE_WINDOW]))
@@ -848,9 +852,9 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
 
 
 def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int) -> list[list[str]]:
-    """Run ``jvm/KafkaOffsets.java`` (Java 11+ runs a one-file program from source) in ``mode`` (commit | read) with
-    the cluster's settings translated to the Java client's, in a 0600 file of this user's private folder (removed
-    after). Returns its output lines split on tabs, base64 fields decoded."""
+    """Run ``jvm/KafkaOffsets.java`` (Java 11+ runs a one-file program from source) in ``mode`` (commit | read |
+    describe) with the cluster's settings translated to the Java client's, in a 0600 file of this user's private
+    folder (removed after). Returns its output lines split on tabs, base64 fields decoded."""
     import os
     import shutil
     import subprocess
@@ -884,7 +888,7 @@ def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int
         rows.unlink(missing_ok=True)
     if r.returncode:
         tail = (r.stderr or "").strip().splitlines()[-5:]
-        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client ({mode} commits) failed (exit "
+        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client ({mode}) failed (exit "
                                f"{r.returncode}): {' | '.join(tail)}")
     return [[f[0], *map(_unb64, f[1:])] for f in (line.split("\t") for line in r.stdout.splitlines())
             if f[0] in ("OK", "ERR", "ROW")]
@@ -918,6 +922,26 @@ def read_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, dict[TP, 
     if missing:
         raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not read {', '.join(missing[:5])}")
     return {g: out.get(g, {}) for g in groups}
+
+
+def describe_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, "GroupState"]:
+    """:meth:`Cluster.describe_groups` through Kafka's Java client: every group's state (Kafka's names, as
+    librdkafka's; ``UNKNOWN`` for a group its coordinator does not know, ``NOT_A_CONSUMER_GROUP`` for a group of
+    another protocol, never safe to move) and members. A group the helper could not describe raises, named."""
+    members: dict[str, list[Member]] = {}
+    out: dict[str, GroupState] = {}
+    for f in run_java_offsets(cluster, "describe", [_b64(g) for g in groups], len(groups)):
+        if f[0] == "ROW":
+            members.setdefault(f[1], []).append(Member(f[2], f[3], f[4]))
+        elif f[0] == "OK":
+            out[f[1]] = GroupState(f[1], f[2], members.pop(f[1], []))
+        else:
+            raise classify(cluster.conf, f"{cluster.name}: describe group {f[1]} (Java client)", _JavaError(f[2]),
+                           cluster.errors, need=phrase("Describe", "Group", f[1]))
+    missing = sorted(set(groups) - set(out))
+    if missing:
+        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not describe {', '.join(missing[:5])}")
+    return {g: out[g] for g in groups}
 
 
 class _JavaError:

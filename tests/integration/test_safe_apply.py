@@ -217,6 +217,38 @@ def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(be
     assert by_java == {**want, f"{names['group']}-never": {}}
 
 
+def test_groups_described_by_librdkafka_and_by_the_java_client_are_the_same(bed, target, names, live_consumer,
+                                                                           monkeypatch):
+    """Groups are described two ways (kafka_io.describe_groups): librdkafka, one request per group, or, above
+    JAVA_BULK_GROUPS groups, Kafka's Java client in one JVM (one request per coordinator). Both must give the same
+    states and members - a live group with its member, empty groups, a group that never existed - and the gate must
+    name the same live group either way."""
+    import time
+
+    from mm2_failover import kafka_io
+
+    topic = names["topic"]
+    target.create_topic(topic, 2)
+    empty = [f"{names['group']}-e{i}" for i in range(4)]
+    deadline = time.monotonic() + 60
+    while any(target.alter_many({g: {(topic, 0): i, (topic, 1): 2 * i} for i, g in enumerate(empty)}).values()):
+        assert time.monotonic() < deadline
+        time.sleep(1)
+    live = f"{names['group']}-live"
+    lc = live_consumer(bed.target_bootstrap, live, topic, client_id="described-twice")
+    lc.wait_stable(target, live)
+    everyone = empty + [live, f"{names['group']}-never"]
+    monkeypatch.setattr(kafka_io, "JAVA_BULK_GROUPS", 10_000)
+    by_librdkafka, gate_librdkafka = target.describe_groups(everyone), live_groups(target, everyone)
+    monkeypatch.setattr(kafka_io, "JAVA_BULK_GROUPS", 0)
+    by_java, gate_java = target.describe_groups(everyone), live_groups(target, everyone)
+    assert by_java == by_librdkafka
+    assert [by_java[g].state for g in empty] == ["EMPTY"] * 4 and not any(by_java[g].members for g in empty)
+    assert by_java[f"{names['group']}-never"].state in ("DEAD", "UNKNOWN")
+    assert by_java[live].state == "STABLE" and [m.client_id for m in by_java[live].members] == ["described-twice"]
+    assert gate_java == gate_librdkafka and [s.group for s in gate_java] == [live]
+
+
 def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and_a_paused_one_is_fenced(bed,
                                                                                                         run_root):
     """Issue 34 item 2, the target's lease (MM2_FAILOVER_LOCK=kafka): three writers, each a process on its own "host"

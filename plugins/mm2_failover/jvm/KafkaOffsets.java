@@ -7,13 +7,17 @@
 // Streams applications) with this program. It also reads the commits of many groups at once (kafka_io.commits_many:
 // more than JAVA_BULK_GROUPS), where librdkafka would need a consumer handle per group.
 //
-// Usage: java -cp '<kafka-clients and slf4j-api jars>' KafkaOffsets.java commit|read <client.properties> <in.tsv>
+// Usage: java -cp '<kafka-clients and slf4j-api jars>' KafkaOffsets.java commit|read|describe <client.properties> <in.tsv>
 //   client.properties: Java client settings (bootstrap.servers, security...), plus mm2.failover.timeout.ms
 //   commit: in.tsv has one line per partition, every field base64 (UTF-8): group, topic, partition, offset, metadata
 //           output, one line per group: "OK\t<group>" or "ERR\t<group>\t<message>"
 //   read:   in.tsv has one base64 group per line
 //           output: "ROW\t<group>\t<topic>\t<partition>\t<offset>\t<metadata>" per commit, "OK\t<group>" after a
 //           group's rows, or "ERR\t<group>\t<message>"
+//   describe: in.tsv has one base64 group per line
+//           output: "ROW\t<group>\t<member id>\t<client id>\t<host>" per member, "OK\t<group>\t<state>" after a
+//           group's rows (state: Kafka's GroupState name, UNKNOWN for a group the coordinator does not know,
+//           NOT_A_CONSUMER_GROUP for a group of another protocol), or "ERR\t<group>\t<message>"
 // Every output field is base64 (UTF-8). Exit 0 when the input was read (groups may still have failed: see the ERR
 // lines), 2 on bad input.
 import java.io.Reader;
@@ -32,6 +36,10 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.DescribeConsumerGroupsResult;
+import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.common.errors.GroupIdNotFoundException;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsResult;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -53,8 +61,8 @@ public class KafkaOffsets {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 3 || !(args[0].equals("commit") || args[0].equals("read"))) {
-            System.err.println("usage: KafkaOffsets commit|read <client.properties> <in.tsv>");
+        if (args.length != 3 || !List.of("commit", "read", "describe").contains(args[0])) {
+            System.err.println("usage: KafkaOffsets commit|read|describe <client.properties> <in.tsv>");
             System.exit(2);
         }
         Properties props = new Properties();
@@ -66,6 +74,8 @@ public class KafkaOffsets {
         try (Admin admin = Admin.create(props)) {
             if (args[0].equals("commit")) {
                 commit(admin, lines, timeoutMs);
+            } else if (args[0].equals("describe")) {
+                describe(admin, lines, timeoutMs);
             } else {
                 read(admin, lines, timeoutMs);
             }
@@ -154,6 +164,54 @@ public class KafkaOffsets {
                 System.out.print(out);
                 System.out.println("OK\t" + b64(g));
             } catch (ExecutionException | TimeoutException ex) {
+                System.out.println("ERR\t" + b64(g) + "\t" + error(ex));
+            }
+            System.out.flush();
+        }
+    }
+
+    static List<String> groups(List<String> lines) {
+        List<String> groups = new ArrayList<>();
+        for (String line : lines) {
+            if (!line.isEmpty()) {
+                groups.add(text(line));
+            }
+        }
+        return groups;
+    }
+
+    // The coordinators' description of many groups: the client batches them, one request per coordinator per call
+    // (librdkafka sends one per group). A group the coordinator does not know is UNKNOWN, as kafka_io reads
+    // librdkafka's GROUP_ID_NOT_FOUND; a group of another protocol (Connect, share) is NOT_A_CONSUMER_GROUP, which
+    // the gate never takes for empty.
+    static void describe(Admin admin, List<String> lines, long timeoutMs) throws InterruptedException {
+        List<String> groups = groups(lines);
+        Map<String, KafkaFuture<ConsumerGroupDescription>> pending = new LinkedHashMap<>();
+        for (int i = 0; i < groups.size(); i += WINDOW) {
+            DescribeConsumerGroupsResult res = admin.describeConsumerGroups(groups.subList(i, Math.min(groups.size(), i + WINDOW)));
+            pending.putAll(res.describedGroups());
+        }
+        long deadline = deadline(timeoutMs, groups.size());
+        for (String g : groups) {
+            try {
+                ConsumerGroupDescription d = pending.get(g).get(remaining(deadline), TimeUnit.MILLISECONDS);
+                StringBuilder out = new StringBuilder();
+                for (MemberDescription m : d.members()) {
+                    out.append("ROW\t").append(b64(g)).append('\t').append(b64(m.consumerId())).append('\t')
+                       .append(b64(m.clientId())).append('\t').append(b64(m.host())).append('\n');
+                }
+                System.out.print(out);
+                System.out.println("OK\t" + b64(g) + "\t" + b64(d.state().name()));
+            } catch (ExecutionException ex) {
+                Throwable c = ex.getCause();
+                if (c instanceof GroupIdNotFoundException) {
+                    System.out.println("OK\t" + b64(g) + "\t" + b64("UNKNOWN"));
+                } else if (c instanceof IllegalArgumentException && String.valueOf(c.getMessage()).contains("is not a consumer group")) {
+                    System.out.println("OK\t" + b64(g) + "\t" + b64("NOT_A_CONSUMER_GROUP"));
+                } else {
+                    System.out.println("ERR\t" + b64(g) + "\t" + error(ex));
+                }
+            } catch (TimeoutException ex) {
                 System.out.println("ERR\t" + b64(g) + "\t" + error(ex));
             }
             System.out.flush();
