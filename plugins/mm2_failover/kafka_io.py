@@ -851,10 +851,12 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int) -> list[list[str]]:
+def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int,
+                     decode: bool = True) -> list[list[str]]:
     """Run ``jvm/KafkaOffsets.java`` (Java 11+ runs a one-file program from source) in ``mode`` (commit | read |
     describe) with the cluster's settings translated to the Java client's, in a 0600 file of this user's private
-    folder (removed after). Returns its output lines split on tabs, base64 fields decoded."""
+    folder (removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``: as
+    printed, for the caller to decode)."""
     import os
     import shutil
     import subprocess
@@ -890,8 +892,10 @@ def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int
         tail = (r.stderr or "").strip().splitlines()[-5:]
         raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client ({mode}) failed (exit "
                                f"{r.returncode}): {' | '.join(tail)}")
-    return [[f[0], *map(_unb64, f[1:])] for f in (line.split("\t") for line in r.stdout.splitlines())
-            if f[0] in ("OK", "ERR", "ROW")]
+    kinds = ("OK", "ERR", "ROW", "GROUP")
+    if not decode:
+        return [f for f in (line.split("\t") for line in r.stdout.splitlines()) if f[0] in kinds]
+    return [[f[0], *map(_unb64, f[1:])] for f in (line.split("\t") for line in r.stdout.splitlines()) if f[0] in kinds]
 
 
 def commit_with_java(cluster: "Cluster", offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
@@ -908,16 +912,30 @@ def commit_with_java(cluster: "Cluster", offsets: dict[str, dict[TP, "int | Comm
 
 
 def read_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, dict[TP, Commit]]:
+    """The commits of ``groups`` read by Kafka's Java client (``KafkaOffsets read``): each group's block of rows
+    (partition and offset in decimal; topic names, few, decoded once each)."""
     out: dict[str, dict[TP, Commit]] = {}
     done = set()
-    for f in run_java_offsets(cluster, "read", [_b64(g) for g in groups], len(groups)):
-        if f[0] == "ROW":
-            out.setdefault(f[1], {})[(f[2], int(f[3]))] = Commit(int(f[4]), f[5])
-        elif f[0] == "OK":
-            done.add(f[1])
+    topics: dict[str, str] = {}
+    rows: dict[TP, Commit] = {}
+    for f in run_java_offsets(cluster, "read", [_b64(g) for g in groups], len(groups), decode=False):
+        kind = f[0]
+        if kind == "ROW":
+            t = topics.get(f[1])
+            if t is None:
+                t = topics[f[1]] = _unb64(f[1])
+            rows[(t, int(f[2]))] = Commit(int(f[3]), _unb64(f[4]) if f[4] else "")
+        elif kind == "GROUP":
+            rows = {}
+        elif kind == "OK":
+            g = _unb64(f[1])
+            done.add(g)
+            if rows:
+                out[g] = rows
         else:
-            raise classify(cluster.conf, f"{cluster.name}: committed offsets of {f[1]} (Java client)",
-                           _JavaError(f[2]), cluster.errors, need=phrase("Describe", "Group", f[1]))
+            g = _unb64(f[1])
+            raise classify(cluster.conf, f"{cluster.name}: committed offsets of {g} (Java client)",
+                           _JavaError(_unb64(f[2])), cluster.errors, need=phrase("Describe", "Group", g))
     missing = sorted(set(groups) - done)
     if missing:
         raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not read {', '.join(missing[:5])}")

@@ -12,13 +12,14 @@
 //   commit: in.tsv has one line per partition, every field base64 (UTF-8): group, topic, partition, offset, metadata
 //           output, one line per group: "OK\t<group>" or "ERR\t<group>\t<message>"
 //   read:   in.tsv has one base64 group per line
-//           output: "ROW\t<group>\t<topic>\t<partition>\t<offset>\t<metadata>" per commit, "OK\t<group>" after a
-//           group's rows, or "ERR\t<group>\t<message>"
+//           output per group: "GROUP\t<group>", then "ROW\t<topic>\t<partition>\t<offset>\t<metadata>" per
+//           commit (partition and offset in decimal, not base64: 100k rows at 10k groups, decoded in Python), then
+//           "OK\t<group>"; or "ERR\t<group>\t<message>"
 //   describe: in.tsv has one base64 group per line
 //           output: "ROW\t<group>\t<member id>\t<client id>\t<host>" per member, "OK\t<group>\t<state>" after a
 //           group's rows (state: Kafka's GroupState name, UNKNOWN for a group the coordinator does not know,
 //           NOT_A_CONSUMER_GROUP for a group of another protocol), or "ERR\t<group>\t<message>"
-// Every output field is base64 (UTF-8). Exit 0 when the input was read (groups may still have failed: see the ERR
+// Every other output field is base64 (UTF-8). Exit 0 when the input was read (groups may still have failed: see the ERR
 // lines), 2 on bad input.
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
@@ -152,14 +153,14 @@ public class KafkaOffsets {
         for (String g : groups) {
             try {
                 Map<TopicPartition, OffsetAndMetadata> m = pending.get(g).get(remaining(deadline), TimeUnit.MILLISECONDS);
-                StringBuilder out = new StringBuilder();
+                StringBuilder out = new StringBuilder("GROUP\t").append(b64(g)).append('\n');
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> e : m.entrySet()) {
                     if (e.getValue() == null) {
                         continue;
                     }
-                    out.append("ROW\t").append(b64(g)).append('\t').append(b64(e.getKey().topic())).append('\t')
-                       .append(b64(e.getKey().partition())).append('\t').append(b64(e.getValue().offset())).append('\t')
-                       .append(b64(e.getValue().metadata())).append('\n');
+                    out.append("ROW\t").append(b64(e.getKey().topic())).append('\t').append(e.getKey().partition())
+                       .append('\t').append(e.getValue().offset()).append('\t').append(b64(e.getValue().metadata()))
+                       .append('\n');
                 }
                 System.out.print(out);
                 System.out.println("OK\t" + b64(g));
