@@ -147,9 +147,18 @@ def write_text(path, text: str) -> None:
     write_bytes(path, text.encode())
 
 
+#: a JSON artifact larger than this, compact, is written compact: ``indent`` makes Python's ``json`` use its pure-
+#: Python encoder (1.33 s for plan.json at 10k groups x 10 partitions, against 0.39 s compact, and 52 MB against 36)
+INDENT_UP_TO_BYTES = 1 << 20
+
+
 def write_json(path, data, compact: bool = False) -> None:
-    write_text(path, json.dumps(data, sort_keys=True, default=str, **(
-        {"separators": (",", ":")} if compact else {"indent": 2})))
+    """``data`` as JSON, keys sorted: indented for people when small, compact when ``compact`` or larger than
+    :data:`INDENT_UP_TO_BYTES` (the run's big artifacts: the plan, the backup, the snapshot)."""
+    text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
+    if not compact and len(text) <= INDENT_UP_TO_BYTES:
+        text = json.dumps(data, sort_keys=True, default=str, indent=2)
+    write_text(path, text)
 
 
 def write_rows_parquet(path, rows: list[dict], columns: list[str] | dict[str, str]) -> None:

@@ -215,3 +215,21 @@ def test_a_folder_parses_its_local_plan_once_and_again_when_the_file_changes(tmp
     assert folder.load_plan().translation_notes == ["written by another process!"]
     folder.save_plan(first)
     assert folder.load_plan().translation_notes == first.translation_notes
+
+
+def test_json_artifacts_are_indented_when_small_and_compact_when_large(tmp_path, monkeypatch):
+    """``indent`` sends Python's json to its pure-Python encoder (plan.json at 10k groups x 10 partitions: 1.33 s
+    against 0.39 s): artifacts above INDENT_UP_TO_BYTES are written compact; both forms read back the same."""
+    import json
+
+    from mm2_failover import runfolder
+
+    monkeypatch.setattr(runfolder, "INDENT_UP_TO_BYTES", 200)
+    small, big = {"b": 1, "a": [1, 2]}, {"rows": [{"group": f"g{i}", "offset": i} for i in range(50)]}
+    runfolder.write_json(tmp_path / "small.json", small)
+    runfolder.write_json(tmp_path / "big.json", big)
+    runfolder.write_json(tmp_path / "asked.json", small, compact=True)
+    assert (tmp_path / "small.json").read_text() == json.dumps(small, sort_keys=True, indent=2)
+    assert (tmp_path / "big.json").read_text() == json.dumps(big, sort_keys=True, separators=(",", ":"))
+    assert "\n" not in (tmp_path / "asked.json").read_text()
+    assert json.loads((tmp_path / "big.json").read_text()) == big
