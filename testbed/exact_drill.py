@@ -283,7 +283,7 @@ def consume(bootstrap: str, group: str, topic: str, want: dict[int, int | None],
         while todo:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{group} consumed {got} of {topic}, wanted {want}")
-            for m in c.consume(500, 0.5):
+            for m in c.consume(500, 0.05):  # a short wait: consume returns at n messages or the wait, not at the end
                 p = m.partition()
                 if m.error():
                     if m.error().code() == KafkaError._PARTITION_EOF:

@@ -67,6 +67,12 @@ class OutOfRange(RuntimeError):
 #: would move the read to the log END and return nothing, as if the partition had no record after the start)
 BOUNDED_READ_CONF = {"auto.offset.reset": "error"}
 
+#: how long one ``Consumer.consume(n, wait)`` of a bounded read waits. librdkafka returns a batch when it holds ``n``
+#: messages or the wait is over - not when the partitions reach their end - so a read of fewer records than ``n``
+#: cost the whole wait: 1.0 s for every small read (MM2's progress, the offset syncs, the proofs' records), measured
+#: on the bed. The reads loop until done or their deadline, so a short wait only means more calls.
+CONSUME_WAIT_S = 0.05
+
 
 class MissingTopics(LookupError):
     """Topics that should exist do not."""
@@ -677,7 +683,7 @@ class Cluster:
                     for tp, (lo, hi) in todo.items():
                         out[tp] = (lo, hi, ev.FAILED, (), f"not read to {hi} within {timeout:.0f} s")
                     break
-                for m in c.consume(1000, 1.0):
+                for m in c.consume(1000, CONSUME_WAIT_S):
                     tp = (m.topic(), m.partition())
                     err = m.error()
                     if err is not None:
@@ -738,7 +744,7 @@ class Cluster:
                 if time.monotonic() > deadline:
                     raise classify(self.conf, f"{self.name}: reading {sorted(todo)[:5]} did not reach the end offsets "
                                               f"within {timeout:.0f}s", KafkaError(KafkaError._TIMED_OUT), errors, c)
-                for m in c.consume(1000, 1.0):
+                for m in c.consume(1000, CONSUME_WAIT_S):
                     tp = (m.topic(), m.partition())
                     if m.error():
                         if m.error().code() == KafkaError._PARTITION_EOF:

@@ -23,7 +23,7 @@ import uuid
 from mm2_failover import lease
 from mm2_failover.locks import Locked
 from mm2_failover.runfolder import now_iso
-from mm2_failover.kafka_io import KafkaConfigError
+from mm2_failover.kafka_io import CONSUME_WAIT_S, KafkaConfigError
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class KafkaLease:
         while self._pos < hi:
             if time.monotonic() > deadline:
                 raise OSError(f"reading the writer-lock topic {self.topic} to offset {hi} timed out at {self._pos}")
-            for m in c.consume(500, 0.5):
+            for m in c.consume(500, CONSUME_WAIT_S):  # (kafka_io: a short wait, more calls)
                 if m.error():
                     continue
                 self._pos = m.offset() + 1
