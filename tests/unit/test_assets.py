@@ -69,9 +69,9 @@ def test_rule4_every_event_goes_out_in_exactly_one_part_of_at_most_part_size():
 
 def test_rule4_the_default_part_is_small_enough_for_one_request():
     # one part's events travel in the request that ends its task; Airflow's worker gives a request 5 s: 500 new
-    # Assets took ~2.5 s of the bed's SQLite alone, four such requests at once went past it, and two of 250 at once
-    # took up to 4.3 s
-    assert 1 <= assets.PART_SIZE <= 250 and assets.PARTS_AT_ONCE == 1
+    # Assets took ~2.5 s of the bed's SQLite alone, four such requests at once went past it, two of 250 at once
+    # took up to 4.3 s, and one of 250 took 6.1 s on a busier day (~24 ms per new Asset)
+    assert 1 <= assets.PART_SIZE <= 100 and assets.PARTS_AT_ONCE == 1
 
 
 def test_the_readmes_application_dag_parses_and_listens_to_its_groups_asset(tmp_path):
