@@ -303,7 +303,7 @@ class RunFolder:
 
     def __init__(self, path):
         self.dir = store.as_path(path)
-        self._plan_memo: tuple | None = None  # (the local plan.json's identity, its PlanRecord): see load_plan
+        self._memo: dict[str, tuple] = {}  # name -> (the local file's identity, what it holds): see _recall
 
     def __repr__(self) -> str:
         return f"RunFolder({self.dir})"
@@ -373,16 +373,55 @@ class RunFolder:
         return (self.record().get("decisions") or {}).get(key)
 
     # -- typed -----------------------------------------------------------------------------------------
+    # -- remembered artifacts: the plan and the snapshot, each written once per run and read by several steps of a
+    # task (at 10k groups x 10 partitions, plan.json is 36 MB and ~0.7 s to parse, snapshot.json 10 MB and ~0.5 s)
+    def _identity(self, name: str) -> tuple | None:
+        """A local file's size, modification time and inode (None: in an object store, or absent: never remembered)."""
+        path = self.dir / name
+        if store.is_remote(path):
+            return None
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
+
+    def _remember(self, name: str, obj) -> None:
+        """``obj`` as what the local file ``name`` holds now (just written from it: the round trip is exact, as
+        ``tests/unit/test_artifact_types.py`` checks for every artifact)."""
+        ident = self._identity(name)
+        if ident is None:
+            self._memo.pop(name, None)
+        else:
+            self._memo[name] = (ident, obj)
+
+    def _recall(self, name: str, load):
+        """What the local file ``name`` holds: remembered while it is the same file (size, modification time,
+        inode - artifacts are replaced by an atomic rename, never rewritten in place), else ``load()``."""
+        ident = self._identity(name)
+        got = self._memo.get(name)
+        if ident is not None and got is not None and got[0] == ident:
+            return got[1]
+        obj = load()
+        self._remember(name, obj)
+        return obj
+
     def save_snapshot(self, snap: Snapshot) -> None:
         self.save(SNAPSHOT, snap.as_dict())
+        self._remember(SNAPSHOT, snap)
 
     def load_snapshot(self) -> Snapshot:
         if not self.snapshot.exists():
             raise RunFolderError(f"no end-offset snapshot at {self.snapshot}: capture_end_offsets must run first")
-        try:
-            return Snapshot.from_dict(self.load(SNAPSHOT))
-        except (KeyError, TypeError) as e:
-            raise RunFolderError(f"{self.snapshot} is not a snapshot of this version ({e}): start a new run") from None
+
+        def load() -> Snapshot:
+            try:
+                return Snapshot.from_dict(self.load(SNAPSHOT))
+            except (KeyError, TypeError) as e:
+                raise RunFolderError(f"{self.snapshot} is not a snapshot of this version ({e}): start a new "
+                                     "run") from None
+
+        return self._recall(SNAPSHOT, load)
 
     def load_summary(self) -> CheckpointsSummary | None:
         return CheckpointsSummary(self.load(CHECKPOINTS_SUMMARY)) if self.checkpoints_summary.exists() else None
@@ -411,30 +450,13 @@ class RunFolder:
 
     def save_plan(self, record: PlanRecord) -> None:
         self.save(PLAN_JSON, record.as_dict())
-        self._plan_memo = None
-
-    def _plan_identity(self) -> tuple | None:
-        """A local plan.json's size, modification time and inode (None: in an object store, never remembered)."""
-        if store.is_remote(self.plan_json):
-            return None
-        try:
-            st = self.plan_json.stat()
-        except OSError:
-            return None
-        return st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
+        self._remember(PLAN_JSON, record)
 
     def load_plan(self) -> PlanRecord:
-        """The plan. A task reads it more than once (its stage, then verify's report: 52 MB of JSON and ~0.6 s each at
-        10k groups x 10 partitions), so this folder remembers the local file it parsed as long as the file is the
-        same one (size, modification time, inode): plan.json is written once per run, by an atomic rename."""
+        """The plan (remembered while plan.json is the same local file: :meth:`_recall`)."""
         if not self.plan_json.exists():
             raise RunFolderError(f"no plan at {self.plan_json}: the plan step (compute the plan) must run first")
-        ident = self._plan_identity()
-        if ident is not None and self._plan_memo is not None and self._plan_memo[0] == ident:
-            return self._plan_memo[1]
-        record = self._typed(PLAN_JSON, PlanRecord.from_dict, "plan")
-        self._plan_memo = (ident, record) if ident is not None else None
-        return record
+        return self._recall(PLAN_JSON, lambda: self._typed(PLAN_JSON, PlanRecord.from_dict, "plan"))
 
     def save_approval(self, decision: Decision) -> None:
         self.save(APPROVAL, decision.as_dict())

@@ -199,7 +199,12 @@ def test_a_folder_parses_its_local_plan_once_and_again_when_the_file_changes(tmp
     import os
 
     folder = RunFolder(tmp_path)
-    folder.save_plan(plan_record())
+    written = plan_record()
+    folder.save_plan(written)
+    assert folder.load_plan() is written  # what this folder has just written is what the file holds
+    first = RunFolder(tmp_path).load_plan()
+    assert first == written and first is not written
+    folder = RunFolder(tmp_path)
     first = folder.load_plan()
     assert folder.load_plan() is first
     other = plan_record()
@@ -233,3 +238,19 @@ def test_json_artifacts_are_indented_when_small_and_compact_when_large(tmp_path,
     assert (tmp_path / "big.json").read_text() == json.dumps(big, sort_keys=True, separators=(",", ":"))
     assert "\n" not in (tmp_path / "asked.json").read_text()
     assert json.loads((tmp_path / "big.json").read_text()) == big
+
+
+def test_a_folder_parses_its_local_snapshot_once_and_again_when_the_file_changes(tmp_path):
+    """The snapshot (10 MB and ~0.5 s at 10k groups, read by the plan and again by its preview report) is
+    remembered like the plan: the one just written, or the one parsed, while the file is the same."""
+    import dataclasses
+
+    folder = RunFolder(tmp_path)
+    snap = snapshot()
+    folder.save_snapshot(snap)
+    assert folder.load_snapshot() is snap
+    parsed = RunFolder(tmp_path).load_snapshot()
+    assert parsed == snap and parsed is not snap
+    RunFolder(tmp_path).save_snapshot(dataclasses.replace(snap, captured_at="2026-11-26T00:00:00+00:00"))
+    again = folder.load_snapshot()
+    assert again.captured_at == "2026-11-26T00:00:00+00:00" and folder.load_snapshot() is again
