@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.stages.checkpoints import selected_checkpoints
+from mm2_failover.stages.checkpoints import selected_checkpoint_groups, selected_checkpoints
 from mm2_failover.checkpoints import Checkpoint
 from mm2_failover.config import RunParams
 from mm2_failover.run import RunContext
@@ -26,13 +26,34 @@ def test_answers_with_their_summary_are_read(tmp_path):
     assert [(c.group, c.downstream_offset) for c in selected_checkpoints(ctx)] == [("orders-app", 39)]
 
 
-def test_answers_without_the_jobs_summary_are_refused_naming_the_folder_and_what_to_do(tmp_path):
+@pytest.mark.parametrize("read", [selected_checkpoints, selected_checkpoint_groups])
+def test_answers_without_the_jobs_summary_are_refused_naming_the_folder_and_what_to_do(tmp_path, read):
     ctx = ctx_with_answers(tmp_path)
     ctx.folder.checkpoints_summary.unlink()  # the job was killed after writing answers, before its summary
     with pytest.raises(RunFolderError) as e:
-        selected_checkpoints(ctx)
+        read(ctx)
     msg = str(e.value)
     assert str(ctx.folder.checkpoints) in msg and "did not finish" in msg and "compute_latest_checkpoints" in msg
+
+
+def test_the_gates_groups_are_the_groups_of_the_selected_checkpoints(tmp_path):
+    """The gate reads only the answers' names (selected_checkpoint_groups): the same groups as the plan's
+    checkpoints - selected by the regex, of the run's aliases only, each once."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = RunFolder(tmp_path / "run")
+    write_latest(folder, [Checkpoint(g, "primary.orders", p, 40, 39, "") for g in ("orders-app", "orders-b", "billing")
+                          for p in range(3)])
+    t = pq.read_table(folder.checkpoints / "part-0.parquet")
+    dc2 = t.set_column(0, "source_alias", pa.array(["dc2"] * t.num_rows, pa.string()))
+    dc2 = dc2.set_column(1, "group", pa.array([g.replace("orders-b", "orders-dc2") for g in t.column("group").to_pylist()]))
+    pq.write_table(pa.concat_tables([t, dc2]), folder.checkpoints / "part-0.parquet")  # an alias the run does not move
+    for regex in ("orders-.*", "billing|orders-app", "nothing"):
+        ctx = RunContext.from_cli(RunParams(groups_regex=regex), folder.dir, CONFS, 1.0)
+        assert selected_checkpoint_groups(ctx) == {c.group for c in selected_checkpoints(ctx)}
+    ctx = RunContext.from_cli(RunParams(groups_regex="orders-.*"), folder.dir, CONFS, 1.0)
+    assert ctx.aliases == ["primary"] and selected_checkpoint_groups(ctx) == {"orders-app", "orders-b"}
 
 
 def test_every_job_submission_first_deletes_the_old_summary_so_a_killed_rerun_is_never_vouched_for(tmp_path):

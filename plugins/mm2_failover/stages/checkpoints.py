@@ -17,10 +17,10 @@ def load_latest_checkpoints(path: Path) -> list[Checkpoint]:
         "source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata"])]
 
 
-def selected_checkpoints(ctx: RunContext) -> list[Checkpoint]:
-    """The latest checkpoints of the run's selected groups and aliases: only once the job's summary, which it writes
-    last and atomically (and which every submission deletes first), says it finished (a job killed while writing
-    may leave answers that are partial: never read)."""
+def whole_answers(ctx: RunContext):
+    """The run's answers folder, only once the job's summary, which it writes last and atomically (and which every
+    submission deletes first), says it finished (a job killed while writing may leave answers that are partial:
+    never read)."""
     f = ctx.folder
     if not f.checkpoints.exists():
         raise RunFolderError(f"no latest checkpoints at {f.checkpoints}: compute_latest_checkpoints must run first")
@@ -30,5 +30,22 @@ def selected_checkpoints(ctx: RunContext) -> list[Checkpoint]:
                              "the Spark job did not finish (killed or failed while writing), so they may be partial "
                              "and are not read. Run compute_latest_checkpoints again (clear the task, or the CLI's "
                              "checkpoints step): it rewrites them.")
+    return f.checkpoints
+
+
+def selected_checkpoints(ctx: RunContext) -> list[Checkpoint]:
+    """The latest checkpoints of the run's selected groups and aliases (from :func:`whole_answers` only)."""
     aliases = set(ctx.aliases)
-    return [c for c in load_latest_checkpoints(f.checkpoints) if c.source_alias in aliases and ctx.selection.selects(c.group)]
+    return [c for c in load_latest_checkpoints(whole_answers(ctx))
+            if c.source_alias in aliases and ctx.selection.selects(c.group)]
+
+
+def selected_checkpoint_groups(ctx: RunContext) -> set[str]:
+    """The groups of :func:`selected_checkpoints`, from the answers' two name columns, each (alias, group) once: what
+    the gate needs (at 10k groups x 10 partitions, 0.05 s against 0.7 s for the 100k checkpoints)."""
+    from mm2_failover.answers import read_table
+
+    t = read_table(whole_answers(ctx), ["source_alias", "group"]).group_by(["source_alias", "group"]).aggregate([])
+    aliases = set(ctx.aliases)
+    return {g for a, g in zip(t.column("source_alias").to_pylist(), t.column("group").to_pylist())
+            if a in aliases and ctx.selection.selects(g)}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from mm2_failover.kafka_io import Cluster, GroupState
 from mm2_failover.run import RunContext
-from mm2_failover.stages.checkpoints import selected_checkpoints
+from mm2_failover.stages.checkpoints import selected_checkpoint_groups
 from mm2_failover.stages.snapshot import source_commits
 
 #: rule 2: the listed states that prove a group has no members
@@ -37,7 +37,7 @@ def live_groups(cluster: Cluster, groups: list[str]) -> list[GroupState]:
 
 def groups_to_move(ctx: RunContext) -> list[str]:
     """The selected groups of the run: those with checkpoints and those with commits on a source."""
-    groups = {c.group for c in selected_checkpoints(ctx)}
+    groups = selected_checkpoint_groups(ctx)
     if ctx.folder.snapshot.exists():
         groups |= set(source_commits(ctx, ctx.folder.load_snapshot()))
     return sorted(groups)
