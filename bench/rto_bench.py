@@ -93,7 +93,10 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
             break
         time.sleep(0.5)
     t_seen = time.time()
-    tis_all = af.api("GET", run_path(run_id) + "/taskInstances?limit=1000")["task_instances"]
+    tis_all, page = [], None  # every task instance: the API returns at most 100 per page ([api] maximum_page_limit)
+    while page != []:
+        page = af.api("GET", run_path(run_id) + f"/taskInstances?limit=100&offset={len(tis_all)}")["task_instances"]
+        tis_all += page
     tis = {t["task_id"]: t for t in tis_all if t.get("map_index", -1) == -1}
     assert dr["state"] == "success", {k: v["state"] for k, v in tis.items()}
     folder = af.artifacts / "mm2_failover" / safe_name(run_id)
