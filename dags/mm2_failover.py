@@ -75,7 +75,7 @@ with DAG(
         return tasks.verify_group_offsets(context)
 
     # one Asset event per verified moved group, for the applications' own DAGs, after verify and in parts of at most
-    # 250 groups, each part a mapped task instance, one at a time (mm2_failover/assets.py, rule 4)
+    # assets.PART_SIZE (100) groups, each part a mapped task instance, one at a time (mm2_failover/assets.py, rule 4)
     @task(task_id="announcement_parts")
     def announcement_parts(**context):
         from mm2_failover import tasks
