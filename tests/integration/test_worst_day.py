@@ -435,9 +435,10 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
     """Fault drill 7 (issue 18), a failover (the DAG) and a rollback (the CLI, another process) at once on one target:
     the rollback holds the target's writer lock; the DAG's apply waits for it, naming the rollback, and - once the
     rollback let go - moves the group. The rollback holds the lock until the DAG's apply is seen waiting for it (its
-    log line, then 1 s; at most 50 s, should that line not reach this test's handler); the apply may wait 60 s. (With
-    a short wait the apply is refused naming the holder and Airflow's retry moves the group: the same names, the same
-    end.)"""
+    log line, then 1 s; at most 240 s, should that line not reach this test's handler: the tasks before apply took
+    over 50 s once on a slow machine, 31 s of it in dag.test before the first task started, and the rollback let go
+    before the apply came); the apply may wait 60 s. (With a short wait the apply is refused naming the holder and
+    Airflow's retry moves the group: the same names, the same end.)"""
     import logging
     import threading
 
@@ -462,13 +463,13 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
                 waiting.set()
 
     def release_once_the_apply_waits() -> None:
-        seen = waiting.wait(50)
+        seen = waiting.wait(240)
         time.sleep(1)
         released.append((time.time(), seen))
         release.touch()
 
     holder = on_bed_popen(bed, "rollback", "--backup", str(f.backup_of(g)),
-                          env={"MM2_FAILOVER_FAULT": "sleep120@rollback.locked",
+                          env={"MM2_FAILOVER_FAULT": "sleep300@rollback.locked",
                                "MM2_FAILOVER_FAULT_RELEASE": str(release)})
     seen, releaser = SeenWaiting(), threading.Thread(target=release_once_the_apply_waits)
     logging.getLogger("mm2_failover.locks").addHandler(seen)
@@ -482,7 +483,7 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
                                                "translation": "checkpoint"})
     finally:
         if releaser.is_alive():
-            releaser.join()  # at most 51 s: only when the apply never said it waited
+            releaser.join()  # at most 241 s: only when the apply never said it waited
         release.touch()
         logging.getLogger("mm2_failover.locks").removeHandler(seen)
         holder.wait(120)
