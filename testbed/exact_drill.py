@@ -270,6 +270,8 @@ def consume(bootstrap: str, group: str, topic: str, want: dict[int, int | None],
     its committed offset, and commit the offset after the last record consumed. Returns the committed offsets."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+    from mm2_failover.kafka_io import CONSUME_WAIT_S
+
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                   "isolation.level": "read_committed", "enable.partition.eof": True, "log_level": 3})
     try:
@@ -283,7 +285,7 @@ def consume(bootstrap: str, group: str, topic: str, want: dict[int, int | None],
         while todo:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{group} consumed {got} of {topic}, wanted {want}")
-            for m in c.consume(500, 0.05):  # a short wait: consume returns at n messages or the wait, not at the end
+            for m in c.consume(500, CONSUME_WAIT_S):  # (kafka_io: consume returns at n messages or the wait)
                 p = m.partition()
                 if m.error():
                     if m.error().code() == KafkaError._PARTITION_EOF:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from mm2_failover import checkpoints as cpf
-from mm2_failover.kafka_io import TP, Cluster, KafkaUnavailable
+from mm2_failover.kafka_io import CONSUME_WAIT_S, TP, Cluster, KafkaUnavailable
 from mm2_failover.naming import checkpoints_topic
 from mm2_failover.runfolder import CHECKPOINTS_SUMMARY, RunFolder
 
@@ -69,7 +69,7 @@ def consume_and_commit(bootstrap: str, group: str, topic: str, upto: dict[int, i
         while any(pos[p] < upto[p] for p in upto):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{group} consumed {pos}, wanted {upto}")
-            for m in c.consume(500, 0.05):  # a short wait: consume returns at n messages or the wait, not at the end
+            for m in c.consume(500, CONSUME_WAIT_S):  # (kafka_io: consume returns at n messages or the wait)
                 if m.error():
                     continue
                 p = m.partition()
@@ -234,7 +234,7 @@ def first_records_on_target(target_bootstrap: str, group: str, replica: str, par
         while len(first) < partitions:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{group} on the target got first records only for {sorted(first)}")
-            for m in c.consume(100, 0.05):
+            for m in c.consume(100, CONSUME_WAIT_S):
                 if not m.error() and m.partition() not in first:
                     first[m.partition()] = index_of(m.value())
     finally:

@@ -131,10 +131,15 @@ def checkpoint_rows(path, columns: list[str] | None = None) -> list[dict]:
     return read_table(path, columns).to_pylist()
 
 
+def group_names(path) -> list[tuple[str, str]]:
+    """Each (source alias, group) the answers hold, once (their two name columns only)."""
+    t = read_table(path, ["source_alias", "group"]).group_by(["source_alias", "group"]).aggregate([])
+    return list(zip(t.column("source_alias").to_pylist(), t.column("group").to_pylist()))
+
+
 def count_groups(path) -> int:
     """How many (source alias, group) the answers hold."""
-    t = read_table(path, ["source_alias", "group"])
-    return t.group_by(["source_alias", "group"]).aggregate([]).num_rows
+    return len(group_names(path))
 
 
 def link_tree(src: Path, dst: Path) -> str:
