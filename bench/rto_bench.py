@@ -144,6 +144,12 @@ def main() -> int:
     from testbed.bed import Bed, free_port
     from testbed.spark_connect import SparkConnectServer
 
+    # imported here, before the stack boots in a thread: importing it alongside that thread once failed with
+    # "partially initialized module 'typing'" (twice in 20-odd runs, both at this import)
+    import importlib
+
+    importlib.import_module("mm2_failover.config")
+
     root = REPO / "var" / "bench" / f"rto-{time.strftime('%Y%m%d-%H%M%S')}"
     out: dict = {"groups": args.groups, "partitions": args.partitions, "cores": os.cpu_count(), "runs": []}
     with contextlib.ExitStack() as stack:

@@ -34,6 +34,14 @@ REPO_ROOT = PLUGINS_DIR.parent  # defaults for a checkout (var/, .cache/); a dep
 SPARK_JOB = PACKAGE_DIR / "jobs" / "latest_checkpoints.py"
 
 
+def scheduler_preload_settings() -> dict[str, str]:
+    """Airflow's settings (as environment variables) that make the scheduler's executor workers import
+    :mod:`mm2_failover.preload`'s modules once, before they fork tasks (Airflow 3.3: ``[scheduler]
+    mp_start_method`` and ``mp_forkserver_preload``). Importing that module imports them: name it, do not import it."""
+    return {"AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
+            "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "mm2_failover.preload"}
+
+
 def artifacts_root():
     """Where run folders live (``MM2_FAILOVER_ARTIFACTS``): a local folder (default ``var/artifacts``) or an object
     store's URL (``s3://bucket/prefix``: :mod:`mm2_failover.store`)."""
