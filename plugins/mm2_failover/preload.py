@@ -3,10 +3,10 @@
 Airflow runs each task in a process forked from an executor worker; whatever the worker has imported, the task
 has for free. A task that reads or writes Parquet otherwise pays pandas' import itself (pyarrow imports pandas
 the first time it converts Python objects, reads a table or groups one: 1.5-2.6 s on the bench's machine), and
-every task pays the task runner's own imports. Measured on the bench with ``PYTHONPROFILEIMPORTTIME=1`` in the
-scheduler's environment (a task's imports go to its log): what a task imported after its fork is listed below. This module is the one list of those imports, named by the
-scheduler's settings (:func:`mm2_failover.config.scheduler_preload_settings`, used by the local deployment and
-``docker-compose.yaml``)::
+every task pays the task runner's own imports. :data:`MODULES` is what a task imported after its fork, measured on
+the bench with ``PYTHONPROFILEIMPORTTIME=1`` in the scheduler's environment (a task's imports go to its log). This
+module is the one list of those imports, named by the scheduler's settings
+(:func:`mm2_failover.config.scheduler_preload_settings`, used by the local deployment and ``docker-compose.yaml``)::
 
     [scheduler] mp_start_method = forkserver
     [scheduler] mp_forkserver_preload = mm2_failover.preload
