@@ -442,10 +442,18 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
 
     def caught_up(ends) -> bool:
         src = source.offsets([(runs[pat].topic, p) for pat in plain for p in range(partitions)])
-        return all(ends.get((replicas[pat], p), 0) >= src[(runs[pat].topic, p)] for pat in plain
-                   for p in range(partitions))
+        if not all(ends.get((replicas[pat], p), 0) >= src[(runs[pat].topic, p)] for pat in plain
+                   for p in range(partitions)):
+            return False
+        # a transactional replica's end counts commit markers too: what says it caught up is every committed record
+        # there. A restarted exactly-once flow copies nothing until its worker's group has let the killed one go
+        # (~60 s on a busy machine: the replica was still empty when this waited for the plain topics alone)
+        txn = [(pat, p) for pat in patterns if pat in TRANSACTIONAL for p in range(partitions)]
+        got = target.records({(replicas[pat], p): (0, ends.get((replicas[pat], p), 0)) for pat, p in txn}, timeout=60)
+        return all({v for v in runs[pat].offsets[p] if v not in runs[pat].aborted}
+                   <= {r.value for r in got[(replicas[pat], p)]} for pat, p in txn)
 
-    _settled(lambda: target.offsets(rtps), "the replicas", 4.0, 120.0, caught_up)
+    _settled(lambda: target.offsets(rtps), "the replicas", 4.0, 240.0, caught_up)
     cp_topics = {f: f"{f}.checkpoints.internal" for f in set(flow.values())}
     cp_parts = target.partitions(sorted(cp_topics.values()))
     _settled(lambda: target.offsets(cp_parts), "MM2's checkpoints", 5.0, 120.0)
