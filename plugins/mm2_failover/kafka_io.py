@@ -270,6 +270,7 @@ class Cluster:
         self.name = name
         self.timeout = timeout
         self._admin = None
+        self._admin_lock = threading.Lock()
         self.errors = _Errors()
 
     def __repr__(self) -> str:
@@ -277,8 +278,12 @@ class Cluster:
 
     @property
     def admin(self):
+        """Built on first use, once even when threads share the cluster: a second client, dropped, would take down
+        the requests in flight on it (``_DESTROY``)."""
         if self._admin is None:
-            self._admin = admin(self.conf, self.errors, self.name)
+            with self._admin_lock:
+                if self._admin is None:
+                    self._admin = admin(self.conf, self.errors, self.name)
         return self._admin
 
     def _result(self, fut: Future, what: str, need=None):
