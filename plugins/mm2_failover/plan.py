@@ -43,6 +43,7 @@ import io
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 
 from typing import Any, NamedTuple
 
@@ -138,6 +139,13 @@ class PlanRow:
 
 _ROW_FIELDS = tuple(f.name for f in fields(PlanRow))
 
+#: the Arrow type of every :class:`PlanRow` field, in the fields' order: ``plan_rows.parquet``'s schema (an explicit
+#: type per column, so that an all-empty column keeps its type and a value of another type is an error)
+ROW_TYPES = {name: ("int64" if name in ("partition", "upstream_offset", "downstream_offset", "current_offset",
+                                        "planned_offset", "log_start", "log_end", "retention_gap", "source_position",
+                                        "exact_offset", "position_at_least") else "string")
+             for name in _ROW_FIELDS}
+
 
 @dataclass
 class Plan:
@@ -174,6 +182,23 @@ class Plan:
     def from_dicts(cls, rows: Iterable[dict]) -> "Plan":
         return cls([PlanRow(**r) for r in rows])
 
+    def columns(self) -> dict[str, list]:
+        """The rows as one list per field (:data:`ROW_TYPES`' order): what ``plan_rows.parquet`` holds."""
+        if not self.rows:
+            return {name: [] for name in _ROW_FIELDS}
+        return dict(zip(_ROW_FIELDS, map(list, zip(*map(attrgetter(*_ROW_FIELDS), self.rows)))))
+
+    @classmethod
+    def from_columns(cls, cols: dict[str, list]) -> "Plan":
+        """The plan from :meth:`columns`; a field missing or a column of another length is a ValueError."""
+        missing = [name for name in _ROW_FIELDS if name not in cols]
+        if missing:
+            raise ValueError(f"the plan's rows have no column {', '.join(missing)}")
+        columns = [cols[name] for name in _ROW_FIELDS]
+        if len({len(c) for c in columns}) > 1:
+            raise ValueError("the plan's row columns have different lengths")
+        return cls([PlanRow(*values) for values in zip(*columns)])
+
     def to_reset_csv(self) -> str:
         """The rows that commit, as ``kafka-consumer-groups.sh --reset-offsets --from-file`` reads them:
         headerless ``group,topic,partition,offset`` lines."""
@@ -201,8 +226,9 @@ class Plan:
 
 @dataclass
 class PlanRecord:
-    """``plan.json``: the plan as built once per run, with what it was built from (``counts`` and ``rules`` are
-    written for readers and derived from the rows, never read back)."""
+    """The plan as built once per run, with what it was built from: ``plan.json`` holds everything but the rows
+    (:meth:`summary`: ``counts`` and ``rules`` are written for readers and derived from the rows, never read back),
+    and names the rows' file and its SHA-256; the rows are ``plan_rows.parquet`` (:meth:`Plan.columns`)."""
 
     plan: Plan
     built_at: str
@@ -211,16 +237,20 @@ class PlanRecord:
     snapshot_captured_at: str | None
     snapshot_age_seconds: float | None
 
-    def as_dict(self) -> dict:
+    def summary(self, rows_file: str, rows_sha256: str) -> dict:
+        """``plan.json``: this record without its rows, naming the file that holds them and that file's hash."""
         return {"built_at": self.built_at, "params": self.params, "counts": self.plan.counts(),
                 "rules": self.plan.rules(), "translation_notes": self.translation_notes,
                 "snapshot_captured_at": self.snapshot_captured_at, "snapshot_age_seconds": self.snapshot_age_seconds,
-                "rows": self.plan.as_dicts()}
+                "row_count": len(self.plan.rows), "rows_file": rows_file, "rows_sha256": rows_sha256}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "PlanRecord":
-        return cls(Plan.from_dicts(d["rows"]), d["built_at"], d["params"], list(d["translation_notes"]),
-                   d["snapshot_captured_at"], d["snapshot_age_seconds"])
+    def from_summary(cls, d: dict, plan: Plan) -> "PlanRecord":
+        """The record from :meth:`summary` and the rows read from the file it names."""
+        if int(d["row_count"]) != len(plan.rows):
+            raise ValueError(f"plan.json counts {d['row_count']} row(s), its rows file holds {len(plan.rows)}")
+        return cls(plan, d["built_at"], d["params"], list(d["translation_notes"]), d["snapshot_captured_at"],
+                   d["snapshot_age_seconds"])
 
 
 def quarantine_refusal(summary: dict | None, max_quarantined: int) -> str | None:

@@ -10,8 +10,9 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
 ``snapshot.json``               end offsets captured once (:class:`Snapshot`)
 ``latest_checkpoints.parquet``  the Spark job's answers (read through :mod:`mm2_failover.answers`; + ``.summary.json``,
                                 ``_quarantine``, ``_regressions``)
-``plan.json`` / ``plan.csv``    the plan, built once (:class:`mm2_failover.plan.PlanRecord`; CSV for
-                                ``kafka-consumer-groups --from-file``)
+``plan.json`` / ``plan.csv``    the plan, built once (:class:`mm2_failover.plan.PlanRecord`): its summary, naming its rows
+                                in ``plan_rows.parquet`` by their SHA-256 (columnar: ~2 MB at 10k groups x 10 partitions,
+                                where JSON was 36 MB); CSV for ``kafka-consumer-groups --from-file``
 ``approval.json``               what was asked of the approver, and decided, for which plan (its hash:
                                 :class:`mm2_failover.approval.Decision`)
 ``backup.json``                 what apply is about to overwrite, saved before its first write (:class:`Backup`)
@@ -35,6 +36,7 @@ record.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -70,6 +72,7 @@ CHECKPOINTS = "latest_checkpoints.parquet"
 CHECKPOINTS_SUMMARY = "latest_checkpoints.summary.json"
 PLAN_JSON = "plan.json"
 PLAN_CSV = "plan.csv"
+PLAN_ROWS = "plan_rows.parquet"
 APPROVAL = "approval.json"
 BACKUP = "backup.json"
 APPLY = "apply.json"
@@ -374,9 +377,16 @@ class RunFolder:
 
     # -- typed -----------------------------------------------------------------------------------------
     # -- remembered artifacts: the plan and the snapshot, each written once per run and read by several steps of a
-    # task (at 10k groups x 10 partitions, plan.json is 36 MB and ~0.7 s to parse, snapshot.json 10 MB and ~0.5 s)
+    # task (at 10k groups x 10 partitions, the plan's rows are 100k, snapshot.json is 10 MB and ~0.5 s to parse)
     def _identity(self, name: str) -> tuple | None:
-        """A local file's size, modification time and inode (None: in an object store, or absent: never remembered)."""
+        """A local file's size, modification time and inode (None: in an object store, or absent: never remembered);
+        for the plan, its rows' file's too."""
+        if name == PLAN_JSON:
+            both = (self._file_identity(PLAN_JSON), self._file_identity(PLAN_ROWS))
+            return None if None in both else both
+        return self._file_identity(name)
+
+    def _file_identity(self, name: str) -> tuple | None:
         path = self.dir / name
         if store.is_remote(path):
             return None
@@ -449,14 +459,50 @@ class RunFolder:
         return self._typed(AUDIT, Audit.from_dict, "pre-flight audit")
 
     def save_plan(self, record: PlanRecord) -> None:
-        self.save(PLAN_JSON, record.as_dict())
+        """The rows first (``plan_rows.parquet``), then ``plan.csv``, then ``plan.json`` naming the rows' file and
+        its SHA-256: a folder with ``plan.json`` has the rest (a crash before it leaves no plan: the step builds it
+        again)."""
+        import pyarrow as pa
+
+        from mm2_failover.plan import ROW_TYPES
+
+        cols = record.plan.columns()
+        table = pa.table({c: cols[c] for c in ROW_TYPES},
+                         schema=pa.schema([(c, pa.type_for_alias(t)) for c, t in ROW_TYPES.items()]))
+        data = store.parquet_bytes(table)
+        write_bytes(self.dir / PLAN_ROWS, data)
+        write_text(self.plan_csv, record.plan.to_reset_csv())
+        write_json(self.plan_json, record.summary(PLAN_ROWS, hashlib.sha256(data).hexdigest()))
         self._remember(PLAN_JSON, record)
 
     def load_plan(self) -> PlanRecord:
-        """The plan (remembered while plan.json is the same local file: :meth:`_recall`)."""
+        """The plan: ``plan.json`` and the rows it names, refused unless they are the file it names by its hash
+        (remembered while both are the same local files: :meth:`_recall`)."""
         if not self.plan_json.exists():
             raise RunFolderError(f"no plan at {self.plan_json}: the plan step (compute the plan) must run first")
-        return self._recall(PLAN_JSON, lambda: self._typed(PLAN_JSON, PlanRecord.from_dict, "plan"))
+        return self._recall(PLAN_JSON, lambda: self._typed(PLAN_JSON, self._plan_from_summary, "plan"))
+
+    def _plan_from_summary(self, d: dict) -> PlanRecord:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from mm2_failover.plan import Plan
+
+        p = self.dir / d["rows_file"]
+        fix = ("the plan cannot be trusted: start a new run folder (or delete plan.json to build the plan again in "
+               "this one; a plan built again needs its own approval)")
+        try:
+            data = store.read_bytes(p)
+        except OSError as e:
+            raise RunFolderError(f"{p}, the rows {self.plan_json} names, cannot be read ({e}); {fix}") from None
+        if hashlib.sha256(data).hexdigest() != d["rows_sha256"]:
+            raise RunFolderError(f"{p} is not the rows {self.plan_json} names (another SHA-256): it was changed or "
+                                 f"damaged after the plan was written; {fix}")
+        try:
+            cols = pq.read_table(pa.BufferReader(data)).to_pydict()
+        except (OSError, ValueError) as e:
+            raise RunFolderError(f"{p} cannot be read as Parquet ({e}); {fix}") from None
+        return PlanRecord.from_summary(d, Plan.from_columns(cols))
 
     def save_approval(self, decision: Decision) -> None:
         self.save(APPROVAL, decision.as_dict())

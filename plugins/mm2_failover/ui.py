@@ -7,9 +7,10 @@ Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm
 * ``/`` - failover and drill runs found under ``$MM2_FAILOVER_ARTIFACTS/<dag_id>/<run_id>/`` (a ``report.json``
   or ``drill.json``), newest first, with outcome, totals and time;
 * ``/runs/<dag_id>/<run_id>`` - one run: totals, warnings, the per-group table, partitions, the drill's findings,
-  and links to ``report.json``/``report.md`` (``drill.json``/``drill.md``), the plan (``plan.json``, ``plan.csv`` for
-  ``kafka-consumer-groups --from-file``) and its approval (``approval.json``). A dry run, and a plan waiting for its
-  approval, rejected or not approved in time, have a report too (written before anything is written);
+  and links to ``report.json``/``report.md`` (``drill.json``/``drill.md``), the plan (``plan.json``, its rows
+  ``plan_rows.parquet``, ``plan.csv`` for ``kafka-consumer-groups --from-file``) and its approval
+  (``approval.json``). A dry run, and a plan waiting for its approval, rejected or not approved in time, have a
+  report too (written before anything is written);
 * ``/runs/<dag_id>/<run_id>/live-diff`` - the run's plan against the target's commits *now* (rules:
   :mod:`mm2_failover.plandiff`), read through the ``kafka_target`` connection when the page is asked for: as planned,
   not written yet, moved since, commit gone - for an approver (has anything moved since the plan?) and after the run
@@ -50,6 +51,7 @@ from mm2_failover.runfolder import (
     DRILL_MD,
     PLAN_CSV,
     PLAN_JSON,
+    PLAN_ROWS,
     READINESS,
     READINESS_GROUPS,
     READINESS_PARTITIONS,
@@ -65,12 +67,13 @@ from mm2_failover.runfolder import (
 SERVED_FILES = {REPORT_JSON: "application/json", REPORT_MD: "text/plain; charset=utf-8",
                 DRILL_JSON: "application/json", DRILL_MD: "text/plain; charset=utf-8",
                 APPROVAL: "application/json", PLAN_JSON: "application/json", PLAN_CSV: "text/csv; charset=utf-8",
-                READINESS: "application/json", READINESS_GROUPS: "application/vnd.apache.parquet",
-                READINESS_PARTITIONS: "application/vnd.apache.parquet",
+                PLAN_ROWS: "application/vnd.apache.parquet", READINESS: "application/json",
+                READINESS_GROUPS: "application/vnd.apache.parquet", READINESS_PARTITIONS: "application/vnd.apache.parquet",
                 REPORT_PARTITIONS: "application/vnd.apache.parquet", REPORT_STALE: "application/vnd.apache.parquet"}
-#: served as written, never parsed here (the plan of 10k groups is tens of MB): they hold the run's parameters and
+#: served as written, never parsed here (the plan's rows at 10k groups are 100k): they hold the run's parameters and
 #: rows only - RunParams has no field for a connection setting or a credential (tests/unit/test_ui_pages.py)
-STREAMED_FILES = {PLAN_JSON, PLAN_CSV, READINESS_GROUPS, READINESS_PARTITIONS, REPORT_PARTITIONS, REPORT_STALE}
+STREAMED_FILES = {PLAN_JSON, PLAN_CSV, PLAN_ROWS, READINESS_GROUPS, READINESS_PARTITIONS, REPORT_PARTITIONS,
+                  REPORT_STALE}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential|bootstrap|keytab|oauth", re.I)
 MAX_RUNS = 500

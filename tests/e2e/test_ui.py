@@ -627,7 +627,8 @@ def test_tasks_alternate_between_two_workers_and_a_worker_killed_mid_apply_is_re
     assert third is not None and third != r.victim, (r.victim, third)
     for w in af.workers.values():  # nothing of the run on a worker's disk: only logs and temporary files
         local = [p.name for p in w["home"].rglob("*") if p.name in (
-            "plan.json", "report.json", "backup.json", "snapshot.json", "approval.json", "manifest.json")]
+            "plan.json", "plan_rows.parquet", "report.json", "backup.json", "snapshot.json", "approval.json",
+            "manifest.json")]
         assert local == [], (w["home"], local)
     from mm2_failover import store
     from mm2_failover.store import url_of
@@ -635,7 +636,8 @@ def test_tasks_alternate_between_two_workers_and_a_worker_killed_mid_apply_is_re
     assert (r.folder / "report.json").exists() and url_of(r.folder).startswith(r.s3.url())  # in the store
     assert report_outcome(r.folder) == "succeeded"
     objs = store.listing(r.folder)
-    for want in ("run.json", "snapshot.json", "drain.json", "audit.json", "plan.json", "plan.csv", "approval.json",
+    for want in ("run.json", "snapshot.json", "drain.json", "audit.json", "plan.json", "plan_rows.parquet", "plan.csv",
+                 "approval.json",
                  "backup.json", "apply.json", "report.json", "report.md", "report_partitions.parquet", "summary.json",
                  "latest_checkpoints.summary.json"):
         assert want in objs, (want, sorted(objs))

@@ -308,7 +308,9 @@ def test_group_selection_is_python_regex_everywhere(bed, target, names, run_root
     r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run), "--source-alias", alias,
             "--groups-regex", rx, "--source-reachable", "no")
     assert r.returncode == 0, r.stderr[-3000:]
-    planned = {row["group"] for row in json.loads((run / "plan.json").read_text())["rows"]}
+    from mm2_failover.runfolder import RunFolder
+
+    planned = {row.group for row in RunFolder(run).load_plan().plan.rows}
     assert planned == {cafe}
 
 
@@ -557,7 +559,9 @@ def test_commit_metadata_is_committed_byte_for_byte_and_backed_up(bed, failed_ov
     g, rt, meta, cp = f.g["meta"], f.rt, f.meta, f.meta_cp
     assert raw_commit(bed.source_bootstrap, g, f.prep.topic, 0) == (25, meta)  # committed as a Java client does
     assert cp.metadata == meta  # MM2 copied it exactly
-    [row] = [r for r in json.loads((f.run / "plan.json").read_text())["rows"] if r["group"] == g and r["partition"] == 0]
+    from mm2_failover.runfolder import RunFolder
+
+    [row] = [r.as_dict() for r in RunFolder(f.run).load_plan().plan.rows if r.group == g and r.partition == 0]
     assert row["metadata"] == meta and row["planned_offset"] >= cp.downstream_offset
     assert raw_commit(bed.target_bootstrap, g, rt, 0) == (row["planned_offset"], meta)
     assert f.backup["groups"][g][rt]["0"] == {"before": None, "after": {"offset": row["planned_offset"],

@@ -126,6 +126,57 @@ def test_the_plans_counts_and_rules_are_derived_from_its_rows_not_read_back(tmp_
     assert f.load_plan().plan.counts()[planmod.COMMIT] == 1
 
 
+def test_the_plans_rows_are_a_typed_parquet_file_that_plan_json_names_by_its_hash(tmp_path):
+    """Issue 33 item 6: plan.json is the plan's summary (36 MB of JSON at 10k groups x 10 partitions before); its rows
+    are plan_rows.parquet, written first, one explicit type per PlanRow field (None kept), and plan.json names the
+    file, its row count and its SHA-256 - what the approval's hash of plan.json therefore covers."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    f = RunFolder(tmp_path)
+    f.save_plan(plan_record())
+    data = json.loads(f.plan_json.read_text())
+    assert "rows" not in data and data["rows_file"] == "plan_rows.parquet" and data["row_count"] == 2
+    rows_file = tmp_path / "plan_rows.parquet"
+    assert data["rows_sha256"] == hashlib.sha256(rows_file.read_bytes()).hexdigest()
+    table = pq.read_table(rows_file)
+    assert {c: str(t) for c, t in zip(table.schema.names, table.schema.types)} == planmod.ROW_TYPES
+    assert table.to_pylist() == plan_record().plan.as_dicts()
+    assert (tmp_path / "plan.csv").read_text() == "app,primary.orders,0,6\n"
+    assert RunFolder(tmp_path).load_plan() == plan_record()
+
+
+def test_every_plan_row_field_has_one_parquet_type():
+    from dataclasses import fields
+
+    assert list(planmod.ROW_TYPES) == [x.name for x in fields(PlanRow)]
+    assert set(planmod.ROW_TYPES.values()) == {"int64", "string"}
+    empty = Plan([])
+    assert Plan.from_columns(empty.columns()) == empty
+
+
+@pytest.mark.parametrize("damage", ["other rows", "truncated", "gone"])
+def test_a_plan_whose_rows_are_not_the_file_plan_json_names_is_refused_naming_the_file(tmp_path, damage):
+    """A plan is approved by the hash of plan.json, which names its rows by theirs: rows replaced, damaged or
+    missing are never read as the plan (apply would write offsets nobody approved)."""
+    f = RunFolder(tmp_path)
+    f.save_plan(plan_record())
+    rows_file = tmp_path / "plan_rows.parquet"
+    if damage == "other rows":
+        other = plan_record()
+        other.plan.rows[0].planned_offset = 99
+        RunFolder(tmp_path / "other").save_plan(other)
+        rows_file.write_bytes((tmp_path / "other" / "plan_rows.parquet").read_bytes())
+    elif damage == "truncated":
+        rows_file.write_bytes(rows_file.read_bytes()[:40])
+    else:
+        rows_file.unlink()
+    with pytest.raises(RunFolderError) as e:
+        RunFolder(tmp_path).load_plan()
+    assert str(rows_file) in str(e.value) and "start a new run folder" in str(e.value)
+
+
 def test_absent_optional_artifacts_are_none_and_a_missing_plan_says_which_step_makes_it(tmp_path):
     f = RunFolder(tmp_path)
     assert all(load() is None for load in (f.load_drain, f.load_audit, f.load_backup, f.load_report, f.load_drill,
@@ -193,8 +244,8 @@ def test_a_long_report_is_logged_and_printed_by_its_head_and_says_where_the_rest
 
 
 def test_a_folder_parses_its_local_plan_once_and_again_when_the_file_changes(tmp_path):
-    """load_plan remembers the plan.json it parsed (52 MB and ~0.6 s at 10k groups x 10 partitions, read twice by
-    verify) as long as the file is the same; another plan written to the path - by this folder or by another
+    """load_plan remembers the plan it read (100k rows at 10k groups x 10 partitions, read twice by verify) as long
+    as plan.json and its rows are the same files; another plan written to the path - by this folder or by another
     process - is read again."""
     import os
 

@@ -256,8 +256,11 @@ def _write_pending(root: Path, run_id: str, outcome: str, status: str):
     (d / "report.json").write_text(json.dumps(rep))
     (d / "summary.json").write_text(json.dumps(run_summary("mm2_failover", run_id, rep, None, "2026-11-26T03:02")))
     (d / "approval.json").write_text(json.dumps(decision.as_dict()))
-    (d / "plan.json").write_text(json.dumps({"params": {"groups_regex": "g-pending"}, "rows": [{"group": "g-pending"}]}))
-    (d / "plan.csv").write_text("g-pending,primary.t,0,40\n")
+    from mm2_failover.plan import PlanRecord
+    from mm2_failover.runfolder import RunFolder
+
+    RunFolder(d).save_plan(PlanRecord(Plan([PlanRow("primary", "g-pending", "primary.t", 0, 45, 40, None, 40, COMMIT)]),
+                                      "2026-11-26T03:00:00+00:00", {"groups_regex": "g-pending"}, [], None, None))
     return d, decision
 
 
@@ -269,18 +272,26 @@ def _write_pending(root: Path, run_id: str, outcome: str, status: str):
 def test_a_plan_waiting_for_or_refused_its_approval_is_listed_with_its_reason_and_serves_its_plan(
         client, outcome, status, says):
     """Issue 33: runs that wrote nothing - waiting for an approval, rejected, timed out - are in the report pages
-    with their reason, and the run page serves plan.json, plan.csv and approval.json."""
+    with their reason, and the run page serves plan.json, its rows (plan_rows.parquet), plan.csv and approval.json."""
     run_id = f"manual__pending-{status}"
     _d, decision = _write_pending(client.root, run_id, outcome, status)
     index = client.get("/mm2/").text
     assert run_id in index and outcome.replace("_", " ").upper() in index
     page = client.get(f"/mm2/runs/mm2_failover/{run_id}").text
     assert says in page and decision.plan_hash in page
-    for f in ("plan.json", "plan.csv", "approval.json"):
+    for f in ("plan.json", "plan_rows.parquet", "plan.csv", "approval.json"):
         assert f"{f}</a>" in page
     base = f"/mm2/runs/mm2_failover/{run_id}"
     plan = client.get(f"{base}/plan.json")
-    assert plan.status_code == 200 and plan.json()["rows"] == [{"group": "g-pending"}]
+    assert plan.status_code == 200 and plan.json()["params"] == {"groups_regex": "g-pending"}
+    assert plan.json()["rows_file"] == "plan_rows.parquet" and plan.json()["row_count"] == 1
+    rows = client.get(f"{base}/plan_rows.parquet")
+    assert rows.status_code == 200 and rows.headers["content-type"] == "application/vnd.apache.parquet"
+    import io
+
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(io.BytesIO(rows.content)).to_pylist()[0]["group"] == "g-pending"
     csv = client.get(f"{base}/plan.csv")
     assert csv.status_code == 200 and csv.text == "g-pending,primary.t,0,40\n"
     assert csv.headers["content-type"].startswith("text/csv")

@@ -1,5 +1,5 @@
 """Stage 5, plan: built once per run from the snapshot, the checkpoints and the exact translations (the rules:
-:mod:`mm2_failover.plan`)."""
+:mod:`mm2_failover.plan`; its files: :meth:`mm2_failover.runfolder.RunFolder.save_plan`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import datetime
 
 from mm2_failover import plan as planmod
 from mm2_failover.run import RunContext
-from mm2_failover.runfolder import age_seconds, now_iso, write_text
+from mm2_failover.runfolder import age_seconds, now_iso
 from mm2_failover.stages.checkpoints import selected_checkpoints
 from mm2_failover.stages.failback import home_translations
 from mm2_failover.stages.snapshot import source_commits
@@ -47,7 +47,6 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
     built = now_iso()
     f.save_plan(planmod.PlanRecord(plan, built, p.as_dict(), notes, snap.captured_at,
                                    age_seconds(snap.captured_at, datetime.fromisoformat(built))))
-    write_text(f.plan_csv, plan.to_reset_csv())
     log.info("plan: %d group(s), %s, offsets by rule %s; written to %s and %s", len(plan.groups()), plan.counts(),
              plan.rules(), f.plan_json, f.plan_csv)
     return plan

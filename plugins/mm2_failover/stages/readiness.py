@@ -26,7 +26,19 @@ from pathlib import Path
 
 from mm2_failover import readiness as rules
 from mm2_failover import store
-from mm2_failover.runfolder import PLAN_REFUSAL, RunFolder, fsync_path, read_json, write_json
+from mm2_failover.runfolder import (
+    CHECKPOINTS,
+    DRAIN,
+    PLAN_CSV,
+    PLAN_JSON,
+    PLAN_REFUSAL,
+    PLAN_ROWS,
+    SNAPSHOT,
+    RunFolder,
+    fsync_path,
+    read_json,
+    write_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +50,7 @@ HISTORY_TAIL_BYTES = 8 << 20  # what the page and the comparison read of the his
 READ_AHEAD = 100  # records read per partition behind to find the oldest one not replicated
 KEEP_ROWS = 12  # intervals (an hour) whose rows per group and partition are kept
 ROWS = ("readiness_groups.parquet", "readiness_partitions.parquet")
-HEAVY = ("plan.json", "plan.csv", "latest_checkpoints.parquet", "snapshot.json", "drain.json")
+HEAVY = (PLAN_JSON, PLAN_ROWS, PLAN_CSV, CHECKPOINTS, SNAPSHOT, DRAIN)
 
 
 def root() -> Path:
