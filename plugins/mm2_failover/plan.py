@@ -447,10 +447,13 @@ def _same(got, want: Commit) -> bool:
     return want.same_as(got)
 
 
-def verify(plan: Plan, committed: dict[str, dict[tuple[str, int], int | Commit]]) -> list[Mismatch]:
-    """Every committing row must read back exactly as planned (offset, and metadata when it was read)."""
+def verify(plan: Plan, committed: dict[str, dict[tuple[str, int], int | Commit]],
+           planned: dict[str, dict[tuple[str, int], Commit]] | None = None) -> list[Mismatch]:
+    """Every committing row must read back exactly as planned (offset, and metadata when it was read). ``planned``:
+    ``plan.commits()`` when the caller has it already (here and in :func:`moved_since` and :func:`diff_to_apply`:
+    0.15 s at 100k rows, which a stage would otherwise pay for each rule it applies)."""
     out = []
-    for group, commits in plan.commits().items():
+    for group, commits in (plan.commits() if planned is None else planned).items():
         for (t, p), want in sorted(commits.items()):
             got = committed.get(group, {}).get((t, p))
             if not _same(got, want):
@@ -459,11 +462,13 @@ def verify(plan: Plan, committed: dict[str, dict[tuple[str, int], int | Commit]]
 
 
 def moved_since(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commit]],
-                before: dict[str, dict[tuple[str, int], Commit | None]]) -> dict[str, dict[tuple[str, int], tuple]]:
+                before: dict[str, dict[tuple[str, int], Commit | None]],
+                planned: dict[str, dict[tuple[str, int], Commit]] | None = None
+                ) -> dict[str, dict[tuple[str, int], tuple]]:
     """Rule 5: planned partitions whose target commit is neither the planned one, nor the backup's ``before`` (what
-    the target held before the run), nor absent: group -> {tp: (before, now)}."""
+    the target held before the run), nor absent: group -> {tp: (before, now)}. ``planned``: as in :func:`verify`."""
     out: dict[str, dict[tuple[str, int], tuple]] = {}
-    for group, commits in plan.commits().items():
+    for group, commits in (plan.commits() if planned is None else planned).items():
         for tp, want in commits.items():
             now = current.get(group, {}).get(tp)
             was = before.get(group, {}).get(tp)
@@ -474,13 +479,15 @@ def moved_since(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commi
 
 
 def diff_to_apply(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commit]],
-                  before: dict[str, dict[tuple[str, int], Commit | None]] | None = None
+                  before: dict[str, dict[tuple[str, int], Commit | None]] | None = None,
+                  planned: dict[str, dict[tuple[str, int], Commit]] | None = None
                   ) -> dict[str, dict[tuple[str, int], Commit]]:
     """What still has to be written: planned commits that the target does not hold yet (idempotent retries), except,
-    given the backup's ``before``, partitions that moved since (rule 5)."""
-    moved = moved_since(plan, current, before) if before is not None else {}
+    given the backup's ``before``, partitions that moved since (rule 5). ``planned``: as in :func:`verify`."""
+    planned = plan.commits() if planned is None else planned
+    moved = moved_since(plan, current, before, planned) if before is not None else {}
     out = {}
-    for group, commits in plan.commits().items():
+    for group, commits in planned.items():
         todo = {tp: c for tp, c in commits.items()
                 if not _same(current.get(group, {}).get(tp), c) and tp not in moved.get(group, {})}
         if todo:

@@ -229,6 +229,13 @@ def test_moved_since_the_backup_is_never_written_again():
     # a partition without a commit now is written (nothing to rewind)
     assert pm.diff_to_apply(p, {"g": {(T, 1): Commit(5)}}, before) == {"g": {(T, 0): Commit(10), (T, 1): Commit(20)},
                                                                        "h": {(T, 0): Commit(30), (T, 1): Commit(40)}}
+    # a stage computes the plan's commits once and passes them (planned=): the same answers
+    planned = p.commits()
+    for cur in (current, {"g": {(T, 1): Commit(5)}}, {}):
+        assert pm.moved_since(p, cur, before, planned) == pm.moved_since(p, cur, before)
+        assert pm.diff_to_apply(p, cur, before, planned) == pm.diff_to_apply(p, cur, before)
+        assert pm.diff_to_apply(p, cur, None, planned) == pm.diff_to_apply(p, cur)
+        assert pm.verify(p, cur, planned) == pm.verify(p, cur)
 
 
 # ----------------------------------------------------------------------------------- missing replicas

@@ -64,14 +64,15 @@ def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
         held.release()
 
 
-def take_backup(ctx: RunContext, plan: planmod.Plan) -> Backup:
+def take_backup(ctx: RunContext, plan: planmod.Plan, planned: dict[str, dict[TP, Commit]] | None = None) -> Backup:
     """Store, for every partition apply will write, the target's commit before the run (or none) and the commit
-    apply writes. Taken before the first write; never replaced (a retry keeps the state from before the run)."""
+    apply writes. Taken before the first write; never replaced (a retry keeps the state from before the run).
+    ``planned``: ``plan.commits()`` when the caller has it."""
     f = ctx.folder
     existing = f.load_backup()
     if existing is not None:
         return existing
-    writes = plan.commits()
+    writes = plan.commits() if planned is None else planned
     current = ctx.target.commits_many(sorted(writes), ctx.params.apply_concurrency)
     backup = Backup(now_iso(), str(ctx.target.conf.get("bootstrap.servers")), ctx.target.cluster_id(), ctx.dag_id,
                     ctx.run_id, {g: {tp: BackupEntry(current.get(g, {}).get(tp), c) for tp, c in parts.items()}
@@ -96,8 +97,11 @@ def befores(backup: Backup) -> dict[str, dict[TP, Commit | None]]:
     return {g: {tp: e.before for tp, e in parts.items()} for g, parts in backup.groups.items()}
 
 
-def describe_moved(moved: dict, plan: planmod.Plan) -> dict[str, list[str]]:
-    want = plan.commits()
+def describe_moved(moved: dict, plan: planmod.Plan, planned: dict[str, dict[TP, Commit]] | None = None
+                   ) -> dict[str, list[str]]:
+    if not moved:
+        return {}
+    want = plan.commits() if planned is None else planned
 
     def show(c) -> str:
         return "none" if c is None else str(c.offset if isinstance(c, Commit) else c)
@@ -113,19 +117,23 @@ def as_read(backup: Backup) -> dict[str, dict[TP, Commit]]:
 
 
 def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backup: Backup | None = None,
-               check=None, current: dict[str, dict[TP, Commit]] | None = None) -> ApplyResult:
+               check=None, current: dict[str, dict[TP, Commit]] | None = None,
+               planned: dict[str, dict[TP, Commit]] | None = None) -> ApplyResult:
     """One ``alter_consumer_group_offsets`` request per group, ``concurrency`` at a time. Writes only what
     differs from the target's current commits (offset and metadata), and, given the run's ``backup``, never a
     partition committed since the backup (plan rule 5: reported in ``moved_since``); a refused group does not stop
     the others. ``check``: called before every batch of writes (the writer lock's :meth:`HeldLock.check`: a writer
     that lost the target's lease writes nothing more). ``current``: the target's commits on the planned partitions
-    as read just before (:func:`as_read` of a backup taken in this same try, under the same lock), else read here."""
-    groups = sorted(plan.commits())
+    as read just before (:func:`as_read` of a backup taken in this same try, under the same lock), else read here.
+    ``planned``: ``plan.commits()`` when the caller has it."""
+    planned = plan.commits() if planned is None else planned
+    groups = sorted(planned)
     if current is None:
         current = target.commits_many(groups, concurrency)
     before = None if backup is None else befores(backup)
-    todo = planmod.diff_to_apply(plan, current, before)
-    moved = describe_moved(planmod.moved_since(plan, current, before), plan) if before is not None else {}
+    todo = planmod.diff_to_apply(plan, current, before, planned)
+    moved = (describe_moved(planmod.moved_since(plan, current, before, planned), plan, planned)
+             if before is not None else {})
     for g, what in moved.items():
         log.warning("group %s: NOT rewritten, committed on the target since this run's backup (its consumers read "
                     "there): %s", g, "; ".join(what))
@@ -155,14 +163,16 @@ def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
     with writer_lock(ctx, "failover apply", ctx.params.lock_wait_seconds) as held:
         faults.hit("apply.locked")
         fresh = not ctx.folder.backup.exists()
-        backup = take_backup(ctx, plan)
+        planned = plan.commits()  # once: each rule below needs it (0.15 s at 100k rows)
+        backup = take_backup(ctx, plan, planned)
         log.info("backup of the target's commits before this run: %s (rollback restores exactly this)",
                  ctx.folder.backup)
         faults.hit("apply.after_backup")
         # a backup taken just now read the target's commits under this lock: apply starts from that read (one
         # read of every group less: ~3 s at 10k groups); a retry's backup is older, so a retry reads them again
         res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency, backup,
-                         check=held.check if held.fenced else None, current=as_read(backup) if fresh else None)
+                         check=held.check if held.fenced else None, current=as_read(backup) if fresh else None,
+                         planned=planned)
         faults.hit("apply.after_commits")  # drills: killed between apply and verify
         ctx.folder.save(APPLY, res.as_dict())
     log.info("applied: %d group(s) written, %d already as planned, %d refused", len(res.applied), len(res.unchanged),

@@ -55,11 +55,19 @@ def source_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str,
     out: dict[str, dict] = {}
     for alias, state in snap.sources.items():
         policy = ctx.policies[alias]
+        replica: dict[str, str | None] = {}  # source topic -> its replica topic, if failed over (decided once per topic)
+
+        def replica_of(t: str) -> str | None:
+            if t not in replica:
+                rt = policy.replica_topic(t)
+                replica[t] = rt if rt in snap.replica_partitions and not policy.is_internal_topic(t) else None
+            return replica[t]
+
         for g, cs in (state.group_commits or {}).items():
             if not ctx.selection.selects(g):
                 continue
             for (t, p), c in cs.items():
-                rt = policy.replica_topic(t)
-                if rt in snap.replica_partitions and not policy.is_internal_topic(t):
+                rt = replica_of(t)
+                if rt is not None:
                     out.setdefault(g, {})[(alias, rt, p)] = c
     return out

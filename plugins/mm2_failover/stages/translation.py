@@ -72,12 +72,26 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
     if ctx.params.translation != "exact":
         return {}, [], {}
     notes: list[str] = []
+    policies = ctx.policies
+    topic_of: dict[tuple[str, str], str | None] = {}  # (alias, replica topic) -> its source topic (once per topic)
+    home: dict[tuple[str, str], bool] = {}
+
+    def source_topic(a: str, rt: str) -> str | None:
+        if (a, rt) not in topic_of:
+            topic_of[(a, rt)] = policies[a].source_topic(rt)
+        return topic_of[(a, rt)]
+
+    def is_home(a: str, rt: str) -> bool:
+        if (a, rt) not in home:
+            home[(a, rt)] = policies[a].is_home_topic(rt)
+        return home[(a, rt)]
+
     want: dict[tuple[str, str, str, int], int] = {}
     for c in cps:
         want[(c.source_alias, c.group, c.topic, c.partition)] = c.upstream_offset
     for g, commits in src.items():
         for (a, rt, p), commit in commits.items():
-            if not ctx.policies[a].is_home_topic(rt):  # failing back: home_translations
+            if not is_home(a, rt):  # failing back: home_translations
                 want[(a, g, rt, p)] = commit.offset
     raw: dict[str, dict] = {}
     for alias in sorted({a for a, *_ in want}):
@@ -86,7 +100,7 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
             notes.append(f"alias {alias}: no offset syncs ({info.get('why', 'not captured')}): MM2's checkpoints are "
                          "used as they are")
             continue
-        parts = {(ctx.policies[a].source_topic(rt), p) for a, _g, rt, p in want if a == alias}
+        parts = {(source_topic(a, rt), p) for a, _g, rt, p in want if a == alias}
         got, unreadable = archived_syncs(alias, parts, {int(p): int(o) for p, o in (info.get("end") or {}).items()})
         if unreadable:
             notes.append(f"WARNING: alias {alias}: {len(unreadable)} file(s) of the offset-sync archive cannot be read "
@@ -97,7 +111,7 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         raw[alias] = got
     by_part: dict[tuple, list] = defaultdict(list)
     for (a, g, rt, p), u in want.items():
-        st = ctx.policies[a].source_topic(rt)
+        st = source_topic(a, rt)
         if (st, p) in raw.get(a, {}):
             by_part[(a, st, p)].append(((a, g, rt, p), u))
     sources = {a: ctx.source(a) for a in raw}

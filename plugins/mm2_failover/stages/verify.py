@@ -62,10 +62,11 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     if committed is None:
         committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
     backup = None if dry_run else f.load_backup()
-    since = {} if backup is None else planmod.moved_since(plan, committed, befores(backup))
-    mismatches = [] if dry_run else [m for m in planmod.verify(plan, committed)
+    planned = plan.commits()  # once: each rule below needs it (0.15 s at 100k rows)
+    since = {} if backup is None else planmod.moved_since(plan, committed, befores(backup), planned)
+    mismatches = [] if dry_run else [m for m in planmod.verify(plan, committed, planned)
                                      if (m.topic, m.partition) not in since.get(m.group, {})]
-    moved = describe_moved(since, plan)
+    moved = describe_moved(since, plan, planned)
     tps = sorted({(r.topic, r.partition) for r in plan.rows})
     log_end = ctx.target.offsets(tps) if tps else {}
     summary = f.load_summary()
