@@ -1,10 +1,13 @@
 """Recovery time on a real scheduler (issue 33 item 6): trigger -> verified, and where the time goes.
 
     PYTHONPATH=plugins:. .venv/bin/python bench/rto_bench.py [--groups 1] [--partitions 3] [--runs 3]
+        [--executor local|celery] [--no-preload]
 
 1. starts the bed (two KRaft brokers + real MirrorMaker 2), a warm Spark Connect server (the deployment's
    ``spark_connect_default``) and Airflow's four processes - api-server, scheduler (LocalExecutor), dag-processor,
-   triggerer - with their own home and metadata DB (:mod:`testbed.airflow_stack`);
+   triggerer - with their own home and metadata DB (:mod:`testbed.airflow_stack`); ``--executor celery``: the
+   CeleryExecutor instead, with a Redis of its own and one Celery worker (concurrency 2) in its own folder;
+   ``--no-preload``: Airflow's defaults instead of :func:`mm2_failover.config.preload_settings` (the comparison);
 2. per run, a fresh set of G groups (their own topic of P partitions, consumed and committed on the source, each
    checkpointed by MM2), then ``mm2_failover`` triggered through the REST API (``drain_quiet_seconds`` = Q) and
    approved through the human-in-the-loop REST API as soon as the request is up (like an automation that opted
@@ -138,6 +141,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quiet", type=int, default=1, help="drain_quiet_seconds of each run")
+    ap.add_argument("--executor", choices=("local", "celery"), default="local")
+    ap.add_argument("--no-preload", action="store_true", help="Airflow's defaults, not config.preload_settings()")
     args = ap.parse_args()
     from testbed import localenv
     from testbed.airflow_stack import AirflowStack
@@ -151,10 +156,18 @@ def main() -> int:
     importlib.import_module("mm2_failover.config")
 
     root = REPO / "var" / "bench" / f"rto-{time.strftime('%Y%m%d-%H%M%S')}"
-    out: dict = {"groups": args.groups, "partitions": args.partitions, "cores": os.cpu_count(), "runs": []}
+    out: dict = {"groups": args.groups, "partitions": args.partitions, "cores": os.cpu_count(),
+                 "executor": args.executor, "preload": not args.no_preload, "runs": []}
+    # the defaults the preload settings replace: the scheduler's fork, Airflow's own Celery configuration
+    defaults = {"AIRFLOW__SCHEDULER__MP_START_METHOD": "fork", "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "",
+                "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS":
+                    "airflow.providers.celery.executors.default_celery.DEFAULT_CELERY_CONFIG"}
     with contextlib.ExitStack() as stack:
-        af = AirflowStack(root / "airflow", root / "artifacts")
+        af = AirflowStack(root / "airflow", root / "artifacts", executor=args.executor,
+                          extra_env=defaults if args.no_preload else None)
         stack.callback(af.stop)
+        if args.executor == "celery":
+            af.start_redis()
         af.boot_server_side_async()
         server = SparkConnectServer.start(root / "spark-connect", free_port())
         stack.callback(server.stop)
@@ -166,6 +179,8 @@ def main() -> int:
                  "MM2_FAILOVER_ARCHIVE": str(root / "archive")}
         af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap, extra)
         af.start_triggerer(bed.source_bootstrap, bed.target_bootstrap, extra)
+        if args.executor == "celery":
+            af.start_workers(bed.source_bootstrap, bed.target_bootstrap, {"a": "default"}, extra)
         af.wait(lambda: (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy"
                 and h["triggerer"]["status"] == "healthy", 120, "a healthy scheduler and triggerer")
         af.token = af.login("admin")
@@ -182,8 +197,8 @@ def main() -> int:
     med = {k: statistics.median(r[k] for r in runs) for k in ("trigger_to_verified_s", "rto_s", "work_s", "gaps_s",
                                                               "human_s")}
     out["median"] = med
-    print(f"\nmm2_failover on a real scheduler, {args.groups} group(s) x {args.partitions} partitions, {args.runs} run(s), "
-          f"{os.cpu_count()} cores (median; RTO = trigger -> verified minus the human's decision and the quiet window)")
+    print(f"\nmm2_failover on a real scheduler ({args.executor} executor, preload {'off' if args.no_preload else 'on'}), "
+          f"{args.groups} group(s) x {args.partitions} partitions, {args.runs} run(s), {os.cpu_count()} cores (median; RTO = trigger -> verified minus the human's decision and the quiet window)")
     print("| task | work s | scheduler gap before it s |")
     print("|---|---:|---:|")
     for t in TASKS:

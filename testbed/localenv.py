@@ -47,7 +47,7 @@ def airflow_env(home: Path, source_bootstrap: str, target_bootstrap: str, spark_
                 artifacts: Path | None = None, spark_conf: dict | None = None) -> dict[str, str]:
     """Everything a local Airflow needs to run the project's DAGs against the bed. ``spark_conf`` is added to
     (and overrides) the job's default Spark conf, e.g. a standalone cluster's ``SparkCluster.app_conf``."""
-    from mm2_failover.config import scheduler_preload_settings
+    from mm2_failover.config import preload_settings
 
     home = Path(home)
     return {
@@ -72,8 +72,8 @@ def airflow_env(home: Path, source_bootstrap: str, target_bootstrap: str, spark_
         # the venv's spark-submit (from pyspark) is what SparkSubmitOperator runs
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "plugins"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-        # the scheduler's executor workers import the heavy modules once, not each task (mm2_failover.preload)
-        **scheduler_preload_settings(),
+        # the executors' workers import the heavy modules once, not each task (mm2_failover.preload)
+        **preload_settings(),
     }
 
 

@@ -34,12 +34,15 @@ REPO_ROOT = PLUGINS_DIR.parent  # defaults for a checkout (var/, .cache/); a dep
 SPARK_JOB = PACKAGE_DIR / "jobs" / "latest_checkpoints.py"
 
 
-def scheduler_preload_settings() -> dict[str, str]:
-    """Airflow's settings (as environment variables) that make the scheduler's executor workers import
-    :mod:`mm2_failover.preload`'s modules once, before they fork tasks (Airflow 3.3: ``[scheduler]
-    mp_start_method`` and ``mp_forkserver_preload``). Importing that module imports them: name it, do not import it."""
+def preload_settings() -> dict[str, str]:
+    """Airflow's settings (as environment variables) that make the executors' workers import
+    :mod:`mm2_failover.preload`'s modules once, before they fork tasks: the LocalExecutor's (the scheduler's
+    ``[scheduler] mp_start_method`` and ``mp_forkserver_preload``, Airflow 3.3) and the CeleryExecutor's (``[celery]
+    celery_config_options``: :mod:`mm2_failover.celery_config`). Importing that module imports them: name it, do not
+    import it."""
     return {"AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
-            "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "mm2_failover.preload"}
+            "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "mm2_failover.preload",
+            "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS": "mm2_failover.celery_config.CELERY_CONFIG"}
 
 
 def artifacts_root():

@@ -1,15 +1,16 @@
-"""What the LocalExecutor's workers import before they fork a task (issue 33, recovery time).
+"""What the executors' workers import before they fork a task (issue 33, recovery time).
 
 Airflow runs each task in a process forked from an executor worker; whatever the worker has imported, the task
 has for free. A task that reads or writes Parquet otherwise pays pandas' import itself (pyarrow imports pandas
 the first time it converts Python objects, reads a table or groups one: 1.5-2.6 s on the bench's machine), and
 every task pays the task runner's own imports. :data:`MODULES` is what a task imported after its fork, measured on
 the bench with ``PYTHONPROFILEIMPORTTIME=1`` in the scheduler's environment (a task's imports go to its log). This
-module is the one list of those imports, named by the scheduler's settings
-(:func:`mm2_failover.config.scheduler_preload_settings`, used by the local deployment and ``docker-compose.yaml``)::
+module is the one list of those imports, named by Airflow's settings (:func:`mm2_failover.config.preload_settings`,
+used by the local deployment and ``docker-compose.yaml``)::
 
-    [scheduler] mp_start_method = forkserver
+    [scheduler] mp_start_method = forkserver            # the LocalExecutor's workers
     [scheduler] mp_forkserver_preload = mm2_failover.preload
+    [celery] celery_config_options = mm2_failover.celery_config.CELERY_CONFIG   # each Celery worker, at its start
 
 Only third-party modules are listed: they change only with a reinstall, which restarts the scheduler anyway. The
 project's own modules are not, so a task always runs the code on disk, never what the scheduler loaded at its start.

@@ -307,7 +307,7 @@ def test_airflow_image_is_the_pinned_airflow_on_the_locks_python(services):
         assert env.get("AIRFLOW__CORE__EXECUTOR") == "LocalExecutor", name
         assert env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "").startswith("postgresql"), name
         # the same preload as the local deployment's (tests/unit/test_preload.py checks what it does)
-        assert {k: env.get(k) for k in config.scheduler_preload_settings()} == config.scheduler_preload_settings(), name
+        assert {k: env.get(k) for k in config.preload_settings()} == config.preload_settings(), name
     ignore = DOCKERFILE.with_name("Dockerfile.dockerignore")
     if ignore.exists():
         sent = ignore.read_text().split()
