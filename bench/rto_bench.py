@@ -167,6 +167,7 @@ def main() -> int:
                           extra_env=defaults if args.no_preload else None)
         stack.callback(af.stop)
         if args.executor == "celery":
+            af.home.mkdir(parents=True, exist_ok=True)
             af.start_redis()
         af.boot_server_side_async()
         server = SparkConnectServer.start(root / "spark-connect", free_port())
