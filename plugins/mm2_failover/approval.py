@@ -7,9 +7,9 @@ decision, and ``apply_group_offsets`` checks it before its first write.
    ``require_approval`` is false: an automation (or a drill) that has decided already opts out, documented in the
    README. A run in disaster mode that nobody confirmed (``source_reachable=detect`` found no answer: reachability
    rule 3a) always asks - entering disaster mode is never automatic. A dry run writes nothing and asks nothing.
-2. **What is approved** (:func:`plan_hash`) - the plan exactly as it was written to ``plan.json``: its rows, the
-   snapshot and parameters it was built from. The SHA-256 of the file's bytes; the request shows it and the
-   decision records it.
+2. **What is approved** (:func:`plan_hash`) - the plan exactly as it was written to ``plan.json``: the snapshot and
+   parameters it was built from, and its rows by the SHA-256 of ``plan_rows.parquet`` (which the plan's reader
+   verifies). The SHA-256 of ``plan.json``'s bytes; the request shows it and the decision records it.
 3. **What the approver sees** (:func:`request_text`) - the plan's summary: groups and partitions, the rules that
    gave the offsets, the re-read and lost estimates, disaster mode or not, every warning, the hash, and a link to
    the plan's page.
@@ -163,5 +163,6 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
     else:
         lines.append("**Warnings:** none.")
     lines += ["", f"Plan `{plan_hash}`: the full plan, per group and partition, on [its page]({page_url}) "
-                  "(plan.json, plan.csv). **Approve** applies exactly this plan; **Reject** writes nothing."]
+                  "(plan.json, plan_rows.parquet, plan.csv). **Approve** applies exactly this plan; **Reject** writes "
+                  "nothing."]
     return subject, "\n".join(lines)
