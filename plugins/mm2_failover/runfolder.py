@@ -11,8 +11,8 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
 ``latest_checkpoints.parquet``  the Spark job's answers (read through :mod:`mm2_failover.answers`; + ``.summary.json``,
                                 ``_quarantine``, ``_regressions``)
 ``plan.json`` / ``plan.csv``    the plan, built once (:class:`mm2_failover.plan.PlanRecord`): its summary, naming its rows
-                                in ``plan_rows.parquet`` by their SHA-256 (columnar: ~2 MB at 10k groups x 10 partitions,
-                                where JSON was 36 MB); CSV for ``kafka-consumer-groups --from-file``
+                                in ``plan_rows.parquet`` by their SHA-256 (columnar: 68 KB at 10k groups x 10 partitions in
+                                the RTO bench, where JSON was 36 MB); CSV for ``kafka-consumer-groups --from-file``
 ``approval.json``               what was asked of the approver, and decided, for which plan (its hash:
                                 :class:`mm2_failover.approval.Decision`)
 ``backup.json``                 what apply is about to overwrite, saved before its first write (:class:`Backup`)
@@ -488,9 +488,11 @@ class RunFolder:
 
         from mm2_failover.plan import Plan
 
-        p = self.dir / d["rows_file"]
         fix = ("the plan cannot be trusted: start a new run folder (or delete plan.json to build the plan again in "
                "this one; a plan built again needs its own approval)")
+        if d["rows_file"] != PLAN_ROWS:  # the rows are this folder's file, never a path plan.json points elsewhere
+            raise RunFolderError(f"{self.plan_json} names its rows {d['rows_file']!r}, not {PLAN_ROWS}; {fix}")
+        p = self.dir / PLAN_ROWS
         try:
             data = store.read_bytes(p)
         except OSError as e:

@@ -156,7 +156,7 @@ def test_every_plan_row_field_has_one_parquet_type():
     assert Plan.from_columns(empty.columns()) == empty
 
 
-@pytest.mark.parametrize("damage", ["other rows", "truncated", "gone"])
+@pytest.mark.parametrize("damage", ["other rows", "truncated", "gone", "named elsewhere"])
 def test_a_plan_whose_rows_are_not_the_file_plan_json_names_is_refused_naming_the_file(tmp_path, damage):
     """A plan is approved by the hash of plan.json, which names its rows by theirs: rows replaced, damaged or
     missing are never read as the plan (apply would write offsets nobody approved)."""
@@ -170,6 +170,16 @@ def test_a_plan_whose_rows_are_not_the_file_plan_json_names_is_refused_naming_th
         rows_file.write_bytes((tmp_path / "other" / "plan_rows.parquet").read_bytes())
     elif damage == "truncated":
         rows_file.write_bytes(rows_file.read_bytes()[:40])
+    elif damage == "named elsewhere":  # plan.json pointing at a file outside the folder, with that file's hash
+        import hashlib
+
+        outside = tmp_path.parent / f"{tmp_path.name}-rows.parquet"
+        outside.write_bytes(rows_file.read_bytes())
+        data = json.loads(f.plan_json.read_text())
+        data["rows_file"] = f"../{outside.name}"
+        data["rows_sha256"] = hashlib.sha256(outside.read_bytes()).hexdigest()
+        f.plan_json.write_text(json.dumps(data))
+        rows_file = f.plan_json
     else:
         rows_file.unlink()
     with pytest.raises(RunFolderError) as e:
