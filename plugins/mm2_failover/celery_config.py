@@ -17,7 +17,5 @@ from __future__ import annotations
 
 from airflow.providers.celery.executors.default_celery import DEFAULT_CELERY_CONFIG
 
-PRELOAD = "mm2_failover.preload"
-
 CELERY_CONFIG = {**DEFAULT_CELERY_CONFIG,
-                 "imports": (*[m for m in DEFAULT_CELERY_CONFIG.get("imports") or () if m != PRELOAD], PRELOAD)}
+                 "imports": (*DEFAULT_CELERY_CONFIG.get("imports", ()), "mm2_failover.preload")}

@@ -10,9 +10,10 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
 ``snapshot.json``               end offsets captured once (:class:`Snapshot`)
 ``latest_checkpoints.parquet``  the Spark job's answers (read through :mod:`mm2_failover.answers`; + ``.summary.json``,
                                 ``_quarantine``, ``_regressions``)
-``plan.json`` / ``plan.csv``    the plan, built once (:class:`mm2_failover.plan.PlanRecord`): its summary, naming its rows
-                                in ``plan_rows.parquet`` by their SHA-256 (columnar: 68 KB at 10k groups x 10 partitions in
-                                the RTO bench, where JSON was 36 MB); CSV for ``kafka-consumer-groups --from-file``
+``plan.json`` / ``plan.csv``    the plan, built once (:class:`mm2_failover.plan.PlanRecord`): its summary, naming its
+                                rows in ``plan_rows.parquet`` by their SHA-256 (columnar: 68 KB at 10k groups x 10
+                                partitions in the RTO bench, where JSON was 36 MB); CSV for ``kafka-consumer-groups
+                                --from-file``
 ``approval.json``               what was asked of the approver, and decided, for which plan (its hash:
                                 :class:`mm2_failover.approval.Decision`)
 ``backup.json``                 what apply is about to overwrite, saved before its first write (:class:`Backup`)
@@ -73,6 +74,8 @@ CHECKPOINTS_SUMMARY = "latest_checkpoints.summary.json"
 PLAN_JSON = "plan.json"
 PLAN_CSV = "plan.csv"
 PLAN_ROWS = "plan_rows.parquet"
+#: the other files an artifact's content is read from (what :meth:`RunFolder._recall` checks besides the artifact)
+PARTS = {PLAN_JSON: (PLAN_ROWS,)}
 APPROVAL = "approval.json"
 BACKUP = "backup.json"
 APPLY = "apply.json"
@@ -164,17 +167,23 @@ def write_json(path, data, compact: bool = False) -> None:
     write_text(path, text)
 
 
-def write_rows_parquet(path, rows: list[dict], columns: list[str] | dict[str, str]) -> None:
-    """``rows`` as a Parquet file, whole and durable (:func:`write_bytes`). ``columns``: their names (types
-    inferred), or name -> Arrow type name (``int64``, ``string``, ``bool``...): an explicit schema, so that an
-    all-empty column keeps its type and a value of another type is an error."""
+def typed_table(columns: dict[str, list], types: dict[str, str]):
+    """``columns`` (name -> values) as a pyarrow Table with the explicit schema ``types`` (name -> Arrow type name:
+    ``int64``, ``string``, ``bool``...), in its order: an all-empty column keeps its type and a value of another
+    type is an error."""
     import pyarrow as pa
 
-    if isinstance(columns, dict):
-        schema = pa.schema([(c, pa.type_for_alias(t)) for c, t in columns.items()])
-        table = pa.table({c: [r.get(c) for r in rows] for c in columns}, schema=schema)
-    else:
-        table = pa.table({c: [r.get(c) for r in rows] for c in columns})
+    return pa.table({c: columns[c] for c in types}, schema=pa.schema([(c, pa.type_for_alias(t))
+                                                                      for c, t in types.items()]))
+
+
+def write_rows_parquet(path, rows: list[dict], columns: list[str] | dict[str, str]) -> None:
+    """``rows`` as a Parquet file, whole and durable (:func:`write_bytes`). ``columns``: their names (types
+    inferred), or name -> Arrow type name (:func:`typed_table`)."""
+    import pyarrow as pa
+
+    values = {c: [r.get(c) for r in rows] for c in columns}
+    table = typed_table(values, columns) if isinstance(columns, dict) else pa.table(values)
     write_bytes(path, store.parquet_bytes(table))
 
 
@@ -379,12 +388,10 @@ class RunFolder:
     # -- remembered artifacts: the plan and the snapshot, each written once per run and read by several steps of a
     # task (at 10k groups x 10 partitions, the plan's rows are 100k, snapshot.json is 10 MB and ~0.5 s to parse)
     def _identity(self, name: str) -> tuple | None:
-        """A local file's size, modification time and inode (None: in an object store, or absent: never remembered);
-        for the plan, its rows' file's too."""
-        if name == PLAN_JSON:
-            both = (self._file_identity(PLAN_JSON), self._file_identity(PLAN_ROWS))
-            return None if None in both else both
-        return self._file_identity(name)
+        """The local files' size, modification time and inode of artifact ``name`` and of its :data:`PARTS` (None:
+        in an object store, or one absent: never remembered)."""
+        ids = tuple(self._file_identity(n) for n in (name, *PARTS.get(name, ())))
+        return None if None in ids else ids
 
     def _file_identity(self, name: str) -> tuple | None:
         path = self.dir / name
@@ -462,14 +469,9 @@ class RunFolder:
         """The rows first (``plan_rows.parquet``), then ``plan.csv``, then ``plan.json`` naming the rows' file and
         its SHA-256: a folder with ``plan.json`` has the rest (a crash before it leaves no plan: the step builds it
         again)."""
-        import pyarrow as pa
-
         from mm2_failover.plan import ROW_TYPES
 
-        cols = record.plan.columns()
-        table = pa.table({c: cols[c] for c in ROW_TYPES},
-                         schema=pa.schema([(c, pa.type_for_alias(t)) for c, t in ROW_TYPES.items()]))
-        data = store.parquet_bytes(table)
+        data = store.parquet_bytes(typed_table(record.plan.columns(), ROW_TYPES))
         write_bytes(self.dir / PLAN_ROWS, data)
         write_text(self.plan_csv, record.plan.to_reset_csv())
         write_json(self.plan_json, record.summary(PLAN_ROWS, hashlib.sha256(data).hexdigest()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from mm2_failover.kafka_io import Commit
@@ -55,13 +56,12 @@ def source_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str,
     out: dict[str, dict] = {}
     for alias, state in snap.sources.items():
         policy = ctx.policies[alias]
-        replica: dict[str, str | None] = {}  # source topic -> its replica topic, if failed over (decided once per topic)
 
+        @functools.cache  # decided once per topic, not once per row
         def replica_of(t: str) -> str | None:
-            if t not in replica:
-                rt = policy.replica_topic(t)
-                replica[t] = rt if rt in snap.replica_partitions and not policy.is_internal_topic(t) else None
-            return replica[t]
+            """The replica topic of source topic ``t``, if it is failed over."""
+            rt = policy.replica_topic(t)
+            return rt if rt in snap.replica_partitions and not policy.is_internal_topic(t) else None
 
         for g, cs in (state.group_commits or {}).items():
             if not ctx.selection.selects(g):

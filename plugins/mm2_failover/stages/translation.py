@@ -3,6 +3,7 @@ proof read and decided by :mod:`mm2_failover.evidence` (the rules: :mod:`mm2_fai
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
@@ -73,18 +74,9 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         return {}, [], {}
     notes: list[str] = []
     policies = ctx.policies
-    topic_of: dict[tuple[str, str], str | None] = {}  # (alias, replica topic) -> its source topic (once per topic)
-    home: dict[tuple[str, str], bool] = {}
-
-    def source_topic(a: str, rt: str) -> str | None:
-        if (a, rt) not in topic_of:
-            topic_of[(a, rt)] = policies[a].source_topic(rt)
-        return topic_of[(a, rt)]
-
-    def is_home(a: str, rt: str) -> bool:
-        if (a, rt) not in home:
-            home[(a, rt)] = policies[a].is_home_topic(rt)
-        return home[(a, rt)]
+    # decided once per (alias, replica topic), not once per row
+    source_topic = functools.cache(lambda a, rt: policies[a].source_topic(rt))
+    is_home = functools.cache(lambda a, rt: policies[a].is_home_topic(rt))
 
     want: dict[tuple[str, str, str, int], int] = {}
     for c in cps:
