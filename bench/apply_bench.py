@@ -1,13 +1,16 @@
 """Benchmark: plan, apply and verify many groups on a real target broker (issue "Safe apply").
 
-    PYTHONPATH=plugins:. .venv/bin/python bench/apply_bench.py --groups 10000 --partitions 10 [--concurrency 16]
+    PYTHONPATH=plugins:. .venv/bin/python bench/apply_bench.py --groups 10000 --partitions 10 [--concurrency 16] \
+        [--fenced]
 
 Starts the bed's target broker (no MM2 needed: the plan is built from synthetic latest checkpoints for a real
 replica topic), then in the same run measures:
 
 * ours: ``apply_plan`` (one ``alter_consumer_group_offsets`` per group, ``--concurrency`` in flight) and
   the verification read-back (``Cluster.commits_many`` + ``plan.verify``);
-* baseline: the same requests one at a time (concurrency 1), on a fresh set of groups.
+* baseline: the same requests one at a time (concurrency 1), on a fresh set of groups;
+* with ``--fenced``, also ``apply_plan`` under the lease (``MM2_FAILOVER_LOCK=kafka``): every batch one transaction
+  of the fenced writer (:mod:`mm2_failover.fenced`), on a fresh set of groups.
 
 Prints groups/s for apply and verify and the ratio against the baseline; writes JSON to bench/results/.
 """
@@ -35,9 +38,20 @@ def make_plan(prefix: str, groups: int, topic: str, partitions: int, end: int) -
     return planmod.build_plan(cps, bounds, {}, {topic: partitions})
 
 
-def run(target: Cluster, plan: planmod.Plan, concurrency: int) -> dict:
+def run(target: Cluster, plan: planmod.Plan, concurrency: int, fenced: bool = False) -> dict:
+    import contextlib
+    import os
+
+    from mm2_failover.stages.apply import writer_lock
+
     t0 = time.monotonic()
-    res = apply_plan(target, plan, concurrency)
+    if fenced:  # the lease's margin must exceed this cluster's write timeout (60 s)
+        os.environ.update({"MM2_FAILOVER_LOCK": "kafka", "MM2_FAILOVER_LOCK_LEASE_SECONDS": "150",
+                           "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "70"})
+    with writer_lock(target, "apply bench", 30) if fenced else contextlib.nullcontext() as held:
+        t0 = time.monotonic()  # the lease's claim and the writer's start not counted: once per task
+        res = apply_plan(target, plan, concurrency, held=held)
+    os.environ.pop("MM2_FAILOVER_LOCK", None)
     t1 = time.monotonic()
     committed = target.commits_many(plan.groups(), concurrency)
     mismatches = planmod.verify(plan, committed)
@@ -54,6 +68,7 @@ def main() -> int:
     ap.add_argument("--groups", type=int, default=10000)
     ap.add_argument("--partitions", type=int, default=10)
     ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--fenced", action="store_true", help="also apply under the lease, through the fenced writer")
     ap.add_argument("--baseline-groups", type=int, default=0, help="groups for the sequential baseline (default: same)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -73,12 +88,18 @@ def main() -> int:
         base_n = args.baseline_groups or args.groups
         out["baseline"] = run(target, make_plan("seq", base_n, topic, args.partitions, 100), 1)
         out["ours"] = run(target, plan, args.concurrency)
+        if args.fenced:
+            out["fenced"] = run(target, make_plan("fenced", args.groups, topic, args.partitions, 100),
+                                args.concurrency, fenced=True)
     o, b = out["ours"], out["baseline"]
     out["apply_speedup"] = round(o["apply_groups_per_s"] / b["apply_groups_per_s"], 1)
     out["verify_speedup"] = round(o["verify_groups_per_s"] / b["verify_groups_per_s"], 1)
     print(f"\nplan, apply and verify {args.groups} groups x {args.partitions} partitions on a real broker (2 cores)")
     print(f"{'variant':<28} {'groups':>7} {'apply s':>8} {'apply g/s':>10} {'verify s':>9} {'verify g/s':>11} {'total s':>8}")
-    for name, r in (("ours (concurrency %d)" % o["concurrency"], o), ("baseline (one at a time)", b)):
+    rows = [("ours (concurrency %d)" % o["concurrency"], o), ("baseline (one at a time)", b)]
+    if "fenced" in out:
+        rows.append(("ours under the lease (fenced)", out["fenced"]))
+    for name, r in rows:
         print(f"{name:<28} {r['groups']:>7} {r['apply_s']:>8} {r['apply_groups_per_s']:>10} {r['verify_s']:>9} "
               f"{r['verify_groups_per_s']:>11} {r['total_s']:>8}")
     print(f"plan built in {out['plan_s']} s; speed-up apply x{out['apply_speedup']}, verify x{out['verify_speedup']}; "

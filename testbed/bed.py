@@ -109,7 +109,8 @@ def set_acls(bed, bindings, create: bool) -> None:
     ops = {"Read": AclOperation.READ, "Describe": AclOperation.DESCRIBE, "Delete": AclOperation.DELETE,
            "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS, "Write": AclOperation.WRITE,
            "Create": AclOperation.CREATE}
-    kinds = {"Topic": ResourceType.TOPIC, "Group": ResourceType.GROUP, "Cluster": ResourceType.BROKER}
+    kinds = {"Topic": ResourceType.TOPIC, "Group": ResourceType.GROUP, "Cluster": ResourceType.BROKER,
+             "TransactionalId": ResourceType.TRANSACTIONAL_ID}
     by_cluster: dict[str, list] = {}
     for b in bindings:
         kind = AclBinding if create else AclBindingFilter

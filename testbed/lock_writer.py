@@ -1,7 +1,10 @@
 """A writer on its own "host" for the cross-host lock test (tests/integration/test_writer_lock.py): takes the target
 cluster's writer lock exactly as apply and rollback do (``stages.apply.writer_lock`` with ``MM2_FAILOVER_LOCK=kafka``
-in its environment), then commits offsets to one partition of a group, checking the lock before every write, and
-prints one JSON line per event (acquired, wrote, lost) with its wall-clock time. Exit 3 when the lock was lost.
+in its environment), then commits offsets to one partition of a group as they do (checking the lock, then
+``HeldLock.commit``: under the lease, the fenced writer), and prints one JSON line per event (acquired, wrote,
+stopping, lost) with its wall-clock time. Exit 3 when the lock was lost. ``--stop-at-write K``: at the K-th write,
+after its check and before its commit, the process stops itself (SIGSTOP: every thread frozen, as in a long GC pause
+or a frozen VM) until the test resumes it.
 
     python -m testbed.lock_writer --bootstrap HOST:PORT --group G --topic T --partition P --name A [--wait 60]
 """
@@ -10,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 import time
 
@@ -29,6 +34,7 @@ def main() -> int:
     ap.add_argument("--write-timeout", type=float, default=1.0)
     ap.add_argument("--every", type=float, default=0.2)
     ap.add_argument("--writes", type=int, default=0, help="stop after this many writes (0: until killed)")
+    ap.add_argument("--stop-at-write", type=int, default=0, help="SIGSTOP itself after this write's check")
     a = ap.parse_args()
     import logging
 
@@ -46,8 +52,11 @@ def main() -> int:
             while not a.writes or i < a.writes:
                 i += 1
                 held.check()
-                errs = target.alter_offsets(a.group, {(a.topic, a.partition): i})
-                say(event="wrote", name=a.name, offset=i, errors={f"{t}[{p}]": e for (t, p), e in errs.items() if e})
+                if i == a.stop_at_write:
+                    say(event="stopping", name=a.name, offset=i)
+                    os.kill(os.getpid(), signal.SIGSTOP)
+                err = held.commit(target, {a.group: {(a.topic, a.partition): i}})[a.group]
+                say(event="wrote", name=a.name, offset=i, error=err)
                 time.sleep(a.every)
     except LockLost as e:
         say(event="lost", name=a.name, why=str(e))

@@ -34,14 +34,17 @@ kafka_lock`) - and only then - the principal also needs, on the lease's topic ``
 11. target: Read - every writer replays the records to the same answer;
 12. target: DescribeConfigs - the topic must stamp the broker's time (``LogAppendTime``), checked before any claim;
 13. target: Create - the topic is created on first use (or an operator creates it with the README's settings, and
-    this one is not needed).
+    this one is not needed);
+14. target: Write on the TransactionalId prefix ``<lock topic>.`` - a lease's holder commits offsets through a
+    transactional producer whose id is the lock topic, a dot and the target's cluster id
+    (:mod:`mm2_failover.fenced`): the next holder takes the id over, which fences the previous one's writes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-RESOURCES = ("Topic", "Group", "Cluster")
+RESOURCES = ("Topic", "Group", "Cluster", "TransactionalId")
 OPERATIONS = ("Read", "Describe", "DescribeConfigs", "Delete", "Write", "Create")
 
 
@@ -80,6 +83,8 @@ LEASE_NEEDS = (
     Need(11, "target", "Topic", LOCK_TOPIC, "Read", "the lease: every writer replays its records"),
     Need(12, "target", "Topic", LOCK_TOPIC, "DescribeConfigs", "the lease: its topic must stamp the broker's time"),
     Need(13, "target", "Topic", LOCK_TOPIC, "Create", "the lease: its topic created on first use (or by an operator)"),
+    Need(14, "target", "TransactionalId", LOCK_TOPIC + ".", "Write",
+         "the lease's holder commits through its transactional id (prefixed): the next holder fences it"),
 )
 
 
@@ -123,6 +128,7 @@ def bindings(policy, target_alias: str, topics: list[str], groups: list[str],
         "mm2-offsets.<a>.internal": [(policy.mm2_offsets_topic, False)],
         "<a>.<topic>": [(policy.replica_topic(t), False) for t in topics],
         LOCK_TOPIC: [(lock_topic, False)] if lock_topic else [],
+        LOCK_TOPIC + ".": [(lock_topic + ".", True)] if lock_topic else [],
     }
     return [Binding(n.cluster, n.resource, name, n.operation, prefixed, n.rule)
             for n in (*NEEDS, *(LEASE_NEEDS if lock_topic else ())) for name, prefixed in names[n.name]]

@@ -509,7 +509,7 @@ def cmd_rollback(a):
 
         faults.hit("rollback.locked")
         res = rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup),
-                       check=held.check)
+                       held=held)
     left = verify_rollback(target, backup, a.apply_concurrency)
     folder.save(ROLLBACK, {"backup": str(a.backup), **res.as_dict(), "still_different": left})
     print(json.dumps({**res.as_dict(), "still_different": left}, indent=2))

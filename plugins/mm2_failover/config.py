@@ -94,7 +94,7 @@ class WriterLockSettings:
     in seconds: ``MM2_FAILOVER_LOCK_LEASE_SECONDS`` (60; a dead holder's lease runs out within it),
     ``MM2_FAILOVER_LOCK_MARGIN_SECONDS`` (20; a holder stops writing this long before its lease would run out, more
     than one write's timeout), ``MM2_FAILOVER_LOCK_RENEW_SECONDS`` (10); ``MM2_FAILOVER_LOCK_TOPIC``
-    (``mm2-failover.locks``)."""
+    (``mm2-failover.locks``), which also names the holders' transactional ids (:meth:`transactional_id`)."""
     kind: str = "file"
     topic: str = "mm2-failover.locks"
     lease_s: float = 60.0
@@ -128,6 +128,12 @@ class WriterLockSettings:
                 raise ValueError(f"{var}={raw!r} is not a number of seconds") from None
         topic = (env.get("MM2_FAILOVER_LOCK_TOPIC") or cls.topic).strip()
         return cls(kind, topic, **times)
+
+    def transactional_id(self, cluster_id: str) -> str:
+        """The transactional id every holder of target ``cluster_id``'s lease commits through
+        (:mod:`mm2_failover.fenced`): the lock topic's name, a dot, the cluster id. The least-privilege ACL is Write
+        on the TransactionalId prefix ``<lock topic>.``."""
+        return f"{self.topic}.{cluster_id}"
 
 
 def spark_jars() -> list[str]:

@@ -5,7 +5,8 @@ process itself there (the way a host crash or an OOM kill would end it), ``sleep
 (to hold a lock while another writer tries; it ends early once the file named by ``MM2_FAILOVER_FAULT_RELEASE``
 exists, so a drill can hold it exactly until the other writer is seen waiting). Several, comma-separated. The points are named where they are hit:
 ``rollback.after_delete_group``, ``rollback.locked``, ``apply.after_backup``, ``apply.locked``,
-``apply.after_commits``, ``archive.after_files``, ``alter.after_group`` (each group committed), ``job.after_answers`` (the Spark job's
+``apply.after_commits``, ``apply.before_commit`` (after each batch's lock check, before its commits are sent),
+``archive.after_files``, ``alter.after_group`` (each group committed), ``job.after_answers`` (the Spark job's
 driver), ``state.before_publish``, ... Never set it in
 production.
 

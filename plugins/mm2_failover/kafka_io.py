@@ -17,6 +17,7 @@ logged or put in an error message.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -862,15 +863,14 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int,
-                     decode: bool = True) -> list[list[str]]:
-    """Run ``jvm/KafkaOffsets.java`` (Java 11+ runs a one-file program from source) in ``mode`` (commit | read |
-    describe) with the cluster's settings translated to the Java client's, in a 0600 file of this user's private
-    folder (removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``: as
-    printed, for the caller to decode)."""
+@contextlib.contextmanager
+def java_offsets_program(cluster: "Cluster", what: str) -> Iterator[tuple[list[str], Path]]:
+    """``jvm/KafkaOffsets.java``'s command (compiled once, or run from source: Java 11+), without its mode, and the
+    cluster's settings translated to the Java client's in a 0600 file of this user's private folder, removed when
+    the block ends (the program reads it at its start). ``what``: the operation, for the error of a host without
+    Java."""
     import os
     import shutil
-    import subprocess
     import uuid
 
     from mm2_failover.config import java_client_options, java_kafka_classpath
@@ -878,27 +878,40 @@ def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int
 
     java = shutil.which("java")
     if not java:
-        raise KafkaConfigError(f"{cluster.name}: commits with metadata (byte for byte), and the commits of more than "
-                               f"{JAVA_BULK_GROUPS} groups at once, go through Kafka's Java client: this host needs "
-                               "Java 11+")
+        raise KafkaConfigError(f"{cluster.name}: {what} go through Kafka's Java client: this host needs Java 11+")
     d = private_dir()
-    tag = uuid.uuid4().hex
-    props, rows = d / f"offsets-{tag}.properties", d / f"offsets-{tag}.tsv"
+    props = d / f"offsets-{uuid.uuid4().hex}.properties"
     try:
         fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(_java_properties({**java_client_options(cluster.conf),
                                       "mm2.failover.timeout.ms": int(cluster.timeout * 1000)}))
-        rows.write_text("".join(line + "\n" for line in lines))
         src = Path(__file__).with_name("jvm") / "KafkaOffsets.java"
         compiled = compiled_java(src, java_kafka_classpath(), d)
         program = ["-cp", f"{compiled}{os.pathsep}{java_kafka_classpath()}", src.stem] if compiled else \
             ["-cp", java_kafka_classpath(), str(src)]
-        r = subprocess.run([java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *program, mode, str(props), str(rows)],
-                           capture_output=True, text=True, timeout=java_call_timeout(cluster.timeout, items))
+        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *program], props
     finally:
         props.unlink(missing_ok=True)
-        rows.unlink(missing_ok=True)
+
+
+def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int,
+                     decode: bool = True) -> list[list[str]]:
+    """Run ``jvm/KafkaOffsets.java`` in ``mode`` (commit | read | describe) on ``lines`` (in a file of this user's
+    private folder, removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``:
+    as printed, for the caller to decode)."""
+    import subprocess
+
+    what = (f"commits with metadata (byte for byte), and the commits of more than {JAVA_BULK_GROUPS} groups at "
+            "once,")
+    with java_offsets_program(cluster, what) as (command, props):
+        rows = props.with_suffix(".tsv")
+        try:
+            rows.write_text("".join(line + "\n" for line in lines))
+            r = subprocess.run([*command, mode, str(props), str(rows)], capture_output=True, text=True,
+                               timeout=java_call_timeout(cluster.timeout, items))
+        finally:
+            rows.unlink(missing_ok=True)
     if r.returncode:
         tail = (r.stderr or "").strip().splitlines()[-5:]
         raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client ({mode}) failed (exit "
@@ -909,12 +922,18 @@ def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int
     return [[f[0], *map(_unb64, f[1:])] for f in (line.split("\t") for line in r.stdout.splitlines()) if f[0] in kinds]
 
 
-def commit_with_java(cluster: "Cluster", offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
+def commit_lines(offsets: dict[str, dict[TP, "int | Commit"]]) -> list[str]:
+    """``KafkaOffsets``' commit lines (group, topic, partition, offset, metadata; each base64) for ``offsets``."""
     lines = []
     for g, parts in sorted(offsets.items()):
         for (t, p), c in sorted(parts.items()):
             c = c if isinstance(c, Commit) else Commit(int(c))
             lines.append("\t".join(map(_b64, (g, t, p, c.offset, c.metadata))))
+    return lines
+
+
+def commit_with_java(cluster: "Cluster", offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
+    lines = commit_lines(offsets)
     out = {f[1]: (None if f[0] == "OK" else f[2]) for f in run_java_offsets(cluster, "commit", lines, len(offsets))}
     missing = sorted(set(offsets) - set(out))
     if missing:

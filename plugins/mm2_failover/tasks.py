@@ -195,7 +195,7 @@ def rollback_group_offsets(context) -> dict:
     log.info("restoring %d group(s) to the state saved at %s (%s)", len(backup.groups), backup.taken_at, path)
     with writer_lock(ctx, "rollback", float(p.get("lock_wait_seconds") or 120)) as held:
         res = rollback(ctx.target, backup, int(p.get("apply_concurrency") or 32), force=bool(p.get("force")),
-                       backup_path=str(path), check=held.check)
+                       backup_path=str(path), held=held)
     ctx.folder.save(ROLLBACK, {"backup": str(path), **res.as_dict()})
     if res.refused:
         raise RuntimeError(f"{len(res.refused)} group(s) were NOT rolled back: "

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
 TOPIC = "acl-orders"
 GROUPS = ["acl-app", "acl-second", "acl-third"]
-LOCK_TOPIC = "mm2-failover.locks"  # the lease's (rows 10-13): the main run takes it
+LOCK_TOPIC = "mm2-failover.locks"  # the lease's (rows 10-14): the main run takes it
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +110,30 @@ def test_one_acl_missing_fails_the_task_that_needs_it_naming_the_permission_and_
     assert f"needs {acls.phrase(need.operation, need.resource, need.name)}" in text, text[-4000:]
     assert "Least-privilege ACLs" in text
     assert target.committed(g) == {}  # nothing written
+
+
+def test_without_the_transactional_id_acl_the_leases_writer_is_refused_naming_it(secured):
+    """Row 14: the lease's holder commits through the target's transactional id (mm2_failover.fenced). Without Write
+    on it, taking the id fails before anything is written, naming the permission."""
+    from mm2_failover.config import WriterLockSettings
+    from mm2_failover.fenced import FencedWriter
+    from mm2_failover.kafka_io import Cluster, KafkaAuthError
+    from testbed.bed import scram_conf
+
+    b, _prep, _target, granted = secured
+    row = [x for x in granted if x.rule == 14]
+    assert len(row) == 1 and row[0].resource == "TransactionalId" and row[0].prefixed, row
+    target = Cluster(scram_conf(b.target.ssl_bootstrap, ca=b.tls.ca), "target")
+    tid = WriterLockSettings(topic=LOCK_TOPIC).transactional_id(target.cluster_id())
+    FencedWriter(target, tid, 30000).close()  # granted: taken
+    b.revoke(row)
+    try:
+        with pytest.raises(KafkaAuthError) as e:
+            FencedWriter(target, tid, 30000)
+    finally:
+        b.grant(row)
+    assert f"needs {acls.phrase('Write', 'TransactionalId', tid)}" in str(e.value), e.value
+    assert "row 14" in str(e.value)
 
 
 def test_a_source_certificate_signed_by_another_ca_is_a_tls_error_never_disaster_mode(as_pipeline, monkeypatch,

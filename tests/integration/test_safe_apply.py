@@ -167,7 +167,14 @@ def test_existing_commits_policies(prepared):
     assert p.target.committed(g) == {(rt, 1): 0}
 
 
-def test_backup_then_rollback_restores_the_exact_prior_state_including_absence(prepared):
+@pytest.mark.parametrize("lock", ["file", "kafka"])
+def test_backup_then_rollback_restores_the_exact_prior_state_including_absence(prepared, lock, monkeypatch):
+    """Under either writer lock (``kafka``: the lease, the re-commits through the fenced writer) - each run of
+    ``writer_lock`` as apply and rollback hold it."""
+    from mm2_failover.stages.apply import writer_lock
+
+    monkeypatch.setenv("MM2_FAILOVER_LOCK", lock)
+    monkeypatch.setenv("MM2_FAILOVER_LOCK_TOPIC", f"mm2-failover.locks-{prepared.names['group']}")
     p = prepared
     g = p.names["group"]
     rt = p.prep[g].replica_topic
@@ -177,15 +184,19 @@ def test_backup_then_rollback_restores_the_exact_prior_state_including_absence(p
     plan = make_plan(ctx)
     backup = take_backup(ctx, plan)
     assert {tp: e.before for tp, e in backup.groups[g].items()} == {(rt, 0): None, (rt, 1): None, (rt, 2): Commit(3)}
-    apply_plan(p.target, plan)
+    with writer_lock(p.target, "test apply", 30) as held:
+        assert held.fenced == (lock == "kafka")
+        apply_plan(p.target, plan, held=held)
     assert set(p.target.committed(g)) == {(rt, 0), (rt, 1), (rt, 2)}
     # a second take_backup (a retry) keeps the state from before the run
     assert take_backup(ctx, plan) == backup
-    res = rollback(p.target, load_backup(p.art.backup), 4)
+    with writer_lock(p.target, "test rollback", 30) as held:
+        res = rollback(p.target, load_backup(p.art.backup), 4, held=held)
     assert res.applied == {g: 1} and not res.refused  # deleted, then its one earlier commit re-committed
     assert p.target.committed(g) == {(rt, 2): 3}
     assert verify_rollback(p.target, backup) == []
-    assert rollback(p.target, backup, 4).unchanged == [g]  # idempotent
+    with writer_lock(p.target, "test rollback again", 30) as held:
+        assert rollback(p.target, backup, 4, held=held).unchanged == [g]  # idempotent
 
 
 def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(bed, target, names, monkeypatch):
@@ -253,12 +264,13 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
                                                                                                         run_root):
     """Issue 34 item 2, the target's lease (MM2_FAILOVER_LOCK=kafka): three writers, each a process on its own "host"
     (its own working directory and artifacts folder: no shared disk, so no file lock between them), take the
-    target's writer lock through stages.apply.writer_lock - the one apply and rollback use - and commit offsets,
-    checking the lock before every write. A waits for nobody; B waits while A holds it. A is SIGKILLed while
-    holding it: B gets it once A's lease ran out (6 s), not before and not much after. C waits; B is then
-    SIGSTOPped between two writes (a long pause: GC, a VM frozen, a partition) past its lease; C gets it; B, resumed,
-    finds its lease gone at its next write, writes nothing more and exits 3. Each writer's partition on the target holds the last
-    offset it logged as written."""
+    target's writer lock through stages.apply.writer_lock - the one apply and rollback use - and commit offsets as
+    they do (the lock checked, then HeldLock.commit: the fenced writer). A waits for nobody; B waits while A holds it.
+    A is SIGKILLed while holding it: B gets it once A's lease ran out (6 s), not before and not much after. C waits;
+    B then stops itself (SIGSTOP: a long GC pause, a frozen VM) after its lock check passed and before its commit is
+    sent - the window a lease alone cannot close - and stays stopped past its lease; C gets it and commits; B,
+    resumed, sends its commit: the transactional id's newer epoch (C's) refuses it, nothing of it lands, B exits 3.
+    Each writer's partition on the target holds the last offset it logged as written."""
     import json
     import os
     import signal
@@ -282,13 +294,14 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
     procs: dict[str, subprocess.Popen] = {}
     logs: dict[str, object] = {}
 
-    def start(name: str, partition: int, every: float = 0.2) -> None:
+    def start(name: str, partition: int, every: float = 0.2, stop_at: int = 0) -> None:
         host = run_root / "lock-hosts" / f"{name}-{tag}"
         host.mkdir(parents=True)
         logs[name] = open(host / "events.jsonl", "w+")
         procs[name] = subprocess.Popen(
             [sys.executable, "-m", "testbed.lock_writer", "--bootstrap", bed.target_bootstrap, "--group", group,
-             "--topic", topic, "--partition", str(partition), "--name", name, "--wait", "60", "--every", str(every)],
+             "--topic", topic, "--partition", str(partition), "--name", name, "--wait", "60", "--every", str(every),
+             *(["--stop-at-write", str(stop_at)] if stop_at else [])],
             cwd=host, env={**env, "MM2_FAILOVER_ARTIFACTS": str(host / "artifacts")}, stdout=logs[name],
             stderr=open(host / "stderr.log", "w"))
 
@@ -314,7 +327,7 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
         start("A", 0)
         a = when("A", "acquired", 60)
         when("A", "wrote", 15)
-        start("B", 1, every=1.0)  # a second between writes: the test pauses it there (see the pause below)
+        start("B", 1, every=1.0, stop_at=3)  # it stops itself at its 3rd write (see below)
         when("B", "waiting", 30)
         time.sleep(lease_s)  # B keeps trying while A renews: it must not get it
         assert not [e for e in events("B") if e["event"] == "acquired"], events("B")
@@ -330,28 +343,24 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
 
         start("C", 2)
         when("C", "waiting", 30)
-        # B is paused between two writes, right after one (its next check is a second away). A pause inside a
-        # write call - after the check passed, before the request is on the wire - is not fenced: Kafka's offset
-        # commits carry no fencing token (README, "One writer across hosts": the window and what would close it)
-        done = len([e for e in events("B") if e["event"] == "wrote"])
-        deadline = time.monotonic() + 15
-        while len([e for e in events("B") if e["event"] == "wrote"]) == done and time.monotonic() < deadline:
-            time.sleep(0.02)
-        procs["B"].send_signal(signal.SIGSTOP)
-        t_stop = time.time()
+        # B stops itself at its 3rd write, after the check passed, before the commit is on the wire
+        stop = when("B", "stopping", 30)
+        t_stop = stop["t"]
         c = when("C", "acquired", 30)
         print(f"\n[lock] B got it {waited:.2f} s after A was killed; C {c['t'] - t_stop:.2f} s after B was paused "
               f"(lease {lease_s:g} s); tokens {a['token']} < {b['token']} < {c['token']}")
         assert c["t"] - t_stop <= lease_s + 5.0 and c["token"] > b["token"]
         when("C", "wrote", 15)
         procs["B"].send_signal(signal.SIGCONT)
-        lost = when("B", "lost", 15)
+        lost = when("B", "lost", 30)
         assert procs["B"].wait(15) == 3
-        assert "no longer holds the lock of target cluster" in lost["why"] and "Nothing more was written" in lost["why"]
+        # refused by the transactional id's epoch, not by B's own clock: its check had passed before it stopped
+        assert "took its transactional id" in lost["why"] and "nothing of this batch was committed" in lost["why"], lost
         b_writes = [e for e in events("B") if e["event"] == "wrote"]
         assert b_writes and all(e["t"] < c["t"] for e in b_writes), (b_writes, c)  # fenced: nothing after C had it
+        assert [e["offset"] for e in b_writes] == [1, 2] and not any(e["error"] for e in b_writes), b_writes
         committed = target.committed(group)
-        assert committed[(topic, 1)] == b_writes[-1]["offset"], committed
+        assert committed[(topic, 1)] == 2, committed  # the stopped write (3) never landed
         a_writes = [e for e in events("A") if e["event"] == "wrote"]
         # nothing of A's after its death either: its last logged write, or the one in flight when it was killed
         # (sent while it held the lease, logged never)
@@ -391,3 +400,38 @@ def test_the_approvers_preview_shows_the_plans_own_read_of_the_target(prepared, 
     plan2, rep2 = plan_and_preview(p.ctx(require_approval=True, on_existing_target_offsets="overwrite"))
     assert len(reads) == 2 and plan2.rows == plan.rows  # the retry: the plan reused, the target read again
     assert [r["committed_after"] for r in rep2.partitions] == [r["committed_after"] for r in rep.partitions]
+
+
+def test_the_fenced_writer_commits_byte_for_byte_refuses_a_live_group_and_once_fenced_commits_nothing(
+        bed, target, names, live_consumer):
+    """mm2_failover.fenced, the lease's writer: a batch commits every group's offsets (metadata byte for byte); a
+    group with a live member in the batch is refused by name - Kafka accepts a transactional commit of generation -1
+    even for a live group, so the writer describes the batch before committing it - and the others land; a second
+    writer of the same transactional id fences the first, whose next batch lands nowhere."""
+    from mm2_failover.fenced import Fenced, FencedWriter
+    from mm2_failover.kafka_io import Cluster
+
+    topic = names["topic"]
+    target.create_topic(topic, 2)
+    c = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
+    tid = f"mm2-failover.test-fence.{names['group']}"
+    g1, g2, live = (f"{names['group']}-{x}" for x in ("f1", "f2", "live"))
+    live_consumer(bed.target_bootstrap, live, topic, client_id="fence-live").wait_stable(c, live)
+    a = FencedWriter(c, tid, 30000)
+    try:
+        out = a.commit({g1: {(topic, 0): Commit(5, "v1\x00meta")}, g2: {(topic, 1): 7}, live: {(topic, 0): 3}})
+        assert out[g1] is None and out[g2] is None, out
+        assert "live member" in out[live] and "fence-live" in out[live], out
+        assert c.commits(g1) == {(topic, 0): Commit(5, "v1\x00meta")} and c.commits(g2) == {(topic, 1): Commit(7, "")}
+        assert c.commits(live) == {}  # never rewritten under its consumer
+        b = FencedWriter(c, tid, 30000)  # the next holder takes the id
+        try:
+            with pytest.raises(Fenced, match="took its transactional id"):
+                a.commit({g1: {(topic, 0): 9}, g2: {(topic, 1): 9}})
+            assert c.commits(g1)[(topic, 0)].offset == 5 and c.commits(g2)[(topic, 1)].offset == 7  # none of it
+            assert b.commit({g1: {(topic, 0): 11}}) == {g1: None}
+            assert c.commits(g1)[(topic, 0)].offset == 11
+        finally:
+            b.close()
+    finally:
+        a.close()

@@ -93,5 +93,6 @@ def test_the_lease_adds_its_topic_only_when_it_is_the_lock():
     leased = acls.bindings(ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"], lock_topic="mm2-failover.locks")
     assert set(leased) - set(plain) == {acls.Binding("target", "Topic", "mm2-failover.locks", op, False, rule)
                                         for rule, op in ((10, "Write"), (11, "Read"), (12, "DescribeConfigs"),
-                                                         (13, "Create"))}
+                                                         (13, "Create"))} | {
+        acls.Binding("target", "TransactionalId", "mm2-failover.locks.", "Write", True, 14)}
     assert not [b for b in plain if b.operation in ("Write", "Create")]

@@ -23,7 +23,7 @@ LAYERS = {
              "readiness", "plandiff", "lease"},
     # talks to Kafka, the filesystem or an object store, or reads the environment (config: where the artifacts live
     # is a store location)
-    "io": {"config", "kafka_io", "store", "runfolder", "answers", "locks", "kafka_lock", "spark", "hooks.kafka_cluster", "syncs", "state"},
+    "io": {"config", "kafka_io", "store", "runfolder", "answers", "locks", "kafka_lock", "fenced", "spark", "hooks.kafka_cluster", "syncs", "state"},
     # one run: its context and its stages (one module per stage)
     "run": {"run"} | {f"stages.{m}" for m in ("errors", "drain", "snapshot", "archive", "preflight", "translation",
                                                "failback", "checkpoints", "gate", "plan", "apply", "verify", "rollback",

@@ -17,16 +17,28 @@ from mm2_failover.runfolder import APPLY, now_iso
 
 log = logging.getLogger(__name__)
 
+FENCED_BATCH = 500  # groups per lock check and per transaction under the lease
+
 
 class HeldLock(dict):
-    """What the ``with writer_lock(...)`` block gets: the holder's record, and :meth:`check`, called before every
+    """What the ``with writer_lock(...)`` block gets: the holder's record, :meth:`check`, called before every
     write - a no-op under the file lock (the kernel never takes an ``flock`` from a live holder), and under the
     target's lease (``MM2_FAILOVER_LOCK=kafka``) :class:`mm2_failover.kafka_lock.LockLost` once this writer may no
-    longer write."""
+    longer write - and :meth:`commit`, through which every offset commit of the block goes: the target's
+    ``alter_many`` under the file lock, the lease's :class:`mm2_failover.fenced.FencedWriter` under the lease (a
+    holder that lost the lease cannot commit even once: :class:`mm2_failover.fenced.Fenced`)."""
 
-    def __init__(self, rec: dict, check=None):
+    def __init__(self, rec: dict, check=None, commit=None):
         super().__init__(rec)
         self._check = check
+        self._commit = commit
+
+    def commit(self, target: Cluster, offsets: dict[str, dict[TP, "int | Commit"]], window: int = 32
+               ) -> dict[str, str | None]:
+        """Commit every group's offsets on ``target``: group -> error text (None: committed)."""
+        if self._commit is not None:
+            return self._commit(offsets)
+        return target.alter_many(offsets, window=window)
 
     @property
     def fenced(self) -> bool:
@@ -53,13 +65,20 @@ def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
         with locks.writer_lock(config.artifacts_root(), target.cluster_id(), owner, wait_s) as rec:
             yield HeldLock(rec)
         return
+    from mm2_failover.fenced import FencedWriter
     from mm2_failover.kafka_lock import KafkaLease
 
     held = KafkaLease(target.conf, settings.topic, target.cluster_id(), owner, settings.lease_s, settings.margin_s,
                       settings.renew_s, write_timeout_s=float(target.timeout))
     rec = held.acquire(wait_s)
     try:
-        yield HeldLock(rec, held.check)
+        # granted: take the target's transactional id before reading anything to decide on (every earlier holder's
+        # open transaction is aborted, and its later commits refused)
+        writer = FencedWriter(target, settings.transactional_id(target.cluster_id()), int(settings.lease_s * 1000))
+        try:
+            yield HeldLock(rec, held.check, writer.commit)
+        finally:
+            writer.close()
     finally:
         held.release()
 
@@ -117,13 +136,14 @@ def as_read(backup: Backup) -> dict[str, dict[TP, Commit]]:
 
 
 def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backup: Backup | None = None,
-               check=None, current: dict[str, dict[TP, Commit]] | None = None,
+               held: HeldLock | None = None, current: dict[str, dict[TP, Commit]] | None = None,
                planned: dict[str, dict[TP, Commit]] | None = None) -> ApplyResult:
     """One ``alter_consumer_group_offsets`` request per group, ``concurrency`` at a time. Writes only what
     differs from the target's current commits (offset and metadata), and, given the run's ``backup``, never a
     partition committed since the backup (plan rule 5: reported in ``moved_since``); a refused group does not stop
-    the others. ``check``: called before every batch of writes (the writer lock's :meth:`HeldLock.check`: a writer
-    that lost the target's lease writes nothing more). ``current``: the target's commits on the planned partitions
+    the others. ``held``: the writer lock, whose :meth:`HeldLock.check` runs before every batch of writes (under the
+    lease: a writer that lost it writes nothing more) and whose :meth:`HeldLock.commit` writes them (under the lease:
+    fenced). ``current``: the target's commits on the planned partitions
     as read just before (:func:`as_read` of a backup taken in this same try, under the same lock), else read here.
     ``planned``: ``plan.commits()`` when the caller has it."""
     planned = plan.commits() if planned is None else planned
@@ -139,13 +159,16 @@ def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backu
                     "there): %s", g, "; ".join(what))
     res = ApplyResult(unchanged=[g for g in groups if g not in todo and g not in moved], moved_since=moved)
     t0, done = time.monotonic(), 0
-    batch = 1000 if check is None else max(1, concurrency)  # under a lease: checked before each batch
+    held = held if held is not None else HeldLock({})
+    # under the lease: the lock checked before each batch, and each batch one fenced transaction (~0.1 s each, and
+    # ~1 ms per group inside it: README, "One writer across hosts")
+    batch = FENCED_BATCH if held.fenced else 1000
     names = sorted(todo)
     for i in range(0, len(names), batch):
         chunk = names[i:i + batch]
-        if check is not None:
-            check()
-        for group, err in target.alter_many({g: todo[g] for g in chunk}, window=concurrency).items():
+        held.check()
+        faults.hit("apply.before_commit")  # drills: a writer paused after its check, before its request is sent
+        for group, err in held.commit(target, {g: todo[g] for g in chunk}, window=concurrency).items():
             if err:
                 res.refused[group] = err
                 log.error("group %s NOT moved: %s", group, err)
@@ -171,7 +194,7 @@ def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
         # a backup taken just now read the target's commits under this lock: apply starts from that read (one
         # read of every group less: ~3 s at 10k groups); a retry's backup is older, so a retry reads them again
         res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency, backup,
-                         check=held.check if held.fenced else None, current=as_read(backup) if fresh else None,
+                         held=held, current=as_read(backup) if fresh else None,
                          planned=planned)
         faults.hit("apply.after_commits")  # drills: killed between apply and verify
         ctx.folder.save(APPLY, res.as_dict())

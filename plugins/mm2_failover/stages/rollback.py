@@ -9,11 +9,14 @@ from pathlib import Path
 from mm2_failover import faults
 from mm2_failover import rollback as rb
 from mm2_failover.kafka_io import Cluster, Commit, KafkaConfigError
+from mm2_failover.kafka_lock import LockLost
 from mm2_failover.rollback import Backup
 from mm2_failover.runfolder import RunFolder, now_iso, read_json, write_json
-from mm2_failover.stages.apply import ApplyResult
+from mm2_failover.stages.apply import ApplyResult, HeldLock
 
 log = logging.getLogger(__name__)
+
+CHUNK = 1000  # groups deleted (where needed) and then re-committed together
 
 
 class RollbackRefused(RuntimeError):
@@ -50,12 +53,14 @@ def journal_dir(backup: Backup) -> Path:
 
 
 def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = False,
-             backup_path: str = "backup", check=None) -> ApplyResult:
+             backup_path: str = "backup", held=None) -> ApplyResult:
     """Restore exactly the commits ``backup`` saved, on the partitions the failover wrote (see
     :mod:`mm2_failover.rollback` for the rules). Idempotent; refused groups are reported and the others proceed.
     Raises RollbackRefused when commits moved since the failover (unless ``force``), or while another backup's
-    journal is pending on the same target. ``check``: the writer lock's, called before each
-    group's writes (a writer that lost the target's lease writes nothing more: the error ends the rollback)."""
+    journal is pending on the same target. ``held``: the writer lock (:class:`mm2_failover.stages.apply.HeldLock`),
+    checked before each group's writes (a writer that lost the target's lease writes nothing more: the error ends the
+    rollback) and committing them (under the lease: fenced; a group's delete, which Kafka cannot fence, is only
+    checked)."""
     from mm2_failover.config import artifacts_root
 
     check_backup_cluster(target, backup, backup_path)
@@ -83,10 +88,12 @@ def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = Fa
     todo = rb.actions(backup, current)
     res = ApplyResult(unchanged=[g for g in groups if g not in todo and g not in resuming])
 
-    def one(group: str):
+    held = held if held is not None else HeldLock({})
+
+    def prepare(group: str):
+        """The group's re-commit, after its delete where one is needed (journal first: rollback rule 6)."""
         journal = journals[group]
-        if check is not None:
-            check()
+        held.check()
         try:
             if journal.exists():  # a previous attempt saw the group before deleting it: finish what it started
                 rec = read_json(journal, "rollback journal")
@@ -102,29 +109,48 @@ def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = Fa
                 faults.hit("rollback.after_delete_group")
             else:
                 recommit = todo[group].restore
-            if recommit:
-                if check is not None:
-                    check()  # a second write of the group (after its delete): checked again
-                errs = {tp: e for tp, e in target.alter_offsets(group, recommit).items() if e}
-                if errs:
-                    return group, None, f"partition errors: {errs}"
-            journal.unlink(missing_ok=True)
+        except LockLost:
+            raise  # this writer may write no more: nothing else is tried
         except Exception as e:  # noqa: BLE001 - reported per group; the others proceed
             return group, None, f"{type(e).__name__}: {e}"
-        return group, len(recommit), None
+        return group, recommit, None
+
+    def commit(ready: dict) -> dict[str, str | None]:
+        """The chunk's re-commits in one call (under the lease: one fenced transaction, not one per group)."""
+        todo_now = {g: r for g, r in ready.items() if r}
+        if not todo_now:
+            return {}
+        held.check()  # the groups' second write (after their deletes): checked again
+        try:
+            return held.commit(target, todo_now, window=concurrency)
+        except LockLost:
+            raise
+        except Exception as e:  # noqa: BLE001 - reported per group, as the group's own refusal would be
+            return {g: f"{type(e).__name__}: {e}" for g in todo_now}
 
     jdir.mkdir(parents=True, exist_ok=True)
     pointer = jdir / rb.POINTER
     if not pointer.exists():
         write_json(pointer, {"backup_path": str(backup_path), "dag_id": backup.dag_id, "run_id": backup.run_id,
                              "taken_at": backup.taken_at})
+    names = sorted(set(todo) | resuming)
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
-        for group, n, err in pool.map(one, sorted(set(todo) | resuming)):
-            if err:
-                res.refused[group] = err
-                log.error("group %s NOT rolled back: %s", group, err)
-            else:
-                res.applied[group] = n
+        for i in range(0, len(names), CHUNK):  # a group stays deleted at most one chunk's time before its re-commit
+            ready = {}
+            for group, recommit, err in pool.map(prepare, names[i:i + CHUNK]):
+                if err:
+                    res.refused[group] = err
+                    log.error("group %s NOT rolled back: %s", group, err)
+                else:
+                    ready[group] = recommit
+            errors = commit(ready)
+            for group, recommit in ready.items():
+                if errors.get(group):
+                    res.refused[group] = errors[group]
+                    log.error("group %s NOT rolled back: %s", group, errors[group])
+                else:
+                    journals[group].unlink(missing_ok=True)
+                    res.applied[group] = len(recommit)
     return res
 
 
