@@ -301,6 +301,8 @@ class Broker:
             "offsets.topic.num.partitions": "1",
             "transaction.state.log.replication.factor": "1",
             "transaction.state.log.min.isr": "1",
+            # the fenced writer's first initTransactions on a bed creates __transaction_state: one partition, not 50
+            "transaction.state.log.num.partitions": "1",
             "group.initial.rebalance.delay.ms": "0",
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",

@@ -32,8 +32,8 @@ import threading
 import time
 
 from mm2_failover.acls import phrase
-from mm2_failover.kafka_io import (TP, Cluster, Commit, KafkaAuthError, KafkaUnavailable, _unb64, commit_lines,
-                                   java_offsets_program)
+from mm2_failover.kafka_io import (TP, Cluster, Commit, KafkaAuthError, KafkaConfigError, KafkaUnavailable, _unb64,
+                                   commit_lines, java_offsets_program)
 from mm2_failover.kafka_lock import LockLost
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class FencedWriter:
     every earlier writer of that id. Thread-safe: one batch at a time."""
 
     def __init__(self, target: Cluster, transactional_id: str, transaction_timeout_ms: int):
-        self.target, self.transactional_id = target, transactional_id
+        self.target, self.transactional_id, self._timeout_ms = target, transactional_id, transaction_timeout_ms
         self._lock = threading.Lock()
         self._buf = b""
         self._stderr = tempfile.TemporaryFile()  # never a pipe: a helper that logs much would block on it
@@ -112,6 +112,12 @@ class FencedWriter:
                           "target's lock; nothing of this batch was committed, and nothing more will be. Re-run the "
                           "task: it converges to the plan (apply writes only what differs).")
         why = _unb64(f[1]) if len(f) > 1 else self._stderr_tail()
+        if "InvalidTxnTimeout" in why:
+            return KafkaConfigError(
+                f"{self.target.name}: the lease's fenced writer could not take transactional id "
+                f"{self.transactional_id}: its transactions time out with the lease ({self._timeout_ms / 1000:g} s), "
+                f"longer than the target's brokers allow ({why}). Lower MM2_FAILOVER_LOCK_LEASE_SECONDS below the "
+                "brokers' transaction.max.timeout.ms (900 s unless changed), or raise that")
         if "TransactionalIdAuthorization" in why:
             need = phrase("Write", "TransactionalId", self.transactional_id)
             return KafkaAuthError(f"{self.target.name}: {doing} as the lease's fenced writer was refused ({why}). The "

@@ -435,3 +435,7 @@ def test_the_fenced_writer_commits_byte_for_byte_refuses_a_live_group_and_once_f
             b.close()
     finally:
         a.close()
+    from mm2_failover.kafka_io import KafkaConfigError
+
+    with pytest.raises(KafkaConfigError, match="MM2_FAILOVER_LOCK_LEASE_SECONDS"):  # above the brokers' 15 min
+        FencedWriter(c, tid, 3600 * 1000)
