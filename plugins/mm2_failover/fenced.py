@@ -112,7 +112,7 @@ class FencedWriter:
                           "target's lock; nothing of this batch was committed, and nothing more will be. Re-run the "
                           "task: it converges to the plan (apply writes only what differs).")
         why = _unb64(f[1]) if len(f) > 1 else self._stderr_tail()
-        if "InvalidTxnTimeout" in why:
+        if "InvalidTxnTimeout" in why or "transaction.max.timeout.ms" in why:
             return KafkaConfigError(
                 f"{self.target.name}: the lease's fenced writer could not take transactional id "
                 f"{self.transactional_id}: its transactions time out with the lease ({self._timeout_ms / 1000:g} s), "
