@@ -1,13 +1,15 @@
 """Recovery time on a real scheduler (issue 33 item 6): trigger -> verified, and where the time goes.
 
     PYTHONPATH=plugins:. .venv/bin/python bench/rto_bench.py [--groups 1] [--partitions 3] [--runs 3]
-        [--executor local|celery] [--no-preload]
+        [--executor local|celery] [--no-preload] [--lock file|kafka]
 
 1. starts the bed (two KRaft brokers + real MirrorMaker 2), a warm Spark Connect server (the deployment's
    ``spark_connect_default``) and Airflow's four processes - api-server, scheduler (LocalExecutor), dag-processor,
    triggerer - with their own home and metadata DB (:mod:`testbed.airflow_stack`); ``--executor celery``: the
    CeleryExecutor instead, with a Redis of its own and one Celery worker (concurrency 2) in its own folder;
    ``--no-preload``: Airflow's defaults instead of :func:`mm2_failover.config.preload_settings` (the comparison);
+   ``--lock kafka``: the writer lock as the lease in the target, apply's commits through the fenced writer (the
+   several-hosts shape's), instead of the file lock;
 2. per run, a fresh set of G groups (their own topic of P partitions, consumed and committed on the source, each
    checkpointed by MM2), then ``mm2_failover`` triggered through the REST API (``drain_quiet_seconds`` = Q) and
    approved through the human-in-the-loop REST API as soon as the request is up (like an automation that opted
@@ -143,6 +145,7 @@ def main() -> int:
     ap.add_argument("--quiet", type=int, default=1, help="drain_quiet_seconds of each run")
     ap.add_argument("--executor", choices=("local", "celery"), default="local")
     ap.add_argument("--no-preload", action="store_true", help="Airflow's defaults, not config.preload_settings()")
+    ap.add_argument("--lock", choices=("file", "kafka"), default="file", help="MM2_FAILOVER_LOCK of the tasks")
     args = ap.parse_args()
     from testbed import localenv
     from testbed.airflow_stack import AirflowStack
@@ -157,7 +160,7 @@ def main() -> int:
 
     root = REPO / "var" / "bench" / f"rto-{time.strftime('%Y%m%d-%H%M%S')}"
     out: dict = {"groups": args.groups, "partitions": args.partitions, "cores": os.cpu_count(),
-                 "executor": args.executor, "preload": not args.no_preload, "runs": []}
+                 "executor": args.executor, "preload": not args.no_preload, "lock": args.lock, "runs": []}
     # the defaults the preload settings replace: the scheduler's fork, Airflow's own Celery configuration
     defaults = {"AIRFLOW__SCHEDULER__MP_START_METHOD": "fork", "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "",
                 "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS":
@@ -177,7 +180,7 @@ def main() -> int:
                                       else {}))
         af.wait_server_side()
         extra = {"AIRFLOW_CONN_SPARK_CONNECT_DEFAULT": localenv.spark_connect_conn(server.port),
-                 "MM2_FAILOVER_ARCHIVE": str(root / "archive")}
+                 "MM2_FAILOVER_ARCHIVE": str(root / "archive"), "MM2_FAILOVER_LOCK": args.lock}
         af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap, extra)
         af.start_triggerer(bed.source_bootstrap, bed.target_bootstrap, extra)
         if args.executor == "celery":
@@ -198,7 +201,8 @@ def main() -> int:
     med = {k: statistics.median(r[k] for r in runs) for k in ("trigger_to_verified_s", "rto_s", "work_s", "gaps_s",
                                                               "human_s")}
     out["median"] = med
-    print(f"\nmm2_failover on a real scheduler ({args.executor} executor, preload {'off' if args.no_preload else 'on'}), "
+    print(f"\nmm2_failover on a real scheduler ({args.executor} executor, preload {'off' if args.no_preload else 'on'}, "
+          f"{args.lock} lock), "
           f"{args.groups} group(s) x {args.partitions} partitions, {args.runs} run(s), {os.cpu_count()} cores (median; RTO = trigger -> verified minus the human's decision and the quiet window)")
     print("| task | work s | scheduler gap before it s |")
     print("|---|---:|---:|")
