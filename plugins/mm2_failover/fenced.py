@@ -23,6 +23,7 @@ driven over its standard input. Its metadata is sent byte for byte, as the Java 
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import select
@@ -41,16 +42,24 @@ log = logging.getLogger(__name__)
 READY_S = 60.0  # the JVM's start (and the helper's compilation, the first time) and initTransactions
 
 
+def _prctl():
+    """libc's ``prctl``, found in this process (never in the forked child: importing or loading there, while another
+    thread - the lease's renewal - may hold a lock, could deadlock the child before it runs Java). None off Linux."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+
+
 def _die_with_parent() -> None:
     """In the helper, before Java starts: the kernel kills it when its parent dies (PR_SET_PDEATHSIG), so a holder
-    killed mid-batch leaves no helper to finish the batch; its open transaction is aborted (rule 3)."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: the helper ends at its input's end instead
+    killed mid-batch leaves no helper to finish the batch; its open transaction is aborted (rule 3). Only a call into
+    what the parent resolved: no import, no allocation of note in the child."""
+    if _PRCTL is not None:
+        _PRCTL(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
 
 
 class Fenced(LockLost):
@@ -73,7 +82,7 @@ class FencedWriter:
                 f.write(f"transaction.timeout.ms={int(transaction_timeout_ms)}\n")
             self._proc = subprocess.Popen([*command, "fenced", str(props), transactional_id], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=self._stderr,
-                                          preexec_fn=_die_with_parent)
+                                          preexec_fn=_die_with_parent if _PRCTL is not None else None)
             try:
                 first = self._line(READY_S + target.timeout)
             except BaseException:
