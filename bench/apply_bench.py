@@ -44,14 +44,21 @@ def run(target: Cluster, plan: planmod.Plan, concurrency: int, fenced: bool = Fa
 
     from mm2_failover.stages.apply import writer_lock
 
-    t0 = time.monotonic()
-    if fenced:  # the lease's margin must exceed this cluster's write timeout (60 s)
-        os.environ.update({"MM2_FAILOVER_LOCK": "kafka", "MM2_FAILOVER_LOCK_LEASE_SECONDS": "150",
-                           "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "70"})
-    with writer_lock(target, "apply bench", 30) if fenced else contextlib.nullcontext() as held:
-        t0 = time.monotonic()  # the lease's claim and the writer's start not counted: once per task
-        res = apply_plan(target, plan, concurrency, held=held)
-    os.environ.pop("MM2_FAILOVER_LOCK", None)
+    # the lease's margin must exceed this cluster's write timeout (60 s)
+    lease = {"MM2_FAILOVER_LOCK": "kafka", "MM2_FAILOVER_LOCK_LEASE_SECONDS": "150",
+             "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "70"} if fenced else {}
+    before = {k: os.environ.get(k) for k in lease}
+    os.environ.update(lease)
+    try:
+        with writer_lock(target, "apply bench", 30) if fenced else contextlib.nullcontext() as held:
+            t0 = time.monotonic()  # the lease's claim and the writer's start not counted: once per task
+            res = apply_plan(target, plan, concurrency, held=held)
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     t1 = time.monotonic()
     committed = target.commits_many(plan.groups(), concurrency)
     mismatches = planmod.verify(plan, committed)

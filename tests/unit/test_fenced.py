@@ -8,8 +8,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 PARENT = """
 import subprocess, sys, threading, time
 from mm2_failover import fenced
@@ -21,7 +19,6 @@ time.sleep(60)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_the_helper_is_killed_when_its_holder_is_sigkilled():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(os.path.dirname(__file__), "..", "..",
                                                                      "plugins"), os.environ.get("PYTHONPATH", "")])}
