@@ -49,7 +49,7 @@ class SparkConnectServer:
         log = run_dir / "spark-connect.log"
         cmd = [str(Path(sys.executable).with_name("spark-submit")), "--class", SERVER_CLASS, "--master", master,
                "--name", "mm2-failover-spark-connect", "--driver-memory", driver_memory,
-               "--jars", ",".join(spark_jars()),
+               "--jars", ",".join(spark_jars(s3a=True)),  # and S3A: a run folder in S3 is written through it
                "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
                "--conf", f"spark.connect.grpc.binding.port={port}",
                "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",

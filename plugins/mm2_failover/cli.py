@@ -207,14 +207,23 @@ def add_params(p: argparse.ArgumentParser) -> None:
     turns it on, one that is on has a ``--no-...`` switch; integers are checked against their bounds."""
     from dataclasses import fields
 
-    p.add_argument("--run-dir", type=Path, help="the run's artifacts folder (default: a new one under "
-                                                "$MM2_FAILOVER_ARTIFACTS/cli/)")
+    p.add_argument("--run-dir", type=run_dir_arg, help="the run's artifacts folder, a path or a store's URL "
+                                                       "(s3://bucket/prefix; default: a new one under "
+                                                       "$MM2_FAILOVER_ARTIFACTS/cli/)")
     for f in fields(RunParams):
         add_param(p, f.name)
     p.add_argument("--spark-master", default=None)
     p.add_argument("--spark-remote", default=None, metavar="sc://HOST:PORT|none",
                    help="run the Spark job on this warm Spark Connect server (default: the spark_connect_default "
                         "connection's, when AIRFLOW_CONN_SPARK_CONNECT_DEFAULT is set); none: spark-submit")
+
+
+def run_dir_arg(value: str):
+    """``--run-dir``: a local folder or a folder in an object store (:func:`mm2_failover.store.as_path`; a plain
+    ``Path`` would fold ``s3://`` into ``s3:/``)."""
+    from mm2_failover.store import as_path
+
+    return as_path(value)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -136,13 +136,83 @@ class WriterLockSettings:
         return f"{self.topic}.{cluster_id}"
 
 
-def spark_jars() -> list[str]:
+def spark_jars(s3a: bool | None = None) -> list[str]:
+    """The jars every Spark job of the project is given (``--jars``): Spark's Kafka source, and S3A's when ``s3a``
+    (default: when the job writes through S3A, :func:`spark_io`)."""
     d = Path(os.environ.get("MM2_FAILOVER_SPARK_JARS", REPO_ROOT / ".cache" / "jars" / "spark"))
     jars = sorted(str(p) for p in d.glob("*.jar"))
     if not jars:
         raise FileNotFoundError(f"Spark's Kafka source jars not found in {d}: run scripts/fetch_jars.sh "
                                 "(make setup) or set MM2_FAILOVER_SPARK_JARS")
+    if s3a if s3a is not None else spark_io() == "s3a":
+        d = Path(os.environ.get("MM2_FAILOVER_S3A_JARS", REPO_ROOT / ".cache" / "jars" / "s3a"))
+        more = sorted(str(p) for p in d.glob("*.jar"))
+        if not any(Path(j).name.startswith("hadoop-aws-") for j in more):
+            raise FileNotFoundError(f"S3A's jars (hadoop-aws and the AWS SDK's) not found in {d}, and the job "
+                                    "writes through S3A (MM2_FAILOVER_SPARK_IO): run scripts/fetch_jars.sh (make "
+                                    "setup) or set MM2_FAILOVER_S3A_JARS")
+        jars += more
     return jars
+
+
+SPARK_IO = ("stage", "s3a")
+
+
+def spark_io(env: dict[str, str] | None = None) -> str:
+    """How the latest-checkpoints job's answers reach a run folder in an object store (``MM2_FAILOVER_SPARK_IO``):
+
+    * ``s3a`` (the default for ``s3://`` artifacts) - Spark writes them into the store itself (``s3a://``, Hadoop's
+      S3 filesystem: :func:`s3a_settings`), from whichever hosts its executors run on;
+    * ``stage`` (the default otherwise) - the job writes them on the driver's host and the task uploads them
+      (:meth:`mm2_failover.spark.JobSubmission.publish`): any fsspec store, but every executor must be able to
+      write that host's folder (``local[N]``, or a cluster on one host). With local artifacts there is nothing to
+      stage: the job writes the run folder.
+
+    A ValueError naming the variable for a bad value."""
+    from mm2_failover.store import scheme_of
+
+    env = os.environ if env is None else env
+    art = env.get("MM2_FAILOVER_ARTIFACTS") or ""
+    s3 = scheme_of(art) in ("s3", "s3a")
+    raw = (env.get("MM2_FAILOVER_SPARK_IO") or "").strip().lower()
+    if not raw:
+        return "s3a" if s3 else "stage"
+    if raw not in SPARK_IO:
+        raise ValueError(f"MM2_FAILOVER_SPARK_IO={raw!r}: use one of {', '.join(SPARK_IO)}")
+    if raw == "s3a" and not s3:
+        raise ValueError(f"MM2_FAILOVER_SPARK_IO=s3a, but MM2_FAILOVER_ARTIFACTS is {art or 'a local folder'}, not "
+                         "s3://: S3A writes only to S3 (or an S3-compatible server); unset MM2_FAILOVER_SPARK_IO")
+    return raw
+
+
+def s3a_settings(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Hadoop's S3A settings for the job, from the standard AWS variables the rest of the pipeline reads (s3fs):
+    ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` (an S3-compatible server: path-style requests),
+    ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, and the keys ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``
+    (``AWS_SESSION_TOKEN``). Without keys S3A's own chain decides (instance profile, web identity...). They are
+    secrets: they go into the job's private options file, never onto a command line (:mod:`mm2_failover.spark`),
+    and the job sets them on its Spark session."""
+    env = os.environ if env is None else env
+    out: dict[str, str] = {}
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        out["fs.s3a.endpoint"] = endpoint
+        out["fs.s3a.path.style.access"] = "true"
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if region:
+        out["fs.s3a.endpoint.region"] = region
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        out["fs.s3a.access.key"] = env["AWS_ACCESS_KEY_ID"]
+        out["fs.s3a.secret.key"] = env["AWS_SECRET_ACCESS_KEY"]
+        if env.get("AWS_SESSION_TOKEN"):
+            out["fs.s3a.session.token"] = env["AWS_SESSION_TOKEN"]
+            out["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+    return out
+
+
+def s3a_url(url: str) -> str:
+    """``s3://bucket/key`` as Hadoop's ``s3a://bucket/key``."""
+    return "s3a://" + url.split("://", 1)[1]
 
 
 def java_kafka_classpath() -> str:
@@ -150,7 +220,7 @@ def java_kafka_classpath() -> str:
     slf4j), as a java -cp value."""
     import importlib.util
 
-    jars = [j for j in spark_jars() if "kafka-clients" in Path(j).name]
+    jars = [j for j in spark_jars(s3a=False) if "kafka-clients" in Path(j).name]
     spec = importlib.util.find_spec("pyspark")
     if spec and spec.origin:
         jars += sorted(str(p) for p in (Path(spec.origin).parent / "jars").glob("slf4j-api-*.jar"))

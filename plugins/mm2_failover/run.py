@@ -69,7 +69,10 @@ class RunContext:
                 raise ValueError(f"no settings for the {role} cluster ({label})")
             return Cluster(confs[label], role, t)
 
-        return cls(params, RunFolder(folder), "cli", Path(folder).name, connect, "target", "source", timeout)
+        from mm2_failover.store import as_path
+
+        # a folder in an object store too (MM2_FAILOVER_ARTIFACTS=s3://...): a plain Path refuses a UPath
+        return cls(params, RunFolder(folder), "cli", as_path(folder).name, connect, "target", "source", timeout)
 
     # -- what the run is about ------------------------------------------------------------------------
     @cached_property

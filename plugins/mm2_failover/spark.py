@@ -24,6 +24,8 @@ from typing import Any
 
 from mm2_failover.runfolder import CHECKPOINTS, CHECKPOINTS_SUMMARY
 
+SIDES = ("_quarantine", "_regressions")  # the job's other outputs, beside its answers (<answers>_quarantine...)
+
 log = logging.getLogger(__name__)
 
 
@@ -133,6 +135,7 @@ class JobSubmission:
     options_file: Path | None = None
     staged: Path | None = None  # a run folder in an object store: the job writes here, publish() uploads
     folder: Any = None
+    direct: bool = False  # the job writes its answers into the store itself (S3A): only the summary is staged
 
     def cleanup(self) -> None:
         if self.options_file is not None:
@@ -147,6 +150,17 @@ class JobSubmission:
         from mm2_failover import store
         from mm2_failover.answers import MANIFEST
 
+        if self.direct:  # Spark committed its answers in the store: its job commit's marker is there, or they are
+            # not whole (a summary without it would vouch for them)
+            marker = self.folder.checkpoints / "_SUCCESS"
+            if not store.exists(marker):
+                from mm2_failover.runfolder import RunFolderError
+
+                raise RunFolderError(f"the latest-checkpoints job ended, but its answers at {store.url_of(marker)} "
+                                     "have no commit marker (_SUCCESS): Spark did not commit them whole, and they "
+                                     "are not read. Run compute_latest_checkpoints again.")
+            store.write_bytes(self.folder.checkpoints_summary, (self.staged / CHECKPOINTS_SUMMARY).read_bytes())
+            return True
         out = self.staged / CHECKPOINTS
         if out.is_dir():
             store.upload_tree(out, self.folder.checkpoints)
@@ -167,8 +181,9 @@ class JobSubmission:
                 shutil.rmtree(self.staged, ignore_errors=True)
 
 
-def write_options_file(target_conf: dict, key: str) -> Path:
+def write_options_file(target_conf: dict, key: str, hadoop: dict[str, str] | None = None) -> Path:
     """The target's client settings for the job: Java (Spark's Kafka source) and librdkafka (the driver's checks),
+    and ``hadoop``, the settings the job sets on its Spark session (S3A's, :func:`mm2_failover.config.s3a_settings`),
     in a 0600 file of :func:`private_dir` named by ``key`` (the run folder: the same path for every try)."""
     import hashlib
 
@@ -182,7 +197,7 @@ def write_options_file(target_conf: dict, key: str) -> Path:
     f.unlink(missing_ok=True)
     fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as out:
-        json.dump({"java": java, "librdkafka": rdk}, out)
+        json.dump({"java": java, "librdkafka": rdk, **({"hadoop": hadoop} if hadoop else {})}, out)
     return f
 
 
@@ -203,17 +218,23 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
     store.remove_tree(folder.checkpoints_summary)
     remote = store.is_remote(folder.dir)
     key = store.url_of(folder.dir) if remote else str(Path(folder.dir).resolve())
-    options = write_options_file(target_conf, key)
+    from mm2_failover.config import s3a_settings, s3a_url, spark_io
+
+    direct = remote and spark_io() == "s3a"
+    options = write_options_file(target_conf, key, s3a_settings() if direct else None)
     staged = None
     output, summary = folder.checkpoints, folder.checkpoints_summary
-    if remote:  # Spark writes local files; the answers are uploaded after it (JobSubmission.publish)
+    if remote:  # the summary (and, staged, the answers) written locally first, uploaded after (JobSubmission.publish)
         from mm2_failover.runfolder import private_dir
 
-        store.remove_tree(folder.checkpoints)
+        for what in (folder.checkpoints, *(store.as_path(f"{store.url_of(folder.checkpoints)}{s}") for s in SIDES)):
+            store.remove_tree(what)  # what an earlier try left: never mixed with this one's
         staged = private_dir() / f"stage-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
         shutil.rmtree(staged, ignore_errors=True)
         staged.mkdir(mode=0o700)
         output, summary = staged / CHECKPOINTS, staged / CHECKPOINTS_SUMMARY
+        if direct:  # Spark writes the answers into the store itself (s3a://); only the summary is staged
+            output = s3a_url(store.url_of(folder.checkpoints))
     args = ["--bootstrap-servers", str(target_conf["bootstrap.servers"])]
     for alias, t in topics.items():
         args += ["--checkpoints-topic", f"{alias}={t}"]
@@ -230,7 +251,7 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
     if (state_root() / "CURRENT.json").exists():  # start from the newest usable state version, read the tail
         args += ["--state-dir", str(state_root())]
     sub = submission_of(args, options)
-    sub.staged, sub.folder = staged, folder
+    sub.staged, sub.folder, sub.direct = staged, folder, direct
     return sub
 
 

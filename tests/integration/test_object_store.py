@@ -132,6 +132,45 @@ def test_a_writer_killed_between_its_files_and_its_manifest_leaves_nothing_archi
     assert res.appended == len(a.read().rows) > 0
 
 
+@pytest.mark.spark
+def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(bed, names, s3, in_store,
+                                                                               connect_server):
+    """Issue 34 item 1, the Spark job on the store's URIs: with run folders in ``s3://`` the job's answers are written
+    by Spark itself through S3A (``s3a://``: Hadoop's S3 filesystem, its jars from Maven Central), through
+    spark-submit and on the warm Spark Connect server; the task uploads only the summary, once Spark's commit
+    marker is there. The answers are MM2's checkpoints, and the same as those of the staged route (the job writes
+    on the task's host, the task uploads: ``MM2_FAILOVER_SPARK_IO=stage``), which leaves no commit marker."""
+    from mm2_failover import store
+    from mm2_failover.answers import checkpoint_rows
+    from mm2_failover.config import s3a_url
+    from mm2_failover.runfolder import RunFolder
+    from testbed.localenv import run_cli
+
+    g = names["group"]
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=2,
+                            produced=40, consumed_upto={0: 40, 1: 10})
+    want = {(c.topic, p): (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()}
+    art, _arch = in_store
+    for io, route, remote in (("s3a", "spark-submit", "none"), ("s3a", "spark-connect", connect_server.url),
+                              ("stage", "spark-connect", connect_server.url)):
+        run = f"{art}/cli-{io}-{route}"
+        r = run_cli("plan", "--run-dir", run, "--groups-regex", g, "--spark-remote", remote, bed=bed,
+                    env={"MM2_FAILOVER_SPARK_IO": io})
+        assert r.returncode == 0, (io, route, r.stderr[-3000:])
+        folder = RunFolder(store.as_path(run))
+        summary = json.loads(store.read_bytes(folder.checkpoints_summary))
+        assert summary["spark"]["route"] == route, summary["spark"]
+        marker = store.exists(folder.checkpoints / "_SUCCESS")  # Spark's job commit; an upload skips it
+        if io == "s3a":
+            assert summary["output"] == s3a_url(store.url_of(folder.checkpoints)) and marker, summary["output"]
+        else:
+            assert not summary["output"].startswith("s3a://") and not marker, summary["output"]
+        got = {(c["topic"], c["partition"]): (c["upstream_offset"], c["downstream_offset"])
+               for c in checkpoint_rows(folder.checkpoints) if c["group"] == g}
+        assert got == want, (io, route, got, want)
+        assert len(store.read_bytes(folder.dir / "plan.csv").decode().splitlines()) == 2  # the plan read them
+
+
 def test_the_file_lock_is_refused_with_artifacts_in_a_store(s3):
     from mm2_failover.config import WriterLockSettings
 

@@ -508,8 +508,12 @@ def test_the_multi_worker_profile_shares_no_disk_and_keeps_artifacts_in_the_obje
     assert "/opt/airflow/artifacts" not in a and "/opt/airflow/logs" not in a
     queues = [services[w]["command"].split("--queues", 1)[1].split()[0].split(",") for w in WORKERS]
     assert queues == [["default", "worker-a"], ["default", "worker-b"]]
+    fetch = " ".join(services["fetch-spark-jars"]["command"])
+    assert "-f /jvm/s3a/pom.xml" in fetch and "/jars/s3a" in fetch  # S3A's jars, beside the Kafka source's
     for w in WORKERS:
         env = env_of(services[w], variables)
         assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])["host"].startswith("local")
+        # the job's answers written into the bucket by Spark (S3A), its jars where the job looks for them
+        assert config.spark_io(env) == "s3a" and env["MM2_FAILOVER_S3A_JARS"] == "/opt/airflow/jars/s3a"
         deps = depends_of(services[w])
         assert deps["redis"] == "service_healthy" and deps["s3proxy"] == "service_healthy"

@@ -229,6 +229,21 @@ def kafka_options(args: argparse.Namespace) -> tuple[dict[str, str], dict]:
     return {str(k): str(v) for k, v in java.items()}, rdk
 
 
+def session_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The settings the job sets on its Spark session (``hadoop`` of the options file: S3A's endpoint and keys when
+    it writes a run folder in S3, :func:`mm2_failover.config.s3a_settings`). On the session, not on the command
+    line: secrets, and a Spark Connect server takes them per session (data source reads and writes copy the
+    session's settings into their Hadoop configuration). A Connect server keeps one S3A filesystem per bucket, made
+    with the settings of the first session that used it."""
+    if not args.kafka_options_file:
+        return {}
+    try:
+        with open(args.kafka_options_file) as f:
+            return {str(k): str(v) for k, v in (json.load(f).get("hadoop") or {}).items()}
+    except (OSError, ValueError) as e:
+        raise BadArguments(f"--kafka-options-file {args.kafka_options_file}: {e}") from None
+
+
 # ------------------------------------------------------------------------------------------ the cluster, before Spark
 
 
@@ -1007,6 +1022,7 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
     same code runs on a warm server instead of a Spark of its own (the caller's process is then the client)."""
     try:
         args, topics, end, start, java, state = prepare(argv)
+        settings = session_settings(args)
     except SystemExit as e:  # argparse: usage printed
         return EXIT_BAD_ARGS if e.code else 0
     except BadArguments as e:
@@ -1027,6 +1043,8 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
     spark = builder.appName("mm2-failover-latest-checkpoints").getOrCreate()
     session_seconds = round(time.monotonic() - t_session, 3)
     try:
+        for k, v in settings.items():
+            spark.conf.set(k, v)
         summary = run(spark, args, topics, end, start, java, state=state)
     except Exception as e:  # noqa: BLE001 - Spark's Kafka source refused by an ACL: say which, no traceback
         refused = not_authorized(e, topics)
