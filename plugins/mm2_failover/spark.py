@@ -163,10 +163,19 @@ class JobSubmission:
             return True
         out = self.staged / CHECKPOINTS
         if out.is_dir():
-            store.upload_tree(out, self.folder.checkpoints)
-            if (out / MANIFEST).exists():
+            store.upload_tree(out, self.folder.checkpoints, skip=(MANIFEST,))
+            if (out / MANIFEST).exists():  # after the parts it names
                 store.write_bytes(self.folder.checkpoints / MANIFEST, (out / MANIFEST).read_bytes())
-        store.write_bytes(self.folder.checkpoints_summary, (self.staged / CHECKPOINTS_SUMMARY).read_bytes())
+        published = store.url_of(self.folder.checkpoints)
+        for side in SIDES:  # the quarantine and regressions tables the summary names
+            if (self.staged / f"{CHECKPOINTS}{side}").is_dir():
+                store.upload_tree(self.staged / f"{CHECKPOINTS}{side}", store.as_path(published + side))
+        summary = json.loads((self.staged / CHECKPOINTS_SUMMARY).read_text())
+        for k in ("output", "quarantine_output", "regressions_output"):  # named where they are now, not staged
+            v = summary.get(k)
+            if isinstance(v, str) and v.startswith(str(out)):
+                summary[k] = published + v[len(str(out)):]
+        store.write_bytes(self.folder.checkpoints_summary, json.dumps(summary, sort_keys=True).encode())
         return True
 
     def __enter__(self):

@@ -641,7 +641,12 @@ def test_tasks_alternate_between_two_workers_and_a_worker_killed_mid_apply_is_re
                  "backup.json", "apply.json", "report.json", "report.md", "report_partitions.parquet", "summary.json",
                  "latest_checkpoints.summary.json"):
         assert want in objs, (want, sorted(objs))
-    assert any(n.startswith("latest_checkpoints.parquet/") and n.endswith(".parquet") for n in objs)  # uploaded
+    assert any(n.startswith("latest_checkpoints.parquet/") and n.endswith(".parquet") for n in objs)
+    # written into the store by Spark itself (S3A, the default for s3://): its job commit's marker is there, and the
+    # summary names the s3a:// answers (a staged upload leaves no marker)
+    assert "latest_checkpoints.parquet/_SUCCESS" in objs, sorted(objs)
+    assert json.loads(store.read_bytes(r.folder / "latest_checkpoints.summary.json"))["output"] == \
+        "s3a://" + url_of(r.folder / "latest_checkpoints.parquet").split("://", 1)[1]
     # the capture appended to the sync archive in the store: its files, then a manifest generation naming them
     from mm2_failover.syncs import SyncArchive
 

@@ -77,3 +77,54 @@ def test_the_s3a_jars_are_added_only_when_the_job_writes_through_s3a(tmp_path, m
     assert [j.rsplit("/", 1)[1] for j in spark_jars()] == ["spark-sql-kafka.jar", "hadoop-aws-3.5.0.jar"]
     monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(tmp_path / "local"))
     assert [j.rsplit("/", 1)[1] for j in spark_jars()] == ["spark-sql-kafka.jar"]
+
+
+def staged_run(tmp_path, *, commit_marker: bool | None = None):
+    """A staged job's local folder as the job leaves it (answers, quarantine, summary naming them) and a run folder
+    in a store (fsspec's memory://); ``commit_marker``: the S3A route, Spark's _SUCCESS in the store or not."""
+    import uuid
+
+    from mm2_failover import store
+    from mm2_failover.runfolder import CHECKPOINTS, CHECKPOINTS_SUMMARY, RunFolder
+    from mm2_failover.spark import JobSubmission
+
+    folder = RunFolder(f"memory://bucket-{uuid.uuid4().hex[:8]}/art/mm2_failover/run-1")
+    staged = tmp_path / "stage"
+    (staged / CHECKPOINTS).mkdir(parents=True)
+    (staged / CHECKPOINTS / "part-00000.parquet").write_bytes(b"answers")
+    (staged / f"{CHECKPOINTS}_quarantine").mkdir()
+    (staged / f"{CHECKPOINTS}_quarantine" / "part-00000.parquet").write_bytes(b"bad records")
+    output = str(staged / CHECKPOINTS)
+    if commit_marker is not None:
+        output = "s3a://" + store.url_of(folder.checkpoints).split("://", 1)[1]
+        if commit_marker:
+            store.write_bytes(folder.checkpoints / "_SUCCESS", b"")
+    (staged / CHECKPOINTS_SUMMARY).write_text(json.dumps(
+        {"output": output, "quarantined": 1, "quarantine_output": output + "_quarantine", "regressions_output": None}))
+    return JobSubmission([], {}, {}, None, staged, folder, direct=commit_marker is not None), folder
+
+
+def test_a_staged_jobs_quarantine_is_uploaded_and_its_summary_names_it_in_the_store(tmp_path):
+    """The quarantine (and regressions) tables the summary names are in the store, under the names it gives: an
+    operator told where the unusable records are finds them (staged: the local folder is deleted after the job)."""
+    from mm2_failover import store
+
+    sub, folder = staged_run(tmp_path)
+    assert sub.publish()
+    summary = folder.load_summary().raw
+    want = store.url_of(folder.checkpoints) + "_quarantine"
+    assert summary["quarantine_output"] == want and summary["output"] == store.url_of(folder.checkpoints)
+    assert store.read_bytes(store.as_path(want) / "part-00000.parquet") == b"bad records"
+    assert store.read_bytes(folder.checkpoints / "part-00000.parquet") == b"answers"
+
+
+def test_through_s3a_the_summary_is_published_only_with_sparks_commit_marker(tmp_path):
+    from mm2_failover import store
+    from mm2_failover.runfolder import RunFolderError
+
+    sub, folder = staged_run(tmp_path / "a", commit_marker=False)
+    with pytest.raises(RunFolderError, match=r"_SUCCESS.*Run compute_latest_checkpoints again"):
+        sub.publish()
+    assert not store.exists(folder.checkpoints_summary)  # nothing vouches for answers Spark did not commit
+    sub, folder = staged_run(tmp_path / "b", commit_marker=True)
+    assert sub.publish() and folder.load_summary().raw["quarantine_output"].startswith("s3a://")
