@@ -259,6 +259,9 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
     pull_state()
     if (state_root() / "CURRENT.json").exists():  # start from the newest usable state version, read the tail
         args += ["--state-dir", str(state_root())]
+        url = state_url() if direct else None
+        if url:
+            args += ["--state-url", url]
     sub = submission_of(args, options)
     sub.staged, sub.folder, sub.direct = staged, folder, direct
     return sub
@@ -293,6 +296,25 @@ def pull_state() -> None:
 
     for line in state.pull(remote, state_root()):
         log.warning("%s", line)
+
+
+def state_url() -> str | None:
+    """Where Spark reads the state's versions when it writes through S3A: the store's ``latest-state`` as
+    ``s3a://`` - when the archive is in S3 and every version of this host's copy is there too (a version a refresh
+    here did not push yet is only on this host: then the host's copy, said in the log). None otherwise."""
+    from mm2_failover import store
+    from mm2_failover.config import s3a_url, state_root, state_store
+
+    remote = state_store()
+    if remote is None or store.scheme_of(store.url_of(remote)) not in ("s3", "s3a"):
+        return None
+    here = {d.name for d in state_root().glob("v-*") if (d / "version.json").is_file()}
+    there = {n for n in store.names(remote) if n in here and store.exists(store.as_path(remote) / n / "version.json")}
+    if here - there:
+        log.warning("the state versions %s are on this host only (not pushed to %s): Spark reads this host's copy",
+                    sorted(here - there), store.url_of(remote))
+        return None
+    return s3a_url(store.url_of(remote))
 
 
 def push_state() -> list[str]:

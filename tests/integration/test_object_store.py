@@ -171,6 +171,41 @@ def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(b
         assert len(store.read_bytes(folder.dir / "plan.csv").decode().splitlines()) == 2  # the plan read them
 
 
+@pytest.mark.spark
+def test_a_failover_on_another_host_reads_the_state_versions_from_the_store_through_s3a(bed, names, s3, in_store,
+                                                                                        connect_server, tmp_path):
+    """The latest-checkpoint state through S3A: the refresh on "host" A (its own state folder) publishes its version
+    in the store; the failover's job on "host" B (another, empty, state folder) starts from that version, and Spark
+    reads the version's tables from ``s3a://<archive>/latest-state/<version>`` - not from B's copy, which executors
+    on other hosts could not read. The answers are MM2's checkpoints."""
+    from mm2_failover import store
+    from mm2_failover.answers import checkpoint_rows
+    from mm2_failover.config import s3a_url
+    from mm2_failover.runfolder import RunFolder
+    from testbed.localenv import run_cli
+
+    g = names["group"]
+    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=2,
+                            produced=40, consumed_upto={0: 40, 1: 10})
+    want = {(c.topic, p): (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()}
+    art, arch = in_store
+    r = run_cli("refresh-state", "--spark-remote", connect_server.url, bed=bed,
+                env={"MM2_FAILOVER_STATE": str(tmp_path / "host-a")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    version = json.loads(store.read_bytes(f"{arch}/latest-state/CURRENT.json"))["version"]
+    run = f"{art}/cli-from-state"
+    r = run_cli("plan", "--run-dir", run, "--groups-regex", g, "--spark-remote", connect_server.url, bed=bed,
+                env={"MM2_FAILOVER_STATE": str(tmp_path / "host-b")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    folder = RunFolder(store.as_path(run))
+    st = json.loads(store.read_bytes(folder.checkpoints_summary))["state"]
+    assert {a["version"] for a in st["aliases"].values()} == {version}, st  # every alias from the refresh's version
+    assert st["read_from"] == [f"{s3a_url(arch)}/latest-state/{version}"], st
+    got = {(c["topic"], c["partition"]): (c["upstream_offset"], c["downstream_offset"])
+           for c in checkpoint_rows(folder.checkpoints) if c["group"] == g}
+    assert got == want, (got, want)
+
+
 def test_the_file_lock_is_refused_with_artifacts_in_a_store(s3):
     from mm2_failover.config import WriterLockSettings
 

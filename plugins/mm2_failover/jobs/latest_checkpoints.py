@@ -130,6 +130,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the latest-checkpoint state (a local or shared folder, <archive>/latest-state): start from "
                         "its newest usable version and read only the tail (mm2_failover.state); a full pass when "
                         "none is usable, said in the summary")
+    p.add_argument("--state-url", default="",
+                   help="the same state in an object store (s3a://.../latest-state; the versions of --state-dir, "
+                        "same names): Spark reads the chosen versions' tables from there, so executors on any host "
+                        "can (--state-dir still gives their version.json); not with --refresh-state")
     p.add_argument("--refresh-state", action="store_true",
                    help="write a new state version to --state-dir covering up to --end-offsets ('latest': the "
                         "current log end) instead of answers")
@@ -526,7 +530,8 @@ class StatePlan:
         return out
 
     def summary(self) -> dict:
-        return {"dir": str(self.root.dir), "refresh": self.refresh,
+        read = sorted({self.versions[c.version]["path"] for c in self.choices if c.version})
+        return {"dir": str(self.root.dir), "refresh": self.refresh, "read_from": read,
                 "aliases": {c.alias: c.as_dict() for c in self.choices},
                 "full_pass": sorted(c.alias for c in self.choices if not c.version)}
 
@@ -932,6 +937,9 @@ def prepare(argv: list[str] | None = None):
     """Arguments, options and the driver's checks against the cluster (no Spark yet)."""
     args = parse_args(argv)
     topics = topics_by_alias(args.checkpoints_topic)
+    if args.state_url and (args.refresh_state or not args.state_dir):
+        raise BadArguments("--state-url is read with --state-dir (the versions' version.json), and not by "
+                           "--refresh-state (a refresh writes the host's copy)")
     if args.refresh_state and not args.state_dir:
         raise BadArguments("--refresh-state needs --state-dir (where the state versions live)")
     if not args.refresh_state and not args.output:
@@ -989,6 +997,8 @@ def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict)
         print(f"latest_checkpoints: {line}", file=sys.stderr)
     for ch in choices:
         print(f"latest_checkpoints: {ch.alias} ({ch.topic}): {ch.reason}", file=sys.stderr)
+    if args.state_url and not args.refresh_state:  # the store's copy of each version, for Spark's reads
+        versions = [{**v, "path": f"{args.state_url.rstrip('/')}/{v['name']}"} for v in versions]
     plan = StatePlan(root, args.refresh_state, ids, start, choices, {v["name"]: v for v in versions})
     tail_start = {t: dict(ps) for t, ps in start.items()}
     for ch in choices:
