@@ -22,6 +22,10 @@ Rules (unit-tested in ``tests/unit/test_answers.py``; the job's side in ``tests/
    reader that does not know this layout (pyarrow, Spark) fails on it instead of reading one part as the answers.
 5. **Complete only with the job's summary** - the job writes the manifest last and its summary after it; a folder
    without the summary is never read (:func:`mm2_failover.stages.checkpoints.selected_checkpoints`).
+6. **In an object store, the summary names the parts** - there the summary is written by the task once the parts
+   are in the store (uploaded, or committed by Spark through S3A: :meth:`mm2_failover.spark.JobSubmission.publish`),
+   with each part's size (``output_files``). A reader finds each named part with its size and no other Parquet part
+   (:func:`parts_problems`): a part missing or cut short, or one another try left, fails naming it.
 """
 
 from __future__ import annotations
@@ -116,6 +120,20 @@ def read_table(path, columns: list[str] | None = None):
     parts.append(delta)
     schema = delta.select(keep).schema
     return pa.concat_tables([t.select(keep).cast(schema) for t in parts])
+
+
+def is_part(name: str) -> bool:
+    """A Parquet part of the answers (relative name), not a file of Spark's or a hidden one."""
+    return name.endswith(".parquet") and not any(p.startswith((".", "_")) for p in name.split("/"))
+
+
+def parts_problems(have: dict[str, int], named: dict[str, int]) -> list[str]:
+    """Rule 6: what is wrong with the answers' parts found (``have``: relative name -> size) against those the
+    summary names, as "<name>: <why>" (empty: they are whole)."""
+    bad = [f"{n}: missing" if n not in have else f"{n}: {have[n]} bytes, the summary says {size}"
+           for n, size in sorted(named.items()) if have.get(n) != size]
+    return bad + [f"{n}: not named by the summary (left by another try?)"
+                  for n in sorted(have) if is_part(n) and n not in named]
 
 
 def _first_file(folder):

@@ -148,7 +148,7 @@ class JobSubmission:
         if self.staged is None or not (self.staged / CHECKPOINTS_SUMMARY).exists():
             return False
         from mm2_failover import store
-        from mm2_failover.answers import MANIFEST
+        from mm2_failover.answers import MANIFEST, is_part
 
         if self.direct:  # Spark committed its answers in the store: its job commit's marker is there, or they are
             # not whole (a summary without it would vouch for them)
@@ -159,11 +159,15 @@ class JobSubmission:
                 raise RunFolderError(f"the latest-checkpoints job ended, but its answers at {store.url_of(marker)} "
                                      "have no commit marker (_SUCCESS): Spark did not commit them whole, and they "
                                      "are not read. Run compute_latest_checkpoints again.")
-            store.write_bytes(self.folder.checkpoints_summary, (self.staged / CHECKPOINTS_SUMMARY).read_bytes())
+            summary = json.loads((self.staged / CHECKPOINTS_SUMMARY).read_text())
+            summary["output_files"] = {n: size for n, size in store.listing(self.folder.checkpoints).items()
+                                       if is_part(n)}  # what Spark committed: the reader checks it (rule 6)
+            store.write_bytes(self.folder.checkpoints_summary, json.dumps(summary, sort_keys=True).encode())
             return True
         out = self.staged / CHECKPOINTS
+        files: dict[str, int] = {}
         if out.is_dir():
-            store.upload_tree(out, self.folder.checkpoints, skip=(MANIFEST,))
+            files = store.upload_tree(out, self.folder.checkpoints, skip=(MANIFEST,))
             if (out / MANIFEST).exists():  # after the parts it names
                 store.write_bytes(self.folder.checkpoints / MANIFEST, (out / MANIFEST).read_bytes())
         published = store.url_of(self.folder.checkpoints)
@@ -175,6 +179,7 @@ class JobSubmission:
             v = summary.get(k)
             if isinstance(v, str) and v.startswith(str(out)):
                 summary[k] = published + v[len(str(out)):]
+        summary["output_files"] = {n: size for n, size in files.items() if is_part(n)}
         store.write_bytes(self.folder.checkpoints_summary, json.dumps(summary, sort_keys=True).encode())
         return True
 

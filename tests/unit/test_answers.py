@@ -147,6 +147,22 @@ def test_a_reader_that_does_not_know_the_layout_fails_instead_of_reading_a_part(
         pq.read_table(str(out))
 
 
+# ------------------------------------------------------------------------------------------ rule 6: named parts
+
+
+def test_in_a_store_the_parts_must_be_those_the_summary_names_with_their_sizes():
+    from mm2_failover.answers import is_part, parts_problems
+
+    named = {"part-0.parquet": 10, "delta/part-0.parquet": 5}
+    assert parts_problems({**named, "_SUCCESS": 0, "_temporary/0/part-9.parquet": 3}, named) == []
+    assert parts_problems({"part-0.parquet": 10}, named) == ["delta/part-0.parquet: missing"]
+    assert parts_problems({**named, "part-0.parquet": 4}, named) == ["part-0.parquet: 4 bytes, the summary says 10"]
+    assert parts_problems({**named, "part-7.parquet": 4}, named) == [
+        "part-7.parquet: not named by the summary (left by another try?)"]
+    assert [n for n in ("a.parquet", "_x/a.parquet", ".a.parquet.crc", "b/.a.parquet", "answers.manifest.json")
+            if is_part(n)] == ["a.parquet"]
+
+
 # ------------------------------------------------------------------------------------------ which layout
 
 

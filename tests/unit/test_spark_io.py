@@ -128,3 +128,28 @@ def test_through_s3a_the_summary_is_published_only_with_sparks_commit_marker(tmp
     assert not store.exists(folder.checkpoints_summary)  # nothing vouches for answers Spark did not commit
     sub, folder = staged_run(tmp_path / "b", commit_marker=True)
     assert sub.publish() and folder.load_summary().raw["quarantine_output"].startswith("s3a://")
+
+
+def test_a_reader_takes_only_the_parts_the_published_summary_names(tmp_path):
+    """Answers rule 6 through the reader (stages.checkpoints.whole_answers): the summary the task published names
+    the parts it saw; a part added after (another try's), or one cut short, makes the answers unreadable, named."""
+    from mm2_failover import store
+    from mm2_failover.runfolder import RunFolderError
+    from mm2_failover.stages.checkpoints import whole_answers
+
+    for direct in (False, True):
+        sub, folder = staged_run(tmp_path / str(direct), commit_marker=True if direct else None)
+        if direct:  # what Spark committed into the store
+            store.write_bytes(folder.checkpoints / "part-00000.parquet", b"answers")
+        assert sub.publish()
+        assert folder.load_summary().raw["output_files"] == {"part-00000.parquet": 7}
+        ctx = type("Ctx", (), {"folder": folder})()  # whole_answers reads only the run's folder
+        assert whole_answers(ctx) == folder.checkpoints
+        store.write_bytes(folder.checkpoints / "part-00001.parquet", b"stray")
+        with pytest.raises(RunFolderError, match=r"part-00001.parquet: not named by the summary.*run "
+                                                 r"compute_latest_checkpoints again"):
+            whole_answers(ctx)
+        store.remove_tree(folder.checkpoints / "part-00001.parquet")
+        store.write_bytes(folder.checkpoints / "part-00000.parquet", b"answ")
+        with pytest.raises(RunFolderError, match=r"part-00000.parquet: 4 bytes, the summary says 7"):
+            whole_answers(ctx)

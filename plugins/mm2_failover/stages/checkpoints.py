@@ -30,6 +30,16 @@ def whole_answers(ctx: RunContext):
                              "the Spark job did not finish (killed or failed while writing), so they may be partial "
                              "and are not read. Run compute_latest_checkpoints again (clear the task, or the CLI's "
                              "checkpoints step): it rewrites them.")
+    named = summary.raw.get("output_files")
+    if named is not None:  # in an object store: the parts the summary names, and no others (answers rule 6)
+        from mm2_failover import store
+        from mm2_failover.answers import parts_problems
+
+        bad = parts_problems(store.listing(f.checkpoints), named)
+        if bad:
+            raise RunFolderError(f"the latest checkpoints at {store.url_of(f.checkpoints)} are not the ones their "
+                                 f"summary names: {'; '.join(bad[:5])}. They are not read: run "
+                                 "compute_latest_checkpoints again (clear the task, or the CLI's checkpoints step).")
     return f.checkpoints
 
 
