@@ -449,7 +449,7 @@ def cmd_refresh_state(a, ctx):
         code = {2: EXIT_USAGE, 4: EXIT_UNREACHABLE}.get(rc, EXIT_FAILED)
         raise CliError(code, f"the state refresh (Spark) failed with exit code {rc}: "
                              + (" ".join(said) or "see its output above"))
-    push_state()  # the archive in an object store: the new version there too
+    push_state(sub)  # the archive in an object store: the new version there too
     print((state_root() / "last-refresh.json").read_text())
 
 

@@ -136,6 +136,7 @@ class JobSubmission:
     staged: Path | None = None  # a run folder in an object store: the job writes here, publish() uploads
     folder: Any = None
     direct: bool = False  # the job writes its answers into the store itself (S3A): only the summary is staged
+    state_url: str | None = None  # a refresh through S3A: Spark publishes its version in the store (s3a://)
 
     def cleanup(self) -> None:
         if self.options_file is not None:
@@ -280,13 +281,20 @@ def refresh_submission(aliases_topics: dict[str, str], target_conf: dict) -> Job
     root = state_root()
     root.mkdir(parents=True, exist_ok=True)
     pull_state()  # with the archive in a store: start from the store's newest version, not this host's
-    options = write_options_file(target_conf, f"refresh:{root.resolve()}")
+    from mm2_failover.config import s3a_settings, spark_io
+
+    url = state_url() if spark_io() == "s3a" else None  # Spark publishes the version in the store itself
+    options = write_options_file(target_conf, f"refresh:{root.resolve()}", s3a_settings() if url else None)
     args = ["--bootstrap-servers", str(target_conf["bootstrap.servers"])]
     for alias, t in sorted(aliases_topics.items()):
         args += ["--checkpoints-topic", f"{alias}={t}"]
     args += ["--end-offsets", "latest", "--state-dir", str(root), "--refresh-state",
              "--summary", str(root / "last-refresh.json"), "--kafka-options-file", str(options)]
-    return submission_of(args, options)
+    if url:
+        args += ["--state-url", url]
+    sub = submission_of(args, options)
+    sub.state_url = url
+    return sub
 
 
 def pull_state() -> None:
@@ -322,16 +330,24 @@ def state_url() -> str | None:
     return s3a_url(store.url_of(remote))
 
 
-def push_state() -> list[str]:
-    """After a successful refresh, with the archive in an object store: the versions it published uploaded, the
-    pointer last (:func:`mm2_failover.state.push`). Returns the versions uploaded ([] for a local archive)."""
+def push_state(sub: JobSubmission | None = None) -> list[str]:
+    """After a successful refresh (``sub``), with the archive in an object store: the versions it published
+    uploaded, the pointer last (:func:`mm2_failover.state.push`). Returns the versions uploaded ([] for a local
+    archive). A refresh through S3A published its version in the store itself: only its summary
+    (``last-refresh.json``) is uploaded, and the store's ``CURRENT.json`` is left as Spark's refresh set it (this
+    host's copy catches up at its next job's pull)."""
     from mm2_failover.config import state_root, state_store
 
     remote = state_store()
     if remote is None:
         return []
-    from mm2_failover import state
+    from mm2_failover import state, store
 
+    if sub is not None and sub.state_url:
+        last = state_root() / "last-refresh.json"
+        if last.exists():
+            store.write_bytes(store.as_path(remote) / "last-refresh.json", last.read_bytes())
+        return []
     return state.push(state_root(), remote)
 
 

@@ -303,6 +303,38 @@ def pull(remote, local: Path) -> list[str]:
     return said
 
 
+def publish_in_store(remote, meta: dict, keep: int = KEEP) -> None:
+    """The refresh through S3A (:func:`mm2_failover.spark.state_url`): Spark wrote version ``meta["name"]``'s tables
+    into the store itself (``<remote>/<name>/``). Complete it with its ``version.json`` naming its files and their
+    sizes (store rule 3: the files first, the name that makes them a version last; :func:`pull` and a failover read
+    only what it names), then point ``CURRENT.json`` at it (:func:`point_in_store`)."""
+    from mm2_failover import faults, store
+
+    name = meta["name"]
+    folder = store.as_path(remote) / name
+    files = {n: size for n, size in store.listing(folder).items()
+             if n != "version.json" and not any(p.startswith((".", "_")) for p in n.split("/"))}
+    faults.hit("state.before_publish")
+    store.write_bytes(folder / "version.json", json.dumps({**meta, "files": files}, sort_keys=True).encode())
+    faults.hit("state.before_current")
+    point_in_store(remote, name, meta, keep)
+
+
+def point_in_store(remote, name: str, meta: dict, keep: int = KEEP) -> None:
+    """``CURRENT.json`` in the store names version ``name``; the store's other versions beyond the newest ``keep``
+    go, and so does any folder without a ``version.json`` (a killed refresh's: one writer, the scheduled refresh)."""
+    from mm2_failover import store
+
+    base = store.as_path(remote)
+    store.write_bytes(base / "CURRENT.json",
+                      json.dumps({"version": name, "published_at": meta.get("created_at")}, sort_keys=True).encode())
+    names = [n for n in store.names(base) if n.startswith("v-")]
+    complete = [n for n in names if store.exists(base / n / "version.json")]
+    for n in names:
+        if n != name and n not in complete[-keep:]:
+            store.remove_tree(base / n)
+
+
 def push(local: Path, remote) -> list[str]:
     """After a refresh on this host: every version of ``local`` the store lacks - its files, then its
     ``version.json`` (store rule 3) -, then ``last-refresh.json`` and ``CURRENT.json`` last; the store's versions

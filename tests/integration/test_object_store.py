@@ -172,12 +172,13 @@ def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(b
 
 
 @pytest.mark.spark
-def test_a_failover_on_another_host_reads_the_state_versions_from_the_store_through_s3a(bed, names, s3, in_store,
-                                                                                        connect_server, tmp_path):
-    """The latest-checkpoint state through S3A: the refresh on "host" A (its own state folder) publishes its version
-    in the store; the failover's job on "host" B (another, empty, state folder) starts from that version, and Spark
-    reads the version's tables from ``s3a://<archive>/latest-state/<version>`` - not from B's copy, which executors
-    on other hosts could not read. The answers are MM2's checkpoints."""
+def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_hosts(bed, names, s3, in_store,
+                                                                                     connect_server, tmp_path):
+    """The latest-checkpoint state through S3A: the refresh on "host" A (its own state folder) has Spark write its
+    version into the store, ``s3a://<archive>/latest-state/<version>``, completed by its ``version.json`` there, and
+    nothing on A's disk; the failover's job on "host" B (another, empty, state folder) starts from that version, and
+    Spark reads the version's tables from the store - not from B's copy, which executors on other hosts could not
+    read. The answers are MM2's checkpoints."""
     from mm2_failover import store
     from mm2_failover.answers import checkpoint_rows
     from mm2_failover.config import s3a_url
@@ -193,6 +194,11 @@ def test_a_failover_on_another_host_reads_the_state_versions_from_the_store_thro
                 env={"MM2_FAILOVER_STATE": str(tmp_path / "host-a")})
     assert r.returncode == 0, r.stderr[-3000:]
     version = json.loads(store.read_bytes(f"{arch}/latest-state/CURRENT.json"))["version"]
+    objs = store.listing(f"{arch}/latest-state/{version}")
+    assert "buffers/_SUCCESS" in objs and "version.json" in objs, sorted(objs)  # Spark's own commit (an upload skips it)
+    named = json.loads(store.read_bytes(f"{arch}/latest-state/{version}/version.json"))["files"]
+    assert named and all(objs[n] == size for n, size in named.items())  # the files it names, as they are
+    assert not list((tmp_path / "host-a").glob("v-*"))  # written in the store, not on the host first
     run = f"{art}/cli-from-state"
     r = run_cli("plan", "--run-dir", run, "--groups-regex", g, "--spark-remote", connect_server.url, bed=bed,
                 env={"MM2_FAILOVER_STATE": str(tmp_path / "host-b")})

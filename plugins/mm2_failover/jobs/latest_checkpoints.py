@@ -132,8 +132,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "none is usable, said in the summary")
     p.add_argument("--state-url", default="",
                    help="the same state in an object store (s3a://.../latest-state; the versions of --state-dir, "
-                        "same names): Spark reads the chosen versions' tables from there, so executors on any host "
-                        "can (--state-dir still gives their version.json); not with --refresh-state")
+                        "same names): Spark reads the chosen versions' tables from there, and a refresh writes its "
+                        "version there, so executors on any host can (--state-dir still gives their version.json)"),
     p.add_argument("--refresh-state", action="store_true",
                    help="write a new state version to --state-dir covering up to --end-offsets ('latest': the "
                         "current log end) instead of answers")
@@ -520,6 +520,7 @@ class StatePlan:
     log_start: dict[str, dict[int, int]]  # topic -> partition -> the log start captured (or current)
     choices: list  # [mm2_failover.state.AliasChoice]
     versions: dict[str, dict] = field(default_factory=dict)  # version name -> its version.json (and "path")
+    url: str = ""  # the same state in an object store (--state-url): read from there; a refresh publishes there
 
     def used(self) -> dict[str, list[str]]:
         """version folder -> the aliases it answers for"""
@@ -807,17 +808,26 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
     summary["state_version"] = name
     used = state.used()
     root = state.root
-    if (root.dir / name / "version.json").exists():  # a retry after the version was published: converge
-        meta = json.loads((root.dir / name / "version.json").read_text())
-        root.point_at(name, meta)
+    from mm2_failover import store
+    from mm2_failover.state import point_in_store, publish_in_store
+
+    # through S3A (--state-url): Spark writes the version where it will stay, complete once its version.json is
+    # there (state.publish_in_store); else a staging folder on this host, renamed into place (StateRoot.publish)
+    meta_path = store.as_path(f"{state.url}/{name}/version.json") if state.url else root.dir / name / "version.json"
+    if meta_path.exists():  # a retry after the version was published: converge
+        meta = json.loads(meta_path.read_bytes())
+        if state.url:
+            point_in_store(state.url, name, meta, root.keep)
+        else:
+            root.point_at(name, meta)
         summary.update({k_: meta.get(k_) for k_ in ("records_read", "quarantined", "tombstones", "keys")})
         summary["seconds"] = round(time.monotonic() - t0, 3)
         summary["already_published"] = True
         return summary
-    stg = root.staging(name)
-    k.write.mode("overwrite").parquet(str(stg / "buffers"))
+    stg = f"{state.url}/{name}" if state.url else str(root.staging(name))
+    k.write.mode("overwrite").parquet(f"{stg}/buffers")
     lap("read_decode_aggregate_write")
-    kk = decoded_keys(derive(spark.read.parquet(str(stg / "buffers"))))
+    kk = decoded_keys(derive(spark.read.parquet(f"{stg}/buffers")))
     c_needs_md = "key_reason IS NULL AND c_flagged IS NOT NULL AND NOT c_plain AND NOT c_is_tombstone"
     m_needs_md = "key_reason IS NULL AND m_flagged IS NOT NULL AND NOT m_plain"
     per_alias = {r["source_alias"]: r.asDict() for r in kk.groupBy("source_alias").agg(
@@ -840,7 +850,7 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
                                          "m_checkpoint_offset AS checkpoint_offset"))
                 .distinct())
         md = metadata_rows(tail_read, need, vcols, base_tables(spark, used, "metadata"))
-    write_table(spark, md, MD_SCHEMA, str(stg / "metadata"))
+    write_table(spark, md, MD_SCHEMA, f"{stg}/metadata")
     lap("metadata")
     per_alias_answers = write_answers(spark, stg)
     for a in aliases:
@@ -850,41 +860,44 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
               for c in state.choices if c.version}
     new_q = sum(aliases[a]["quarantined"] for a in aliases) - sum(base_q.values())
     q = quarantine_rows(tail_read) if tail_read is not None and new_q > 0 else None
-    write_table(spark, union(q, base_tables(spark, used, "quarantine")), QUARANTINE_SCHEMA, str(stg / "quarantine"))
+    write_table(spark, union(q, base_tables(spark, used, "quarantine")), QUARANTINE_SCHEMA, f"{stg}/quarantine")
     lap("quarantine")
     meta = {"name": name, "created_at": now_iso(), "aliases": {
         a: {**v, "covers": {str(p): o for p, o in sorted(v["covers"].items())},
             "log_start": {str(p): o for p, o in sorted(v["log_start"].items())}} for a, v in aliases.items()},
         "base": {c.alias: c.version for c in state.choices}, "tail_offsets": summary["tail_offsets"]}
-    root.publish(stg, meta)
+    if state.url:
+        publish_in_store(state.url, meta, root.keep)
+    else:
+        root.publish(Path(stg), meta)
     lap("publish")
     summary.update({"records_read": sum(v["records"] for v in aliases.values()),
                     "quarantined": sum(v["quarantined"] for v in aliases.values()),
                     "tombstones": sum(v["tombstones"] for v in aliases.values()),
                     "keys": sum(v["keys"] for v in aliases.values()),
-                    "state_path": str(root.dir / name), "phases": phases,
+                    "state_path": stg if state.url else str(root.dir / name), "phases": phases,
                     "seconds": round(time.monotonic() - t0, 3)})
     return summary
 
 
-def write_answers(spark, stg: Path) -> dict[str, int]:
+def write_answers(spark, stg: str) -> dict[str, int]:
     """A state version's ``answers/`` table: the answer of every usable key of the version under the latest policy,
     its commit metadata in place and its raw key bytes beside it - what a failover from this version reuses for the
     keys its tail leaves alone (:mod:`mm2_failover.answers`). Returns the number of answers per alias."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    a = answers(derive(spark.read.parquet(str(stg / "buffers"))), "latest", keep_key=True)
-    md = spark.read.parquet(str(stg / "metadata")).withColumnRenamed("metadata", "_metadata")
+    a = answers(derive(spark.read.parquet(f"{stg}/buffers")), "latest", keep_key=True)
+    md = spark.read.parquet(f"{stg}/metadata").withColumnRenamed("metadata", "_metadata")
     missing = Observation("mm2_failover_answers")
     (a.join(md, list(MD_COLUMNS), "left").withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
      .select(*a.columns).observe(missing, F.count(F.when(F.col("metadata").isNull(), 1)).alias("md"))
-     .write.parquet(str(stg / "answers")))
+     .write.mode("overwrite").parquet(f"{stg}/answers"))  # in the store, a killed try's may be there
     if missing.get["md"]:
         raise RuntimeError(f"internal error: {missing.get['md']} answer(s) of {stg} lack their metadata (please report "
                            "this)")
     return {r["source_alias"]: int(r["count"])
-            for r in spark.read.parquet(str(stg / "answers")).groupBy("source_alias").count().collect()}
+            for r in spark.read.parquet(f"{stg}/answers").groupBy("source_alias").count().collect()}
 
 
 def count_groups(spark, output: str) -> int:
@@ -937,9 +950,8 @@ def prepare(argv: list[str] | None = None):
     """Arguments, options and the driver's checks against the cluster (no Spark yet)."""
     args = parse_args(argv)
     topics = topics_by_alias(args.checkpoints_topic)
-    if args.state_url and (args.refresh_state or not args.state_dir):
-        raise BadArguments("--state-url is read with --state-dir (the versions' version.json), and not by "
-                           "--refresh-state (a refresh writes the host's copy)")
+    if args.state_url and not args.state_dir:
+        raise BadArguments("--state-url is read with --state-dir (the versions' version.json)")
     if args.refresh_state and not args.state_dir:
         raise BadArguments("--refresh-state needs --state-dir (where the state versions live)")
     if not args.refresh_state and not args.output:
@@ -997,9 +1009,10 @@ def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict)
         print(f"latest_checkpoints: {line}", file=sys.stderr)
     for ch in choices:
         print(f"latest_checkpoints: {ch.alias} ({ch.topic}): {ch.reason}", file=sys.stderr)
-    if args.state_url and not args.refresh_state:  # the store's copy of each version, for Spark's reads
-        versions = [{**v, "path": f"{args.state_url.rstrip('/')}/{v['name']}"} for v in versions]
-    plan = StatePlan(root, args.refresh_state, ids, start, choices, {v["name"]: v for v in versions})
+    url = args.state_url.rstrip("/")
+    if url:  # the store's copy of each version, for Spark's reads
+        versions = [{**v, "path": f"{url}/{v['name']}"} for v in versions]
+    plan = StatePlan(root, args.refresh_state, ids, start, choices, {v["name"]: v for v in versions}, url)
     tail_start = {t: dict(ps) for t, ps in start.items()}
     for ch in choices:
         tail_start[ch.topic] = dict(ch.read_from)

@@ -43,7 +43,7 @@ class LatestStateRefreshOperator(LatestCheckpointsJobOperator):
         topics = {a: ctx.policies[a].checkpoints_topic for a in ctx.aliases}
         with refresh_submission(topics, ctx.target.conf) as sub:
             self.run_job(context, sub, remote)
-        uploaded = push_state()  # the archive in an object store: the new version there too
+        uploaded = push_state(sub)  # the archive in an object store: the new version there too
         if uploaded:
             self.log.info("latest-checkpoint state uploaded to the object store: %s", ", ".join(uploaded))
         summary = json.loads((config.state_root() / "last-refresh.json").read_text())
