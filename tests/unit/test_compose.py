@@ -375,6 +375,7 @@ def test_the_warm_spark_connect_server_is_where_its_connection_points_and_sees_w
     assert ms[art]["source"] == sched[art]["source"], "spark-connect must see the artifacts at Airflow's path"
     jar_dir = [t for t in ms if jars.startswith(t)]
     assert jar_dir and ms[jar_dir[0]]["source"] == sched[jar_dir[0]]["source"] and f"{jars}/*.jar" in cmd
+    assert f"{sched_env['MM2_FAILOVER_S3A_JARS']}/*.jar" in cmd  # and S3A's: sessions of s3:// run folders
     assert depends_of(svc) == {"spark-worker": "service_healthy", "fetch-spark-jars": "service_completed_successfully"}
     warm = services["spark-connect-warm-up"]
     wcmd = " ".join(warm["command"]) if isinstance(warm["command"], list) else warm["command"]
