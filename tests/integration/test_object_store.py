@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import types
 
 import pytest
 
@@ -178,11 +179,14 @@ def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_h
     version into the store, ``s3a://<archive>/latest-state/<version>``, completed by its ``version.json`` there, and
     nothing on A's disk; the failover's job on "host" B (another, empty, state folder) starts from that version, and
     Spark reads the version's tables from the store - not from B's copy, which executors on other hosts could not
-    read. The answers are MM2's checkpoints."""
+    read. The answers are MM2's checkpoints. Each job is first SIGKILLed once (fault points) after Spark's writes and
+    before what makes them count (the version.json; the summary): nothing is taken for whole, and the rerun
+    converges."""
     from mm2_failover import store
     from mm2_failover.answers import checkpoint_rows
     from mm2_failover.config import s3a_url
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.runfolder import RunFolder, RunFolderError
+    from mm2_failover.stages.checkpoints import whole_answers
     from testbed.localenv import run_cli
 
     g = names["group"]
@@ -190,20 +194,34 @@ def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_h
                             produced=40, consumed_upto={0: 40, 1: 10})
     want = {(c.topic, p): (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()}
     art, arch = in_store
+    host_a, host_b = ({"MM2_FAILOVER_STATE": str(tmp_path / h)} for h in ("host-a", "host-b"))
+    # the refresh's job SIGKILLed (a fault point) once Spark wrote the version's tables, before its version.json:
+    # nothing is published - no CURRENT.json, and a folder without version.json, which is never a version
     r = run_cli("refresh-state", "--spark-remote", connect_server.url, bed=bed,
-                env={"MM2_FAILOVER_STATE": str(tmp_path / "host-a")})
+                env={**host_a, "MM2_FAILOVER_FAULT": "kill@state.before_publish"})
+    assert r.returncode != 0 and not store.exists(f"{arch}/latest-state/CURRENT.json"), r.stderr[-3000:]
+    killed = [n for n in store.names(f"{arch}/latest-state") if n.startswith("v-")]
+    assert killed and not any(store.exists(f"{arch}/latest-state/{n}/version.json") for n in killed), killed
+    r = run_cli("refresh-state", "--spark-remote", connect_server.url, bed=bed, env=host_a)  # the retry publishes
     assert r.returncode == 0, r.stderr[-3000:]
     version = json.loads(store.read_bytes(f"{arch}/latest-state/CURRENT.json"))["version"]
+    assert [n for n in store.names(f"{arch}/latest-state") if n.startswith("v-")] == [version]  # the killed one's gone
     objs = store.listing(f"{arch}/latest-state/{version}")
     assert "buffers/_SUCCESS" in objs and "version.json" in objs, sorted(objs)  # Spark's own commit (an upload skips it)
     named = json.loads(store.read_bytes(f"{arch}/latest-state/{version}/version.json"))["files"]
     assert named and all(objs[n] == size for n, size in named.items())  # the files it names, as they are
     assert not list((tmp_path / "host-a").glob("v-*"))  # written in the store, not on the host first
     run = f"{art}/cli-from-state"
-    r = run_cli("plan", "--run-dir", run, "--groups-regex", g, "--spark-remote", connect_server.url, bed=bed,
-                env={"MM2_FAILOVER_STATE": str(tmp_path / "host-b")})
-    assert r.returncode == 0, r.stderr[-3000:]
     folder = RunFolder(store.as_path(run))
+    # the failover's job SIGKILLed once Spark committed its answers into the store, before the summary: they are
+    # not read (Spark's commit marker alone vouches for nothing); the plan run again converges
+    plan = ["plan", "--run-dir", run, "--groups-regex", g, "--spark-remote", connect_server.url]
+    r = run_cli(*plan, bed=bed, env={**host_b, "MM2_FAILOVER_FAULT": "kill@job.after_answers"})
+    assert r.returncode != 0 and store.exists(folder.checkpoints / "_SUCCESS"), r.stderr[-3000:]
+    with pytest.raises(RunFolderError, match="have no summary"):
+        whole_answers(types.SimpleNamespace(folder=folder))
+    r = run_cli(*plan, bed=bed, env=host_b)
+    assert r.returncode == 0, r.stderr[-3000:]
     st = json.loads(store.read_bytes(folder.checkpoints_summary))["state"]
     assert {a["version"] for a in st["aliases"].values()} == {version}, st  # every alias from the refresh's version
     assert st["read_from"] == [f"{s3a_url(arch)}/latest-state/{version}"], st
