@@ -77,9 +77,9 @@ class FencedWriter:
         self._buf = b""
         self._stderr = tempfile.TemporaryFile()  # never a pipe: a helper that logs much would block on it
         what = "commits under the target's lease (MM2_FAILOVER_LOCK=kafka)"
-        with java_offsets_program(target, what) as (command, props):
-            with open(props, "a") as f:  # the transaction's timeout: the lease (rule 3 above)
-                f.write(f"transaction.timeout.ms={int(transaction_timeout_ms)}\n")
+        # the transaction's timeout: the lease (rule 3 above)
+        with java_offsets_program(target, what, {"transaction.timeout.ms": int(transaction_timeout_ms)}) as (command,
+                                                                                                          props):
             self._proc = subprocess.Popen([*command, "fenced", str(props), transactional_id], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=self._stderr,
                                           preexec_fn=_die_with_parent if _PRCTL is not None else None)

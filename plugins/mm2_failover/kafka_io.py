@@ -864,11 +864,12 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
 
 
 @contextlib.contextmanager
-def java_offsets_program(cluster: "Cluster", what: str) -> Iterator[tuple[list[str], Path]]:
+def java_offsets_program(cluster: "Cluster", what: str,
+                         extra: dict[str, object] | None = None) -> Iterator[tuple[list[str], Path]]:
     """``jvm/KafkaOffsets.java``'s command (compiled once, or run from source: Java 11+), without its mode, and the
-    cluster's settings translated to the Java client's in a 0600 file of this user's private folder, removed when
-    the block ends (the program reads it at its start). ``what``: the operation, for the error of a host without
-    Java."""
+    cluster's settings translated to the Java client's, plus ``extra`` Java client settings, in a 0600 file of this
+    user's private folder, removed when the block ends (the program reads it at its start). ``what``: the
+    operation, for the error of a host without Java."""
     import os
     import shutil
     import uuid
@@ -885,7 +886,7 @@ def java_offsets_program(cluster: "Cluster", what: str) -> Iterator[tuple[list[s
         fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(_java_properties({**java_client_options(cluster.conf),
-                                      "mm2.failover.timeout.ms": int(cluster.timeout * 1000)}))
+                                      "mm2.failover.timeout.ms": int(cluster.timeout * 1000), **(extra or {})}))
         src = Path(__file__).with_name("jvm") / "KafkaOffsets.java"
         compiled = compiled_java(src, java_kafka_classpath(), d)
         program = ["-cp", f"{compiled}{os.pathsep}{java_kafka_classpath()}", src.stem] if compiled else \
