@@ -246,12 +246,24 @@ def spark_job_times(log_path: Path) -> list[dict]:
 
 def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitions: int, tag: str,
               job: Path | None = None, extra: list[str] = (), remote: str | None = None, refresh: str | None = None,
-              label: str | None = None) -> dict:
+              label: str | None = None, store_kind: str = "local") -> dict:
     """One run of the job: through ``spark-submit`` (a Spark of its own), or with ``remote`` as a plain Python
     client of a warm Spark Connect server (the process the failover-time task would be). ``extra``: more job
-    arguments (``--state-dir``); ``refresh``: a state folder to refresh (``--refresh-state``) instead of answers."""
+    arguments (``--state-dir``); ``refresh``: a state folder to refresh (``--refresh-state``) instead of answers.
+    ``store_kind`` (``--store``): where the answers go - ``local`` (a folder), ``s3a`` (Spark writes them into the
+    bench's S3 server through S3A, as a run folder in s3:// does) or ``stage`` (a local folder, then uploaded to
+    that server as the staged route does: the upload is timed and added to the wall time)."""
     job = Path(job or args.job[0])
     out = out_dir / f"latest-{tag}.parquet"
+    if store_kind == "s3a":
+        out = f"s3a://{args.s3.bucket}/bench/{out_dir.name}/latest-{tag}.parquet"
+        from mm2_failover.config import s3a_settings
+
+        opts = out_dir / f"options-{tag}.json"
+        fd = os.open(opts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"hadoop": s3a_settings(args.s3.env)}, f)
+        extra = [*extra, "--kafka-options-file", str(opts)]
     summary_path = out_dir / f"summary-{tag}.json"
     conf = {"spark.driver.host": "127.0.0.1", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
             "spark.pyspark.python": sys.executable}
@@ -276,7 +288,8 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
         cmd = [sys.executable, str(job), *job_args, "--remote", remote]
         env = {k: v for k, v in env.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     else:
-        cmd = spark_submit_cmd(master, conf, job_args, job=job, name=f"bench-{tag}", driver_memory=args.driver_memory)
+        cmd = spark_submit_cmd(master, conf, job_args, job=job, name=f"bench-{tag}", driver_memory=args.driver_memory,
+                               s3a=store_kind == "s3a")
     log_path = out_dir / f"spark-{tag}.log"
     t0 = time.monotonic()
     with open(log_path, "wb") as log:
@@ -294,10 +307,22 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
             summary = json.loads(line.split(" ", 1)[1])
     if rc != 0 or summary is None:
         raise RuntimeError(f"spark-submit exited {rc}; log {log_path}\n{stdout[-2000:]}")
+    upload_s = None
+    if store_kind == "stage":  # the staged route: the answers uploaded after the job, as JobSubmission.publish does
+        from mm2_failover import store
+
+        t_up = time.monotonic()
+        url = f"s3://{args.s3.bucket}/bench/{out_dir.name}/staged-{tag}.parquet"
+        store.upload_tree(out, url)
+        upload_s = round(time.monotonic() - t_up, 3)
+        wall += upload_s
+        out = url
     proc = float(summary["seconds"])
     if label is None:
         label = "spark" if job.resolve() == DEFAULT_JOB.resolve() else f"spark[{job.stem.replace('latest_checkpoints_', '')[:12]}]"
         label = f"{label} {args.master_label} minP={min_partitions or '-'}"
+        if store_kind != "local":
+            label += f" {store_kind}"
     return {"variant": label, "job": str(job), "min_partitions": min_partitions, "tag": tag,
             "wall_s": round(wall, 3), "cpu_s": round(cpu, 2), "processing_s": proc, "startup_and_stop_s": round(wall - proc, 3),
             "records_read": summary["records_read"], "checkpoints": summary["checkpoints"],
@@ -307,7 +332,7 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
             "driver_java_peak_rss_mb": round(sampler.java_hwm_kb / 1024, 1),
             "driver_python_peak_rss_mb": round(sampler.python_hwm_kb / 1024, 1),
             "executor_java_peak_rss_mb": round(sampler.executor_hwm_kb / 1024, 1) if args.cluster is not None else None,
-            "master": master,
+            "master": master, "store": store_kind, "upload_s": upload_s,
             "output": str(out), "log": str(log_path), "cmd": cmd}
 
 
@@ -426,9 +451,10 @@ def bench_size(args, groups: int, root: Path) -> dict:
         for mi, master in enumerate(args.masters):
             with spark_master(args, master, root):
                 for j, job in enumerate(args.job):
-                    for mp in args.min_partitions:
+                    for mp, kind in [(mp, kind) for mp in args.min_partitions for kind in args.stores]:
                         for rep in range(args.repeat):
-                            row = run_spark(args, bootstrap, end, out_dir, mp, f"m{mi}-j{j}-mp{mp}-r{rep}", job)
+                            row = run_spark(args, bootstrap, end, out_dir, mp, f"m{mi}-j{j}-mp{mp}-{kind}-r{rep}", job,
+                                            store_kind=kind)
                             row_ours = read_ours(row["output"])
                             row["check"] = check_ours(row_ours, groups, P, U)  # every key against the generator
                             row["answers_ok"] = row["check"]["ok"]
@@ -696,9 +722,16 @@ def main(argv: list[str] | None = None) -> int:
                          "Spark Connect + state, (b) spark-submit + state, (c) cold full pass, (d) batch "
                          "translateOffsets, (e) the refresh over the tail")
     ap.add_argument("--tail-pct", type=float, default=1.0, help="with --state: %% of the keys updated after the refresh")
+    ap.add_argument("--store", default="local",
+                    help="comma-separated: where each Spark run writes its answers - local (a folder), s3a (Spark "
+                         "writes them into a real S3 server, S3Proxy on loopback, through S3A), stage (a folder, then "
+                         "uploaded to that server; the upload is in the wall time), e.g. local,s3a,stage")
     ap.add_argument("--keep", action="store_true", help="keep the bed's data folders")
     ap.add_argument("--out", type=Path, default=None, help="results JSON (default bench/results/<timestamp>.json)")
     args = ap.parse_args(argv)
+    args.stores = [k.strip() for k in args.store.split(",") if k.strip()]
+    if set(args.stores) - {"local", "s3a", "stage"}:
+        ap.error(f"--store {args.store}: use local, s3a and/or stage")
     args.job = args.job or [DEFAULT_JOB]
     args.masters = [m for m in re.split(r",(?![^\[]*\])", args.master) if m.strip()]
     args.min_partitions = [int(x) for x in args.min_partitions.split(",") if x.strip()]
@@ -706,7 +739,18 @@ def main(argv: list[str] | None = None) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     root = REPO / "var" / "bench" / stamp
     root.mkdir(parents=True, exist_ok=True)
-    return _bench(args, sizes, stamp, root)
+    args.s3 = None
+    if set(args.stores) - {"local"}:  # a real S3 server on loopback, and this process's clients pointed at it
+        from testbed.objectstore import ObjectStore, forget_filesystems
+
+        args.s3 = ObjectStore.start(root / "s3")
+        os.environ.update(args.s3.env)
+        forget_filesystems()
+    try:
+        return _bench(args, sizes, stamp, root)
+    finally:
+        if args.s3 is not None:
+            args.s3.stop()
 
 
 @contextlib.contextmanager

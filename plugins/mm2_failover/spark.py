@@ -364,12 +364,14 @@ def submission_of(args: list[str], options: Path) -> JobSubmission:
 
 
 def spark_submit_cmd(master: str, conf: dict[str, str], args: list[str], job=None,
-                     name: str = "mm2-failover-latest-checkpoints", driver_memory: str | None = None) -> list[str]:
+                     name: str = "mm2-failover-latest-checkpoints", driver_memory: str | None = None,
+                     s3a: bool | None = None) -> list[str]:
     """The venv's spark-submit command line for the job (default: the package's job) with the Maven-fetched Kafka
-    source jars: one place for the CLI and the benchmarks."""
+    source jars (and S3A's: ``s3a``, default :func:`mm2_failover.config.spark_io`): one place for the CLI and the
+    benchmarks."""
     from mm2_failover.config import SPARK_JOB, spark_jars
 
-    cmd = [str(Path(sys.executable).with_name("spark-submit")), "--master", master, "--jars", ",".join(spark_jars()),
+    cmd = [str(Path(sys.executable).with_name("spark-submit")), "--master", master, "--jars", ",".join(spark_jars(s3a)),
            "--name", name]
     if driver_memory:
         cmd += ["--driver-memory", driver_memory]
