@@ -12,6 +12,7 @@ show:
 from __future__ import annotations
 
 import json
+import os
 import threading
 import types
 
@@ -135,12 +136,14 @@ def test_a_writer_killed_between_its_files_and_its_manifest_leaves_nothing_archi
 
 @pytest.mark.spark
 def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(bed, names, s3, in_store,
-                                                                               connect_server):
+                                                                               connect_server, tmp_path):
     """Issue 34 item 1, the Spark job on the store's URIs: with run folders in ``s3://`` the job's answers are written
     by Spark itself through S3A (``s3a://``: Hadoop's S3 filesystem, its jars from Maven Central), through
     spark-submit and on the warm Spark Connect server; the task uploads only the summary, once Spark's commit
     marker is there. The answers are MM2's checkpoints, and the same as those of the staged route (the job writes
-    on the task's host, the task uploads: ``MM2_FAILOVER_SPARK_IO=stage``), which leaves no commit marker."""
+    on the task's host, the task uploads: ``MM2_FAILOVER_SPARK_IO=stage``), which leaves no commit marker.
+    The store's secret key, which the job sets on its Spark session, is nowhere in Spark's event log (its command
+    line, properties and every query's settings) or the output."""
     from mm2_failover import store
     from mm2_failover.answers import checkpoint_rows
     from mm2_failover.config import s3a_url
@@ -152,12 +155,20 @@ def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(b
                             produced=40, consumed_upto={0: 40, 1: 10})
     want = {(c.topic, p): (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()}
     art, _arch = in_store
+    from testbed.objectstore import CREDENTIAL
+
+    events = tmp_path / "spark-events"  # Spark's event log of the spark-submit run, plain text: searchable
+    events.mkdir()
+    logged = json.dumps({**json.loads(os.environ.get("MM2_FAILOVER_SPARK_CONF") or "{}"),
+                         "spark.eventLog.enabled": "true", "spark.eventLog.compress": "false",
+                         "spark.eventLog.dir": events.as_uri()})
     for io, route, remote in (("s3a", "spark-submit", "none"), ("s3a", "spark-connect", connect_server.url),
                               ("stage", "spark-connect", connect_server.url)):
         run = f"{art}/cli-{io}-{route}"
         r = run_cli("plan", "--run-dir", run, "--groups-regex", g, "--spark-remote", remote, bed=bed,
-                    env={"MM2_FAILOVER_SPARK_IO": io})
+                    env={"MM2_FAILOVER_SPARK_IO": io, "MM2_FAILOVER_SPARK_CONF": logged})
         assert r.returncode == 0, (io, route, r.stderr[-3000:])
+        assert CREDENTIAL not in r.stdout + r.stderr
         folder = RunFolder(store.as_path(run))
         summary = json.loads(store.read_bytes(folder.checkpoints_summary))
         assert summary["spark"]["route"] == route, summary["spark"]
@@ -170,6 +181,9 @@ def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(b
                for c in checkpoint_rows(folder.checkpoints) if c["group"] == g}
         assert got == want, (io, route, got, want)
         assert len(store.read_bytes(folder.dir / "plan.csv").decode().splitlines()) == 2  # the plan read them
+    files = [f for f in events.rglob("*") if f.is_file()]
+    assert files and any(b"SparkListenerSQLExecutionStart" in f.read_bytes() for f in files)  # queries logged
+    assert not [f for f in files if CREDENTIAL.encode() in f.read_bytes()]
 
 
 @pytest.mark.spark
