@@ -70,8 +70,15 @@ class ObjectStore:
                                  skip_instance_cache=True)
 
     @classmethod
-    def start(cls, run_dir: Path, bucket: str = "mm2-failover", port: int | None = None,
+    def start(cls, run_dir: Path, bucket: str | None = None, port: int | None = None,
               timeout: float = 60.0) -> "ObjectStore":
+        """A store on its own port with a bucket of its own (default ``mm2-failover-<8 hex>``): a Spark Connect
+        server shared by a worker's tests keeps one S3A filesystem per bucket, made with the endpoint of the first
+        session that used it (Hadoop's FileSystem cache), so two stores of one server must not share a bucket name
+        (one did: the e2e stack's, then ``test_object_store.py``'s, whose jobs went to the stopped e2e store)."""
+        import uuid
+
+        bucket = bucket or f"mm2-failover-{uuid.uuid4().hex[:8]}"
         jars = sorted(jar_dir().glob("s3proxy-*.jar"))
         if not jars:
             raise RuntimeError(f"S3Proxy's jar is not in {jar_dir()}: run `make setup` (scripts/fetch_jars.sh)")
