@@ -820,7 +820,7 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
             point_in_store(state.url, name, meta, root.keep)
         else:
             root.point_at(name, meta)
-        summary.update({k_: meta.get(k_) for k_ in ("records_read", "quarantined", "tombstones", "keys")})
+        summary.update(version_totals(meta))
         summary["seconds"] = round(time.monotonic() - t0, 3)
         summary["already_published"] = True
         return summary
@@ -871,13 +871,18 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
     else:
         root.publish(Path(stg), meta)
     lap("publish")
-    summary.update({"records_read": sum(v["records"] for v in aliases.values()),
-                    "quarantined": sum(v["quarantined"] for v in aliases.values()),
-                    "tombstones": sum(v["tombstones"] for v in aliases.values()),
-                    "keys": sum(v["keys"] for v in aliases.values()),
+    summary.update({**version_totals(meta),
                     "state_path": stg if state.url else str(root.dir / name), "phases": phases,
                     "seconds": round(time.monotonic() - t0, 3)})
     return summary
+
+
+def version_totals(meta: dict) -> dict[str, int]:
+    """A state version's figures in the job's summary, summed over its aliases from its ``version.json``: the same
+    for the refresh that wrote it and for a refresh that found it already published (nothing new to read)."""
+    per = meta["aliases"].values()
+    return {"records_read": sum(int(v["records"]) for v in per), "quarantined": sum(int(v["quarantined"]) for v in per),
+            "tombstones": sum(int(v["tombstones"]) for v in per), "keys": sum(int(v["keys"]) for v in per)}
 
 
 def write_answers(spark, stg: str) -> dict[str, int]:
@@ -1096,7 +1101,7 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
         from mm2_failover.runfolder import write_text
 
         write_text(__import__("pathlib").Path(args.summary), text)
-    if summary["quarantined"] > args.max_quarantined and not args.refresh_state:
+    if not args.refresh_state and summary["quarantined"] > args.max_quarantined:  # a refresh keeps them apart
         print(f"latest_checkpoints: {summary['quarantined']} record(s) are not usable checkpoints "
               f"({summary['quarantined_by_reason']}), more than --max-quarantined={args.max_quarantined}. "
               f"They are listed in {summary['quarantine_output']}.", file=sys.stderr)
