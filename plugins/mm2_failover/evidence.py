@@ -293,6 +293,19 @@ class Outcome:
     why: str = ""  # why nothing better than the answer (or the checkpoint) was proven
 
 
+def resume_at(o: Outcome, checkpointed: bool) -> tuple[int, str] | None:
+    """What the plan takes from an outcome as the group's proven offset (:class:`mm2_failover.plan.Proven`): the
+    answer; else, for a position MM2 wrote no checkpoint for, the sync floor of a drained partition (every record
+    after the floor has a copy after it: loses nothing, re-reads what lies between); else None - MM2's checkpoint
+    answers, checked by the plan against the group's source commit (plan rule 1b, which takes
+    ``position_at_least`` where the checkpoint is ahead of the commit)."""
+    if o.answer is not None:
+        return o.answer
+    if o.position_at_least is not None and not checkpointed:
+        return o.position_at_least, tr.SYNC_FLOOR
+    return None
+
+
 @dataclass
 class _Case:
     want: Want

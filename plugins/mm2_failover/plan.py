@@ -13,6 +13,14 @@ Rules, in the order they apply:
    partitions as rows too (reason ``group_never_checkpointed``: MM2's group filter, or MM2 never saw a commit
    it could translate), and the plan is refused naming those groups unless ``accept_groups_without_checkpoints``
    (then they are only skipped and reported).
+1b. **Rewound on the source** - MM2's checkpoint translates the group's commit as MM2 last saw it; a checkpoint whose
+   upstream offset is above the group's commit on the source (the group was reset backwards after MM2's newest
+   checkpoint, within ``emit.checkpoints.interval.seconds``) would skip every record from the commit to there, so it
+   is never used. Where the exact translation of the commit is proven it answers as always; else where the offset
+   syncs prove a floor of the commit's copy (``positions_at_least``, at or below it) the partition resumes there (rule
+   ``sync_floor``: loses nothing, re-reads what lies between); else the plan is refused naming the partitions, or
+   with ``accept_groups_without_checkpoints`` they are skipped (reason ``checkpoint_ahead_of_source``) and the others
+   move.
 2. **Clamp** - a checkpointed downstream offset below the replica's log start (records deleted by
    retention) is clamped to the log start (flag ``retention_gap`` = records lost); above the log end it is
    clamped to the log end (flag ``beyond_log_end``). Action ``clamp``.
@@ -48,6 +56,7 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from mm2_failover.checkpoints import Checkpoint
+from mm2_failover.translate import SYNC_FLOOR
 
 TP = tuple[str, int]  # (topic, partition)
 
@@ -96,6 +105,7 @@ RETENTION_GAP = "retention_gap"
 BEYOND_LOG_END = "beyond_log_end"
 EXISTING_TARGET_OFFSETS = "existing_target_offsets"
 TARGET_AHEAD = "target_ahead"
+CHECKPOINT_AHEAD_OF_SOURCE = "checkpoint_ahead_of_source"
 
 
 class PlanError(ValueError):
@@ -310,6 +320,7 @@ def build_plan(
         for (alias, t, p) in commits:
             if t in topic_partitions:
                 committed_on_source[g][(t, p)] = alias
+    rewound: list[str] = []
 
     missing_topics = sorted({t for cps in by_group.values() for (t, _p) in cps if t not in topic_partitions})
     missing_parts = sorted({(t, p) for cps in by_group.values() for (t, p) in cps
@@ -349,7 +360,16 @@ def build_plan(
                     if cp is None:
                         row.metadata = ex.metadata
                 row.position_at_least = (positions_at_least or {}).get((group, topic, p))
-                if cp is not None or ex is not None:
+                commit = (source_commits or {}).get(group, {}).get((row.source_alias, topic, p))
+                if ex is None and cp is not None and _rewound(cp, commit):
+                    if row.position_at_least is not None:  # rule 1b: the floor the syncs prove, never the checkpoint
+                        row.rule, row.source_position = SYNC_FLOOR, commit
+                        _clamp(row, row.position_at_least)
+                    else:
+                        row.reason = CHECKPOINT_AHEAD_OF_SOURCE
+                        rewound.append(f"{group} {topic}[{p}] (source commit {commit}, MM2's checkpoint upstream "
+                                       f"{cp.upstream_offset} -> {cp.downstream_offset})")
+                elif cp is not None or ex is not None:
                     _clamp(row, row.exact_offset if ex is not None else row.downstream_offset)
                 group_rows.append(row)
         if cps or any(r.writes for r in group_rows):
@@ -365,6 +385,17 @@ def build_plan(
             "emit.checkpoints settings; or narrow groups_regex; or re-run with "
             "accept_groups_without_checkpoints=true to move the other groups and leave these without a commit.")
 
+    if rewound and not accept_groups_without_checkpoints:
+        raise PlanError(
+            f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint: "
+            + "; ".join(rewound[:20]) + (" ..." if len(rewound) > 20 else "")
+            + ". Nothing was written: MM2's checkpoint is ahead of where the group now is and would skip the records "
+            "in between, and no offset sync proves a floor of the group's position. Re-run with translation=exact "
+            "(it translates the source commit itself, from the offset-sync archive), or wait for MM2's next "
+            "checkpoint (emit.checkpoints.interval.seconds) and re-run, or re-run with "
+            "accept_groups_without_checkpoints=true to move the other groups and leave these partitions without a "
+            "commit.")
+
     if on_existing_target_offsets == "fail":
         conflicts = sorted({r.group for r in rows if r.reason == EXISTING_TARGET_OFFSETS})
         if conflicts:
@@ -376,6 +407,11 @@ def build_plan(
                 "unless allow_rewind=true)."
             )
     return Plan(rows)
+
+
+def _rewound(cp: Checkpoint, source_commit: int | None) -> bool:
+    """Rule 1b: the group's commit on the source is below the position MM2's checkpoint translated."""
+    return source_commit is not None and cp.upstream_offset > source_commit
 
 
 def _alias_of_topic(cps: dict, src: dict, topic: str) -> str:

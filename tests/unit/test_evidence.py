@@ -358,6 +358,80 @@ def test_the_whole_path_never_places_a_group_past_a_record_it_has_not_read_and_i
     assert not violations(seed), (seed, violations(seed), world(seed))
 
 
+# ------------------------------------------------------------------------------------------ through the plan
+
+GROUP = "g"
+
+
+def checkpoint_position(w: World, u: int, rnd: random.Random) -> int:
+    """Where the group was when MM2 last checkpointed it: where it is (``u``), behind (MM2 checkpoints every
+    emit.checkpoints.interval.seconds), or - the source reachable - ahead: the group was reset backwards on the source
+    after MM2's newest checkpoint (with the source lost, nobody knows of a rewind: the checkpoint is the position)."""
+    if not w.reachable:
+        return u
+    return rnd.choice([u, rnd.randint(0, u), rnd.randint(u, len(w.source.entries))])
+
+
+def planned(w: World, u: int, c: int, o: ev.Outcome) -> int | None:
+    """The whole run for one group on the world's partition, as the stages run it: the evidence's outcome for the
+    position the run translates (the source commit ``u``; with the source lost, the checkpoint's ``c`` = ``u``), MM2's
+    checkpoint of position ``c`` (:func:`mm2_checkpoint`; none where MM2 has no sync at or below it), the mapping the
+    translation stage applies (:func:`evidence.resume_at`) and the plan's rules (:func:`plan.build_plan`: clamp,
+    rule 1b) over the replica's bounds. None: the plan writes nothing for the group (or refuses)."""
+    from mm2_failover import plan as pm
+    from mm2_failover.checkpoints import Checkpoint
+
+    down = mm2_checkpoint(w, c)
+    cps = [] if down is None else [Checkpoint(GROUP, REP[0], 0, c, down, "", source_alias="a")]
+    resume = ev.resume_at(o, checkpointed=bool(cps))
+    key = (GROUP, REP[0], 0)
+    try:
+        plan = pm.build_plan(
+            cps, {REP: pm.PartitionBounds(w.target.start, w.target.end)}, {}, {REP[0]: 1},
+            source_commits={GROUP: {("a", REP[0], 0): u}} if w.reachable else None,
+            exact={key: pm.Proven(resume[0], resume[1], u)} if resume else None,
+            positions_at_least={key: o.position_at_least} if o.position_at_least is not None else None)
+    except pm.PlanError:
+        return None
+    return next((r.planned_offset for r in plan.rows if r.writes), None)
+
+
+def plan_violations(seed: int) -> list:
+    """Every offset the plan commits that loses a record: the bar of :func:`violations` (with the source lost, MM2's
+    own checkpoint's), over groups MM2 checkpointed where they are, behind, or before a rewind."""
+    w = world(seed)
+    got = outcomes(w, seed)
+    rnd = random.Random(seed ^ 0xC4EC)
+    bad = []
+    for u, o in got.items():
+        c = checkpoint_position(w, u, rnd)
+        at = planned(w, u, c, o)
+        limit = w.limit(u)
+        if at is not None and at > limit and not w.reachable:
+            cp = mm2_checkpoint(w, u)
+            if cp is not None and cp > limit and not w.skips_more(u, at, cp):
+                limit = at
+        if at is not None and at > limit:
+            bad.append(("LOST", u, c, at, limit))
+    return bad
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.integers(0, 10**9))
+def test_the_plan_never_commits_a_group_past_a_record_it_has_not_read_rewound_or_not(seed):
+    """The fallbacks included: MM2's checkpoint where nothing is proven, the sync floor, and a checkpoint ahead of a
+    group rewound on the source (issue 50 item 1: planned at MM2's checkpoint, 164 records skipped on a real bed)."""
+    assert not plan_violations(seed), (seed, plan_violations(seed), world(seed))
+
+
+def test_mutation_5_a_checkpoint_ahead_of_a_rewound_group_is_caught(monkeypatch):
+    """Issue 50 item 1: the plan taking MM2's checkpoint without comparing it with the group's source commit."""
+    from mm2_failover import plan as pm
+
+    monkeypatch.setattr(pm, "_rewound", lambda cp, commit: False)
+    assert next((seed for seed in MUTATION_SEEDS if plan_violations(seed)), None) is not None
+
+
 # ------------------------------------------------------------------------------------------ the mutations
 
 MUTATION_SEEDS = range(6000)

@@ -364,7 +364,7 @@ def test_accepted_groups_without_checkpoints_are_skipped_rows_and_the_others_mov
 
 def test_partition_committed_on_the_source_without_a_checkpoint_is_a_skipped_row():
     p = build([cp()], b={**bounds(), **bounds(topic=U, partitions=2)}, parts={T: 1, U: 2},
-              source_commits={"app": {("primary", U, 1): 7, ("primary", T, 0): 9}})
+              source_commits={"app": {("primary", U, 1): 7, ("primary", T, 0): 110}})
     assert (row(p, "app", U, 1).action, row(p, "app", U, 1).reason) == (pm.SKIP, pm.NO_CHECKPOINT)
     assert not [r for r in p.rows if (r.topic, r.partition) == (U, 0)]  # it commits nothing there
     assert row(p).action == pm.COMMIT
@@ -400,3 +400,59 @@ def test_a_group_mm2_never_checkpointed_moves_where_a_translation_proves_its_pos
     r = row(p, "ghost")
     assert (r.action, r.planned_offset, r.downstream_offset, r.metadata, r.rule) == (pm.COMMIT, 5, None, "md",
                                                                                      "gap_free_bracket")
+
+
+# ----------------------------------------------------------------------------------- rule 1b: rewound on the source
+
+
+def test_a_checkpoint_ahead_of_the_groups_source_commit_refuses_the_plan_naming_the_partition():
+    # the group was reset backwards on the source after MM2's newest checkpoint (issue 50 item 1): MM2's checkpoint
+    # would skip the records from 20 on; seen on a real bed with translation=checkpoint (planned 102, 164 skipped)
+    with pytest.raises(pm.PlanError) as e:
+        build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 20}})
+    msg = str(e.value)
+    assert "app" in msg and f"{T}[0]" in msg and "20" in msg and "150" in msg and "rewound" in msg
+    assert "translation=exact" in msg and "accept_groups_without_checkpoints" in msg
+
+
+def test_a_rewound_group_resumes_at_its_proven_sync_floor():
+    p = build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 20}},
+              positions_at_least={("app", T, 0): 15})
+    r = row(p)
+    assert (r.action, r.planned_offset, r.rule, r.downstream_offset) == (pm.COMMIT, 15, "sync_floor", 102)
+
+
+def test_a_rewound_group_accepted_without_a_floor_is_a_skipped_row_the_others_move():
+    p = build([cp(down=102, up=150), cp(group="other", down=10, up=10)],
+              source_commits={"app": {("primary", T, 0): 20}, "other": {("primary", T, 0): 10}},
+              accept_groups_without_checkpoints=True)
+    r = row(p)
+    assert (r.action, r.reason, r.planned_offset) == (pm.SKIP, pm.CHECKPOINT_AHEAD_OF_SOURCE, None)
+    assert p.writes() == {"other": {(T, 0): 10}}
+
+
+def test_a_proven_translation_of_the_rewound_position_is_used():
+    p = build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 20}},
+              exact={("app", T, 0): pm.Proven(20, "exact_sync", 20, "")})
+    assert (row(p).planned_offset, row(p).rule) == (20, "exact_sync")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 200), st.integers(0, 200), st.integers(0, 50), st.one_of(st.none(), st.integers(0, 200)),
+       st.booleans())
+def test_the_planned_offset_never_passes_the_groups_source_position(commit, up, lag, floor, accept):
+    """Replica offsets equal to the source's (MM2 copied the topic from its start, no markers), so the truth is the
+    group's source commit: whatever MM2's checkpoint says (its upstream offset ``up``, translated ``lag`` records
+    early), and whatever floor the syncs prove (at or below the commit), nothing past the commit is ever planned."""
+    down = max(0, up - lag)
+    at_least = None if floor is None else min(floor, commit)
+    try:
+        p = build([cp(down=down, up=up)], source_commits={"app": {("primary", T, 0): commit}},
+                  positions_at_least=None if at_least is None else {("app", T, 0): at_least},
+                  accept_groups_without_checkpoints=accept)
+    except pm.PlanError:
+        assert up > commit and at_least is None and not accept
+        return
+    r = row(p)
+    assert r.planned_offset is None or r.planned_offset <= commit
+    assert r.writes or (up > commit and at_least is None)

@@ -137,12 +137,10 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
             gone[(a, rt, p)] = (min(want[key], gone.get((a, rt, p), (want[key],))[0]), o.source_log_start)
         if o.position_at_least is not None:
             at_least[key[1:]] = o.position_at_least
-        if o.answer is not None:
-            out[key[1:]] = Exact(o.answer[0], o.answer[1], want[key])
-        elif o.position_at_least is not None and key not in checkpointed:
-            # nothing proven exactly and no checkpoint: the sync floor of a drained partition loses nothing
-            out[key[1:]] = Exact(o.position_at_least, tr.SYNC_FLOOR, want[key])
-            floors += 1
+        resume = evidence.resume_at(o, key in checkpointed)
+        if resume is not None:
+            out[key[1:]] = Exact(resume[0], resume[1], want[key])
+            floors += resume[1] == tr.SYNC_FLOOR
         elif o.why:
             unproven[o.why.split(":")[0]] = unproven.get(o.why.split(":")[0], 0) + 1
     for (a, rt, p), (lowest, start) in sorted(gone.items()):
