@@ -21,7 +21,7 @@ from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 
 
 def drill_params() -> dict:
-    p = failover_params()
+    p = failover_params(scheduled=True)
     p.pop("dry_run")  # a drill is always a dry run
     p.pop("drain_timeout_seconds")  # a drill observes the replication lag once instead of waiting for a drain
     p["source_groups_must_be_empty"] = Param(
@@ -33,7 +33,7 @@ def drill_params() -> dict:
         description="How long the drill waits for live consumers of the selected groups on the TARGET. On timeout "
                     "the drill goes on and reports them (a real failover would wait for them).")
     p["allow_drill_writes_for_prefix"] = Param(
-        "", type="string", maxLength=249, title="Write offsets for groups starting with (drill)",
+        None, type=["null", "string"], maxLength=249, title="Write offsets for groups starting with (drill)",
         description="Empty (default): the drill writes nothing. A non-empty prefix, e.g. 'drill-': the drill also "
                     "commits the planned offsets on the target for groups whose id starts with it (test groups "
                     "that exercise the write path), after a backup. Never for any other group.")

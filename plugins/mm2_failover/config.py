@@ -266,7 +266,9 @@ class ParamSpec:
         return None if self.cli is None else (self.cli or "--" + name.replace("_", "-"))
 
 
-SECTIONS = ("What to move", "Safety", "MM2", "Advanced")  # the trigger form's sections, in order
+#: the trigger form's sections, in order: the incident's decisions first (which groups, dry run, is the source
+#: reachable, approval), then what else selects them, the safety rules, how MM2 runs, and tuning
+SECTIONS = ("Decisions", "What to move", "Safety", "MM2", "Advanced")
 
 
 @dataclass(frozen=True)
@@ -395,8 +397,14 @@ class RunParams:
     @classmethod
     def templates(cls) -> dict[str, str]:
         """``{name: "{{ params.name }}"}`` for every parameter: what a DAG passes as an operator's ``run_params``."""
-        return {f.name: ("{{ params.%s | tojson }}" if f.default_factory is not MISSING else "{{ params.%s }}") % f.name
-                for f in fields(cls)}
+        def template(f) -> str:
+            if f.default_factory is not MISSING:
+                return "{{ params.%s | tojson }}" % f.name
+            if f.type in (str, "str"):  # an optional text the form leaves empty is null: "", never "None"
+                return "{{ params.%s or '' }}" % f.name
+            return "{{ params.%s }}" % f.name
+
+        return {f.name: template(f) for f in fields(cls)}
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -420,7 +428,7 @@ PARAMS: dict[str, ParamSpec] = {
         title='Groups to fail over (regex)',
         help=('Consumer groups to move, as a (Python) regular expression matched against the whole group id. Narrow'
               " it (e.g. 'orders-.*') to fail over some applications only."),
-        section='What to move',
+        section='Decisions',
         cli_help='groups to move (Python regex, whole id)',
         form={'format': 'regex', 'minLength': 1}),
     'groups_exclude_regex': ParamSpec(
@@ -431,7 +439,7 @@ PARAMS: dict[str, ParamSpec] = {
     'dry_run': ParamSpec(
         title='Dry run',
         help=('Build and export the plan (JSON + CSV for kafka-consumer-groups) and stop: nothing is written.'),
-        section='What to move',
+        section='Decisions',
         cli=None),
     'replication_policy': ParamSpec(
         title='MM2 replication policy',
@@ -478,7 +486,7 @@ PARAMS: dict[str, ParamSpec] = {
         labels={'detect': 'detect: probe the source; stop if it never answers',
                 'yes': 'yes: the source must answer',
                 'no': 'no: the source is LOST - disaster mode, no source-side checks'},
-        section='Safety',
+        section='Decisions',
         cli_help='detect: probe the source, stop (exit 4) if it never answers; no: the source is lost (disaster mode)'),
     'topics_regex': ParamSpec(
         title='Topics to check for drain (regex)',
@@ -597,7 +605,7 @@ PARAMS: dict[str, ParamSpec] = {
               '"approve_plan" task: Approve or Reject in the UI\'s Required Actions, or through the REST API); only '
               'then are offsets written. Turn off only for an automation that has decided already. A dry run never '
               'asks.'),
-        section='Safety',
+        section='Decisions',
         cli=None),
     'approval_timeout_seconds': ParamSpec(
         title='Approval wait (s)',

@@ -16,12 +16,27 @@ _C = RunParams.CHOICES
 _TYPES = {str: "string", bool: "boolean", int: "integer", dict: "object"}
 
 
-def form_param(name: str) -> Param:
+#: what the on-call engineer must type on the on-demand failover's form: no default stands for a choice
+#: (``groups_regex``: ``.*`` moves every group; a scheduled DAG, which nobody types into, keeps the default)
+ASKED = ("groups_regex",)
+
+
+def optional_text(default) -> bool:
+    """A text parameter whose default is "" (none): the form's field is nullable and starts empty - Airflow's trigger
+    form keeps a plain ``string`` field with an empty default invalid, and its Trigger button disabled, until it is
+    filled (a value there would change the run: a home alias makes it a failback)."""
+    return isinstance(default, str) and default == ""
+
+
+def form_param(name: str, asked: bool = False) -> Param:
     """The trigger form's field of run parameter ``name``, generated from its one definition: the default and type
     from :class:`RunParams`, the allowed values (``enum``), the bounds, title, help, section and further schema keys
-    from :data:`mm2_failover.config.PARAMS`."""
+    from :data:`mm2_failover.config.PARAMS`. An optional text is nullable (None, rendered "" in the operators'
+    templates); ``asked``: no default, the form requires a value."""
     spec, default = PARAMS[name], getattr(_D, name)
     schema: dict = {"type": _TYPES[type(default)], "title": spec.title, "section": spec.section}
+    if optional_text(default):
+        schema["type"], default = ["null", "string"], None
     if name in _C:
         schema["enum"] = list(_C[name])
         schema["values_display"] = dict(spec.labels or {})  # the form shows these; the run receives the value
@@ -29,25 +44,29 @@ def form_param(name: str) -> Param:
         schema["minimum"] = spec.bounds[0]
         if spec.bounds[1] is not None:
             schema["maximum"] = spec.bounds[1]
+    if asked:
+        return Param(description=spec.help, **schema, **{"minLength": 1, **spec.form})
     return Param(dict(default) if isinstance(default, dict) else default, description=spec.help,
                  **schema, **spec.form)
 
 
-def failover_params() -> dict[str, Param]:
-    """Every run parameter, in the order of the form's sections."""
+def failover_params(scheduled: bool = False) -> dict[str, Param]:
+    """Every run parameter, in the order of the form's sections; ``scheduled``: for a DAG on a schedule, where
+    nobody types into a form, the :data:`ASKED` ones keep their defaults."""
     order = {sec: i for i, sec in enumerate(SECTIONS)}
     names = [f.name for f in fields(RunParams)]
-    return {n: form_param(n) for n in sorted(names, key=lambda n: (order[PARAMS[n].section], names.index(n)))}
+    return {n: form_param(n, asked=n in ASKED and not scheduled)
+            for n in sorted(names, key=lambda n: (order[PARAMS[n].section], names.index(n)))}
 
 
 def rollback_params() -> dict[str, Param]:
     return {
         "failover_run_id": Param(
-            "", type="string", title="Failover run to undo",
+            None, type=["null", "string"], title="Failover run to undo",
             description="The run id of the mm2_failover run whose backup to restore (see its report). "
                         "Or give backup_path."),
         "backup_path": Param(
-            "", type="string", title="Backup file",
+            None, type=["null", "string"], title="Backup file",
             description="Path of a backup.json written by apply_group_offsets. Overrides failover_run_id."),
         "force": Param(
             False, type="boolean", title="Force",
@@ -67,7 +86,7 @@ def run_params_template(params: dict) -> dict[str, str]:
 
 def archive_params() -> dict[str, Param]:
     """What names the offset-sync topics to archive (the same values as the failover's)."""
-    f = failover_params()
+    f = failover_params(scheduled=True)
     return {k: f[k] for k in ("source_alias", "source_connections", "replication_policy",
                               "replication_policy_separator", "internal_topic_separator_enabled", "alias_policies",
                               "mm2_target_alias", "offset_syncs_location")}
@@ -76,7 +95,7 @@ def archive_params() -> dict[str, Param]:
 def readiness_params() -> dict[str, Param]:
     """What selects the groups and how a failover would plan them; nothing about waiting, approving or writing (the
     readiness check never writes)."""
-    f = failover_params()
+    f = failover_params(scheduled=True)
     for k in ("dry_run", "drain_timeout_seconds", "groups_empty_timeout_seconds", "source_groups_must_be_empty",
               "require_approval", "approval_timeout_seconds", "lock_wait_seconds"):
         f.pop(k)

@@ -150,10 +150,26 @@ def test_bad_trigger_values_are_refused_before_any_task_runs(bag, conf, bad):
     from airflow.sdk.definitions.param import ParamValidationError
 
     params = copy.deepcopy(bag.dags["mm2_failover"].params)
-    params.validate()  # the defaults are valid
+    with pytest.raises(ParamValidationError, match="groups_regex"):  # issue 49: the groups are typed, never assumed
+        params.validate()
+    params.update({"groups_regex": "orders-.*"})
+    params.validate()  # with the groups typed, the defaults are valid (the optional texts are null)
     with pytest.raises(ParamValidationError) as e:
         params.update(conf)
     assert f"Invalid input for param {bad}" in str(e.value)
+
+
+@pytest.mark.parametrize("dag_id", ["mm2_failover_rollback", "mm2_sync_archive", "mm2_failover_readiness",
+                                    "mm2_failover_drill"])
+def test_every_other_dags_defaults_are_valid_as_the_form_opens(bag, dag_id):
+    """Issue 49: no optional text defaults to an empty string that the trigger form holds invalid."""
+    import copy
+
+    params = copy.deepcopy(bag.dags[dag_id].params)
+    params.validate()
+    for name in params:
+        schema = params.get_param(name).schema
+        assert not (schema.get("type") == "string" and params[name] == ""), (dag_id, name)
 
 
 def test_dag_files_import_nothing_heavy_at_parse_time():

@@ -256,7 +256,7 @@ def test_drill_dag_is_paused_scheduled_and_reuses_the_pipeline():
     gate = dag.get_task("check_groups_empty")
     assert isinstance(gate, GroupsEmptySensor) and gate.soft_fail and gate.mode == "reschedule"
     assert all(dag.get_task(t).retries > 0 for t in order)
-    assert "dry_run" not in dag.params and dag.params["allow_drill_writes_for_prefix"] == ""
+    assert "dry_run" not in dag.params and dag.params["allow_drill_writes_for_prefix"] is None
     assert dag.params["source_groups_must_be_empty"] is False
     for name in dag.params:
         p = dag.params.get_param(name)

@@ -30,8 +30,17 @@ def test_every_parameter_has_one_definition_and_a_section():
 def test_the_trigger_form_is_the_definition(name):
     from mm2_failover.params import failover_params
 
+    from mm2_failover.params import ASKED
+
     param, spec = failover_params()[name], PARAMS[name]
-    assert param.value == getattr(D, name)
+    default = getattr(D, name)
+    if name in ASKED:  # issue 49: typed by whoever triggers the failover (".*" is a choice, not a default)
+        assert not param.has_value and param.schema["minLength"] == 1
+        assert failover_params(scheduled=True)[name].value == default  # a scheduled DAG: nobody types
+    elif default == "":  # issue 49: an optional text is nullable and starts empty, so that the form submits as it opens
+        assert param.value is None and param.schema["type"] == ["null", "string"]
+    else:
+        assert param.value == default
     assert (param.schema["title"], param.description, param.schema["section"]) == (spec.title, spec.help, spec.section)
     assert param.schema.get("enum") == (list(RunParams.CHOICES[name]) if name in RunParams.CHOICES else None)
     # issue 33: a readable label for every allowed value, from the same definition (none for a free value)
@@ -80,3 +89,21 @@ def test_the_form_is_ordered_by_section():
 
     sections = [PARAMS[n].section for n in failover_params()]
     assert sections == sorted(sections, key=SECTIONS.index)
+
+
+def test_the_incidents_decisions_come_first():
+    """Issue 49: which groups, dry run or not, is the source reachable, approval - the first section of the form."""
+    from mm2_failover.params import failover_params
+
+    first = [n for n, prm in failover_params().items() if prm.schema["section"] == SECTIONS[0]]
+    assert first == ["groups_regex", "dry_run", "source_reachable", "require_approval"]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if isinstance(getattr(D, n), str)])
+def test_an_empty_text_reaches_the_run_as_empty_never_as_none(name):
+    """The operators' templates render a nullable text the form left empty (None) as "", and a typed one as typed."""
+    from jinja2 import Template
+
+    t = Template(RunParams.templates()[name])
+    assert t.render(params={name: None}) == ""
+    assert RunParams.from_mapping({name: t.render(params={name: getattr(D, name) or None})}) == D
