@@ -302,6 +302,9 @@ class RunParams:
     translation: str = "exact"
     mm2_target_alias: str = ""  # MM2's alias of the target cluster (names the offset-sync topic); "": discover it
     offset_syncs_location: str = "source"  # MM2's offset-syncs.topic.location: source | target
+    # where MM2 keeps its Connect offsets (its replication progress, for the drain check) on the target: "" = the
+    # dedicated mode's mm2-offsets.<alias>.internal; on a Connect cluster, the worker's offset.storage.topic
+    mm2_offsets_topic: str = ""
     # failing back: MM2's alias of the target cluster (e.g. "primary" when backup -> primary); groups' commits on
     # <home_alias>.<topic> on the source return to <topic> on the target. "": a failover
     home_alias: str = ""
@@ -583,6 +586,15 @@ PARAMS: dict[str, ParamSpec] = {
               'is audited.'),
         section='MM2',
         cli_help="MM2's mm2.properties, for the pre-flight audit (warnings in the log and the report)"),
+    'mm2_offsets_topic': ParamSpec(
+        title="MM2's progress topic",
+        help=("The topic on the target where MM2 keeps its Connect offsets - how far it has copied each source "
+              "partition, which the drain check reads. Empty: mm2-offsets.<alias>.internal (MM2 in dedicated mode). "
+              "MM2's connectors on a Kafka Connect cluster (Strimzi's included) keep them in the worker's "
+              "offset.storage.topic (e.g. connect-offsets): name it here. Without it the drain check looks up the "
+              "source's last record on the replica instead."),
+        section='MM2',
+        form={'maxLength': 249}),
     'rpo_seconds': ParamSpec(
         title='Recovery point objective (s)',
         help=("The audit warns when MM2's checkpoint or progress intervals are longer than this."),

@@ -7,8 +7,13 @@ Normal mode (source reachable), per source partition in scope:
   offset in ``mm2-offsets.<alias>.internal``) has reached the source end: ``last replicated + 1 == end``, or
   the source holds no data record after the last replicated one (only transaction markers or aborted
   records, which raw end offsets cannot tell apart: :func:`after_replicated` reads them, ``read_committed``, and
-  stops at the first data record). When MM2's progress is not available, the replica's end offset must equal the
-  source's (a weaker check, reported as such).
+  stops at the first data record). When MM2's progress is not available (no such topic - MM2 on a Connect cluster
+  keeps it in the worker's ``offset.storage.topic``: ``mm2_offsets_topic`` -, or no entry for the partition), the
+  records decide (:func:`last_record_copied`): the source's last data record must have a copy in the replica's tail.
+  MM2 copies in order and every restarted history starts at or before where the last one stopped, so once the last
+  record has a copy, every record before it has one. End offsets prove nothing: MM2 copies at least once, and after a
+  restart the replica's duplicates can make it as long as the source, or longer, while the source's last records were
+  never copied. A read that fails leaves the partition not drained (``tail unknown``), never drained.
 * **nothing unreplicated is gone** - offsets after MM2's last replicated one that are already below the source's
   log start (retention, DeleteRecords) were never replicated and can never be: the run is refused at once
   (:class:`UnreplicatedLoss`), naming how many; only an explicit disaster-mode run (``source_reachable=no``) moves
@@ -36,7 +41,8 @@ WRITING = "producers still writing"
 BEHIND = "replication behind"
 NOT_REPLICATED = "not replicated: replica topic missing on the target"
 MOVING = "replica still changing"
-PROGRESS_UNKNOWN = "drained (MM2 progress unknown: replica end == source end)"
+PROGRESS_UNKNOWN = "drained (MM2 progress unknown: the source's last record is on the replica)"
+TAIL_UNKNOWN = "not known: MM2 progress unknown and the source's last record could not be compared"
 HOME = "drained (returns home: not replicated by this flow, no producer writes it)"
 GONE = "never replicated and gone from the source"
 CHECK_FAILED = "check failed: the records after MM2's progress could not be read"
@@ -79,6 +85,61 @@ def after_replicated(source: ev.RecordSource, tp: tuple[str, int], replicated: i
             return AfterReplicated(True)
         pos = hi
     return AfterReplicated(False)
+
+
+@dataclass(frozen=True)
+class TailCheck:
+    """Without MM2's progress: has the source's last data record been copied?"""
+
+    copied: bool | None  # a copy in the replica's tail (True), none there (False), not known (None)
+    why: str = ""
+
+
+def last_record_copied(source: ev.RecordSource, replica: ev.RecordSource, source_tp: tuple[str, int],
+                       replica_tp: tuple[str, int], source_end: int, replica_end: int, chunk: int = 1000,
+                       scans: int = 10, window: int = 2000) -> TailCheck:
+    """The source's last data record (read backwards from its end, ``read_committed``, a chunk at a time, at most
+    ``scans`` chunks), looked up by content in the replica's last ``window`` offsets. No data record left on the
+    source: nothing to copy (True). Not found in the window: not copied yet, or still being re-copied after a restart
+    (False: wait). A read that fails: not known (None)."""
+    start, _end = source.log_bounds([source_tp])[source_tp]
+    hi, last = source_end, None
+    for _ in range(scans):
+        if hi <= start:
+            break
+        lo = max(start, hi - chunk)
+        r = source.read_ranges({source_tp: {(lo, hi)}}, chunk).get((source_tp, lo, hi))
+        if not ev.is_evidence(r):
+            return TailCheck(None, f"source read {lo}..{hi}: {r.status if r else 'not read'}"
+                                   f"{': ' + r.why if r and r.why else ''}")
+        if r.records:
+            last = r.records[-1]
+            break
+        hi = lo
+    else:
+        if hi > start:
+            return TailCheck(None, f"no data record in the source's last {source_end - hi} offsets")
+    if last is None:
+        return TailCheck(True, "no data record on the source: nothing to copy")
+    rstart, _rend = replica.log_bounds([replica_tp])[replica_tp]
+    lo = max(rstart, replica_end - window)
+    if lo >= replica_end:
+        return TailCheck(False, f"the source's last record (offset {last.offset}) is not copied: the replica is empty")
+    r = replica.read_ranges({replica_tp: {(lo, replica_end)}}, window).get((replica_tp, lo, replica_end))
+    if not ev.is_evidence(r):
+        return TailCheck(None, f"replica read {lo}..{replica_end}: {r.status if r else 'not read'}"
+                               f"{': ' + r.why if r and r.why else ''}")
+    if r.copies(lo, replica_end - 1, last.content):
+        return TailCheck(True)
+    return TailCheck(False, f"the source's last record (offset {last.offset}) has no copy in the replica's last "
+                            f"{replica_end - lo} offsets")
+
+
+def without_progress(tail: TailCheck | None) -> str:
+    """The state of a partition whose MM2 progress is not known, from its :class:`TailCheck`."""
+    if tail is None or tail.copied is None:
+        return TAIL_UNKNOWN
+    return PROGRESS_UNKNOWN if tail.copied else BEHIND
 
 
 def mm2_progress(records: Iterable[tuple[bytes | None, bytes | None]], alias: str) -> dict[tuple[str, int], int]:
@@ -125,6 +186,7 @@ class PartitionObservation:
     home: bool = False  # failing back: the topic returns home to the target (its records came from there)
     gone_unreplicated: int = 0  # offsets after the last replicated one already below the source's log start
     after_check_failed: str = ""  # why the records after the last replicated offset could not be read
+    tail: TailCheck | None = None  # without MM2's progress: the source's last record looked up on the replica
 
 
 @dataclass
@@ -201,13 +263,14 @@ def evaluate(obs: list[PartitionObservation], disaster: bool | set[str]) -> Drai
             caught_up = o.replicated + 1 >= o.source_end or o.data_after_replicated is False
             state = DRAINED if caught_up else BEHIND
         else:
-            state = PROGRESS_UNKNOWN if o.replica_end >= o.source_end else BEHIND
+            state = without_progress(o.tail)
         v.drained &= state in (DRAINED, PROGRESS_UNKNOWN, HOME)
         v.rows.append({"alias": o.alias, "topic": o.topic, "partition": o.partition, "replica_topic": o.replica_topic,
                        "source_end": o.source_end, "moved": moved, "replicated": o.replicated,
                        "replica_end": o.replica_end, "newest_replicated_ms": o.newest_replicated_ms, "state": state,
                        **({"gone_unreplicated": o.gone_unreplicated} if o.gone_unreplicated else {}),
-                       **({"why": o.after_check_failed} if o.after_check_failed else {})})
+                       **({"why": o.after_check_failed or (o.tail.why if o.tail else "")}
+                          if o.after_check_failed or (o.tail and o.tail.why) else {})})
     return v
 
 

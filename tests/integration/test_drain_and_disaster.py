@@ -434,3 +434,46 @@ def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own
     committed = target.committed("lost-app")
     assert set(committed) == {("primary.payments", 0), ("primary.payments", 1)}
     assert all(o <= 40 for o in committed.values())  # never past what was replicated and consumed
+
+
+def test_without_mm2_progress_a_replica_longer_than_the_source_is_not_drained_until_the_last_record_is_copied(
+        on_own_bed, tmp_path):
+    """Issue 50 item 2 on real brokers and MM2: MM2's progress is not where the run looks (MM2 on a Connect cluster
+    keeps it in the worker's offset.storage.topic; here mm2_offsets_topic names a topic that does not exist). MM2
+    copied 100 records and stopped; 10 more were produced on the source and 15 records MM2 had copied were written to
+    the replica again (what a restart's re-copies leave): replica end 115 > source end 110 while 100..109 exist only
+    on the source. The old fallback said "drained (replica end == source end)". Now the source's last record is
+    looked up on the replica: not there, "replication behind"; once MM2 is back and has copied it, drained."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from mm2_failover import drain as drainmod
+    from mm2_failover.stages.drain import drain_status
+
+    b = on_own_bed
+    topic, replica = "noprog", f"{b.source_alias}.noprog"
+    scenario.prepare(b.source_bootstrap, b.target_bootstrap, group="noprog-app", topic=topic, partitions=1,
+                     produced=100, consumed_upto={0: 95})
+    b.stop_mm2()
+    try:
+        scenario.produce(b.source_bootstrap, topic, 1, 10, start=100)  # never copied while MM2 is down
+        c = Consumer({"bootstrap.servers": b.target_bootstrap, "group.id": "noprog-reader", "enable.auto.commit": False})
+        c.assign([TopicPartition(replica, 0, 60)])
+        again = [m for m in c.consume(15, timeout=10) if not m.error()]
+        c.close()
+        assert len(again) == 15
+        p = Producer({"bootstrap.servers": b.target_bootstrap, "acks": "all"})
+        for m in again:  # the same records once more, as MM2 copies them (key, value, timestamp, headers)
+            p.produce(replica, m.value(), m.key(), 0, timestamp=m.timestamp()[1], headers=m.headers())
+        p.flush(10)
+        ctx = b.run_context(tmp_path / "run", groups_regex="noprog-app", mm2_offsets_topic="connect-offsets-elsewhere")
+        v = drain_status(ctx)
+        (row,) = v.rows
+        assert (row["source_end"], row["replica_end"], row["replicated"]) == (110, 115, None), row
+        assert not v.drained and row["state"] == drainmod.BEHIND and "offset 109" in row["why"], row
+        assert any("connect-offsets-elsewhere not found" in n for n in v.notes), v.notes
+    finally:
+        b.start_mm2()
+    deadline = time.monotonic() + 60
+    while not (v := drain_status(ctx)).drained and time.monotonic() < deadline:
+        time.sleep(1)
+    assert v.drained and v.rows[0]["state"] == drainmod.PROGRESS_UNKNOWN, v.table()

@@ -32,9 +32,32 @@ def test_only_transaction_markers_after_the_last_replicated_record_count_as_caug
     assert v.drained
 
 
-def test_without_mm2_progress_falls_back_to_end_offsets_and_says_so():
-    assert drain.evaluate([obs(replicated=None)], False).rows[0]["state"] == drain.PROGRESS_UNKNOWN
-    assert drain.evaluate([obs(replicated=None, replica_end=90)], False).rows[0]["state"] == drain.BEHIND
+def test_without_mm2_progress_the_source_s_last_record_decides_and_says_so():
+    copied, not_yet = drain.TailCheck(True), drain.TailCheck(False, "no copy")
+    assert drain.evaluate([obs(replicated=None, tail=copied)], False).rows[0]["state"] == drain.PROGRESS_UNKNOWN
+    row = drain.evaluate([obs(replicated=None, tail=not_yet, replica_end=115)], False).rows[0]
+    assert row["state"] == drain.BEHIND and row["why"] == "no copy"
+    for unknown in (None, drain.TailCheck(None, "source read failed")):  # never drained on what was not read
+        v = drain.evaluate([obs(replicated=None, tail=unknown)], False)
+        assert not v.drained and v.rows[0]["state"] == drain.TAIL_UNKNOWN
+
+
+def test_a_replica_longer_than_the_source_whose_last_records_were_never_copied_is_not_drained():
+    """Issue 50 item 2, as reproduced on real clusters: source 0..109; MM2 copied 0..89, restarted at 60 and copied
+    60..89 again (the replica is 120 long: longer than the source), and never copied 90..109. The old fallback
+    (replica end >= source end) said drained; a group at 95 was placed at the replica's end and lost 95..109."""
+    from testbed.memlog import DATA, MemoryLog, Partition
+
+    src = MemoryLog("source", {("orders", 0): Partition([(DATA, i) for i in range(110)])})
+    rep = MemoryLog("target", {("primary.orders", 0): Partition([(DATA, i) for i in [*range(90), *range(60, 90)]])})
+    tail = drain.last_record_copied(src, rep, ("orders", 0), ("primary.orders", 0), 110, 120)
+    assert tail.copied is False and "offset 109" in tail.why
+    v = drain.evaluate([obs(replicated=None, source_end=110, source_end_before=110, replica_end=120,
+                            replica_end_before=120, tail=tail)], False)
+    assert not v.drained and v.rows[0]["state"] == drain.BEHIND
+    # once MM2 re-copied to the end (its restarted history got there): drained, whatever the replica's length
+    done = MemoryLog("target", {("primary.orders", 0): Partition([(DATA, i) for i in [*range(90), *range(60, 110)]])})
+    assert drain.last_record_copied(src, done, ("orders", 0), ("primary.orders", 0), 110, 140).copied is True
 
 
 def test_missing_replica_is_never_drained():
@@ -50,7 +73,8 @@ def test_failing_back_a_home_topic_needs_quiet_producers_only():
     assert v.drained and v.rows[0]["state"] == drain.HOME and v.not_drained() == []
     assert drain.evaluate([obs(**home, source_end_before=90)], False).rows[0]["state"] == drain.WRITING
     assert drain.evaluate([obs(**{**home, "replica_end": None})], False).rows[0]["state"] == drain.NOT_REPLICATED
-    assert drain.evaluate([obs(replicated=None, replica_end=90)], False).rows[0]["state"] == drain.BEHIND  # not home
+    v = drain.evaluate([obs(replicated=None, replica_end=90, tail=drain.TailCheck(False))], False)  # not home
+    assert v.rows[0]["state"] == drain.BEHIND
 
 
 def test_disaster_mode_needs_a_stable_replica_and_stable_progress():
@@ -152,3 +176,42 @@ def test_mutation_5_a_check_that_jumps_past_the_log_start_is_caught(monkeypatch)
     monkeypatch.setattr(kafka_io, "BOUNDED_READ_CONF", {})
     monkeypatch.setattr(drain, "unreplicated_gone", lambda replicated, log_start: 0)
     assert any(v[0] == "counted as caught up" for seed in range(3000) for v in drain_violations(seed))
+
+
+# ------------------------------------------------------------------------------------------ without MM2's progress
+
+
+def tail_violations(seed: int) -> list:
+    """test_evidence's worlds (MM2 copying one partition with restarts that copy again, exactly-once support, aborted
+    and compacted records, producer-retry twins), with MM2 stopped anywhere and its progress unreadable: a partition
+    the drain check calls drained must have every record the source still holds copied on the replica (by content: a
+    twin's copy delivers the same record)."""
+    from test_evidence import REP, SRC, world
+
+    from testbed.memlog import DATA, MemoryLog
+
+    w = world(seed)
+    if w.target.start:  # the replica's retention took copies: a loss of its own, not the drain's
+        return []
+    src, rep = MemoryLog("source", {SRC: w.source}), MemoryLog("target", {REP: w.target})
+    tail = drain.last_record_copied(src, rep, SRC, REP, w.source.end, w.target.end, chunk=7, window=40)
+    o = obs(replicated=None, source_end=w.source.end, source_end_before=w.source.end, replica_end=w.target.end,
+            replica_end_before=w.target.end, tail=tail)
+    if not drain.evaluate([o], False).drained:
+        return []
+    held = {c for k, c in w.source.entries[w.source.start:] if k == DATA}
+    copied = {c for k, c in w.target.entries if k == DATA}
+    missing = held - copied
+    return [("drained with records never copied", seed, sorted(missing, key=str)[:5], tail)] if missing else []
+
+
+def test_without_progress_a_drained_partition_has_every_record_copied():
+    bad = [v for seed in range(4000) for v in tail_violations(seed)]
+    assert not bad, bad[:5]
+
+
+def test_mutation_6_the_end_offset_fallback_is_caught(monkeypatch):
+    """Issue 50 item 2: without MM2's progress, "replica end >= source end" (the old fallback) - MM2's duplicates
+    after a restart make the replica as long as the source while its last records were never copied."""
+    monkeypatch.setattr(drain, "last_record_copied", lambda s, r, stp, rtp, se, re, **kw: drain.TailCheck(re >= se))
+    assert any(tail_violations(seed) for seed in range(4000))

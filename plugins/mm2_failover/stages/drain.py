@@ -98,7 +98,7 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
         else:
             layout += [(s.alias, t, p, s.policy.replica_topic(t)) for t, p in s.source.partitions(s.topics)]
     rparts = sorted({(r, p) for _a, _t, p, r in layout if r in target_topics})
-    progress_topics = {s.alias: s.policy.mm2_offsets_topic for s in scopes}
+    progress_topics = {s.alias: ctx.params.mm2_offsets_topic or s.policy.mm2_offsets_topic for s in scopes}
 
     def observe():
         src = {}
@@ -116,8 +116,9 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
     notes = []
     for a, t in progress_topics.items():
         if prog2[a] is None:
-            notes.append(f"MM2 progress topic {t} not found on the target: alias {a} falls back to comparing replica "
-                         "and source end offsets")
+            notes.append(f"MM2 progress topic {t} not found on the target: alias {a} falls back to looking up the "
+                         "source's last record on the replica (MM2 on a Connect cluster keeps its progress in the "
+                         "worker's offset.storage.topic: give it as mm2_offsets_topic)")
     if any(p is not None for a, p in prog2.items() if a not in lost):
         notes.append("MM2 writes its progress on each offset flush (offset.flush.interval.ms, 60 s by default): "
                      "a partition can look behind for up to that long after replication finished")
@@ -141,6 +142,9 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
             # only transaction markers / aborted records after the last replicated offset? gone already?
             after = drainmod.after_replicated(source, (t, p), o.replicated, o.source_end)
             o.data_after_replicated, o.gone_unreplicated, o.after_check_failed = after.data, after.gone, after.why
+        if source is not None and o.replicated is None and not o.home and alias not in lost and present \
+                and o.source_end is not None and o.replica_end is not None:
+            o.tail = drainmod.last_record_copied(source, target, (t, p), (r, p), o.source_end, o.replica_end)
         obs.append(o)
     v = drainmod.evaluate(obs, lost)
     v.notes, v.disaster_aliases = notes, sorted(lost)
