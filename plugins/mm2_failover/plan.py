@@ -4,7 +4,8 @@
 Rules, in the order they apply:
 
 0. **One answer per key** - two source aliases with a checkpoint for the same (group, replica topic, partition)
-   (e.g. the identity policy on both flows) are two different answers: the plan is refused, naming both. A
+   (e.g. the identity policy on both flows) are two different answers: the plan is refused, naming both; so are two
+   different answers of one alias (never the last one silently). A
    checkpoint without its alias (decoded, never read as the job's answer) is refused too.
 1. **Missing checkpoint** - a partition of a replica topic the group has checkpoints for, or commits on at the
    source, but no checkpoint of its own and no exact translation: ``skip`` (reason ``no_checkpoint``); an offset
@@ -246,6 +247,9 @@ class PlanRecord:
     translation_notes: list[str]
     snapshot_captured_at: str | None
     snapshot_age_seconds: float | None
+    #: ``plan.json``'s hash as this record was written or read (approval rule 2: what an approval names): set by the
+    #: run folder from the very bytes, so that what apply checks is what it writes
+    plan_hash: str | None = field(default=None, compare=False)
 
     def summary(self, rows_file: str, rows_sha256: str) -> dict:
         """``plan.json``: this record without its rows, naming the file that holds them and that file's hash."""
@@ -423,18 +427,28 @@ def _alias_of_topic(cps: dict, src: dict, topic: str) -> str:
 
 def _one_answer_per_key(checkpoints: list[Checkpoint]) -> None:
     seen: dict[tuple[str, str, int], Checkpoint] = {}
-    clashes = []
+    clashes, twice = [], []
     for cp in checkpoints:
         if not cp.source_alias:
             raise PlanError(f"the checkpoint of {cp.group} {cp.topic}[{cp.partition}] names no source alias: plan only "
                             "from the latest-checkpoints job's answers, which name the flow each one came from")
         k = (cp.group, cp.topic, cp.partition)
-        if k in seen and seen[k].source_alias != cp.source_alias:
+        if k in seen and seen[k].source_alias == cp.source_alias and seen[k] != cp:
+            a = seen[k]
+            twice.append(f"{cp.group} {cp.topic}[{cp.partition}]: alias {a.source_alias} says {a.downstream_offset} "
+                         f"(upstream {a.upstream_offset}) and {cp.downstream_offset} (upstream {cp.upstream_offset})")
+        elif k in seen and seen[k].source_alias != cp.source_alias:
             a, b = seen[k], cp
             clashes.append(f"{cp.group} {cp.topic}[{cp.partition}]: alias {a.source_alias} says {a.downstream_offset} "
                            f"(upstream {a.upstream_offset}), alias {b.source_alias} says {b.downstream_offset} "
                            f"(upstream {b.upstream_offset})")
         seen.setdefault(k, cp)
+    if twice:
+        raise PlanError(
+            f"{len(twice)} replica partition(s) have more than one answer from the same source alias: "
+            + "; ".join(twice[:10]) + (" ..." if len(twice) > 10 else "")
+            + ". The latest-checkpoints job writes one answer per key: these answers were read twice or merged from "
+            "two runs. Nothing was written; start a new run (its job writes its answers afresh).")
     if clashes:
         raise PlanError(
             f"{len(clashes)} replica partition(s) have checkpoints from several source aliases, which cannot both be "

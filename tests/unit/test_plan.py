@@ -338,6 +338,14 @@ def test_two_aliases_for_one_key_are_refused_one_alias_per_key_is_fine():
     assert {(r.group, r.source_alias) for r in p.rows} == {("app", "dc1"), ("other", "dc2")}
 
 
+def test_two_answers_of_one_alias_for_one_key_are_refused_too():
+    """Issue 50 item 10: the last one won, silently (a job's answers read twice, or two answers tables merged)."""
+    with pytest.raises(pm.PlanError, match="more than one answer") as e:
+        build([cp(alias="dc1", down=5), cp(alias="dc1", down=9)])
+    assert f"app {T}[0]" in str(e.value) and "5" in str(e.value) and "9" in str(e.value)
+    build([cp(alias="dc1", down=5), cp(alias="dc1", down=5)])  # the same answer twice is one answer
+
+
 def test_a_checkpoint_without_its_alias_is_refused_naming_the_partition():
     """One Checkpoint type: a decoded MM2 record has no alias (the record does not say which flow wrote it); only
     the job's answers, which name it, may be planned from."""
