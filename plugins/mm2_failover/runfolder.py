@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mm2_failover import store
-from mm2_failover.approval import Decision
+from mm2_failover.approval import Decision, plan_hash
 from mm2_failover.audit import Audit
 from mm2_failover.drill import DrillReport
 from mm2_failover.readiness import Readiness
@@ -158,13 +158,18 @@ def write_text(path, text: str) -> None:
 INDENT_UP_TO_BYTES = 1 << 20
 
 
-def write_json(path, data, compact: bool = False) -> None:
+def json_text(data, compact: bool = False) -> str:
     """``data`` as JSON, keys sorted: indented for people when small, compact when ``compact`` or larger than
     :data:`INDENT_UP_TO_BYTES` (the run's big artifacts: the plan, the backup, the snapshot)."""
     text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
     if not compact and len(text) <= INDENT_UP_TO_BYTES:
         text = json.dumps(data, sort_keys=True, default=str, indent=2)
-    write_text(path, text)
+    return text
+
+
+def write_json(path, data, compact: bool = False) -> None:
+    """:func:`json_text` of ``data`` into ``path``, whole and durable."""
+    write_text(path, json_text(data, compact))
 
 
 def typed_table(columns: dict[str, list], types: dict[str, str]):
@@ -474,7 +479,9 @@ class RunFolder:
         data = store.parquet_bytes(typed_table(record.plan.columns(), ROW_TYPES))
         write_bytes(self.dir / PLAN_ROWS, data)
         write_text(self.plan_csv, record.plan.to_reset_csv())
-        write_json(self.plan_json, record.summary(PLAN_ROWS, hashlib.sha256(data).hexdigest()))
+        text = json_text(record.summary(PLAN_ROWS, hashlib.sha256(data).hexdigest())).encode()
+        write_bytes(self.plan_json, text)
+        record.plan_hash = plan_hash(text)
         self._remember(PLAN_JSON, record)
 
     def load_plan(self) -> PlanRecord:
@@ -482,7 +489,28 @@ class RunFolder:
         (remembered while both are the same local files: :meth:`_recall`)."""
         if not self.plan_json.exists():
             raise RunFolderError(f"no plan at {self.plan_json}: the plan step (compute the plan) must run first")
-        return self._recall(PLAN_JSON, lambda: self._typed(PLAN_JSON, self._plan_from_summary, "plan"))
+        return self._recall(PLAN_JSON, self._read_plan)
+
+    def _read_plan(self) -> PlanRecord:
+        """``plan.json`` read once: the record parsed from those bytes, and their hash (approval rule 2) - never a
+        second read, which a plan replaced in between would answer."""
+        p = self.plan_json
+        try:
+            data = store.read_bytes(p)
+            d = json.loads(data)
+        except OSError as e:
+            raise RunFolderError(f"cannot read plan {p}: {e}") from None
+        except ValueError as e:
+            raise RunFolderError(f"plan {p} is not valid JSON ({e})") from None
+        try:
+            record = self._plan_from_summary(d)
+        except RunFolderError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise RunFolderError(f"{p} is not a plan of this version ({type(e).__name__}: {e}): start a new run "
+                                 "folder") from None
+        record.plan_hash = plan_hash(data)
+        return record
 
     def _plan_from_summary(self, d: dict) -> PlanRecord:
         import pyarrow as pa

@@ -72,15 +72,16 @@ def apply_group_offsets(context) -> dict:
 
     from mm2_failover.stages.apply import backup_and_apply
     from mm2_failover.stages.approval import approved_plan
-    from mm2_failover.stages.plan import make_plan
+    from mm2_failover.stages.plan import plan_record
 
     ctx = _ctx(context)
-    plan = make_plan(ctx)
+    record = plan_record(ctx)  # one read of plan.json: what is checked is what is written
+    plan = record.plan
     counts = plan.counts()
     if ctx.params.dry_run:
         raise AirflowSkipException(f"dry run: plan written to {ctx.folder.plan_json} and {ctx.folder.plan_csv} "
                                    f"({counts}); nothing was written to the target.")
-    decision = approved_plan(ctx)  # exactly the approved plan, or nothing (approval rule 5)
+    decision = approved_plan(ctx, record)  # exactly the approved plan, or nothing (approval rule 5)
     log.info("writing the plan: %s", decision.describe())
     res = backup_and_apply(ctx, plan)  # another writer's lock: retried, the other writer may be done by then
     if res.refused:

@@ -101,3 +101,31 @@ def test_rule3_the_request_summarises_the_plan_and_links_to_it():
 def test_every_status_is_described_with_its_plan():
     for s in ap.STATUSES:
         assert H in decision(s).describe()
+
+
+def test_rule5_apply_checks_the_bytes_the_plan_it_writes_was_read_from(tmp_path):
+    """Issue 50 item 9: apply loaded the plan, then hashed plan.json read again. A plan replaced in between - one
+    that has an approval - passed the check while apply wrote the plan it had read, which nobody approved."""
+    import types
+
+    from mm2_failover import plan as pm
+    from mm2_failover.checkpoints import Checkpoint
+    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.stages.approval import approved_plan
+
+    def record(offset: int) -> pm.PlanRecord:
+        cps = [Checkpoint("app", "primary.orders", 0, offset, offset, "", source_alias="primary")]
+        plan = pm.build_plan(cps, {("primary.orders", 0): pm.PartitionBounds(0, 1000)}, {}, {"primary.orders": 1})
+        return pm.PlanRecord(plan, "2026-11-27T00:00:00+00:00", {}, [], None, None)
+
+    folder = RunFolder(tmp_path)
+    folder.save_plan(record(10))
+    read = RunFolder(tmp_path).load_plan()  # what apply is about to write
+    assert read.plan_hash == ap.plan_hash((tmp_path / "plan.json").read_bytes())
+    other = RunFolder(tmp_path)
+    other.save_plan(record(500))  # replaced in between, and approved
+    other.save_approval(ap.Decision(ap.APPROVED, ap.plan_hash((tmp_path / "plan.json").read_bytes())))
+    ctx = types.SimpleNamespace(folder=RunFolder(tmp_path))
+    with pytest.raises(ap.ApprovalRefused, match="not the one that was approved"):
+        approved_plan(ctx, read)
+    assert approved_plan(ctx, RunFolder(tmp_path).load_plan()).status == ap.APPROVED

@@ -16,8 +16,8 @@ log = logging.getLogger(__name__)
 
 
 def current_hash(ctx: RunContext) -> str:
-    """The hash of ``plan.json`` as it is now (rule 2)."""
-    return rules.plan_hash(ctx.folder.plan_json.read_bytes())
+    """The hash of ``plan.json`` as the run folder reads it now (rule 2): the bytes its plan is parsed from."""
+    return ctx.folder.load_plan().plan_hash
 
 
 def preview(ctx: RunContext, plan: planmod.Plan, committed: dict | None = None) -> reportmod.Report | None:
@@ -55,7 +55,7 @@ def ask(ctx: RunContext, base_url: str) -> tuple[str, str, rules.Decision]:
         raise rules.ApprovalRefused(f"no preview report in {f.dir}: build_plan must run before approve_plan (clear "
                                     "it)")
     record = f.load_plan()
-    h = current_hash(ctx)
+    h = record.plan_hash  # the request names the plan it summarises: one read
     subject, body = rules.request_text(
         run_id=ctx.run_id, totals=rep.totals, rules=record.plan.rules(), warnings=rep.warnings,
         disaster_aliases=list((rep.snapshot or {}).get("disaster_aliases") or []), plan_hash=h,
@@ -86,6 +86,8 @@ def not_required(ctx: RunContext) -> rules.Decision:
     return d
 
 
-def approved_plan(ctx: RunContext) -> rules.Decision:
-    """Rule 5, before apply's first write: the decision that lets it write the plan now in the run folder."""
-    return rules.check(ctx.folder.load_approval(), current_hash(ctx))
+def approved_plan(ctx: RunContext, record: planmod.PlanRecord) -> rules.Decision:
+    """Rule 5, before apply's first write: the decision that lets it write ``record`` - the plan apply is about to
+    write, checked by the hash of the bytes it was parsed from (a plan replaced after it was read is never written
+    on another plan's approval)."""
+    return rules.check(ctx.folder.load_approval(), record.plan_hash)

@@ -19,10 +19,15 @@ log = logging.getLogger(__name__)
 
 def make_plan(ctx: RunContext) -> planmod.Plan:
     """Build the plan once per run (a retry reloads it, so 'current' keeps meaning 'before this run')."""
+    return plan_record(ctx).plan
+
+
+def plan_record(ctx: RunContext) -> planmod.PlanRecord:
+    """:func:`make_plan`'s record: the plan with the hash of the ``plan.json`` it was written as or read from."""
     f, p = ctx.folder, ctx.params
     if f.plan_json.exists():
         log.info("plan already built for this run: reusing %s", f.plan_json)
-        return f.load_plan().plan
+        return f.load_plan()
     summary = f.load_summary()
     refusal = planmod.quarantine_refusal(summary.raw if summary else None, p.max_quarantined_records)
     if refusal:
@@ -45,8 +50,9 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
         exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()},
         positions_at_least=at_least)
     built = now_iso()
-    f.save_plan(planmod.PlanRecord(plan, built, p.as_dict(), notes, snap.captured_at,
-                                   age_seconds(snap.captured_at, datetime.fromisoformat(built))))
+    record = planmod.PlanRecord(plan, built, p.as_dict(), notes, snap.captured_at,
+                                age_seconds(snap.captured_at, datetime.fromisoformat(built)))
+    f.save_plan(record)
     log.info("plan: %d group(s), %s, offsets by rule %s; written to %s and %s", len(plan.groups()), plan.counts(),
              plan.rules(), f.plan_json, f.plan_csv)
-    return plan
+    return record
