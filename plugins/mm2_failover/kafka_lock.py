@@ -6,8 +6,8 @@ records, renews the lease in a thread and stops the writes of a holder that lost
 The topic (``MM2_FAILOVER_LOCK_TOPIC``, default ``mm2-failover.locks``): one partition, the broker's time on every
 record (``message.timestamp.type=LogAppendTime``), kept 7 days (``cleanup.policy=delete``). It is created on first
 use when the principal may (Create on the topic), else an operator creates it (README, least-privilege ACLs: Read
-and Write on it, Describe of its configuration). A topic that stamps the clients' time is refused: the lease's
-times must all be the broker's.
+and Write on it, Describe of its configuration). A topic that stamps the clients' time, is compacted or keeps its
+records for less than the longest hold plus a lease is refused, naming the setting (:func:`lease.topic_problems`).
 """
 
 from __future__ import annotations
@@ -83,12 +83,13 @@ class KafkaLease:
                         f"the writer-lock topic {self.topic} does not exist and could not be created ({e}): create it "
                         "(README, 'One writer across hosts') or let the principal create it") from None
         cfg = self._topic_config(admin, ConfigResource(ConfigResource.Type.TOPIC, self.topic))
-        ts_type = cfg["message.timestamp.type"].value if "message.timestamp.type" in cfg else ""
-        if ts_type != "LogAppendTime":
+        problems = lease.topic_problems({k: "" if e.value is None else str(e.value) for k, e in cfg.items()},
+                                        self.lease_ms)
+        if problems:
             raise KafkaConfigError(
-                f"the writer-lock topic {self.topic} has message.timestamp.type={ts_type}: the lease needs the broker's "
-                "time on every record. Set it: kafka-configs --alter --entity-type topics --entity-name "
-                f"{self.topic} --add-config message.timestamp.type=LogAppendTime")
+                f"the writer-lock topic {self.topic} cannot keep the lease safely: " + "; ".join(problems)
+                + f". Set it with kafka-configs --alter --entity-type topics --entity-name {self.topic} --add-config "
+                "<setting>=<value>, or point MM2_FAILOVER_LOCK_TOPIC at a topic of its own")
 
     def _topic_config(self, admin, res, within_s: float = 30.0) -> dict:
         """The topic's configuration. A topic just created (here or by a writer on another host) may be unknown for

@@ -28,7 +28,10 @@ The rules:
    its last granted record, and the next claim after that is granted.
 6. **The topic's history.** Records older than the topic's retention (7 days) are gone; the replay starts with
    nobody holding the lease. Every lease ends within :data:`MAX_HOLD_MS` + ``lease_ms`` of its claim, so a lease
-   granted before the oldest record kept has ended long ago.
+   granted before the oldest record kept has ended long ago - provided the topic keeps every record at least that
+   long (:func:`topic_problems`): a compacted topic keeps only the newest record of the one key, and a shorter
+   retention drops a holder's claim while it still renews; either way the replay forgets the holder and grants a
+   second writer's claim.
 """
 
 from __future__ import annotations
@@ -92,6 +95,35 @@ def replay(records: list[Record]) -> tuple[State, dict[int, bool]]:
         s, ok = step(s, r)
         granted[r.offset] = ok
     return s, granted
+
+
+def topic_problems(config: dict[str, str], lease_ms: int) -> list[str]:
+    """Rule 6's premises on the lock topic's configuration (every setting as the broker describes it): the broker's
+    time on every record, deletion only by age, and an age that holds the longest hold plus a lease. Each problem
+    names the setting, its value, what it must be and why (empty: none)."""
+    out = []
+    ts = config.get("message.timestamp.type", "")
+    if ts != "LogAppendTime":
+        out.append(f"message.timestamp.type={ts}: the lease needs the broker's time on every record (set "
+                   "message.timestamp.type=LogAppendTime)")
+    policy = config.get("cleanup.policy", "")
+    if policy != "delete":
+        out.append(f"cleanup.policy={policy}: compaction keeps only the newest record of the lock's one key, so a "
+                   "holder's claim is forgotten while it renews and a second writer's claim is granted (set "
+                   "cleanup.policy=delete)")
+    need = MAX_HOLD_MS + lease_ms
+    try:
+        retention = int(config.get("retention.ms", ""))
+    except ValueError:
+        retention = None
+    if retention is None or (retention != -1 and retention < need):
+        out.append(f"retention.ms={config.get('retention.ms', '')}: records younger than the longest hold plus a "
+                   f"lease ({need} ms) must be kept, or a holder's claim is dropped while it renews (set "
+                   "retention.ms=604800000, 7 days)")
+    if config.get("retention.bytes", "-1") != "-1":
+        out.append(f"retention.bytes={config.get('retention.bytes')}: deletion by size can drop a holder's claim "
+                   "while it renews; the lock's records are small and few (set retention.bytes=-1)")
+    return out
 
 
 def valid_until(sent_monotonic: float, lease_ms: int, margin_s: float) -> float:

@@ -34,8 +34,9 @@ class FakeAdmin:
     """A cluster where ``TOPIC`` exists once created, and whose configuration is unknown to the first ``unknown``
     DescribeConfigs after that."""
 
-    def __init__(self, exists: bool, unknown: int, ts_type: str = "LogAppendTime"):
+    def __init__(self, exists: bool, unknown: int, ts_type: str = "LogAppendTime", **settings: str):
         self.exists, self.unknown, self.ts_type, self.described, self.created = exists, unknown, ts_type, 0, 0
+        self.settings = {"cleanup.policy": "delete", "retention.ms": "604800000", "retention.bytes": "-1", **settings}
 
     def list_topics(self, timeout=None):
         return type("Md", (), {"topics": {TOPIC: object()} if self.exists else {}, "brokers": {1: object()}})()
@@ -49,7 +50,8 @@ class FakeAdmin:
         self.described += 1
         if self.described <= self.unknown:
             return {r: Done(error=KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))) for r in resources}
-        return {r: Done({"message.timestamp.type": Entry(self.ts_type)}) for r in resources}
+        return {r: Done({"message.timestamp.type": Entry(self.ts_type),
+                         **{k: Entry(v) for k, v in self.settings.items()}}) for r in resources}
 
 
 @pytest.fixture
@@ -95,3 +97,14 @@ def test_another_error_is_not_asked_again(admin):
                                         for r in rs}
     with pytest.raises(KafkaException):
         lease().ensure_topic()
+
+
+@pytest.mark.parametrize("setting, value", [("cleanup.policy", "compact"), ("cleanup.policy", "compact,delete"),
+                                            ("retention.ms", "3600000"), ("retention.bytes", "1048576")])
+def test_a_topic_that_can_forget_a_holders_claim_is_refused_naming_the_setting(admin, setting, value):
+    """Issue 50 item 8: only the timestamp type was checked. A compacted topic, or one whose retention is shorter than
+    the longest hold plus a lease, forgets the holder's claim while it renews (test_lease shows the second grant)."""
+    admin(FakeAdmin(exists=True, unknown=0, **{setting: value}))
+    with pytest.raises(KafkaConfigError, match=f"{setting}={value}") as e:
+        lease().ensure_topic()
+    assert "kafka-configs --alter" in str(e.value)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mm2_failover import lease as L
-from mm2_failover.lease import CLAIM, RELEASE, RENEW, Record
+from mm2_failover.lease import CLAIM, MAX_HOLD_MS, RELEASE, RENEW, Record, replay, topic_problems
 
 LEASE = 10_000
 
@@ -139,3 +139,22 @@ def test_no_two_writers_ever_write_at_once(h, margin, data):
     spans = sorted((a, b, w) for w, ws in windows.items() for a, b in ws if b > a)
     for (a1, b1, w1), (a2, b2, w2) in zip(spans, spans[1:]):
         assert b1 <= a2 or w1 == w2, (spans, records)
+
+
+def test_a_history_that_lost_the_holders_claim_grants_a_second_writer_which_the_topic_check_refuses():
+    """Issue 50 item 8, on the pure rules: A claims and renews; a compacted topic keeps only the newest record of the
+    one key (A's renew), a short retention drops the claim: the replay no longer knows A holds it, and B's claim is
+    granted while A still renews. The topic's configuration is refused for exactly these settings."""
+    a_claim, a_renew = Record(CLAIM, "A", 1_000, 60_000, 0), Record(RENEW, "A", 30_000, 60_000, 1)
+    b_claim = Record(CLAIM, "B", 40_000, 60_000, 2)
+    assert replay([a_claim, a_renew, b_claim])[1][2] is False  # the whole history: B waits
+    assert replay([a_renew, b_claim])[1][2] is True  # the claim forgotten: B is granted while A holds it
+    ok = {"message.timestamp.type": "LogAppendTime", "cleanup.policy": "delete", "retention.ms": "604800000",
+          "retention.bytes": "-1"}
+    assert topic_problems(ok, 60_000) == []
+    assert topic_problems({**ok, "retention.ms": "-1"}, 60_000) == []
+    for bad in ({"cleanup.policy": "compact"}, {"retention.ms": str(MAX_HOLD_MS)}, {"retention.bytes": "100"},
+                {"message.timestamp.type": "CreateTime"}):
+        (problem,) = topic_problems({**ok, **bad}, 60_000)
+        k, v = next(iter(bad.items()))
+        assert problem.startswith(f"{k}={v}:"), problem
