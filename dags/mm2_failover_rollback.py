@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, task
 
+from mm2_failover.config import text_template
 from mm2_failover.dag_defaults import apply_task_defaults, run_deadline
 from mm2_failover.params import rollback_params
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
@@ -29,7 +30,7 @@ with DAG(
     tags=["kafka", "mirrormaker2", "failover", "rollback"],
 ) as dag:
     empty = GroupsEmptySensor(task_id="check_groups_empty", groups_from="backup", poke_interval=10, timeout=1800,
-                              backup_path="{{ params.backup_path }}", failover_run_id="{{ params.failover_run_id }}",
+                              backup_path=text_template("backup_path"), failover_run_id=text_template("failover_run_id"),
                               run_params={"groups_empty_timeout_seconds": "{{ params.groups_empty_timeout_seconds }}"})
 
     @task(task_id="rollback_group_offsets")

@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                 {"conn_type": "kafka", "extra": scram_conf(bed.target.sasl_bootstrap)})
             print(f"secured: ACLs on both clusters; the DAG connects as User:{SCRAM_USER} over SASL_PLAINTEXT "
                   f"(SCRAM-SHA-512) with {len(granted)} ACL(s):\n  " + "\n  ".join(map(str, granted)), flush=True)
-        dagrun = localenv.run_dag("mm2_failover", {"source_alias": bed.source_alias, "drain_quiet_seconds": 2,
+        dagrun = localenv.run_dag("mm2_failover", {"source_alias": bed.source_alias, "groups_regex": prep.group,
+                                                   "drain_quiet_seconds": 2,
                                                    "mm2_config": str(bed.run_dir / "mm2" / "mm2.properties")})
         target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
         committed = target.committed(prep.group)

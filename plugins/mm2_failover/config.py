@@ -403,8 +403,8 @@ class RunParams:
         def template(f) -> str:
             if f.default_factory is not MISSING:
                 return "{{ params.%s | tojson }}" % f.name
-            if f.type in (str, "str"):  # an optional text the form leaves empty is null: "", never "None"
-                return "{{ params.%s or '' }}" % f.name
+            if f.type in (str, "str"):
+                return text_template(f.name)
             return "{{ params.%s }}" % f.name
 
         return {f.name: template(f) for f in fields(cls)}
@@ -633,6 +633,12 @@ PARAMS: dict[str, ParamSpec] = {
         section='Advanced',
         bounds=(0, 86400)),
 }
+
+
+def text_template(name: str) -> str:
+    """The template of a text parameter in an operator's argument: an optional text the trigger form leaves empty is
+    null, rendered "" (a bare ``{{ params.x }}`` renders "None")."""
+    return "{{ params.%s or '' }}" % name
 
 
 def _coerce(name: str, value, ty):

@@ -181,3 +181,32 @@ def test_dag_files_import_nothing_heavy_at_parse_time():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_no_task_renders_a_null_parameter_as_none(bag):
+    """Issue 49: a nullable parameter the form leaves empty is null, and a bare ``{{ params.x }}`` renders it "None" -
+    the rollback's sensor looked for a backup at "None" when only the failover's run id was given (found by the
+    browser test). Every templated argument naming a nullable parameter must render null as empty."""
+    import re
+
+    from jinja2 import Template
+
+    def strings(v):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            for x in v.values():
+                yield from strings(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                yield from strings(x)
+
+    for dag_id, dag in bag.dags.items():
+        nullable = {n for n in dag.params if "null" in (dag.params.get_param(n).schema.get("type") or [])}
+        for t in dag.tasks:
+            for f in getattr(t, "template_fields", ()):
+                for s in strings(getattr(t, f, None)):
+                    for name in set(re.findall(r"params\.(\w+)", s)) & nullable:
+                        given = {n: p.value if (p := dag.params.get_param(n)).has_value else "typed" for n in dag.params}
+                        got = Template(s).render(params={**given, name: None})
+                        assert "None" not in got, (dag_id, t.task_id, f, s, got)
