@@ -3,8 +3,9 @@ interval by the ``mm2_failover_readiness`` DAG (the I/O: :mod:`mm2_failover.stag
 what that run read; every rule lives here once, tested rule by rule in ``tests/unit/test_readiness.py``.
 
 1. **The answer** of a (group, replica partition) is the rule the plan a failover would build now uses, in one of
-   four kinds: ``exact`` (a proof of :mod:`mm2_failover.translate`: the rule names which), ``floor`` (the offset-sync
-   floor: loses nothing, not exact), ``checkpoint`` (MM2's checkpoint as it is, or clamped into the log), ``none``
+   four kinds: ``exact`` (a rule of :data:`mm2_failover.translate.EXACT_RULES`, the one classification the report
+   uses too: the rule names which), ``floor`` (safe, not exact: the offset-sync floor, or the first copy of a record
+   MM2 copied again later), ``checkpoint`` (MM2's checkpoint as it is, or clamped into the log), ``none``
    (a failover would not move it: the plan row's reason). A group is *exact* when every partition it would move is.
 2. **Re-read** is the plan's own estimate (:func:`mm2_failover.report.estimate_reread`): records the group would
    read again on the target; unknown where the plan cannot say.
@@ -28,9 +29,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from mm2_failover.translate import is_exact
+
 EXACT, FLOOR, CHECKPOINT, NONE = "exact", "floor", "checkpoint", "none"
 KINDS = (EXACT, FLOOR, CHECKPOINT, NONE)
-FLOOR_RULES = frozenset({"sync_floor", "home_sync_floor"})
 GROUP_COLUMNS = ("group", "answer", "partitions", *KINDS, "rules", "reread", "reread_unknown", "not_replicated",
                  "exposure_seconds", "exposure_unknown", "checkpoint_age_seconds")
 PARTITION_COLUMNS = ("group", "topic", "partition", "kind", "rule", "reason", "planned", "reread", "not_replicated",
@@ -44,7 +46,7 @@ def kind_of(row: dict) -> str:
     rule = row.get("rule") or CHECKPOINT
     if rule == CHECKPOINT:
         return CHECKPOINT
-    return FLOOR if rule in FLOOR_RULES else EXACT
+    return EXACT if is_exact(rule) else FLOOR
 
 
 def not_replicated(row: dict) -> int | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
 from mm2_failover import approval
+from mm2_failover.translate import is_exact
 from mm2_failover.plan import (
     CLAMP,
     COMMIT,
@@ -139,7 +140,7 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
             continue
         at_least = None if planned is None or r.get("position_at_least") is None \
             else max(0, r["position_at_least"] - planned)
-        if planned is not None and r.get("rule") in ("superseded_sync", "sync_floor"):
+        if planned is not None and r.get("rule") != "checkpoint" and not is_exact(r.get("rule")):
             # a superseded sync's first copy (the later history's copies between the two are read again), or the
             # sync floor (the records between the sync and the position are read again): counted from below only
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
@@ -149,7 +150,7 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
                         if r.get("rule") == "superseded_sync" else "at the offset-sync floor: re-reads what lies "
                         "between the sync and the group's position (not counted)"})
             continue
-        if planned is not None and exact is not None:  # the record at the group's position is known: re-read exactly
+        if planned is not None and exact is not None and is_exact(r.get("rule")):  # known: re-read exactly
             key = (r["group"], r["topic"], int(r["partition"]))
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
                         "source_committed": source_commits.get(key, r.get("source_position")),
@@ -332,8 +333,7 @@ def build_report(
                                        for e in estimates),
         # what MM2's checkpoints alone would have re-read on the partitions whose exact position is known
         "records_reread_by_checkpoints": sum(by_checkpoint) if by_checkpoint else None,
-        "partitions_exact": sum(1 for r in plan.rows if r.writes
-                                and r.rule not in ("checkpoint", "superseded_sync", "sync_floor")),
+        "partitions_exact": sum(1 for r in plan.rows if r.writes and is_exact(r.rule)),
         "lag": sum(g["lag"] for g in groups),
     }
     snapshot = snapshot or {}

@@ -282,6 +282,16 @@ RECORD_LOOKUP = "record_lookup"
 AT_END = "at_end"
 SUPERSEDED_SYNC = "superseded_sync"  # rule 1's first copy where the later copy was not found: safe, re-reads
 CHECKPOINT = "checkpoint"
+#: the one classification of a plan row's rule (the report's counts, the approval's, readiness's kinds): a rule whose
+#: offset is the replica offset of the group's very position - its re-read is a count (0 where it resumes there).
+#: An allow-list: every other rule (MM2's checkpoint, a sync floor failing over or back, a superseded sync's first
+#: copy, any rule added later) is safe at best and never called exact
+EXACT_RULES = frozenset({EXACT_SYNC, BRACKET, DRAINED_TAIL, RECORD_LOOKUP, AT_END})
+
+
+def is_exact(rule: str | None) -> bool:
+    """Whether a plan row's ``rule`` places the group exactly (:data:`EXACT_RULES`)."""
+    return rule in EXACT_RULES
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+
+import pytest
 from datetime import datetime, timezone
 
 from hypothesis import given, settings
@@ -216,3 +218,25 @@ def test_the_rows_per_partition_round_trip_through_parquet_and_the_json_stays_sm
     assert f.load_readiness().as_dict() == a.as_dict()
     assert f.load_readiness(partitions=False).as_dict() == {**a.as_dict(), "partitions": []}
     assert (tmp_path / READINESS).stat().st_size < 2000  # the summary only: small whatever the group count
+
+
+@pytest.mark.parametrize("rule", ["exact_sync", "gap_free_bracket", "drained_tail", "record_lookup", "at_end",
+                                  "superseded_sync", "sync_floor", "home_sync_floor", "checkpoint", "a_rule_added_later"])
+def test_the_report_the_approval_and_readiness_classify_every_rule_alike(rule):
+    """Issue 50 item 5: readiness called every rule but checkpoint and the floors exact - superseded_sync (an MM2
+    restart's first copy) included - while the report did not, so its "fell back" alert never fired for that slip.
+    One allow-list (translate.EXACT_RULES): the report's per-row "exact", its partitions_exact count (which the
+    approval request and its totals read) and readiness's kind agree on every rule, a rule added later included."""
+    from mm2_failover import report as rp
+    from mm2_failover import translate as tr
+
+    row = {"group": "g", "topic": "primary.orders", "partition": 0, "upstream_offset": 40, "downstream_offset": 30,
+           "planned_offset": 38, "exact_offset": None if rule == "checkpoint" else 40, "position_at_least": 35,
+           "rule": rule, "action": "commit"}
+    (est,) = rp.estimate_reread([row], {})
+    exact = tr.is_exact(rule)
+    assert bool(est.get("exact")) == exact, est
+    assert (r.kind_of(row) == r.EXACT) == exact
+    if rule != "checkpoint":
+        assert r.kind_of(row) == (r.EXACT if exact else r.FLOOR)
+    assert exact == (rule in ("exact_sync", "gap_free_bracket", "drained_tail", "record_lookup", "at_end"))
