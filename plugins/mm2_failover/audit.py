@@ -44,8 +44,15 @@ DEFAULTS = {
 }
 
 
+#: rules about how the pipeline is set up, not about MM2's state: a run or the Readiness page shows them, and they are
+#: never told as a degradation (nothing got worse; a setting was never given)
+SETUP_RULES = frozenset({"mm2_config"})
+
+
 @dataclass(frozen=True)
 class Finding:
+    """One rule's answer for one flow."""
+
     rule: str
     severity: str  # WARNING | OK
     message: str

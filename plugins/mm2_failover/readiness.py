@@ -229,7 +229,7 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
                                + (" ..." if len(newly) > 20 else "")))
     known = {f["key"] for f in (prev.findings if prev else [])}
     for f in now.findings:
-        if f["key"] not in known:
+        if f["key"] not in known and not f.get("setup"):  # a setting never given is shown, not told
             out.append(Degradation("new_finding", f["text"]))
     stale = interval_seconds * archive_stale_intervals
     for alias, a in sorted(now.archive.items()):

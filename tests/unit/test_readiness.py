@@ -240,3 +240,15 @@ def test_the_report_the_approval_and_readiness_classify_every_rule_alike(rule):
     if rule != "checkpoint":
         assert r.kind_of(row) == (r.EXACT if exact else r.FLOOR)
     assert exact == (rule in ("exact_sync", "gap_free_bracket", "drained_tail", "record_lookup", "at_end"))
+
+
+def test_a_setting_never_given_is_shown_not_told_as_a_degradation():
+    """Issue 49 item 4: the first readiness alert's only item was "MM2's configuration was not given" - a setting,
+    not a degradation. It is a finding of the setup (on the page), never a Degradation; a real new finding still is."""
+    setup = {"key": "setup:mm2_config", "text": "setup: MM2's configuration was not given", "setup": True}
+    real = {"key": "audit:primary:isolation", "text": "audit primary isolation: read_uncommitted"}
+    now = r.Readiness("2026-11-27T00:00:00+00:00", "run", 60, {}, [], [], [setup], {})
+    assert r.degradations(None, now, interval_seconds=300, archive_stale_intervals=3) == []
+    now.findings.append(real)
+    assert [d.what for d in r.degradations(None, now, interval_seconds=300, archive_stale_intervals=3)] == \
+        ["new_finding"]

@@ -91,10 +91,17 @@ def oldest_unreplicated_ms(ctx, drain_rows: list[dict]) -> dict[tuple[str, int],
 
 
 def findings_of(folder: RunFolder, refusal: str | None) -> list[dict]:
-    """The audit's warnings and the plan's refusal, each with the key the next interval compares by."""
+    """The audit's warnings and the plan's refusal, each with the key the next interval compares by; a finding of
+    the setup (:data:`mm2_failover.audit.SETUP_RULES`) once, whatever the aliases, marked ``setup``."""
+    from mm2_failover.audit import SETUP_RULES
+
     out = []
     audit = folder.load_audit()
     for f in audit.warnings() if audit else []:
+        if f.rule in SETUP_RULES:
+            if not any(x["key"] == f"setup:{f.rule}" for x in out):
+                out.append({"key": f"setup:{f.rule}", "text": f"setup: {f.message}", "setup": True})
+            continue
         out.append({"key": f"audit:{f.alias}:{f.rule}", "text": f"audit {f.alias} {f.rule}: {f.message}"})
     if refusal:
         out.append({"key": "plan_refused", "text": f"a real failover would refuse its plan now: {refusal}"})
