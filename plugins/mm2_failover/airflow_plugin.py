@@ -1,7 +1,8 @@
 """Airflow plugin: the "mm2-failover reports" pages (code and docs in mm2_failover/ui.py).
 
 Mounted at /mm2 in the API server; shown under Plugins -> "mm2-failover reports" (/plugin/mm2-failover), the
-readiness page, and a "Failover report" tab on every DAG run. Read-only, non-secret report data only, behind
+readiness page, and an "mm2-failover report" tab on every DAG run (Airflow 3.3 cannot limit a plugin's run tab
+to some DAGs: on the runs of other DAGs the tab says so). Read-only, non-secret report data only, behind
 Airflow's login and the reader's read permission on each DAG (mm2_failover/ui_access.py).
 
 Found by Airflow two ways: the installed wheel's ``airflow.plugins`` entry point (pyproject.toml), or the plugins
@@ -21,6 +22,6 @@ class Mm2FailoverPlugin(AirflowPlugin):
         {"name": "mm2-failover reports", "href": "/mm2/", "destination": "nav", "url_route": "mm2-failover"},
         {"name": "mm2-failover readiness", "href": "/mm2/readiness", "destination": "nav",
          "url_route": "mm2-failover-readiness"},
-        {"name": "Failover report", "href": "/mm2/runs/{DAG_ID}/{RUN_ID}", "destination": "dag_run",
+        {"name": "mm2-failover report", "href": "/mm2/runs/{DAG_ID}/{RUN_ID}", "destination": "dag_run",
          "url_route": "mm2-failover-run"},
     ]

@@ -65,17 +65,42 @@ def reason_of(reason: str) -> str:
     return r if len(r) <= MAX_REASON else r[:MAX_REASON] + f" ... ({len(r) - MAX_REASON} more characters in the log)"
 
 
+#: the DAGs whose runs have a report page (report.json or drill.json); readiness has its own page, the archive and
+#: the rollback keep none: a message about their runs links to the run in Airflow only
+REPORT_DAGS = frozenset({"mm2_failover", "mm2_failover_drill"})
+READINESS_DAG = "mm2_failover_readiness"
+
+
 def report_link(base_url: str, dag_id: str, run_folder: str) -> str:
     """A run's page in the report plugin (relative when Airflow's public address is unknown)."""
     return f"{base_url.rstrip('/')}/mm2/runs/{quote(dag_id, safe='')}/{quote(run_folder, safe='')}"
 
 
 def links(f: Failure) -> dict[str, str]:
+    """The pages a failure message links to: the run's report where its DAG has one (:data:`REPORT_DAGS`), the
+    Readiness page for a readiness run, and the run in Airflow."""
     base = f.base_url.rstrip("/")
-    return {
-        "report": report_link(base, f.dag_id, f.run_folder),
-        "airflow": f"{base}/dags/{quote(f.dag_id, safe='')}/runs/{quote(f.run_id, safe='')}",
-    }
+    out = {}
+    if f.dag_id in REPORT_DAGS:
+        out["report"] = report_link(base, f.dag_id, f.run_folder)
+    elif f.dag_id == READINESS_DAG:
+        out["readiness"] = f"{base}/mm2/readiness"
+    out["airflow"] = f"{base}/dags/{quote(f.dag_id, safe='')}/runs/{quote(f.run_id, safe='')}"
+    return out
+
+
+LINK_TEXT = {"report": ("Report", "The run's report"), "readiness": ("Readiness", "The Readiness page"),
+             "airflow": ("Airflow", "the run in Airflow")}
+
+
+def links_text(ln: dict[str, str]) -> str:
+    return "".join(f"{LINK_TEXT[k][0]}: {u}\n" for k, u in ln.items())
+
+
+def links_html(ln: dict[str, str]) -> str:
+    from html import escape
+
+    return "<p>" + " - ".join(f"<a href=\"{escape(u)}\">{LINK_TEXT[k][1]}</a>" for k, u in ln.items()) + "</p>"
 
 
 def message(f: Failure) -> Message:
@@ -88,11 +113,10 @@ def message(f: Failure) -> Message:
     subject = f"[mm2-failover] {f.dag_id} run {f.run_id}: {f.task_id} FAILED - {first}"
     ln = links(f)
     text = (f"DAG {f.dag_id}, run {f.run_id}: task {f.task_id} failed on try {f.try_number} and will not be retried."
-            f"\n\nReason:\n{reason}\n\nReport: {ln['report']}\nAirflow: {ln['airflow']}\n")
+            f"\n\nReason:\n{reason}\n\n" + links_text(ln))
     html = (f"<p>DAG <b>{escape(f.dag_id)}</b>, run <b>{escape(f.run_id)}</b>: task <b>{escape(f.task_id)}</b> "
             f"failed on try {f.try_number} and will not be retried.</p><p>Reason:</p><pre>{escape(reason)}</pre>"
-            f"<p><a href=\"{escape(ln['report'])}\">The run's report</a> - "
-            f"<a href=\"{escape(ln['airflow'])}\">the run in Airflow</a></p>")
+            + links_html(ln))
     return Message(subject, text, html)
 
 
@@ -142,9 +166,7 @@ def deadline_message(dag_id: str, run_id: str, state: str, queued_at: str, deadl
     what = (f"DAG {dag_id}, run {run_id} was queued at {queued_at} and has not ended {took} later (its deadline, "
             f"{deadline_time}); its state is {state}. It may be stuck, waiting for an approval, or slower than it "
             "should be: look at its running task and its log.")
-    text = f"{what}\n\nReport: {ln['report']}\nAirflow: {ln['airflow']}\n"
-    html = (f"<p>{escape(what)}</p><p><a href=\"{escape(ln['report'])}\">The run's report</a> - "
-            f"<a href=\"{escape(ln['airflow'])}\">the run in Airflow</a></p>")
+    text, html = f"{what}\n\n" + links_text(ln), f"<p>{escape(what)}</p>" + links_html(ln)
     return Message(subject, text, html)
 
 

@@ -1,7 +1,8 @@
 """The "mm2-failover reports" pages: a small read-only FastAPI app over the run artifacts.
 
 Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm2`` (menu: Plugins ->
-"mm2-failover reports"; each DAG run also gets a "Failover report" tab). Testable without Airflow:
+"mm2-failover reports"; each DAG run also gets an "mm2-failover report" tab: Airflow adds it to every DAG's runs,
+and the runs of DAGs without a report say where to look instead). Testable without Airflow:
 ``create_app(root)``.
 
 * ``/`` - failover and drill runs found under ``$MM2_FAILOVER_ARTIFACTS/<dag_id>/<run_id>/`` (a ``report.json``
@@ -44,6 +45,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response, StreamingResponse
 
 from mm2_failover.approval import Decision
+from mm2_failover.notify import READINESS_DAG, REPORT_DAGS
 from mm2_failover.report import APPROVAL_OUTCOMES, outcome_note, run_summary
 from mm2_failover.runfolder import (
     APPROVAL,
@@ -461,6 +463,21 @@ def render_live_diff(dag_id: str, folder: str, run_id: str, d, contains: str, re
     return page(f"Live diff: {dag_id} / {run_id}", body, base)
 
 
+def target_read_error(e: Exception) -> str:
+    """What the live diff says when the target's commits cannot be read: a connection the API server does not have,
+    by its name and what to do; any other failure by its kind only (its detail may name the cluster: logged)."""
+    from mm2_failover.config import TARGET_CONN_ID
+
+    if any(c.__name__ == "AirflowNotFoundException" for c in type(e).__mro__):
+        return (f"The API server has no connection {TARGET_CONN_ID!r}: the live diff reads the target's commits "
+                "through it from the API server's own process (the tasks find theirs on the workers). Define it where "
+                f"the API server reads connections - Admin > Connections, a secrets backend, or "
+                f"AIRFLOW_CONN_{TARGET_CONN_ID.upper()} in the API server's environment - and reload this page. The "
+                "run's report shows what verify read back.")
+    return (f"The target's commits could not be read now ({type(e).__name__}); the API server's log has the detail. "
+            "The run's report shows what verify read back.")
+
+
 def target_commits(groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
     """The groups' commits on the target now, through the ``kafka_target`` connection (the live diff's read)."""
     from mm2_failover.config import TARGET_CONN_ID
@@ -498,7 +515,23 @@ def render_trend(drills: list[dict], base: str) -> str:
     return page("DR drill trend", body, base)
 
 
-READINESS_DAG = "mm2_failover_readiness"
+NO_REPORT = {
+    READINESS_DAG: "A readiness interval has no report of its own: the Readiness page shows the newest one and the "
+                   "trend.",
+    "mm2_sync_archive": "The archive keeps no per-run report: its tasks' logs in Airflow say what each run appended "
+                        "and refreshed, and the Readiness page shows the archive's age.",
+    "mm2_failover_rollback": "A rollback keeps no report page: its tasks' logs in Airflow name every group restored, "
+                             "and rollback.json is in its run folder.",
+}
+
+
+def render_no_report(dag_id: str, base: str) -> str:
+    """The run tab of a DAG run without a report (Airflow 3.3 adds a plugin's run tab to every DAG's runs)."""
+    why = NO_REPORT.get(dag_id, f"{dag_id} is not one of mm2-failover's DAGs: mm2-failover keeps no report of its "
+                                "runs.")
+    more = (f" <a href='{esc(base)}/readiness'>Readiness</a>." if dag_id == READINESS_DAG else "")
+    return page(f"No mm2-failover report: {dag_id}", f"<p>{esc(why)}{more}</p><p class=muted>Reports are kept for "
+                f"the runs of {', '.join(sorted(REPORT_DAGS))}.</p>", base)
 ANSWERS = ("exact", "floor", "checkpoint", "none")
 ANSWER_FILTERS = {"": "any answer", "not_exact": "not exact", **{a: a for a in ANSWERS}}
 
@@ -663,6 +696,9 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None,
     @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
     def run(request: Request, dag_id: str, run_id: str, user=reader):
         must_read(user, dag_id)
+        if dag_id not in REPORT_DAGS:  # Airflow shows the plugin's run tab on every DAG's runs: say what is where
+            return HTMLResponse(render_no_report(dag_id, base(request)),
+                                status_code=200 if dag_id in NO_REPORT else 404)
         folder = run_folder(dag_id, run_id)
         if folder is None:
             return not_found(request, f"No report for run {run_id} of {dag_id} under the artifacts folder (runs of "
@@ -709,9 +745,8 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None,
             logging.getLogger(__name__).warning("live diff of %s/%s: the target's commits could not be read: %s",
                                                 dag_id, folder.name, e)
             return HTMLResponse(render_live_diff(
-                dag_id, folder.name, run_id, None, contains, read_at, base(request),
-                error=f"The target's commits could not be read now ({type(e).__name__}); the API server's log has "
-                      "the detail. The run's report shows what verify read back."), status_code=502)
+                dag_id, folder.name, run_id, None, contains, read_at, base(request), error=target_read_error(e)),
+                status_code=502)
         d = plandiff.diff(writes, now, groups, left_out)
         return HTMLResponse(render_live_diff(dag_id, folder.name, run_id, d, contains, read_at, base(request)))
 

@@ -445,3 +445,48 @@ def test_the_live_diff_reads_the_plans_groups_from_the_target_now_and_says_where
     assert r.status_code == 502 and "could not be read now (RuntimeError)" in r.text and "secret-host" not in r.text
     assert TestClient(ui.create_app(tmp_path, commits=commits)).get("/runs/mm2_failover/nope/live-diff").status_code \
         == 404
+
+
+def test_the_live_diff_names_a_missing_connection_and_what_to_do(tmp_path):
+    """Issue 49 item 6: the page said "(AirflowNotFoundException)" where the API server has no kafka_target."""
+    from airflow.exceptions import AirflowNotFoundException
+    from fastapi.testclient import TestClient
+
+    from mm2_failover.plan import PlanRecord
+    from mm2_failover.runfolder import RunFolder
+
+    rows = [PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT)]
+    RunFolder(tmp_path / "mm2_failover" / "r1").save_plan(PlanRecord(Plan(rows), "2026-11-26T09:00:00+00:00", {}, [],
+                                                                     "2026-11-26T09:00:00+00:00", 1.0))
+
+    def no_connection(groups):
+        raise AirflowNotFoundException("The conn_id `kafka_target` isn't defined")
+
+    r = TestClient(ui.create_app(tmp_path, commits=no_connection)).get("/runs/mm2_failover/r1/live-diff")
+    assert r.status_code == 502 and "no connection &#x27;kafka_target&#x27;" in r.text, r.text[-1500:]
+    assert "AIRFLOW_CONN_KAFKA_TARGET" in r.text and "Admin &gt; Connections" in r.text
+
+
+@pytest.mark.parametrize("dag_id, says", [("mm2_sync_archive", "keeps no per-run report"),
+                                          ("mm2_failover_readiness", "Readiness page"),
+                                          ("mm2_failover_rollback", "rollback.json"),
+                                          ("someone_elses_dag", "is not one of mm2-failover&#x27;s DAGs")])
+def test_the_run_tab_of_a_dag_without_a_report_says_where_to_look(client, dag_id, says):
+    """Issue 49 item 6: Airflow adds the plugin's run tab to every DAG's runs; it answered 404 on all but the
+    failover's and the drill's (and the archive's failure mail linked to it)."""
+    r = client.get(f"/mm2/runs/{dag_id}/scheduled__2026-11-27T10:00:00+00:00")
+    assert r.status_code == (404 if dag_id == "someone_elses_dag" else 200)
+    assert says in r.text and "No mm2-failover report" in r.text
+
+
+def test_a_failure_mail_links_only_to_pages_that_exist():
+    from mm2_failover import notify
+
+    base = dict(run_id="scheduled__2026-11-27T10:00:00+00:00", task_id="refresh_latest_state", try_number=3,
+                reason="boom", run_folder="scheduled__2026-11-27T10_00_00_00_00", base_url="http://af")
+    archive = notify.message(notify.Failure(dag_id="mm2_sync_archive", **base))
+    assert "/mm2/runs/" not in archive.text and "Airflow: http://af/dags/mm2_sync_archive/runs/" in archive.text
+    readiness = notify.message(notify.Failure(dag_id="mm2_failover_readiness", **base))
+    assert "Readiness: http://af/mm2/readiness" in readiness.text and "/mm2/runs/" not in readiness.text
+    failover = notify.message(notify.Failure(dag_id="mm2_failover", **base))
+    assert "Report: http://af/mm2/runs/mm2_failover/" in failover.text
