@@ -125,11 +125,39 @@ def _num(v) -> str:
     return "?" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
 
 
+#: what a warning's consequence is, worst first (the first pattern a warning matches ranks it; none: last)
+WARNING_RANKS = (
+    ("DISASTER MODE", "never replicated", "lost", "gone", "no commit", "never checkpointed", "NOT rewritten",
+     "refuse"),
+    ("re-read", "behind", "stale", "not proven", "superseded", "floor", "old when the plan was built"),
+)
+
+
+def warning_rank(w: str) -> int:
+    """Rule 3: warnings ordered by consequence - records lost or groups left without a commit, then re-reads, then
+    the rest (a setting not given, notes)."""
+    low = w.lower()
+    return next((i for i, pats in enumerate(WARNING_RANKS) if any(p.lower() in low for p in pats)),
+                len(WARNING_RANKS))
+
+
+def worst_groups(groups: list[dict], n: int) -> list[dict]:
+    """Rule 3: the groups to name when there are more than ``n``: the most records lost to retention, then the most
+    to re-read, then by name."""
+    return sorted(groups, key=lambda g: (-(g.get("retention_lost") or 0), -(g.get("reread_estimate") or 0),
+                                         g.get("group") or ""))[:n]
+
+
 def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: list[str],
                  disaster_aliases: list[str], plan_hash: str, page_url: str, max_warnings: int = 20,
-                 unconfirmed: list[str] | tuple = ()) -> tuple[str, str]:
+                 unconfirmed: list[str] | tuple = (), groups: list[dict] | tuple = (),
+                 max_groups: int = 20) -> tuple[str, str]:
     """Rule 3: the subject and the Markdown body of the approval request. ``unconfirmed``: the aliases in disaster
-    mode only because their source did not answer (nobody said it is lost)."""
+    mode only because their source did not answer (nobody said it is lost); ``groups``: the report's groups (named
+    all up to ``max_groups``, else the worst of them). The subject is short (Airflow's Required Actions list cuts
+    it): the counts and the mode; the run is in the body."""
+    from mm2_failover.translate import RULE_TEXT
+
     if unconfirmed:
         mode = (f"DISASTER MODE NOT CONFIRMED: source {', '.join(unconfirmed)} did not answer (source_reachable="
                 "detect) - approve only if it is really lost; a wrong address looks the same")
@@ -137,8 +165,9 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
         mode = f"DISASTER MODE (source {', '.join(disaster_aliases)} lost: no source-side checks)"
     else:
         mode = "source reachable, drained"
-    subject = (f"Apply the failover plan of run {run_id}? {_num(totals.get('groups'))} group(s), "
-               f"{_num(totals.get('planned_commits'))} commit(s); {mode}")
+    short = ("DISASTER MODE NOT CONFIRMED" if unconfirmed else "DISASTER MODE" if disaster_aliases else "")
+    subject = (f"Move {_num(totals.get('groups'))} group(s), {_num(totals.get('planned_commits'))} commit(s)?"
+               + (f" {short}" if short else ""))
     reread = _num(totals.get("records_reread_estimate"))
     if not totals.get("records_reread_exact", True):
         reread += f" (estimate; at least {_num(totals.get('records_reread_at_least'))})"
@@ -151,13 +180,20 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
         f"| {_num(totals.get('skipped'))} | {_num(totals.get('clamped'))} | {reread} "
         f"| {_num(totals.get('records_lost_to_retention'))} |",
         "",
-        "**Offsets by rule:** " + (", ".join(f"{r} {n:,}" for r, n in sorted(rules.items())) or "none (nothing to "
-                                   "write)"),
-        "",
     ]
+    moving = [g for g in groups if (g.get("partitions") or 0) > (g.get("skipped") or 0)]
+    if moving:
+        named = moving if len(moving) <= max_groups else worst_groups(moving, max_groups)
+        head = (f"**Groups ({len(moving)}):**" if len(named) == len(moving) else
+                f"**Groups ({len(moving)}), the {len(named)} with the most lost to retention or to re-read:**")
+        lines += [head + " " + ", ".join(f"`{g['group']}`" for g in named), ""]
+    lines.append("**Where each group resumes:**" if rules else "**Where each group resumes:** nothing to write")
+    lines += [f"- {n:,} partition(s): {RULE_TEXT.get(r, r + ' (safe at best: not exact)')}"
+              for r, n in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0]))]
+    lines.append("")
     if warnings:
-        lines.append(f"**Warnings ({len(warnings)}):**")
-        lines += [f"- {w}" for w in warnings[:max_warnings]]
+        lines.append(f"**Warnings ({len(warnings)}), worst first:**")
+        lines += [f"- {w}" for w in sorted(warnings, key=warning_rank)[:max_warnings]]
         if len(warnings) > max_warnings:
             lines.append(f"- ... and {len(warnings) - max_warnings} more on the plan's page")
     else:

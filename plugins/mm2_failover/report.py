@@ -220,6 +220,24 @@ _SKIP_WHY = {
 }
 
 
+#: how a group the plan would move is shown while the run's outcome is its approval's (the report is built once, as a
+#: dry run's, before the decision; the outcome changes with it)
+FATE_BY_APPROVAL = {approval.OUTCOMES[approval.AWAITING]: "will move once approved",
+                    approval.OUTCOMES[approval.APPROVED]: "moving (approved)",
+                    approval.OUTCOMES[approval.REJECTED]: "not moved: the plan was rejected",
+                    approval.OUTCOMES[approval.TIMED_OUT]: "not moved: approval timed out"}
+DRY_RUN_FATE = "would move (dry run)"
+
+
+def fate_shown(fate: str | None, outcome: str | None) -> str:
+    """A group's fate as a reader should read it now: a run waiting for its approval says its groups will move once
+    approved, not that they would move in a dry run (the report page; report.md keeps the fate as built, so that a
+    decision rewrites its outcome line only: :func:`restate_outcome`)."""
+    if fate == DRY_RUN_FATE and outcome in FATE_BY_APPROVAL:
+        return FATE_BY_APPROVAL[outcome]
+    return fate or ""
+
+
 def group_fates(plan: Plan, refused: dict[str, str], mismatched: set[str], dry_run: bool) -> dict[str, str]:
     """Every group of the plan: ``moved``, ``would move (dry run)``, ``refused by the broker: ...``,
     ``not as planned: ...``, or ``skipped: <why>``."""
@@ -233,7 +251,7 @@ def group_fates(plan: Plan, refused: dict[str, str], mismatched: set[str], dry_r
             reasons = sorted({r.reason for r in rs}, key=lambda x: list(_SKIP_WHY).index(x) if x in _SKIP_WHY else 99)
             out[g] = "skipped: " + "; ".join(_SKIP_WHY.get(x, x) for x in reasons)
         elif dry_run:
-            out[g] = "would move (dry run)"
+            out[g] = DRY_RUN_FATE
         elif g in refused:
             out[g] = f"refused by the broker: {refused[g]}"
         elif g in mismatched:

@@ -289,6 +289,20 @@ CHECKPOINT = "checkpoint"
 EXACT_RULES = frozenset({EXACT_SYNC, BRACKET, DRAINED_TAIL, RECORD_LOOKUP, AT_END})
 
 
+#: each rule in words, for the people who approve a plan or read its report (the counts stand beside them)
+RULE_TEXT = {
+    EXACT_SYNC: "exact: MM2 recorded the copy of the group's next record",
+    BRACKET: "exact: between two offset syncs MM2 copied one record per offset",
+    DRAINED_TAIL: "exact: after the last sync, the finished replication copied one record per offset",
+    RECORD_LOOKUP: "exact: the group's next record was found on the replica",
+    AT_END: "exact: nothing left to read - the replica's end",
+    SUPERSEDED_SYNC: "safe, re-reads: the first copy of a record MM2 copied again after a restart",
+    "sync_floor": "safe, re-reads: the newest offset sync at or below the group's position",
+    "home_sync_floor": "safe, re-reads: failing back, the newest offset sync at or below the position",
+    CHECKPOINT: "safe, re-reads: MM2's checkpoint as it is",
+}
+
+
 def is_exact(rule: str | None) -> bool:
     """Whether a plan row's ``rule`` places the group exactly (:data:`EXACT_RULES`)."""
     return rule in EXACT_RULES

@@ -46,7 +46,7 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Res
 
 from mm2_failover.approval import Decision
 from mm2_failover.notify import READINESS_DAG, REPORT_DAGS
-from mm2_failover.report import APPROVAL_OUTCOMES, outcome_note, run_summary
+from mm2_failover.report import APPROVAL_OUTCOMES, fate_shown, outcome_note, run_summary
 from mm2_failover.runfolder import (
     APPROVAL,
     DRILL_JSON,
@@ -353,7 +353,8 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
     rows = []
     for g in groups[:MAX_ROWS]:
         aliases = g.get("source_aliases", [g.get("source_alias")] if g.get("source_alias") else [])
-        rows.append([g.get("group"), ", ".join(str(a) for a in aliases or []), g.get("fate"), g.get("partitions"),
+        rows.append([g.get("group"), ", ".join(str(a) for a in aliases or []),
+                     fate_shown(g.get("fate"), rep.get("outcome")), g.get("partitions"),
                      g.get("committed"), g.get("skipped"), g.get("clamped"), g.get("refused") or "", g.get("lag"),
                      g.get("retention_lost"), g.get("reread_estimate")])
     parts.append(f"<h2>Groups ({len(groups)})</h2>")

@@ -467,8 +467,9 @@ def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_p
     assert r.request is not None, "the run never waited for an approval"
     h = approval.plan_hash((r.folder / "plan.json").read_bytes())
     assert r.request["options"] == ["Approve", "Reject"]
-    assert r.request["subject"].startswith(f"Apply the failover plan of run {r.run_id}? 1 group(s), 3 commit(s)")
+    assert r.request["subject"] == "Move 1 group(s), 3 commit(s)?"  # short: Airflow's list cuts a long one
     body = r.request["body"]
+    assert r.run_id in body and f"**Groups (1):** `{r.names['group']}`" in body  # issue 49 item 5: named
     assert h in body and f"{af.base}/mm2/runs/mm2_failover/{quote(safe_name(r.run_id), safe='')}" in body
     assert "| 1 | 3 | 3 |" in body  # groups, partitions, commits
     # while it waited: the decision asked for this plan, and the report of the plan said nothing was written
@@ -513,8 +514,9 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
     rejected, folder = trigger(source_connections={"primary": "kafka_source_mistyped"}, require_approval=False)
     wait_for_approval_request(af, rejected, 180)
     asked = decide_in_browser(af, rejected, "Reject", run_root / "e2e-ui" / "screenshots")
-    assert "DISASTER MODE NOT CONFIRMED: source primary did not answer" in asked["subject"], asked["subject"]
-    assert "1 group(s), 2 commit(s)" in asked["subject"] and "really lost" in asked["body"]
+    assert asked["subject"] == "Move 1 group(s), 2 commit(s)? DISASTER MODE NOT CONFIRMED", asked["subject"]
+    assert "DISASTER MODE NOT CONFIRMED: source primary did not answer" in asked["body"]
+    assert "really lost" in asked["body"]
     af.wait(lambda: af.api("GET", run_path(rejected))["state"] in ("success", "failed"), 60, "the rejected run to end")
     states = task_states(af, rejected)
     assert states["approve_plan"][0] == "success", states

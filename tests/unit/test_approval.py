@@ -84,18 +84,20 @@ def test_rule3_the_request_summarises_the_plan_and_links_to_it():
     subject, body = ap.request_text(run_id="manual__1", totals=totals, rules={"checkpoint": 18, "E1": 100},
                                     warnings=warnings, disaster_aliases=["primary"], plan_hash=H,
                                     page_url="http://af/mm2/runs/mm2_failover/manual__1")
-    assert "manual__1" in subject and "12 group(s)" in subject and "118 commit(s)" in subject
-    assert "DISASTER MODE (source primary lost" in subject and "DISASTER MODE" in body
+    assert "12 group(s)" in subject and "118 commit(s)" in subject and "manual__1" in body
+    assert subject.endswith("DISASTER MODE") and "DISASTER MODE (source primary lost" in body
     assert "| 12 | 120 | 118 | 2 | 1 | 5 (estimate; at least 3) | 7 |" in body
-    assert "E1 100, checkpoint 18" in body
+    assert "- 100 partition(s): E1 (safe at best: not exact)" in body
+    assert "- 18 partition(s): safe, re-reads: MM2's checkpoint as it is" in body
     assert "- w0" in body and "- w19" in body and "- w20" not in body and "and 5 more" in body
     assert H in body and "(http://af/mm2/runs/mm2_failover/manual__1)" in body
     s2, b2 = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=["primary"], plan_hash=H,
                              page_url="u", unconfirmed=["primary"])
-    assert "DISASTER MODE NOT CONFIRMED: source primary did not answer" in s2 and "really lost" in b2
+    assert s2.endswith("DISASTER MODE NOT CONFIRMED") and "DISASTER MODE NOT CONFIRMED: source primary did not answer" \
+        in b2 and "really lost" in b2
     _s, quiet = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
                                 page_url="u")
-    assert "source reachable" in quiet and "Warnings:** none" in quiet and "none (nothing to write)" in quiet
+    assert "source reachable" in quiet and "Warnings:** none" in quiet and "nothing to write" in quiet
 
 
 def test_every_status_is_described_with_its_plan():
@@ -129,3 +131,30 @@ def test_rule5_apply_checks_the_bytes_the_plan_it_writes_was_read_from(tmp_path)
     with pytest.raises(ap.ApprovalRefused, match="not the one that was approved"):
         approved_plan(ctx, read)
     assert approved_plan(ctx, RunFolder(tmp_path).load_plan()).status == ap.APPROVED
+
+
+def test_rule3_the_request_says_what_will_happen_in_words_worst_first_under_a_short_subject():
+    """Issue 49 item 5: the request never named a group ("2 group(s)"), "offsets by rule: at_end 1, gap_free_bracket
+    4" was internal vocabulary, the boilerplate warning came before the one that matters, and Airflow's Required
+    Actions list cut the subject before its counts."""
+    groups = [{"group": f"app-{i:02d}", "partitions": 3, "skipped": 0, "reread_estimate": i, "retention_lost": 0}
+              for i in range(30)] + [{"group": "lossy", "partitions": 2, "skipped": 0, "reread_estimate": 0,
+                                      "retention_lost": 40},
+                                     {"group": "left-alone", "partitions": 1, "skipped": 1}]
+    warnings = ["pre-flight audit, alias primary, mm2_config: MM2's configuration was not given (mm2_config)",
+                "3 partition(s) have a checkpoint behind the group's last commit on the source: they re-read",
+                "2 partition(s) of moved groups have no checkpoint and get no commit on the target"]
+    subject, body = ap.request_text(
+        run_id="manual__2026-11-27T19:27:30.137523+00:00", totals={"groups": 31, "planned_commits": 92},
+        rules={"at_end": 1, "gap_free_bracket": 4, "superseded_sync": 2}, warnings=warnings, disaster_aliases=[],
+        plan_hash=H, page_url="u", groups=groups)
+    assert subject == "Move 31 group(s), 92 commit(s)?" and len(subject) <= 60
+    assert "**Groups (31), the 20 with the most lost to retention or to re-read:** `lossy`, `app-29`" in body
+    assert "`app-09`" not in body and "left-alone" not in body  # beyond the 20; moving nothing
+    assert "- 4 partition(s): exact: between two offset syncs MM2 copied one record per offset" in body
+    assert "- 2 partition(s): safe, re-reads: the first copy of a record MM2 copied again after a restart" in body
+    order = [body.index(w) for w in warnings]
+    assert order[2] < order[1] < order[0], body  # no commit, then re-reads, then the setting
+    _s, few = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
+                              page_url="u", groups=groups[:2])
+    assert "**Groups (2):** `app-00`, `app-01`" in few

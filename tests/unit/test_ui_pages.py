@@ -490,3 +490,20 @@ def test_a_failure_mail_links_only_to_pages_that_exist():
     assert "Readiness: http://af/mm2/readiness" in readiness.text and "/mm2/runs/" not in readiness.text
     failover = notify.message(notify.Failure(dag_id="mm2_failover", **base))
     assert "Report: http://af/mm2/runs/mm2_failover/" in failover.text
+
+
+def test_a_run_waiting_for_its_approval_says_its_groups_will_move_once_approved(tmp_path):
+    """Issue 49 item 5: while the run waits for approval its page said every group "would move (dry run)" although it
+    writes as soon as someone approves; after a decision, what the decision means."""
+    from fastapi.testclient import TestClient
+
+    from mm2_failover import approval as ap
+    from mm2_failover.runfolder import RunFolder
+
+    rows = [PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT)]
+    for outcome, says in [(ap.AWAITING, "will move once approved"), (ap.REJECTED, "not moved: the plan was rejected")]:
+        rep = build_report(dag_id="mm2_failover", run_id="r1", params={}, plan=Plan(rows), committed={}, log_end={},
+                           mismatches=[], dry_run=True, outcome=ap.OUTCOMES[outcome])
+        RunFolder(tmp_path / "mm2_failover" / "r1").save_report(rep)
+        t = TestClient(ui.create_app(tmp_path)).get("/runs/mm2_failover/r1").text
+        assert says in t and "would move (dry run)" not in t

@@ -59,7 +59,8 @@ def ask(ctx: RunContext, base_url: str) -> tuple[str, str, rules.Decision]:
     subject, body = rules.request_text(
         run_id=ctx.run_id, totals=rep.totals, rules=record.plan.rules(), warnings=rep.warnings,
         disaster_aliases=list((rep.snapshot or {}).get("disaster_aliases") or []), plan_hash=h,
-        page_url=report_link(base_url, ctx.dag_id, f.dir.name), unconfirmed=ctx.unconfirmed_disaster_aliases())
+        page_url=report_link(base_url, ctx.dag_id, f.dir.name), unconfirmed=ctx.unconfirmed_disaster_aliases(),
+        groups=rep.groups)
     asked = rules.Decision(rules.AWAITING, h, asked_at=now_iso(), timeout_seconds=ctx.params.approval_timeout_seconds)
     record_decision(ctx, asked)
     return subject, body, asked
