@@ -32,11 +32,17 @@ class RunFailureNotifier(BaseNotifier):
     def notify(self, context) -> None:
         from mm2_failover import notify as rules
         from mm2_failover.config import run_dir
+        from mm2_failover.stages.archive import ARCHIVE_DAG, record_failure
 
         ti = context["ti"]
         exc = context.get("exception")
         failure = rules.Failure(ti.dag_id, ti.run_id, ti.task_id, int(getattr(ti, "try_number", 0) or 0),
                                 str(exc) if exc is not None else "", run_dir(ti.dag_id, ti.run_id).name, base_url())
+        if ti.dag_id == ARCHIVE_DAG:  # readiness counts the archive's failed runs since its last success
+            try:
+                record_failure(ti.run_id, ti.task_id, failure.reason)
+            except Exception as e:  # noqa: BLE001 - rule 4: telling never changes the task's outcome
+                log.error("the archive's failure could not be recorded (%s: %s)", type(e).__name__, e)
         deliver(rules.message(failure), context)
 
 

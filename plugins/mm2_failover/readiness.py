@@ -15,10 +15,13 @@ what that run read; every rule lives here once, tested rule by rule in ``tests/u
    of the oldest record not yet replicated (0 when there is none; unknown when it could not be read, or when the
    source is lost). A group's exposure is the worst of the partitions it consumes.
 4. **Ages**: the archive's (since ``mm2_sync_archive`` last succeeded for the alias: a failover's own capture, and
-   this check's, append to the archive too, so its newest append says nothing about the archive DAG) and each
-   group's newest checkpoint's, at compute time.
+   this check's, append to the archive too, so its newest append says nothing about the archive DAG), with the
+   archive DAG's runs that failed since (recorded by its failure notifier: a run whose state refresh failed after
+   its archive task succeeded is a failed run), and each group's newest checkpoint's, at compute time.
 5. **Degrading** (what is told, against the previous interval): a group that was exact and no longer is, exposure
-   above ``rpo_seconds``, an audit finding that is new (by its alias and rule: its numbers may change), the archive older than ``archive_stale_intervals`` intervals.
+   above ``rpo_seconds``, an audit finding that is new (by its alias and rule: its numbers may change; never a
+   setting not given), the archive DAG failing (a failed run since its last success), the archive older than
+   ``archive_stale_intervals`` intervals.
    Each is said once per change: a group that stays not exact, or a finding that stays, is not told again; the
    exposure is told again only once it had come back under the objective.
 """
@@ -116,7 +119,7 @@ class Readiness:
 def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[dict], reread: Iterable[dict],
            drain_rows: Iterable[dict], oldest_unreplicated_ms: dict[tuple[str, int], int],
            checkpoint_ms: dict[tuple[str, str, int], int], archive_updated: dict[str, str | None],
-           findings: Iterable[dict]) -> Readiness:
+           findings: Iterable[dict], archive_failures: Iterable[dict] = ()) -> Readiness:
     """Rules 1-4 over one interval's reads, in one pass over the rows. ``drain_rows``: the drain observation's rows
     (replica topic, partition, ...); ``oldest_unreplicated_ms``: (replica topic, partition) -> the timestamp of the
     oldest record not yet replicated, where read; ``checkpoint_ms``: (group, replica topic, partition) -> its newest
@@ -158,11 +161,21 @@ def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[di
     for g in groups.values():
         g["answer"] = group_answer(g)
     rows = [groups[k] for k in sorted(groups)]
-    archive = {a: {"updated_at": u, "age_seconds": age_seconds(u, now_ms)} for a, u in sorted(archive_updated.items())}
+    archive = {a: archive_health(u, archive_failures, now_ms) for a, u in sorted(archive_updated.items())}
     findings = list(findings)
     computed = datetime.fromtimestamp(now_ms / 1000, timezone.utc).isoformat(timespec="seconds")
     return Readiness(computed, run_id, rpo_seconds, summarize(rows, parts, archive, findings, rpo_seconds), rows,
                      parts, findings, archive)
+
+
+def archive_health(updated_at: str | None, failures: Iterable[dict], now_ms: int) -> dict:
+    """Rule 4: the archive of one alias - when its archive last succeeded, how old that is, and the archive DAG's
+    runs that failed since (a run whose state refresh failed after the archive task succeeded is a failed run)."""
+    since = to_ms(updated_at)
+    failed = sorted({f["run_id"] for f in failures if since is None or (to_ms(f.get("at")) or 0) > since})
+    last = max(failures, key=lambda f: to_ms(f.get("at")) or 0, default=None) if failed else None
+    return {"updated_at": updated_at, "age_seconds": age_seconds(updated_at, now_ms), "failed_runs_since": len(failed),
+            "last_failure": None if last is None else f"{last.get('task_id')}: {last.get('reason', '')[:200]}"}
 
 
 def group_answer(g: dict) -> str:
@@ -203,7 +216,7 @@ def summarize(groups: list[dict], parts: list[dict], archive: dict, findings: li
 
 @dataclass(frozen=True)
 class Degradation:
-    what: str  # fell_back | over_rpo | new_finding | archive_stale
+    what: str  # fell_back | over_rpo | new_finding | archive_failing | archive_stale
     text: str
 
 
@@ -231,6 +244,11 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
     for f in now.findings:
         if f["key"] not in known and not f.get("setup"):  # a setting never given is shown, not told
             out.append(Degradation("new_finding", f["text"]))
+    for alias, a in sorted(now.archive.items()):
+        before = (prev.archive.get(alias) or {}).get("failed_runs_since") if prev else 0
+        if a.get("failed_runs_since") and not before:
+            out.append(Degradation("archive_failing", f"alias {alias}: mm2_sync_archive failed "
+                                   f"{a['failed_runs_since']} run(s) since it last succeeded ({a.get('last_failure')})"))
     stale = interval_seconds * archive_stale_intervals
     for alias, a in sorted(now.archive.items()):
         age = a.get("age_seconds")

@@ -86,7 +86,10 @@ def failover_run(run_root, request):
                                  "MM2_FAILOVER_TEST_ALTERNATE_QUEUES": "1",
                                  # a worker SIGKILLed is noticed by its task's missing heartbeats (default 300 s)
                                  "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "15",
-                                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "3"},
+                                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "3",
+                                 # the forms test unpauses the scheduled DAGs (their forms' "Unpause on trigger"):
+                                 # no catch-up run ahead of the form's own (max_active_runs=1 queued it behind)
+                                 "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False"},
                       executor="celery")
     once = run_root / "e2e-ui" / "faults-fired"  # the drills' instrumentation (not the pipeline's): both workers
     once.mkdir(parents=True, exist_ok=True)

@@ -206,3 +206,21 @@ def test_the_deadline_callback_mails_a_running_run_and_not_an_ended_one(smtp, mo
     assert len(smtp) == 1, logged(caplog, capfd)
     assert smtp[0][1]["Subject"].startswith("[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: "
                                             "NOT FINISHED 30 min")
+
+
+def test_the_archive_dags_final_failure_is_recorded_for_readiness(tmp_path, monkeypatch):
+    """Issue 49 item 3: the failure notifier of mm2_sync_archive's tasks records the failed run (readiness counts the
+    runs failed since the archive last succeeded); another DAG's failure is not recorded there."""
+    import types
+
+    from mm2_failover import notifications
+    from mm2_failover.stages import archive
+
+    monkeypatch.setenv("MM2_FAILOVER_ARCHIVE", str(tmp_path))
+    monkeypatch.setattr(notifications, "deliver", lambda msg, context: 0)
+    for dag in ("mm2_sync_archive", "mm2_failover"):
+        ti = types.SimpleNamespace(dag_id=dag, run_id="scheduled__1", task_id="refresh_latest_state", try_number=3)
+        notifications.RunFailureNotifier().notify({"ti": ti, "exception": TypeError("'>' not supported")})
+    (rec,) = archive.failures()
+    assert (rec["run_id"], rec["task_id"]) == ("scheduled__1", "refresh_latest_state") and "not supported" in \
+        rec["reason"]

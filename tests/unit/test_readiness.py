@@ -112,8 +112,9 @@ def test_rule4_ages_of_the_archive_and_of_each_groups_newest_checkpoint():
     a = assess([row(), row(partition=1)], cps={("g", "primary.t", 0): NOW - 10_000, ("g", "primary.t", 1): NOW - 50_000},
                archive={"primary": iso, "east": None})
     assert a.groups[0]["checkpoint_age_seconds"] == 50.0  # the oldest of the group's newest checkpoints
-    assert a.archive == {"east": {"updated_at": None, "age_seconds": None},
-                         "primary": {"updated_at": iso, "age_seconds": 30.0}}
+    none = {"failed_runs_since": 0, "last_failure": None}
+    assert a.archive == {"east": {"updated_at": None, "age_seconds": None, **none},
+                         "primary": {"updated_at": iso, "age_seconds": 30.0, **none}}
     assert a.summary["archive_age_seconds"] == 30.0
     assert r.to_ms(datetime(2027, 1, 15, 8)) == r.to_ms("2027-01-15T08:00:00+00:00") == r.to_ms("2027-01-15T08:00:00Z")
     assert r.age_seconds(NOW + 5_000, NOW) == 0.0  # a clock ahead: never negative
@@ -252,3 +253,28 @@ def test_a_setting_never_given_is_shown_not_told_as_a_degradation():
     now.findings.append(real)
     assert [d.what for d in r.degradations(None, now, interval_seconds=300, archive_stale_intervals=3)] == \
         ["new_finding"]
+
+
+def test_the_archive_failing_after_its_archive_task_succeeded_is_a_failed_run_told_once():
+    """Issue 49 item 3: "mm2_sync_archive last succeeded 18:15:02, age 10.3 s" while that run had failed (its state
+    refresh, after the archive task): readiness read the archive task, not the run. The DAG's failures (recorded by its
+    failure notifier) since the last success are counted, told once, and cleared by a success after them."""
+    now_ms = r.to_ms("2026-11-27T18:15:20+00:00")
+    fail = {"run_id": "scheduled__18:15", "task_id": "refresh_latest_state", "at": "2026-11-27T18:15:10+00:00",
+            "reason": "TypeError"}
+    old = {**fail, "run_id": "scheduled__17:00", "at": "2026-11-27T17:00:10+00:00"}
+    h = r.archive_health("2026-11-27T18:15:02+00:00", [old, fail], now_ms)
+    assert (h["failed_runs_since"], h["age_seconds"]) == (1, 18.0) and "refresh_latest_state: TypeError" in \
+        h["last_failure"]
+
+    def interval(failures):
+        return r.assess(run_id="x", now_ms=now_ms, rpo_seconds=60, plan_rows=[], reread=[], drain_rows=[],
+                        oldest_unreplicated_ms={}, checkpoint_ms={},
+                        archive_updated={"primary": "2026-11-27T18:15:02+00:00"}, findings=[],
+                        archive_failures=failures)
+
+    first, second = interval([fail]), interval([fail])
+    told = r.degradations(None, first, interval_seconds=300, archive_stale_intervals=3)
+    assert [d.what for d in told] == ["archive_failing"] and "1 run(s)" in told[0].text
+    assert r.degradations(first, second, interval_seconds=300, archive_stale_intervals=3) == []  # once
+    assert r.archive_health("2026-11-27T18:20:02+00:00", [fail], now_ms)["failed_runs_since"] == 0  # a success after

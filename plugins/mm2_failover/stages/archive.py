@@ -25,6 +25,40 @@ def record_scheduled(aliases: list[str]) -> None:
     write_json(p, {**done, **{a: now_iso() for a in aliases}})
 
 
+FAILURES = "scheduled-archive-failures.json"  # the archive DAG's final task failures, newest last (readiness reads it)
+ARCHIVE_DAG = "mm2_sync_archive"
+KEEP_FAILURES = 50
+
+
+def record_failure(run_id: str, task_id: str, reason: str) -> None:
+    """A task of the archive DAG failed for good (its failure notifier calls this): kept, the newest
+    :data:`KEEP_FAILURES`, so that readiness counts the failed runs since the archive last succeeded - the archive
+    task's own record says nothing of a run whose state refresh failed after it."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.runfolder import now_iso, read_json, write_json
+
+    p = archive_root() / FAILURES
+    try:
+        seen = list(read_json(p, "archive failure record")) if p.exists() else []
+    except Exception:  # noqa: BLE001 - a damaged record is started again, never a second failure
+        seen = []
+    seen.append({"run_id": run_id, "task_id": task_id, "at": now_iso(), "reason": (reason or "")[:500]})
+    write_json(p, seen[-KEEP_FAILURES:])
+
+
+def failures() -> list[dict]:
+    """The archive DAG's recorded failures (:func:`record_failure`), oldest first; [] when none or unreadable."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.runfolder import read_json
+
+    p = archive_root() / FAILURES
+    try:
+        return list(read_json(p, "archive failure record")) if p.exists() else []
+    except Exception as e:  # noqa: BLE001 - told in the log; readiness goes on
+        log.warning("%s cannot be read (%s): the archive's failures are unknown", p, e)
+        return []
+
+
 def last_scheduled() -> dict[str, str]:
     """alias -> when the scheduled archive last succeeded for it (absent: never, or not since this record exists)."""
     from mm2_failover.config import archive_root

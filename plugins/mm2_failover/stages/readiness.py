@@ -196,7 +196,7 @@ def assess_readiness(ctx, *, interval_seconds: int, archive_stale_intervals: int
     previous one (:func:`mm2_failover.readiness.degradations`)."""
     from mm2_failover.answers import checkpoint_rows
     from mm2_failover.report import estimate_reread
-    from mm2_failover.stages.archive import last_scheduled
+    from mm2_failover.stages.archive import failures, last_scheduled
     from mm2_failover.stages.drill import plan_read_only
     from mm2_failover.stages.snapshot import source_commits
 
@@ -223,7 +223,8 @@ def assess_readiness(ctx, *, interval_seconds: int, archive_stale_intervals: int
     prev, prev_name = previous(f.dir.name)
     r = rules.assess(run_id=ctx.run_id, now_ms=int(time.time() * 1000), rpo_seconds=ctx.params.rpo_seconds,
                      plan_rows=rows, reread=reread, drain_rows=drain_rows, oldest_unreplicated_ms=oldest,
-                     checkpoint_ms=cps, archive_updated=archive, findings=findings_of(f, refusal))
+                     checkpoint_ms=cps, archive_updated=archive, findings=findings_of(f, refusal),
+                     archive_failures=failures())
     f.save_readiness(r)
     last = history(root())[-1:]
     if not last or last[0].get("run_id") != ctx.run_id:  # a retry of this interval does not count twice
