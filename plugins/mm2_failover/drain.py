@@ -120,6 +120,10 @@ def last_record_copied(source: ev.RecordSource, replica: ev.RecordSource, source
         if hi > start:
             return TailCheck(None, f"no data record in the source's last {source_end - hi} offsets")
     if last is None:
+        if start > 0:  # what retention deleted may never have been copied: without MM2's progress, not known
+            return TailCheck(None, f"the source holds no data record above its log start {start}: whether MM2 copied "
+                                   "what retention deleted is not known without its progress (set mm2_offsets_topic, "
+                                   "or, if the source is lost, run with source_reachable=no)")
         return TailCheck(True, "no data record on the source: nothing to copy")
     rstart, _rend = replica.log_bounds([replica_tp])[replica_tp]
     lo = max(rstart, replica_end - window)

@@ -184,8 +184,8 @@ def test_mutation_5_a_check_that_jumps_past_the_log_start_is_caught(monkeypatch)
 def tail_violations(seed: int) -> list:
     """test_evidence's worlds (MM2 copying one partition with restarts that copy again, exactly-once support, aborted
     and compacted records, producer-retry twins), with MM2 stopped anywhere and its progress unreadable: a partition
-    the drain check calls drained must have every record the source still holds copied on the replica (by content: a
-    twin's copy delivers the same record)."""
+    the drain check calls drained must have every record ever produced copied on the replica (by content: a twin's
+    copy delivers the same record; a record retention deleted before MM2 copied it is lost, never drained)."""
     from test_evidence import REP, SRC, world
 
     from testbed.memlog import DATA, MemoryLog
@@ -199,7 +199,9 @@ def tail_violations(seed: int) -> list:
             replica_end_before=w.target.end, tail=tail)
     if not drain.evaluate([o], False).drained:
         return []
-    held = {c for k, c in w.source.entries[w.source.start:] if k == DATA}
+    # every record ever produced - those retention deleted too: one never copied is lost either way, and a drain
+    # check without MM2's progress that calls it drained fails open (the review's case)
+    held = {c for k, c in w.source.entries if k == DATA}
     copied = {c for k, c in w.target.entries if k == DATA}
     missing = held - copied
     return [("drained with records never copied", seed, sorted(missing, key=str)[:5], tail)] if missing else []
@@ -214,4 +216,30 @@ def test_mutation_6_the_end_offset_fallback_is_caught(monkeypatch):
     """Issue 50 item 2: without MM2's progress, "replica end >= source end" (the old fallback) - MM2's duplicates
     after a restart make the replica as long as the source while its last records were never copied."""
     monkeypatch.setattr(drain, "last_record_copied", lambda s, r, stp, rtp, se, re, **kw: drain.TailCheck(re >= se))
+    assert any(tail_violations(seed) for seed in range(4000))
+
+
+def test_a_source_emptied_by_retention_is_not_known_without_progress():
+    """The review: source 0..109, MM2 copied 0..89, retention moved the log start to 110 - "no data record on the
+    source" said nothing to copy (drained) while 90..109 were never copied. Only a source that never held a record
+    below its log start has nothing to copy."""
+    from testbed.memlog import DATA, MemoryLog, Partition
+
+    src = MemoryLog("source", {("orders", 0): Partition([(DATA, i) for i in range(110)], start=110)})
+    rep = MemoryLog("target", {("primary.orders", 0): Partition([(DATA, i) for i in range(90)])})
+    tail = drain.last_record_copied(src, rep, ("orders", 0), ("primary.orders", 0), 110, 90)
+    assert tail.copied is None and "log start 110" in tail.why
+    empty = MemoryLog("source", {("orders", 0): Partition([])})
+    assert drain.last_record_copied(empty, rep, ("orders", 0), ("primary.orders", 0), 0, 90).copied is True
+
+
+def test_mutation_7_a_source_emptied_by_retention_taken_as_nothing_to_copy_is_caught(monkeypatch):
+    """The review's case as a mutation: no data record above a log start > 0 read as "nothing to copy"."""
+    real = drain.last_record_copied
+
+    def mutated(source, replica, stp, rtp, se, re, **kw):
+        got = real(source, replica, stp, rtp, se, re, **kw)
+        return drain.TailCheck(True) if got.copied is None and "log start" in got.why else got
+
+    monkeypatch.setattr(drain, "last_record_copied", mutated)
     assert any(tail_violations(seed) for seed in range(4000))
