@@ -325,6 +325,7 @@ def build_plan(
             if t in topic_partitions:
                 committed_on_source[g][(t, p)] = alias
     rewound: list[str] = []
+    floored: list[PlanRow] = []  # rule 1b's rows placed at the floor: their target commits are checked below
 
     missing_topics = sorted({t for cps in by_group.values() for (t, _p) in cps if t not in topic_partitions})
     missing_parts = sorted({(t, p) for cps in by_group.values() for (t, p) in cps
@@ -369,6 +370,7 @@ def build_plan(
                     if row.position_at_least is not None:  # rule 1b: the floor the syncs prove, never the checkpoint
                         row.rule, row.source_position = SYNC_FLOOR, commit
                         _clamp(row, row.position_at_least)
+                        floored.append(row)
                     else:
                         row.reason = CHECKPOINT_AHEAD_OF_SOURCE
                         rewound.append(f"{group} {topic}[{p}] (source commit {commit}, MM2's checkpoint upstream "
@@ -389,6 +391,18 @@ def build_plan(
             "emit.checkpoints settings; or narrow groups_regex; or re-run with "
             "accept_groups_without_checkpoints=true to move the other groups and leave these without a commit.")
 
+    # rule 1b against rules 3-4: a target commit ahead of a rewound group's floor may be MM2's own sync of the
+    # position the group was rewound from (sync.group.offsets.enabled): kept, it skips what the group has not read
+    kept = [f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset}, the group's floor "
+            f"{r.position_at_least}, source commit {r.source_position})" for r in floored
+            if r.action == SKIP and r.current_offset is not None and r.current_offset > (r.position_at_least or 0)]
+    if kept:
+        raise PlanError(
+            f"{len(kept)} partition(s) of groups rewound on the source hold a target commit ahead of the group's "
+            "position: " + "; ".join(kept[:20]) + (" ..." if len(kept) > 20 else "")
+            + ". Nothing was written: kept, the commit (MM2's sync.group.offsets.enabled writes its checkpoints as "
+            "commits) would skip the records the group has not read. Re-run with on_existing_target_offsets=overwrite "
+            "and allow_rewind=true to move them back to the floor, or narrow groups_regex.")
     if rewound and not accept_groups_without_checkpoints:
         raise PlanError(
             f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint: "

@@ -464,3 +464,17 @@ def test_the_planned_offset_never_passes_the_groups_source_position(commit, up, 
     r = row(p)
     assert r.planned_offset is None or r.planned_offset <= commit
     assert r.writes or (up > commit and at_least is None)
+
+
+@pytest.mark.parametrize("policy", ["skip", "overwrite"])
+def test_a_target_commit_ahead_of_a_rewound_groups_floor_is_never_kept_silently(policy):
+    """The review: with sync.group.offsets.enabled MM2 already committed the old position (100) on the target; the
+    group was rewound to 40 on the source, floor 35. Rule 4 (target ahead: skip) or rule 3 (skip) kept 100: 40..99
+    skipped. Refused, naming it, unless the operator moves it back (allow_rewind with overwrite)."""
+    kw = dict(source_commits={"app": {("primary", T, 0): 40}}, positions_at_least={("app", T, 0): 35},
+              current={"app": {(T, 0): 100}})
+    with pytest.raises(pm.PlanError, match="ahead of the group's position") as e:
+        build([cp(down=100, up=100)], on_existing_target_offsets=policy, **kw)
+    assert f"app {T}[0]" in str(e.value) and "allow_rewind" in str(e.value)
+    p = build([cp(down=100, up=100)], on_existing_target_offsets="overwrite", allow_rewind=True, **kw)
+    assert (row(p).action, row(p).planned_offset, row(p).rule) == (pm.COMMIT, 35, "sync_floor")
