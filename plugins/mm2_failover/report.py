@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from mm2_failover import approval
 from mm2_failover.translate import is_exact
 from mm2_failover.plan import (
+    CHECKPOINT_AHEAD_OF_SOURCE,
     CLAMP,
     COMMIT,
     EXISTING_TARGET_OFFSETS,
@@ -217,13 +218,15 @@ _SKIP_WHY = {
     NO_CHECKPOINT: "no checkpoint for its partitions",
     EXISTING_TARGET_OFFSETS: "it already has different commits on the target (on_existing_target_offsets)",
     TARGET_AHEAD: "its commits on the target are ahead of the checkpoints (allow_rewind=false)",
+    CHECKPOINT_AHEAD_OF_SOURCE: "rewound on the source after MM2's newest checkpoint, no floor proven (no commit "
+                                "written on the target)",
 }
 
 
 #: how a group the plan would move is shown while the run's outcome is its approval's (the report is built once, as a
 #: dry run's, before the decision; the outcome changes with it)
 FATE_BY_APPROVAL = {approval.OUTCOMES[approval.AWAITING]: "will move once approved",
-                    approval.OUTCOMES[approval.APPROVED]: "moving (approved)",
+                    approval.OUTCOMES[approval.APPROVED]: "approved: moved once apply succeeds (see the run's tasks)",
                     approval.OUTCOMES[approval.REJECTED]: "not moved: the plan was rejected",
                     approval.OUTCOMES[approval.TIMED_OUT]: "not moved: approval timed out"}
 DRY_RUN_FATE = "would move (dry run)"
@@ -371,6 +374,14 @@ def build_report(
         warnings.append(f"{len(no_cp)} partition(s) of moved groups have no checkpoint and get no commit on the target "
                         "(consumers fall back to auto.offset.reset): "
                         + ", ".join(f"{r.group} {r.topic}[{r.partition}]" for r in no_cp[:10]))
+    rewound = [r for r in plan.rows if r.reason == CHECKPOINT_AHEAD_OF_SOURCE]
+    if rewound:
+        warnings.append(f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint "
+                        "were NOT moved (accept_groups_without_checkpoints): MM2's checkpoint would skip records the "
+                        "group has not read and no offset sync proves a floor; their consumers keep the target's commit "
+                        "or fall back to auto.offset.reset: "
+                        + ", ".join(f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset})"
+                                    for r in rewound[:10]))
     if stale:
         warnings.append(f"{len(stale)} partition(s) have a checkpoint behind the group's last commit on the source "
                         f"(MM2 had not checkpointed the newest commit): {stale[:10]}")

@@ -337,3 +337,18 @@ def test_report_md_says_how_many_rows_it_left_out(monkeypatch):
     md = render_markdown(report())
     assert "... and 1 more partition(s) committed and read back as planned, not listed here" in md
     assert "report_partitions.parquet" in md
+
+
+def test_partitions_of_a_rewound_group_left_unmoved_are_a_warning_and_a_fate():
+    """The review: rule 1b's accepted skips (checkpoint_ahead_of_source) had no warning and no fate text."""
+    from mm2_failover import plan as pm
+    from mm2_failover.checkpoints import Checkpoint
+
+    t = "primary.orders"
+    plan = pm.build_plan([Checkpoint("app", t, 0, 150, 102, "", source_alias="primary")],
+                         {(t, 0): pm.PartitionBounds(0, 1000)}, {}, {t: 1},
+                         source_commits={"app": {("primary", t, 0): 20}}, accept_groups_without_checkpoints=True)
+    rep = build_report(dag_id="mm2_failover", run_id="r", params={}, plan=plan, committed={}, log_end={},
+                       mismatches=[], dry_run=True)
+    assert any("rewound on the source" in w and f"app {t}[0]" in w for w in rep.warnings), rep.warnings
+    assert "rewound on the source after MM2's newest checkpoint" in rep.groups[0]["fate"]
