@@ -166,7 +166,10 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
     else:
         mode = "source reachable, drained"
     short = ("DISASTER MODE NOT CONFIRMED" if unconfirmed else "DISASTER MODE" if disaster_aliases else "")
-    subject = (f"Move {_num(totals.get('groups'))} group(s), {_num(totals.get('planned_commits'))} commit(s)?"
+    moving = [g for g in groups if (g.get("partitions") or 0) > (g.get("skipped") or 0)]
+    # the groups that move (a group the plan skips whole moves nothing: it is counted apart in the body)
+    n_moving = len(moving) if groups else totals.get("groups")
+    subject = (f"Move {_num(n_moving)} group(s), {_num(totals.get('planned_commits'))} commit(s)?"
                + (f" {short}" if short else ""))
     reread = _num(totals.get("records_reread_estimate"))
     if not totals.get("records_reread_exact", True):
@@ -181,12 +184,16 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
         f"| {_num(totals.get('records_lost_to_retention'))} |",
         "",
     ]
-    moving = [g for g in groups if (g.get("partitions") or 0) > (g.get("skipped") or 0)]
     if moving:
         named = moving if len(moving) <= max_groups else worst_groups(moving, max_groups)
         head = (f"**Groups ({len(moving)}):**" if len(named) == len(moving) else
                 f"**Groups ({len(moving)}), the {len(named)} with the most lost to retention or to re-read:**")
         lines += [head + " " + ", ".join(f"`{g['group']}`" for g in named), ""]
+    still = [g for g in groups if g not in moving]
+    if still:
+        lines += [f"**Not moved ({len(still)}):** " + ", ".join(f"`{g['group']}` ({g.get('fate') or 'skipped'})"
+                                                                for g in still[:max_groups])
+                  + (" ..." if len(still) > max_groups else ""), ""]
     lines.append("**Where each group resumes:**" if rules else "**Where each group resumes:** nothing to write")
     lines += [f"- {n:,} partition(s): {RULE_TEXT.get(r, r + ' (safe at best: not exact)')}"
               for r, n in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0]))]

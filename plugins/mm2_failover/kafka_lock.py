@@ -27,7 +27,7 @@ from mm2_failover.kafka_io import CONSUME_WAIT_S, KafkaConfigError
 
 log = logging.getLogger(__name__)
 
-TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": str(7 * 24 * 3600 * 1000),
+TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": str(7 * 24 * 3600 * 1000), "retention.bytes": "-1",
                 "message.timestamp.type": "LogAppendTime", "segment.ms": str(3600 * 1000)}
 
 

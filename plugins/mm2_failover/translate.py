@@ -286,7 +286,9 @@ CHECKPOINT = "checkpoint"
 #: offset is the replica offset of the group's very position - its re-read is a count (0 where it resumes there).
 #: An allow-list: every other rule (MM2's checkpoint, a sync floor failing over or back, a superseded sync's first
 #: copy, any rule added later) is safe at best and never called exact
-EXACT_RULES = frozenset({EXACT_SYNC, BRACKET, DRAINED_TAIL, RECORD_LOOKUP, AT_END})
+HOME = "home_"  # failing back: the row's rule is home_<rule> (stages.failback)
+EXACT_RULES = frozenset({EXACT_SYNC, BRACKET, DRAINED_TAIL, RECORD_LOOKUP, AT_END,
+                         HOME + EXACT_SYNC, HOME + BRACKET, HOME + DRAINED_TAIL})
 
 
 #: each rule in words, for the people who approve a plan or read its report (the counts stand beside them)
@@ -299,7 +301,10 @@ RULE_TEXT = {
     SUPERSEDED_SYNC: "safe, re-reads: the first copy of a record MM2 copied again after a restart",
     "sync_floor": "safe, re-reads: the newest offset sync at or below the group's position",
     "home_sync_floor": "safe, re-reads: failing back, the newest offset sync at or below the position",
-    CHECKPOINT: "safe, re-reads: MM2's checkpoint as it is",
+    HOME + EXACT_SYNC: "exact: failing back, MM2 recorded the copy the group read last",
+    HOME + BRACKET: "exact: failing back, between two offset syncs one record per offset",
+    HOME + DRAINED_TAIL: "exact: failing back, the replica's tail one record per offset",
+    CHECKPOINT: "MM2's checkpoint as it is: conservative (re-reads), not proven by the records",
 }
 
 

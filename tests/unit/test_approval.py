@@ -88,7 +88,7 @@ def test_rule3_the_request_summarises_the_plan_and_links_to_it():
     assert subject.endswith("DISASTER MODE") and "DISASTER MODE (source primary lost" in body
     assert "| 12 | 120 | 118 | 2 | 1 | 5 (estimate; at least 3) | 7 |" in body
     assert "- 100 partition(s): E1 (safe at best: not exact)" in body
-    assert "- 18 partition(s): safe, re-reads: MM2's checkpoint as it is" in body
+    assert "- 18 partition(s): MM2's checkpoint as it is: conservative (re-reads), not proven" in body
     assert "- w0" in body and "- w19" in body and "- w20" not in body and "and 5 more" in body
     assert H in body and "(http://af/mm2/runs/mm2_failover/manual__1)" in body
     s2, b2 = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=["primary"], plan_hash=H,
@@ -145,12 +145,13 @@ def test_rule3_the_request_says_what_will_happen_in_words_worst_first_under_a_sh
                 "3 partition(s) have a checkpoint behind the group's last commit on the source: they re-read",
                 "2 partition(s) of moved groups have no checkpoint and get no commit on the target"]
     subject, body = ap.request_text(
-        run_id="manual__2026-11-27T19:27:30.137523+00:00", totals={"groups": 31, "planned_commits": 92},
+        run_id="manual__2026-11-27T19:27:30.137523+00:00", totals={"groups": 32, "planned_commits": 92},
         rules={"at_end": 1, "gap_free_bracket": 4, "superseded_sync": 2}, warnings=warnings, disaster_aliases=[],
         plan_hash=H, page_url="u", groups=groups)
-    assert subject == "Move 31 group(s), 92 commit(s)?" and len(subject) <= 60
+    assert subject == "Move 31 group(s), 92 commit(s)?" and len(subject) <= 60  # left-alone moves nothing
+    assert "**Not moved (1):** `left-alone`" in body
     assert "**Groups (31), the 20 with the most lost to retention or to re-read:** `lossy`, `app-29`" in body
-    assert "`app-09`" not in body and "left-alone" not in body  # beyond the 20; moving nothing
+    assert "`app-09`" not in body  # beyond the 20
     assert "- 4 partition(s): exact: between two offset syncs MM2 copied one record per offset" in body
     assert "- 2 partition(s): safe, re-reads: the first copy of a record MM2 copied again after a restart" in body
     order = [body.index(w) for w in warnings]

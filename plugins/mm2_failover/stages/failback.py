@@ -4,11 +4,12 @@ offset syncs of the home flow (translate rules 8-9, evidence :func:`mm2_failover
 from __future__ import annotations
 
 
+from mm2_failover import translate as tr
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import Snapshot
 from mm2_failover.stages.translation import Exact, archived_syncs, build_index
 
-HOME_RULE_PREFIX = "home_"  # a plan row's rule when a group returns home (failing back): home_<translate rule>
+HOME_RULE_PREFIX = tr.HOME  # a plan row's rule when a group returns home (failing back): home_<translate rule>
 
 
 def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict, list[str]]:
@@ -18,7 +19,7 @@ def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict,
     these: the topic is never copied back). A bracket or the tail counts only on its evidence
     (:func:`mm2_failover.evidence.prove_back`), else the sync floor (safe, re-reads)."""
     from mm2_failover import evidence
-    from mm2_failover import translate as tr
+
     from mm2_failover.config import archive_root
 
     home = ctx.params.home_alias
