@@ -115,17 +115,19 @@ class Binding:
 
 
 def bindings(policy, target_alias: str, topics: list[str], groups: list[str],
-             group_prefix: str | None = None, lock_topic: str | None = None) -> list[Binding]:
+             group_prefix: str | None = None, lock_topic: str | None = None,
+             mm2_offsets_topic: str = "") -> list[Binding]:
     """The ACLs of :data:`NEEDS` for concrete names: ``policy`` the flow's :class:`~mm2_failover.naming.
     ReplicationPolicy` (it names the replica and MM2 topics), ``topics`` the source topics, ``groups`` the groups
     (or every group starting with ``group_prefix``); with ``lock_topic`` (the lease as the writer lock), those of
-    :data:`LEASE_NEEDS` on it too."""
+    :data:`LEASE_NEEDS` on it too; ``mm2_offsets_topic``: the run parameter of that name (where MM2 keeps its
+    progress when not in ``mm2-offsets.<alias>.internal``)."""
     names = {
         "<topic>": [(t, False) for t in topics],
         "<group>": [(group_prefix, True)] if group_prefix else [(g, False) for g in groups],
         "mm2-offset-syncs.<target>.internal": [(policy.offset_syncs_topic(target_alias), False)],
         "<a>.checkpoints.internal": [(policy.checkpoints_topic, False)],
-        "mm2-offsets.<a>.internal": [(policy.mm2_offsets_topic, False)],
+        "mm2-offsets.<a>.internal": [(mm2_offsets_topic or policy.mm2_offsets_topic, False)],
         "<a>.<topic>": [(policy.replica_topic(t), False) for t in topics],
         LOCK_TOPIC: [(lock_topic, False)] if lock_topic else [],
         LOCK_TOPIC + ".": [(lock_topic + ".", True)] if lock_topic else [],

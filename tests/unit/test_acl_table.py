@@ -96,3 +96,11 @@ def test_the_lease_adds_its_topic_only_when_it_is_the_lock():
                                                          (13, "Create"))} | {
         acls.Binding("target", "TransactionalId", "mm2-failover.locks.", "Write", True, 14)}
     assert not [b for b in plain if b.operation in ("Write", "Create")]
+
+
+def test_the_progress_topic_named_by_the_run_parameter_is_the_one_granted():
+    """The review: with mm2_offsets_topic set (MM2 on a Connect cluster), the bindings still named
+    mm2-offsets.<alias>.internal, and a least-privilege drain check was refused reading the real one."""
+    got = {b.name for b in acls.bindings(ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"],
+                                         mm2_offsets_topic="connect-offsets") if b.rule == 6}
+    assert got == {"connect-offsets"}
