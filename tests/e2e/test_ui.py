@@ -17,6 +17,7 @@ import json
 import os
 import time
 import types
+import urllib.error
 import uuid
 from pathlib import Path
 from urllib.parse import quote
@@ -215,8 +216,13 @@ def watch_apply(ns, budget: float) -> None:
     af, deadline = ns.af, time.monotonic() + budget
     while time.monotonic() < deadline:
         af.check_alive()
-        dr = af.api("GET", run_path(ns.run_id))
-        states = task_states(af, ns.run_id)
+        try:
+            dr = af.api("GET", run_path(ns.run_id))
+            states = task_states(af, ns.run_id)
+        except (TimeoutError, urllib.error.URLError) as e:  # one slow answer of a loaded API server: ask again
+            print(f"[ui] the API server did not answer ({e}); asking again")
+            time.sleep(2)
+            continue
         if ns.request is None and states.get("approve_plan", (None,))[0] == "awaiting_input" \
                 and parked_try_processed(af, ns.run_id):
             ns.approval_on_disk = json.loads((ns.folder / "approval.json").read_text())
