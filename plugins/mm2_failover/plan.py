@@ -385,7 +385,7 @@ def build_plan(
     if never and not accept_groups_without_checkpoints:
         raise PlanError(
             f"{len(never)} selected group(s) commit on the source but MM2 has no checkpoint for them: "
-            + ", ".join(never[:20]) + (" ..." if len(never) > 20 else "")
+            + _first(never, ", ")
             + ". Nothing was written: their consumers would start on the target without a commit. Check MM2's "
             "groups / groups.exclude (the default excludes console-consumer-.*, connect-.* and __.*) and "
             "emit.checkpoints settings; or narrow groups_regex; or re-run with "
@@ -399,14 +399,14 @@ def build_plan(
     if kept:
         raise PlanError(
             f"{len(kept)} partition(s) of groups rewound on the source hold a target commit ahead of the group's "
-            "position: " + "; ".join(kept[:20]) + (" ..." if len(kept) > 20 else "")
+            "position: " + _first(kept, "; ")
             + ". Nothing was written: kept, the commit (MM2's sync.group.offsets.enabled writes its checkpoints as "
             "commits) would skip the records the group has not read. Re-run with on_existing_target_offsets=overwrite "
             "and allow_rewind=true to move them back to the floor, or narrow groups_regex.")
     if rewound and not accept_groups_without_checkpoints:
         raise PlanError(
             f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint: "
-            + "; ".join(rewound[:20]) + (" ..." if len(rewound) > 20 else "")
+            + _first(rewound, "; ")
             + ". Nothing was written: MM2's checkpoint is ahead of where the group now is and would skip the records "
             "in between, and no offset sync proves a floor of the group's position. Re-run with translation=exact "
             "(it translates the source commit itself, from the offset-sync archive), or wait for MM2's next "
@@ -419,12 +419,17 @@ def build_plan(
         if conflicts:
             raise PlanError(
                 f"{len(conflicts)} group(s) already have different committed offsets on the target: "
-                + ", ".join(conflicts[:20]) + (" ..." if len(conflicts) > 20 else "")
+                + _first(conflicts, ", ")
                 + ". Nothing was written. Re-run with on_existing_target_offsets=skip to leave them alone, "
                 "or =overwrite to replace their commits (a target commit ahead of the checkpoint is still kept "
                 "unless allow_rewind=true)."
             )
     return Plan(rows)
+
+
+def _first(items: list[str], sep: str, n: int = 20) -> str:
+    """The first ``n`` of ``items`` joined by ``sep``, and " ..." when there are more (what a refusal names)."""
+    return sep.join(items[:n]) + (" ..." if len(items) > n else "")
 
 
 def _rewound(cp: Checkpoint, source_commit: int | None) -> bool:
