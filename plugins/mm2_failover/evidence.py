@@ -291,6 +291,7 @@ class Outcome:
     source_log_start: int | None = None  # set when U is below it (E2): [U, it) is gone from the source
     position_at_least: int | None = None  # where the answer is not exact: the group's position is at or after this
     why: str = ""  # why nothing better than the answer (or the checkpoint) was proven
+    replica_start: int | None = None  # the drained replica's log start: the floor below every offset sync
 
 
 def resume_at(o: Outcome, checkpointed: bool) -> tuple[int, str] | None:
@@ -298,12 +299,24 @@ def resume_at(o: Outcome, checkpointed: bool) -> tuple[int, str] | None:
     answer; else, for a position MM2 wrote no checkpoint for, the sync floor of a drained partition (every record
     after the floor has a copy after it: loses nothing, re-reads what lies between); else None - MM2's checkpoint
     answers, checked by the plan against the group's source commit (plan rule 1b, which takes
-    ``position_at_least`` where the checkpoint is ahead of the commit)."""
+    ``position_at_least`` where the checkpoint is ahead of the commit); below every sync, the replica's log start
+    (:func:`replica_floor`)."""
     if o.answer is not None:
         return o.answer
-    if o.position_at_least is not None and not checkpointed:
+    if checkpointed:
+        return None
+    if o.position_at_least is not None:
         return o.position_at_least, tr.SYNC_FLOOR
-    return None
+    floor = replica_floor(o)
+    return None if floor is None else (floor, tr.REPLICA_START)
+
+
+def replica_floor(o: Outcome) -> int | None:
+    """A drained position below every offset sync (MM2 never checkpoints it: no sync to translate from - a group
+    behind the source's retention, typically) and not proven: the replica's log start. Nothing left anywhere is
+    before it, so it loses nothing; left without a commit, the group's consumer would fall to ``auto.offset.reset``
+    (``latest``, Kafka's default, skips every replicated record). Issue 50 item 6."""
+    return o.replica_start
 
 
 @dataclass
@@ -474,7 +487,10 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
     if c.target_read is not None and not is_evidence(read):
         why = (why + "; " if why else "") + f"the evidence range on the target was not read whole ({read.status}" \
             f"{': ' + read.why if read.why else ''})" if read is not None else why
-    return Outcome(answer, ev, translated, c.source_start, at_least, why)
+    below_every_sync = at_least is None and w.drained is not None and w.index.copy_at_least(translated, w.drained) \
+        is None and translated < w.drained[0]
+    return Outcome(answer, ev, translated, c.source_start, at_least, why,
+                   w.replica_start if below_every_sync else None)
 
 
 def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> int | None:

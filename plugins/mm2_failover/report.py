@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
 from mm2_failover import approval
-from mm2_failover.translate import is_exact
+from mm2_failover.translate import REPLICA_START, is_exact
 from mm2_failover.plan import (
     CHECKPOINT_AHEAD_OF_SOURCE,
     CLAMP,
@@ -114,6 +114,13 @@ class Report:
         return cls(**{f.name: d[f.name] for f in fields(cls)})
 
 
+_FLOOR_NOTES = {
+    "superseded_sync": "first copy of a record MM2 copied again later: re-reads at least this many",
+    "replica_start": "at the replica's first record (no offset sync at or below the group's position): re-reads what "
+                     "the replica holds before it (not counted); what retention took before it is counted as lost",
+}
+
+
 def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list[dict]:
     """Per planned partition: records the group will read again on the target.
 
@@ -147,9 +154,8 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
                         "source_committed": r.get("source_position"), "checkpoint_upstream": up, "planned": planned,
                         "behind_commit": None, "reread": at_least, "reread_at_least": at_least, "exact": False,
-                        "note": "first copy of a record MM2 copied again later: re-reads at least this many"
-                        if r.get("rule") == "superseded_sync" else "at the offset-sync floor: re-reads what lies "
-                        "between the sync and the group's position (not counted)"})
+                        "note": _FLOOR_NOTES.get(r.get("rule"), "at the offset-sync floor: re-reads what lies "
+                                                 "between the sync and the group's position (not counted)")})
             continue
         if planned is not None and exact is not None and is_exact(r.get("rule")):  # known: re-read exactly
             key = (r["group"], r["topic"], int(r["partition"]))
@@ -299,7 +305,7 @@ def build_report(
     estimates = estimate_reread([d for d, r in zip(row_dicts, plan.rows) if r.writes], source_commits)
     reread = {(e["group"], e["topic"], e["partition"]): e["reread"] for e in estimates}
     by_checkpoint = [e.get("reread_by_checkpoint") for e in estimates if e.get("reread_by_checkpoint") is not None]
-    lost_total = 0
+    lost_total = lost_unclamped = 0
     for r, row in zip(plan.rows, row_dicts):
         g = per_group[r.group]
         key = (r.group, r.topic, r.partition)
@@ -316,7 +322,11 @@ def build_report(
             g["clamped"] += 1
         if r.writes and not dry_run and key not in mism:
             g["committed"] += 1
-        lost = min(lost_exact[key], r.retention_gap) if key in lost_exact else r.retention_gap
+        if r.rule == REPLICA_START:  # behind retention: lost before the replica's first record
+            lost = lost_exact.get(key, 0)
+            lost_unclamped += lost
+        else:
+            lost = min(lost_exact[key], r.retention_gap) if key in lost_exact else r.retention_gap
         lost_total += lost
         g["retention_lost"] += lost
         g["lag"] += lag or 0
@@ -345,7 +355,7 @@ def build_report(
         "clamped": counts[CLAMP],
         "refused_groups": len(refused),
         "mismatches": len(mismatches),
-        "records_lost_to_retention_upper_bound": sum(r.retention_gap for r in plan.rows),
+        "records_lost_to_retention_upper_bound": sum(r.retention_gap for r in plan.rows) + lost_unclamped,
         "records_lost_to_retention": lost_total,
         "records_reread_estimate": sum(rr) if rr else (0 if not reread else None),
         # every writing row's re-read counted exactly (else the estimate above is one, and this is proven from below)

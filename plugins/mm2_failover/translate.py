@@ -71,6 +71,7 @@ BRACKET = "gap_free_bracket"
 DRAINED_TAIL = "drained_tail"
 RULES = (EXACT_SYNC, BRACKET, DRAINED_TAIL)
 SYNC_FLOOR = "sync_floor"  # failing back (rule 9); failing over where nothing else answers (evidence E7)
+REPLICA_START = "replica_start"  # failing over below every offset sync, never checkpointed: the replica's first record
 
 
 @dataclass(frozen=True, order=True)
@@ -301,6 +302,8 @@ RULE_TEXT = {
     SUPERSEDED_SYNC: "safe, re-reads: the first copy of a record MM2 copied again after a restart",
     "sync_floor": "safe, re-reads: the newest offset sync at or below the group's position",
     "home_sync_floor": "safe, re-reads: failing back, the newest offset sync at or below the position",
+    REPLICA_START: "safe, re-reads: the replica's first record - no offset sync at or below the group's position "
+                   "(behind retention: MM2 never checkpointed it)",
     HOME + EXACT_SYNC: "exact: failing back, MM2 recorded the copy the group read last",
     HOME + BRACKET: "exact: failing back, between two offset syncs one record per offset",
     HOME + DRAINED_TAIL: "exact: failing back, the replica's tail one record per offset",

@@ -67,6 +67,21 @@ def test_e2_a_position_below_the_source_log_start_reads_no_next_record_and_is_ne
     assert all(lo >= 5 for _tp, lo, _hi, _s in src.reads)  # nothing asked below the log start
 
 
+def test_e2_a_group_below_every_sync_and_the_source_log_start_never_checkpointed_resumes_at_the_replica_start():
+    """Issue 50 item 6: the group at 1 had not read b..e, now gone from the source (retention); MM2 had no offset
+    sync at or below 1, so it never wrote a checkpoint for the group, and the plan gave the partition no commit - its
+    consumer fell to auto.offset.reset (Kafka's default, latest: every replicated record skipped). The replica's
+    first record loses nothing that is left anywhere; it is not called exact."""
+    src, tgt = logs(list("abcdefghij"), list("cdefghij"), source_start=5, target_start=0)
+    out = prove_one(src, tgt, [(6, 4), (9, 7)], 1, drained=(10, 8), replica_start=0)
+    assert out.source_log_start == 5 and out.answer is None and out.position_at_least is None
+    assert ev.resume_at(out, checkpointed=False) == (0, tr.REPLICA_START)
+    assert not tr.is_exact(tr.REPLICA_START) and tr.REPLICA_START in tr.RULE_TEXT
+    assert ev.resume_at(out, checkpointed=True) is None  # MM2's checkpoint answers (and plan rule 1b checks it)
+    out = prove_one(src, tgt, [(6, 4), (9, 7)], 1, drained=None, replica_start=0)  # not drained: not proven
+    assert ev.resume_at(out, checkpointed=False) is None
+
+
 def test_e2_the_reader_never_jumps_to_the_log_end(monkeypatch):
     src, tgt = logs(list("abcdefghij"), list("abcdefghij"), source_start=5)
     assert src.read_ranges({SRC: {(1, 9)}}, 100)[(SRC, 1, 9)].status == ev.BELOW_START
@@ -413,6 +428,10 @@ def plan_violations(seed: int) -> list:
                 limit = at
         if at is not None and at > limit:
             bad.append(("LOST", u, c, at, limit))
+        elif at is None and w.reachable and mm2_checkpoint(w, c) is None and limit < w.target.end:
+            # issue 50 item 6: a drained group MM2 never checkpointed left without a commit falls to its consumer's
+            # auto.offset.reset - with latest (Kafka's default) it skips every record it still had to read
+            bad.append(("NO COMMIT", u, c, at, limit))
     return bad
 
 
@@ -470,6 +489,12 @@ def test_mutation_4_the_last_content_twin_is_caught(monkeypatch):
     """Item 4: the lookup taking the last candidate, whatever it is."""
     monkeypatch.setattr(ev, "choose_copy", lambda cands, later: max(cands) if cands else None)
     assert caught() is not None
+
+
+def test_mutation_8_a_group_never_checkpointed_below_every_sync_left_without_a_commit_is_caught(monkeypatch):
+    """Issue 50 item 6: no replica-start floor for a drained position below every offset sync."""
+    monkeypatch.setattr(ev, "replica_floor", lambda o: None)
+    assert next((seed for seed in MUTATION_SEEDS if plan_violations(seed)), None) is not None
 
 
 def test_the_index_and_the_evidence_agree_on_a_superseded_sync():

@@ -247,6 +247,26 @@ def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
     assert rep.totals["partitions_exact"] == 0 and rep.totals["records_reread_exact"] is False
 
 
+def test_a_replica_start_row_is_not_exact_its_re_read_is_not_claimed_and_what_retention_took_is_lost():
+    """Issue 50 item 6: a group behind the source's retention, never checkpointed, resumes at the replica's first
+    record; the records between its commit and the source record copied there are gone (lost, counted exactly where
+    verify found that record on the source), and its re-read is not a count."""
+    from mm2_failover.plan import COMMIT, Plan
+
+    row = PlanRow("primary", "g", T, 0, None, None, None, 7, COMMIT, rule="replica_start", source_position=2,
+                  exact_offset=7, log_start=7, log_end=40)
+    [e] = estimate_reread([row.as_dict()], {})
+    assert (e["reread"], e["exact"]) == (None, False) and "replica's first record" in e["note"]
+    rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([row]), committed={"g": {(T, 0): 7}},
+                       log_end={(T, 0): 40}, mismatches=[], lost_exact={("g", T, 0): 5})
+    t = rep.totals
+    assert (t["partitions_exact"], t["records_reread_exact"]) == (0, False)
+    assert (t["records_lost_to_retention"], t["records_lost_to_retention_upper_bound"]) == (5, 5)
+    rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([row]), committed={"g": {(T, 0): 7}},
+                       log_end={(T, 0): 40}, mismatches=[])  # the record not found on the source: nothing claimed
+    assert rep.totals["records_lost_to_retention"] == 0
+
+
 def _plain_reference(v):
     """report.plain before its fast path for scalars (a call per value): the reference of the test below."""
     if isinstance(v, dict):

@@ -152,6 +152,12 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         notes.append(f"{floors} position(s) without a checkpoint and not proven exactly resume at the sync floor "
                      "(sync_floor: the newest offset sync at or below the position, on a drained partition: every "
                      "record after it has a copy after it - loses nothing, re-reads what lies between)")
+    starts = sum(1 for e in out.values() if e.rule == tr.REPLICA_START)
+    if starts:
+        notes.append(f"{starts} position(s) below every offset sync and without a checkpoint (behind the source's "
+                     "retention, typically: MM2 never checkpointed them) resume at the replica's first record "
+                     "(replica_start): nothing left anywhere is before it; left without a commit, their consumers "
+                     "would fall to auto.offset.reset (latest skips every replicated record)")
     superseded = sum(1 for e in out.values() if e.rule == tr.SUPERSEDED_SYNC)
     if superseded:
         notes.append(f"{superseded} partition(s) resume at the first copy of a record MM2 copied again later "

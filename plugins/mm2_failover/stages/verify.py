@@ -11,16 +11,18 @@ from mm2_failover.runfolder import Snapshot, now_iso, write_text
 from mm2_failover.stages.apply import befores, describe_moved
 from mm2_failover.stages.snapshot import source_commits
 from mm2_failover.runfolder import SUMMARY
+from mm2_failover.translate import REPLICA_START
 
 def lost_to_retention_exact(ctx: RunContext, plan: planmod.Plan, snap: Snapshot, scan: int = 2000) -> dict:
-    """For partitions clamped to the replica's log start, where the group's source commit U is known: find the
-    source offset u of the replica's first record (same key, value and timestamp on the source) and count the
-    offsets [U, u) the group had not read and that are gone: exactly what was lost. Partitions where the record is
-    not found within ``scan`` records of its timestamp keep the upper bound."""
+    """For partitions clamped to the replica's log start, or resuming there below every offset sync (rule
+    ``replica_start``: behind the source's retention, never checkpointed), where the group's source commit U is
+    known: find the source offset u of the replica's first record (same key, value and timestamp on the source) and
+    count the offsets [U, u) the group had not read and that are gone: exactly what was lost. Partitions where the
+    record is not found within ``scan`` records of its timestamp keep the upper bound (clamped) or say nothing."""
     src = source_commits(ctx, snap)
     out = {}
     for r in plan.rows:
-        if r.reason != planmod.RETENTION_GAP or not r.retention_gap:
+        if not ((r.reason == planmod.RETENTION_GAP and r.retention_gap) or (r.writes and r.rule == REPLICA_START)):
             continue
         commit = src.get(r.group, {}).get((r.source_alias, r.topic, r.partition))
         source = ctx.source(r.source_alias) if r.source_alias in ctx.aliases else None
@@ -91,7 +93,8 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     warnings += [f"pre-flight audit, alias {a.alias}, {a.rule}: {a.message}" for a in (audited.warnings() if audited
                                                                                       else [])]
     src = {(g, rt, part): c.offset for g, cs in source_commits(ctx, snap).items() for (_a, rt, part), c in cs.items()}
-    lost = {} if dry_run and not any(r.retention_gap for r in plan.rows) else lost_to_retention_exact(ctx, plan, snap)
+    lost = {} if dry_run and not any(r.retention_gap or r.rule == REPLICA_START for r in plan.rows) \
+        else lost_to_retention_exact(ctx, plan, snap)
     rep = reportmod.build_report(
         dag_id=ctx.dag_id, run_id=ctx.run_id, params=p.as_dict(), plan=plan, committed=committed, log_end=log_end,
         mismatches=mismatches, refused=refused, dry_run=dry_run, checkpoints_summary=summary.raw if summary else {},
