@@ -264,6 +264,13 @@ def choose_copy(cands: list[int], proven_later: list[int]) -> int | None:
     return max(proven_later) if proven_later else cands[0]
 
 
+def fell_back(cands: list[int], chosen: int | None, proven: list[int]) -> bool:
+    """E6's outcome says when it is not exact: the first of several candidates taken unproven (no candidate's run
+    anchored record for record) - safe, but where a later one is MM2's copy after a restart the group re-reads what
+    lies between (issue 50 item 3: reported "re-read 0, exact" while the group re-read 43 records on a real bed)."""
+    return chosen is not None and len(cands) > 1 and chosen not in proven
+
+
 # ------------------------------------------------------------------------------------------ failing over
 
 
@@ -450,7 +457,7 @@ def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
         return
     anchor_u, anchor_d = anchor
     s_key = want_range(s_ranges[w.alias], w.source_tp, nxt.offset, anchor_u + 1)
-    for cand in cands[1:]:
+    for cand in cands:  # the first too: anchored, it is exact (else a fallback, said so: fell_back)
         c.anchor_reads[cand] = (c.target_read, s_key, anchor_d)
 
 
@@ -467,21 +474,25 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
         lo, top = t.bracket[0].downstream, _top(t, w)
         if nxt.record is not None:  # E5, else E6 in the span read
             ok = first_copy_verified(read, lo, t.downstream, nxt.record.content)
-            ev = tr.Evidence(t, verified=ok, lookup=None if ok else _lookup(c, read, s_reads))
+            found, first = (None, False) if ok else _lookup(c, read, s_reads)
+            ev = tr.Evidence(t, verified=ok, lookup=found, lookup_first_of_many=first)
         else:  # the source lost, or U below its log start (E2): the target alone (E4)
             ev = tr.Evidence(t, one_to_one=top is not None and one_to_one(read, lo, top))
     elif nxt.record is not None:
-        ev = tr.Evidence(t, lookup=_lookup(c, read, s_reads))
+        found, first = _lookup(c, read, s_reads)
+        ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first)
     else:  # E7: the later copy of a superseded sync's record, by the first copy's content
         first = t_reads.get(c.first_copy_read) if c.first_copy_read is not None else None
         rec = first.at(t.superseded.downstream) if t.superseded is not None and is_evidence(first) else None
-        found = None
+        found, first = None, False
         if rec is not None and is_evidence(read):
-            found = choose_copy(candidates(read, t.bracket[0].downstream, _top(t, w), rec.content), [])
-        ev = tr.Evidence(t, lookup=found)
+            cands = candidates(read, t.bracket[0].downstream, _top(t, w), rec.content)
+            found = choose_copy(cands, [])
+            first = fell_back(cands, found, [])
+        ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first)
     answer = tr.decide(ev)
     at_least = None
-    if answer is None or answer[1] == tr.SUPERSEDED_SYNC:  # E7: re-reads counted from below where not exact
+    if answer is None or answer[1] in (tr.SUPERSEDED_SYNC, tr.FIRST_COPY):  # re-reads counted from below
         at_least = w.index.copy_at_least(translated, w.drained)
     why = nxt.why
     if c.target_read is not None and not is_evidence(read):
@@ -493,18 +504,20 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
                    w.replica_start if below_every_sync else None)
 
 
-def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> int | None:
-    """E6 over the case's search range: the copy to resume at, or None (not read, or no copy)."""
+def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> tuple[int | None, bool]:
+    """E6 over the case's search range: the copy to resume at, or None (not read, or no copy), and whether it is the
+    first of several taken for want of an anchored later one (:func:`fell_back`)."""
     t, w, nxt = c.translation, c.want, c.next.record
     if not is_evidence(read) or t.bracket[0] is None:
-        return None
+        return None, False
     top = _top(t, w)
     if top is None:
-        return None
+        return None, False
     cands = candidates(read, t.bracket[0].downstream, top, nxt.content)
     later = [cand for cand, (_tk, s_key, anchor_d) in c.anchor_reads.items()
              if anchored(read, cand, anchor_d, s_reads.get(s_key), nxt.offset, s_key[2] - 1)]
-    return choose_copy(cands, later)
+    found = choose_copy(cands, later)
+    return found, fell_back(cands, found, later)
 
 
 # ------------------------------------------------------------------------------------------ failing back

@@ -158,6 +158,11 @@ class SyncIndex:
             return Unproven(u.bracket, u.drained_tail, superseded=s)
         lo = self._sync(i - 1) if i else None
         hi = self._sync(i) if i < len(self._ups) else None
+        if lo is not None and drained is not None and self.recopied_since(i, lo):
+            # an earlier history's bracket or tail: a later one restarted at or before U and copied U again - the
+            # arithmetic names the first copy (the group would re-read what the later history repeats), so on a
+            # drained partition the later history's range is searched for the copy instead (rule 7)
+            return self.search_range(upstream, i, drained, replica_start)
         if lo is not None and hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream \
                 and hi.downstream >= lo.downstream:
             return Translation(lo.downstream + (upstream - lo.upstream), BRACKET, (lo, hi))
@@ -166,6 +171,12 @@ class SyncIndex:
             if upstream <= source_end and source_end - lo.upstream == replica_end - lo.downstream:
                 return Translation(lo.downstream + (upstream - lo.upstream), DRAINED_TAIL, (lo, None))
         return self.search_range(upstream, i, drained, replica_start)
+
+    def recopied_since(self, i: int, lo: Sync) -> bool:
+        """Whether a later MM2 history restarted at or before the position (one of ``syncs[:i]``, the syncs at or
+        below it, has a higher downstream offset than ``lo``, the newest by upstream offset): it copied the position
+        again, after ``lo``'s copy."""
+        return bool(i) and self._downs[self._prefix_top[i]] > lo.downstream
 
     def search_range(self, upstream: int, i: int, drained: tuple[int, int] | None,
                      replica_start: int | None) -> Unproven:
@@ -280,6 +291,7 @@ class Back:
 
 
 RECORD_LOOKUP = "record_lookup"
+FIRST_COPY = "first_copy"  # rule 7's first of several copies, no later one anchored: safe, may re-read
 AT_END = "at_end"
 SUPERSEDED_SYNC = "superseded_sync"  # rule 1's first copy where the later copy was not found: safe, re-reads
 CHECKPOINT = "checkpoint"
@@ -298,6 +310,8 @@ RULE_TEXT = {
     BRACKET: "exact: between two offset syncs MM2 copied one record per offset",
     DRAINED_TAIL: "exact: after the last sync, the finished replication copied one record per offset",
     RECORD_LOOKUP: "exact: the group's next record was found on the replica",
+    FIRST_COPY: "safe, may re-read: the first of several copies of the group's next record on the replica (a later "
+                "one, MM2's copy after a restart, could not be anchored record for record)",
     AT_END: "exact: nothing left to read - the replica's end",
     SUPERSEDED_SYNC: "safe, re-reads: the first copy of a record MM2 copied again after a restart",
     "sync_floor": "safe, re-reads: the newest offset sync at or below the group's position",
@@ -325,6 +339,7 @@ class Evidence:
     verified: bool | None = None  # the source's next record is the target's record at the translated offset
     one_to_one: bool | None = None  # the bracket's downstream range holds one record per offset, none twice
     lookup: int | None = None  # where the copy of the record at U was found inside the bracket
+    lookup_first_of_many: bool = False  # the lookup fell back to the first of several copies (E6): not exact
     nothing_after: bool = False  # the source holds no record at or after U (read up to its end)
     replica_end: int | None = None  # the drained replica's end offset (where nothing left to read resumes)
 
@@ -338,7 +353,7 @@ def decide(ev: Evidence) -> tuple[int, str] | None:
         if t.rule == EXACT_SYNC or ev.verified or (ev.verified is None and ev.one_to_one):
             return t.downstream, t.rule
     if ev.lookup is not None:
-        return ev.lookup, RECORD_LOOKUP
+        return ev.lookup, FIRST_COPY if ev.lookup_first_of_many else RECORD_LOOKUP
     if isinstance(t, Unproven) and t.superseded is not None:  # rule 1's first copy: safe, re-reads since the restart
         return t.superseded.downstream, SUPERSEDED_SYNC
     return None
