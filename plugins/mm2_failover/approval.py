@@ -41,6 +41,17 @@ LETS_APPLY = (APPROVED, NOT_REQUIRED)
 OUTCOMES = {AWAITING: "awaiting_approval", APPROVED: "approved", REJECTED: "rejected", TIMED_OUT: "approval_timed_out"}
 
 
+def reread_text(t: dict, num=str) -> str:
+    """The re-read figure as what it is: a count, or an estimate with what is proven of it. The proven part is an
+    offset distance from the floor the offset syncs prove (issue 50 item 4): with transaction markers or aborted
+    copies on the replica it counts offsets no ``read_committed`` consumer reads, so it is said in offsets, never
+    as "at least N records". The report, report.md and the approval request all say it this way."""
+    est = t.get("records_reread_estimate")
+    if t.get("records_reread_exact", True) or est is None:
+        return num(est)
+    return f"{num(est)} (estimate; {num(t.get('records_reread_at_least', 0))} offsets from the proven floor)"
+
+
 class ApprovalRefused(RuntimeError):
     """Apply may not write: no decision that lets it, or one for another plan (rule 5)."""
 
@@ -171,9 +182,7 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
     n_moving = len(moving) if groups else totals.get("groups")
     subject = (f"Move {_num(n_moving)} group(s), {_num(totals.get('planned_commits'))} commit(s)?"
                + (f" {short}" if short else ""))
-    reread = _num(totals.get("records_reread_estimate"))
-    if not totals.get("records_reread_exact", True):
-        reread += f" (estimate; at least {_num(totals.get('records_reread_at_least'))})"
+    reread = reread_text(totals, _num)
     lines = [
         f"**Run** `{run_id}` - {mode}.",
         "",

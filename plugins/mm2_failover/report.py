@@ -115,7 +115,10 @@ class Report:
 
 
 _FLOOR_NOTES = {
-    "superseded_sync": "first copy of a record MM2 copied again later: re-reads at least this many",
+    "superseded_sync": "first copy of a record MM2 copied again later: re-reads what lies between (this many offsets "
+                       "at least: an offset distance, markers and aborted copies included)",
+    "first_copy": "the first of several copies of the group's next record, no later one anchored: may re-read what lies "
+                  "between (counted from the floor the offset syncs prove, in offsets)",
     "replica_start": "at the replica's first record (no offset sync at or below the group's position): re-reads what "
                      "the replica holds before it (not counted); what retention took before it is counted as lost",
 }
@@ -175,7 +178,7 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
         guess = max(0, commit - planned) if aligned else None
         note = "" if aligned else "replica offsets differ from the source's: not estimated"
         if at_least is not None and (guess is None or guess < at_least):
-            guess, note = at_least, "at least this many (proven by the offset syncs): the offsets undercount"
+            guess, note = at_least, "this many offsets from the floor the offset syncs prove (an offset distance): the checkpoint's offsets undercount"
         out.append({
             "group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
             "source_committed": src, "checkpoint_upstream": up, "planned": planned,
@@ -183,14 +186,6 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
             "reread": guess, "reread_at_least": at_least, "exact": False, "note": note,
         })
     return out
-
-
-def _reread_cell(t: dict) -> str:
-    """The re-read figure as what it is: a count, or an estimate with what is proven of it."""
-    est = t.get("records_reread_estimate")
-    if t.get("records_reread_exact", True) or est is None:
-        return str(est)
-    return f"{est} (estimate; at least {t.get('records_reread_at_least', 0)})"
 
 
 def stale_checkpoints(rows: Iterable[dict], source_commits: SourceCommits) -> list[dict]:
@@ -521,7 +516,8 @@ def render_markdown(report: Report | dict) -> str:
     if t.get("records_reread_by_checkpoints") is not None:
         lines += [f"Exact translation: {t.get('partitions_exact', 0)} partition(s) resume at the exact record their "
                   f"offset syncs prove (estimated re-read {t.get('records_reread_estimate')}; MM2's checkpoints alone: "
-                  f"{t['records_reread_by_checkpoints']}).", ""]
+                  f"{t['records_reread_by_checkpoints']} offsets further back - an offset distance: transaction "
+                  "markers and aborted copies in it are not records a read_committed consumer reads).", ""]
     lost = t["records_lost_to_retention"]
     bound = t.get("records_lost_to_retention_upper_bound", lost)
     lines += [
@@ -530,7 +526,7 @@ def render_markdown(report: Report | dict) -> str:
                                        "lag")],
                   [[t["groups"], t["groups_moved"], t.get("groups_skipped"), t["partitions"], t["committed"],
                     t["skipped"], t["clamped"], t["refused_groups"], t["mismatches"],
-                    lost if lost == bound else f"{lost} (at most {bound})", _reread_cell(t), t["lag"]]]),
+                    lost if lost == bound else f"{lost} (at most {bound})", approval.reread_text(t), t["lag"]]]),
         "",
         "Lost to retention: records the group had not read whose replicas are gone; where the source offset of the "
         "replica's first record could not be found, it is at most log start - checkpoint (the checkpoint is "

@@ -86,7 +86,7 @@ def test_rule3_the_request_summarises_the_plan_and_links_to_it():
                                     page_url="http://af/mm2/runs/mm2_failover/manual__1")
     assert "12 group(s)" in subject and "118 commit(s)" in subject and "manual__1" in body
     assert subject.endswith("DISASTER MODE") and "DISASTER MODE (source primary lost" in body
-    assert "| 12 | 120 | 118 | 2 | 1 | 5 (estimate; at least 3) | 7 |" in body
+    assert "| 12 | 120 | 118 | 2 | 1 | 5 (estimate; 3 offsets from the proven floor) | 7 |" in body
     assert "- 100 partition(s): E1 (safe at best: not exact)" in body
     assert "- 18 partition(s): MM2's checkpoint as it is: conservative (re-reads), not proven" in body
     assert "- w0" in body and "- w19" in body and "- w20" not in body and "and 5 more" in body

@@ -106,7 +106,7 @@ def test_markdown_contains_the_tables():
     lines = md.splitlines()
     assert lines[0] == "# mm2-failover report: mm2_failover / manual__1"
     assert "**Outcome: FAILED**" in lines
-    assert "| 3 | 1 | 1 | 5 | 2 | 2 | 1 | 1 | 1 | 2 | 298 (estimate; at least 0) | 169 |" in lines
+    assert "| 3 | 1 | 1 | 5 | 2 | 2 | 1 | 1 | 1 | 2 | 298 (estimate; 0 offsets from the proven floor) | 169 |" in lines
     assert "> WARNING: source unreachable: disaster mode" in lines
     assert "Checkpoints read: 10 records, 4 latest, 1 tombstones, 2 quarantined {'key_truncated': 2}" in lines
     assert "- latest checkpoints by a full pass over the captured range (no latest-checkpoint state)" in lines
@@ -223,7 +223,7 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
                     exact_offset=12)
     est = {x["group"]: x for x in estimate_reread([r.as_dict() for r in (cp, sup, exact)], {})}
     assert (est["g"]["reread"], est["g"]["reread_at_least"], est["g"]["exact"]) == (1424, 1424, False)
-    assert "proven by the offset syncs" in est["g"]["note"]
+    assert "from the floor the offset syncs prove" in est["g"]["note"]
     assert (est["h"]["reread"], est["h"]["reread_at_least"], est["h"]["exact"]) == (50, 50, False)
     assert (est["i"]["reread"], est["i"]["exact"]) == (0, True)
     from mm2_failover.plan import Plan
@@ -233,7 +233,7 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
     t = rep.totals
     assert (t["records_reread_estimate"], t["records_reread_at_least"], t["records_reread_exact"]) == (1474, 1474, False)
     assert t["partitions_exact"] == 1  # the superseded first copy is not counted as exact
-    assert "1474 (estimate; at least 1474)" in render_markdown(rep)
+    assert "1474 (estimate; 1474 offsets from the proven floor)" in render_markdown(rep)
 
 
 def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
