@@ -17,13 +17,28 @@ Imported by the DAG files at parse time: the standard library and Airflow's noti
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 
 _M = timedelta(minutes=1)
 
-# the archive and the readiness check run on the same interval (readiness reads what the archive kept)
-INTERVAL_SCHEDULE = "*/5 * * * *"
-INTERVAL_SECONDS = 300
+# the archive and the readiness check run on the same interval (readiness reads what the archive kept): every 5
+# minutes, or every $MM2_FAILOVER_INTERVAL_SECONDS (read at parse time: the dag-processor's, the scheduler's and the
+# workers' environments must agree) - the soak (bench/soak.py) runs them every minute or less
+def _interval_seconds() -> int:
+    raw = os.environ.get("MM2_FAILOVER_INTERVAL_SECONDS", "300")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 10:
+        raise ValueError(f"MM2_FAILOVER_INTERVAL_SECONDS={raw!r}: give a whole number of seconds, 10 or more "
+                         "(the archive's and readiness's interval; unset: 300)")
+    return n
+
+
+INTERVAL_SECONDS = _interval_seconds()
+INTERVAL_SCHEDULE: str | timedelta = "*/5 * * * *" if INTERVAL_SECONDS == 300 else timedelta(seconds=INTERVAL_SECONDS)
 
 EXECUTION_TIMEOUTS: dict[str, timedelta] = {
     # failover and drill

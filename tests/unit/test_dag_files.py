@@ -210,3 +210,26 @@ def test_no_task_renders_a_null_parameter_as_none(bag):
                         given = {n: p.value if (p := dag.params.get_param(n)).has_value else "typed" for n in dag.params}
                         got = Template(s).render(params={**given, name: None})
                         assert "None" not in got, (dag_id, t.task_id, f, s, got)
+
+
+def test_the_interval_of_the_archive_and_readiness_is_set_once_by_the_environment(monkeypatch):
+    """bench/soak.py runs the scheduled DAGs every minute or less: MM2_FAILOVER_INTERVAL_SECONDS (parse time) sets
+    both DAGs' schedule and readiness's interval; unset, every 5 minutes; a bad value is refused naming it."""
+    import importlib
+    from datetime import timedelta
+
+    from mm2_failover import dag_defaults
+
+    try:
+        monkeypatch.setenv("MM2_FAILOVER_INTERVAL_SECONDS", "45")
+        d = importlib.reload(dag_defaults)
+        assert (d.INTERVAL_SECONDS, d.INTERVAL_SCHEDULE) == (45, timedelta(seconds=45))
+        monkeypatch.setenv("MM2_FAILOVER_INTERVAL_SECONDS", "5s")
+        with pytest.raises(ValueError, match="MM2_FAILOVER_INTERVAL_SECONDS='5s'"):
+            importlib.reload(dag_defaults)
+        monkeypatch.delenv("MM2_FAILOVER_INTERVAL_SECONDS")
+        d = importlib.reload(dag_defaults)
+        assert (d.INTERVAL_SECONDS, d.INTERVAL_SCHEDULE) == (300, "*/5 * * * *")
+    finally:
+        monkeypatch.delenv("MM2_FAILOVER_INTERVAL_SECONDS", raising=False)
+        importlib.reload(dag_defaults)

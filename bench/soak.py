@@ -1,0 +1,338 @@
+"""The soak (issue 49 item 2): the scheduled DAGs unattended, faults and all, and what people would have been told.
+
+The real scheduler (LocalExecutor, its own Airflow home and SQLite DB) runs ``mm2_sync_archive`` and
+``mm2_failover_readiness`` every ``--interval`` seconds (``MM2_FAILOVER_INTERVAL_SECONDS``) on a local bed (source,
+target, MirrorMaker 2), their artifacts and the sync archive in a real S3 server (S3Proxy), their mails through a real
+SMTP server. A consumer group reads a topic on the source the whole time; the phases follow each other until
+``--minutes`` have passed:
+
+- ``quiet``: nothing produced (the archive has nothing new to refresh - it crashed on that once);
+- ``busy``: records produced all the phase;
+- ``mm2_restarted``: MirrorMaker 2 stopped for an interval, then started again (a fault);
+- ``broker_restarted``: the source broker stopped for an interval, then started again (a fault);
+- ``store_unreachable``: the object store stopped for 1.5 intervals, then started again on its port (a fault).
+
+Then the DAGs are paused, their last runs waited for, and everything is scored:
+
+- **failed runs**: each must overlap a fault (its window widened by an interval and a grace for the run already
+  going); any other is *unexpected*;
+- **told once**: each failed run is mailed exactly once (one failure mail naming it);
+- **recovered**: after each fault, each DAG has a successful run that started after the fault ended - nobody did
+  anything;
+- **alerts** (readiness's "degraded" mails): each must fall in a fault's widened window; any other is a *false
+  alert*, listed with its subject.
+
+The result (duration, intervals, phases, runs by state, failed runs with their fault, mails, alerts, unexpected
+failures, false alerts) goes to ``bench/results/soak-<time>.json`` and is printed as a table. The short form runs in
+``make test`` (``tests/integration/test_soak.py``: a few intervals of each kind of phase); the long form::
+
+    PYTHONPATH=plugins:. .venv/bin/python bench/soak.py --minutes 60 --interval 60
+
+Exit code 0 when there was no unexpected failure, no false alert, every failure was told once and every fault was
+recovered from; 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DAGS = ("mm2_sync_archive", "mm2_failover_readiness")
+FAULTS = ("mm2_restarted", "broker_restarted", "store_unreachable")
+CYCLE = ("quiet", "busy", "mm2_restarted", "quiet", "broker_restarted", "busy", "store_unreachable", "quiet")
+
+
+@dataclass
+class Phase:
+    name: str
+    start: float
+    end: float = 0.0
+
+    @property
+    def fault(self) -> bool:
+        return self.name in FAULTS
+
+
+@dataclass
+class Result:
+    minutes: float
+    interval_s: int
+    phases: list[dict] = field(default_factory=list)
+    runs: dict[str, dict[str, int]] = field(default_factory=dict)
+    failed_runs: list[dict] = field(default_factory=list)
+    unexpected_failures: list[dict] = field(default_factory=list)
+    not_told_once: list[dict] = field(default_factory=list)
+    not_recovered: list[dict] = field(default_factory=list)
+    alerts: list[dict] = field(default_factory=list)
+    false_alerts: list[dict] = field(default_factory=list)
+    mails: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.unexpected_failures or self.false_alerts or self.not_told_once or self.not_recovered) \
+            and all(v.get("success", 0) for v in self.runs.values())
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "ok": self.ok}
+
+
+# ------------------------------------------------------------------------------------------ scoring (pure)
+
+
+def _ts(iso: str | None) -> float | None:
+    from datetime import datetime
+
+    return None if not iso else datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def score(result: Result, phases: list[Phase], runs: dict[str, list[dict]], mails: list[tuple[float, str]],
+          interval: float, grace: float) -> Result:
+    """What the soak saw, against what was injected: ``runs`` per DAG (the REST API's dag runs), ``mails`` as (time
+    received, subject). A failure or an alert is expected only within a fault's window widened by ``interval +
+    grace`` at both ends (a run that began before the fault and read it, a readiness run that saw it after)."""
+    windows = [(p.start - interval - grace, p.end + interval + grace, p.name) for p in phases if p.fault]
+
+    def fault_at(t0: float, t1: float) -> str | None:
+        return next((name for lo, hi, name in windows if t0 <= hi and t1 >= lo), None)
+
+    result.phases = [{"name": p.name, "start": p.start, "end": p.end, "fault": p.fault} for p in phases]
+    result.mails = len(mails)
+    for dag_id, rs in runs.items():
+        result.runs[dag_id] = {}
+        for r in rs:
+            result.runs[dag_id][r["state"]] = result.runs[dag_id].get(r["state"], 0) + 1
+            if r["state"] != "failed":
+                continue
+            t0 = _ts(r.get("start_date")) or _ts(r.get("queued_at")) or 0.0
+            t1 = _ts(r.get("end_date")) or t0
+            fault = fault_at(t0, t1)
+            told = sum(1 for _t, s in mails if r["dag_run_id"] in s and " FAILED" in s)
+            row = {"dag_id": dag_id, "run_id": r["dag_run_id"], "start": t0, "end": t1, "fault": fault, "told": told}
+            result.failed_runs.append(row)
+            if fault is None:
+                result.unexpected_failures.append(row)
+            if told != 1:
+                result.not_told_once.append(row)
+        for p in phases:
+            if not p.fault:
+                continue
+            after = [r for r in rs if r["state"] == "success" and (_ts(r.get("start_date")) or 0) >= p.end]
+            if not after:
+                result.not_recovered.append({"dag_id": dag_id, "fault": p.name, "ended": p.end})
+    for t, subject in mails:
+        if "readiness degraded" not in subject:
+            continue
+        row = {"at": t, "subject": subject, "fault": fault_at(t, t)}
+        result.alerts.append(row)
+        if row["fault"] is None:
+            result.false_alerts.append(row)
+    return result
+
+
+def render(r: Result) -> str:
+    lines = [f"soak: {r.minutes:.1f} min, every {r.interval_s} s; phases: "
+             + ", ".join(p["name"] for p in r.phases),
+             "| DAG | " + " | ".join(("success", "failed", "other")) + " |", "|---|---:|---:|---:|"]
+    for dag_id, states in sorted(r.runs.items()):
+        other = sum(v for k, v in states.items() if k not in ("success", "failed"))
+        lines.append(f"| {dag_id} | {states.get('success', 0)} | {states.get('failed', 0)} | {other} |")
+    lines += [f"failed runs: {len(r.failed_runs)} (unexpected {len(r.unexpected_failures)}, not told once "
+              f"{len(r.not_told_once)}); faults not recovered from: {len(r.not_recovered)}; alerts: {len(r.alerts)} "
+              f"(false {len(r.false_alerts)}); mails: {r.mails}; {'OK' if r.ok else 'NOT OK'}"]
+    lines += [f"  unexpected: {u['dag_id']} {u['run_id']}" for u in r.unexpected_failures]
+    lines += [f"  false alert: {a['subject']}" for a in r.false_alerts]
+    lines += [f"  not recovered: {n['dag_id']} after {n['fault']}" for n in r.not_recovered]
+    lines += [f"  told {n['told']} times: {n['dag_id']} {n['run_id']}" for n in r.not_told_once]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ the soak
+
+
+class Traffic:
+    """A consumer group reading ``topic`` on the source all the time (committing), and a producer writing to it while
+    :attr:`busy` is set; both ride out a broker that goes away."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, rate: float = 40.0):
+        self.bootstrap, self.topic, self.group, self.rate = bootstrap, topic, group, rate
+        self.busy = threading.Event()
+        self.stop = threading.Event()
+        self.produced = 0
+        self.threads = [threading.Thread(target=f, daemon=True, name=f"soak-{f.__name__}")
+                        for f in (self._produce, self._consume)]
+
+    def start(self) -> "Traffic":
+        for t in self.threads:
+            t.start()
+        return self
+
+    def close(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(30)
+
+    def _produce(self) -> None:
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20, "log_level": 0})
+        while not self.stop.is_set():
+            if self.busy.is_set():
+                with contextlib.suppress(BufferError):
+                    p.produce(self.topic, value=f"soak-{self.produced}".encode(), key=str(self.produced % 7).encode())
+                    self.produced += 1
+                p.poll(0)
+            time.sleep(1 / self.rate)
+        p.flush(10)
+
+    def _consume(self) -> None:
+        from confluent_kafka import Consumer
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "auto.offset.reset": "earliest",
+                      "enable.auto.commit": True, "auto.commit.interval.ms": 1000, "log_level": 0})
+        c.subscribe([self.topic])
+        while not self.stop.is_set():
+            c.poll(0.5)
+        with contextlib.suppress(Exception):
+            c.close()
+
+
+def sent_at(m) -> float:
+    """When a mail was sent (its Date header), else now."""
+    from email.utils import parsedate_to_datetime
+
+    with contextlib.suppress(TypeError, ValueError):
+        return parsedate_to_datetime(str(m["date"])).timestamp()
+    return time.time()
+
+
+def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str, ...] = CYCLE,
+             phase_intervals: float = 2.0, log=print) -> Result:
+    """The soak on a started ``bed`` (its MM2 running; a Spark Connect server's connection in this process's
+    environment as ``AIRFLOW_CONN_SPARK_CONNECT_DEFAULT``, or Spark's local route), in ``workdir``."""
+    from mm2_failover import store
+    from testbed.airflow_stack import AirflowStack
+    from testbed.objectstore import ObjectStore
+    from testbed.smtp import smtp_conn, smtp_server
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    s3 = ObjectStore.start(workdir / "s3")
+    smtp, inbox = smtp_server()
+    af = AirflowStack(workdir / "airflow", store.as_path(s3.url("artifacts")),
+                      extra_env={"MM2_FAILOVER_INTERVAL_SECONDS": str(interval), **s3.env,
+                                 "MM2_FAILOVER_NOTIFY_EMAIL": "oncall@example.com",
+                                 "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port)})
+    topic, group = "soak-orders", "soak-app"
+    bed.client("source").create_topic(topic, 3)
+    traffic = Traffic(bed.source_bootstrap, topic, group).start()
+    phases: list[Phase] = []
+    received: list[tuple[float, str]] = []
+    seen = 0
+    t_start = time.time()
+    try:
+        af.boot_server_side_async()
+        af.wait_server_side()
+        af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap)
+        af.wait(lambda: af.api("GET", "/api/v2/monitor/health")["scheduler"]["status"] == "healthy", 120,
+                "a healthy scheduler")
+        af.token = af.login("admin")
+        for dag_id in DAGS:
+            af.wait(lambda d=dag_id: af.api("GET", f"/api/v2/dags/{d}"), 120, f"the dag-processor to register {dag_id}")
+            af.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+        log(f"[soak] scheduler up, {', '.join(DAGS)} unpaused every {interval} s ({time.time() - t_start:.0f} s)")
+        deadline = t_start + minutes * 60
+        i = 0
+        while time.time() < deadline:
+            name = cycle[i % len(cycle)]
+            i += 1
+            p = Phase(name, time.time())
+            phases.append(p)
+            log(f"[soak] {time.strftime('%H:%M:%S')} phase {name}")
+            length = phase_intervals * interval
+            if name == "busy":
+                traffic.busy.set()
+                time.sleep(length)
+                traffic.busy.clear()
+            elif name == "mm2_restarted":
+                bed.stop_mm2()
+                time.sleep(interval)
+                bed.start_mm2()
+            elif name == "broker_restarted":
+                bed.stop_source()
+                time.sleep(interval)
+                bed.restart_source()
+            elif name == "store_unreachable":
+                s3.stop()
+                time.sleep(1.5 * interval)
+                s3 = ObjectStore.start(workdir / "s3", bucket=s3.bucket, port=s3.port)
+            else:
+                time.sleep(length)
+            p.end = time.time()
+            for _rcpt, m in inbox[seen:]:
+                received.append((sent_at(m), str(m["subject"])))
+                log(f"[soak]   mail: {m['subject']}")
+            seen = len(inbox)
+        for dag_id in DAGS:
+            af.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": True})
+        af.wait(lambda: not any(r["state"] in ("running", "queued") for d in DAGS
+                                for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]),
+                20 * interval + 600, "the last runs to end")
+        for _rcpt, m in inbox[seen:]:
+            received.append((sent_at(m), str(m["subject"])))
+        runs = {d: af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"] for d in DAGS}
+    finally:
+        traffic.close()
+        af.stop()
+        smtp.stop()
+        s3.stop()
+    result = Result(minutes=(time.time() - t_start) / 60, interval_s=interval)
+    return score(result, phases, runs, received, interval, grace=120.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=60.0, help="how long the phases run (default 60)")
+    ap.add_argument("--interval", type=int, default=60, help="the DAGs' interval in seconds (default 60)")
+    ap.add_argument("--cycle", default=",".join(CYCLE),
+                    help=f"the phases in order, repeated (default {','.join(CYCLE)})")
+    ap.add_argument("--phase-intervals", type=float, default=2.0, help="a quiet or busy phase's length in intervals")
+    ap.add_argument("--workdir", type=Path, default=REPO / "var" / "soak" / time.strftime("%Y%m%d-%H%M%S"))
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / f"soak-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    a = ap.parse_args(argv)
+    a.workdir = a.workdir.resolve()
+
+    from testbed import localenv
+    from testbed.bed import Bed, free_port
+    from testbed.spark_connect import SparkConnectServer
+
+    with Bed(run_dir=a.workdir / "bed") as bed, contextlib.ExitStack() as stack:
+        server = SparkConnectServer.start(bed.run_dir / "spark-connect", free_port())
+        stack.callback(server.stop)
+        env = localenv.airflow_env(a.workdir / "airflow-cli", bed.source_bootstrap, bed.target_bootstrap,
+                                   spark_conf=localenv.QUICK_JVM_CONF)
+        env["AIRFLOW_CONN_SPARK_CONNECT_DEFAULT"] = localenv.spark_connect_conn(server.port)
+        os.environ.update({k: v for k, v in env.items() if k.startswith(("AIRFLOW_CONN_", "SPARK", "MM2_FAILOVER"))})
+        cycle = tuple(c.strip() for c in a.cycle.split(",") if c.strip())
+        unknown = sorted(set(cycle) - {"quiet", "busy", *FAULTS})
+        if unknown:
+            ap.error(f"--cycle: unknown phase(s) {', '.join(unknown)} (quiet, busy, {', '.join(FAULTS)})")
+        result = run_soak(bed, a.workdir, a.minutes, a.interval, cycle, a.phase_intervals)
+    print(render(result))
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = a.out.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"command": "bench/soak.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                               **result.as_dict()}, indent=2))
+    os.replace(tmp, a.out)
+    print(f"result: {a.out}")
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The soak's scoring (bench/soak.py ``score``, pure): what counts as an expected failure, told once, recovered from,
+and a false alert."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import soak  # noqa: E402
+
+T0 = 1_800_000_000.0
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat()
+
+
+def run(run_id: str, state: str, start: float, end: float) -> dict:
+    return {"dag_run_id": run_id, "state": state, "start_date": iso(start), "end_date": iso(end)}
+
+
+PHASES = [soak.Phase("quiet", T0, T0 + 100), soak.Phase("store_unreachable", T0 + 100, T0 + 160),
+          soak.Phase("quiet", T0 + 160, T0 + 400)]
+
+
+def scored(runs, mails):
+    return soak.score(soak.Result(6.0, 20), PHASES, {"mm2_sync_archive": runs}, mails, interval=20, grace=30)
+
+
+def test_a_failure_in_a_fault_told_once_and_recovered_is_expected():
+    runs = [run("r1", "success", T0 + 10, T0 + 30), run("r2", "failed", T0 + 120, T0 + 140),
+            run("r3", "success", T0 + 200, T0 + 220)]
+    r = scored(runs, [(T0 + 141, "[mm2-failover] mm2_sync_archive run r2: archive_offset_syncs FAILED - store")])
+    assert r.ok and r.runs["mm2_sync_archive"] == {"success": 2, "failed": 1}
+    assert [f["fault"] for f in r.failed_runs] == ["store_unreachable"]
+
+
+def test_a_failure_outside_every_fault_is_unexpected_and_one_never_mailed_is_not_told():
+    runs = [run("r1", "failed", T0 + 300, T0 + 320), run("r3", "success", T0 + 330, T0 + 340)]
+    r = scored(runs, [])
+    assert not r.ok
+    assert [u["run_id"] for u in r.unexpected_failures] == ["r1"] and [n["told"] for n in r.not_told_once] == [0]
+
+
+def test_a_fault_with_no_success_after_it_is_not_recovered_from():
+    r = scored([run("r1", "success", T0 + 10, T0 + 30)], [])
+    assert [n["fault"] for n in r.not_recovered] == ["store_unreachable"] and not r.ok
+
+
+def test_an_alert_outside_the_faults_is_false_and_one_inside_is_not():
+    runs = [run("r1", "success", T0 + 200, T0 + 220)]
+    r = scored(runs, [(T0 + 150, "[mm2-failover] readiness degraded: archive failing"),
+                      (T0 + 390, "[mm2-failover] readiness degraded: lag")])
+    assert [a["subject"].rsplit(": ", 1)[1] for a in r.false_alerts] == ["lag"] and len(r.alerts) == 2
