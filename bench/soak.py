@@ -19,8 +19,8 @@ Then the DAGs are paused, their last runs waited for, and everything is scored:
 - **told once**: each failed run is mailed exactly once (one failure mail naming it);
 - **recovered**: after each fault, each DAG has a successful run that started after the fault ended - nobody did
   anything;
-- **alerts** (readiness's "degraded" mails): each must fall in a fault's widened window; any other is a *false
-  alert*, listed with its subject.
+- **alerts** (readiness's "degraded" mails, and a run's "NOT FINISHED" deadline mail): each must fall in a fault's
+  widened window; any other is a *false alert*, listed with its subject.
 
 The result (duration, intervals, phases, runs by state, failed runs with their fault, mails, alerts, unexpected
 failures, false alerts) goes to ``bench/results/soak-<time>.json`` and is printed as a table. The short form runs in
@@ -128,7 +128,7 @@ def score(result: Result, phases: list[Phase], runs: dict[str, list[dict]], mail
             if not after:
                 result.not_recovered.append({"dag_id": dag_id, "fault": p.name, "ended": p.end})
     for t, subject in mails:
-        if "readiness degraded" not in subject:
+        if "readiness degraded" not in subject and "NOT FINISHED" not in subject:  # pages: degradations, deadlines
             continue
         row = {"at": t, "subject": subject, "fault": fault_at(t, t)}
         result.alerts.append(row)
@@ -213,6 +213,25 @@ def sent_at(m) -> float:
     return time.time()
 
 
+def recovery(af, phases: list[Phase], interval: int, log) -> None:
+    """A last quiet phase, until each DAG has a successful run started after the last fault ended (bounded: 10
+    intervals and 5 minutes; past that the score says which DAG did not recover)."""
+    ends = [p.end for p in phases if p.fault]
+    if not ends:
+        return
+    p = Phase("quiet", time.time())
+    phases.append(p)
+    log(f"[soak] {time.strftime('%H:%M:%S')} phase quiet (recovery from the last fault)")
+
+    def recovered() -> bool:
+        return all(any(r["state"] == "success" and (_ts(r.get("start_date")) or 0) >= max(ends)
+                       for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]) for d in DAGS)
+
+    with contextlib.suppress(AssertionError):
+        af.wait(recovered, 10 * interval + 300, "each DAG's first success after the last fault", interval=5)
+    p.end = time.time()
+
+
 def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str, ...] = CYCLE,
              phase_intervals: float = 2.0, log=print) -> Result:
     """The soak on a started ``bed`` (its MM2 running; a Spark Connect server's connection in this process's
@@ -279,14 +298,23 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
                 received.append((sent_at(m), str(m["subject"])))
                 log(f"[soak]   mail: {m['subject']}")
             seen = len(inbox)
+        recovery(af, phases, interval, log)
+        # the runs queued until now end (the DAGs stay unpaused: Airflow's scheduler leaves a paused DAG's running
+        # runs as they are, retries and all); the ones queued after this mark are not scored
+        mark = time.time()
+
+        def queued_before_mark() -> list[dict]:
+            return [r for d in DAGS for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]
+                    if (_ts(r.get("queued_at")) or _ts(r.get("start_date")) or 0) < mark]
+
+        af.wait(lambda: all(r["state"] in ("success", "failed") for r in queued_before_mark()),
+                10 * interval + 600, "the runs queued before the end to end", interval=5)
         for dag_id in DAGS:
             af.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": True})
-        af.wait(lambda: not any(r["state"] in ("running", "queued") for d in DAGS
-                                for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]),
-                20 * interval + 600, "the last runs to end")
         for _rcpt, m in inbox[seen:]:
             received.append((sent_at(m), str(m["subject"])))
-        runs = {d: af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"] for d in DAGS}
+        runs = {d: [r for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]
+                    if (_ts(r.get("queued_at")) or _ts(r.get("start_date")) or 0) < mark] for d in DAGS}
     finally:
         traffic.close()
         af.stop()

@@ -16,10 +16,11 @@ import soak  # noqa: E402
 
 
 def test_the_scheduled_dags_run_unattended_through_quiet_busy_and_a_store_outage(bed, run_root):
-    result = soak.run_soak(bed, run_root / "soak", minutes=2.0, interval=20,
-                           cycle=("quiet", "busy", "store_unreachable", "quiet"), phase_intervals=1.5)
+    result = soak.run_soak(bed, run_root / "soak", minutes=1.5, interval=20,
+                           cycle=("quiet", "busy", "store_unreachable"), phase_intervals=1.5)
     print(soak.render(result))
-    assert [p["name"] for p in result.phases][:4] == ["quiet", "busy", "store_unreachable", "quiet"], result.phases
+    # the last quiet phase is the recovery: until each DAG succeeded after the outage
+    assert [p["name"] for p in result.phases] == ["quiet", "busy", "store_unreachable", "quiet"], result.phases
     assert not result.unexpected_failures, result.unexpected_failures
     assert not result.false_alerts, result.false_alerts
     assert not result.not_told_once, result.not_told_once

@@ -224,6 +224,10 @@ def test_the_interval_of_the_archive_and_readiness_is_set_once_by_the_environmen
         monkeypatch.setenv("MM2_FAILOVER_INTERVAL_SECONDS", "45")
         d = importlib.reload(dag_defaults)
         assert (d.INTERVAL_SECONDS, d.INTERVAL_SCHEDULE) == (45, timedelta(seconds=45))
+        # a run of a minute at a short interval is not stuck: the deadline alert never comes before 10 minutes
+        assert d.RUN_DEADLINES["mm2_sync_archive"] == d.RUN_DEADLINES["mm2_failover_readiness"] == timedelta(minutes=10)
+        monkeypatch.setenv("MM2_FAILOVER_INTERVAL_SECONDS", "900")
+        assert importlib.reload(dag_defaults).RUN_DEADLINES["mm2_sync_archive"] == timedelta(minutes=30)
         monkeypatch.setenv("MM2_FAILOVER_INTERVAL_SECONDS", "5s")
         with pytest.raises(ValueError, match="MM2_FAILOVER_INTERVAL_SECONDS='5s'"):
             importlib.reload(dag_defaults)

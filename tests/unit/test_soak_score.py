@@ -53,5 +53,7 @@ def test_a_fault_with_no_success_after_it_is_not_recovered_from():
 def test_an_alert_outside_the_faults_is_false_and_one_inside_is_not():
     runs = [run("r1", "success", T0 + 200, T0 + 220)]
     r = scored(runs, [(T0 + 150, "[mm2-failover] readiness degraded: archive failing"),
-                      (T0 + 390, "[mm2-failover] readiness degraded: lag")])
-    assert [a["subject"].rsplit(": ", 1)[1] for a in r.false_alerts] == ["lag"] and len(r.alerts) == 2
+                      (T0 + 390, "[mm2-failover] readiness degraded: lag"),
+                      (T0 + 395, "[mm2-failover] mm2_sync_archive run r1: NOT FINISHED 40 s after it was queued")])
+    assert [a["subject"].rsplit(": ", 1)[1] for a in r.false_alerts] == ["lag", "NOT FINISHED 40 s after it was queued"]
+    assert len(r.alerts) == 3
