@@ -41,6 +41,16 @@ LETS_APPLY = (APPROVED, NOT_REQUIRED)
 OUTCOMES = {AWAITING: "awaiting_approval", APPROVED: "approved", REJECTED: "rejected", TIMED_OUT: "approval_timed_out"}
 
 
+def lost_text(t: dict, num=str) -> str:
+    """Records lost to retention as what is known: a count, its upper bound where only that is known, and the
+    partitions where nothing is known (resuming at the replica's first record, its source record not found)."""
+    lost = t.get("records_lost_to_retention")
+    bound = t.get("records_lost_to_retention_upper_bound", lost)
+    text = num(lost) if lost == bound else f"{num(lost)} (at most {num(bound)})"
+    unknown = t.get("partitions_lost_to_retention_unknown") or 0
+    return text + (f" + unknown on {unknown} partition(s)" if unknown else "")
+
+
 def reread_text(t: dict, num=str) -> str:
     """The re-read figure as what it is: a count, or an estimate with what is proven of it. The proven part is an
     offset distance from the floor the offset syncs prove (issue 50 item 4): with transaction markers or aborted
@@ -190,7 +200,7 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
         "|---:|---:|---:|---:|---:|---:|---:|",
         f"| {_num(totals.get('groups'))} | {_num(totals.get('partitions'))} | {_num(totals.get('planned_commits'))} "
         f"| {_num(totals.get('skipped'))} | {_num(totals.get('clamped'))} | {reread} "
-        f"| {_num(totals.get('records_lost_to_retention'))} |",
+        f"| {lost_text(totals, _num)} |",
         "",
     ]
     if moving:

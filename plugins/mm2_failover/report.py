@@ -300,7 +300,7 @@ def build_report(
     estimates = estimate_reread([d for d, r in zip(row_dicts, plan.rows) if r.writes], source_commits)
     reread = {(e["group"], e["topic"], e["partition"]): e["reread"] for e in estimates}
     by_checkpoint = [e.get("reread_by_checkpoint") for e in estimates if e.get("reread_by_checkpoint") is not None]
-    lost_total = lost_unclamped = 0
+    lost_total = lost_unclamped = lost_unknown = 0
     for r, row in zip(plan.rows, row_dicts):
         g = per_group[r.group]
         key = (r.group, r.topic, r.partition)
@@ -320,6 +320,7 @@ def build_report(
         if r.rule == REPLICA_START:  # behind retention: lost before the replica's first record
             lost = lost_exact.get(key, 0)
             lost_unclamped += lost
+            lost_unknown += r.writes and key not in lost_exact  # that record not found on the source: not known
         else:
             lost = min(lost_exact[key], r.retention_gap) if key in lost_exact else r.retention_gap
         lost_total += lost
@@ -352,6 +353,8 @@ def build_report(
         "mismatches": len(mismatches),
         "records_lost_to_retention_upper_bound": sum(r.retention_gap for r in plan.rows) + lost_unclamped,
         "records_lost_to_retention": lost_total,
+        # partitions resuming at the replica's first record whose loss could not be counted (never shown as 0)
+        "partitions_lost_to_retention_unknown": lost_unknown,
         "records_reread_estimate": sum(rr) if rr else (0 if not reread else None),
         # every writing row's re-read counted exactly (else the estimate above is one, and this is proven from below)
         "records_reread_exact": all(e.get("exact") for e in estimates),
@@ -526,7 +529,7 @@ def render_markdown(report: Report | dict) -> str:
                                        "lag")],
                   [[t["groups"], t["groups_moved"], t.get("groups_skipped"), t["partitions"], t["committed"],
                     t["skipped"], t["clamped"], t["refused_groups"], t["mismatches"],
-                    lost if lost == bound else f"{lost} (at most {bound})", approval.reread_text(t), t["lag"]]]),
+                    approval.lost_text(t), approval.reread_text(t), t["lag"]]]),
         "",
         "Lost to retention: records the group had not read whose replicas are gone; where the source offset of the "
         "replica's first record could not be found, it is at most log start - checkpoint (the checkpoint is "

@@ -158,7 +158,7 @@ class SyncIndex:
             return Unproven(u.bracket, u.drained_tail, superseded=s)
         lo = self._sync(i - 1) if i else None
         hi = self._sync(i) if i < len(self._ups) else None
-        if lo is not None and drained is not None and self.recopied_since(i, lo):
+        if lo is not None and drained is not None and self.recopied_since(i, lo, drained[1]):
             # an earlier history's bracket or tail: a later one restarted at or before U and copied U again - the
             # arithmetic names the first copy (the group would re-read what the later history repeats), so on a
             # drained partition the later history's range is searched for the copy instead (rule 7)
@@ -172,11 +172,15 @@ class SyncIndex:
                 return Translation(lo.downstream + (upstream - lo.upstream), DRAINED_TAIL, (lo, None))
         return self.search_range(upstream, i, drained, replica_start)
 
-    def recopied_since(self, i: int, lo: Sync) -> bool:
+    def recopied_since(self, i: int, lo: Sync, replica_end: int) -> bool:
         """Whether a later MM2 history restarted at or before the position (one of ``syncs[:i]``, the syncs at or
         below it, has a higher downstream offset than ``lo``, the newest by upstream offset): it copied the position
-        again, after ``lo``'s copy."""
-        return bool(i) and self._downs[self._prefix_top[i]] > lo.downstream
+        again, after ``lo``'s copy. A sync at or past the replica's end is no history of this replica (the replica
+        topic was recreated, the archive still holds the old one's syncs): never taken for one."""
+        if not i:
+            return False
+        top = int(self._downs[self._prefix_top[i]])
+        return lo.downstream < top < replica_end
 
     def search_range(self, upstream: int, i: int, drained: tuple[int, int] | None,
                      replica_start: int | None) -> Unproven:

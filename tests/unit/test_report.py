@@ -43,7 +43,8 @@ def test_totals_and_groups_of_a_failed_run():
     assert r.totals == {
         "groups": 3, "groups_moved": 1, "groups_skipped": 1, "partitions": 5, "committed": 2, "planned_commits": 3,
         "skipped": 2, "clamped": 1, "refused_groups": 1, "mismatches": 1, "records_lost_to_retention": 2,
-        "records_lost_to_retention_upper_bound": 2, "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20),
+        "records_lost_to_retention_upper_bound": 2, "partitions_lost_to_retention_unknown": 0,
+        "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20),
         "records_reread_by_checkpoints": None, "partitions_exact": 0,
         "lag": (55 - 10) + (45 - 5) + (55 - 7) + (55 - 19),
         # MM2's checkpoints only: the re-read figure is an estimate from offsets, nothing proven from below
@@ -263,8 +264,9 @@ def test_a_replica_start_row_is_not_exact_its_re_read_is_not_claimed_and_what_re
     assert (t["partitions_exact"], t["records_reread_exact"]) == (0, False)
     assert (t["records_lost_to_retention"], t["records_lost_to_retention_upper_bound"]) == (5, 5)
     rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([row]), committed={"g": {(T, 0): 7}},
-                       log_end={(T, 0): 40}, mismatches=[])  # the record not found on the source: nothing claimed
-    assert rep.totals["records_lost_to_retention"] == 0
+                       log_end={(T, 0): 40}, mismatches=[])  # the record not found on the source: not known
+    assert rep.totals["partitions_lost_to_retention_unknown"] == 1
+    assert "0 + unknown on 1 partition(s)" in render_markdown(rep)
 
 
 def _plain_reference(v):

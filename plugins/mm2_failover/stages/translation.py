@@ -61,6 +61,20 @@ def build_index(raw: dict, tp: TP):
     return None if got is None else tr.SyncIndex.from_arrays(*got)
 
 
+def drain_checked(ctx: RunContext) -> set[tuple[str, str, int]] | None:
+    """The (alias, source topic, partition) the run's drain check passed (``drain.json``): only their end offsets
+    prove that replication finished - the proofs that need it (a drained tail, the sync floor, the replica's start,
+    a later MM2 history's range) are not given to a partition outside the check (``topics_regex`` narrower than the
+    groups' topics). None: no drain check in this run (every captured partition counts, as before)."""
+    from mm2_failover import drain as drainmod
+
+    verdict = ctx.folder.load_drain()
+    if verdict is None:
+        return None
+    ok = (drainmod.DRAINED, drainmod.PROGRESS_UNKNOWN)
+    return {(r.get("alias"), r["topic"], int(r["partition"])) for r in verdict.rows if r.get("state") in ok}
+
+
 def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str], dict]:
     """(group, replica topic, partition) -> :class:`Exact`, for every position MM2's archived offset syncs prove
     (see :mod:`mm2_failover.translate` for the rules and :mod:`mm2_failover.evidence` for what counts as proof),
@@ -107,6 +121,7 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         if (st, p) in raw.get(a, {}):
             by_part[(a, st, p)].append(((a, g, rt, p), u))
     sources = {a: ctx.source(a) for a in raw}
+    checked = drain_checked(ctx)
     outcomes: dict = {}
     chunks = prove_chunks([(k, raw[k[0]].rows(k[1:])) for k in sorted(by_part)])
     done = 0
@@ -118,7 +133,8 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
                 rt = key[2]
                 state = snap.sources[a]
                 drained = None
-                if state.reachable and state.end_offsets and (st, p) in state.end_offsets and (rt, p) in snap.replica_end:
+                if state.reachable and state.end_offsets and (st, p) in state.end_offsets and (rt, p) in snap.replica_end \
+                        and (checked is None or (a, st, p) in checked):
                     drained = (state.end_offsets[(st, p)], snap.replica_end[(rt, p)])  # captured after the drain check
                 wants.append(evidence.Want(key, a, (st, p), (rt, p), u, idx, drained, snap.replica_start.get((rt, p))))
         outcomes.update(evidence.prove(wants, sources, ctx.target))
