@@ -266,7 +266,7 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
             af.wait(lambda d=dag_id: af.api("GET", f"/api/v2/dags/{d}"), 120, f"the dag-processor to register {dag_id}")
             af.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
         log(f"[soak] scheduler up, {', '.join(DAGS)} unpaused every {interval} s ({time.time() - t_start:.0f} s)")
-        deadline = t_start + minutes * 60
+        deadline = time.time() + minutes * 60  # the phases' time, from the scheduler's start
         i = 0
         while time.time() < deadline:
             name = cycle[i % len(cycle)]

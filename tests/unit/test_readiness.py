@@ -127,7 +127,27 @@ def test_rule5_the_first_interval_tells_what_is_wrong_already():
     now = assess([row(rule="checkpoint")], [drain(state="replication behind", replicated=49)],
                  oldest={("primary.t", 0): NOW - 600_000}, findings=[{"key": "audit:primary:x", "text": "x is off"}])
     what = [d.what for d in r.degradations(None, now, interval_seconds=300, archive_stale_intervals=3)]
-    assert what == ["over_rpo", "new_finding", "archive_stale"]  # nothing was exact before: nothing fell back
+    # nothing was exact before: nothing fell back; the archive that never ran waits one interval (the test below)
+    assert what == ["over_rpo", "new_finding"]
+
+
+def test_rule5_the_archives_absence_waits_one_interval_for_the_archive_unpaused_with_it():
+    """Issue 49 item 2, found by the soak: both DAGs unpaused together (as the README says), readiness's first run
+    ended before the archive's first one and mailed "nothing archives them" - a minute later the archive had run. The
+    archive never having succeeded (and its audit finding) is told from the second interval on, if it still is."""
+    def sync():  # each interval's own findings, as each is read from its own readiness.json
+        return [{"key": "audit:primary:sync_history", "text": "audit primary sync_history: nothing archives them"}]
+
+    first = assess([row(rule="exact_sync")], [drain()], archive={"primary": None}, findings=sync())
+    assert r.degradations(None, first, interval_seconds=60, archive_stale_intervals=3) == []
+    second = assess([row(rule="exact_sync")], [drain()], archive={"primary": None}, findings=sync())
+    told = r.degradations(first, second, interval_seconds=60, archive_stale_intervals=3)
+    assert [d.what for d in told] == ["new_finding", "archive_stale"], told
+    third = assess([row(rule="exact_sync")], [drain()], archive={"primary": None}, findings=sync())
+    assert r.degradations(second, third, interval_seconds=60, archive_stale_intervals=3) == []
+    fresh = datetime.fromtimestamp((NOW - 10_000) / 1000, timezone.utc).isoformat()
+    ran = assess([row(rule="exact_sync")], [drain()], archive={"primary": fresh})  # the archive ran in time
+    assert r.degradations(first, ran, interval_seconds=60, archive_stale_intervals=3) == []
 
 
 def test_rule5_each_change_is_told_once():

@@ -225,14 +225,15 @@ def assess_readiness(ctx, *, interval_seconds: int, archive_stale_intervals: int
                      plan_rows=rows, reread=reread, drain_rows=drain_rows, oldest_unreplicated_ms=oldest,
                      checkpoint_ms=cps, archive_updated=archive, findings=findings_of(f, refusal),
                      archive_failures=failures())
+    # before it is saved: what waits for the next interval is marked on it (readiness.degradations, rule 5)
+    worse = rules.degradations(prev, r, interval_seconds=interval_seconds,
+                               archive_stale_intervals=archive_stale_intervals)
     f.save_readiness(r)
     last = history(root())[-1:]
     if not last or last[0].get("run_id") != ctx.run_id:  # a retry of this interval does not count twice
         append_history(rules.history_line(r))
     write_json(root() / LATEST, {"folder": f.dir.name, "previous_folder": prev_name, "run_id": ctx.run_id,
                                  "computed_at": r.computed_at})
-    worse = rules.degradations(prev, r, interval_seconds=interval_seconds,
-                               archive_stale_intervals=archive_stale_intervals)
     pruned = prune(root())
     log.info("readiness of %d group(s), %d partition(s): read in %.1f s, assessed in %.1f s: %s%s",
              r.summary["groups"], r.summary["partitions"], t1 - t0, time.monotonic() - t1, r.summary,
