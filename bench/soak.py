@@ -321,7 +321,7 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
         smtp.stop()
         s3.stop()
     result = Result(minutes=(time.time() - t_start) / 60, interval_s=interval)
-    return score(result, phases, runs, received, interval, grace=120.0)
+    return score(result, phases, runs, received, interval, grace=60.0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,8 @@ what that run read; every rule lives here once, tested rule by rule in ``tests/u
    setting not given), the archive DAG failing (a failed run since its last success), the archive older than
    ``archive_stale_intervals`` intervals. The first interval tells what is wrong already, except an archive that
    has never succeeded (nor failed) and its audit finding: the archive DAG is unpaused with this one and may not have
-   ended its first run; they are told from the second interval on if they stay (the soak found the false alert).
+   ended its first run; they are told once that has lasted ``archive_stale_intervals`` intervals, as a stale archive
+   is (the soak found the false alert).
    Each is said once per change: a group that stays not exact, or a finding that stays, is not told again; the
    exposure is told again only once it had come back under the objective.
 """
@@ -225,8 +226,8 @@ class Degradation:
 def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: int,
                  archive_stale_intervals: int) -> list[Degradation]:
     """Rule 5: what got worse since the previous interval (``prev``; None: the first interval, which tells what is
-    wrong already - but for the archive's absence, marked ``deferred`` on ``now`` for the next interval to tell:
-    call it before ``now`` is saved)."""
+    wrong already - but for the archive's absence, whose intervals waited are marked ``deferred`` on ``now``: call it
+    before ``now`` is saved)."""
     out: list[Degradation] = []
     was_exact = {g["group"] for g in prev.groups if g["answer"] == EXACT} if prev else set()
     fell = [g for g in now.groups if g["group"] in was_exact and g["answer"] != EXACT]
@@ -243,14 +244,22 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
                                f"{now.rpo_seconds} s if the source were lost now (records not yet replicated, the "
                                "oldest " + f"{max(over[g] for g in newly):.0f} s old): " + ", ".join(newly[:20])
                                + (" ..." if len(newly) > 20 else "")))
-    # the archive never having succeeded, at the first interval, waits one more: the archive DAG is unpaused with
-    # this one and may not have ended its first run yet (marked ``deferred``: the next interval tells it if it stays)
-    never = {a for a, x in now.archive.items() if x.get("age_seconds") is None and not x.get("failed_runs_since")}
+    # an archive that has never succeeded nor failed is told once it has been so for archive_stale_intervals
+    # intervals, as a stale one: the archive DAG is unpaused with this one and may not have ended its first run yet
+    # (the intervals waited are marked ``deferred`` on ``now``; its sync_history finding waits with it)
+    waiting = set()
+    for a, x in now.archive.items():
+        before = (prev.archive.get(a) or {}) if prev else {}
+        if x.get("age_seconds") is None and not x.get("failed_runs_since") and before.get("age_seconds") is None:
+            n = (before.get("deferred") or 0) + 1
+            if n < archive_stale_intervals:
+                x["deferred"] = n
+                waiting.add(a)
     known = {f["key"] for f in (prev.findings if prev else []) if not f.get("deferred")}
     for f in now.findings:
         if f["key"] in known or f.get("setup"):  # a setting never given is shown, not told
             continue
-        if prev is None and f["key"].endswith(":sync_history") and f["key"].split(":")[1] in never:
+        if f["key"].endswith(":sync_history") and f["key"].split(":")[1] in waiting:
             f["deferred"] = True
             continue
         out.append(Degradation("new_finding", f["text"]))
@@ -263,8 +272,7 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
     for alias, a in sorted(now.archive.items()):
         age = a.get("age_seconds")
         before = (prev.archive.get(alias) or {}).get("age_seconds") if prev else None
-        if prev is None and alias in never:
-            a["deferred"] = True
+        if alias in waiting:
             continue
         told_before = prev and (before is None or before > stale) and alias in prev.archive \
             and not prev.archive[alias].get("deferred")

@@ -131,23 +131,27 @@ def test_rule5_the_first_interval_tells_what_is_wrong_already():
     assert what == ["over_rpo", "new_finding"]
 
 
-def test_rule5_the_archives_absence_waits_one_interval_for_the_archive_unpaused_with_it():
+def test_rule5_the_archives_absence_waits_for_the_archive_unpaused_with_it():
     """Issue 49 item 2, found by the soak: both DAGs unpaused together (as the README says), readiness's first run
-    ended before the archive's first one and mailed "nothing archives them" - a minute later the archive had run. The
-    archive never having succeeded (and its audit finding) is told from the second interval on, if it still is."""
-    def sync():  # each interval's own findings, as each is read from its own readiness.json
-        return [{"key": "audit:primary:sync_history", "text": "audit primary sync_history: nothing archives them"}]
+    ended before the archive's first one and mailed "nothing archives them" - a minute later the archive had run. An
+    archive that never succeeded nor failed (and its audit finding) is told once that has lasted
+    archive_stale_intervals intervals, as a stale archive is, and then not again."""
+    def interval():  # each interval's own findings, as each is read from its own readiness.json
+        return assess([row(rule="exact_sync")], [drain()], archive={"primary": None}, findings=[
+            {"key": "audit:primary:sync_history", "text": "audit primary sync_history: nothing archives them"}])
 
-    first = assess([row(rule="exact_sync")], [drain()], archive={"primary": None}, findings=sync())
+    first, second, third, fourth = interval(), interval(), interval(), interval()
     assert r.degradations(None, first, interval_seconds=60, archive_stale_intervals=3) == []
-    second = assess([row(rule="exact_sync")], [drain()], archive={"primary": None}, findings=sync())
-    told = r.degradations(first, second, interval_seconds=60, archive_stale_intervals=3)
+    assert r.degradations(first, second, interval_seconds=60, archive_stale_intervals=3) == []
+    told = r.degradations(second, third, interval_seconds=60, archive_stale_intervals=3)
     assert [d.what for d in told] == ["new_finding", "archive_stale"], told
-    third = assess([row(rule="exact_sync")], [drain()], archive={"primary": None}, findings=sync())
-    assert r.degradations(second, third, interval_seconds=60, archive_stale_intervals=3) == []
+    assert r.degradations(third, fourth, interval_seconds=60, archive_stale_intervals=3) == []
     fresh = datetime.fromtimestamp((NOW - 10_000) / 1000, timezone.utc).isoformat()
     ran = assess([row(rule="exact_sync")], [drain()], archive={"primary": fresh})  # the archive ran in time
-    assert r.degradations(first, ran, interval_seconds=60, archive_stale_intervals=3) == []
+    assert r.degradations(second, ran, interval_seconds=60, archive_stale_intervals=3) == []
+    # told at once where the readiness check is set to count one interval
+    assert [d.what for d in r.degradations(None, interval(), interval_seconds=60, archive_stale_intervals=1)] == [
+        "new_finding", "archive_stale"]
 
 
 def test_rule5_each_change_is_told_once():
