@@ -62,17 +62,16 @@ def build_index(raw: dict, tp: TP):
 
 
 def drain_checked(ctx: RunContext) -> set[tuple[str, str, int]] | None:
-    """The (alias, source topic, partition) the run's drain check passed (``drain.json``): only their end offsets
-    prove that replication finished - the proofs that need it (a drained tail, the sync floor, the replica's start,
-    a later MM2 history's range) are not given to a partition outside the check (``topics_regex`` narrower than the
-    groups' topics). None: no drain check in this run (every captured partition counts, as before)."""
-    from mm2_failover import drain as drainmod
-
+    """The (alias, source topic, partition) the run's drain check observed (``drain.json``): only their end offsets
+    count as the ends of a finished replication - the proofs that need it (a drained tail, the sync floor, the
+    replica's start, a later MM2 history's range) are not given to a partition the check never looked at
+    (``topics_regex`` narrower than the groups' topics). A failover's check passed every partition it observed (its
+    gate); readiness and the drill observe without waiting, and take the captured ends as a failover's would be once
+    drained (what it would do now). None: no drain check in this run (every captured partition counts, as before)."""
     verdict = ctx.folder.load_drain()
     if verdict is None:
         return None
-    ok = (drainmod.DRAINED, drainmod.PROGRESS_UNKNOWN)
-    return {(r.get("alias"), r["topic"], int(r["partition"])) for r in verdict.rows if r.get("state") in ok}
+    return {(r.get("alias"), r["topic"], int(r["partition"])) for r in verdict.rows}
 
 
 def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str], dict]:
