@@ -18,7 +18,8 @@ what that run read; every rule lives here once, tested rule by rule in ``tests/u
    this check's, append to the archive too, so its newest append says nothing about the archive DAG), with the
    archive DAG's runs that failed since (recorded by its failure notifier: a run whose state refresh failed after
    its archive task succeeded is a failed run), and each group's newest checkpoint's, at compute time.
-5. **Degrading** (what is told, against the previous interval): a group that was exact and no longer is, exposure
+5. **Degrading** (what is told, against the previous interval): a group that was exact and no longer is (not while
+   records of it are not replicated yet: that is its exposure; told once it has caught up and is still not), exposure
    above ``rpo_seconds``, an audit finding that is new (by its alias and rule: its numbers may change; never a
    setting not given), the archive DAG failing (a failed run since its last success), the archive older than
    ``archive_stale_intervals`` intervals. The first interval tells what is wrong already, except an archive that
@@ -40,7 +41,7 @@ from mm2_failover.translate import is_exact
 EXACT, FLOOR, CHECKPOINT, NONE = "exact", "floor", "checkpoint", "none"
 KINDS = (EXACT, FLOOR, CHECKPOINT, NONE)
 GROUP_COLUMNS = ("group", "answer", "partitions", *KINDS, "rules", "reread", "reread_unknown", "not_replicated",
-                 "exposure_seconds", "exposure_unknown", "checkpoint_age_seconds")
+                 "exposure_seconds", "exposure_unknown", "checkpoint_age_seconds", "exact_before_lag")
 PARTITION_COLUMNS = ("group", "topic", "partition", "kind", "rule", "reason", "planned", "reread", "not_replicated",
                      "exposure_seconds", "checkpoint_age_seconds")
 
@@ -146,7 +147,8 @@ def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[di
                       "exposure_seconds": secs, "checkpoint_age_seconds": cp_age})
         g = groups.setdefault(key[0], {"group": key[0], "partitions": 0, **{k: 0 for k in KINDS}, "reread": 0,
                                        "reread_unknown": 0, "not_replicated": 0, "exposure_seconds": None,
-                                       "exposure_unknown": 0, "checkpoint_age_seconds": None, "rules": {}})
+                                       "exposure_unknown": 0, "checkpoint_age_seconds": None, "rules": {},
+                                       "exact_before_lag": False})
         g["partitions"] += 1
         g[kind] += 1
         if kind != NONE:
@@ -229,8 +231,17 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
     wrong already - but for the archive's absence, whose intervals waited are marked ``deferred`` on ``now``: call it
     before ``now`` is saved)."""
     out: list[Degradation] = []
-    was_exact = {g["group"] for g in prev.groups if g["answer"] == EXACT} if prev else set()
-    fell = [g for g in now.groups if g["group"] in was_exact and g["answer"] != EXACT]
+    # a group not exact while records of it are not replicated yet has not fallen back: nothing can prove where it
+    # resumes before its records are copied, and a failover waits for them (its exposure is told, by rpo_seconds);
+    # it carries "was exact" to the interval where it has caught up (``exact_before_lag``)
+    was_exact = {g["group"] for g in prev.groups if g["answer"] == EXACT or g.get("exact_before_lag")} if prev else set()
+    fell = []
+    for g in now.groups:
+        if g["group"] in was_exact and g["answer"] != EXACT:
+            if g.get("not_replicated"):
+                g["exact_before_lag"] = True
+            else:
+                fell.append(g)
     if fell:
         out.append(Degradation("fell_back", f"{len(fell)} group(s) no longer provable exactly: " + ", ".join(
             f"{g['group']} ({g['answer']})" for g in fell[:20]) + (" ..." if len(fell) > 20 else "")))

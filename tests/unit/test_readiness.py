@@ -154,21 +154,45 @@ def test_rule5_the_archives_absence_waits_for_the_archive_unpaused_with_it():
         "new_finding", "archive_stale"]
 
 
+def test_rule5_a_group_not_exact_while_its_records_are_still_being_copied_has_not_fallen_back():
+    """Issue 49 item 2, found by the long soak: at its first busy interval readiness mailed "soak-app no longer
+    provable exactly (checkpoint)" - the group's newest records were not on the replica yet, so nothing could prove
+    where it would resume; a failover waits for the drain first. A group not exact while records of it are not
+    replicated is not told (its exposure is, by rpo_seconds); once caught up and still not exact, it is."""
+    fresh = datetime.fromtimestamp((NOW - 10_000) / 1000, timezone.utc).isoformat()
+
+    def interval(rule, replicated):
+        return assess([row(rule=rule)], [drain(replicated=replicated, state="drained" if replicated == 99 else
+                                               "replication behind")], archive={"primary": fresh},
+                      oldest={("primary.t", 0): NOW - 1_000})
+
+    exact, busy, busy_again, caught_up = (interval("exact_sync", 99), interval("checkpoint", 60),
+                                          interval("checkpoint", 70), interval("checkpoint", 99))
+    assert busy.groups[0]["not_replicated"] > 0
+    assert r.degradations(exact, busy, interval_seconds=60, archive_stale_intervals=3) == []
+    assert r.degradations(busy, busy_again, interval_seconds=60, archive_stale_intervals=3) == []
+    told = r.degradations(busy_again, caught_up, interval_seconds=60, archive_stale_intervals=3)
+    assert [d.what for d in told] == ["fell_back"], told
+    # exact again while busy: nothing carried over
+    assert r.degradations(busy, interval("exact_sync", 60), interval_seconds=60, archive_stale_intervals=3) == []
+
+
 def test_rule5_each_change_is_told_once():
     fresh = datetime.fromtimestamp((NOW - 10_000) / 1000, timezone.utc).isoformat()
     good = assess([row(rule="exact_sync")], [drain()], archive={"primary": fresh})
     bad = assess([row(rule="checkpoint")], [drain(state="replication behind", replicated=49)],
                  oldest={("primary.t", 0): NOW - 600_000}, findings=[{"key": "audit:primary:x", "text": "x 1"}])
     worse = r.degradations(good, bad, interval_seconds=300, archive_stale_intervals=3)
-    assert [d.what for d in worse] == ["fell_back", "over_rpo", "new_finding", "archive_stale"]
-    assert "g (checkpoint)" in worse[0].text and "600 s old" in worse[1].text
+    # not "fell back" while its records are not replicated (the test above): its exposure is what is told
+    assert [d.what for d in worse] == ["over_rpo", "new_finding", "archive_stale"]
+    assert "600 s old" in worse[0].text
     # the same state again (the finding's numbers changed: the same key): nothing new to tell
     again = assess([row(rule="checkpoint")], [drain(state="replication behind", replicated=49)],
                    oldest={("primary.t", 0): NOW - 900_000}, findings=[{"key": "audit:primary:x", "text": "x 2"}])
     assert r.degradations(bad, again, interval_seconds=300, archive_stale_intervals=3) == []
     # back to good, then bad again: told again
     assert r.degradations(again, good, interval_seconds=300, archive_stale_intervals=3) == []
-    assert len(r.degradations(good, bad, interval_seconds=300, archive_stale_intervals=3)) == 4
+    assert len(r.degradations(good, bad, interval_seconds=300, archive_stale_intervals=3)) == 3
 
 
 @settings(max_examples=200, deadline=None)
