@@ -164,6 +164,7 @@ class Traffic:
     def __init__(self, bootstrap: str, topic: str, group: str, rate: float = 40.0):
         self.bootstrap, self.topic, self.group, self.rate = bootstrap, topic, group, rate
         self.busy = threading.Event()
+        self.hold = threading.Event()  # the consumer closed while set (a broker restart)
         self.stop = threading.Event()
         self.produced = 0
         self.threads = [threading.Thread(target=f, daemon=True, name=f"soak-{f.__name__}")
@@ -195,13 +196,40 @@ class Traffic:
     def _consume(self) -> None:
         from confluent_kafka import Consumer
 
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "auto.offset.reset": "earliest",
-                      "enable.auto.commit": True, "auto.commit.interval.ms": 1000, "log_level": 0})
-        c.subscribe([self.topic])
+        conf = {"bootstrap.servers": self.bootstrap, "group.id": self.group, "auto.offset.reset": "earliest",
+                "enable.auto.commit": True, "auto.commit.interval.ms": 1000, "log_level": 0}
+        c = None
         while not self.stop.is_set():
+            if self.hold.is_set():
+                if c is not None:
+                    with contextlib.suppress(Exception):
+                        c.close()
+                    c = None
+                time.sleep(0.5)
+                continue
+            if c is None:
+                c = Consumer(conf)
+                c.subscribe([self.topic])
             c.poll(0.5)
-        with contextlib.suppress(Exception):
-            c.close()
+        if c is not None:
+            with contextlib.suppress(Exception):
+                c.close()
+
+
+def restart_source(bed, log, tries: int = 5) -> None:
+    """The source broker back on its port; a port still held (by a client's self-connection, or TIME_WAIT) is waited
+    out a few times (the soak's first hour lost its source this way: "Address already in use")."""
+    from testbed.bed import BedError
+
+    for i in range(tries):
+        try:
+            bed.restart_source()
+            return
+        except BedError as e:
+            if i == tries - 1:
+                raise
+            log(f"[soak]   the source broker did not start again ({str(e).splitlines()[0][:120]}): again in 10 s")
+            time.sleep(10)
 
 
 def sent_at(m) -> float:
@@ -284,9 +312,11 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
                 time.sleep(interval)
                 bed.start_mm2()
             elif name == "broker_restarted":
-                bed.stop_source()
+                traffic.hold.set()  # the consumer lets go: a client reconnecting to a port with no listener can
+                bed.stop_source()   # connect to itself (TCP simultaneous open) and hold the broker's port
                 time.sleep(interval)
-                bed.restart_source()
+                restart_source(bed, log)
+                traffic.hold.clear()
             elif name == "store_unreachable":
                 s3.stop()
                 time.sleep(1.5 * interval)
