@@ -203,17 +203,18 @@ class DrainVerdict:
     topics: list[str] = field(default_factory=list)
     rpo: dict | None = None  # disaster mode only
     disaster_aliases: list[str] = field(default_factory=list)
+    observed_ms: int | None = None  # when the (second) observation was made
 
     def as_dict(self) -> dict:
         return {"drained": self.drained, "disaster": self.disaster, "rows": self.rows, "notes": self.notes,
                 "groups": self.groups, "topics": self.topics, "rpo": self.rpo,
-                "disaster_aliases": self.disaster_aliases}
+                "disaster_aliases": self.disaster_aliases, "observed_ms": self.observed_ms}
 
     @classmethod
     def from_dict(cls, d: dict) -> "DrainVerdict":
         """``drain.json`` back (every field required: a file of another version is refused, not half-read)."""
         return cls(bool(d["drained"]), bool(d["disaster"]), list(d["rows"]), list(d["notes"]), list(d["groups"]),
-                   list(d["topics"]), d["rpo"], list(d["disaster_aliases"]))
+                   list(d["topics"]), d["rpo"], list(d["disaster_aliases"]), d.get("observed_ms"))
 
     def not_drained(self) -> list[dict]:
         return [r for r in self.rows if r["state"] not in (DRAINED, PROGRESS_UNKNOWN, HOME)]

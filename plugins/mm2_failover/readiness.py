@@ -123,17 +123,21 @@ class Readiness:
 def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[dict], reread: Iterable[dict],
            drain_rows: Iterable[dict], oldest_unreplicated_ms: dict[tuple[str, int], int],
            checkpoint_ms: dict[tuple[str, str, int], int], archive_updated: dict[str, str | None],
-           findings: Iterable[dict], archive_failures: Iterable[dict] = ()) -> Readiness:
+           findings: Iterable[dict], archive_failures: Iterable[dict] = (),
+           drain_observed_ms: int | None = None) -> Readiness:
     """Rules 1-4 over one interval's reads, in one pass over the rows. ``drain_rows``: the drain observation's rows
     (replica topic, partition, ...); ``oldest_unreplicated_ms``: (replica topic, partition) -> the timestamp of the
     oldest record not yet replicated, where read; ``checkpoint_ms``: (group, replica topic, partition) -> its newest
-    checkpoint's record timestamp."""
+    checkpoint's record timestamp; ``drain_observed_ms``: when the drain observation was made - the exposure is the
+    oldest record's age then (an interval assessed minutes later, after retries, must not age records MM2 copied
+    a second after the observation); None: ``now_ms``."""
     rr = {(e["group"], e["topic"], int(e["partition"])): e.get("reread") for e in reread}
     exposure: dict[tuple[str, int], tuple[int | None, float | None]] = {}
     for d in drain_rows:
         n = not_replicated(d)
         key = (d.get("replica_topic"), int(d["partition"]))
-        exposure[key] = (n, exposure_seconds(n, oldest_unreplicated_ms.get(key), now_ms))
+        exposure[key] = (n, exposure_seconds(n, oldest_unreplicated_ms.get(key),
+                                             now_ms if drain_observed_ms is None else drain_observed_ms))
     parts, groups = [], {}
     for r in plan_rows:
         key = (r["group"], r["topic"], int(r["partition"]))

@@ -104,6 +104,17 @@ def test_rule3_a_partition_without_an_observation_is_unknown_not_zero():
     assert a.summary["groups_exposure_unknown"] == 1 and a.summary["worst_exposure_seconds"] is None
 
 
+def test_rule3_the_exposure_is_the_oldest_records_age_when_the_lag_was_observed_not_when_assessed():
+    """Found by the long soak: an interval whose drain observation was made during a busy phase was assessed 2.5
+    minutes later (its tasks retried through an object-store outage): 20 records behind, their oldest 151.6 s old
+    "now" - while they were 2 s old when observed, and copied a second later. The age is taken at the observation."""
+    a = r.assess(run_id="run", now_ms=NOW, rpo_seconds=60, plan_rows=[row()], reread=[],
+                 drain_rows=[drain(state="replication behind", replicated=79)],
+                 oldest_unreplicated_ms={("primary.t", 0): NOW - 152_000}, checkpoint_ms={},
+                 archive_updated={"primary": None}, findings=[], drain_observed_ms=NOW - 150_000)
+    assert a.groups[0]["exposure_seconds"] == 2.0 and a.summary["groups_over_rpo"] == 0
+
+
 # ------------------------------------------------------------------------------------------ 4. ages
 
 

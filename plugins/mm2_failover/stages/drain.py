@@ -154,6 +154,7 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
             hb = max(last_record_ms(target, target.offsets(target.partitions(["heartbeats"]))).values(), default=None)
         v.rpo = drainmod.rpo_estimate([o for o in obs if o.alias in lost], int(time.time() * 1000), hb)
     v.groups, v.topics = groups, topics
+    v.observed_ms = int(time.time() * 1000)
     return v
 
 

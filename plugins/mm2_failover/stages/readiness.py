@@ -223,6 +223,7 @@ def assess_readiness(ctx, *, interval_seconds: int, archive_stale_intervals: int
     prev, prev_name = previous(f.dir.name)
     r = rules.assess(run_id=ctx.run_id, now_ms=int(time.time() * 1000), rpo_seconds=ctx.params.rpo_seconds,
                      plan_rows=rows, reread=reread, drain_rows=drain_rows, oldest_unreplicated_ms=oldest,
+                     drain_observed_ms=drained.observed_ms if drained else None,
                      checkpoint_ms=cps, archive_updated=archive, findings=findings_of(f, refusal),
                      archive_failures=failures())
     # before it is saved: what waits for the next interval is marked on it (readiness.degradations, rule 5)
