@@ -482,8 +482,9 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
         found, first = _lookup(c, read, s_reads)
         ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first)
     else:  # E7: the later copy of a superseded sync's record, by the first copy's content
-        first = t_reads.get(c.first_copy_read) if c.first_copy_read is not None else None
-        rec = first.at(t.superseded.downstream) if t.superseded is not None and is_evidence(first) else None
+        first_read = t_reads.get(c.first_copy_read) if c.first_copy_read is not None else None
+        rec = first_read.at(t.superseded.downstream) if t.superseded is not None and is_evidence(first_read) \
+            else None
         found, first = None, False
         if rec is not None and is_evidence(read):
             cands = candidates(read, t.bracket[0].downstream, _top(t, w), rec.content)
@@ -491,15 +492,14 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
             first = fell_back(cands, found, [])
         ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first)
     answer = tr.decide(ev)
-    at_least = None
-    if answer is None or answer[1] in (tr.SUPERSEDED_SYNC, tr.FIRST_COPY):  # re-reads counted from below
-        at_least = w.index.copy_at_least(translated, w.drained)
+    floor = w.index.copy_at_least(translated, w.drained)  # None: not drained, or no sync at or below
+    # where the answer is not exact, its re-reads are counted from below
+    at_least = floor if answer is None or answer[1] in (tr.SUPERSEDED_SYNC, tr.FIRST_COPY) else None
+    below_every_sync = floor is None and w.drained is not None and translated < w.drained[0]
     why = nxt.why
     if c.target_read is not None and not is_evidence(read):
         why = (why + "; " if why else "") + f"the evidence range on the target was not read whole ({read.status}" \
             f"{': ' + read.why if read.why else ''})" if read is not None else why
-    below_every_sync = at_least is None and w.drained is not None and w.index.copy_at_least(translated, w.drained) \
-        is None and translated < w.drained[0]
     return Outcome(answer, ev, translated, c.source_start, at_least, why,
                    w.replica_start if below_every_sync else None)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
 from mm2_failover import approval
-from mm2_failover.translate import REPLICA_START, is_exact
+from mm2_failover.translate import FIRST_COPY, REPLICA_START, SUPERSEDED_SYNC, is_exact
 from mm2_failover.plan import (
     CHECKPOINT_AHEAD_OF_SOURCE,
     CLAMP,
@@ -115,11 +115,11 @@ class Report:
 
 
 _FLOOR_NOTES = {
-    "superseded_sync": "first copy of a record MM2 copied again later: re-reads what lies between (this many offsets "
+    SUPERSEDED_SYNC: "first copy of a record MM2 copied again later: re-reads what lies between (this many offsets "
                        "at least: an offset distance, markers and aborted copies included)",
-    "first_copy": "the first of several copies of the group's next record, no later one anchored: may re-read what lies "
+    FIRST_COPY: "the first of several copies of the group's next record, no later one anchored: may re-read what lies "
                   "between (counted from the floor the offset syncs prove, in offsets)",
-    "replica_start": "at the replica's first record (no offset sync at or below the group's position): re-reads what "
+    REPLICA_START: "at the replica's first record (no offset sync at or below the group's position): re-reads what "
                      "the replica holds before it (not counted); what retention took before it is counted as lost",
 }
 
@@ -178,7 +178,8 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
         guess = max(0, commit - planned) if aligned else None
         note = "" if aligned else "replica offsets differ from the source's: not estimated"
         if at_least is not None and (guess is None or guess < at_least):
-            guess, note = at_least, "this many offsets from the floor the offset syncs prove (an offset distance): the checkpoint's offsets undercount"
+            guess, note = at_least, ("this many offsets from the floor the offset syncs prove (an offset distance): "
+                                     "the checkpoint's offsets undercount")
         out.append({
             "group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
             "source_committed": src, "checkpoint_upstream": up, "planned": planned,
@@ -521,8 +522,6 @@ def render_markdown(report: Report | dict) -> str:
                   f"offset syncs prove (estimated re-read {t.get('records_reread_estimate')}; MM2's checkpoints alone: "
                   f"{t['records_reread_by_checkpoints']} offsets further back - an offset distance: transaction "
                   "markers and aborted copies in it are not records a read_committed consumer reads).", ""]
-    lost = t["records_lost_to_retention"]
-    bound = t.get("records_lost_to_retention_upper_bound", lost)
     lines += [
         *md_table([(c, "r") for c in ("groups", "moved", "skipped", "partitions", "committed", "skipped partitions",
                                        "clamped", "refused groups", "mismatches", "lost to retention", "est. re-read",
