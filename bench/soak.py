@@ -12,7 +12,10 @@ SMTP server. A consumer group reads a topic on the source the whole time; the ph
 - ``broker_restarted``: the source broker stopped for an interval, then started again (a fault);
 - ``store_unreachable``: the object store stopped for 1.5 intervals, then started again on its port (a fault).
 
-Then the DAGs are paused, their last runs waited for, and everything is scored:
+Then the runs queued until then are waited for, and - the truth at the end (:func:`final_failover`) - traffic stops,
+the next readiness run that sees every record replicated is what readiness said, and a failover of the soak's group
+runs: each partition's committed offset, re-read and loss are scored record by record against the source and
+compared with what readiness said (:func:`said_vs_truth`). Then the DAGs are paused and everything is scored:
 
 - **failed runs**: each must overlap a fault (its window widened by an interval and a grace for the run already
   going); any other is *unexpected*;
@@ -20,7 +23,9 @@ Then the DAGs are paused, their last runs waited for, and everything is scored:
 - **recovered**: after each fault, each DAG has a successful run that started after the fault ended - nobody did
   anything;
 - **alerts** (readiness's "degraded" mails, and a run's "NOT FINISHED" deadline mail): each must fall in a fault's
-  widened window; any other is a *false alert*, listed with its subject.
+  widened window; any other is a *false alert*, listed with its subject;
+- **readiness against the truth**: the failover committed the offsets readiness said, lost no record, and re-read
+  what readiness said wherever it said "exact".
 
 The result (duration, intervals, phases, runs by state, failed runs with their fault, mails, alerts, unexpected
 failures, false alerts) goes to ``bench/results/soak-<time>.json`` and is printed as a table. The short form runs in
@@ -74,11 +79,14 @@ class Result:
     alerts: list[dict] = field(default_factory=list)
     false_alerts: list[dict] = field(default_factory=list)
     mails: int = 0
+    # the truth at the end: readiness's last answer against a failover run, scored record by record (None: not run)
+    final: dict | None = None
 
     @property
     def ok(self) -> bool:
         return not (self.unexpected_failures or self.false_alerts or self.not_told_once or self.not_recovered) \
-            and all(v.get("success", 0) for v in self.runs.values())
+            and all(v.get("success", 0) for v in self.runs.values()) \
+            and (self.final is None or (self.final.get("ran") and not self.final.get("wrong")))
 
     def as_dict(self) -> dict:
         return {**asdict(self), "ok": self.ok}
@@ -137,6 +145,52 @@ def score(result: Result, phases: list[Phase], runs: dict[str, list[dict]], mail
     return result
 
 
+def truth_of(records: list[tuple[int, bytes]]):
+    """What one source partition holds, as the drill's scorer wants it: payload -> its offset, and every offset of a
+    payload written more than once (a producer's retry twin across a broker restart)."""
+    from testbed.exact_drill import Truth
+
+    at: dict[bytes, list[int]] = {}
+    for o, v in records:
+        at.setdefault(v, []).append(o)
+    return Truth(offsets={v: os_[0] for v, os_ in at.items()},
+                 twins={v: tuple(os_) for v, os_ in at.items() if len(os_) > 1})
+
+
+def said_vs_truth(said: list[dict], committed: dict[int, int], positions: dict[int, int],
+                  copies: dict[int, list[tuple[int, bytes]]], truth: dict[int, object]) -> dict:
+    """Readiness's last answer for the group (its partition rows: ``partition``, ``kind``, ``planned``, ``reread``,
+    ``not_replicated``) against what the failover that followed did (``committed``: partition -> the group's offset
+    on the target) and the records (``positions``: the group's source offsets; ``copies``: the replica's records;
+    ``truth``: :func:`truth_of` each source partition). A row is wrong when the failover committed another offset
+    than readiness said, lost a record, or re-read other than readiness's figure where readiness called it exact;
+    a row not exact must carry a figure (an estimate) and is shown beside the truth."""
+    from testbed.exact_drill import score
+
+    rows, wrong = [], []
+    for r in sorted(said, key=lambda r: r["partition"]):
+        p = int(r["partition"])
+        got = committed.get(p)
+        row = {"partition": p, "kind": r.get("kind"), "said_planned": r.get("planned"), "committed": got,
+               "said_reread": r.get("reread"), "said_not_replicated": r.get("not_replicated"), "position": positions.get(p)}
+        if got is not None and p in positions:
+            s = score(got, positions[p], copies.get(p, []), truth[p])
+            row.update(lost=s.lost, re_read=s.re_read, phantom=s.phantom)
+        rows.append(row)
+        why = []
+        if got != r.get("planned"):
+            why.append(f"readiness said offset {r.get('planned')}, the failover committed {got}")
+        if row.get("lost"):
+            why.append(f"{row['lost']} record(s) lost")
+        if r.get("kind") == "exact" and row.get("re_read") != r.get("reread"):
+            why.append(f"called exact with re-read {r.get('reread')}, re-read {row.get('re_read')}")
+        if r.get("kind") not in ("exact", "none") and r.get("reread") is None:
+            why.append("not exact and no re-read figure")
+        if why:
+            wrong.append({"partition": p, "why": "; ".join(why)})
+    return {"ran": True, "partitions": rows, "wrong": wrong}
+
+
 def render(r: Result) -> str:
     lines = [f"soak: {r.minutes:.1f} min, every {r.interval_s} s; phases: "
              + ", ".join(p["name"] for p in r.phases),
@@ -151,6 +205,15 @@ def render(r: Result) -> str:
     lines += [f"  false alert: {a['subject']}" for a in r.false_alerts]
     lines += [f"  not recovered: {n['dag_id']} after {n['fault']}" for n in r.not_recovered]
     lines += [f"  told {n['told']} times: {n['dag_id']} {n['run_id']}" for n in r.not_told_once]
+    if r.final is not None:
+        f = r.final
+        lines.append(f"the truth at the end: {f.get('why') or ''}readiness {f.get('readiness_run')} against failover "
+                     f"{f.get('failover_run')} ({f.get('failover_state')}): {len(f.get('wrong') or [])} wrong")
+        lines += ["| partition | readiness said | committed | said re-read | re-read | lost | phantom |",
+                  "|---:|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {x['partition']} | {x['kind']} {x['said_planned']} | {x['committed']} | {x['said_reread']} | "
+                  f"{x.get('re_read')} | {x.get('lost')} | {x.get('phantom')} |" for x in f.get("partitions", [])]
+        lines += [f"  wrong: partition {w['partition']}: {w['why']}" for w in f.get("wrong", [])]
     return "\n".join(lines)
 
 
@@ -260,8 +323,71 @@ def recovery(af, phases: list[Phase], interval: int, log) -> None:
     p.end = time.time()
 
 
+def final_failover(bed, af, topic: str, group: str, traffic: Traffic, interval: int, log, store_env: dict) -> dict:
+    """The truth at the end: traffic stops (the group commits and leaves), the next readiness run that sees every
+    record replicated is what readiness said just before; a failover of the group then runs (no approval), and its
+    committed offsets are scored record by record against the source (:func:`said_vs_truth`). ``store_env``: the
+    object store's credentials, to read readiness's answer where the DAGs wrote it."""
+    from unittest import mock
+
+    from mm2_failover.runfolder import RunFolder
+
+    traffic.close()
+    src, tgt = bed.client("source"), bed.client("target")
+    replica = f"{bed.source_alias}.{topic}"
+    stopped = time.time()
+    log(f"[soak] {time.strftime('%H:%M:%S')} the truth at the end: traffic stopped, waiting for readiness to see "
+        "every record replicated")
+    said: dict = {}
+
+    def readiness_caught_up() -> bool:
+        runs = af.api("GET", "/api/v2/dags/mm2_failover_readiness/dagRuns?limit=1000&order_by=-start_date")["dag_runs"]
+        for r in runs:
+            if r["state"] != "success" or (_ts(r.get("start_date")) or 0) < stopped:
+                continue
+            with mock.patch.dict(os.environ, store_env):
+                rd = RunFolder(af.artifacts / "mm2_failover_readiness" / safe(r["dag_run_id"])).load_readiness()
+            mine = [x for x in rd.partitions if x["group"] == group and x["topic"] == replica]
+            if mine and all(x.get("not_replicated") == 0 for x in mine):
+                said.update(run_id=r["dag_run_id"], rows=mine)
+                return True
+        return False
+
+    af.wait(readiness_caught_up, 10 * interval + 600, "a readiness run that saw every record replicated", interval=5)
+    run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
+                 {"logical_date": None, "conf": {"groups_regex": f"^{group}$", "require_approval": False,
+                                                  "drain_quiet_seconds": 1}})
+    run_id = run["dag_run_id"]
+    log(f"[soak]   readiness {said['run_id']} said {[(x['partition'], x['kind'], x['planned']) for x in said['rows']]};"
+        f" failover {run_id} triggered")
+    af.wait(lambda: af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{run_id}")["state"] in ("success", "failed"),
+            1200, "the final failover to end", interval=5)
+    state = af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{run_id}")["state"]
+    tps = sorted(src.partitions([topic]))
+    ends = src.offsets(tps)
+    source = {tp: [(r.offset, r.value) for r in recs] for tp, recs in src.records({tp: (0, e) for tp, e in ends.items()},
+                                                                                  timeout=120).items()}
+    rtps = [(replica, p) for _t, p in tps]
+    copies = {tp[1]: [(r.offset, r.value) for r in recs]
+              for tp, recs in tgt.records({tp: (0, e) for tp, e in tgt.offsets(rtps).items()}, timeout=120).items()}
+    positions = {p: o for (t, p), o in src.committed(group).items() if t == topic}
+    committed = {p: o for (t, p), o in tgt.committed(group).items() if t == replica}
+    out = said_vs_truth(said["rows"], committed, positions, copies, {p: truth_of(source[(topic, p)]) for _t, p in tps})
+    out.update(readiness_run=said["run_id"], failover_run=run_id, failover_state=state)
+    if state != "success":
+        out["wrong"].append({"partition": -1, "why": f"the failover run ended {state}"})
+    return out
+
+
+def safe(run_id: str) -> str:
+    """A run id as its folder is named (config.run_dir)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", run_id)
+
+
 def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str, ...] = CYCLE,
-             phase_intervals: float = 2.0, log=print) -> Result:
+             phase_intervals: float = 2.0, log=print, truth_at_end: bool = True) -> Result:
     """The soak on a started ``bed`` (its MM2 running; a Spark Connect server's connection in this process's
     environment as ``AIRFLOW_CONN_SPARK_CONNECT_DEFAULT``, or Spark's local route), in ``workdir``."""
     from mm2_failover import store
@@ -274,6 +400,7 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
     smtp, inbox = smtp_server()
     af = AirflowStack(workdir / "airflow", store.as_path(s3.url("artifacts")),
                       extra_env={"MM2_FAILOVER_INTERVAL_SECONDS": str(interval), **s3.env,
+                                 "MM2_FAILOVER_LOCK": "kafka",  # the final failover's writer lock (an object store)
                                  "MM2_FAILOVER_NOTIFY_EMAIL": "oncall@example.com",
                                  "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port)})
     topic, group = "soak-orders", "soak-app"
@@ -339,18 +466,24 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
 
         af.wait(lambda: all(r["state"] in ("success", "failed") for r in queued_before_mark()),
                 10 * interval + 600, "the runs queued before the end to end", interval=5)
-        for dag_id in DAGS:
-            af.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": True})
         for _rcpt, m in inbox[seen:]:
             received.append((sent_at(m), str(m["subject"])))
         runs = {d: [r for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]
                     if (_ts(r.get("queued_at")) or _ts(r.get("start_date")) or 0) < mark] for d in DAGS}
+        final = None
+        if truth_at_end:
+            try:
+                final = final_failover(bed, af, topic, group, traffic, interval, log, s3.env)
+            except Exception as e:  # the soak's own result stands; the end's check says why it did not run
+                final = {"ran": False, "why": f"{type(e).__name__}: {e} - ", "wrong": [{"partition": -1, "why": str(e)}]}
+        for dag_id in DAGS:
+            af.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": True})
     finally:
         traffic.close()
         af.stop()
         smtp.stop()
         s3.stop()
-    result = Result(minutes=(time.time() - t_start) / 60, interval_s=interval)
+    result = Result(minutes=(time.time() - t_start) / 60, interval_s=interval, final=final)
     return score(result, phases, runs, received, interval, grace=60.0)
 
 

@@ -40,7 +40,9 @@ E7. **A superseded sync** (translate rule 1, copied again by a later MM2 history
     anchor a later one). With the source lost neither is proven: MM2 may have died while re-copying, before the later
     history re-reached where the earlier one had got, and records past that then have their only copies before the
     later copy of ``U`` - MM2's own checkpoint skips them as well (the property test holds lost sources to that bar:
-    never lose a record MM2's checkpoint keeps).
+    never lose a record MM2's checkpoint keeps). The same holds for an earlier history's gap-free bracket or tail
+    where the later copy is not searched (the source lost, or replication not finished): the answer is that
+    history's first copy, ``superseded_sync``, never called exact (the truth harness found it said "re-read 0").
 
 Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
 replica's span was read whole and is one to one (E4), and for the tail where the replica's last record is the
@@ -492,6 +494,9 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
             first = fell_back(cands, found, [])
         ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first)
     answer = tr.decide(ev)
+    if answer is not None and answer[1] in (tr.BRACKET, tr.DRAINED_TAIL) \
+            and w.index.copied_again_after(translated, answer[0], replica_end):
+        answer = (answer[0], tr.SUPERSEDED_SYNC)  # E7: an earlier history's copy, the later one not searched
     floor = w.index.copy_at_least(translated, w.drained)  # None: not drained, or no sync at or below
     # where the answer is not exact, its re-reads are counted from below
     at_least = floor if answer is None or answer[1] in (tr.SUPERSEDED_SYNC, tr.FIRST_COPY) else None

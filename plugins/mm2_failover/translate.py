@@ -182,6 +182,15 @@ class SyncIndex:
         top = int(self._downs[self._prefix_top[i]])
         return lo.downstream < top < replica_end
 
+    def copied_again_after(self, upstream: int, downstream: int, replica_end: int | None = None) -> bool:
+        """Whether a later MM2 history copied the record at ``upstream`` again after ``downstream`` (the copy an
+        answer names): a sync at or below ``upstream`` with a higher downstream offset, below ``replica_end`` when it
+        is known (:meth:`recopied_since`). Where the later copy is not searched - the source lost, or replication
+        not finished - an earlier history's bracket or tail is then its first copy: safe, not exact."""
+        i = int(np.searchsorted(self._ups, upstream, side="right"))
+        return bool(i) and self.recopied_since(i, Sync(upstream, downstream),
+                                               np.iinfo(np.int64).max if replica_end is None else replica_end)
+
     def search_range(self, upstream: int, i: int, drained: tuple[int, int] | None,
                      replica_start: int | None) -> Unproven:
         """Rule 7's range: where some copy of the record at ``upstream`` (the next record the group reads) must be.

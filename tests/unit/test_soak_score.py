@@ -57,3 +57,43 @@ def test_an_alert_outside_the_faults_is_false_and_one_inside_is_not():
                       (T0 + 395, "[mm2-failover] mm2_sync_archive run r1: NOT FINISHED 40 s after it was queued")])
     assert [a["subject"].rsplit(": ", 1)[1] for a in r.false_alerts] == ["lag", "NOT FINISHED 40 s after it was queued"]
     assert len(r.alerts) == 3
+
+
+# ---------------------------------------------------------------- the truth at the end: readiness against a failover
+
+def recs(values, start=0):
+    return [(start + i, v.encode()) for i, v in enumerate(values)]
+
+
+SOURCE = recs([f"r{i}" for i in range(10)])  # the group read r0..r5: its position is 6
+COPIES = recs([f"r{i}" for i in range(8)] + [f"r{i}" for i in range(5, 10)])  # MM2 restarted: r5..r7 copied twice
+
+
+def verdict(said, committed):
+    return soak.said_vs_truth(said, committed, {0: 6}, {0: COPIES}, {0: soak.truth_of(SOURCE)})
+
+
+def test_readiness_is_right_when_the_failover_commits_what_it_said_and_re_reads_what_it_said():
+    # the later copy of r6 (replica 9) is the true limit: exact, re-read 0
+    v = verdict([{"partition": 0, "kind": "exact", "planned": 9, "reread": 0, "not_replicated": 0}], {0: 9})
+    assert v["wrong"] == [] and (v["partitions"][0]["lost"], v["partitions"][0]["re_read"]) == (0, 0)
+
+
+def test_exact_said_at_the_first_copy_re_reads_and_is_wrong():
+    # resuming at the first copy of r6 (replica 6) re-reads r5 (replica 8): readiness called it exact, re-read 0
+    v = verdict([{"partition": 0, "kind": "exact", "planned": 6, "reread": 0, "not_replicated": 0}], {0: 6})
+    assert v["partitions"][0]["re_read"] == 1
+    assert [w["why"] for w in v["wrong"]] == ["called exact with re-read 0, re-read 1"]
+
+
+def test_a_committed_offset_other_than_said_or_a_lost_record_is_wrong():
+    v = verdict([{"partition": 0, "kind": "exact", "planned": 9, "reread": 0, "not_replicated": 0}], {0: 11})
+    why = v["wrong"][0]["why"]
+    assert "readiness said offset 9, the failover committed 11" in why and "2 record(s) lost" in why  # r6, r7
+
+
+def test_an_estimate_is_shown_beside_the_truth_and_a_row_not_exact_without_a_figure_is_wrong():
+    v = verdict([{"partition": 0, "kind": "checkpoint", "planned": 4, "reread": 2, "not_replicated": 0}], {0: 4})
+    assert v["wrong"] == [] and v["partitions"][0]["re_read"] == 3  # r4, and r5 twice (copied twice)
+    v = verdict([{"partition": 0, "kind": "checkpoint", "planned": 4, "reread": None, "not_replicated": 0}], {0: 4})
+    assert [w["why"] for w in v["wrong"]] == ["not exact and no re-read figure"]
