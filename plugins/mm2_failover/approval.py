@@ -57,9 +57,13 @@ def reread_text(t: dict, num=str) -> str:
     copies on the replica it counts offsets no ``read_committed`` consumer reads, so it is said in offsets, never
     as "at least N records". The report, report.md and the approval request all say it this way."""
     est = t.get("records_reread_estimate")
+    unknown = t.get("partitions_reread_unknown") or 0
+    if est is None and unknown:
+        return f"unknown on {unknown} partition(s)"
+    more = f" + unknown on {unknown} partition(s)" if unknown else ""
     if t.get("records_reread_exact", True) or est is None:
-        return num(est)
-    return f"{num(est)} (estimate; {num(t.get('records_reread_at_least', 0))} offsets from the proven floor)"
+        return num(est) + more
+    return f"{num(est)}{more} (estimate; {num(t.get('records_reread_at_least', 0))} offsets from the proven floor)"
 
 
 class ApprovalRefused(RuntimeError):

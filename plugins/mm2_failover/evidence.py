@@ -22,8 +22,9 @@ E4. **One to one on the target** (translate rule 6, the source lost or below its
     skips - and no record twice. Counting duplicates alone is not enough: a source marker before ``U`` and a target
     marker after its copy (MM2 with exactly-once support) cancel out in the arithmetic.
 E5. **Verified** (translate rule 5): the target's record at the translated offset is the next record, and is its
-    first copy in the span read: an earlier copy of the same content (a producer retry's twin) means the arithmetic
-    may point at a twin, and the lookup (E6) decides instead.
+    only copy in the span read: an earlier copy of the same content (a producer retry's twin) means the arithmetic
+    may point at a twin, and so does a later one (the arithmetic one too early, on the copy of an earlier twin:
+    markers placed differently on the two sides cancel out) - the lookup (E6) decides instead.
 E6. **The lookup** (translate rule 7): the candidates are the copies of the next record (same content) in the search
     range. The first is always safe: every copy of a later source record in the range follows a copy of this one
     (MM2 copies in order, and restarts at or before where it stopped), so a twin found first is an earlier record -
@@ -245,6 +246,12 @@ def first_copy_verified(read: Read | None, lo: int, at: int, content: Hashable) 
     if not is_evidence(read) or read.lo > lo or read.hi <= at:
         return False
     return candidates(read, lo, at, content) == [at]
+
+
+def verified_copy(read: Read | None, lo: int, top: int, at: int, content: Hashable) -> bool:
+    """E5 whole: the record at ``at`` is the first copy of ``content`` in ``[lo, at]`` and its only copy in
+    ``[lo, top]`` (another one, before or after, leaves the choice to the lookup, E6)."""
+    return first_copy_verified(read, lo, at, content) and candidates(read, lo, top, content) == [at]
 
 
 def anchored(target: Read | None, start: int, anchor_d: int, source: Read | None, position: int,
@@ -475,7 +482,7 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
     elif isinstance(t, tr.Translation):
         lo, top = t.bracket[0].downstream, _top(t, w)
         if nxt.record is not None:  # E5, else E6 in the span read
-            ok = first_copy_verified(read, lo, t.downstream, nxt.record.content)
+            ok = verified_copy(read, lo, top, t.downstream, nxt.record.content)
             found, first = (None, False) if ok else _lookup(c, read, s_reads)
             ev = tr.Evidence(t, verified=ok, lookup=found, lookup_first_of_many=first)
         else:  # the source lost, or U below its log start (E2): the target alone (E4)

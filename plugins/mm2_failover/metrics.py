@@ -16,6 +16,7 @@ After a failover (``verify_group_offsets``), counters:
 ``mm2_failover.partitions_clamped``         checkpoints clamped to the replica's log start/end
 ``mm2_failover.records_lost_to_retention``  records between a checkpoint and the replica's log start
 ``mm2_failover.records_reread_estimate``    records the moved groups will read again (see report.py)  
+``mm2_failover.partitions_reread_unknown``  partitions whose re-read is not estimated (the source lost, floors)
 ``mm2_failover.partitions_mismatched``      partitions that did not read back as planned
 ``mm2_failover.groups_refused``             groups the broker refused to move
 ==========================================  =================================================================
@@ -49,6 +50,7 @@ FAILOVER_COUNTERS: tuple[tuple[str, str], ...] = (
     ("partitions_clamped", "clamped"),
     ("records_lost_to_retention", "records_lost_to_retention"),
     ("records_reread_estimate", "records_reread_estimate"),
+    ("partitions_reread_unknown", "partitions_reread_unknown"),
     ("partitions_mismatched", "mismatches"),
     ("groups_refused", "refused_groups"),
 )

@@ -135,7 +135,12 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
     checkpoint upstream (records consumed after MM2's newest checkpoint); ``reread`` = source commit - planned
     offset, counting records in offsets and assuming the replica's offsets equal the source's (MM2 replicated the
     topic from its start, no transaction markers); when the plan shows they cannot be (planned downstream offset
-    above the upstream offset), it is left empty rather than guessed. Where the offset syncs prove a lower bound on
+    above the upstream offset), or the group's source commit is not known (the source lost: MM2's checkpoint's own
+    upstream offset says nothing of the copies MM2 made twice - a real bed showed 703 estimated where 1,424 were
+    re-read), it is left empty ("unknown") rather than guessed. A row at a floor (the sync floor, a superseded sync's
+    first copy, the lookup's first copy, the replica's start) is not counted either: ``reread`` is empty and
+    ``reread_at_least`` says what is proven (issue 50 item 7; the truth harness, tests/unit/test_truth.py, holds
+    every figure to within 10 % of the truth or empty). Where the offset syncs prove a lower bound on
     the group's position (``position_at_least``: MM2 copied the records again, or its checkpoint lags), every row
     without an exact position says ``reread_at_least`` = that bound - planned, and an estimate below it is raised to
     it (offsets alone undercount after MM2 copied records twice). ``exact`` says whether ``reread`` is a count."""
@@ -156,7 +161,7 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
             # sync floor (the records between the sync and the position are read again): counted from below only
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
                         "source_committed": r.get("source_position"), "checkpoint_upstream": up, "planned": planned,
-                        "behind_commit": None, "reread": at_least, "reread_at_least": at_least, "exact": False,
+                        "behind_commit": None, "reread": None, "reread_at_least": at_least, "exact": False,
                         "note": _FLOOR_NOTES.get(r.get("rule"), "at the offset-sync floor: re-reads what lies "
                                                  "between the sync and the group's position (not counted)")})
             continue
@@ -173,10 +178,10 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
             continue
         key = (r["group"], r["topic"], int(r["partition"]))
         src = source_commits.get(key)
-        commit = up if src is None else src
         aligned = planned <= up  # MM2 translates conservatively: downstream <= upstream when offsets align
-        guess = max(0, commit - planned) if aligned else None
-        note = "" if aligned else "replica offsets differ from the source's: not estimated"
+        guess = max(0, src - planned) if aligned and src is not None else None
+        note = "" if guess is not None else "replica offsets differ from the source's: not estimated" if src is not None \
+            else "the group's source commit is not known (the source lost): not estimated"
         if at_least is not None and (guess is None or guess < at_least):
             guess, note = at_least, ("this many offsets from the floor the offset syncs prove (an offset distance): "
                                      "the checkpoint's offsets undercount")
@@ -357,6 +362,8 @@ def build_report(
         # partitions resuming at the replica's first record whose loss could not be counted (never shown as 0)
         "partitions_lost_to_retention_unknown": lost_unknown,
         "records_reread_estimate": sum(rr) if rr else (0 if not reread else None),
+        # writing partitions whose re-read is not estimated (never shown as 0: approval.reread_text)
+        "partitions_reread_unknown": sum(1 for v in reread.values() if v is None),
         # every writing row's re-read counted exactly (else the estimate above is one, and this is proven from below)
         "records_reread_exact": all(e.get("exact") for e in estimates),
         "records_reread_at_least": sum((e["reread"] if e.get("exact") else e.get("reread_at_least")) or 0
@@ -519,7 +526,7 @@ def render_markdown(report: Report | dict) -> str:
                      else "") + ".", ""]
     if t.get("records_reread_by_checkpoints") is not None:
         lines += [f"Exact translation: {t.get('partitions_exact', 0)} partition(s) resume at the exact record their "
-                  f"offset syncs prove (estimated re-read {t.get('records_reread_estimate')}; MM2's checkpoints alone: "
+                  f"offset syncs prove (estimated re-read {approval.reread_text(t)}; MM2's checkpoints alone: "
                   f"{t['records_reread_by_checkpoints']} offsets further back - an offset distance: transaction "
                   "markers and aborted copies in it are not records a read_committed consumer reads).", ""]
     lines += [

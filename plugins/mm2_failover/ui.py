@@ -44,7 +44,7 @@ from urllib.parse import quote
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response, StreamingResponse
 
-from mm2_failover.approval import Decision
+from mm2_failover.approval import Decision, reread_text
 from mm2_failover.notify import READINESS_DAG, REPORT_DAGS
 from mm2_failover.report import APPROVAL_OUTCOMES, fate_shown, outcome_note, run_summary
 from mm2_failover.runfolder import (
@@ -343,8 +343,9 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
             ("mismatches", "mismatches"), ("records_lost_to_retention", "lost to retention"),
             ("records_lost_to_retention_upper_bound", "lost to retention (at most)"),
             ("records_reread_estimate", "est. re-read"), ("lag", "lag")]
-    parts.append(table([h for _, h in keys], [[t.get(k) for k, _ in keys]], numeric=set(range(len(keys))),
-                       cls="totals"))
+    shown = {"records_reread_estimate": reread_text(t)}  # a count, an estimate, or unknown: said as what it is
+    parts.append(table([h for _, h in keys], [[shown.get(k, t.get(k)) for k, _ in keys]],
+                       numeric=set(range(len(keys))), cls="totals"))
     for w in rep.get("warnings") or []:
         parts.append(f"<div class=warn>WARNING: {esc(w)}</div>")
     groups = rep.get("groups") or []

@@ -133,6 +133,18 @@ def test_e5_a_verified_copy_must_be_the_first_copy_of_its_content():
     assert out.evidence.verified is False and out.answer == (1, tr.FIRST_COPY)
 
 
+def test_e5_a_copy_with_another_of_its_content_in_the_range_is_not_verified_but_looked_up():
+    """The arithmetic one too early (the source's marker after U, MM2's exactly-once commit marker on the replica
+    before it): the record there is the first copy of U's content in [lo, at] - but the copy of U's earlier twin.
+    Verified, it was called exact with re-read 0 while the group re-read the twin (the truth harness, seed
+    300583362). Another copy of the content in the range sends it to the lookup, which anchors the later one."""
+    source = ["a", "x", "x", MARKER, "c", "d"]  # x at 1 and its twin at 2; the group has read 1
+    target = ["a", MARKER, "x", "x", "c", "d"]
+    src, tgt = logs(source, target)
+    out = prove_one(src, tgt, [(0, 0), (4, 4)], 2)
+    assert out.answer == (3, tr.RECORD_LOOKUP)
+
+
 def test_e6_a_lookup_takes_the_first_copy_unless_a_later_one_is_anchored():
     """Issue 31 item 4: a non-idempotent producer's retry wrote x twice with y between; the last copy of x would skip
     y. After an MM2 restart inside the range (no sync at the restart) the later copy is anchored by the next sync."""

@@ -53,8 +53,9 @@ def test_failover_counters_names_and_values():
         "mm2_failover.partitions_skipped": 1,
         "mm2_failover.partitions_clamped": 1,
         "mm2_failover.records_lost_to_retention": 7,
-        # p0: source commit 45 - planned 40 = 5; p1: 50 - 1 = 49; g2: 10 - 10 = 0
-        "mm2_failover.records_reread_estimate": 54,
+        # p0: source commit 45 - planned 40 = 5; p1 and g2: no source commit (the source lost), not estimated
+        "mm2_failover.records_reread_estimate": 5,
+        "mm2_failover.partitions_reread_unknown": 2,
         "mm2_failover.partitions_mismatched": 0,
         "mm2_failover.groups_refused": 0,
     }
@@ -115,7 +116,7 @@ def test_through_airflow_stats_with_statsd_off():
     assert ("gauge", "mm2_failover.drill.groups_covered", 3.0) in names
     assert ("gauge", "mm2_failover.drill.checkpoint_age_max_seconds", 12.5) in names
     # and with Airflow's default (no backend configured) nothing breaks
-    assert len(metrics.emit_metrics(_report())) == 9
+    assert len(metrics.emit_metrics(_report())) == 10
 
 
 @pytest.mark.parametrize("totals, expected", [({}, []), ({"findings": 2}, [("mm2_failover.drill.findings", 2.0)])])

@@ -25,13 +25,15 @@ def the_plan() -> Plan:
 
 COMMITTED = {"a": {(T, 0): 10, (T, 1): 5}, "b": {(T, 0): 7}, "c": {(T, 0): 19}}
 LOG_END = {(T, 0): 55, (T, 1): 45}
+# the groups' commits on the source (where MM2 last checkpointed them): the re-read is estimated from them
+SOURCE = {("a", T, 0): 110, ("a", T, 1): 103, ("b", T, 0): 90, ("c", T, 0): 120}
 
 
 def report(**kw):
     plan = kw.pop("plan", the_plan())
     committed = kw.pop("committed", COMMITTED)
     args = dict(dag_id="mm2_failover", run_id="manual__1", params={"dry_run": kw.get("dry_run", False)}, plan=plan,
-                committed=committed, log_end=LOG_END, mismatches=pm.verify(plan, committed))
+                committed=committed, log_end=LOG_END, mismatches=pm.verify(plan, committed), source_commits=SOURCE)
     args.update(kw)
     return build_report(**args)
 
@@ -44,7 +46,7 @@ def test_totals_and_groups_of_a_failed_run():
         "groups": 3, "groups_moved": 1, "groups_skipped": 1, "partitions": 5, "committed": 2, "planned_commits": 3,
         "skipped": 2, "clamped": 1, "refused_groups": 1, "mismatches": 1, "records_lost_to_retention": 2,
         "records_lost_to_retention_upper_bound": 2, "partitions_lost_to_retention_unknown": 0,
-        "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20),
+        "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20), "partitions_reread_unknown": 0,
         "records_reread_by_checkpoints": None, "partitions_exact": 0,
         "lag": (55 - 10) + (45 - 5) + (55 - 7) + (55 - 19),
         # MM2's checkpoints only: the re-read figure is an estimate from offsets, nothing proven from below
@@ -60,6 +62,15 @@ def test_totals_and_groups_of_a_failed_run():
     assert (g["b"]["skipped"], g["b"]["committed"], g["b"]["lag"], g["b"]["refused"]) == (1, 0, 48, "existing_target_offsets")
     assert (g["c"]["committed"], g["c"]["mismatches"], g["c"]["lag"], g["c"]["skipped"]) == (0, 1, 36, 1)
     json.dumps(r.as_dict())  # its published form is plain JSON
+
+
+def test_with_the_source_lost_the_re_read_of_mm2s_checkpoints_is_unknown_not_guessed():
+    """Issue 50 item 7: without the groups' source commits (the source lost) MM2's checkpoint's own upstream offset
+    says nothing of the copies MM2 made twice (a real bed: 703 estimated, 1,424 re-read): not estimated, and said."""
+    r = report(source_commits=None)
+    assert (r.totals["records_reread_estimate"], r.totals["partitions_reread_unknown"]) == (None, 3)
+    assert "| unknown on 3 partition(s) |" in render_markdown(r)
+    assert {x["group"]: x["reread_estimate"] for x in r.groups} == {"a": None, "b": None, "c": None}
 
 
 def test_partition_rows():
@@ -189,9 +200,11 @@ def test_reread_estimate_per_partition():
     a0 = est[("drill-a", 0, "primary.t")]
     assert (a0["source_committed"], a0["behind_commit"], a0["reread"]) == (45, 5, 5)  # consumed after the checkpoint
     a1 = est[("drill-a", 1, "primary.t")]
-    assert (a1["source_committed"], a1["behind_commit"], a1["reread"]) == (None, None, 49)  # translation slack
+    # no source commit (the source lost): MM2's translation slack is not taken for the re-read (issue 50 item 7)
+    assert (a1["source_committed"], a1["behind_commit"], a1["reread"]) == (None, None, None)
     assert ("drill-a", 2, "primary.t") not in est  # skipped: nothing planned, nothing re-read
-    assert est[("orders", 0, "primary.u")]["reread"] == 0  # clamped up to the log start: nothing to re-read
+    # clamped up to the log start, no source commit: where the group is on the replica is not known (item 7)
+    assert est[("orders", 0, "primary.u")]["reread"] is None
 
 
 def test_reread_not_guessed_when_offsets_are_not_aligned():
@@ -225,16 +238,18 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
     est = {x["group"]: x for x in estimate_reread([r.as_dict() for r in (cp, sup, exact)], {})}
     assert (est["g"]["reread"], est["g"]["reread_at_least"], est["g"]["exact"]) == (1424, 1424, False)
     assert "from the floor the offset syncs prove" in est["g"]["note"]
-    assert (est["h"]["reread"], est["h"]["reread_at_least"], est["h"]["exact"]) == (50, 50, False)
+    # a superseded sync's first copy: not counted (issue 50 item 7: a floor's figure is a count or unknown); what is
+    # proven is said as an offset distance
+    assert (est["h"]["reread"], est["h"]["reread_at_least"], est["h"]["exact"]) == (None, 50, False)
     assert (est["i"]["reread"], est["i"]["exact"]) == (0, True)
     from mm2_failover.plan import Plan
 
     rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([cp, sup, exact]), committed={}, log_end={},
                        mismatches=[])
     t = rep.totals
-    assert (t["records_reread_estimate"], t["records_reread_at_least"], t["records_reread_exact"]) == (1474, 1474, False)
-    assert t["partitions_exact"] == 1  # the superseded first copy is not counted as exact
-    assert "1474 (estimate; 1474 offsets from the proven floor)" in render_markdown(rep)
+    assert (t["records_reread_estimate"], t["records_reread_at_least"], t["records_reread_exact"]) == (1424, 1474, False)
+    assert (t["partitions_exact"], t["partitions_reread_unknown"]) == (1, 1)  # the superseded first copy: not exact
+    assert "1424 + unknown on 1 partition(s) (estimate; 1474 offsets from the proven floor)" in render_markdown(rep)
 
 
 def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
@@ -243,7 +258,7 @@ def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
     floor = PlanRow("primary", "g", T, 0, None, None, None, 100, COMMIT, rule="sync_floor", source_position=120,
                     exact_offset=100, position_at_least=100)
     [e] = estimate_reread([floor.as_dict()], {})
-    assert (e["reread"], e["reread_at_least"], e["exact"]) == (0, 0, False) and "sync floor" in e["note"]
+    assert (e["reread"], e["reread_at_least"], e["exact"]) == (None, 0, False) and "sync floor" in e["note"]
     rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([floor]), committed={}, log_end={}, mismatches=[])
     assert rep.totals["partitions_exact"] == 0 and rep.totals["records_reread_exact"] is False
 
