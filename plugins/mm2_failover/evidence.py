@@ -44,6 +44,10 @@ E7. **A superseded sync** (translate rule 1, copied again by a later MM2 history
     never lose a record MM2's checkpoint keeps). The same holds for an earlier history's gap-free bracket or tail
     where the later copy is not searched (the source lost, or replication not finished): the answer is that
     history's first copy, ``superseded_sync``, never called exact (the truth harness found it said "re-read 0").
+E8. **The source lost, nothing proven**: translate rule 10, the archive floor - MM2's own rule over every archived
+    sync, in a history that got as far as every earlier one (:meth:`~mm2_failover.translate.SyncIndex.history_floor`).
+    Where MM2's checkpoint is further on (the archive ends before MM2's newest syncs) and the history was not cut
+    short, the checkpoint answers (:func:`resume_at`).
 
 Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
 replica's span was read whole and is one to one (E4), and for the tail where the replica's last record is the
@@ -308,16 +312,22 @@ class Outcome:
     position_at_least: int | None = None  # where the answer is not exact: the group's position is at or after this
     why: str = ""  # why nothing better than the answer (or the checkpoint) was proven
     replica_start: int | None = None  # the drained replica's log start: the floor below every offset sync
+    cut_short: bool = False  # E8: the newest sync's MM2 history was cut short; an earlier history's floor answers
 
 
-def resume_at(o: Outcome, checkpointed: bool) -> tuple[int, str] | None:
+def resume_at(o: Outcome, checkpointed: bool, checkpoint_at: int | None = None) -> tuple[int, str] | None:
     """What the plan takes from an outcome as the group's proven offset (:class:`mm2_failover.plan.Proven`): the
     answer; else, for a position MM2 wrote no checkpoint for, the sync floor of a drained partition (every record
     after the floor has a copy after it: loses nothing, re-reads what lies between); else None - MM2's checkpoint
     answers, checked by the plan against the group's source commit (plan rule 1b, which takes
     ``position_at_least`` where the checkpoint is ahead of the commit); below every sync, the replica's log start
-    (:func:`replica_floor`)."""
+    (:func:`replica_floor`). An archive floor (E8) not above MM2's checkpoint (``checkpoint_at``; below it: the
+    archive ends before MM2's newest syncs) gives way to it, unless the floor's history was cut short (the
+    checkpoint is then in the history that was)."""
     if o.answer is not None:
+        if o.answer[1] == tr.ARCHIVE_FLOOR and checkpoint_at is not None and checkpoint_at >= o.answer[0] \
+                and not o.cut_short:
+            return None
         return o.answer
     if checkpointed:
         return None
@@ -342,6 +352,7 @@ class _Case:
     source_start: int | None = None
     translation: tr.Translation | tr.Unproven | None = None
     target_read: tuple | None = None  # key into the target reads
+    lost: bool = False  # the source of the position is lost (E8)
     first_copy_read: tuple | None = None  # E7: the superseded sync's record on the target
     anchor_reads: dict = field(default_factory=dict)  # later candidate -> (target read, source read, anchor's d)
 
@@ -349,7 +360,7 @@ class _Case:
 def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], target: RecordSource,
           budget: int = DEFAULT_BUDGET, scan: int = DEFAULT_SCAN) -> dict[Hashable, Outcome]:
     """Read what proves (or refutes) each position's translation and decide (E1-E7, translate rules 1-7)."""
-    cases = [_Case(w) for w in wants]
+    cases = [_Case(w, lost=sources.get(w.alias) is None) for w in wants]
     if not cases:
         return {}
     _read_next_records(cases, sources, budget, scan)
@@ -504,6 +515,11 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
     if answer is not None and answer[1] in (tr.BRACKET, tr.DRAINED_TAIL) \
             and w.index.copied_again_after(translated, answer[0], replica_end):
         answer = (answer[0], tr.SUPERSEDED_SYNC)  # E7: an earlier history's copy, the later one not searched
+    cut_short = False
+    if answer is None and c.lost:  # E8: the source lost, nothing proven - rule 10 over every archived sync
+        floor_ = w.index.history_floor(translated)
+        if floor_ is not None:
+            answer, cut_short = (floor_[0], tr.ARCHIVE_FLOOR), floor_[1]
     floor = w.index.copy_at_least(translated, w.drained)  # None: not drained, or no sync at or below
     # where the answer is not exact, its re-reads are counted from below
     at_least = floor if answer is None or answer[1] in (tr.SUPERSEDED_SYNC, tr.FIRST_COPY) else None
@@ -513,7 +529,7 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
         why = (why + "; " if why else "") + f"the evidence range on the target was not read whole ({read.status}" \
             f"{': ' + read.why if read.why else ''})" if read is not None else why
     return Outcome(answer, ev, translated, c.source_start, at_least, why,
-                   w.replica_start if below_every_sync else None)
+                   w.replica_start if below_every_sync else None, cut_short)
 
 
 def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> tuple[int | None, bool]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
 from mm2_failover import approval
-from mm2_failover.translate import FIRST_COPY, REPLICA_START, SUPERSEDED_SYNC, is_exact
+from mm2_failover.translate import ARCHIVE_FLOOR, FIRST_COPY, REPLICA_START, SUPERSEDED_SYNC, is_exact
 from mm2_failover.plan import (
     CHECKPOINT_AHEAD_OF_SOURCE,
     CLAMP,
@@ -121,6 +121,9 @@ _FLOOR_NOTES = {
                   "between (counted from the floor the offset syncs prove, in offsets)",
     REPLICA_START: "at the replica's first record (no offset sync at or below the group's position): re-reads what "
                      "the replica holds before it (not counted); what retention took before it is counted as lost",
+    ARCHIVE_FLOOR: "the source lost: at the newest archived offset sync at or below the group's position (MM2's own "
+                   "rule over every archived sync): re-reads what lies between (not counted: the source's records "
+                   "cannot be read)",
 }
 
 

@@ -53,6 +53,14 @@ to ``D`` (the next record it reads there) resumes on the origin partition at
    below ``d <= D`` - the group read it. It re-reads what lies between; with no such sync, nothing is proven and the
    caller resumes at the origin's log start (loses nothing, re-reads everything).
 
+Failing over with the source lost, where rules 1-7 prove nothing (no record can be read on the source):
+
+10. the *archive floor* (:meth:`SyncIndex.history_floor`): MM2's own rule - the newest sync at or below ``U``, plus
+    one unless at ``U`` - over every archived sync, where MM2's checkpoint uses its sparse store (a real bed: 952
+    records re-read by MM2's checkpoints, 617 from the newest archived sync). Not where that sync's history was cut
+    short (MM2 restarted and the outage stopped it before it got as far as an earlier history, whose copies are then
+    the only ones of the records past it): the newest sync whose history reached as far is taken instead.
+
 The syncs of a partition may contain several histories (MM2 restarted and copied records again, a replica topic
 recreated): only *consecutive* syncs of the sorted list form brackets, and a bracket whose downstream span differs
 from its upstream span - as any such seam does - is refused by rule 2.
@@ -130,6 +138,7 @@ class SyncIndex:
         order = np.lexsort((up, down))
         self._by_d_downs, self._by_d_ups = down[order], up[order]
         self._floor_at = np.concatenate([[-1], _first_max_index(self._by_d_ups)]) if n else np.array([-1])
+        self._reach_ok = None  # rule 10: per sync (by downstream), whether the syncs from it on reach the earlier ones'
 
     def _sync(self, i) -> Sync:
         return Sync(int(self._ups[i]), int(self._downs[i]))
@@ -190,6 +199,34 @@ class SyncIndex:
         i = int(np.searchsorted(self._ups, upstream, side="right"))
         return bool(i) and self.recopied_since(i, Sync(upstream, downstream),
                                                np.iinfo(np.int64).max if replica_end is None else replica_end)
+
+    def history_floor(self, upstream: int) -> tuple[int, bool] | None:
+        """Rule 10, the source lost: ``(replica offset, cut short)`` to resume a group at ``upstream`` at when no rule
+        proves its copy - the newest sync ``(u, d)`` at or below it (the highest ``d``: MM2's own translation, over
+        every archived sync rather than MM2's sparse store), ``d`` when ``u == upstream`` else ``d + 1``; None
+        without such a sync. Unless that sync's history was cut short: MM2 restarted (a history starts where
+        upstream offsets go back) and was stopped - by the outage - before getting as far as an earlier history had.
+        The records past its reach then have their only copies in the earlier history, below ``d``: the syncs from
+        ``d`` on must reach an upstream offset at least as high as every sync before ``d`` does, else the newest sync
+        that satisfies it is taken (``cut short`` True), and where none does, None. What lies past the last sync
+        of each history is not in the syncs: an earlier history's unsynced tail can still be longer than the later
+        one's (MM2's checkpoint skips it as well)."""
+        ups, downs = self._by_d_ups, self._by_d_downs
+        if not len(ups):
+            return None
+        if self._reach_ok is None:
+            before = np.concatenate([[-1], np.maximum.accumulate(ups)[:-1]])
+            after = np.maximum.accumulate(ups[::-1])[::-1]
+            self._reach_ok = after >= before
+        below = np.flatnonzero(ups <= upstream)
+        if not len(below):
+            return None
+        ok = below[self._reach_ok[below]]
+        if not len(ok):
+            return None
+        j = int(ok[-1])
+        d = int(downs[j]) + (0 if int(ups[j]) == upstream else 1)
+        return d, j != int(below[-1])
 
     def search_range(self, upstream: int, i: int, drained: tuple[int, int] | None,
                      replica_start: int | None) -> Unproven:
@@ -307,6 +344,7 @@ RECORD_LOOKUP = "record_lookup"
 FIRST_COPY = "first_copy"  # rule 7's first of several copies, no later one anchored: safe, may re-read
 AT_END = "at_end"
 SUPERSEDED_SYNC = "superseded_sync"  # rule 1's first copy where the later copy was not found: safe, re-reads
+ARCHIVE_FLOOR = "archive_floor"  # the source lost, nothing proven: rule 10's floor, MM2's own rule over every sync
 CHECKPOINT = "checkpoint"
 #: the one classification of a plan row's rule (the report's counts, the approval's, readiness's kinds): a rule whose
 #: offset is the replica offset of the group's very position - its re-read is a count (0 where it resumes there).
@@ -327,6 +365,9 @@ RULE_TEXT = {
                 "one, MM2's copy after a restart, could not be anchored record for record)",
     AT_END: "exact: nothing left to read - the replica's end",
     SUPERSEDED_SYNC: "safe, re-reads: the first copy of a record MM2 copied again after a restart",
+    ARCHIVE_FLOOR: "conservative, re-reads: the source lost, the newest archived offset sync at or below the group's "
+                   "position in an MM2 history that got as far as every earlier one (MM2's own rule, over every "
+                   "archived sync)",
     "sync_floor": "safe, re-reads: the newest offset sync at or below the group's position",
     "home_sync_floor": "safe, re-reads: failing back, the newest offset sync at or below the position",
     REPLICA_START: "safe, re-reads: the replica's first record - no offset sync at or below the group's position "

@@ -53,7 +53,7 @@ def test_e1_a_bracket_over_the_read_budget_proves_nothing():
     src, tgt = logs(list("abcdefghij"), list("abcdefghij"))
     assert prove_one(src, tgt, [(0, 0), (9, 9)], 4, lost=True).answer == (4, tr.BRACKET)
     out = prove_one(src, tgt, [(0, 0), (9, 9)], 4, lost=True, budget=5)
-    assert out.answer is None and "over_budget" in out.why
+    assert out.answer == (1, tr.ARCHIVE_FLOOR) and "over_budget" in out.why  # not proven: the archive floor (E8)
 
 
 def test_e2_a_position_below_the_source_log_start_reads_no_next_record_and_is_never_placed_at_the_end():
@@ -118,7 +118,7 @@ def test_e4_a_bracket_needs_a_contiguous_span_on_the_target():
     target = ["a", "b", "c", "d", "e", MARKER, "f", "g", "h", "i"]  # c at 2: its copy is one lower
     src, tgt = logs(source, target)
     out = prove_one(src, tgt, [(0, 0), (9, 9)], 3, lost=True)
-    assert out.answer is None and out.evidence.one_to_one is False
+    assert out.answer == (1, tr.ARCHIVE_FLOOR) and out.evidence.one_to_one is False  # not proven (E8)
     assert prove_one(src, tgt, [(0, 0), (9, 9)], 3).answer == (2, tr.RECORD_LOOKUP)  # the source tells
 
 
@@ -220,6 +220,35 @@ def test_e7_with_the_source_lost_a_restart_cut_short_keeps_the_first_copy():
     assert prove_one(src, tgt, syncs, 42, lost=True).answer == (42, tr.SUPERSEDED_SYNC)
 
 
+def test_e8_with_the_source_lost_an_unproven_position_resumes_at_the_newest_archived_sync_below_it():
+    """Issue 50 item 7: with the source lost and nothing proven, MM2's checkpoint answered - translated from MM2's
+    sparse store of syncs (on a real bed 952 re-read where the newest archived sync at or below the position re-reads
+    617). Its rule over every archived sync answers instead: the newest sync at or below the position, plus one."""
+    source = [f"r{i}" if i % 6 else MARKER for i in range(30)]  # a transaction marker every 6 offsets
+    target = [f"r{i}" for i in range(30) if i % 6]  # markers are not copied: the offsets drift
+    src, tgt = logs(source, target)
+    syncs = [(1, 0), (13, 10), (25, 20)]  # no bracket is gap-free
+    out = prove_one(src, tgt, syncs, 17, lost=True)
+    assert out.answer == (11, tr.ARCHIVE_FLOOR)  # r14 at 11: the group (at 17) re-reads r14..r16, loses nothing
+
+
+def test_e8_with_the_source_lost_a_restarted_history_cut_short_is_not_taken_for_the_floor():
+    """MM2 copied records 0..50 (history A, syncs every 10), restarted at 40 and had copied 40..45 again (history
+    B, from 51) when the source was lost. A group at 42 still has to read 46..50, whose only copies are A's. B's
+    newest sync (40, 51) - MM2's own checkpoint - skips them; B's syncs reach no further than 40 where A's reached
+    50: B was cut short, and A's floor answers (41: re-reads 41, and B's copies, loses nothing)."""
+    source = [f"r{i}" for i in range(51)]
+    target = [f"r{i}" for i in range(51)] + [f"r{i}" for i in range(40, 46)]
+    syncs = [(i, i) for i in range(0, 51, 10)] + [(40, 51)]
+    src, tgt = logs(source, target)
+    assert prove_one(src, tgt, syncs, 42, lost=True).answer == (41, tr.ARCHIVE_FLOOR)
+    # B copied past A's reach (a sync at 55): B's floor answers
+    source = [f"r{i}" for i in range(60)]
+    target = [f"r{i}" for i in range(51)] + [f"r{i}" for i in range(40, 60)]
+    src, tgt = logs(source, target)
+    assert prove_one(src, tgt, syncs + [(55, 66)], 42, lost=True).answer == (52, tr.ARCHIVE_FLOOR)
+
+
 def test_failing_back_counts_a_bracket_only_on_a_span_read_whole():
     replica, origin = logs(list("abcdefghij"), list("abcdefghij"))
     w = ev.BackWant("k", SRC, REP, 4, SyncIndex([(0, 0), (9, 9)]), 10)
@@ -278,6 +307,20 @@ def _skips_more(self, u: int, answer: int, baseline: int) -> bool:
 
 
 World.skips_more = _skips_more
+
+
+def _lost_behind_a_sync(self, u: int, answer: int) -> list[int]:
+    """The source records a group at ``u`` resuming at ``answer`` never reads (no copy of their content at or after
+    it) that an MM2 history before ``answer`` copied up to one of its syncs: at or below the highest upstream offset
+    of the syncs below ``answer``. What only an earlier history's unsynced tail holds is not in the syncs."""
+    visible = {d: s for d, s in self.copy_of.items() if d >= self.target.start}
+    have = {self.target.entries[d][1] for d in visible if d >= answer}
+    reach = max((s for s, d in self.syncs if d < answer), default=-1)
+    return sorted({s for d, s in visible.items() if u <= s <= reach and self.source.entries[s][0] == DATA
+                   and self.target.entries[d][1] not in have})
+
+
+World.lost_behind_a_sync = _lost_behind_a_sync
 
 
 def world(seed: int) -> World:
@@ -412,7 +455,11 @@ def violations(seed: int) -> list:
             cp = mm2_checkpoint(w, u)
             if cp is not None and cp > limit and not w.skips_more(u, o.answer[0], cp):
                 limit = o.answer[0]
-        if o.answer is not None and o.answer[0] > limit:
+        if o.answer is not None and o.answer[1] == tr.ARCHIVE_FLOOR and w.lost_behind_a_sync(u, o.answer[0]):
+            # issue 50 item 7: rule 10 keeps every record an earlier MM2 history copied up to its last sync - what
+            # MM2's checkpoint skips when the outage cut the restarted history short
+            bad.append(("LOST BEHIND A SYNC", u, o.answer, w.lost_behind_a_sync(u, o.answer[0])))
+        elif o.answer is not None and o.answer[0] > limit:
             bad.append(("LOST", u, o.answer, limit))
         elif o.position_at_least is not None and o.position_at_least > limit:
             bad.append(("AT LEAST TOO HIGH", u, o.position_at_least, limit))  # re-reads counted from below
@@ -454,7 +501,7 @@ def planned(w: World, u: int, c: int, o: ev.Outcome) -> int | None:
 
     down = mm2_checkpoint(w, c)
     cps = [] if down is None else [Checkpoint(GROUP, REP[0], 0, c, down, "", source_alias="a")]
-    resume = ev.resume_at(o, checkpointed=bool(cps))
+    resume = ev.resume_at(o, checkpointed=bool(cps), checkpoint_at=down)
     key = (GROUP, REP[0], 0)
     try:
         plan = pm.build_plan(
@@ -551,6 +598,18 @@ def test_mutation_8_a_group_never_checkpointed_below_every_sync_left_without_a_c
     """Issue 50 item 6: no replica-start floor for a drained position below every offset sync."""
     monkeypatch.setattr(ev, "replica_floor", lambda o: None)
     assert next((seed for seed in MUTATION_SEEDS if plan_violations(seed)), None) is not None
+
+
+def test_mutation_15_the_archive_floor_in_a_history_cut_short_is_caught(monkeypatch):
+    """Issue 50 item 7: rule 10 without its guard - the newest sync at or below the position, whatever its history
+    (MM2's checkpoint's answer): records only an earlier history copied are skipped."""
+    def newest(self, upstream):
+        below = [(d, u) for u, d in zip(self._by_d_ups.tolist(), self._by_d_downs.tolist()) if u <= upstream]
+        return None if not below else (max(below)[0] + (0 if max(below)[1] == upstream else 1), False)
+
+    monkeypatch.setattr(SyncIndex, "history_floor", newest)
+    assert next((s for s in MUTATION_SEEDS if any(v[0] == "LOST BEHIND A SYNC" for v in violations(s))), None) \
+        is not None
 
 
 def caught_mislabel() -> int | None:

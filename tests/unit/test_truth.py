@@ -66,7 +66,7 @@ def run(w: World, seed: int) -> list[dict]:
         c = checkpoint_position(w, u, rnd)
         down = mm2_checkpoint(w, c)
         cps = [] if down is None else [Checkpoint(GROUP, REP[0], 0, c, down, "", source_alias="a")]
-        resume = ev.resume_at(o, checkpointed=bool(cps))
+        resume = ev.resume_at(o, checkpointed=bool(cps), checkpoint_at=down)
         key = (GROUP, REP[0], 0)
         try:
             plan = pm.build_plan(

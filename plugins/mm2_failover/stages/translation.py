@@ -144,18 +144,20 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
     at_least = {}
     gone: dict[tuple, tuple[int, int]] = {}
     unproven: dict[str, int] = {}
-    floors = 0
-    checkpointed = {(c.source_alias, c.group, c.topic, c.partition) for c in cps}
+    floors = archive_floors = cut_short = 0
+    checkpointed = {(c.source_alias, c.group, c.topic, c.partition): c.downstream_offset for c in cps}
     for key, o in outcomes.items():
         a, g, rt, p = key
         if o.source_log_start is not None:
             gone[(a, rt, p)] = (min(want[key], gone.get((a, rt, p), (want[key],))[0]), o.source_log_start)
         if o.position_at_least is not None:
             at_least[key[1:]] = o.position_at_least
-        resume = evidence.resume_at(o, key in checkpointed)
+        resume = evidence.resume_at(o, key in checkpointed, checkpointed.get(key))
         if resume is not None:
             out[key[1:]] = Exact(resume[0], resume[1], want[key])
             floors += resume[1] == tr.SYNC_FLOOR
+            archive_floors += resume[1] == tr.ARCHIVE_FLOOR
+            cut_short += resume[1] == tr.ARCHIVE_FLOOR and o.cut_short
         elif o.why:
             unproven[o.why.split(":")[0]] = unproven.get(o.why.split(":")[0], 0) + 1
     for (a, rt, p), (lowest, start) in sorted(gone.items()):
@@ -167,6 +169,13 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         notes.append(f"{floors} position(s) without a checkpoint and not proven exactly resume at the sync floor "
                      "(sync_floor: the newest offset sync at or below the position, on a drained partition: every "
                      "record after it has a copy after it - loses nothing, re-reads what lies between)")
+    if archive_floors:
+        notes.append(f"{archive_floors} position(s) of a lost source not proven exactly resume at the archive floor "
+                     "(archive_floor: the newest archived offset sync at or below the position - MM2's own rule over "
+                     "every archived sync, where its checkpoint uses a sparse store)"
+                     + (f"; on {cut_short} of them MM2's newest history was cut short by the outage before it got as "
+                        "far as an earlier one, whose floor is taken (MM2's checkpoint would skip the records only the "
+                        "earlier history copied)" if cut_short else ""))
     starts = sum(1 for e in out.values() if e.rule == tr.REPLICA_START)
     if starts:
         notes.append(f"{starts} position(s) below every offset sync and without a checkpoint (behind the source's "
