@@ -6,8 +6,9 @@ Each run starts its own bed (two KRaft brokers + MM2 on loopback; the source's l
 ``testbed.exact_drill.run_drill`` (burst, slow, mixed, transactions with aborts, a compacted topic, a producer's
 retry twins, groups behind the source's log start, and transactions through a second MM2 flow with exactly-once
 support; MM2 SIGKILLed and restarted while all of them produce; two groups per topic plus a group MM2 never
-checkpoints on two topics) and
-scores every (group, partition) under ``translation=checkpoint`` and ``translation=exact``. ``--mm2 default`` keeps
+checkpoints on two topics; a group of the burst topic rewound on the source after MM2's last checkpoint) and
+scores every (group, partition) under ``translation=checkpoint``, ``translation=exact`` and ``translation=exact``
+with the source lost (disaster mode), beside what the report says each re-reads. ``--mm2 default`` keeps
 MM2's defaults (its source consumer reads ``read_uncommitted``), ``advised`` follows the pre-flight audit
 (``primary.consumer.isolation.level=read_committed``), ``both`` runs each.
 
@@ -35,7 +36,7 @@ def one(mm2: str, run: int, args, root: Path) -> exact_drill.DrillResult:
     os.environ["MM2_FAILOVER_ARCHIVE"] = str(root / f"{mm2}-{run}" / "archive")
     with bed:
         return exact_drill.run_drill(bed, root / f"{mm2}-{run}" / "runs", per_partition=args.per_partition,
-                                     seed=args.seed + run, mm2=mm2, eos_alias="eos")
+                                     seed=args.seed + run, mm2=mm2, eos_alias="eos", extras=True)
 
 
 def main() -> int:

@@ -53,6 +53,10 @@ from testbed import scenario
 log = logging.getLogger(__name__)
 
 PATTERNS = ("burst", "slow", "mixed", "transactions", "compacted", "twins", "retention", "exactly_once")
+# a group of the burst topic rewound on the source after MM2's last checkpoint (issue 50 item 1): scored as its own
+# pattern (its points: the rewound group's); the other extra translation is the source lost (issue 50 item 7)
+REWOUND = "rewound"
+LOST = "exact, source lost"
 NON_TRANSACTIONAL = ("burst", "slow", "mixed")
 MAIN_FLOW = PATTERNS[:-1]  # exactly_once: replicated by the drill's exactly-once flow (eos_alias) only
 EOS_MM2 = {"backup.exactly.once.source.support": "enabled"}  # + <alias>.consumer.isolation.level=read_committed
@@ -119,6 +123,8 @@ class PointResult:
     lost: int = 0
     re_read: int = 0
     phantom: int = 0
+    said: int | None = None  # the report's re-read figure for the point (None: said unknown)
+    said_exact: bool = False  # the report calls it a count, not an estimate
 
 
 def summarize(points: list[PointResult]) -> list[dict]:
@@ -128,7 +134,8 @@ def summarize(points: list[PointResult]) -> list[dict]:
     for p in points:
         r = rows.setdefault((p.pattern, p.translation), {
             "pattern": p.pattern, "translation": p.translation, "points": 0, "answered": 0, "no_checkpoint": 0,
-            "no_checkpoint_answered": 0, "lost": 0, "re_read": 0, "phantom": 0, "rules": {}})
+            "no_checkpoint_answered": 0, "lost": 0, "re_read": 0, "phantom": 0, "said": 0, "said_unknown": 0,
+            "said_off": 0, "rules": {}})
         r["points"] += 1
         r["answered"] += p.answered
         r["no_checkpoint"] += not p.had_checkpoint
@@ -138,20 +145,37 @@ def summarize(points: list[PointResult]) -> list[dict]:
         r["phantom"] += p.phantom
         if p.answered:
             r["rules"][p.rule] = r["rules"].get(p.rule, 0) + 1
+            if p.said is None:
+                r["said_unknown"] += 1
+            else:
+                r["said"] += p.said
+                # a figure more than 10 % (one record for small counts) off what the records show
+                r["said_off"] += abs(p.said - p.re_read) > max(1, p.re_read // 10)
     order = {k: i for i, k in enumerate(PATTERNS)}
     return sorted(rows.values(), key=lambda r: (order.get(r["pattern"], 99), r["translation"]))
 
 
+def said_text(r: dict) -> str:
+    """What the report said of a row's re-read: its figures summed, the points it said unknown, and how many of
+    its figures were more than 10 % off the truth."""
+    out = str(r.get("said", 0))
+    if r.get("said_unknown"):
+        out += f" + unknown on {r['said_unknown']}"
+    if r.get("said_off"):
+        out += f" ({r['said_off']} off)"
+    return out
+
+
 def render(summary: list[dict]) -> str:
     """The summary as a Markdown table (the README's)."""
-    head = ("| pattern | translation | points | answered | no checkpoint (answered) | lost | re-read | phantom "
-            "| rules |\n|---|---|---:|---:|---:|---:|---:|---:|---|")
+    head = ("| pattern | translation | points | answered | no checkpoint (answered) | lost | re-read | report said "
+            "| phantom | rules |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     lines = [head]
     for r in summary:
         rules = ", ".join(f"{k} {v}" for k, v in sorted(r["rules"].items()))
         lines.append(f"| {r['pattern']} | {r['translation']} | {r['points']} | {r['answered']} | "
                      f"{r['no_checkpoint']} ({r['no_checkpoint_answered']}) | {r['lost']} | {r['re_read']} | "
-                     f"{r['phantom']} | {rules} |")
+                     f"{said_text(r)} | {r['phantom']} | {rules} |")
     return "\n".join(lines)
 
 
@@ -305,6 +329,18 @@ def consume(bootstrap: str, group: str, topic: str, want: dict[int, int | None],
         c.close()
 
 
+def rewind(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """Reset ``group``'s commits on ``topic`` backwards (an incident's replay: kafka-consumer-groups
+    --reset-offsets), the group empty."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "log_level": 3})
+    try:
+        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
 def _committed(c, tps, tries: int = 20):
     """The group's committed offsets, retried while a fresh cluster's group coordinator is still loading
     (NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS are transient)."""
@@ -369,12 +405,14 @@ def plan_of(bed, folder: Path, groups: list[str], checkpoints_topic: str | None 
 
 
 def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, seed: int = 16, mm2: str = "advised",
-              kill_mm2: bool = True, eos_alias: str | None = None) -> DrillResult:
+              kill_mm2: bool = True, eos_alias: str | None = None, extras: bool = False) -> DrillResult:
     """The drill on a started bed (see the module docstring). ``mm2`` only labels the result: the bed's MM2
     configuration decides (``ADVISED_MM2`` or MM2's defaults). The archive of offset syncs is wherever
     ``$MM2_FAILOVER_ARCHIVE`` points (the caller gives each drill its own). ``eos_alias``: also run the
     ``exactly_once`` pattern through a second MM2 flow under that alias, with exactly-once support (``EOS_MM2``),
-    killed and restarted with the main one."""
+    killed and restarted with the main one. ``extras`` (issue 50): a group of the burst topic rewound on the source
+    after MM2's last checkpoint (MM2 stopped, then the reset) scored as pattern ``rewound``, and a third plan per
+    flow with the source lost (``exact, source lost``: disaster mode, from the archive and the replica)."""
     t0 = time.monotonic()
     rng = random.Random(seed)
     tag = uuid.uuid4().hex[:6]
@@ -389,6 +427,9 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     if eos_alias:
         bed.start_extra_mm2(eos_alias, runs["exactly_once"].topic, eos_mm2)
     groups = {pat: [f"drill-{pat}-{tag}-g{i}" for i in range(2)] for pat in patterns}
+    topic_of = {pat: pat for pat in patterns}  # a scored pattern -> the pattern whose topic it reads
+    if extras:
+        groups[REWOUND], topic_of[REWOUND] = [f"drill-burst-{tag}-rewound"], "burst"
     ghosts = {pat: f"console-consumer-drill-{pat}-{tag}" for pat in ("burst", "transactions")}  # MM2 excludes them
     first, second = per_partition // 2, per_partition - per_partition // 2
 
@@ -421,7 +462,8 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     produce_all(first)
     for pat, gs in groups.items():  # the groups consume part of the first half, and commit (MM2 checkpoints that)
         for g in gs:
-            consume(bed.source_bootstrap, g, runs[pat].topic, {p: rng.randint(1, first // 2) for p in range(partitions)})
+            consume(bed.source_bootstrap, g, runs[topic_of[pat]].topic,
+                    {p: rng.randint(1, first // 2) for p in range(partitions)})
     pid_before = bed.mm2.popen.pid
     produce_all(second)
     positions: dict[tuple[str, str], dict[int, int]] = {}
@@ -430,7 +472,7 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
             want = {p: rng.randint(1, first) for p in range(partitions)}
             if i == 1:
                 want[rng.randrange(partitions)] = None  # one partition consumed to the end
-            positions[(pat, g)] = consume(bed.source_bootstrap, g, runs[pat].topic, want)
+            positions[(pat, g)] = consume(bed.source_bootstrap, g, runs[topic_of[pat]].topic, want)
     for pat, g in ghosts.items():
         positions[(pat, g)] = consume(bed.source_bootstrap, g, runs[pat].topic,
                                       {p: rng.randint(1, per_partition - 1) for p in range(partitions)})
@@ -457,6 +499,17 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     cp_topics = {f: f"{f}.checkpoints.internal" for f in set(flow.values())}
     cp_parts = target.partitions(sorted(cp_topics.values()))
     _settled(lambda: target.offsets(cp_parts), "MM2's checkpoints", 5.0, 120.0)
+    if extras:
+        # MM2's last checkpoint of the rewound group is written: MM2 stops (it checkpoints every second here; in
+        # production every emit.checkpoints.interval.seconds) and the group is reset backwards on the source - an
+        # incident's replay - before the failover plans
+        bed.stop_mm2()
+        if eos_alias:
+            bed.extra_mm2[-1].stop()
+        [g] = groups[REWOUND]
+        back = {p: max(0, o // 3) for p, o in positions[(REWOUND, g)].items()}
+        rewind(bed.source_bootstrap, g, runs["burst"].topic, back)
+        positions[(REWOUND, g)] = back
 
     for r in runs.values():  # what the source holds now (read_committed: no aborted record; compaction done)
         got = source.records({(r.topic, p): (0, e) for (_t, p), e in
@@ -476,25 +529,34 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
               target.records({tp: (0, e) for tp, e in target.offsets(rtps).items()}, timeout=120).items()}
     plans = {}
     for f, cp_topic in sorted(cp_topics.items()):
-        mine = sorted(g for (pat, g) in positions if flow[pat] == f)
+        mine = sorted(g for (pat, g) in positions if flow[topic_of[pat]] == f)
         extra = {} if f == bed.source_alias else {"source_alias": f, "offset_syncs_location": "target"}
         for translation in ("checkpoint", "exact"):
             plans[(f, translation)] = plan_of(bed, root / tag / f / translation, mine, cp_topic,
                                               translation=translation, **extra)
+        if extras:  # the source lost (disaster mode): the archive and the replica only
+            plans[(f, LOST)] = plan_of(bed, root / tag / f / "lost", mine, cp_topic, translation="exact",
+                                       source_reachable="no", **extra)
+    from mm2_failover.report import estimate_reread
+
+    commits = {(g, replicas[topic_of[pat]], p): u for (pat, g), pos in positions.items() for p, u in pos.items()}
     for (f, translation), (plan, cps) in plans.items():
         have_cp = {(c.group, c.partition) for c in cps}
         rows = {(r.group, r.topic, r.partition): r for r in plan.rows}
+        said = {(e["group"], e["topic"], e["partition"]): (e["reread"], bool(e.get("exact"))) for e in estimate_reread(
+            [r.as_dict() for r in plan.rows if r.writes], {} if translation == LOST else commits)}
         for (pat, g), pos in positions.items():
-            if flow[pat] != f:
+            if flow[topic_of[pat]] != f:
                 continue
             for p, u in pos.items():
-                rt = replicas[pat]
+                rt = replicas[topic_of[pat]]
                 r = rows.get((g, rt, p))
                 pr = PointResult(pat, translation, g, p, u, (g, p) in have_cp, bool(r and r.writes))
                 if pr.answered:
-                    s = score(r.planned_offset, u, copies[(rt, p)], runs[pat].truth(p))
+                    s = score(r.planned_offset, u, copies[(rt, p)], runs[topic_of[pat]].truth(p))
                     pr.rule, pr.planned, pr.lost, pr.re_read, pr.phantom = (r.rule, r.planned_offset, s.lost, s.re_read,
                                                                             s.phantom)
+                    pr.said, pr.said_exact = said.get((g, rt, p), (None, False))
                 points.append(pr)
     facts = {"mm2_killed": kill_mm2, "mm2_pid_before_kill": pid_before, "mm2_pid_after": bed.mm2.popen.pid,
              "records_per_partition": per_partition, "partitions": partitions,
