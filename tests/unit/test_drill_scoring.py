@@ -47,12 +47,21 @@ def test_a_copy_the_source_compacted_away_is_not_lost_when_skipped_but_is_a_re_r
 
 
 def test_summary_counts_points_without_checkpoints_and_their_answers():
-    pts = [PointResult("burst", "exact", "g", 0, 5, False, True, "gap_free_bracket", 5, 0, 0, 0),
-           PointResult("burst", "exact", "g", 1, 5, True, True, "checkpoint", 3, 0, 2, 0),
+    pts = [PointResult("burst", "exact", "g", 0, 5, False, True, "gap_free_bracket", 5, 0, 0, 0, 0, True),
+           PointResult("burst", "exact", "g", 1, 5, True, True, "checkpoint", 3, 0, 2, 0, None),
            PointResult("burst", "checkpoint", "g", 0, 5, False, False)]
     rows = {r["translation"]: r for r in summarize(pts)}
     assert rows["exact"] | {"rules": None} == {"pattern": "burst", "translation": "exact", "points": 2, "answered": 2,
                                                 "no_checkpoint": 1, "no_checkpoint_answered": 1, "lost": 0,
-                                                "re_read": 2, "phantom": 0, "rules": None}
+                                                "re_read": 2, "phantom": 0, "said": 0, "said_unknown": 1,
+                                                "said_off": 0, "rules": None}
     assert rows["checkpoint"]["answered"] == 0 and rows["checkpoint"]["no_checkpoint"] == 1
-    assert "| burst | exact | 2 | 2 | 1 (1) | 0 | 2 | 0 | checkpoint 1, gap_free_bracket 1 |" in render(summarize(pts))
+    assert "| burst | exact | 2 | 2 | 1 (1) | 0 | 2 | 0 + unknown on 1 | 0 | checkpoint 1, gap_free_bracket 1 |" \
+        in render(summarize(pts))
+
+
+def test_a_figure_more_than_ten_percent_off_the_records_is_counted_off():
+    pts = [PointResult("burst", "exact", "g", 0, 5, True, True, "checkpoint", 3, 0, 20, 0, 17),
+           PointResult("burst", "exact", "g", 1, 5, True, True, "checkpoint", 3, 0, 20, 0, 18)]
+    [row] = summarize(pts)
+    assert (row["said"], row["said_off"]) == (35, 1) and "35 (1 off)" in render([row])
