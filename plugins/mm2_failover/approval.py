@@ -51,6 +51,15 @@ def lost_text(t: dict, num=str) -> str:
     return text + (f" + unknown on {unknown} partition(s)" if unknown else "")
 
 
+def group_reread_text(g: dict, num=str) -> str:
+    """A group's re-read: the sum of its partitions' figures, and how many of them are unknown (never a partial sum
+    said as the whole)."""
+    est, unknown = g.get("reread_estimate"), g.get("reread_unknown") or 0
+    if not unknown:
+        return "" if est is None else num(est)
+    return f"unknown on {unknown}" if est is None else f"{num(est)} + unknown on {unknown}"
+
+
 def reread_text(t: dict, num=str) -> str:
     """The re-read figure as what it is: a count, or an estimate with what is proven of it. The proven part is an
     offset distance from the floor the offset syncs prove (issue 50 item 4): with transaction markers or aborted
@@ -58,8 +67,10 @@ def reread_text(t: dict, num=str) -> str:
     as "at least N records". The report, report.md and the approval request all say it this way."""
     est = t.get("records_reread_estimate")
     unknown = t.get("partitions_reread_unknown") or 0
-    if est is None and unknown:
-        return f"unknown on {unknown} partition(s)"
+    floor = t.get("records_reread_at_least") or 0
+    if est is None:  # every partition unknown (or a report written before the count existed)
+        return (f"unknown on {unknown} partition(s)" if unknown else "unknown") \
+            + (f" ({num(floor)} offsets from the proven floor)" if floor else "")
     more = f" + unknown on {unknown} partition(s)" if unknown else ""
     if t.get("records_reread_exact", True) or est is None:
         return num(est) + more

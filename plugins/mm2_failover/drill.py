@@ -173,7 +173,9 @@ def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict
         "checkpoint_age_median_seconds": round(statistics.median(age_vals), 1) if age_vals else None,
         "replication_lag_max_records": max(lag_vals) if lag_vals else None,
         "replication_lag_total_records": sum(lag_vals) if lag_vals else None,
-        "records_reread_estimate": sum(rr_vals) if rr_vals else (0 if reread else None),
+        # every partition unknown: unknown, never 0 (the report's rule)
+        "records_reread_estimate": sum(rr_vals) if rr_vals else None,
+        "partitions_reread_unknown": sum(1 for e in reread if e["reread"] is None),
         "partitions_clamped": len(clamps),
         "records_lost_to_retention": sum(c["retention_gap"] or 0 for c in clamps),
         "live_groups_on_target": len(live_target_groups),

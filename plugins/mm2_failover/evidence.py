@@ -313,6 +313,7 @@ class Outcome:
     why: str = ""  # why nothing better than the answer (or the checkpoint) was proven
     replica_start: int | None = None  # the drained replica's log start: the floor below every offset sync
     cut_short: bool = False  # E8: the newest sync's MM2 history was cut short; an earlier history's floor answers
+    archive_top: int | None = None  # E8: the highest downstream offset of the archived syncs the floor looked at
 
 
 def resume_at(o: Outcome, checkpointed: bool, checkpoint_at: int | None = None) -> tuple[int, str] | None:
@@ -321,12 +322,13 @@ def resume_at(o: Outcome, checkpointed: bool, checkpoint_at: int | None = None) 
     after the floor has a copy after it: loses nothing, re-reads what lies between); else None - MM2's checkpoint
     answers, checked by the plan against the group's source commit (plan rule 1b, which takes
     ``position_at_least`` where the checkpoint is ahead of the commit); below every sync, the replica's log start
-    (:func:`replica_floor`). An archive floor (E8) not above MM2's checkpoint (``checkpoint_at``; below it: the
-    archive ends before MM2's newest syncs) gives way to it, unless the floor's history was cut short (the
-    checkpoint is then in the history that was)."""
+    (:func:`replica_floor`). An archive floor (E8) not above MM2's checkpoint (``checkpoint_at``) gives way to it,
+    unless the floor's history was cut short (the checkpoint is then in the history that was), or the checkpoint is
+    past every archived sync (MM2 translated it from syncs the archive never saw - of a history that may have been
+    cut short: not known, so the floor stands)."""
     if o.answer is not None:
         if o.answer[1] == tr.ARCHIVE_FLOOR and checkpoint_at is not None and checkpoint_at >= o.answer[0] \
-                and not o.cut_short:
+                and not o.cut_short and (o.archive_top is None or checkpoint_at <= o.archive_top + 1):
             return None
         return o.answer
     if checkpointed:
@@ -353,6 +355,7 @@ class _Case:
     translation: tr.Translation | tr.Unproven | None = None
     target_read: tuple | None = None  # key into the target reads
     lost: bool = False  # the source of the position is lost (E8)
+    replica_end: int | None = None  # the replica partition's end offset, as read for the evidence (E8)
     first_copy_read: tuple | None = None  # E7: the superseded sync's record on the target
     anchor_reads: dict = field(default_factory=dict)  # later candidate -> (target read, source read, anchor's d)
 
@@ -371,6 +374,8 @@ def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], tar
         # position, and the record whose copy the rules place (and the lookup looks for)
         c.translation = w.index.translate(v, w.drained, w.replica_start)
     t_bounds = target.log_bounds({c.want.replica_tp for c in cases})
+    for c in cases:
+        c.replica_end = t_bounds.get(c.want.replica_tp, (None, None))[1]
     ranges: Ranges = {}
     for c in cases:
         _plan_target_reads(c, ranges, t_bounds)
@@ -513,13 +518,14 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
         ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first)
     answer = tr.decide(ev)
     if answer is not None and answer[1] in (tr.BRACKET, tr.DRAINED_TAIL) \
-            and w.index.copied_again_after(translated, answer[0], replica_end):
+            and w.index.copied_again_after(translated, answer[0], replica_end if replica_end is not None
+                                           else c.replica_end):
         answer = (answer[0], tr.SUPERSEDED_SYNC)  # E7: an earlier history's copy, the later one not searched
-    cut_short = False
+    cut_short, archive_top = False, None
     if answer is None and c.lost:  # E8: the source lost, nothing proven - rule 10 over every archived sync
-        floor_ = w.index.history_floor(translated)
+        floor_ = w.index.history_floor(translated, c.replica_end)
         if floor_ is not None:
-            answer, cut_short = (floor_[0], tr.ARCHIVE_FLOOR), floor_[1]
+            answer, cut_short, archive_top = (floor_[0], tr.ARCHIVE_FLOOR), floor_[1], floor_[2]
     floor = w.index.copy_at_least(translated, w.drained)  # None: not drained, or no sync at or below
     # where the answer is not exact, its re-reads are counted from below
     at_least = floor if answer is None or answer[1] in (tr.SUPERSEDED_SYNC, tr.FIRST_COPY) else None
@@ -529,7 +535,7 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
         why = (why + "; " if why else "") + f"the evidence range on the target was not read whole ({read.status}" \
             f"{': ' + read.why if read.why else ''})" if read is not None else why
     return Outcome(answer, ev, translated, c.source_start, at_least, why,
-                   w.replica_start if below_every_sync else None, cut_short)
+                   w.replica_start if below_every_sync else None, cut_short, archive_top)
 
 
 def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> tuple[int | None, bool]:

@@ -30,7 +30,9 @@ Rules, in the order they apply:
    ``overwrite`` lets rule 4 decide per partition. Commits equal to the plan are not "different": a re-run
    after a successful apply converges instead of failing.
 4. **No rewind** - a target commit ahead of the planned offset: ``skip`` (reason ``target_ahead``) unless
-   ``allow_rewind``.
+   ``allow_rewind``. Not for a floor that must hold: a rewound group's (rule 1b) or a lost source's archive floor
+   (translate rule 10) with a target commit ahead of it - MM2's own sync of its checkpoint
+   (``sync.group.offsets.enabled``), which skips what the floor keeps - refuses the plan, naming the partitions.
 5. **Moved since** (apply, every try) - rules 3-4 are decided once, when the plan is built; apply (and any retry of
    it, possibly much later) writes a partition only where the target still holds what the backup saw before the run
    (or no commit at all): a commit that is neither that nor the planned one was made since - the group's consumers
@@ -57,7 +59,7 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from mm2_failover.checkpoints import Checkpoint
-from mm2_failover.translate import SYNC_FLOOR
+from mm2_failover.translate import ARCHIVE_FLOOR, SYNC_FLOOR
 
 TP = tuple[str, int]  # (topic, partition)
 
@@ -403,6 +405,19 @@ def build_plan(
             + ". Nothing was written: kept, the commit (MM2's sync.group.offsets.enabled writes its checkpoints as "
             "commits) would skip the records the group has not read. Re-run with on_existing_target_offsets=overwrite "
             "and allow_rewind=true to move them back to the floor, or narrow groups_regex.")
+    # rule 10 against rules 3-4: a target commit ahead of an archive floor (the source lost) is MM2's own sync of its
+    # checkpoint - in a history cut short, or from syncs the archive never saw: kept, it skips what the floor keeps
+    ahead = [f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset}, the archive floor "
+             f"{r.exact_offset})" for r in rows if r.rule == ARCHIVE_FLOOR and r.action == SKIP
+             and r.current_offset is not None and r.exact_offset is not None and r.current_offset > r.exact_offset]
+    if ahead:
+        raise PlanError(
+            f"{len(ahead)} partition(s) of a lost source hold a target commit ahead of their archive floor: "
+            + _first(ahead, "; ")
+            + ". Nothing was written: kept, the commit (MM2's sync.group.offsets.enabled writes its checkpoints as "
+            "commits) would skip records that only an earlier MM2 history copied before the outage. Re-run with "
+            "on_existing_target_offsets=overwrite and allow_rewind=true to move them back to the floor, or narrow "
+            "groups_regex.")
     if rewound and not accept_groups_without_checkpoints:
         raise PlanError(
             f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint: "

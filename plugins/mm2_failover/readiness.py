@@ -210,6 +210,7 @@ def summarize(groups: list[dict], parts: list[dict], archive: dict, findings: li
         "groups_not_exact": sum(1 for g in groups if g["answer"] != EXACT),
         **{f"partitions_{k}": sum(1 for p in parts if p["kind"] == k) for k in KINDS},
         "reread_records": sum(g["reread"] for g in groups),
+        "partitions_reread_unknown": sum(g["reread_unknown"] for g in groups),  # not in reread_records: unknown
         "not_replicated_records": sum({(p["topic"], p["partition"]): p["not_replicated"] or 0 for p in parts}.values()),
         "worst_exposure_seconds": max(secs) if secs else None,
         "groups_over_rpo": sum(1 for s in secs if s > rpo_seconds),

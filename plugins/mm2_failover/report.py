@@ -184,7 +184,7 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
         aligned = planned <= up  # MM2 translates conservatively: downstream <= upstream when offsets align
         guess = max(0, src - planned) if aligned and src is not None else None
         note = "" if guess is not None else "replica offsets differ from the source's: not estimated" if src is not None \
-            else "the group's source commit is not known (the source lost): not estimated"
+            else "the group's source commit is not known (the source lost, or no commit there): not estimated"
         if at_least is not None and (guess is None or guess < at_least):
             guess, note = at_least, ("this many offsets from the floor the offset syncs prove (an offset distance): "
                                      "the checkpoint's offsets undercount")
@@ -302,7 +302,7 @@ def build_report(
     lost_exact = lost_exact or {}
     per_group: dict[str, dict] = defaultdict(lambda: {
         "partitions": 0, "committed": 0, "skipped": 0, "clamped": 0, "retention_lost": 0, "lag": 0,
-        "mismatches": 0, "refused": "", "source_aliases": set(), "reread_estimate": None})
+        "mismatches": 0, "refused": "", "source_aliases": set(), "reread_estimate": None, "reread_unknown": 0})
     partitions = []
     mism = {(m.group, m.topic, m.partition) for m in mismatches}
     row_dicts = [r.as_dict() for r in plan.rows]  # once (read only below): 100k rows at 10k groups x 10 partitions
@@ -337,6 +337,8 @@ def build_report(
         g["lag"] += lag or 0
         if reread.get(key) is not None:
             g["reread_estimate"] = (g["reread_estimate"] or 0) + reread[key]
+        elif key in reread:  # a writing partition whose re-read is not estimated
+            g["reread_unknown"] += 1
         if key in mism:
             g["mismatches"] += 1
         partitions.append({**row, "committed_after": got, "lag": lag, "reread_estimate": reread.get(key),
@@ -558,7 +560,7 @@ def render_markdown(report: Report | dict) -> str:
                        ("skipped", "r"), ("clamped", "r"), ("lost to retention", "r"), ("est. re-read", "r"),
                        ("lag", "r")],
                       ([g["group"], ",".join(g.get("source_aliases") or []), g.get("fate"), g["partitions"],
-                        g["committed"], g["skipped"], g["clamped"], g["retention_lost"], g.get("reread_estimate"),
+                        g["committed"], g["skipped"], g["clamped"], g["retention_lost"], approval.group_reread_text(g),
                         g["lag"]] for g in report["groups"]))
     shown, left_out = markdown_partitions(report["partitions"])
     lines += ["", "## Partitions", ""]

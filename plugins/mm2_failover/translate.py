@@ -138,7 +138,7 @@ class SyncIndex:
         order = np.lexsort((up, down))
         self._by_d_downs, self._by_d_ups = down[order], up[order]
         self._floor_at = np.concatenate([[-1], _first_max_index(self._by_d_ups)]) if n else np.array([-1])
-        self._reach_ok = None  # rule 10: per sync (by downstream), whether the syncs from it on reach the earlier ones'
+        self._floor_cache: dict[int, tuple] = {}  # rule 10's arrays, per count of syncs below the replica's end
 
     def _sync(self, i) -> Sync:
         return Sync(int(self._ups[i]), int(self._downs[i]))
@@ -200,33 +200,52 @@ class SyncIndex:
         return bool(i) and self.recopied_since(i, Sync(upstream, downstream),
                                                np.iinfo(np.int64).max if replica_end is None else replica_end)
 
-    def history_floor(self, upstream: int) -> tuple[int, bool] | None:
-        """Rule 10, the source lost: ``(replica offset, cut short)`` to resume a group at ``upstream`` at when no rule
-        proves its copy - the newest sync ``(u, d)`` at or below it (the highest ``d``: MM2's own translation, over
-        every archived sync rather than MM2's sparse store), ``d`` when ``u == upstream`` else ``d + 1``; None
-        without such a sync. Unless that sync's history was cut short: MM2 restarted (a history starts where
-        upstream offsets go back) and was stopped - by the outage - before getting as far as an earlier history had.
-        The records past its reach then have their only copies in the earlier history, below ``d``: the syncs from
-        ``d`` on must reach an upstream offset at least as high as every sync before ``d`` does, else the newest sync
-        that satisfies it is taken (``cut short`` True), and where none does, None. What lies past the last sync
-        of each history is not in the syncs: an earlier history's unsynced tail can still be longer than the later
-        one's (MM2's checkpoint skips it as well)."""
-        ups, downs = self._by_d_ups, self._by_d_downs
-        if not len(ups):
+    def history_floor(self, upstream: int, replica_end: int | None = None) -> tuple[int, bool, int] | None:
+        """Rule 10, the source lost: ``(replica offset, cut short, archive top)`` to resume a group at ``upstream`` at
+        when no rule proves its copy - the newest sync ``(u, d)`` at or below it (the highest ``d``: MM2's own
+        translation, over every archived sync rather than MM2's sparse store), ``d`` when ``u == upstream`` else
+        ``d + 1``; None without such a sync. Unless that sync's history was cut short: MM2 restarted (a history
+        starts where upstream offsets go back) and was stopped - by the outage - before getting as far as an
+        earlier history had. The records past its reach then have their only copies in the earlier history, below
+        ``d``: the syncs from ``d`` on must reach an upstream offset at least as high as every sync before ``d``
+        does, else the newest sync that satisfies it is taken (``cut short`` True), and where none does, None. What
+        lies past the last sync of each history is not in the syncs: an earlier history's unsynced tail can still
+        be longer than the later one's (MM2's checkpoint skips it as well). Syncs at or past ``replica_end`` (a
+        recreated replica topic's predecessor) are no history of this replica and are left out. ``archive top``:
+        the highest downstream offset of the syncs taken into account (a checkpoint past it was translated from
+        syncs the archive does not hold)."""
+        n = len(self._by_d_downs) if replica_end is None else \
+            int(np.searchsorted(self._by_d_downs, replica_end, side="left"))
+        if not n:
             return None
-        if self._reach_ok is None:
+        (ok_u, ok_d, ok_top), (all_u, all_d, all_top) = self._floor_index(n)
+        i = int(np.searchsorted(ok_u, upstream, side="right"))
+        if not i:
+            return None
+        j = int(ok_top[i - 1])
+        u, d = int(ok_u[j]), int(ok_d[j])
+        k = int(np.searchsorted(all_u, upstream, side="right"))
+        newest = int(all_d[int(all_top[k - 1])])
+        return d + (0 if u == upstream else 1), d != newest, int(self._by_d_downs[n - 1])
+
+    def _floor_index(self, n: int):
+        """Rule 10's arrays for the first ``n`` syncs in downstream order (built once per replica end): those whose
+        history reached as far as every earlier sync, and all of them, each sorted by upstream offset with the
+        index of the highest downstream offset of every prefix - a query is two bisections."""
+        got = self._floor_cache.get(n)
+        if got is None:
+            ups, downs = self._by_d_ups[:n], self._by_d_downs[:n]
             before = np.concatenate([[-1], np.maximum.accumulate(ups)[:-1]])
             after = np.maximum.accumulate(ups[::-1])[::-1]
-            self._reach_ok = after >= before
-        below = np.flatnonzero(ups <= upstream)
-        if not len(below):
-            return None
-        ok = below[self._reach_ok[below]]
-        if not len(ok):
-            return None
-        j = int(ok[-1])
-        d = int(downs[j]) + (0 if int(ups[j]) == upstream else 1)
-        return d, j != int(below[-1])
+
+            def by_upstream(mask):
+                u, d = ups[mask], downs[mask]
+                order = np.lexsort((d, u))
+                u, d = u[order], d[order]
+                return u, d, _first_max_index(d) if len(d) else np.array([], dtype=np.int32)
+
+            got = self._floor_cache[n] = (by_upstream(after >= before), by_upstream(np.ones(n, dtype=bool)))
+        return got
 
     def search_range(self, upstream: int, i: int, drained: tuple[int, int] | None,
                      replica_start: int | None) -> Unproven:

@@ -44,7 +44,7 @@ from urllib.parse import quote
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response, StreamingResponse
 
-from mm2_failover.approval import Decision, reread_text
+from mm2_failover.approval import Decision, group_reread_text, reread_text
 from mm2_failover.notify import READINESS_DAG, REPORT_DAGS
 from mm2_failover.report import APPROVAL_OUTCOMES, fate_shown, outcome_note, run_summary
 from mm2_failover.runfolder import (
@@ -357,7 +357,7 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
         rows.append([g.get("group"), ", ".join(str(a) for a in aliases or []),
                      fate_shown(g.get("fate"), rep.get("outcome")), g.get("partitions"),
                      g.get("committed"), g.get("skipped"), g.get("clamped"), g.get("refused") or "", g.get("lag"),
-                     g.get("retention_lost"), g.get("reread_estimate")])
+                     g.get("retention_lost"), group_reread_text(g)])
     parts.append(f"<h2>Groups ({len(groups)})</h2>")
     if len(groups) > MAX_ROWS:
         parts.append(f"<p class=muted>First {MAX_ROWS} shown; report.json has them all.</p>")

@@ -249,6 +249,34 @@ def test_e8_with_the_source_lost_a_restarted_history_cut_short_is_not_taken_for_
     assert prove_one(src, tgt, syncs + [(55, 66)], 42, lost=True).answer == (52, tr.ARCHIVE_FLOOR)
 
 
+def test_e8_syncs_at_or_past_the_replicas_end_are_no_history_of_it():
+    """The review's reproducer: the replica topic recreated, the old one's syncs (0, 100) and (19, 119) still
+    archived; the new one copied r0..r19 with exactly-once commit markers (no bracket gap-free). The old syncs'
+    "newest at or below 10" said 101 - clamped to the replica's end, every record skipped. They are past the
+    replica's end: no history of it."""
+    source = [f"r{i}" for i in range(20)]
+    target = []
+    for i in range(20):
+        target += [f"r{i}"] + ([MARKER] if i % 4 == 3 else [])
+    src, tgt = logs(source, target)
+    out = prove_one(src, tgt, [(0, 0), (8, 10), (16, 20), (0, 100), (19, 119)], 10, lost=True)
+    assert out.answer == (11, tr.ARCHIVE_FLOOR) and not out.cut_short
+
+
+def test_e8_a_checkpoint_past_every_archived_sync_does_not_overrule_the_floor():
+    """The review's stale archive: A copied 0..50 (syncs every 10), MM2 restarted at 40 and copied 40..45 again
+    (B, from 51) before the outage; B's sync (40, 51) never reached the archive. MM2's checkpoint (52, from B's
+    sync) names a copy past every archived sync: whether B was cut short is not known from the archive, so the
+    floor (41) stands - the checkpoint would skip r46..r50."""
+    source = [f"r{i}" for i in range(51)]
+    target = [f"r{i}" for i in range(51)] + [f"r{i}" for i in range(40, 46)]
+    src, tgt = logs(source, target)
+    out = prove_one(src, tgt, [(i, i) for i in range(0, 51, 10)], 42, lost=True, budget=5)
+    assert out.answer == (41, tr.ARCHIVE_FLOOR)
+    assert ev.resume_at(out, True, 52) == (41, tr.ARCHIVE_FLOOR)
+    assert ev.resume_at(out, True, 41) is None  # a checkpoint the archive explains, at least as far: it answers
+
+
 def test_failing_back_counts_a_bracket_only_on_a_span_read_whole():
     replica, origin = logs(list("abcdefghij"), list("abcdefghij"))
     w = ev.BackWant("k", SRC, REP, 4, SyncIndex([(0, 0), (9, 9)]), 10)
@@ -273,6 +301,7 @@ class World:
     scan: int
     fail_rate: float
     facts: dict = field(default_factory=dict)
+    mm2_syncs: list[tuple[int, int]] = field(default_factory=list)  # every sync MM2 wrote (the archive may end sooner)
 
     def limit(self, u: int) -> int:
         """The highest replica offset a group at source position ``u`` may resume at without losing a record: what
@@ -396,7 +425,7 @@ def world(seed: int) -> World:
         source.start = rnd.randint(0, n)  # retention moved the source's log start
     if rnd.random() < 0.15:
         target.start = rnd.randint(0, max(0, target.end // 3))
-    archived = len(syncs)
+    archived, every_sync = len(syncs), list(syncs)
     if syncs and rnd.random() < 0.2:
         syncs = syncs[:rnd.randint(1, len(syncs))]  # the archive ends before the newest syncs
     drained = (n, target.end) if reachable else None
@@ -406,6 +435,7 @@ def world(seed: int) -> World:
     w.facts = {"twins": twin_rate > 0, "compacted": bool(compacted), "eos": eos, "uncommitted": uncommitted,
                "recopied": len(set(copy_of.values())) < len(copy_of), "truncated": s < n,
                "stale_archive": len(syncs) < archived}
+    w.mm2_syncs = every_sync
     return w
 
 
@@ -425,8 +455,10 @@ def outcomes(w: World, seed: int) -> dict[int, ev.Outcome]:
 
 def mm2_checkpoint(w: World, u: int) -> int | None:
     """MM2's own translation (its OffsetSyncStore): the newest sync at or below ``u`` - the highest downstream offset
-    among them -, plus one unless it is at ``u``; None: no such sync (MM2 writes no checkpoint)."""
-    below = [(d, s) for s, d in w.syncs if s <= u]
+    among them -, plus one unless it is at ``u``; None: no such sync (MM2 writes no checkpoint). From every sync MM2
+    wrote, the ones an archive that ends sooner lacks included (MM2's sparse store is not modelled: in these worlds
+    its checkpoint is as far on as the syncs allow)."""
+    below = [(d, s) for s, d in (w.mm2_syncs or w.syncs) if s <= u]
     if not below:
         return None
     d, s = max(below)
@@ -529,7 +561,12 @@ def plan_violations(seed: int) -> list:
             cp = mm2_checkpoint(w, u)
             if cp is not None and cp > limit and not w.skips_more(u, at, cp):
                 limit = at
-        if at is not None and at > limit:
+        if not w.reachable and at is not None and o.answer is not None and o.answer[1] == tr.ARCHIVE_FLOOR \
+                and w.lost_behind_a_sync(u, at):
+            # issue 50 item 7: what the plan commits (MM2's checkpoint included, where it wins) keeps every record an
+            # earlier MM2 history copied up to one of its syncs, where the evidence offered a floor that does
+            bad.append(("LOST BEHIND A SYNC", u, c, at, w.lost_behind_a_sync(u, at)))
+        elif at is not None and at > limit:
             bad.append(("LOST", u, c, at, limit))
         elif at is None and w.reachable and mm2_checkpoint(w, c) is None and limit < w.target.end:
             # issue 50 item 6: a drained group MM2 never checkpointed left without a commit falls to its consumer's
@@ -603,12 +640,29 @@ def test_mutation_8_a_group_never_checkpointed_below_every_sync_left_without_a_c
 def test_mutation_15_the_archive_floor_in_a_history_cut_short_is_caught(monkeypatch):
     """Issue 50 item 7: rule 10 without its guard - the newest sync at or below the position, whatever its history
     (MM2's checkpoint's answer): records only an earlier history copied are skipped."""
-    def newest(self, upstream):
-        below = [(d, u) for u, d in zip(self._by_d_ups.tolist(), self._by_d_downs.tolist()) if u <= upstream]
-        return None if not below else (max(below)[0] + (0 if max(below)[1] == upstream else 1), False)
+    def newest(self, upstream, replica_end=None):
+        below = [(d, u) for u, d in zip(self._by_d_ups.tolist(), self._by_d_downs.tolist())
+                 if u <= upstream and (replica_end is None or d < replica_end)]
+        return None if not below else (max(below)[0] + (0 if max(below)[1] == upstream else 1), False, max(below)[0])
 
     monkeypatch.setattr(SyncIndex, "history_floor", newest)
     assert next((s for s in MUTATION_SEEDS if any(v[0] == "LOST BEHIND A SYNC" for v in violations(s))), None) \
+        is not None
+
+
+def test_mutation_16_mm2s_checkpoint_over_a_floor_of_a_history_cut_short_is_caught(monkeypatch):
+    """The review's: ``resume_at`` letting MM2's checkpoint win over an archive floor whose newest sync's history was
+    cut short (the checkpoint is in that history: it skips what only the earlier one copied)."""
+    real = ev.resume_at
+
+    def checkpoint_wins(o, checkpointed, checkpoint_at=None):
+        if o.answer is not None and o.answer[1] == tr.ARCHIVE_FLOOR and checkpoint_at is not None \
+                and checkpoint_at >= o.answer[0]:
+            return None
+        return real(o, checkpointed, checkpoint_at)
+
+    monkeypatch.setattr(ev, "resume_at", checkpoint_wins)
+    assert next((s for s in MUTATION_SEEDS if any(v[0] == "LOST BEHIND A SYNC" for v in plan_violations(s))), None) \
         is not None
 
 

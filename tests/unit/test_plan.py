@@ -208,6 +208,22 @@ def test_no_rewind_applies_to_the_clamped_offset():
     assert (row(p).action, row(p).reason, row(p).planned_offset) == (pm.SKIP, pm.TARGET_AHEAD, None)
 
 
+def test_a_target_commit_ahead_of_an_archive_floor_is_not_kept_silently():
+    """Rule 4 against rule 10 (the review's): the source lost, the archive floor 41 below MM2's checkpoint 52 - the
+    restarted history was cut short, or MM2 translated from syncs the archive never saw. MM2 with
+    sync.group.offsets.enabled wrote 52 as the group's target commit; kept (skip, or overwrite without allow_rewind),
+    it skips what only the earlier history copied. The plan is refused, naming it; moved back it is written."""
+    from mm2_failover.translate import ARCHIVE_FLOOR
+
+    exact = {("app", T, 0): pm.Proven(41, ARCHIVE_FLOOR, 142)}
+    for how in ("skip", "overwrite"):
+        with pytest.raises(PlanError, match=r"app primary.orders\[0\] \(target commit 52, the archive floor 41\)"):
+            build([cp(down=52)], current={"app": {(T, 0): 52}}, on_existing_target_offsets=how, exact=exact)
+    p = build([cp(down=52)], current={"app": {(T, 0): 52}}, on_existing_target_offsets="overwrite", allow_rewind=True,
+              exact=exact)
+    assert (row(p).action, row(p).planned_offset, row(p).rule) == (pm.COMMIT, 41, ARCHIVE_FLOOR)
+
+
 # ----------------------------------------------------------------------------------- rule 5 (apply, every try)
 
 

@@ -56,7 +56,7 @@ def test_totals_and_groups_of_a_failed_run():
     assert [x["group"] for x in r.groups] == ["a", "b", "c"]
     assert g["a"] == {"group": "a", "partitions": 2, "committed": 2, "skipped": 0, "clamped": 1, "retention_lost": 2,
                       "lag": 85, "mismatches": 0, "refused": "", "source_aliases": ["primary"], "fate": "moved",
-                      "reread_estimate": (110 - 10) + (103 - 5)}
+                      "reread_estimate": (110 - 10) + (103 - 5), "reread_unknown": 0}
     assert g["b"]["fate"].startswith("skipped: it already has different commits on the target")
     assert g["c"]["fate"].startswith("not as planned")
     assert (g["b"]["skipped"], g["b"]["committed"], g["b"]["lag"], g["b"]["refused"]) == (1, 0, 48, "existing_target_offsets")
@@ -70,7 +70,9 @@ def test_with_the_source_lost_the_re_read_of_mm2s_checkpoints_is_unknown_not_gue
     r = report(source_commits=None)
     assert (r.totals["records_reread_estimate"], r.totals["partitions_reread_unknown"]) == (None, 3)
     assert "| unknown on 3 partition(s) |" in render_markdown(r)
-    assert {x["group"]: x["reread_estimate"] for x in r.groups} == {"a": None, "b": None, "c": None}
+    assert {x["group"]: (x["reread_estimate"], x["reread_unknown"]) for x in r.groups} == \
+        {"a": (None, 2), "b": (None, 0), "c": (None, 1)}
+    assert "| unknown on 2 |" in render_markdown(r)  # group a's row: not a partial sum said as the whole
 
 
 def test_partition_rows():
