@@ -168,8 +168,18 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
                         "note": _FLOOR_NOTES.get(r.get("rule"), "at the offset-sync floor: re-reads what lies "
                                                  "between the sync and the group's position (not counted)")})
             continue
+        key = (r["group"], r["topic"], int(r["partition"]))
+        if planned is not None and exact is not None and is_exact(r.get("rule")) and key not in source_commits \
+                and not str(r.get("rule")).startswith("home_"):
+            # the source lost: exact from MM2's checkpoint's upstream offset, which lags the group wherever MM2 did
+            # not re-emit (it does only when its translation moves: the drill, a group at 62 checkpointed at 1)
+            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
+                        "source_committed": None, "checkpoint_upstream": up, "planned": planned,
+                        "behind_commit": None, "reread": None, "reread_at_least": max(0, exact - planned),
+                        "exact": False, "note": "exact from MM2's checkpoint's position; the group's own commit is "
+                        "not known (the source lost): it may have read on since, not counted"})
+            continue
         if planned is not None and exact is not None and is_exact(r.get("rule")):  # known: re-read exactly
-            key = (r["group"], r["topic"], int(r["partition"]))
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
                         "source_committed": source_commits.get(key, r.get("source_position")),
                         "checkpoint_upstream": up, "planned": planned, "behind_commit": None,

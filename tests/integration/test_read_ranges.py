@@ -30,6 +30,17 @@ def _txn(p: Producer, topic: str, values: list[str], commit: bool) -> None:
     (p.commit_transaction if commit else p.abort_transaction)(30)
 
 
+def _end_reaches(source, tp, end: int, timeout: float = 30.0) -> int:
+    """The partition's end offset once it is ``end`` or more: the coordinator writes a transaction's markers after
+    commit/abort returns."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (now := source.offsets([tp])[tp]) < end and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return now
+
+
 def _values(read: ev.Read, contents: dict) -> list[tuple[int, str]]:
     return [(r.offset, contents[r.content]) for r in read.records]
 
@@ -44,7 +55,7 @@ def test_markers_and_aborted_records_are_offsets_without_records_and_an_open_tra
     _txn(p, topic, ["x", "y"], commit=False)  # aborted 4-5, marker 6
     _txn(p, topic, ["d", "e"], commit=True)  # 7-8, marker 9
     contents = {ev.content_of(b"k", v.encode(), 1_700_000_000_000): v for v in "abcdexy"}
-    assert source.offsets([tp])[tp] == 10
+    assert _end_reaches(source, tp, 10) == 10
     got = source.read_ranges({tp: {(0, 10), (2, 8), (12, 14)}}, budget=100)
     whole = got[(tp, 0, 10)]
     assert whole.complete and _values(whole, contents) == [(0, "a"), (1, "b"), (2, "c"), (7, "d"), (8, "e")]
@@ -56,11 +67,12 @@ def test_markers_and_aborted_records_are_offsets_without_records_and_an_open_tra
     p.begin_transaction()
     p.produce(topic, key=b"k", value=b"open", timestamp=1_700_000_000_000)
     p.flush(30)
-    end = source.offsets([tp])[tp]
+    end = _end_reaches(source, tp, 11)
     assert end == 11
     open_read = source.read_ranges({tp: {(0, end)}}, budget=100, timeout=20)[(tp, 0, end)]
     assert open_read.status == ev.FAILED and "open transaction" in open_read.why, open_read
     p.commit_transaction(30)
+    _end_reaches(source, tp, end + 1)  # the commit marker: the last stable offset moves past the record
     done = source.read_ranges({tp: {(0, end)}}, budget=100)[(tp, 0, end)]
     assert done.complete and [r.offset for r in done.records] == [0, 1, 2, 7, 8, 10]
 

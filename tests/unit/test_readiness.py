@@ -297,7 +297,7 @@ def test_the_report_the_approval_and_readiness_classify_every_rule_alike(rule):
     row = {"group": "g", "topic": "primary.orders", "partition": 0, "upstream_offset": 40, "downstream_offset": 30,
            "planned_offset": 38, "exact_offset": None if rule == "checkpoint" else 40, "position_at_least": 35,
            "rule": rule, "action": "commit"}
-    (est,) = rp.estimate_reread([row], {})
+    (est,) = rp.estimate_reread([row], {("g", "primary.orders", 0): 40})  # the source up: its commit known
     exact = tr.is_exact(rule)
     assert bool(est.get("exact")) == exact, est
     assert (r.kind_of(row) == r.EXACT) == exact

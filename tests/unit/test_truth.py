@@ -21,6 +21,7 @@ harness"; each test below re-introduces one and checks the property, over genera
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import pytest
 from hypothesis import given, settings
@@ -64,6 +65,11 @@ def run(w: World, seed: int) -> list[dict]:
     out = []
     for u, o in got.items():
         c = checkpoint_position(w, u, rnd)
+        if not w.reachable and rnd.random() < 0.5:
+            # the source lost, the run translates MM2's checkpoint's upstream offset - which can lag the group: MM2
+            # re-emits a checkpoint only when its translation moves (the drill: a group at 62 checkpointed at 1)
+            c = rnd.randint(0, u)
+            o = outcomes(dataclasses.replace(w, positions=[c]), seed)[c]
         down = mm2_checkpoint(w, c)
         cps = [] if down is None else [Checkpoint(GROUP, REP[0], 0, c, down, "", source_alias="a")]
         resume = ev.resume_at(o, checkpointed=bool(cps), checkpoint_at=down)
@@ -72,7 +78,7 @@ def run(w: World, seed: int) -> list[dict]:
             plan = pm.build_plan(
                 cps, {REP: pm.PartitionBounds(w.target.start, w.target.end)}, {}, {REP[0]: 1},
                 source_commits={GROUP: {("a", REP[0], 0): u}} if w.reachable else None,
-                exact={key: pm.Proven(resume[0], resume[1], u)} if resume else None,
+                exact={key: pm.Proven(resume[0], resume[1], u if w.reachable else c)} if resume else None,
                 positions_at_least={key: o.position_at_least} if o.position_at_least is not None else None)
         except pm.PlanError:
             continue
@@ -134,7 +140,8 @@ def figure_violations(seed: int) -> list:
             bad.append(("EXACT NOT AT THE LIMIT", u, row.rule, at, limit, true_reread))
         if said["kind"] == rd.EXACT and plain(w) and at != limit:
             bad.append(("READINESS EXACT NOT AT THE LIMIT", u, row.rule, at, limit))
-        if said["kind"] == rd.EXACT and said["reread"] != true_reread and not w.facts["stale_archive"]:
+        if said["kind"] == rd.EXACT and said["reread"] is not None and said["reread"] != true_reread \
+                and not w.facts["stale_archive"]:
             bad.append(("READINESS RE-READ WRONG", u, row.rule, at, said["reread"], true_reread))
         if said["reread"] != rep["reread_estimate"]:
             bad.append(("READINESS AND REPORT DISAGREE", u, row.rule, said["reread"], rep["reread_estimate"]))
