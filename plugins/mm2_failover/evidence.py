@@ -46,8 +46,9 @@ E7. **A superseded sync** (translate rule 1, copied again by a later MM2 history
     history's first copy, ``superseded_sync``, never called exact (the truth harness found it said "re-read 0").
 E8. **The source lost, nothing proven**: translate rule 10, the archive floor - MM2's own rule over every archived
     sync, in a history that got as far as every earlier one (:meth:`~mm2_failover.translate.SyncIndex.history_floor`).
-    Where MM2's checkpoint is further on (the archive ends before MM2's newest syncs) and the history was not cut
-    short, the checkpoint answers (:func:`resume_at`).
+    Where MM2's checkpoint is at least as far, the floor's history was not cut short and the checkpoint lies within
+    the archived syncs, the checkpoint answers (:func:`resume_at`); syncs at or past the replica's end are no
+    history of it.
 
 Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
 replica's span was read whole and is one to one (E4), and for the tail where the replica's last record is the
@@ -362,7 +363,7 @@ class _Case:
 
 def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], target: RecordSource,
           budget: int = DEFAULT_BUDGET, scan: int = DEFAULT_SCAN) -> dict[Hashable, Outcome]:
-    """Read what proves (or refutes) each position's translation and decide (E1-E7, translate rules 1-7)."""
+    """Read what proves (or refutes) each position's translation and decide (E1-E8, translate rules 1-7, 10)."""
     cases = [_Case(w, lost=sources.get(w.alias) is None) for w in wants]
     if not cases:
         return {}
