@@ -178,10 +178,10 @@ def warning_rank(w: str) -> int:
 
 
 def worst_groups(groups: list[dict], n: int) -> list[dict]:
-    """Rule 3: the groups to name when there are more than ``n``: the most records lost to retention, then the most
-    to re-read, then by name."""
-    return sorted(groups, key=lambda g: (-(g.get("retention_lost") or 0), -(g.get("reread_estimate") or 0),
-                                         g.get("group") or ""))[:n]
+    """Rule 3: the groups to name when there are more than ``n``: the most records lost to retention, then those
+    whose re-read is unknown on some partition (not counted is not 0), then the most to re-read, then by name."""
+    return sorted(groups, key=lambda g: (-(g.get("retention_lost") or 0), -(g.get("reread_unknown") or 0),
+                                         -(g.get("reread_estimate") or 0), g.get("group") or ""))[:n]
 
 
 def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: list[str],
@@ -221,7 +221,8 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
     if moving:
         named = moving if len(moving) <= max_groups else worst_groups(moving, max_groups)
         head = (f"**Groups ({len(moving)}):**" if len(named) == len(moving) else
-                f"**Groups ({len(moving)}), the {len(named)} with the most lost to retention or to re-read:**")
+                f"**Groups ({len(moving)}), the {len(named)} with the most lost to retention or to re-read (or "
+                f"re-read unknown):**")
         lines += [head + " " + ", ".join(f"`{g['group']}`" for g in named), ""]
     still = [g for g in groups if g not in moving]
     if still:

@@ -150,7 +150,7 @@ def test_rule3_the_request_says_what_will_happen_in_words_worst_first_under_a_sh
         plan_hash=H, page_url="u", groups=groups)
     assert subject == "Move 31 group(s), 92 commit(s)?" and len(subject) <= 60  # left-alone moves nothing
     assert "**Not moved (1):** `left-alone`" in body
-    assert "**Groups (31), the 20 with the most lost to retention or to re-read:** `lossy`, `app-29`" in body
+    assert "**Groups (31), the 20 with the most lost to retention or to re-read (or re-read unknown):** `lossy`, `app-29`" in body
     assert "`app-09`" not in body  # beyond the 20
     assert "- 4 partition(s): exact: between two offset syncs MM2 copied one record per offset" in body
     assert "- 2 partition(s): safe, re-reads: the first copy of a record MM2 copied again after a restart" in body
@@ -159,3 +159,14 @@ def test_rule3_the_request_says_what_will_happen_in_words_worst_first_under_a_sh
     _s, few = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
                               page_url="u", groups=groups[:2])
     assert "**Groups (2):** `app-00`, `app-01`" in few
+
+
+def test_rule3_a_group_whose_re_read_is_unknown_is_named_before_those_with_a_small_known_one():
+    """A re-read not counted (the source lost, a floor) is not a re-read of 0: among many groups, the ones whose
+    re-read is unknown on some partition are named right after those that lose records."""
+    from mm2_failover.approval import worst_groups
+
+    groups = [{"group": f"g{i}", "reread_estimate": i, "retention_lost": 0} for i in range(5)] + \
+        [{"group": "unknown", "reread_estimate": None, "reread_unknown": 2, "retention_lost": 0},
+         {"group": "lossy", "reread_estimate": 0, "retention_lost": 3}]
+    assert [g["group"] for g in worst_groups(groups, 3)] == ["lossy", "unknown", "g4"]
