@@ -440,6 +440,7 @@ def run_summary(dag_id: str, run_id: str, rep: dict | None, drill: dict | None, 
         "lost": t.get("records_lost_to_retention", dt.get("records_lost_to_retention")),
         "mismatches": t.get("mismatches"),
         "reread": dt.get("records_reread_estimate", t.get("records_reread_estimate")),
+        "reread_unknown": dt.get("partitions_reread_unknown", t.get("partitions_reread_unknown")) or 0,
         "findings": dt.get("findings"), "drill_totals": dt,
     }
 

@@ -322,7 +322,8 @@ def render_index(runs: list[dict], base: str, root_exists: bool) -> str:
         if r["outcome"] == "unreadable":
             outcome += f" <span class=muted>{esc(r.get('why'))}</span>"
         rows.append([r["time"], r["dag_id"], link, outcome, r["groups"], r["moved"], r["partitions"], r["committed"],
-                     r["skipped"], r["clamped"], r["lost"], r["reread"]])
+                     r["skipped"], r["clamped"], r["lost"],
+                     group_reread_text({"reread_estimate": r["reread"], "reread_unknown": r.get("reread_unknown")})])
     body = (f"<p class=muted>{len(runs)} run(s) under the artifacts folder, newest first.</p>"
             + table(["time (UTC)", "DAG", "run", "outcome", "groups", "moved", "partitions", "committed", "skipped",
                      "clamped", "lost to retention", "est. re-read"], rows, numeric=set(range(4, 12)), raw={2, 3},

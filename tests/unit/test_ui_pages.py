@@ -507,3 +507,17 @@ def test_a_run_waiting_for_its_approval_says_its_groups_will_move_once_approved(
         RunFolder(tmp_path / "mm2_failover" / "r1").save_report(rep)
         t = TestClient(ui.create_app(tmp_path)).get("/runs/mm2_failover/r1").text
         assert says in t and "would move (dry run)" not in t
+
+
+def test_the_index_says_a_runs_unknown_re_read_not_a_partial_sum(tmp_path):
+    """Issue 50 item 7: a run whose re-read is not counted on some partitions says so on the index too."""
+    from fastapi.testclient import TestClient
+
+    root = tmp_path / "artifacts"
+    d = _write_failover(root, "lost-run", "orders")
+    rep = json.loads((d / "report.json").read_text())
+    rep["totals"].update(records_reread_estimate=7, partitions_reread_unknown=2)
+    s = run_summary("mm2_failover", "lost-run", rep, None, "2026-11-28T04:00")
+    assert (s["reread"], s["reread_unknown"]) == (7, 2)
+    (d / "summary.json").write_text(json.dumps(s))
+    assert "7 + unknown on 2" in TestClient(ui.create_app(root)).get("/").text
