@@ -165,7 +165,7 @@ def said_vs_truth(said: list[dict], committed: dict[int, int], positions: dict[i
     ``truth``: :func:`truth_of` each source partition). A row is wrong when the failover committed another offset
     than readiness said, lost a record, or re-read other than readiness's figure where readiness called it exact;
     a row not exact may say its re-read unknown (None), and a figure it gives must be within 10 % of the truth."""
-    from testbed.exact_drill import score
+    from testbed.exact_drill import near, score
 
     rows, wrong = [], []
     for r in sorted(said, key=lambda r: r["partition"]):
@@ -185,7 +185,7 @@ def said_vs_truth(said: list[dict], committed: dict[int, int], positions: dict[i
         if r.get("kind") == "exact" and row.get("re_read") != r.get("reread"):
             why.append(f"called exact with re-read {r.get('reread')}, re-read {row.get('re_read')}")
         if r.get("kind") not in ("exact", "none") and r.get("reread") is not None and row.get("re_read") is not None \
-                and abs(r["reread"] - row["re_read"]) > max(1, row["re_read"] // 10):
+                and not near(r["reread"], row["re_read"]):
             # a figure given for a row not exact is an estimate: within 10 % of the truth, or said unknown (None)
             why.append(f"estimated re-read {r['reread']}, re-read {row['re_read']}")
         if why:
@@ -333,6 +333,7 @@ def final_failover(bed, af, topic: str, group: str, traffic: Traffic, interval: 
     from unittest import mock
 
     from mm2_failover.runfolder import RunFolder
+    from mm2_failover.ui import safe_name
 
     traffic.close()
     src, tgt = bed.client("source"), bed.client("target")
@@ -348,7 +349,7 @@ def final_failover(bed, af, topic: str, group: str, traffic: Traffic, interval: 
             if r["state"] != "success" or (_ts(r.get("start_date")) or 0) < stopped:
                 continue
             with mock.patch.dict(os.environ, store_env):
-                rd = RunFolder(af.artifacts / "mm2_failover_readiness" / safe(r["dag_run_id"])).load_readiness()
+                rd = RunFolder(af.artifacts / "mm2_failover_readiness" / safe_name(r["dag_run_id"])).load_readiness()
             mine = [x for x in rd.partitions if x["group"] == group and x["topic"] == replica]
             if mine and all(x.get("not_replicated") == 0 for x in mine):
                 said.update(run_id=r["dag_run_id"], rows=mine)
@@ -379,13 +380,6 @@ def final_failover(bed, af, topic: str, group: str, traffic: Traffic, interval: 
     if state != "success":
         out["wrong"].append({"partition": -1, "why": f"the failover run ended {state}"})
     return out
-
-
-def safe(run_id: str) -> str:
-    """A run id as its folder is named (config.run_dir)."""
-    import re
-
-    return re.sub(r"[^A-Za-z0-9_.+-]", "_", run_id)
 
 
 def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str, ...] = CYCLE,

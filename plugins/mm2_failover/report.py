@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
 from mm2_failover import approval
-from mm2_failover.translate import ARCHIVE_FLOOR, FIRST_COPY, REPLICA_START, SUPERSEDED_SYNC, is_exact
+from mm2_failover.translate import ARCHIVE_FLOOR, FIRST_COPY, HOME, REPLICA_START, SUPERSEDED_SYNC, is_exact
 from mm2_failover.plan import (
     CHECKPOINT_AHEAD_OF_SOURCE,
     CLAMP,
@@ -170,7 +170,7 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
             continue
         key = (r["group"], r["topic"], int(r["partition"]))
         if planned is not None and exact is not None and is_exact(r.get("rule")) and key not in source_commits \
-                and not str(r.get("rule")).startswith("home_"):
+                and not str(r.get("rule")).startswith(HOME):
             # the source lost: exact from MM2's checkpoint's upstream offset, which lags the group wherever MM2 did
             # not re-emit (it does only when its translation moves: the drill, a group at 62 checkpointed at 1)
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),

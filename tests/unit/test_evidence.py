@@ -522,12 +522,12 @@ def checkpoint_position(w: World, u: int, rnd: random.Random) -> int:
     return rnd.choice([u, rnd.randint(0, u), rnd.randint(u, len(w.source.entries))])
 
 
-def planned(w: World, u: int, c: int, o: ev.Outcome) -> int | None:
-    """The whole run for one group on the world's partition, as the stages run it: the evidence's outcome for the
-    position the run translates (the source commit ``u``; with the source lost, the checkpoint's ``c`` = ``u``), MM2's
+def plan_for(w: World, u: int, c: int, o: ev.Outcome):
+    """The whole run for one group on the world's partition, as the stages run it: the evidence's outcome ``o`` for
+    the position the run translates (the source commit ``u``; with the source lost, MM2's checkpoint's ``c``), MM2's
     checkpoint of position ``c`` (:func:`mm2_checkpoint`; none where MM2 has no sync at or below it), the mapping the
     translation stage applies (:func:`evidence.resume_at`) and the plan's rules (:func:`plan.build_plan`: clamp,
-    rule 1b) over the replica's bounds. None: the plan writes nothing for the group (or refuses)."""
+    rule 1b) over the replica's bounds. None: the plan refuses."""
     from mm2_failover import plan as pm
     from mm2_failover.checkpoints import Checkpoint
 
@@ -536,14 +536,19 @@ def planned(w: World, u: int, c: int, o: ev.Outcome) -> int | None:
     resume = ev.resume_at(o, checkpointed=bool(cps), checkpoint_at=down)
     key = (GROUP, REP[0], 0)
     try:
-        plan = pm.build_plan(
+        return pm.build_plan(
             cps, {REP: pm.PartitionBounds(w.target.start, w.target.end)}, {}, {REP[0]: 1},
             source_commits={GROUP: {("a", REP[0], 0): u}} if w.reachable else None,
-            exact={key: pm.Proven(resume[0], resume[1], u)} if resume else None,
+            exact={key: pm.Proven(resume[0], resume[1], u if w.reachable else c)} if resume else None,
             positions_at_least={key: o.position_at_least} if o.position_at_least is not None else None)
     except pm.PlanError:
         return None
-    return next((r.planned_offset for r in plan.rows if r.writes), None)
+
+
+def planned(w: World, u: int, c: int, o: ev.Outcome) -> int | None:
+    """The offset :func:`plan_for`'s plan commits for the group (None: it writes nothing, or refuses)."""
+    plan = plan_for(w, u, c, o)
+    return None if plan is None else next((r.planned_offset for r in plan.rows if r.writes), None)
 
 
 def plan_violations(seed: int) -> list:

@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mm2_failover import evidence as ev
-from mm2_failover import plan as pm
 from mm2_failover import readiness as rd
 from mm2_failover import report as rp
 from mm2_failover import translate as tr
-from mm2_failover.checkpoints import Checkpoint
 import test_evidence
-from test_evidence import GROUP, REP, World, checkpoint_position, mm2_checkpoint, outcomes, world
+from test_evidence import GROUP, REP, World, checkpoint_position, outcomes, plan_for, world
+from testbed.exact_drill import near
 from testbed.memlog import ABORTED
 
 MUTATION_SEEDS = range(4000)
@@ -70,18 +68,10 @@ def run(w: World, seed: int) -> list[dict]:
             # re-emits a checkpoint only when its translation moves (the drill: a group at 62 checkpointed at 1)
             c = rnd.randint(0, u)
             o = outcomes(dataclasses.replace(w, positions=[c]), seed)[c]
-        down = mm2_checkpoint(w, c)
-        cps = [] if down is None else [Checkpoint(GROUP, REP[0], 0, c, down, "", source_alias="a")]
-        resume = ev.resume_at(o, checkpointed=bool(cps), checkpoint_at=down)
-        key = (GROUP, REP[0], 0)
-        try:
-            plan = pm.build_plan(
-                cps, {REP: pm.PartitionBounds(w.target.start, w.target.end)}, {}, {REP[0]: 1},
-                source_commits={GROUP: {("a", REP[0], 0): u}} if w.reachable else None,
-                exact={key: pm.Proven(resume[0], resume[1], u if w.reachable else c)} if resume else None,
-                positions_at_least={key: o.position_at_least} if o.position_at_least is not None else None)
-        except pm.PlanError:
+        plan = plan_for(w, u, c, o)
+        if plan is None:
             continue
+        key = (GROUP, REP[0], 0)
         row = next((r for r in plan.rows if r.writes), None)
         if row is None:
             continue
@@ -95,11 +85,6 @@ def run(w: World, seed: int) -> list[dict]:
         out.append({"u": u, "row": row, "report": report.partitions[0], "totals": report.totals,
                     "readiness": said.partitions[0], "limit": w.limit(u)})
     return out
-
-
-def near(figure: int, truth: int) -> bool:
-    """Within 10 % of the truth (one record either way for small counts)."""
-    return abs(figure - truth) <= max(1, truth // 10)
 
 
 def plain(w: World) -> bool:
