@@ -84,7 +84,9 @@ class FencedWriter:
                                           stdout=subprocess.PIPE, stderr=self._stderr,
                                           preexec_fn=_die_with_parent if _PRCTL is not None else None)
             try:
-                first = self._line(READY_S + target.timeout)
+                # taking the id may wait for the previous holder's transaction, which a lease bounds (the helper's
+                # takeId)
+                first = self._line(READY_S + target.timeout + transaction_timeout_ms / 1000)
             except BaseException:
                 self.close()
                 raise

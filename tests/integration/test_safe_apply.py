@@ -439,3 +439,16 @@ def test_the_fenced_writer_commits_byte_for_byte_refuses_a_live_group_and_once_f
 
     with pytest.raises(KafkaConfigError, match="MM2_FAILOVER_LOCK_LEASE_SECONDS"):  # above the brokers' 15 min
         FencedWriter(c, tid, 3600 * 1000)
+
+
+def test_the_fenced_writer_takes_its_id_however_short_the_clients_timeout(bed, target, names):
+    """The CI's lock test (above) failed once: B, whose client timeout is 1 s, was granted the lease after A was killed
+    mid-transaction, and its initTransactions timed out while the coordinator was still aborting A's transaction (a
+    busy 2-core machine). Taking the id waits for the previous holder's open transaction to end, which its timeout -
+    the lease - bounds: the writer retries initTransactions (Kafka says it is safe to) until the client's timeout plus
+    a lease have passed, so a client timeout far too short for one round trip still takes the id."""
+    from mm2_failover.fenced import FencedWriter
+    from mm2_failover.kafka_io import Cluster
+
+    c = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target", 0.001)  # 1 ms: no round trip fits
+    FencedWriter(c, f"mm2-failover.test-short.{names['group']}", 6000).close()  # READY: initTransactions returned

@@ -165,7 +165,7 @@ public class KafkaOffsets {
             return 4;
         }
         try (Admin admin = Admin.create(props)) {
-            producer.initTransactions();  // every earlier producer of this id is fenced from here on
+            takeId(producer, timeoutMs + Long.parseLong(producerProps.getProperty("transaction.timeout.ms", "60000")));
             System.out.println("READY");
             System.out.flush();
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -190,6 +190,25 @@ public class KafkaOffsets {
         } finally {
             System.out.flush();
             producer.close(java.time.Duration.ofMillis(timeoutMs));
+        }
+    }
+
+    /** initTransactions: every earlier producer of this id is fenced from here on. Taking the id waits for the
+     *  previous holder's open transaction to be aborted (CONCURRENT_TRANSACTIONS, retried by the client), which that
+     *  transaction's timeout - the lease - bounds, while one call blocks for max.block.ms only (the client's timeout:
+     *  on a busy machine, shorter than the abort). Kafka says a timed-out initTransactions may be called again (the
+     *  same request goes on): it is, until {@code withinMs} have passed. */
+    static void takeId(KafkaProducer<byte[], byte[]> producer, long withinMs) {
+        long deadline = System.nanoTime() + withinMs * 1_000_000L;
+        while (true) {
+            try {
+                producer.initTransactions();
+                return;
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                if (System.nanoTime() - deadline >= 0) {
+                    throw e;
+                }
+            }
         }
     }
 
