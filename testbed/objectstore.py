@@ -97,7 +97,8 @@ class ObjectStore:
             ""]))
         log = run_dir / "s3proxy.log"
         with open(log, "ab") as out:
-            proc = subprocess.Popen(["java", "-Xmx256m", "-cp", str(jars[-1]), MAIN_CLASS, "--properties", str(props)],
+            proc = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",  # as the bed's
+                                     "-cp", str(jars[-1]), MAIN_CLASS, "--properties", str(props)],
                                     stdout=out, stderr=subprocess.STDOUT, cwd=run_dir, start_new_session=True)
         store = cls(proc, port, bucket, data, log)
         deadline = time.monotonic() + timeout
