@@ -133,14 +133,23 @@ def _pdeathsig() -> None:  # runs in the child between fork and exec
     os.setpgrp()  # own process group: Ctrl-C in a terminal reaches us, and we stop children in order
 
 
+#: ``1`` (the test suite sets it: tests/conftest.py): the bed's JVMs run C1 only. On the suite's small loads the JIT's
+#: second tier costs more than it saves - measured (a bed's two brokers and MM2): started in 10.4 CPU-s against 16.2,
+#: idle at 4.5 CPU-s a minute against 5.8, 30,000 records replicated in 3.2 against 6.7. Unset (the benchmarks, the
+#: demo), the brokers run as a deployment's do.
+QUICK_JIT_ENV = "MM2_FAILOVER_BED_QUICK_JIT"
+
+
+def quick_jit() -> list[str]:
+    """The JIT option of the bed's JVMs (:data:`QUICK_JIT_ENV`)."""
+    return ["-XX:TieredStopAtLevel=1"] if os.environ.get(QUICK_JIT_ENV) == "1" else []
+
+
 def java_cmd(jars: Path, main: str, *args: str, heap: str = "512m", log4j: Path | None = None) -> list[str]:
     java = shutil.which("java")
     if not java:
         raise BedError("java not found on PATH: the bed needs Java 17+ (Debian: apt-get install openjdk-17-jre-headless)")
-    # C1 only: on a bed, the JIT's second tier costs more than it saves - measured (a bed's two brokers and MM2):
-    # started in 10.4 CPU-s against 16.2, idle at 4.5 CPU-s a minute against 5.8, 30,000 records replicated in 3.2
-    # against 6.7. A bed, not a production cluster (testbed.localenv.QUICK_JVM_OPTIONS does the same for Spark's)
-    cmd = [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+    cmd = [java, f"-Xmx{heap}", "-XX:+UseSerialGC", *quick_jit(), "-Djava.awt.headless=true"]
     if log4j:
         cmd.append(f"-Dlog4j2.configurationFile={log4j}")
     return cmd + ["-cp", f"{jars}/*", main, *args]

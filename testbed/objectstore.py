@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.bed import free_port
+from testbed.bed import free_port, quick_jit
 
 MAIN_CLASS = "org.gaul.s3proxy.Main"
 IDENTITY = "mm2-failover-bed"
@@ -97,7 +97,7 @@ class ObjectStore:
             ""]))
         log = run_dir / "s3proxy.log"
         with open(log, "ab") as out:
-            proc = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",  # as the bed's
+            proc = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", *quick_jit(),  # as the bed's
                                      "-cp", str(jars[-1]), MAIN_CLASS, "--properties", str(props)],
                                     stdout=out, stderr=subprocess.STDOUT, cwd=run_dir, start_new_session=True)
         store = cls(proc, port, bucket, data, log)

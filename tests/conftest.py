@@ -42,6 +42,8 @@ _default("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 # dags/ fails with "the dag is not serialized" (tests/unit/test_spark_connection.py, then test_latest_state.py).
 _default("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
 _default("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
+# the bed's JVMs C1 only: the suite's loads are small, and it is CPU-bound (testbed.bed.QUICK_JIT_ENV)
+_default("MM2_FAILOVER_BED_QUICK_JIT", "1")
 # py4j logs "Closing down clientserver connection" at INFO from __del__ at interpreter exit, after pytest has
 # closed the streams: a "--- Logging error ---" traceback at the end of every run that means nothing.
 logging.getLogger("py4j").setLevel(logging.WARNING)
