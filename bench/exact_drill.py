@@ -6,11 +6,13 @@ Each run starts its own bed (two KRaft brokers + MM2 on loopback; the source's l
 ``testbed.exact_drill.run_drill`` (burst, slow, mixed, transactions with aborts, a compacted topic, a producer's
 retry twins, groups behind the source's log start, and transactions through a second MM2 flow with exactly-once
 support; MM2 SIGKILLed and restarted while all of them produce; two groups per topic plus a group MM2 never
-checkpoints on two topics; a group of the burst topic rewound on the source after MM2's last checkpoint) and
-scores every (group, partition) under ``translation=checkpoint``, ``translation=exact`` and ``translation=exact``
-with the source lost (disaster mode), beside what the report says each re-reads. ``--mm2 default`` keeps
-MM2's defaults (its source consumer reads ``read_uncommitted``), ``advised`` follows the pre-flight audit
-(``primary.consumer.isolation.level=read_committed``), ``both`` runs each.
+checkpoints on two topics; a group of the burst topic rewound on the source after MM2's last checkpoint; a topic
+whose last records MM2 never copied while re-copies make its replica longer than the source, behind the failover's
+drain check with MM2's progress readable, unknown, and with the source lost) and scores every (group, partition)
+under ``translation=checkpoint``, ``translation=exact`` and ``translation=exact`` with the source lost (disaster
+mode), beside what the report says each re-reads; points the drain check refused count as ``drain refused``.
+``--mm2 default`` keeps MM2's defaults (its source consumer reads ``read_uncommitted``), ``advised`` follows the
+pre-flight audit (``primary.consumer.isolation.level=read_committed``), ``both`` runs each.
 
 Prints the summed table (Markdown, the README's) and writes every point to bench/results/exact-drill-*.json.
 """
@@ -61,7 +63,7 @@ def main() -> int:
     for mm2 in sorted({r.mm2 for r in results}):
         points = [p for r in results if r.mm2 == mm2 for p in r.points]
         print(f"## MM2 {mm2}: {len([r for r in results if r.mm2 == mm2])} run(s), "
-              f"{len(points) // 2} (group, partition) points")
+              f"{len({(p.pattern, p.group, p.partition) for p in points})} (group, partition) points per plan")
         print(exact_drill.render(exact_drill.summarize(points)))
         out[f"summary_{mm2}"] = exact_drill.summarize(points)
     path = Path(__file__).parent / "results" / f"exact-drill-{stamp}.json"

@@ -10,7 +10,9 @@ last one. Scoring a planned replica offset ``d`` for a group whose source positi
 to the replica partition (:func:`score`):
 
 - **lost**: records at source offsets >= U that the source still holds at failover (committed, not compacted away:
-  what the group would read next on the source) and that MM2 copied, with no copy at or after ``d``;
+  what the group would read next on the source) with no copy at or after ``d`` - a record MM2 never copied has none
+  (the drill waits until MM2 copied everything: only ``tail_never_copied`` has such records, which the failover's
+  drain gate exists to keep from being lost);
 - **re-read**: copies at or after ``d`` of records before ``U`` (consumed already, or superseded by compaction);
 - **phantom**: copies at or after ``d`` of aborted records (MM2's source consumer reading ``read_uncommitted`` copies
   them as plain records, which every consumer of the replica then receives);
@@ -25,6 +27,14 @@ position but the furthest one's: those groups' unread records are gone from the 
 when the drill runs an exactly-once flow (``eos_alias``), ``exactly_once`` (transactions as above, replicated by a
 second MM2 flow with ``exactly.once.source.support=enabled``: commit markers - and, when it is killed, aborted
 copies - on the replica too; its offset syncs on the target).
+
+With ``extras`` (issue 50), after MM2's last checkpoint MM2 stops, and two more patterns are scored: ``rewound`` (a
+group of the burst topic reset backwards on the source) and ``tail_never_copied`` (a topic of its own, produced like
+``mixed``: then ``TAIL_NEW`` more records per partition on the source, never copied, and the replica's last
+``TAIL_RECOPIED`` records appended to it again - a restarted MM2's re-copies -, so that the replica's end passes the
+source's while the source's last records have no copy). The failover's drain check decides for the latter
+(:func:`tail_never_copied`): where it refuses, the failover stops before any write - its points are not answered,
+``drain refused`` among the rules -; where it passes, they are planned and scored like every other pattern.
 
 With content twins a payload is no longer unique: **lost** counts, per payload, the source records the group still
 had to read beyond the copies left at or after the planned offset (a consumer sees contents: two copies of a twin
@@ -57,6 +67,12 @@ PATTERNS = ("burst", "slow", "mixed", "transactions", "compacted", "twins", "ret
 # pattern (its points: the rewound group's); the other extra translation is the source lost (issue 50 item 7)
 REWOUND = "rewound"
 LOST = "exact, source lost"
+# a topic of its own (issue 50 item 2): once MM2 stopped, more records on the source (never copied) and copies of
+# records MM2 had copied appended to the replica (a restarted MM2's re-copies): the replica's end at or past the
+# source's while the source's last records have no copy. The failover's drain check decides; scored as its own pattern
+TAIL = "tail_never_copied"
+TAIL_NEW, TAIL_RECOPIED = 10, 15  # per partition: records produced once MM2 stopped, re-copies appended to the replica
+NO_PROGRESS = "progress unknown"  # the drain check with mm2_offsets_topic naming a topic that does not exist
 NON_TRANSACTIONAL = ("burst", "slow", "mixed")
 MAIN_FLOW = PATTERNS[:-1]  # exactly_once: replicated by the drill's exactly-once flow (eos_alias) only
 EOS_MM2 = {"backup.exactly.once.source.support": "enabled"}  # + <alias>.consumer.isolation.level=read_committed
@@ -87,9 +103,12 @@ class Score(NamedTuple):
     phantom: int
 
 
-def score(planned: int, position: int, copies: list[tuple[int, bytes]], truth: Truth) -> Score:
+def score(planned: int, position: int, copies: list[tuple[int, bytes]], truth: Truth, uncopied: bool = False) -> Score:
     """Score resuming at replica offset ``planned`` for a group whose next source offset is ``position``, given every
-    copy on the replica partition as ``(replica offset, payload)`` (see the module docstring)."""
+    copy on the replica partition as ``(replica offset, payload)`` (see the module docstring). ``uncopied``: the
+    records the source holds that MM2 never copied count as lost too (the failover's loss, which the drain gate
+    exists to prevent, not only the plan's; the drill passes it: it waits for MM2 to copy everything, so that only
+    ``tail_never_copied`` has such records)."""
     after = Counter(v for o, v in copies if o >= planned)
     re_read = phantom = 0
     for v, n in after.items():
@@ -101,7 +120,7 @@ def score(planned: int, position: int, copies: list[tuple[int, bytes]], truth: T
             re_read += n
     copied = {v for _o, v in copies}
     lost = 0
-    for v in copied:
+    for v in (copied | truth.offsets.keys()) if uncopied else copied:
         if v in truth.aborted or (truth.present is not None and v not in truth.present):
             continue
         need = sum(1 for o in truth.twins.get(v, (truth.offsets.get(v, -1),)) if o >= position)
@@ -131,11 +150,13 @@ class PointResult:
     phantom: int = 0
     said: int | None = None  # the report's re-read figure for the point (None: said unknown)
     said_exact: bool = False  # the report calls it a count, not an estimate
+    refused: bool = False  # the drain gate refused the failover: it stops before any write (not answered)
 
 
 def summarize(points: list[PointResult]) -> list[dict]:
     """One row per (pattern, translation): points, answered, points MM2 left without a checkpoint (and how many of
-    them were answered), and lost / re-read / phantom records summed over the answered points."""
+    them were answered), and lost / re-read / phantom records summed over the answered points. Points the drain
+    gate refused are counted among the rules as ``drain refused`` (not answered: nothing written)."""
     rows: dict[tuple[str, str], dict] = {}
     for p in points:
         r = rows.setdefault((p.pattern, p.translation), {
@@ -149,6 +170,8 @@ def summarize(points: list[PointResult]) -> list[dict]:
         r["lost"] += p.lost
         r["re_read"] += p.re_read
         r["phantom"] += p.phantom
+        if p.refused:
+            r["rules"]["drain refused"] = r["rules"].get("drain refused", 0) + 1
         if p.answered:
             r["rules"][p.rule] = r["rules"].get(p.rule, 0) + 1
             if p.said is None:
@@ -156,8 +179,25 @@ def summarize(points: list[PointResult]) -> list[dict]:
             else:
                 r["said"] += p.said
                 r["said_off"] += not near(p.said, p.re_read)
-    order = {k: i for i, k in enumerate(PATTERNS)}
+    order = {k: i for i, k in enumerate((*PATTERNS, REWOUND, TAIL))}
     return sorted(rows.values(), key=lambda r: (order.get(r["pattern"], 99), r["translation"]))
+
+
+def gate_summary(verdict: dict, topic: str) -> dict:
+    """A drain verdict (``DrainVerdict.as_dict()``) as the drill records it for one source topic: whether the gate
+    passed, each partition's state, and what the rule before issue 50 item 2 - replica end >= source end - would have
+    said of each (None: no source end, as in disaster mode)."""
+    rows = [r for r in verdict["rows"] if r["topic"] == topic]
+    return {"drained": bool(verdict["drained"]),
+            "states": {int(r["partition"]): r["state"] for r in rows},
+            "old_rule_drained": {int(r["partition"]): None if r["source_end"] is None or r["replica_end"] is None
+                                 else r["replica_end"] >= r["source_end"] for r in rows}}
+
+
+def refused_by_gate(verdicts: list[dict]) -> bool:
+    """The failover is refused when every drain check it could run under refuses (any one that passes lets the plan
+    through: it is scored, and a gate that passed a tail never copied shows as lost)."""
+    return not any(v["drained"] for v in verdicts)
 
 
 def said_text(r: dict) -> str:
@@ -267,7 +307,7 @@ def produce(bootstrap: str, run: TopicRun, count: int, rng: random.Random) -> No
             send([i])
             p.flush(30)
             time.sleep(0.03)
-    elif run.pattern in ("mixed", "compacted", "twins", "retention"):
+    elif run.pattern in ("mixed", "compacted", "twins", "retention", TAIL):
         while i < end:
             n = rng.randint(1, 40)
             send(range(i, min(end, i + n)))
@@ -423,7 +463,7 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     tag = uuid.uuid4().hex[:6]
     source = bed.client("source")
     target = bed.client("target")
-    patterns = PATTERNS if eos_alias else MAIN_FLOW
+    patterns = (PATTERNS if eos_alias else MAIN_FLOW) + ((TAIL,) if extras else ())
     runs = {pat: TopicRun(pat, f"drill-{pat}-{tag}", partitions) for pat in patterns}
     for r in runs.values():
         source.create_topic(r.topic, partitions, COMPACTED_CONFIG if r.pattern == "compacted" else None)
@@ -504,6 +544,7 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     cp_topics = {f: f"{f}.checkpoints.internal" for f in set(flow.values())}
     cp_parts = target.partitions(sorted(cp_topics.values()))
     _settled(lambda: target.offsets(cp_parts), "MM2's checkpoints", 5.0, 120.0)
+    tail = None
     if extras:
         # MM2's last checkpoint of the rewound group is written: MM2 stops (it checkpoints every second here; in
         # production every emit.checkpoints.interval.seconds) and the group is reset backwards on the source - an
@@ -515,6 +556,7 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
         back = {p: max(0, o // 3) for p, o in positions[(REWOUND, g)].items()}
         rewind(bed.source_bootstrap, g, runs["burst"].topic, back)
         positions[(REWOUND, g)] = back
+        tail = tail_never_copied(bed, root / tag / "drain", runs[TAIL], replicas[TAIL], groups[TAIL], rng)
 
     for r in runs.values():  # what the source holds now (read_committed: no aborted record; compaction done)
         got = source.records({(r.topic, p): (0, e) for (_t, p), e in
@@ -544,6 +586,12 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
                                        source_reachable="no", **extra)
     from mm2_failover.report import estimate_reread
 
+    # the drain gate of each plan's failover (tail_never_copied only): refused, nothing is written
+    refused = {t: tail is not None and refused_by_gate([tail["gates"][k] for k in keys]) for t, keys in (
+        ("checkpoint", ("progress readable", NO_PROGRESS)), ("exact", ("progress readable", NO_PROGRESS)),
+        (LOST, ("source lost",)))}
+    lost_if_passed: Counter = Counter()
+
     commits = {(g, replicas[topic_of[pat]], p): u for (pat, g), pos in positions.items() for p, u in pos.items()}
     for (f, translation), (plan, cps) in plans.items():
         have_cp = {(c.group, c.partition) for c in cps}
@@ -557,8 +605,13 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
                 rt = replicas[topic_of[pat]]
                 r = rows.get((g, rt, p))
                 pr = PointResult(pat, translation, g, p, u, (g, p) in have_cp, bool(r and r.writes))
-                if pr.answered:
-                    s = score(r.planned_offset, u, copies[(rt, p)], runs[topic_of[pat]].truth(p))
+                if pat == TAIL and refused[translation]:  # the failover stopped at its drain check: nothing written
+                    if pr.answered:  # what it would have lost had the gate let it through (facts)
+                        lost_if_passed[translation] += score(r.planned_offset, u, copies[(rt, p)],
+                                                             runs[TAIL].truth(p), uncopied=True).lost
+                    pr.answered, pr.refused = False, True
+                elif pr.answered:
+                    s = score(r.planned_offset, u, copies[(rt, p)], runs[topic_of[pat]].truth(p), uncopied=True)
                     pr.rule, pr.planned, pr.lost, pr.re_read, pr.phantom = (r.rule, r.planned_offset, s.lost, s.re_read,
                                                                             s.phantom)
                     pr.said, pr.said_exact = said.get((g, rt, p), (None, False))
@@ -575,10 +628,59 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
              "replica_markers": {pat: sum(e - len(copies[(replicas[pat], p)]) for p, e in (
                  (p, target.offsets([(replicas[pat], p)])[(replicas[pat], p)]) for p in range(partitions)))
                  for pat in patterns if pat in TRANSACTIONAL}}
+    if tail is not None:
+        facts[TAIL] = {**tail, "refused": refused, "lost_if_passed": dict(lost_if_passed)}
     for r in runs.values():
         r.producer = None  # its bed stops next: let it go now rather than retry a stopped broker
     log.info("drill %s done in %.0fs: %s", tag, time.monotonic() - t0, facts)
     return DrillResult(tag, mm2, points, time.monotonic() - t0, facts)
+
+
+def recopy(bootstrap: str, topic: str, records: dict[int, list]) -> None:
+    """Write ``records`` (partition -> records read from ``topic``) to the end of their partitions of ``topic`` again,
+    key, value, headers and timestamp, as MM2 writes its copies: a restarted MM2's re-copies."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "log_level": 3})
+    for part, recs in sorted(records.items()):
+        for r in recs:
+            p.produce(topic, value=r.value, key=r.key, partition=part, timestamp=r.timestamp_ms,
+                      headers=list(r.headers) or None)
+    if p.flush(30):
+        raise RuntimeError(f"could not append the re-copies to {topic}")
+
+
+def tail_never_copied(bed, folder: Path, run: TopicRun, replica: str, groups: list[str], rng: random.Random) -> dict:
+    """Issue 50 item 2 (MM2 stopped): ``TAIL_NEW`` more records per partition on the source, never copied, and the
+    replica's last ``TAIL_RECOPIED`` records appended to it again (a restarted MM2's re-copies): the replica's end at
+    or past the source's, the source's last records without a copy. Then the failover's drain check for ``groups``
+    (:func:`mm2_failover.stages.drain.drain_check`, as the failover's sensor runs it): with MM2's progress readable,
+    with it unknown (``mm2_offsets_topic`` naming a topic that does not exist: MM2 on a Connect cluster, the
+    parameter unset) and with the source lost (``source_reachable=no``). Returns the facts: ends, each gate's
+    :func:`gate_summary`."""
+    from mm2_failover.stages.drain import drain_check
+
+    source, target = bed.client("source"), bed.client("target")
+    parts = list(range(run.partitions))
+    produce(bed.source_bootstrap, run, TAIL_NEW, rng)
+    ends = target.offsets([(replica, p) for p in parts])
+    last = target.records({(replica, p): (max(0, e - TAIL_RECOPIED), e) for (_t, p), e in ends.items()})
+    recopy(bed.target_bootstrap, replica, {p: recs for (_t, p), recs in last.items()})
+    rx = "|".join(re.escape(g) for g in groups)
+    gates = {}
+    for name, params in (("progress readable", {}), (NO_PROGRESS, {"mm2_offsets_topic": f"{run.topic}-no-progress"}),
+                         ("source lost", {"source_reachable": "no"})):
+        ctx = bed.run_context(folder / re.sub(r"\W+", "-", name), groups_regex=rx,
+                              accept_groups_without_checkpoints=True, **params)
+        v = drain_check(ctx)
+        log.info("drain check on %s, %s:\n%s", run.topic, name, v.table())
+        why = {int(r["partition"]): r["why"] for r in v.rows if r["topic"] == run.topic and r.get("why")}
+        gates[name] = {**gate_summary(v.as_dict(), run.topic), "why": why}
+    src = source.offsets([(run.topic, p) for p in parts])
+    rep = target.offsets([(replica, p) for p in parts])
+    return {"topic": run.topic, "never_copied_per_partition": TAIL_NEW, "recopied_per_partition": TAIL_RECOPIED,
+            "source_end": {p: src[(run.topic, p)] for p in parts}, "replica_end": {p: rep[(replica, p)] for p in parts},
+            "gates": gates}
 
 
 def _compacted_away(run: TopicRun) -> int:

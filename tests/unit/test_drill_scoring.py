@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from testbed.exact_drill import PointResult, Truth, render, score, summarize
+from testbed.exact_drill import PointResult, Truth, gate_summary, refused_by_gate, render, score, summarize
 
 
 def truth(n: int, aborted=(), gone=()) -> Truth:
@@ -65,3 +65,60 @@ def test_a_figure_more_than_ten_percent_off_the_records_is_counted_off():
            PointResult("burst", "exact", "g", 1, 5, True, True, "checkpoint", 3, 0, 20, 0, 18)]
     [row] = summarize(pts)
     assert (row["said"], row["said_off"]) == (35, 1) and "35 (1 off)" in render([row])
+
+
+# ------------------------------------------------------------- tail_never_copied (issue 50 item 2): the drain gate
+def test_a_record_the_source_holds_that_mm2_never_copied_is_lost_once_the_failover_commits_past_it():
+    """Source 0..9, MM2 copied 0..6 and then 4..6 again (a restart's re-copies): the replica (10 copies) is as long as
+    the source, but 7..9 have no copy. A group at 5 resuming anywhere on the replica never reads 7..9 - counted when
+    the scorer is told to count records never copied (the failover's loss, not only the plan's)."""
+    c = copies([0, 1, 2, 3, 4, 5, 6, 4, 5, 6])
+    assert score(10, 5, c, truth(10)).lost == 2  # by default only what MM2 copied counts (the plan's own loss: 5, 6)
+    assert score(10, 5, c, truth(10), uncopied=True).lost == 2 + 3  # 5, 6 skipped + 7..9 never copied
+    assert score(5, 5, c, truth(10), uncopied=True) == (3, 1, 0)  # at the copy of 5: 7..9 lost, 4's re-copy re-read
+    assert score(5, 5, c, truth(10, aborted=(8, 9)), uncopied=True).lost == 1  # aborted records are never lost
+    assert score(5, 5, c, truth(10, gone=(7,)), uncopied=True).lost == 2  # nor those the source no longer holds
+    assert score(5, 8, c, truth(10), uncopied=True).lost == 2  # records before the position are not the group's
+
+
+def test_points_the_drain_gate_refused_are_not_answered_lose_nothing_and_say_so_in_the_rules():
+    pts = [PointResult("tail_never_copied", "exact", "g", p, 5, True, False, refused=True) for p in range(3)]
+    pts.append(PointResult("tail_never_copied", "exact, source lost", "g", 0, 5, True, True, "checkpoint", 7, 10, 0, 0,
+                           None))
+    rows = {r["translation"]: r for r in summarize(pts)}
+    exact = rows["exact"]
+    assert (exact["points"], exact["answered"], exact["lost"], exact["re_read"], exact["said"],
+            exact["said_unknown"]) == (3, 0, 0, 0, 0, 0)
+    assert exact["rules"] == {"drain refused": 3}
+    text = render(summarize(pts))
+    assert "| tail_never_copied | exact | 3 | 0 | 0 (0) | 0 | 0 | 0 | 0 | drain refused 3 |" in text
+    assert "| tail_never_copied | exact, source lost | 1 | 1 | 0 (0) | 10 | 0 | 0 + unknown on 1 | 0 | checkpoint 1 |" \
+        in text
+
+
+def test_the_new_patterns_rows_come_after_every_other_patterns():
+    pts = [PointResult(pat, "exact", "g", 0, 5, True, True, "checkpoint", 5) for pat in
+           ("tail_never_copied", "rewound", "exactly_once", "burst")]
+    assert [r["pattern"] for r in summarize(pts)] == ["burst", "exactly_once", "rewound", "tail_never_copied"]
+
+
+def verdict(drained: bool, *rows: tuple[str, int, int | None, int | None, str]) -> dict:
+    """A drain verdict as drain.json keeps it: rows (topic, partition, source end, replica end, state)."""
+    return {"drained": drained, "rows": [{"topic": t, "partition": p, "source_end": s, "replica_end": r, "state": st}
+                                         for t, p, s, r, st in rows]}
+
+
+def test_a_gate_verdict_is_recorded_per_partition_beside_what_the_old_end_offset_rule_said():
+    v = verdict(False, ("t", 0, 110, 120, "replication behind"), ("t", 1, 110, 100, "replication behind"),
+                ("other", 0, 5, 5, "drained"))
+    assert gate_summary(v, "t") == {"drained": False, "states": {0: "replication behind", 1: "replication behind"},
+                                    "old_rule_drained": {0: True, 1: False}}
+    lost = verdict(True, ("t", 0, None, 120, "drained"))  # disaster mode: no source end, the old rule says nothing
+    assert gate_summary(lost, "t") == {"drained": True, "states": {0: "drained"}, "old_rule_drained": {0: None}}
+
+
+def test_the_failover_is_refused_only_when_every_gate_it_could_run_under_refuses():
+    behind, drained = {"drained": False}, {"drained": True}
+    assert refused_by_gate([behind, behind]) is True
+    assert refused_by_gate([behind, drained]) is False  # a gate that passes lets the plan through: scored, loss shown
+    assert refused_by_gate([drained]) is False
