@@ -172,6 +172,12 @@ class SyncIndex:
             # arithmetic names the first copy (the group would re-read what the later history repeats), so on a
             # drained partition the later history's range is searched for the copy instead (rule 7)
             return self.search_range(upstream, i, drained, replica_start)
+        reach = self.reached_again(hi, drained[1]) if lo is not None and hi is not None and drained is not None \
+            and hi.downstream >= lo.downstream else None  # a bracket of one history (else no bracket at all)
+        if reach is not None:
+            # the same, where the later history's first sync is not archived: its copy of U, if it made one, lies
+            # below its sync at or below the bracket's top - the range searched ends there
+            return Unproven((self.search_range(upstream, i, drained, replica_start).bracket[0], reach))
         if lo is not None and hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream \
                 and hi.downstream >= lo.downstream:
             return Translation(lo.downstream + (upstream - lo.upstream), BRACKET, (lo, hi))
@@ -191,14 +197,27 @@ class SyncIndex:
         top = int(self._downs[self._prefix_top[i]])
         return lo.downstream < top < replica_end
 
+    def reached_again(self, hi: Sync, replica_end: int) -> Sync | None:
+        """A later MM2 history's sync at or below ``hi``'s upstream offset with a higher downstream offset than
+        ``hi``'s (below ``replica_end``: :meth:`recopied_since`), the highest such; None when there is none. Where
+        that history started is not always in the archive (the exact drill, pattern twins: MM2 copied a partition
+        again from 0, and the archive held only the later history's sync at the bracket's top), so it may have
+        copied every position below ``hi`` again: a bracket up to ``hi`` is no longer proof of the copy a group
+        reads next. A later history none of whose syncs at or below ``hi`` is archived cannot be seen here."""
+        j = int(np.searchsorted(self._ups, hi.upstream, side="right"))
+        top = self._sync(self._prefix_top[j])
+        return top if hi.downstream < top.downstream < replica_end else None
+
     def copied_again_after(self, upstream: int, downstream: int, replica_end: int | None = None) -> bool:
         """Whether a later MM2 history copied the record at ``upstream`` again after ``downstream`` (the copy an
         answer names): a sync at or below ``upstream`` with a higher downstream offset, below ``replica_end`` when it
-        is known (:meth:`recopied_since`). Where the later copy is not searched - the source lost, or replication
+        is known (:meth:`recopied_since`), or one that may have (:meth:`reached_again` of the next sync above it). Where the later copy is not searched - the source lost, or replication
         not finished - an earlier history's bracket or tail is then its first copy: safe, not exact."""
         i = int(np.searchsorted(self._ups, upstream, side="right"))
-        return bool(i) and self.recopied_since(i, Sync(upstream, downstream),
-                                               np.iinfo(np.int64).max if replica_end is None else replica_end)
+        end = np.iinfo(np.int64).max if replica_end is None else replica_end
+        return bool(i) and (self.recopied_since(i, Sync(upstream, downstream), end)
+                            or (i < len(self._ups) and self._downs[i] >= downstream
+                                and self.reached_again(self._sync(i), end) is not None))
 
     def history_floor(self, upstream: int, replica_end: int | None = None) -> tuple[int, bool, int] | None:
         """Rule 10, the source lost: ``(replica offset, cut short, archive top)`` to resume a group at ``upstream`` at

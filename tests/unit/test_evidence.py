@@ -194,6 +194,25 @@ def test_e2_an_earlier_historys_bracket_is_not_the_answer_after_a_restart_copied
     assert prove_one(src, tgt, old_syncs + [(0, 0), (3, 3), (19, 19)], 10, drained=(20, 20)).answer == (10, tr.BRACKET)
 
 
+def test_e2_a_later_history_whose_only_archived_sync_is_above_the_group_still_voids_the_earlier_bracket():
+    """Found by the exact drill (bench/results/exact-drill-20261128-125550.json, pattern twins): MM2, SIGKILLed before
+    it had committed any progress for the partition, copied it again from 0 - history A r0..r13 at 0..13, history B
+    r0..r13 again from 14 - and the archive holds (0, 0), (10, 10) and B's (10, 24) only: no sync of B's start
+    (the drill's archive had none; MM2 writes its syncs asynchronously and skips some under load). A group at 5: A's bracket
+    (0, 0)-(10, 10) said 5, "exact, re-read 0", and the group re-read B's r0..r13 after A's r5..r13. B's sync at the
+    bracket's top upstream offset with a higher downstream one says a later history reached no further than the
+    bracket's top: where it started is not in the archive, so the bracket is not an answer - B's range is searched on
+    the drained partition (r5 at 19), and with the source lost the bracket is the first copy, not exact."""
+    source = [f"r{i}" for i in range(14)]
+    target = source + source
+    src, tgt = logs(source, target)
+    syncs = [(0, 0), (10, 10), (10, 24)]
+    assert prove_one(src, tgt, syncs, 5, drained=(14, 28)).answer == (19, tr.RECORD_LOOKUP)
+    assert prove_one(src, tgt, syncs, 5, lost=True).answer == (5, tr.SUPERSEDED_SYNC)
+    # no later history: the bracket answers, exact
+    assert prove_one(src, logs(source, source)[1], [(0, 0), (10, 10)], 5, drained=(14, 14)).answer == (5, tr.BRACKET)
+
+
 def test_e7_a_superseded_sync_is_labelled_and_its_later_copy_found_on_the_target():
     """History A copied 0..5 (sync (4, 4)); B restarted at 2 (sync (2, 6)) and copied 2..9 again; sync (8, 12)."""
     target = ["r0", "r1", "r2", "r3", "r4", "r5", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"]
@@ -756,6 +775,7 @@ def test_mutation_9_an_earlier_historys_bracket_called_exact_is_caught(monkeypat
     for it (RECOPIED: the earlier history's syncs dense, the later one's sparse, groups in the range copied twice),
     and so does the example."""
     monkeypatch.setattr(SyncIndex, "recopied_since", lambda self, i, lo, end: False)
+    monkeypatch.setattr(SyncIndex, "reached_again", lambda self, hi, end: None)
     assert caught("EXACT BUT RE-READS") is not None
     with pytest.raises(AssertionError):
         test_e2_an_earlier_historys_bracket_is_not_the_answer_after_a_restart_copied_the_record_again()
