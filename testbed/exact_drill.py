@@ -38,7 +38,8 @@ source's while the source's last records have no copy). The failover's drain che
 
 With content twins a payload is no longer unique: **lost** counts, per payload, the source records the group still
 had to read beyond the copies left at or after the planned offset (a consumer sees contents: two copies of a twin
-deliver both records).
+deliver both records); **re-read** counts a twin's copies ahead only when the group had read one of its writes (MM2's
+duplicates of records not read yet are no re-reads, for a twin as for any record).
 
 Used by ``bench/exact_drill.py`` (the README's table) and ``tests/integration/test_exact_drill.py`` (its targets).
 The checkpoints are decoded in Python here (the Spark job that computes them is tested on its own); the snapshot,
@@ -114,8 +115,11 @@ def score(planned: int, position: int, copies: list[tuple[int, bytes]], truth: T
     for v, n in after.items():
         if v in truth.aborted:
             phantom += n
-        elif v in truth.twins:
-            re_read += max(0, n - sum(1 for o in truth.twins[v] if o >= position))
+        elif v in truth.twins:  # none of its writes read yet: MM2's duplicates ahead, never re-reads (as a
+            # non-twin's); some read: the copies ahead beyond the writes not read (an upper bound where MM2 also
+            # copied it twice: which copy is which write the payload cannot tell)
+            ahead = sum(1 for o in truth.twins[v] if o >= position)
+            re_read += 0 if ahead == len(truth.twins[v]) else max(0, n - ahead)
         elif truth.offsets.get(v, position) < position:
             re_read += n
     copied = {v for _o, v in copies}

@@ -46,6 +46,18 @@ def test_a_copy_the_source_compacted_away_is_not_lost_when_skipped_but_is_a_re_r
     assert score(2, 4, c, truth(10, gone=(2,))).re_read == 2  # 2 (gone) and 3 are before the position
 
 
+def test_mm2s_duplicates_of_a_twin_ahead_of_the_position_are_not_re_reads():
+    """The drill's own scoring, found on bench/results/exact-drill-20261128-130854.json (twins, exact: 6 re-read per
+    point said 0, every group at its record's copy): a payload written twice (source 3 and 5) that MM2 copied twice
+    more after a restart (2..6 re-copied) has four copies ahead of a group at 1 - none of them a record the group
+    had read (both writes are ahead of it), as a non-twin's duplicate ahead never counts: 0, not 2. Both writes read
+    (the group at 6), each copy ahead is a re-read, as for a non-twin."""
+    t = Truth({b"0": 0, b"1": 1, b"2": 2, b"x": 3, b"4": 4, b"6": 6}, twins={b"x": (3, 5)})
+    c = list(enumerate([b"0", b"1", b"2", b"x", b"4", b"x", b"6", b"2", b"x", b"4", b"x", b"6"]))
+    assert score(1, 1, c, t).re_read == 0
+    assert score(5, 6, c, t).re_read == 5  # 2 and 4 again (at 7, 9), and x three times (at 5, 8, 10)
+
+
 def test_summary_counts_points_without_checkpoints_and_their_answers():
     pts = [PointResult("burst", "exact", "g", 0, 5, False, True, "gap_free_bracket", 5, 0, 0, 0, 0, True),
            PointResult("burst", "exact", "g", 1, 5, True, True, "checkpoint", 3, 0, 2, 0, None),
