@@ -146,7 +146,8 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
     every figure to within 10 % of the truth or empty). Where the offset syncs prove a lower bound on
     the group's position (``position_at_least``: MM2 copied the records again, or its checkpoint lags), every row
     without an exact position says ``reread_at_least`` = that bound - planned, and an estimate below it is raised to
-    it (offsets alone undercount after MM2 copied records twice). ``exact`` says whether ``reread`` is a count."""
+    it (offsets alone undercount after MM2 copied records twice); a row without an estimate stays unknown (the bound
+    is no estimate: the exact drill's retention groups re-read 51 where it said 0). ``exact`` says whether ``reread`` is a count."""
     out = []
     for r in rows:
         up, planned, exact = r.get("upstream_offset"), r.get("planned_offset"), r.get("exact_offset")
@@ -195,9 +196,11 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
         guess = max(0, src - planned) if aligned and src is not None else None
         note = "" if guess is not None else "replica offsets differ from the source's: not estimated" if src is not None \
             else "the group's source commit is not known (the source lost, or no commit there): not estimated"
-        if at_least is not None and (guess is None or guess < at_least):
+        if at_least is not None and guess is not None and guess < at_least:
             guess, note = at_least, ("this many offsets from the floor the offset syncs prove (an offset distance): "
                                      "the checkpoint's offsets undercount")
+        elif at_least is not None and guess is None:  # a proven floor is no estimate (the drill: 0 said, 51 read)
+            note += f"; at least {at_least} offset(s) from the floor the offset syncs prove"
         out.append({
             "group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
             "source_committed": src, "checkpoint_upstream": up, "planned": planned,

@@ -242,8 +242,8 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
     exact = PlanRow("primary", "i", T, 0, None, None, None, 12, COMMIT, rule="record_lookup", source_position=12,
                     exact_offset=12)
     est = {x["group"]: x for x in estimate_reread([r.as_dict() for r in (cp, sup, exact)], {("i", T, 0): 12})}
-    assert (est["g"]["reread"], est["g"]["reread_at_least"], est["g"]["exact"]) == (1424, 1424, False)
-    assert "from the floor the offset syncs prove" in est["g"]["note"]
+    assert (est["g"]["reread"], est["g"]["reread_at_least"], est["g"]["exact"]) == (None, 1424, False)
+    assert "at least 1424 offset(s) from the floor the offset syncs prove" in est["g"]["note"]
     # a superseded sync's first copy: not counted (issue 50 item 7: a floor's figure is a count or unknown); what is
     # proven is said as an offset distance
     assert (est["h"]["reread"], est["h"]["reread_at_least"], est["h"]["exact"]) == (None, 50, False)
@@ -253,9 +253,23 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
     rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([cp, sup, exact]), committed={}, log_end={},
                        mismatches=[], source_commits={("i", T, 0): 12})
     t = rep.totals
-    assert (t["records_reread_estimate"], t["records_reread_at_least"], t["records_reread_exact"]) == (1424, 1474, False)
-    assert (t["partitions_exact"], t["partitions_reread_unknown"]) == (1, 1)  # the superseded first copy: not exact
-    assert "1424 + unknown on 1 partition(s) (estimate; 1474 offsets from the proven floor)" in render_markdown(rep)
+    assert (t["records_reread_estimate"], t["records_reread_at_least"], t["records_reread_exact"]) == (0, 1474, False)
+    assert (t["partitions_exact"], t["partitions_reread_unknown"]) == (1, 2)  # neither floor's row is a count
+    assert "0 + unknown on 2 partition(s) (estimate; 1474 offsets from the proven floor)" in render_markdown(rep), \
+        render_markdown(rep)
+
+
+def test_a_checkpoint_row_that_cannot_be_estimated_says_unknown_not_its_proven_floor():
+    """The exact drill (bench/results/exact-drill-20261128-131428.json, retention): a group at 52, behind the
+    source's log start, left at MM2's checkpoint (replica 101, its upstream 52): the replica's offsets differ from
+    the source's, so the offsets estimate nothing, and the syncs prove the group's copy at or after 101 - "at least
+    0". The report said "re-read 0" where the group re-read 51: a proven floor is not an estimate. It says unknown,
+    and the floor as what it is."""
+    from mm2_failover.plan import COMMIT
+
+    cp = PlanRow("primary", "g", T, 0, 52, 101, None, 101, COMMIT, position_at_least=101)
+    [e] = estimate_reread([cp.as_dict()], {("g", T, 0): 52})
+    assert (e["reread"], e["reread_at_least"], e["exact"]) == (None, 0, False), e
 
 
 def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
