@@ -161,7 +161,14 @@ class SyncIndex:
             # the first copy of U MM2 recorded (the lowest downstream: the first in the sorted syncs) ...
             s = self._sync(first)
             if self._downs[self._prefix_top[i]] <= s.downstream:
-                return Translation(s.downstream, EXACT_SYNC, (s, None))
+                nxt = self._sync(i) if i < len(self._ups) else None
+                reach = self.reached_again(nxt, drained[1]) if drained is not None and nxt is not None \
+                    and nxt.downstream >= s.downstream else None
+                if reach is None:
+                    return Translation(s.downstream, EXACT_SYNC, (s, None))
+                # a later history reached the next sync's upstream offset again, its start not archived: it may
+                # have copied U again - on the drained partition the range up to its sync is searched (rule 7)
+                return Unproven((s, reach))
             # ... copied again by a later history that started at or before U: look for the later copy (rule 7)
             u = self.search_range(upstream, i, drained, replica_start)
             return Unproven(u.bracket, u.drained_tail, superseded=s)

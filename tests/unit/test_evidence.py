@@ -213,6 +213,20 @@ def test_e2_a_later_history_whose_only_archived_sync_is_above_the_group_still_vo
     assert prove_one(src, logs(source, source)[1], [(0, 0), (10, 10)], 5, drained=(14, 14)).answer == (5, tr.BRACKET)
 
 
+def test_e2_a_sync_at_the_position_is_not_exact_when_a_later_history_reached_its_next_sync_again():
+    """The exact drill (bench/results/exact-drill-20261128-131428.json, transactions, MM2's defaults: exact_sync, 20
+    re-read, said 0): history A copied r0..r14, history B restarted at 8 and copied r8..r19 from 15; the archive
+    holds A's (0, 0), (10, 10), (12, 12) and B's (12, 19), not B's start. A group at 10: A's sync at 10 said "exact"
+    and the group re-read B's r8, r9 after A's r10..r14. B's sync at A's next sync's upstream offset says B may have
+    copied 10 again: on the drained partition the range up to B's sync is searched (r10 at 17, anchored)."""
+    source = [f"r{i}" for i in range(20)]
+    target = [f"r{i}" for i in range(15)] + [f"r{i}" for i in range(8, 20)]
+    src, tgt = logs(source, target)
+    syncs = [(0, 0), (10, 10), (12, 12), (12, 19)]
+    assert prove_one(src, tgt, syncs, 10, drained=(20, 27)).answer == (17, tr.RECORD_LOOKUP)
+    assert prove_one(src, tgt, syncs[:3], 10, drained=(20, 27)).answer == (10, tr.EXACT_SYNC)  # B not seen
+
+
 def test_e7_a_superseded_sync_is_labelled_and_its_later_copy_found_on_the_target():
     """History A copied 0..5 (sync (4, 4)); B restarted at 2 (sync (2, 6)) and copied 2..9 again; sync (8, 12)."""
     target = ["r0", "r1", "r2", "r3", "r4", "r5", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"]
