@@ -147,7 +147,8 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
     the group's position (``position_at_least``: MM2 copied the records again, or its checkpoint lags), every row
     without an exact position says ``reread_at_least`` = that bound - planned, and an estimate below it is raised to
     it (offsets alone undercount after MM2 copied records twice); a row without an estimate stays unknown (the bound
-    is no estimate: the exact drill's retention groups re-read 51 where it said 0). ``exact`` says whether ``reread`` is a count."""
+    is no estimate: the exact drill's retention groups re-read 51 where it said 0). ``exact`` says whether
+    ``reread`` is a count."""
     out = []
     for r in rows:
         up, planned, exact = r.get("upstream_offset"), r.get("planned_offset"), r.get("exact_offset")

@@ -161,9 +161,7 @@ class SyncIndex:
             # the first copy of U MM2 recorded (the lowest downstream: the first in the sorted syncs) ...
             s = self._sync(first)
             if self._downs[self._prefix_top[i]] <= s.downstream:
-                nxt = self._sync(i) if i < len(self._ups) else None
-                reach = self.reached_again(nxt, drained[1]) if drained is not None and nxt is not None \
-                    and nxt.downstream >= s.downstream else None
+                reach = self._next_reached_again(i, s.downstream, drained[1]) if drained is not None else None
                 if reach is None:
                     return Translation(s.downstream, EXACT_SYNC, (s, None))
                 # a later history reached the next sync's upstream offset again, its start not archived: it may
@@ -179,8 +177,8 @@ class SyncIndex:
             # arithmetic names the first copy (the group would re-read what the later history repeats), so on a
             # drained partition the later history's range is searched for the copy instead (rule 7)
             return self.search_range(upstream, i, drained, replica_start)
-        reach = self.reached_again(hi, drained[1]) if lo is not None and hi is not None and drained is not None \
-            and hi.downstream >= lo.downstream else None  # a bracket of one history (else no bracket at all)
+        reach = self._next_reached_again(i, lo.downstream, drained[1]) if lo is not None and drained is not None \
+            else None
         if reach is not None:
             # the same, where the later history's first sync is not archived: its copy of U, if it made one, lies
             # below its sync at or below the bracket's top - the range searched ends there
@@ -215,16 +213,23 @@ class SyncIndex:
         top = self._sync(self._prefix_top[j])
         return top if hi.downstream < top.downstream < replica_end else None
 
+    def _next_reached_again(self, i: int, downstream: int, replica_end: int) -> Sync | None:
+        """:meth:`reached_again` of ``syncs[i]``, the lowest sync above the position, where it is at or past
+        ``downstream`` (the copy an answer names: the two then span one history; below it they span none)."""
+        if i >= len(self._ups) or self._downs[i] < downstream:
+            return None
+        return self.reached_again(self._sync(i), replica_end)
+
     def copied_again_after(self, upstream: int, downstream: int, replica_end: int | None = None) -> bool:
         """Whether a later MM2 history copied the record at ``upstream`` again after ``downstream`` (the copy an
         answer names): a sync at or below ``upstream`` with a higher downstream offset, below ``replica_end`` when it
-        is known (:meth:`recopied_since`), or one that may have (:meth:`reached_again` of the next sync above it). Where the later copy is not searched - the source lost, or replication
-        not finished - an earlier history's bracket or tail is then its first copy: safe, not exact."""
+        is known (:meth:`recopied_since`), or one that may have (:meth:`reached_again` of the next sync above it).
+        Where the later copy is not searched - the source lost, or replication not finished - an earlier history's
+        bracket or tail is then its first copy: safe, not exact."""
         i = int(np.searchsorted(self._ups, upstream, side="right"))
         end = np.iinfo(np.int64).max if replica_end is None else replica_end
         return bool(i) and (self.recopied_since(i, Sync(upstream, downstream), end)
-                            or (i < len(self._ups) and self._downs[i] >= downstream
-                                and self.reached_again(self._sync(i), end) is not None))
+                            or self._next_reached_again(i, downstream, end) is not None)
 
     def history_floor(self, upstream: int, replica_end: int | None = None) -> tuple[int, bool, int] | None:
         """Rule 10, the source lost: ``(replica offset, cut short, archive top)`` to resume a group at ``upstream`` at

@@ -195,14 +195,15 @@ def test_e2_an_earlier_historys_bracket_is_not_the_answer_after_a_restart_copied
 
 
 def test_e2_a_later_history_whose_only_archived_sync_is_above_the_group_still_voids_the_earlier_bracket():
-    """Found by the exact drill (bench/results/exact-drill-20261128-125550.json, pattern twins): MM2, SIGKILLed before
-    it had committed any progress for the partition, copied it again from 0 - history A r0..r13 at 0..13, history B
-    r0..r13 again from 14 - and the archive holds (0, 0), (10, 10) and B's (10, 24) only: no sync of B's start
-    (the drill's archive had none; MM2 writes its syncs asynchronously and skips some under load). A group at 5: A's bracket
-    (0, 0)-(10, 10) said 5, "exact, re-read 0", and the group re-read B's r0..r13 after A's r5..r13. B's sync at the
-    bracket's top upstream offset with a higher downstream one says a later history reached no further than the
-    bracket's top: where it started is not in the archive, so the bracket is not an answer - B's range is searched on
-    the drained partition (r5 at 19), and with the source lost the bracket is the first copy, not exact."""
+    """Found by the exact drill (bench/results/exact-drill-20261128-125550.json, pattern twins): MM2, SIGKILLed
+    before it had committed any progress for the partition, copied it again from 0 - history A r0..r13 at 0..13,
+    history B r0..r13 again from 14 - and the archive holds (0, 0), (10, 10) and B's (10, 24) only: no sync of B's
+    start (the drill's archive had none; MM2 writes its syncs asynchronously and skips some under load). A group at
+    5: A's bracket (0, 0)-(10, 10) said 5, "exact, re-read 0", and the group re-read B's r0..r13 after A's r5..r13.
+    B's sync at the bracket's top upstream offset with a higher downstream one says a later history reached no
+    further than the bracket's top: where it started is not in the archive, so the bracket is not an answer - B's
+    range is searched on the drained partition (r5 at 19), and with the source lost the bracket is the first copy,
+    not exact."""
     source = [f"r{i}" for i in range(14)]
     target = source + source
     src, tgt = logs(source, target)
