@@ -2,7 +2,8 @@
 
 MM2's offset-sync topic is compacted (the history exact translation needs survives only until its segments roll)
 and by default lives on the SOURCE cluster, the one a disaster takes away. This DAG appends every new sync record (and
-every new checkpoint record, read from the target) to the archive (``$MM2_FAILOVER_ARCHIVE``, default
+every new checkpoint record, read from the target) to the archive, with the groups' source commits as it read them
+(plan rule 1a: with the source lost, they place the groups MM2 did not checkpoint again after they moved) (``$MM2_FAILOVER_ARCHIVE``, default
 ``$MM2_FAILOVER_ARTIFACTS/archive``; a shared filesystem), which the failover reads when the source is gone. A retry or a crashed run never duplicates or skips a record; a recreated
 topic or records gone before they were archived are said in the log and the archive's manifest. Beside it,
 ``refresh_latest_state`` folds what MM2 checkpointed since the last run into the latest-checkpoint state

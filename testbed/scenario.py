@@ -85,18 +85,22 @@ def consume_and_commit(bootstrap: str, group: str, topic: str, upto: dict[int, i
     return last
 
 
-def read_checkpoints(target: Cluster, checkpoints_topic: str) -> dict[cpf.CheckpointKey, cpf.Checkpoint]:
+def read_checkpoints(target: Cluster, checkpoints_topic: str, times: dict | None = None
+                     ) -> dict[cpf.CheckpointKey, cpf.Checkpoint]:
     """Latest checkpoint per key, read with the Python decoder (small topics: tests, the demo's waits).
-    Records that are not checkpoints are skipped here (the pipeline's Spark job quarantines them)."""
+    Records that are not checkpoints are skipped here (the pipeline's Spark job quarantines them). ``times``, when
+    given, gets each latest checkpoint's record timestamp (ms), as the Spark job keeps it."""
     parts = target.partitions([checkpoints_topic])
     latest: dict[cpf.CheckpointKey, cpf.Checkpoint] = {}
-    for _t, _p, _o, key, value, _ts in target.read(target.offsets(parts)):
+    for _t, _p, _o, key, value, ts in target.read(target.offsets(parts)):
         try:
             rec = cpf.decode(key, value)
         except cpf.MalformedCheckpoint:
             continue
         if isinstance(rec, cpf.Checkpoint):
             latest[rec.key] = rec
+            if times is not None:
+                times[rec.key] = ts
         else:
             latest.pop(rec, None)
     return latest
@@ -287,20 +291,28 @@ def render_outcomes(rows: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def write_latest(art: RunFolder, checkpoints, alias: str = "primary") -> None:
+def write_latest(art: RunFolder, checkpoints, alias: str = "primary", times: dict | None = None) -> None:
     """The latest checkpoints (read from the real checkpoint topic with the Python decoder) in the Parquet form the
-    Spark job writes. Step-level tests use this to skip a ~20 s Spark start; the end-to-end tests run Spark."""
+    Spark job writes. Step-level tests use this to skip a ~20 s Spark start; the end-to-end tests run Spark.
+    ``times``: each checkpoint's record timestamp in ms by key (:func:`read_checkpoints`), written as the job's
+    ``checkpoint_timestamp`` column (absent: the column is not written, as by an older job)."""
+    from datetime import datetime, timezone
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     rows = [{"source_alias": alias, "group": c.group, "topic": c.topic, "partition": c.partition,
              "upstream_offset": c.upstream_offset, "downstream_offset": c.downstream_offset, "metadata": c.metadata}
             for c in checkpoints]
+    schema = [("source_alias", pa.string()), ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+              ("upstream_offset", pa.int64()), ("downstream_offset", pa.int64()), ("metadata", pa.string())]
+    if times is not None:
+        schema.append(("checkpoint_timestamp", pa.timestamp("us", tz="UTC")))
+        for r, c in zip(rows, checkpoints):
+            ms = times.get(c.key)
+            r["checkpoint_timestamp"] = None if ms is None else datetime.fromtimestamp(ms / 1000, timezone.utc)
     art.checkpoints.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema([
-        ("source_alias", pa.string()), ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
-        ("upstream_offset", pa.int64()), ("downstream_offset", pa.int64()), ("metadata", pa.string())])),
-        str(art.checkpoints / "part-0.parquet"))
+    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema(schema)), str(art.checkpoints / "part-0.parquet"))
     # and the job's summary, written last (without it the answers count as a killed job's, never read)
     art.save(CHECKPOINTS_SUMMARY, {"output": str(art.checkpoints), "records_read": len(rows), "checkpoints": len(rows),
                                    "groups": len({(r["source_alias"], r["group"]) for r in rows}), "tombstones": 0,

@@ -14,6 +14,13 @@ Rules, in the order they apply:
    partitions as rows too (reason ``group_never_checkpointed``: MM2's group filter, or MM2 never saw a commit
    it could translate), and the plan is refused naming those groups unless ``accept_groups_without_checkpoints``
    (then they are only skipped and reported).
+1a. **The group's position with the source lost** (:func:`newest_positions`) - the scheduled archive keeps the groups'
+   source commits with when it read them (``positions.json``). With the source lost, an archived commit is the group's
+   position where it is newer than MM2's checkpoint: its reading began more than :data:`CLOCK_MARGIN_S` after the
+   checkpoint was written, or there is no checkpoint. Where the checkpoint was written more than the margin after the
+   reading ended, the checkpoint answers, as without an archive. In between (or the checkpoint's time unknown), the
+   lower of the two: a group that moved on re-reads, one reset backwards loses nothing. The position taken then goes
+   through every rule below as a source commit does (translated; rule 1b when MM2's checkpoint is above it).
 1b. **Rewound on the source** - MM2's checkpoint translates the group's commit as MM2 last saw it; a checkpoint whose
    upstream offset is above the group's commit on the source (the group was reset backwards after MM2's newest
    checkpoint, within ``emit.checkpoints.interval.seconds``) would skip every record from the commit to there, so it
@@ -445,6 +452,43 @@ def build_plan(
 def _first(items: list[str], sep: str, n: int = 20) -> str:
     """The first ``n`` of ``items`` joined by ``sep``, and " ..." when there are more (what a refusal names)."""
     return sep.join(items[:n]) + (" ..." if len(items) > n else "")
+
+
+CLOCK_MARGIN_S = 60.0  # rule 1a: the archive's reading and MM2's checkpoint closer than this are not ordered
+
+
+def newest_positions(
+    archived: dict[str, dict[tuple[str, str, int], Commit]],
+    archived_at: dict[str, tuple[float, float]],
+    checkpoints: dict[tuple[str, str, str, int], tuple[int, float | None]],
+    margin_s: float | None = None,
+) -> dict[str, dict[tuple[str, str, int], Commit]]:
+    """Rule 1a: of the lost sources' archived commits (group -> {(alias, replica topic, partition): commit}), those
+    that are the group's position. ``archived_at``: alias -> when the reading of its commits began and ended (epoch
+    seconds: each commit is at least as new as the first, at most as new as the second);
+    ``checkpoints``: (alias, group, replica topic, partition) -> (MM2's checkpoint's upstream offset, when it was
+    written, epoch seconds, None when unknown); ``margin_s``: :data:`CLOCK_MARGIN_S` when not given."""
+    margin_s = CLOCK_MARGIN_S if margin_s is None else margin_s
+    out: dict[str, dict[tuple[str, str, int], Commit]] = {}
+    for g, commits in archived.items():
+        for (a, rt, p), commit in commits.items():
+            if _archived_is_newer(commit.offset, archived_at.get(a), checkpoints.get((a, g, rt, p)), margin_s):
+                out.setdefault(g, {})[(a, rt, p)] = commit
+    return out
+
+
+def _archived_is_newer(offset: int, read: tuple[float, float] | None, cp: tuple[int, float | None] | None,
+                       margin_s: float) -> bool:
+    if read is None:
+        return False
+    if cp is None:
+        return True
+    upstream, written_at = cp
+    if written_at is not None and read[0] - written_at > margin_s:
+        return True
+    if written_at is not None and written_at - read[1] > margin_s:
+        return False
+    return offset < upstream  # not ordered: the lower one loses nothing either way
 
 
 def _rewound(cp: Checkpoint, source_commit: int | None) -> bool:

@@ -233,21 +233,33 @@ class SourceState:
     reachable: bool
     end_offsets: dict[TP, int] | None = None  # source topics the alias replicates
     group_commits: dict[str, dict[TP, Commit]] | None = None  # the selected groups' commits (source topic names)
+    # a lost source: the archive's newest reading of the selected groups' commits, and when it was read
+    # ({"read_from", "read_to", "cluster_id"}; plan rule 1a decides where they are the groups' positions)
+    archived_commits: dict[str, dict[TP, Commit]] | None = None
+    archived_read: dict | None = None
 
     def as_dict(self) -> dict:
         return {"alias": self.alias, "reachable": self.reachable,
                 "end_offsets": None if self.end_offsets is None else tp_map_to_json(self.end_offsets),
-                "group_commits": None if self.group_commits is None else {
-                    g: tp_map_to_json({tp: commit_to_json(c) for tp, c in cs.items()})
-                    for g, cs in self.group_commits.items()}}
+                "group_commits": commits_to_json(self.group_commits),
+                "archived_commits": commits_to_json(self.archived_commits), "archived_read": self.archived_read}
 
     @classmethod
     def from_dict(cls, d: dict) -> "SourceState":
-        gc = d.get("group_commits")
         return cls(d["alias"], bool(d["reachable"]),
                    None if d.get("end_offsets") is None else tp_map_from_json(d["end_offsets"]),
-                   None if gc is None else {g: {tp: commit_from_json(c) for tp, c in tp_map_from_json(cs).items()}
-                                            for g, cs in gc.items()})
+                   commits_from_json(d.get("group_commits")), commits_from_json(d.get("archived_commits")),
+                   d.get("archived_read"))
+
+
+def commits_to_json(commits: dict[str, dict[TP, Commit]] | None) -> dict | None:
+    return None if commits is None else {g: tp_map_to_json({tp: commit_to_json(c) for tp, c in cs.items()})
+                                         for g, cs in commits.items()}
+
+
+def commits_from_json(d: dict | None) -> dict[str, dict[TP, Commit]] | None:
+    return None if d is None else {g: {tp: commit_from_json(c) for tp, c in tp_map_from_json(cs).items()}
+                                   for g, cs in d.items()}
 
 
 @dataclass

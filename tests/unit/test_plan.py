@@ -426,6 +426,70 @@ def test_a_group_mm2_never_checkpointed_moves_where_a_translation_proves_its_pos
                                                                                      "gap_free_bracket")
 
 
+# ----------------------------------------------------------------------------------- rule 1a: the position, source lost
+K = ("primary", T, 0)
+
+
+def newest(offset, read_at, cp_=None, alias_read=True, margin=60.0):
+    read = read_at if isinstance(read_at, tuple) else (read_at, read_at)
+    got = pm.newest_positions({"app": {K: pm.Commit(offset, "m")}}, {"primary": read} if alias_read else {},
+                              {} if cp_ is None else {("primary", "app", T, 0): cp_}, margin)
+    return got.get("app", {}).get(K)
+
+
+def test_an_archived_commit_read_after_mm2s_checkpoint_is_the_position():
+    # the burst case (issue 50 item 7): MM2 did not checkpoint again after the group moved on
+    assert newest(150, read_at=1000.0, cp_=(40, 900.0)) == pm.Commit(150, "m")
+
+
+def test_an_archived_commit_read_after_mm2s_checkpoint_is_the_position_when_the_group_was_reset_back_too():
+    assert newest(20, read_at=1000.0, cp_=(150, 900.0)) == pm.Commit(20, "m")
+
+
+def test_mm2s_newer_checkpoint_answers_over_an_older_archived_commit():
+    assert newest(150, read_at=900.0, cp_=(40, 1000.0)) is None  # reset back after the archive read: MM2 saw it
+    assert newest(20, read_at=900.0, cp_=(150, 1000.0)) is None
+
+
+@pytest.mark.parametrize("written_at", [1000.0, 1059.0, 941.0, None])
+def test_unordered_within_the_margin_or_unknown_the_lower_of_the_two(written_at):
+    assert newest(20, read_at=1000.0, cp_=(150, written_at)) == pm.Commit(20, "m")
+    assert newest(150, read_at=1000.0, cp_=(40, written_at)) is None
+    assert newest(40, read_at=1000.0, cp_=(40, written_at)) is None  # the same: MM2's checkpoint, as before
+
+
+def test_a_long_reading_is_ordered_by_its_start_when_newer_and_by_its_end_when_older():
+    assert newest(20, read_at=(1000.0, 1100.0), cp_=(150, 1070.0)) == pm.Commit(20, "m")  # within: the lower
+    assert newest(150, read_at=(1000.0, 1100.0), cp_=(40, 1070.0)) is None
+    assert newest(150, read_at=(1000.0, 1100.0), cp_=(40, 939.0)) == pm.Commit(150, "m")
+    assert newest(150, read_at=(1000.0, 1100.0), cp_=(40, 1161.0)) is None
+
+
+def test_a_group_mm2_never_checkpointed_takes_its_archived_commit():
+    assert newest(7, read_at=1000.0) == pm.Commit(7, "m")
+
+
+def test_nothing_archived_for_the_alias_leaves_the_checkpoint():
+    assert newest(7, read_at=1000.0, alias_read=False) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 100), st.integers(0, 100), st.floats(0, 200), st.floats(0, 200), st.booleans(), st.booleans())
+def test_the_position_taken_is_never_above_the_newer_of_the_two(a, c, t_a, t_c, cp_known, time_known):
+    """The truth in this world: the group's position is the newer reading (archive or MM2's) - it did not move
+    after both. Whatever the clocks, the position taken is never above it where they are ordered beyond the margin,
+    and never above either where they are not (nothing the newer reading lets the group skip)."""
+    cp_ = (c, t_c if time_known else None) if cp_known else None
+    got = newest(a, read_at=t_a, cp_=cp_, margin=60.0)
+    position = a if got is not None else c
+    if not cp_known:
+        assert got == pm.Commit(a, "m")
+    elif time_known and abs(t_a - t_c) > 60.0:
+        assert position == (a if t_a > t_c else c)
+    else:
+        assert position == min(a, c)
+
+
 # ----------------------------------------------------------------------------------- rule 1b: rewound on the source
 
 

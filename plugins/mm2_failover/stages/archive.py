@@ -121,8 +121,67 @@ def archive_offset_syncs(ctx: RunContext) -> dict[str, dict]:
         log.info("alias %s: %d checkpoint record(s) archived from %s (target)%s", alias, cps.appended, cp_topic,
                  f"; {len(cps.gaps)} gap(s): {cps.gaps}" if cps.gaps else "")
         out[alias]["checkpoints"] = cps.as_dict()
+        out[alias]["positions"] = archive_positions(ctx, alias, cluster if loc == "source" else None)
     record_scheduled([a for a in ctx.aliases if "why" not in out[a]])
     return out
+
+
+POSITIONS = "positions.json"  # per alias: the groups' source commits, newest reading only (plan rule 1a)
+
+
+def positions_path(alias: str):
+    from mm2_failover.config import archive_root
+
+    return archive_root() / alias / POSITIONS
+
+
+def archive_positions(ctx: RunContext, alias: str, source: Cluster | None = None) -> dict:
+    """Keep every consumer group's commits on ``alias``'s source, with when they were read (plan rule 1a: with the
+    source lost, a failover takes them where they are newer than MM2's checkpoint). Written whole, replacing the
+    previous reading only once this one is complete; a source that cannot be read leaves the previous reading as it
+    was (said in the log and the result, never a failed archive: the offset syncs are what the archive must keep,
+    and an older reading only counts where it is newer than MM2's checkpoint)."""
+    from mm2_failover.runfolder import commits_to_json, now_iso, write_json
+
+    conn = ctx.source_conn_of(alias)
+    if source is None and conn is None:
+        return {"why": "no source connection for this alias"}
+    try:
+        source = source or ctx.connect(conn, f"source {alias}", ctx.timeout)
+        read_from = now_iso()
+        commits = source.commits_many(source.groups(), ctx.params.apply_concurrency)
+        read_to = now_iso()
+        cluster_id = source.cluster_id()
+    except Exception as e:  # noqa: BLE001 - told; the previous reading stays
+        log.warning("WARNING: alias %s: the groups' source commits could not be read (%s: %s): the archive keeps its "
+                    "previous reading; with the source lost, MM2's checkpoints answer where it is older", alias,
+                    type(e).__name__, e)
+        return {"why": f"{type(e).__name__}: {e}"}
+    groups = commits_to_json({g: cs for g, cs in commits.items() if cs})
+    write_json(positions_path(alias), {"read_from": read_from, "read_to": read_to, "cluster_id": cluster_id,
+                                       "groups": groups}, compact=True)
+    log.info("alias %s: %d group(s)' source commits archived (%d partition(s)), read %s .. %s", alias, len(groups),
+             sum(len(t) for cs in groups.values() for t in cs.values()), read_from, read_to)
+    return {"groups": len(groups), "read_from": read_from, "read_to": read_to}
+
+
+def archived_positions(alias: str) -> tuple[dict, dict[str, dict]] | None:
+    """The archive's newest reading of ``alias``'s groups' source commits: ({"read_from", "read_to", "cluster_id"},
+    group -> {(source topic, partition): commit}), or None when there is none or it cannot be read (said in the
+    log: MM2's checkpoints answer)."""
+    from mm2_failover.runfolder import commits_from_json, read_json
+
+    p = positions_path(alias)
+    try:
+        if not p.exists():
+            return None
+        d = read_json(p, "archived source commits")
+        when = {k: d[k] for k in ("read_from", "read_to", "cluster_id")}
+        return when, commits_from_json(d["groups"])
+    except Exception as e:  # noqa: BLE001 - told; the run goes on with MM2's checkpoints
+        log.warning("WARNING: alias %s: the archived source commits %s cannot be read (%s): MM2's checkpoints answer "
+                    "for this alias's positions", alias, p, e)
+        return None
 
 
 def capture_syncs(ctx: RunContext, alias: str) -> dict:

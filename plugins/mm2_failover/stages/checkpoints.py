@@ -57,3 +57,23 @@ def selected_checkpoint_groups(ctx: RunContext) -> set[str]:
 
     aliases = set(ctx.aliases)
     return {g for a, g in group_names(whole_answers(ctx)) if a in aliases and ctx.selection.selects(g)}
+
+
+def checkpoint_times(ctx: RunContext) -> dict[tuple[str, str, str, int], float | None]:
+    """(alias, group, replica topic, partition) -> when MM2 wrote the answering checkpoint (epoch seconds; None where
+    the answers do not say: an older job's, or a test's), for the selected answers (plan rule 1a)."""
+    from datetime import timezone
+
+    from mm2_failover.answers import checkpoint_rows
+
+    aliases = set(ctx.aliases)
+    out = {}
+    for r in checkpoint_rows(whole_answers(ctx), ["source_alias", "group", "topic", "partition",
+                                                  "checkpoint_timestamp"]):
+        if r["source_alias"] in aliases and ctx.selection.selects(r["group"]):
+            ts = r.get("checkpoint_timestamp")
+            if ts is not None and ts.tzinfo is None:
+                ts = ts.replace(tzinfo=timezone.utc)  # Spark writes UTC instants
+            out[(r["source_alias"], r["group"], r["topic"], int(r["partition"]))] = None if ts is None \
+                else ts.timestamp()
+    return out

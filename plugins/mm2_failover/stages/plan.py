@@ -9,9 +9,9 @@ from datetime import datetime
 from mm2_failover import plan as planmod
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import age_seconds, now_iso
-from mm2_failover.stages.checkpoints import selected_checkpoints
+from mm2_failover.stages.checkpoints import checkpoint_times, selected_checkpoints
 from mm2_failover.stages.failback import home_translations
-from mm2_failover.stages.snapshot import source_commits
+from mm2_failover.stages.snapshot import archived_commits, source_commits
 from mm2_failover.stages.translation import exact_translations
 
 log = logging.getLogger(__name__)
@@ -35,12 +35,15 @@ def plan_record(ctx: RunContext) -> planmod.PlanRecord:
     snap = f.load_snapshot()
     cps = selected_checkpoints(ctx)
     src = source_commits(ctx, snap)
+    taken, taken_notes = positions_of_lost_sources(ctx, snap, cps)
+    for g, cs in taken.items():
+        src.setdefault(g, {}).update(cs)
     groups = sorted({c.group for c in cps} | set(src))
     current = ctx.target.commits_many(groups, p.apply_concurrency)
     bounds = {tp: planmod.PartitionBounds(snap.replica_start[tp], snap.replica_end[tp]) for tp in snap.replica_end}
     exact, notes, at_least = exact_translations(ctx, snap, cps, src)
     home, home_notes = home_translations(ctx, snap, src)
-    exact, notes = {**exact, **home}, notes + home_notes
+    exact, notes = {**exact, **home}, taken_notes + notes + home_notes
     src_meta = {(g, rt, part): c.metadata for g, cs in src.items() for (_a, rt, part), c in cs.items()}
     plan = planmod.build_plan(
         cps, bounds, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in current.items()},
@@ -56,3 +59,36 @@ def plan_record(ctx: RunContext) -> planmod.PlanRecord:
     log.info("plan: %d group(s), %s, offsets by rule %s; written to %s and %s", len(plan.groups()), plan.counts(),
              plan.rules(), f.plan_json, f.plan_csv)
     return record
+
+
+def positions_of_lost_sources(ctx: RunContext, snap, cps: list) -> tuple[dict, list[str]]:
+    """Plan rule 1a: the archived commits of lost sources that are the groups' positions (group -> {(alias, replica
+    topic, partition): commit}), and what the report says of them."""
+    archived = archived_commits(ctx, snap)
+    if not archived:
+        return {}, []
+    read = {a: (datetime.fromisoformat(s.archived_read["read_from"]).timestamp(),
+                datetime.fromisoformat(s.archived_read["read_to"]).timestamp())
+            for a, s in snap.sources.items() if s.archived_read}
+    times = checkpoint_times(ctx)
+    info = {}
+    for c in cps:
+        k = (c.source_alias, c.group, c.topic, c.partition)
+        info[k] = (c.upstream_offset, times.get(k))
+    taken = planmod.newest_positions(archived, read, info)
+    notes = []
+    for a in sorted(read):
+        n_archived = sum(1 for cs in archived.values() for k in cs if k[0] == a)
+        n_taken = sum(1 for cs in taken.values() for k in cs if k[0] == a)
+        notes.append(
+            f"alias {a} (source lost): the archive read the groups' source commits at "
+            f"{snap.sources[a].archived_read['read_from']} ({age_text(snap.sources[a].archived_read['read_to'], snap)} "
+            f"before the snapshot); {n_taken} of their {n_archived} partition(s) are the groups' positions (newer than "
+            "MM2's checkpoint, or no checkpoint: plan rule 1a), the others are MM2's checkpoints. A group that read "
+            "on after that re-reads it; one reset backwards after both is known to nobody.")
+    return taken, notes
+
+
+def age_text(iso: str, snap) -> str:
+    age = age_seconds(iso, datetime.fromisoformat(snap.captured_at))
+    return "an unknown time" if age is None else f"{age:.0f} s"

@@ -8,7 +8,7 @@ import logging
 from mm2_failover.kafka_io import Commit
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import Snapshot, SourceState, now_iso
-from mm2_failover.stages.archive import capture_syncs
+from mm2_failover.stages.archive import archived_positions, capture_syncs
 from mm2_failover.stages.drain import check_aliases
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def capture_snapshot(ctx: RunContext) -> Snapshot:
     for alias in ctx.aliases:
         source = ctx.source(alias)
         if source is None:
-            sources[alias] = SourceState(alias, False)
+            sources[alias] = lost_source_state(ctx, alias)
             continue
         policy = ctx.policies[alias]
         src_topics = sorted({policy.source_topic(t) for t in policy.replica_topics(topics)})
@@ -51,8 +51,34 @@ def capture_snapshot(ctx: RunContext) -> Snapshot:
     return snap
 
 
+def lost_source_state(ctx: RunContext, alias: str) -> SourceState:
+    """A lost source: nothing read from it; the archive's newest reading of its selected groups' commits, if any
+    (plan rule 1a decides, once the checkpoints are known, where they are the groups' positions)."""
+    got = archived_positions(alias)
+    if got is None:
+        log.warning("alias %s: the source is lost and the archive holds no reading of its groups' commits: the "
+                    "groups' positions are MM2's checkpoints", alias)
+        return SourceState(alias, False)
+    read, commits = got
+    mine = {g: cs for g, cs in commits.items() if ctx.selection.selects(g)}
+    log.warning("alias %s: the source is lost; the archive's reading of its groups' commits (%s .. %s, %d selected "
+                "group(s)) counts where it is newer than MM2's checkpoint (plan rule 1a)", alias, read["read_from"],
+                read["read_to"], len(mine))
+    return SourceState(alias, False, archived_commits=mine, archived_read=read)
+
+
 def source_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str, str, int], Commit]]:
     """The selected groups' source commits on replicated topics: group -> {(alias, replica topic, partition): commit}."""
+    return _on_replicas(ctx, snap, "group_commits")
+
+
+def archived_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str, str, int], Commit]]:
+    """The lost sources' archived commits of the selected groups (:func:`lost_source_state`), as
+    :func:`source_commits`."""
+    return _on_replicas(ctx, snap, "archived_commits")
+
+
+def _on_replicas(ctx: RunContext, snap: Snapshot, which: str) -> dict[str, dict[tuple[str, str, int], Commit]]:
     out: dict[str, dict] = {}
     for alias, state in snap.sources.items():
         policy = ctx.policies[alias]
@@ -63,7 +89,7 @@ def source_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str,
             rt = policy.replica_topic(t)
             return rt if rt in snap.replica_partitions and not policy.is_internal_topic(t) else None
 
-        for g, cs in (state.group_commits or {}).items():
+        for g, cs in (getattr(state, which) or {}).items():
             if not ctx.selection.selects(g):
                 continue
             for (t, p), c in cs.items():
