@@ -67,7 +67,8 @@ PATTERNS = ("burst", "slow", "mixed", "transactions", "compacted", "twins", "ret
 # a group of the burst topic rewound on the source after MM2's last checkpoint (issue 50 item 1): scored as its own
 # pattern (its points: the rewound group's); the other extra translation is the source lost (issue 50 item 7)
 REWOUND = "rewound"
-LOST = "exact, source lost"
+LOST = "exact, source lost"  # the archive holds the groups' source commits as its last scheduled run read them
+LOST_UNREAD = "exact, source lost, commits not archived"  # as before the archive kept them: MM2's checkpoints alone
 # a topic of its own (issue 50 item 2): once MM2 stopped, more records on the source (never copied) and copies of
 # records MM2 had copied appended to the replica (a restarted MM2's re-copies): the replica's end at or past the
 # source's while the source's last records have no copy. The failover's drain check decides; scored as its own pattern
@@ -447,9 +448,10 @@ def plan_of(bed, folder: Path, groups: list[str], checkpoints_topic: str | None 
     rx = "|".join(re.escape(g) for g in groups)
     ctx = bed.run_context(folder, groups_regex=rx, accept_groups_without_checkpoints=True, **params)
     capture_snapshot(ctx)
-    cps = [c for k, c in scenario.read_checkpoints(target, checkpoints_topic or bed.checkpoints_topic).items()
+    times: dict = {}  # each checkpoint's record timestamp, as the Spark job keeps it (plan rule 1a)
+    cps = [c for k, c in scenario.read_checkpoints(target, checkpoints_topic or bed.checkpoints_topic, times).items()
            if k.group in groups]
-    scenario.write_latest(ctx.folder, cps, params.get("source_alias", "primary"))
+    scenario.write_latest(ctx.folder, cps, params.get("source_alias", "primary"), times)
     return make_plan(ctx), cps
 
 
@@ -585,7 +587,14 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
         for translation in ("checkpoint", "exact"):
             plans[(f, translation)] = plan_of(bed, root / tag / f / translation, mine, cp_topic,
                                               translation=translation, **extra)
-        if extras:  # the source lost (disaster mode): the archive and the replica only
+        if extras:  # the source lost (disaster mode): the archive and the replica only - first before the archive
+            # read the groups' source commits, then after its scheduled run read them (plan rule 1a)
+            from mm2_failover.stages.archive import archive_positions, positions_path
+
+            positions_path(f).unlink(missing_ok=True)
+            plans[(f, LOST_UNREAD)] = plan_of(bed, root / tag / f / "lost-unread", mine, cp_topic,
+                                              translation="exact", source_reachable="no", **extra)
+            archive_positions(bed.run_context(root / tag / f / "archive", **extra), f)
             plans[(f, LOST)] = plan_of(bed, root / tag / f / "lost", mine, cp_topic, translation="exact",
                                        source_reachable="no", **extra)
     from mm2_failover.report import estimate_reread
@@ -593,7 +602,7 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     # the drain gate of each plan's failover (tail_never_copied only): refused, nothing is written
     refused = {t: tail is not None and refused_by_gate([tail["gates"][k] for k in keys]) for t, keys in (
         ("checkpoint", ("progress readable", NO_PROGRESS)), ("exact", ("progress readable", NO_PROGRESS)),
-        (LOST, ("source lost",)))}
+        (LOST, ("source lost",)), (LOST_UNREAD, ("source lost",)))}
     lost_if_passed: Counter = Counter()
 
     commits = {(g, replicas[topic_of[pat]], p): u for (pat, g), pos in positions.items() for p, u in pos.items()}
@@ -601,7 +610,7 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
         have_cp = {(c.group, c.partition) for c in cps}
         rows = {(r.group, r.topic, r.partition): r for r in plan.rows}
         said = {(e["group"], e["topic"], e["partition"]): (e["reread"], bool(e.get("exact"))) for e in estimate_reread(
-            [r.as_dict() for r in plan.rows if r.writes], {} if translation == LOST else commits)}
+            [r.as_dict() for r in plan.rows if r.writes], {} if translation in (LOST, LOST_UNREAD) else commits)}
         for (pat, g), pos in positions.items():
             if flow[topic_of[pat]] != f:
                 continue

@@ -454,7 +454,10 @@ def _first(items: list[str], sep: str, n: int = 20) -> str:
     return sep.join(items[:n]) + (" ..." if len(items) > n else "")
 
 
-CLOCK_MARGIN_S = 60.0  # rule 1a: the archive's reading and MM2's checkpoint closer than this are not ordered
+# rule 1a: closer than this, the archive's reading and MM2's checkpoint are not ordered - the clocks of the Airflow
+# worker and MM2's host (NTP keeps them well within a second), and MM2's delay between reading a group's commits and
+# writing their checkpoint (the same poll)
+CLOCK_MARGIN_S = 10.0
 
 
 def newest_positions(

@@ -13,6 +13,7 @@ past holes needed and the uniform draw makes once in thousands of worlds or neve
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -636,12 +637,13 @@ def checkpoint_position(w: World, u: int, rnd: random.Random) -> int:
     return rnd.choice([u, rnd.randint(0, u), rnd.randint(u, len(w.source.entries))])
 
 
-def plan_for(w: World, u: int, c: int, o: ev.Outcome):
+def plan_for(w: World, u: int, c: int, o: ev.Outcome, archived: int | None = None):
     """The whole run for one group on the world's partition, as the stages run it: the evidence's outcome ``o`` for
     the position the run translates (the source commit ``u``; with the source lost, MM2's checkpoint's ``c``), MM2's
     checkpoint of position ``c`` (:func:`mm2_checkpoint`; none where MM2 has no sync at or below it), the mapping the
     translation stage applies (:func:`evidence.resume_at`) and the plan's rules (:func:`plan.build_plan`: clamp,
-    rule 1b) over the replica's bounds. None: the plan refuses."""
+    rule 1b) over the replica's bounds. ``archived``: with the source lost, the archive's reading of the group's
+    commit where plan rule 1a takes it (then the position translated). None: the plan refuses."""
     from mm2_failover import plan as pm
     from mm2_failover.checkpoints import Checkpoint
 
@@ -652,17 +654,43 @@ def plan_for(w: World, u: int, c: int, o: ev.Outcome):
     try:
         return pm.build_plan(
             cps, {REP: pm.PartitionBounds(w.target.start, w.target.end)}, {}, {REP[0]: 1},
-            source_commits={GROUP: {("a", REP[0], 0): u}} if w.reachable else None,
-            exact={key: pm.Proven(resume[0], resume[1], u if w.reachable else c)} if resume else None,
+            source_commits={GROUP: {("a", REP[0], 0): u}} if w.reachable else
+            None if archived is None else {GROUP: {("a", REP[0], 0): archived}},
+            exact={key: pm.Proven(resume[0], resume[1], u if w.reachable else c if archived is None else archived)}
+            if resume else None,
             positions_at_least={key: o.position_at_least} if o.position_at_least is not None else None)
     except pm.PlanError:
         return None
 
 
-def planned(w: World, u: int, c: int, o: ev.Outcome) -> int | None:
+def planned(w: World, u: int, c: int, o: ev.Outcome, archived: int | None = None) -> int | None:
     """The offset :func:`plan_for`'s plan commits for the group (None: it writes nothing, or refuses)."""
-    plan = plan_for(w, u, c, o)
+    plan = plan_for(w, u, c, o, archived)
     return None if plan is None else next((r.planned_offset for r in plan.rows if r.writes), None)
+
+
+def lost_with_a_reading(w: World, u: int, seed: int, rnd: random.Random) -> tuple[int, int | None, ev.Outcome]:
+    """The source lost, the archive's reading of the group's commit beside MM2's checkpoint (plan rule 1a): one of
+    them read the group where it is (``u``: it did not move after both), the other earlier, anywhere - behind, or
+    ahead (the group was reset backwards between them) -, by up to twice the rule's clock margin, on clocks apart by
+    less than it. Returns MM2's
+    checkpoint's position, the archived commit rule 1a takes (None: MM2's checkpoint answers) and the evidence's
+    outcome for the position translated."""
+    from mm2_failover import plan as pm
+
+    other = rnd.randint(0, len(w.source.entries))
+    gap = rnd.choice([0.0, pm.CLOCK_MARGIN_S / 2, pm.CLOCK_MARGIN_S * 2])
+    # MM2 writes no checkpoint of a position below every sync: its newest checkpoint, if any, is then of an earlier
+    # reading - the archive's is the newer one (a reset after both readings is known to nobody: not generated)
+    archive_newer = rnd.random() < 0.5 or mm2_checkpoint(w, u) is None
+    c, a = (other, u) if archive_newer else (u, other)
+    t_c, t_a = (1000.0, 1000.0 + gap) if archive_newer else (1000.0 + gap, 1000.0)
+    t_a += rnd.uniform(-0.49, 0.49) * pm.CLOCK_MARGIN_S  # the two hosts' clocks, apart by less than the margin
+    key = ("a", REP[0], 0)
+    cps = {} if mm2_checkpoint(w, c) is None else {("a", GROUP, REP[0], 0): (c, t_c)}
+    taken = pm.newest_positions({GROUP: {key: pm.Commit(a)}}, {"a": (t_a, t_a)}, cps).get(GROUP, {}).get(key)
+    p = c if taken is None else a
+    return c, None if taken is None else a, outcomes(dataclasses.replace(w, positions=[p]), seed)[p]
 
 
 def plan_violations(seed: int) -> list:
@@ -674,7 +702,10 @@ def plan_violations(seed: int) -> list:
     bad = []
     for u, o in got.items():
         c = checkpoint_position(w, u, rnd)
-        at = planned(w, u, c, o)
+        archived = None
+        if not w.reachable and rnd.random() < 0.5:
+            c, archived, o = lost_with_a_reading(w, u, seed, rnd)
+        at = planned(w, u, c, o, archived)
         limit = w.limit(u)
         if at is not None and at > limit and not w.reachable:
             cp = mm2_checkpoint(w, u)
@@ -708,6 +739,30 @@ def test_mutation_5_a_checkpoint_ahead_of_a_rewound_group_is_caught(monkeypatch)
 
     monkeypatch.setattr(pm, "_rewound", lambda cp, commit: False)
     assert next((seed for seed in MUTATION_SEEDS if plan_violations(seed)), None) is not None
+
+
+def _rule_1a_mutation_caught(monkeypatch, mutated) -> int | None:
+    from mm2_failover import plan as pm
+
+    monkeypatch.setattr(pm, "_archived_is_newer", mutated)
+    return next((seed for seed in MUTATION_SEEDS if any(v[0] == "LOST" for v in plan_violations(seed))), None)
+
+
+def test_mutation_18_the_archives_reading_taken_over_mm2s_newer_checkpoint_is_caught(monkeypatch):
+    """Issue 50 item 7, plan rule 1a: a group reset backwards after the archive read it, MM2 checkpointing the reset."""
+    assert _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: read is not None) is not None
+
+
+def test_mutation_19_mm2s_checkpoint_taken_over_the_archives_newer_reading_is_caught(monkeypatch):
+    """Before rule 1a: with the source lost MM2's checkpoint was the position, also of a group reset backwards after it
+    (the drill's rewound group lost 48 records)."""
+    assert _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: False) is not None
+
+
+def test_mutation_20_rule_1a_without_its_clock_margin_is_caught(monkeypatch):
+    """Readings closer than the margin are not ordered: taking the later timestamp's within it loses a reset."""
+    assert _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: read is not None and (
+        cp is None or cp[1] is None or read[0] >= cp[1])) is not None
 
 
 # ------------------------------------------------------------------------------------------ the mutations
