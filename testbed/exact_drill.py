@@ -133,6 +133,18 @@ def score(planned: int, position: int, copies: list[tuple[int, bytes]], truth: T
     return Score(lost=lost, re_read=re_read, phantom=phantom)
 
 
+def newest_sync_at_or_below(syncs: tuple, position: int, replica_end: int) -> int | None:
+    """Issue 50 item 7's bar for a lost source: the copy of the newest archived sync at or below ``position`` (the
+    highest downstream offset among them, below the replica's end), plus one unless it is at the position; None
+    without such a sync. ``syncs``: (upstream, downstream) arrays."""
+    up, down = syncs
+    below = [(int(d), int(u)) for u, d in zip(up, down) if u <= position and d < replica_end]
+    if not below:
+        return None
+    d, u = max(below)
+    return d + (u != position)
+
+
 def near(figure: int, truth: int) -> bool:
     """A figure shown is near the truth: within 10 % of it, one record either way for small counts (the bar of
     issue 50 item 7 for every re-read figure - the truth harness, the drill's table, the soak's end)."""
@@ -156,6 +168,10 @@ class PointResult:
     said: int | None = None  # the report's re-read figure for the point (None: said unknown)
     said_exact: bool = False  # the report calls it a count, not an estimate
     refused: bool = False  # the drain gate refused the failover: it stops before any write (not answered)
+    # the source lost (issue 50 item 7's bar): resuming at the newest archived sync at or below the position (MM2's
+    # rule over every archived sync: its copy, plus one unless the sync is at the position), scored the same way
+    bar_re_read: int | None = None
+    bar_lost: int | None = None
 
 
 def summarize(points: list[PointResult]) -> list[dict]:
@@ -167,7 +183,7 @@ def summarize(points: list[PointResult]) -> list[dict]:
         r = rows.setdefault((p.pattern, p.translation), {
             "pattern": p.pattern, "translation": p.translation, "points": 0, "answered": 0, "no_checkpoint": 0,
             "no_checkpoint_answered": 0, "lost": 0, "re_read": 0, "phantom": 0, "said": 0, "said_unknown": 0,
-            "said_off": 0, "rules": {}})
+            "said_off": 0, "rules": {}, "bar_points": 0, "bar_re_read": 0, "re_read_at_bar": 0, "bar_lossy": 0})
         r["points"] += 1
         r["answered"] += p.answered
         r["no_checkpoint"] += not p.had_checkpoint
@@ -184,6 +200,11 @@ def summarize(points: list[PointResult]) -> list[dict]:
             else:
                 r["said"] += p.said
                 r["said_off"] += not near(p.said, p.re_read)
+            if p.bar_lost == 0:  # the bar where it loses nothing (issue 50 item 7: "checked record by record")
+                r["bar_points"] += 1
+                r["bar_re_read"] += p.bar_re_read
+                r["re_read_at_bar"] += p.re_read
+            r["bar_lossy"] += bool(p.bar_lost)
     order = {k: i for i, k in enumerate((*PATTERNS, REWOUND, TAIL))}
     return sorted(rows.values(), key=lambda r: (order.get(r["pattern"], 99), r["translation"]))
 
@@ -216,16 +237,25 @@ def said_text(r: dict) -> str:
     return out
 
 
+def bar_text(r: dict) -> str:
+    """Issue 50 item 7's bar beside the plan's re-read on the same points: what resuming at the newest archived sync
+    at or below each position re-reads where it loses nothing (and the plan's re-read there), and on how many
+    points it would lose records. Empty where the bar was not scored (the source reachable)."""
+    if not r.get("bar_points") and not r.get("bar_lossy"):
+        return ""
+    return f"{r['bar_re_read']} ({r['re_read_at_bar']})" + (f", loses on {r['bar_lossy']}" if r["bar_lossy"] else "")
+
+
 def render(summary: list[dict]) -> str:
     """The summary as a Markdown table (the README's)."""
     head = ("| pattern | translation | points | answered | no checkpoint (answered) | lost | re-read | report said "
-            "| phantom | rules |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+            "| phantom | the newest sync: re-read (ours) | rules |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     lines = [head]
     for r in summary:
         rules = ", ".join(f"{k} {v}" for k, v in sorted(r["rules"].items()))
         lines.append(f"| {r['pattern']} | {r['translation']} | {r['points']} | {r['answered']} | "
                      f"{r['no_checkpoint']} ({r['no_checkpoint_answered']}) | {r['lost']} | {r['re_read']} | "
-                     f"{said_text(r)} | {r['phantom']} | {rules} |")
+                     f"{said_text(r)} | {r['phantom']} | {bar_text(r)} | {rules} |")
     return "\n".join(lines)
 
 
@@ -628,6 +658,12 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
                     pr.rule, pr.planned, pr.lost, pr.re_read, pr.phantom = (r.rule, r.planned_offset, s.lost, s.re_read,
                                                                             s.phantom)
                     pr.said, pr.said_exact = said.get((g, rt, p), (None, False))
+                    if translation in (LOST, LOST_UNREAD):
+                        end = copies[(rt, p)][-1][0] + 1 if copies[(rt, p)] else 0
+                        bar = newest_sync_at_or_below(archived_syncs(f, runs[topic_of[pat]].topic, p), u, end)
+                        if bar is not None:
+                            b = score(bar, u, copies[(rt, p)], runs[topic_of[pat]].truth(p), uncopied=True)
+                            pr.bar_re_read, pr.bar_lost = b.re_read, b.lost
                 points.append(pr)
     facts = {"mm2_killed": kill_mm2, "mm2_pid_before_kill": pid_before, "mm2_pid_after": bed.mm2.popen.pid,
              "records_per_partition": per_partition, "partitions": partitions,
@@ -647,6 +683,15 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
         r.producer = None  # its bed stops next: let it go now rather than retry a stopped broker
     log.info("drill %s done in %.0fs: %s", tag, time.monotonic() - t0, facts)
     return DrillResult(tag, mm2, points, time.monotonic() - t0, facts)
+
+
+def archived_syncs(alias: str, topic: str, partition: int) -> tuple:
+    """The archive's offset syncs of one source partition, as (upstream, downstream) arrays."""
+    from mm2_failover.config import archive_root
+    from mm2_failover.syncs import SyncArchive
+
+    cols, _bad = SyncArchive(archive_root(), alias).partition_syncs({(topic, partition)})
+    return cols.pop((topic, partition), ((), ()))
 
 
 def recopy(bootstrap: str, topic: str, records: dict[int, list]) -> None:

@@ -65,7 +65,8 @@ class Need:
 NEEDS = (
     Need(1, "source", "Topic", "<topic>", "Read",
          "end offsets (drain check); exact translation compares records with their replicas"),
-    Need(2, "source", "Group", "<group>", "Describe", "live check and committed offsets on the source"),
+    Need(2, "source", "Group", "<group>", "Describe", "live check and committed offsets on the source; the sync "
+         "archive's reading of every group's commits (plan rule 1a)"),
     Need(3, "source", "Topic", "mm2-offset-syncs.<target>.internal", "Read",
          "MM2's offset syncs: exact translation, the sync archive"),
     Need(4, "target", "Topic", "<a>.checkpoints.internal", "Read", "MM2's checkpoints: the Spark job, end offsets"),

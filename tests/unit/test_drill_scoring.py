@@ -66,9 +66,10 @@ def test_summary_counts_points_without_checkpoints_and_their_answers():
     assert rows["exact"] | {"rules": None} == {"pattern": "burst", "translation": "exact", "points": 2, "answered": 2,
                                                 "no_checkpoint": 1, "no_checkpoint_answered": 1, "lost": 0,
                                                 "re_read": 2, "phantom": 0, "said": 0, "said_unknown": 1,
-                                                "said_off": 0, "rules": None}
+                                                "said_off": 0, "rules": None, "bar_points": 0, "bar_re_read": 0,
+                                                "re_read_at_bar": 0, "bar_lossy": 0}
     assert rows["checkpoint"]["answered"] == 0 and rows["checkpoint"]["no_checkpoint"] == 1
-    assert "| burst | exact | 2 | 2 | 1 (1) | 0 | 2 | 0 + unknown on 1 | 0 | checkpoint 1, gap_free_bracket 1 |" \
+    assert "| burst | exact | 2 | 2 | 1 (1) | 0 | 2 | 0 + unknown on 1 | 0 |  | checkpoint 1, gap_free_bracket 1 |" \
         in render(summarize(pts))
 
 
@@ -103,8 +104,8 @@ def test_points_the_drain_gate_refused_are_not_answered_lose_nothing_and_say_so_
             exact["said_unknown"]) == (3, 0, 0, 0, 0, 0)
     assert exact["rules"] == {"drain refused": 3}
     text = render(summarize(pts))
-    assert "| tail_never_copied | exact | 3 | 0 | 0 (0) | 0 | 0 | 0 | 0 | drain refused 3 |" in text
-    assert "| tail_never_copied | exact, source lost | 1 | 1 | 0 (0) | 10 | 0 | 0 + unknown on 1 | 0 | checkpoint 1 |" \
+    assert "| tail_never_copied | exact | 3 | 0 | 0 (0) | 0 | 0 | 0 | 0 |  | drain refused 3 |" in text
+    assert "| tail_never_copied | exact, source lost | 1 | 1 | 0 (0) | 10 | 0 | 0 + unknown on 1 | 0 |  | checkpoint 1 |" \
         in text
 
 
@@ -134,3 +135,25 @@ def test_the_failover_is_refused_only_when_every_gate_it_could_run_under_refuses
     assert refused_by_gate([behind, behind]) is True
     assert refused_by_gate([behind, drained]) is False  # a gate that passes lets the plan through: scored, loss shown
     assert refused_by_gate([drained]) is False
+
+
+def test_the_newest_sync_at_or_below_the_position_is_mm2s_rule_over_the_archive():
+    from testbed.exact_drill import newest_sync_at_or_below
+
+    syncs = ([0, 10, 10, 20, 5], [0, 10, 30, 20, 40])  # a later history re-copied from 5 (its copy at 40)
+    assert newest_sync_at_or_below(syncs, 10, 100) == 41  # the highest copy at or below: 5 -> 40, plus one
+    assert newest_sync_at_or_below(syncs, 10, 35) == 30  # at the position: its copy; 40 is past the replica's end
+    assert newest_sync_at_or_below(syncs, 4, 35) == 1
+    assert newest_sync_at_or_below(([7], [7]), 3, 100) is None
+
+
+def test_the_bar_is_summed_where_it_loses_nothing_beside_the_plans_re_read_there():
+    lost = "exact, source lost"
+    pts = [PointResult("burst", lost, "g", 0, 50, True, True, "checkpoint", 10, 0, 40, 0, None, bar_re_read=30,
+                       bar_lost=0),
+           PointResult("burst", lost, "g", 1, 50, True, True, "archive_floor", 45, 0, 5, 0, None, bar_re_read=9,
+                       bar_lost=2),
+           PointResult("burst", lost, "g", 2, 50, True, True, "archive_floor", 45, 0, 5, 0, None)]
+    [row] = summarize(pts)
+    assert (row["bar_points"], row["bar_re_read"], row["re_read_at_bar"], row["bar_lossy"]) == (1, 30, 40, 1)
+    assert "| 30 (40), loses on 1 |" in render([row])
