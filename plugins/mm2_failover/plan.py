@@ -14,13 +14,15 @@ Rules, in the order they apply:
    partitions as rows too (reason ``group_never_checkpointed``: MM2's group filter, or MM2 never saw a commit
    it could translate), and the plan is refused naming those groups unless ``accept_groups_without_checkpoints``
    (then they are only skipped and reported).
-1a. **The group's position with the source lost** (:func:`newest_positions`) - the scheduled archive keeps the groups'
-   source commits with when it read them (``positions.json``). With the source lost, an archived commit is the group's
-   position where it is newer than MM2's checkpoint: its reading began more than :data:`CLOCK_MARGIN_S` after the
-   checkpoint was written, or there is no checkpoint. Where the checkpoint was written more than the margin after the
-   reading ended, the checkpoint answers, as without an archive. In between (or the checkpoint's time unknown), the
-   lower of the two: a group that moved on re-reads, one reset backwards loses nothing. The position taken then goes
-   through every rule below as a source commit does (translated; rule 1b when MM2's checkpoint is above it).
+1a. **A reset backwards with the source lost** (:func:`archived_positions_taken`) - the scheduled archive keeps the
+   groups' source commits with when it read them (``positions.json``). With the source lost, an archived commit is
+   the group's position where MM2 has no checkpoint for the partition, and where it is below MM2's checkpoint unless
+   that checkpoint was written more than :data:`CLOCK_MARGIN_S` after the reading ended (the group reset backwards
+   after MM2's last checkpoint: MM2's checkpoint would skip the records it replays). Never where it is above MM2's
+   checkpoint, however much newer: MM2 writes a checkpoint only for a rewind below its last one, or where its
+   translation moves on, so a reset after the reading to anywhere from MM2's checkpoint up is never checkpointed -
+   MM2's checkpoint keeps those records, the reading would skip them. The position taken then goes through every rule
+   below as a source commit does (translated; rule 1b when MM2's checkpoint is above it).
 1b. **Rewound on the source** - MM2's checkpoint translates the group's commit as MM2 last saw it; a checkpoint whose
    upstream offset is above the group's commit on the source (the group was reset backwards after MM2's newest
    checkpoint, within ``emit.checkpoints.interval.seconds``) would skip every record from the commit to there, so it
@@ -430,9 +432,10 @@ def build_plan(
             f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint: "
             + _first(rewound, "; ")
             + ". Nothing was written: MM2's checkpoint is ahead of where the group now is and would skip the records "
-            "in between, and no offset sync proves a floor of the group's position. Re-run with translation=exact "
-            "(it translates the source commit itself, from the offset-sync archive), or wait for MM2's next "
-            "checkpoint (emit.checkpoints.interval.seconds) and re-run, or re-run with "
+            "in between, and no offset sync proves a floor of the group's position (with the source lost, the "
+            "source commit is the archive's last reading of it: plan rule 1a). Re-run with translation=exact "
+            "(it translates the source commit itself, from the offset-sync archive), or, the source reachable, wait "
+            "for MM2's next checkpoint (emit.checkpoints.interval.seconds) and re-run, or re-run with "
             "accept_groups_without_checkpoints=true to move the other groups and leave these partitions without a "
             "commit.")
 
@@ -454,44 +457,47 @@ def _first(items: list[str], sep: str, n: int = 20) -> str:
     return sep.join(items[:n]) + (" ..." if len(items) > n else "")
 
 
-# rule 1a: closer than this, the archive's reading and MM2's checkpoint are not ordered - the clocks of the Airflow
-# worker and MM2's host (NTP keeps them well within a second), and MM2's delay between reading a group's commits and
-# writing their checkpoint (the same poll)
+# rule 1a: MM2's checkpoint written more than this after the archive's reading ended is the newer of the two - the
+# clocks of the Airflow worker and MM2's host (NTP keeps them well within a second); MM2 takes a checkpoint's time
+# before it reads the group's commits, so the checkpoint is at least as new as its timestamp
 CLOCK_MARGIN_S = 10.0
 
 
-def newest_positions(
+def archived_positions_taken(
     archived: dict[str, dict[tuple[str, str, int], Commit]],
     archived_at: dict[str, tuple[float, float]],
     checkpoints: dict[tuple[str, str, str, int], tuple[int, float | None]],
     margin_s: float | None = None,
 ) -> dict[str, dict[tuple[str, str, int], Commit]]:
     """Rule 1a: of the lost sources' archived commits (group -> {(alias, replica topic, partition): commit}), those
-    that are the group's position. ``archived_at``: alias -> when the reading of its commits began and ended (epoch
-    seconds: each commit is at least as new as the first, at most as new as the second);
-    ``checkpoints``: (alias, group, replica topic, partition) -> (MM2's checkpoint's upstream offset, when it was
-    written, epoch seconds, None when unknown); ``margin_s``: :data:`CLOCK_MARGIN_S` when not given."""
+    that are the group's position (:func:`_reading_answers`). ``archived_at``: alias -> when the reading of its
+    commits began and ended (epoch seconds: each commit is at least as new as the first, at most as new as the
+    second); ``checkpoints``: (alias, group, replica topic, partition) -> (MM2's checkpoint's upstream offset, when it
+    was written, epoch seconds, None when unknown); ``margin_s``: :data:`CLOCK_MARGIN_S` when not given."""
     margin_s = CLOCK_MARGIN_S if margin_s is None else margin_s
     out: dict[str, dict[tuple[str, str, int], Commit]] = {}
     for g, commits in archived.items():
         for (a, rt, p), commit in commits.items():
-            if _archived_is_newer(commit.offset, archived_at.get(a), checkpoints.get((a, g, rt, p)), margin_s):
+            if _reading_answers(commit.offset, archived_at.get(a), checkpoints.get((a, g, rt, p)), margin_s):
                 out.setdefault(g, {})[(a, rt, p)] = commit
     return out
 
 
-def _archived_is_newer(offset: int, read: tuple[float, float] | None, cp: tuple[int, float | None] | None,
-                       margin_s: float) -> bool:
+def _reading_answers(offset: int, read: tuple[float, float] | None, cp: tuple[int, float | None] | None,
+                     margin_s: float) -> bool:
+    """The archive's reading is the position where MM2 has no checkpoint, or where it is below MM2's checkpoint and
+    that checkpoint is not clearly the newer (a reset backwards MM2 has not checkpointed yet). Never above MM2's
+    checkpoint: MM2 writes a checkpoint only for a rewind below its last one or where its translation moves on, so a
+    group reset after the reading to anywhere from MM2's checkpoint up is never checkpointed - MM2's checkpoint keeps
+    its records, the reading would skip them."""
     if read is None:
         return False
     if cp is None:
         return True
     upstream, written_at = cp
-    if written_at is not None and read[0] - written_at > margin_s:
-        return True
-    if written_at is not None and written_at - read[1] > margin_s:
+    if offset >= upstream:
         return False
-    return offset < upstream  # not ordered: the lower one loses nothing either way
+    return written_at is None or written_at - read[1] <= margin_s
 
 
 def _rewound(cp: Checkpoint, source_commit: int | None) -> bool:

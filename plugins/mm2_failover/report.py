@@ -174,12 +174,14 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
         if planned is not None and exact is not None and is_exact(r.get("rule")) and key not in source_commits \
                 and not str(r.get("rule")).startswith(HOME):
             # the source lost: exact from MM2's checkpoint's upstream offset, which lags the group wherever MM2 did
-            # not re-emit (it does only when its translation moves: the drill, a group at 62 checkpointed at 1)
+            # not re-emit (it does only when its translation moves: the drill, a group at 62 checkpointed at 1), or
+            # from the archive's reading of the group's commit (plan rule 1a), as old as the archive's last run
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
                         "source_committed": None, "checkpoint_upstream": up, "planned": planned,
                         "behind_commit": None, "reread": None, "reread_at_least": max(0, exact - planned),
-                        "exact": False, "note": "exact from MM2's checkpoint's position; the group's own commit is "
-                        "not known (the source lost): it may have read on since, not counted"})
+                        "exact": False, "note": "exact from the group's last known position (MM2's checkpoint, or "
+                        "the archive's reading of its commit: plan rule 1a); its commit now is not known (the source "
+                        "lost): it may have read on since, not counted"})
             continue
         if planned is not None and exact is not None and is_exact(r.get("rule")):  # known: re-read exactly
             out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),

@@ -473,8 +473,9 @@ def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own
     assert report["rpo"]["seconds_since_newest_replicated_record"] is not None
     assert report["rpo"]["seconds_since_newest_replicated_record"] >= 0
     snap = json.loads((art / "snapshot.json").read_text())
+    # nothing read from the lost source; no scheduled archive ran here, so no reading of the groups' commits either
     assert snap["sources"]["primary"] == {"alias": "primary", "reachable": False, "end_offsets": None,
-                                          "group_commits": None}
+                                          "group_commits": None, "archived_commits": None, "archived_read": None}
     assert snap["disaster_aliases"] == ["primary"]
     committed = target.committed("lost-app")
     assert set(committed) == {("primary.payments", 0), ("primary.payments", 1)}

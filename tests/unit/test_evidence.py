@@ -637,7 +637,7 @@ def checkpoint_position(w: World, u: int, rnd: random.Random) -> int:
     return rnd.choice([u, rnd.randint(0, u), rnd.randint(u, len(w.source.entries))])
 
 
-def plan_for(w: World, u: int, c: int, o: ev.Outcome, archived: int | None = None):
+def plan_for(w: World, u: int, c: int | None, o: ev.Outcome, archived: int | None = None):
     """The whole run for one group on the world's partition, as the stages run it: the evidence's outcome ``o`` for
     the position the run translates (the source commit ``u``; with the source lost, MM2's checkpoint's ``c``), MM2's
     checkpoint of position ``c`` (:func:`mm2_checkpoint`; none where MM2 has no sync at or below it), the mapping the
@@ -647,7 +647,7 @@ def plan_for(w: World, u: int, c: int, o: ev.Outcome, archived: int | None = Non
     from mm2_failover import plan as pm
     from mm2_failover.checkpoints import Checkpoint
 
-    down = mm2_checkpoint(w, c)
+    down = None if c is None else mm2_checkpoint(w, c)
     cps = [] if down is None else [Checkpoint(GROUP, REP[0], 0, c, down, "", source_alias="a")]
     resume = ev.resume_at(o, checkpointed=bool(cps), checkpoint_at=down)
     key = (GROUP, REP[0], 0)
@@ -663,34 +663,80 @@ def plan_for(w: World, u: int, c: int, o: ev.Outcome, archived: int | None = Non
         return None
 
 
-def planned(w: World, u: int, c: int, o: ev.Outcome, archived: int | None = None) -> int | None:
+def planned(w: World, u: int, c: int | None, o: ev.Outcome, archived: int | None = None) -> int | None:
     """The offset :func:`plan_for`'s plan commits for the group (None: it writes nothing, or refuses)."""
     plan = plan_for(w, u, c, o, archived)
     return None if plan is None else next((r.planned_offset for r in plan.rows if r.writes), None)
 
 
-def lost_with_a_reading(w: World, u: int, seed: int, rnd: random.Random) -> tuple[int, int | None, ev.Outcome]:
-    """The source lost, the archive's reading of the group's commit beside MM2's checkpoint (plan rule 1a): one of
-    them read the group where it is (``u``: it did not move after both), the other earlier, anywhere - behind, or
-    ahead (the group was reset backwards between them) -, by up to twice the rule's clock margin, on clocks apart by
-    less than it. Returns MM2's
-    checkpoint's position, the archived commit rule 1a takes (None: MM2's checkpoint answers) and the evidence's
-    outcome for the position translated."""
+@dataclass
+class Reading:
+    """The source lost, what was known of one group's position (:func:`lost_with_a_reading`): MM2's newest checkpoint
+    (its upstream offset, None: none), the archive's reading of the commit where plan rule 1a takes it, the evidence's
+    outcome for the position the run translated, and whether the reading or MM2 looked at the group after its last
+    move (then the group's position was known to one of them)."""
+
+    checkpoint: int | None
+    taken: int | None
+    outcome: ev.Outcome | None
+    seen_last: bool
+
+
+def lost_with_a_reading(w: World, u: int, seed: int, rnd: random.Random) -> Reading:
+    """The source lost: the group's commit moved ``x0 -> x1 -> u`` (forward, or reset backwards - an incident's
+    replay), MM2 checkpointed ``x0`` and then looked at the group now and then between its moves, writing a
+    checkpoint only as MM2 does (a rewind below its last checkpoint, or a translation that moved on:
+    :func:`mm2_checkpoint`; its time taken before it reads), and the scheduled archive read the commit once between
+    two moves, on a clock apart from MM2's by less than rule 1a's margin."""
     from mm2_failover import plan as pm
 
-    other = rnd.randint(0, len(w.source.entries))
-    gap = rnd.choice([0.0, pm.CLOCK_MARGIN_S / 2, pm.CLOCK_MARGIN_S * 2])
-    # MM2 writes no checkpoint of a position below every sync: its newest checkpoint, if any, is then of an earlier
-    # reading - the archive's is the newer one (a reset after both readings is known to nobody: not generated)
-    archive_newer = rnd.random() < 0.5 or mm2_checkpoint(w, u) is None
-    c, a = (other, u) if archive_newer else (u, other)
-    t_c, t_a = (1000.0, 1000.0 + gap) if archive_newer else (1000.0 + gap, 1000.0)
-    t_a += rnd.uniform(-0.49, 0.49) * pm.CLOCK_MARGIN_S  # the two hosts' clocks, apart by less than the margin
+    m = pm.CLOCK_MARGIN_S
+    n = len(w.source.entries)
+    steps = [rnd.randint(0, n), rnd.randint(0, n), u]
+    gaps = [rnd.choice([m / 4, m, 3 * m]) for _ in steps]  # from each move to the next (the last: to the outage)
+    times = [1000.0, 1000.0 + gaps[0], 1000.0 + gaps[0] + gaps[1]]
+    moved_last = min(i for i in range(3) if all(x == u for x in steps[i:]))
+    last = None  # MM2's newest checkpoint: (upstream, its time)
+    mm2_looked_last = False
+    for i, (x, t) in enumerate(zip(steps, times)):
+        if i and rnd.random() < 0.5:
+            continue  # MM2 did not look before the group moved again (or the outage came first)
+        down = mm2_checkpoint(w, x)
+        mm2_looked_last |= i >= moved_last and down is not None  # where MM2 cannot translate it writes nothing
+        if down is not None and (last is None or x < last[0] or down > mm2_checkpoint(w, last[0])):
+            last = (x, t + rnd.uniform(0, 0.9) * gaps[i])
+    r = rnd.randrange(3)  # the archive read the commit after that move, before the next
+    t_a = times[r] + rnd.uniform(0, 0.9) * gaps[r] + rnd.uniform(-0.49, 0.49) * m
     key = ("a", REP[0], 0)
-    cps = {} if mm2_checkpoint(w, c) is None else {("a", GROUP, REP[0], 0): (c, t_c)}
-    taken = pm.newest_positions({GROUP: {key: pm.Commit(a)}}, {"a": (t_a, t_a)}, cps).get(GROUP, {}).get(key)
-    p = c if taken is None else a
-    return c, None if taken is None else a, outcomes(dataclasses.replace(w, positions=[p]), seed)[p]
+    cps = {} if last is None else {("a", GROUP, REP[0], 0): last}
+    taken = pm.archived_positions_taken({GROUP: {key: pm.Commit(steps[r])}}, {"a": (t_a, t_a)}, cps)
+    taken = taken.get(GROUP, {}).get(key)
+    p = taken.offset if taken is not None else None if last is None else last[0]
+    o = None if p is None else outcomes(dataclasses.replace(w, positions=[p]), seed)[p]
+    return Reading(None if last is None else last[0], None if taken is None else taken.offset, o,
+                   r >= moved_last or mm2_looked_last)
+
+
+def reading_violations(w: World, u: int, seed: int, rnd: random.Random) -> list:
+    """:func:`lost_with_a_reading`'s plan against the truth, at the lost-source bar of :func:`violations`: where the
+    reading or MM2 looked at the group after its last move, it never skips a record the group has not read; where
+    neither did, it never skips one MM2's checkpoint alone keeps (a move nobody saw is nobody's to keep)."""
+    got = lost_with_a_reading(w, u, seed, rnd)
+    if got.outcome is None:
+        return []
+    at = planned(w, u, got.checkpoint, got.outcome, got.taken)
+    limit = w.limit(u)
+    cp = mm2_checkpoint(w, u)  # what MM2's checkpoint of u itself skips anyway (a history cut short by the outage)
+    if at is None or at <= limit or (cp is not None and cp > limit and not w.skips_more(u, at, cp)):
+        return []
+    if not got.seen_last:
+        if got.checkpoint is None:
+            return []
+        c = got.checkpoint
+        at_c = planned(w, u, c, outcomes(dataclasses.replace(w, positions=[c]), seed)[c])
+        if at_c is not None and not w.skips_more(u, at, at_c):
+            return []
+    return [("LOST", u, ("checkpoint", got.checkpoint, "reading", got.taken), at, limit)]
 
 
 def plan_violations(seed: int) -> list:
@@ -701,11 +747,11 @@ def plan_violations(seed: int) -> list:
     rnd = random.Random(seed ^ 0xC4EC)
     bad = []
     for u, o in got.items():
+        if not w.reachable and rnd.random() < 0.5:  # beside the archive's reading of the commit (plan rule 1a)
+            bad += reading_violations(w, u, seed, rnd)
+            continue
         c = checkpoint_position(w, u, rnd)
-        archived = None
-        if not w.reachable and rnd.random() < 0.5:
-            c, archived, o = lost_with_a_reading(w, u, seed, rnd)
-        at = planned(w, u, c, o, archived)
+        at = planned(w, u, c, o)
         limit = w.limit(u)
         if at is not None and at > limit and not w.reachable:
             cp = mm2_checkpoint(w, u)
@@ -744,25 +790,37 @@ def test_mutation_5_a_checkpoint_ahead_of_a_rewound_group_is_caught(monkeypatch)
 def _rule_1a_mutation_caught(monkeypatch, mutated) -> int | None:
     from mm2_failover import plan as pm
 
-    monkeypatch.setattr(pm, "_archived_is_newer", mutated)
+    monkeypatch.setattr(pm, "_reading_answers", mutated)
     return next((seed for seed in MUTATION_SEEDS if any(v[0] == "LOST" for v in plan_violations(seed))), None)
 
 
-def test_mutation_18_the_archives_reading_taken_over_mm2s_newer_checkpoint_is_caught(monkeypatch):
-    """Issue 50 item 7, plan rule 1a: a group reset backwards after the archive read it, MM2 checkpointing the reset."""
-    assert _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: read is not None) is not None
+def test_mutation_18_the_archives_newer_reading_taken_above_mm2s_checkpoint_is_caught(monkeypatch):
+    """Issue 50 item 7, plan rule 1a as first written (a review's): the reading taken where it is newer than MM2's
+    checkpoint, also above it - a group reset after the reading to MM2's checkpoint or above is never checkpointed
+    (MM2 writes one only for a rewind below its last one, or where its translation moves on)."""
+    def first_rule(offset, read, cp, margin):
+        if read is None:
+            return False
+        if cp is None or (cp[1] is not None and read[0] - cp[1] > margin):
+            return True
+        if cp[1] is not None and cp[1] - read[1] > margin:
+            return False
+        return offset < cp[0]
+
+    assert _rule_1a_mutation_caught(monkeypatch, first_rule) is not None
 
 
-def test_mutation_19_mm2s_checkpoint_taken_over_the_archives_newer_reading_is_caught(monkeypatch):
-    """Before rule 1a: with the source lost MM2's checkpoint was the position, also of a group reset backwards after it
-    (the drill's rewound group lost 48 records)."""
-    assert _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: False) is not None
+def test_mutation_19_mm2s_checkpoint_taken_over_a_reset_the_archive_read_is_caught(monkeypatch):
+    """Before rule 1a: with the source lost MM2's checkpoint was the position, also of a group reset backwards after
+    it (the drill's rewound group lost 48 records)."""
+    assert _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: read is not None and cp is None) \
+        is not None
 
 
 def test_mutation_20_rule_1a_without_its_clock_margin_is_caught(monkeypatch):
-    """Readings closer than the margin are not ordered: taking the later timestamp's within it loses a reset."""
+    """A checkpoint whose timestamp is later than the reading by less than the clocks' difference is not the newer."""
     assert _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: read is not None and (
-        cp is None or cp[1] is None or read[0] >= cp[1])) is not None
+        cp is None or (offset < cp[0] and (cp[1] is None or cp[1] <= read[1])))) is not None
 
 
 # ------------------------------------------------------------------------------------------ the mutations

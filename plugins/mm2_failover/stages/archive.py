@@ -158,6 +158,11 @@ def archive_positions(ctx: RunContext, alias: str, source: Cluster | None = None
                     type(e).__name__, e)
         return {"why": f"{type(e).__name__}: {e}"}
     groups = commits_to_json({g: cs for g, cs in commits.items() if cs})
+    if not groups and (before := archived_positions(alias)) is not None and before[1]:
+        log.warning("WARNING: alias %s: the source listed no group with commits (a missing Describe ACL on its groups?): "
+                    "the archive keeps its previous reading of %s (%d group(s))", alias, before[0]["read_from"],
+                    len(before[1]))
+        return {"why": "no group with commits listed: the previous reading kept", "groups": 0}
     write_json(positions_path(alias), {"read_from": read_from, "read_to": read_to, "cluster_id": cluster_id,
                                        "groups": groups}, compact=True)
     log.info("alias %s: %d group(s)' source commits archived (%d partition(s)), read %s .. %s", alias, len(groups),
@@ -169,18 +174,32 @@ def archived_positions(alias: str) -> tuple[dict, dict[str, dict]] | None:
     """The archive's newest reading of ``alias``'s groups' source commits: ({"read_from", "read_to", "cluster_id"},
     group -> {(source topic, partition): commit}), or None when there is none or it cannot be read (said in the
     log: MM2's checkpoints answer)."""
+    from datetime import datetime
+
+    from mm2_failover.config import archive_root
     from mm2_failover.runfolder import commits_from_json, read_json
+    from mm2_failover.syncs import SyncArchive
 
     p = positions_path(alias)
     try:
         if not p.exists():
             return None
         d = read_json(p, "archived source commits")
-        when = {k: d[k] for k in ("read_from", "read_to", "cluster_id")}
+        when = {k: d.get(k) for k in ("read_from", "read_to", "cluster_id")}
+        for k in ("read_from", "read_to"):
+            if not isinstance(when[k], str) or datetime.fromisoformat(when[k]).tzinfo is None:
+                raise ValueError(f"{k} {when[k]!r} is not a time with its zone")
+        if not isinstance(d.get("groups"), dict):
+            raise ValueError(f"groups is {type(d.get('groups')).__name__}, not a mapping of group to commits")
+        m = SyncArchive(archive_root(), alias).manifest()
+        if m.get("location") == "source" and m.get("cluster_id") and when["cluster_id"] != m["cluster_id"]:
+            raise ValueError(f"it was read on cluster {when['cluster_id']}, the offset syncs archived beside it on "
+                             f"cluster {m['cluster_id']} (the source)")
         return when, commits_from_json(d["groups"])
     except Exception as e:  # noqa: BLE001 - told; the run goes on with MM2's checkpoints
-        log.warning("WARNING: alias %s: the archived source commits %s cannot be read (%s): MM2's checkpoints answer "
-                    "for this alias's positions", alias, p, e)
+        log.warning("WARNING: alias %s: the archived source commits %s cannot be read (%s: %s): MM2's checkpoints "
+                    "answer for this alias's positions; the archive's next run replaces the file", alias, p,
+                    type(e).__name__, e)
         return None
 
 

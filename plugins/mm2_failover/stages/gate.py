@@ -14,7 +14,7 @@ from __future__ import annotations
 from mm2_failover.kafka_io import Cluster, GroupState
 from mm2_failover.run import RunContext
 from mm2_failover.stages.checkpoints import selected_checkpoint_groups
-from mm2_failover.stages.snapshot import source_commits
+from mm2_failover.stages.snapshot import archived_commits, source_commits
 
 #: rule 2: the listed states that prove a group has no members
 LISTED_EMPTY = frozenset({"EMPTY", "DEAD"})
@@ -36,10 +36,12 @@ def live_groups(cluster: Cluster, groups: list[str]) -> list[GroupState]:
 
 
 def groups_to_move(ctx: RunContext) -> list[str]:
-    """The selected groups of the run: those with checkpoints and those with commits on a source."""
+    """The selected groups of the run: those with checkpoints and those with commits on a source (read now, or, the
+    source lost, as the archive last read them: plan rule 1a may place them)."""
     groups = selected_checkpoint_groups(ctx)
     if ctx.folder.snapshot.exists():
-        groups |= set(source_commits(ctx, ctx.folder.load_snapshot()))
+        snap = ctx.folder.load_snapshot()
+        groups |= set(source_commits(ctx, snap)) | set(archived_commits(ctx, snap))
     return sorted(groups)
 
 

@@ -75,7 +75,7 @@ def positions_of_lost_sources(ctx: RunContext, snap, cps: list) -> tuple[dict, l
     for c in cps:
         k = (c.source_alias, c.group, c.topic, c.partition)
         info[k] = (c.upstream_offset, times.get(k))
-    taken = planmod.newest_positions(archived, read, info)
+    taken = planmod.archived_positions_taken(archived, read, info)
     notes = []
     for a in sorted(read):
         n_archived = sum(1 for cs in archived.values() for k in cs if k[0] == a)
@@ -83,9 +83,11 @@ def positions_of_lost_sources(ctx: RunContext, snap, cps: list) -> tuple[dict, l
         notes.append(
             f"alias {a} (source lost): the archive read the groups' source commits at "
             f"{snap.sources[a].archived_read['read_from']} ({age_text(snap.sources[a].archived_read['read_to'], snap)} "
-            f"before the snapshot); {n_taken} of their {n_archived} partition(s) are the groups' positions (newer than "
-            "MM2's checkpoint, or no checkpoint: plan rule 1a), the others are MM2's checkpoints. A group that read "
-            "on after that re-reads it; one reset backwards after both is known to nobody.")
+            f"before the snapshot); {n_taken} of their {n_archived} partition(s) are the groups' positions (plan rule "
+            "1a: below MM2's checkpoint - reset backwards after it -, or MM2 has none); the others are MM2's "
+            "checkpoints, never a reading above them (a reset after the reading to MM2's checkpoint or above is one "
+            "MM2 never checkpoints). A group MM2 never checkpointed is placed as of the reading: a reset after it is "
+            "known to nobody.")
     return taken, notes
 
 
