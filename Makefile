@@ -6,7 +6,7 @@ PY := $(CURDIR)/.venv/bin/python
 SPARK ?= connect
 SECURED ?=
 
-.PHONY: setup demo demo-failback test test-unit test-fast bench bed clean wheel lock-runtime
+.PHONY: setup demo demo-failback test test-unit test-fast lint bench bed clean wheel lock-runtime
 
 setup:
 	@scripts/setup.sh
@@ -30,6 +30,10 @@ test-unit: setup
 # the edit loop: unit and pure property tests (the whole proof path included), about a minute; no bed, no Spark
 test-fast: setup
 	$(PY) -m pytest tests/unit -q
+
+# the linter alone (tests/unit/test_lint.py runs it in the suite too): rules in pyproject.toml, [tool.ruff]
+lint: setup
+	$(PY) -m ruff check .
 
 bed: setup
 	$(PY) -m testbed.bed

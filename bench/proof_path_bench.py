@@ -104,13 +104,13 @@ def child(mode: str, root: str, partitions: int, groups: int, top: list[int]) ->
         t_read = time.monotonic() - t0
         for chunk in prove_chunks([(tp, raw.rows(tp)) for tp in raw]):
             idx = {tp: build_index(raw, tp) for tp in chunk}
-            for (t, p), x in idx.items():
+            for (_t, p), x in idx.items():
                 for u in pos[p]:
                     answers[f"{p}:{u}"] = _answer(x.translate(u))
     else:
         rows = [r for r in SyncArchive(Path(root), "primary").rows() if (r["topic"], r["partition"]) in wanted]
         t_read = time.monotonic() - t0
-        for (t, p), syncs in index_rows(rows).items():
+        for (_t, p), syncs in index_rows(rows).items():
             x = tr.SyncIndex(syncs)
             for u in pos[p]:
                 answers[f"{p}:{u}"] = _answer(x.translate(u))

@@ -470,7 +470,7 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
         if truth_at_end:
             try:
                 final = final_failover(bed, af, topic, group, traffic, interval, log, s3.env)
-            except Exception as e:  # the soak's own result stands; the end's check says why it did not run
+            except Exception as e:  # noqa: BLE001 - the soak's own result stands; the end's check says why it did not run
                 final = {"ran": False, "why": f"{type(e).__name__}: {e} - ", "wrong": [{"partition": -1, "why": str(e)}]}
         for dag_id in DAGS:
             af.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": True})

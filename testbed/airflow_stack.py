@@ -184,7 +184,7 @@ class AirflowStack:
             try:
                 self._boot["migrate_s"] = self.migrate()
                 self.start_server_side()
-            except BaseException as exc:  # reported by wait_server_side
+            except BaseException as exc:  # noqa: BLE001 - reported by wait_server_side
                 self._boot["error"] = exc
             finally:
                 self._booted.set()

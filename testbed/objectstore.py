@@ -111,7 +111,8 @@ class ObjectStore:
             except OSError:
                 if time.monotonic() > deadline:
                     store.stop()
-                    raise RuntimeError(f"S3Proxy did not listen on 127.0.0.1:{port} within {timeout:.0f} s; see {log}")
+                    raise RuntimeError(f"S3Proxy did not listen on 127.0.0.1:{port} within {timeout:.0f} s; see {log}") \
+                        from None
                 time.sleep(0.2)
         fs = store.filesystem()
         try:

@@ -550,7 +550,7 @@ class Cluster:
                 res = self._result(fut, f"alter offsets of {g}", self._commit_needs(g, offsets[g]))
             except (KafkaUnavailable, KafkaConfigError):
                 raise
-            except Exception as e:  # the broker refused the group (e.g. it has live members)
+            except Exception as e:  # noqa: BLE001 - the broker refused the group (e.g. it has live members): named
                 out[g] = f"{type(e).__name__}: {e}"
                 continue
             self._raise_if_acl_refused(g, res.topic_partitions)

@@ -121,7 +121,7 @@ def emit_metrics(report: dict, stats: StatsSink | None = None) -> list[tuple[str
         for name, value, tags in failover_metrics(report):
             sink.incr(name, count=value, tags=tags)
             emitted.append((name, value, tags))
-    except Exception as e:  # metrics never fail a failover
+    except Exception as e:  # noqa: BLE001 - metrics never fail a failover (told in the log)
         log.warning("could not emit mm2-failover metrics: %s: %s", type(e).__name__, e)
     return emitted
 
@@ -142,6 +142,6 @@ def emit_gauges(gauges: list[tuple[str, float, dict[str, str]]], what: str, stat
         for name, value, tags in gauges:
             sink.gauge(name, value, tags=tags)
             emitted.append((name, value, tags))
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - metrics never fail a run (told in the log)
         log.warning("could not emit mm2-failover %s metrics: %s: %s", what, type(e).__name__, e)
     return emitted

@@ -172,8 +172,8 @@ class TopicArchive:
                 p = self.manifest_path
                 m = read_json(p, "sync archive manifest") if p.exists() else {}
                 nxt = self.dir / MANIFESTS / f"{int(p.name[:-5]) + 1:012d}.json"
-                res = self._append(cluster, topic, location, m,
-                                   lambda data: store.create(nxt, json.dumps(data, sort_keys=True, indent=2).encode()))
+                res = self._append(cluster, topic, location, m, lambda data, nxt=nxt: store.create(
+                    nxt, json.dumps(data, sort_keys=True, indent=2).encode()))
                 if res is not None:
                     for old in self._generations()[:-KEEP_MANIFESTS]:
                         store.remove_tree(self.dir / MANIFESTS / old)

@@ -248,7 +248,7 @@ def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, nam
         before = len(on_topic())
         source.create_topic(f"{names['topic']}-{round_}", 2)
         scenario.produce(bed.source_bootstrap, f"{names['topic']}-{round_}", 2, 250)  # MM2 writes new syncs
-        scenario.wait_for(lambda: len(on_topic()) > before, 60, "new offset syncs")
+        scenario.wait_for(lambda before=before: len(on_topic()) > before, 60, "new offset syncs")
         prev = a.archived_to()
         killed = archive("kill@archive.after_files")
         assert killed.returncode == -9, killed.stderr[-2000:]

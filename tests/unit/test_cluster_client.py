@@ -14,7 +14,7 @@ def test_threads_that_first_use_a_cluster_together_share_one_admin_client():
         cluster = Cluster({"bootstrap.servers": "127.0.0.1:1"}, "source")  # never contacted: the client is lazy
         barrier, seen = threading.Barrier(8), []
 
-        def first_use():
+        def first_use(barrier=barrier, seen=seen, cluster=cluster):
             barrier.wait(10)
             seen.append(cluster.admin)
 

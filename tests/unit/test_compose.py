@@ -444,7 +444,7 @@ def test_brokers_have_the_beds_settings_in_kraft_combined_mode(services):
                   # the bed's CPU on a 2-core test machine, not a setting of the deployment (Kafka's default there)
                   "metadata.max.idle.interval.ms"}
     cluster_ids = set()
-    for alias, name in CLUSTERS.items():
+    for _alias, name in CLUSTERS.items():
         env = env_of(services[name])
         props = kafka_env_to_properties(env)
         for k, v in want.items():

@@ -37,7 +37,8 @@ def test_a_segfault_after_a_dag_parse_crashes_with_the_stacks_instead_of_hanging
                             "--rootdir", str(tmp_path), "-c", os.devnull, str(probe)],
                            cwd=REPO, env=env, capture_output=True, text=True, timeout=90)
     except subprocess.TimeoutExpired:
-        raise AssertionError("the segfaulting test process hung instead of crashing (SIGSEGV handled in Python)")
+        raise AssertionError("the segfaulting test process hung instead of crashing (SIGSEGV handled in Python)") \
+            from None
     assert r.returncode == -11, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
     out = r.stdout + r.stderr
     assert "Fatal Python error: Segmentation fault" in out and "test_b_segfault_in_the_main_thread" in out, out[-3000:]

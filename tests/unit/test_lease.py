@@ -137,7 +137,7 @@ def test_no_two_writers_ever_write_at_once(h, margin, data):
         elif ok and r.op == RELEASE and mine:
             mine[-1][1] = min(mine[-1][1], r.ts_ms)  # released: it wrote nothing after sending the release
     spans = sorted((a, b, w) for w, ws in windows.items() for a, b in ws if b > a)
-    for (a1, b1, w1), (a2, b2, w2) in zip(spans, spans[1:]):
+    for (_a1, b1, w1), (a2, _b2, w2) in zip(spans, spans[1:]):
         assert b1 <= a2 or w1 == w2, (spans, records)
 
 

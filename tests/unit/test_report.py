@@ -136,7 +136,7 @@ def test_markdown_contains_the_tables():
     assert f"- c {T}[0]: planned 20, committed 19" in lines
     # every table row has as many cells as its header
     for header in ("| groups |", "| group | aliases |", "| group | topic |"):
-        i = next(n for n, l in enumerate(lines) if l.startswith(header))
+        i = next(n for n, line in enumerate(lines) if line.startswith(header))
         width = lines[i].count("|")
         j = i + 1
         while j < len(lines) and lines[j].startswith("|"):

@@ -84,7 +84,7 @@ def _on_replicas(ctx: RunContext, snap: Snapshot, which: str) -> dict[str, dict[
         policy = ctx.policies[alias]
 
         @functools.cache  # decided once per topic, not once per row
-        def replica_of(t: str) -> str | None:
+        def replica_of(t: str, policy=policy) -> str | None:
             """The replica topic of source topic ``t``, if it is failed over."""
             rt = policy.replica_topic(t)
             return rt if rt in snap.replica_partitions and not policy.is_internal_topic(t) else None
