@@ -41,9 +41,11 @@ E7. **A superseded sync** (translate rule 1, copied again by a later MM2 history
     anchor a later one). With the source lost neither is proven: MM2 may have died while re-copying, before the later
     history re-reached where the earlier one had got, and records past that then have their only copies before the
     later copy of ``U`` - MM2's own checkpoint skips them as well (the property test holds lost sources to that bar:
-    never lose a record MM2's checkpoint keeps). The same holds for an earlier history's gap-free bracket or tail
-    where the later copy is not searched (the source lost, or replication not finished): the answer is that
-    history's first copy, ``superseded_sync``, never called exact (the truth harness found it said "re-read 0").
+    never lose a record MM2's checkpoint keeps). The same holds for an earlier history's exact sync, gap-free bracket
+    or tail where the later copy is not searched (the source lost, or replication not known to be finished), also
+    where the later history may have copied the record again (its sync at the next sync's upstream offset, its start
+    not archived: ``reached_again``): the answer is that history's first copy, ``superseded_sync``, never called exact
+    (:func:`first_copy_only`; the truth harness found a bracket said "re-read 0").
 E8. **The source lost, nothing proven**: translate rule 10, the archive floor - MM2's own rule over every archived
     sync, in a history that got as far as every earlier one (:meth:`~mm2_failover.translate.SyncIndex.history_floor`).
     Where MM2's checkpoint is at least as far, the floor's history was not cut short and the checkpoint lies within
@@ -518,9 +520,8 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
             first = fell_back(cands, found, [])
         ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first)
     answer = tr.decide(ev)
-    if answer is not None and answer[1] in (tr.BRACKET, tr.DRAINED_TAIL) \
-            and w.index.copied_again_after(translated, answer[0], replica_end if replica_end is not None
-                                           else c.replica_end):
+    if answer is not None and first_copy_only(w.index, answer, translated,
+                                              replica_end if replica_end is not None else c.replica_end):
         answer = (answer[0], tr.SUPERSEDED_SYNC)  # E7: an earlier history's copy, the later one not searched
     cut_short, archive_top = False, None
     if answer is None and c.lost:  # E8: the source lost, nothing proven - rule 10 over every archived sync
@@ -537,6 +538,15 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
             f"{': ' + read.why if read.why else ''})" if read is not None else why
     return Outcome(answer, ev, translated, c.source_start, at_least, why,
                    w.replica_start if below_every_sync else None, cut_short, archive_top)
+
+
+def first_copy_only(index: tr.SyncIndex, answer: tuple[int, str], translated: int, replica_end: int | None) -> bool:
+    """E7: whether an answer of an exact sync, a gap-free bracket or a drained tail is an earlier MM2 history's first
+    copy of the record at ``translated``, which a later history copied again or may have
+    (:meth:`~mm2_failover.translate.SyncIndex.copied_again_after`) where that later copy was not searched (the
+    source lost, or replication not known to be finished): then it is ``superseded_sync``, never exact."""
+    return answer[1] in (tr.EXACT_SYNC, tr.BRACKET, tr.DRAINED_TAIL) \
+        and index.copied_again_after(translated, answer[0], replica_end)
 
 
 def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> tuple[int | None, bool]:

@@ -225,7 +225,7 @@ class SyncIndex:
         answer names): a sync at or below ``upstream`` with a higher downstream offset, below ``replica_end`` when it
         is known (:meth:`recopied_since`), or one that may have (:meth:`reached_again` of the next sync above it).
         Where the later copy is not searched - the source lost, or replication not finished - an earlier history's
-        bracket or tail is then its first copy: safe, not exact."""
+        exact sync, bracket or tail is then its first copy: safe, not exact."""
         i = int(np.searchsorted(self._ups, upstream, side="right"))
         end = np.iinfo(np.int64).max if replica_end is None else replica_end
         return bool(i) and (self.recopied_since(i, Sync(upstream, downstream), end)

@@ -229,6 +229,22 @@ def test_e2_a_sync_at_the_position_is_not_exact_when_a_later_history_reached_its
     assert prove_one(src, tgt, syncs[:3], 10, drained=(20, 27)).answer == (10, tr.EXACT_SYNC)  # B not seen
 
 
+def test_e7_a_sync_at_the_position_a_later_history_may_have_reached_again_is_its_first_copy_where_not_searched():
+    """The world above with B's range not searched - the source lost, or the source up and replication not known to
+    be finished (no drained ends: readiness, or a partition the drain check did not cover): A's sync at 10 said
+    exact_sync, "re-read 0", where the group re-reads B's r8, r9. A's bracket below B's sync is then A's first copy
+    (E7, superseded_sync): so is the sync at its lower end - never exact, its re-read unknown."""
+    source = [f"r{i}" for i in range(20)]
+    target = [f"r{i}" for i in range(15)] + [f"r{i}" for i in range(8, 20)]
+    src, tgt = logs(source, target)
+    syncs = [(0, 0), (10, 10), (12, 12), (12, 19)]
+    for out in (prove_one(src, tgt, syncs, 10, lost=True), prove_one(src, tgt, syncs, 10)):
+        assert out.answer == (10, tr.SUPERSEDED_SYNC) and out.position_at_least is None
+        assert not tr.is_exact(out.answer[1])
+    assert prove_one(src, tgt, syncs, 11).answer == (11, tr.SUPERSEDED_SYNC)  # the bracket above it: as before
+    assert prove_one(src, tgt, syncs[:3], 10, lost=True).answer == (10, tr.EXACT_SYNC)  # B not seen
+
+
 def test_e7_a_superseded_sync_is_labelled_and_its_later_copy_found_on_the_target():
     """History A copied 0..5 (sync (4, 4)); B restarted at 2 (sync (2, 6)) and copied 2..9 again; sync (8, 12)."""
     target = ["r0", "r1", "r2", "r3", "r4", "r5", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"]

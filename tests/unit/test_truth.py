@@ -158,9 +158,19 @@ def test_mutation_11_the_lookups_first_of_several_copies_called_exact_is_caught(
     assert first_caught() is not None
 
 
+def _exact_sync_never_first_copy_only(monkeypatch) -> None:
+    """E7's relabel (``evidence.first_copy_only``) of brackets and tails only, as before it took exact syncs too: a
+    sync at the position a later history may have reached again stays exact_sync where the later copy is not
+    searched."""
+    real = ev.first_copy_only
+    monkeypatch.setattr(ev, "first_copy_only", lambda index, answer, translated, end: answer[1] != tr.EXACT_SYNC
+                        and real(index, answer, translated, end))
+
+
 def test_mutation_12_a_superseded_sync_labelled_an_exact_sync_is_caught(monkeypatch):
     """The review's "first copy always labelled exact_sync": rule 1's first copy, copied again by a later MM2
-    history, answered under ``exact_sync``."""
+    history, answered under ``exact_sync``. E7's relabel of an exact sync a later history copied again would mend
+    the label after the fact, so the mutation stubs that too (it stays meaningful: the label decide gives)."""
     real = tr.decide
 
     def mislabel(e):
@@ -168,6 +178,7 @@ def test_mutation_12_a_superseded_sync_labelled_an_exact_sync_is_caught(monkeypa
         return (got[0], tr.EXACT_SYNC) if got is not None and got[1] == tr.SUPERSEDED_SYNC else got
 
     monkeypatch.setattr(tr, "decide", mislabel)
+    _exact_sync_never_first_copy_only(monkeypatch)
     assert first_caught() is not None
 
 
