@@ -12,7 +12,8 @@ E1. **What was not read is not evidence.** A read answers for the whole range it
 E2. **A position below the source's log start** has no next record to read: the records ``[U, log start)`` are gone
     from the source (they may still be on the replica). Only target-side proofs answer for it - an exact sync, a
     bracket or drained tail proven one to one on the target (E4), the later copy of a superseded sync's record
-    (E7) -, else MM2's checkpoint; the gap is reported.
+    (E7), the first copy of a sync or bracket a later history may have copied again (E7) -, else MM2's checkpoint;
+    the gap is reported.
 E3. **The next record** (the first record at or after ``U`` the group would read on the source, ``read_committed``)
     is read from ``U`` for at most ``scan`` offsets, per position (never from the lowest position of the partition:
     one group far behind must not change what the others read). None found and the read reached the source's end:
@@ -45,7 +46,12 @@ E7. **A superseded sync** (translate rule 1, copied again by a later MM2 history
     or tail where the later copy is not searched (the source lost, or replication not known to be finished), also
     where the later history may have copied the record again (its sync at the next sync's upstream offset, its start
     not archived: ``reached_again``): the answer is that history's first copy, ``superseded_sync``, never called exact
-    (:func:`first_copy_only`; the truth harness found a bracket said "re-read 0").
+    (:func:`first_copy_only`; the truth harness found a bracket said "re-read 0"). On a drained partition with
+    ``U`` below the source's log start, such a sync or bracket (``Unproven.first_copy``) answers the same where no
+    lookup can be made: the first copy, ``superseded_sync`` - a bracket only where proven one to one on the target
+    (E4: a bracket whose upper sync is a later history's spans a restart, its arithmetic off; taken unproven, it
+    lost a record at the property's seed 547451) -, never a later copy looked up by content (that history may have
+    started past ``U``: the content there can be a later twin's).
 E8. **The source lost, nothing proven**: translate rule 10, the archive floor - MM2's own rule over every archived
     sync, in a history that got as far as every earlier one (:meth:`~mm2_failover.translate.SyncIndex.history_floor`).
     Where MM2's checkpoint is at least as far, the floor's history was not cut short and the checkpoint lies within
@@ -467,6 +473,11 @@ def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int
         # records past that have their only copies before the later copy of U
         c.target_read = read(lo.downstream, top)
         c.first_copy_read = read(t.superseded.downstream, t.superseded.downstream)
+    elif t.first_copy is not None and t.first_copy.rule == tr.BRACKET:
+        # E7: a bracket a later history may have voided, no next record to look its copy up by: the bracket's span,
+        # to prove its first copy one to one (E4)
+        b_lo, b_hi = t.first_copy.bracket
+        c.target_read = read(b_lo.downstream, b_hi.downstream)
 
 
 def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
@@ -518,7 +529,9 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
             cands = candidates(read, t.bracket[0].downstream, _top(t, w), rec.content)
             found = choose_copy(cands, [])
             first = fell_back(cands, found, [])
-        ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first)
+        fc = t.first_copy.bracket if t.first_copy is not None and t.first_copy.rule == tr.BRACKET else None
+        ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first,
+                         one_to_one=None if fc is None else one_to_one(read, fc[0].downstream, fc[1].downstream))
     answer = tr.decide(ev)
     if answer is not None and first_copy_only(w.index, answer, translated,
                                               replica_end if replica_end is not None else c.replica_end):

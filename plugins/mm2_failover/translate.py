@@ -103,6 +103,11 @@ class Unproven:
     bracket: tuple[Sync | None, Sync | None]
     drained_tail: bool = False  # the second "sync" is the drained partition's (source end, replica end)
     superseded: Sync | None = None  # rule 1's sync at U, copied again later: the answer when no lookup is made
+    #: rule 1's sync or rule 2's bracket, voided by a later history that may have copied U again (its sync at the next
+    #: sync's upstream offset, its start not archived: :meth:`SyncIndex.reached_again`): where no lookup answers, the
+    #: first copy (E7) - not looked up by its content in the later range, as a superseded sync's record is: that
+    #: history may have started past U, and a later copy of the content there be a later twin's
+    first_copy: Translation | None = None
 
 
 class SyncIndex:
@@ -161,12 +166,13 @@ class SyncIndex:
             # the first copy of U MM2 recorded (the lowest downstream: the first in the sorted syncs) ...
             s = self._sync(first)
             if self._downs[self._prefix_top[i]] <= s.downstream:
+                exact = Translation(s.downstream, EXACT_SYNC, (s, None))
                 reach = self._next_reached_again(i, s.downstream, drained[1]) if drained is not None else None
                 if reach is None:
-                    return Translation(s.downstream, EXACT_SYNC, (s, None))
+                    return exact
                 # a later history reached the next sync's upstream offset again, its start not archived: it may
                 # have copied U again - on the drained partition the range up to its sync is searched (rule 7)
-                return Unproven((s, reach))
+                return Unproven((s, reach), first_copy=exact)
             # ... copied again by a later history that started at or before U: look for the later copy (rule 7)
             u = self.search_range(upstream, i, drained, replica_start)
             return Unproven(u.bracket, u.drained_tail, superseded=s)
@@ -177,15 +183,18 @@ class SyncIndex:
             # arithmetic names the first copy (the group would re-read what the later history repeats), so on a
             # drained partition the later history's range is searched for the copy instead (rule 7)
             return self.search_range(upstream, i, drained, replica_start)
+        bracket = Translation(lo.downstream + (upstream - lo.upstream), BRACKET, (lo, hi)) \
+            if lo is not None and hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream \
+            and hi.downstream >= lo.downstream else None
         reach = self._next_reached_again(i, lo.downstream, drained[1]) if lo is not None and drained is not None \
             else None
         if reach is not None:
             # the same, where the later history's first sync is not archived: its copy of U, if it made one, lies
             # below its sync at or below the bracket's top - the range searched ends there
-            return Unproven((self.search_range(upstream, i, drained, replica_start).bracket[0], reach))
-        if lo is not None and hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream \
-                and hi.downstream >= lo.downstream:
-            return Translation(lo.downstream + (upstream - lo.upstream), BRACKET, (lo, hi))
+            return Unproven((self.search_range(upstream, i, drained, replica_start).bracket[0], reach),
+                            first_copy=bracket)
+        if bracket is not None:
+            return bracket
         if lo is not None and hi is None and drained is not None:
             source_end, replica_end = drained
             if upstream <= source_end and source_end - lo.upstream == replica_end - lo.downstream:
@@ -460,6 +469,10 @@ def decide(ev: Evidence) -> tuple[int, str] | None:
         return ev.lookup, FIRST_COPY if ev.lookup_first_of_many else RECORD_LOOKUP
     if isinstance(t, Unproven) and t.superseded is not None:  # rule 1's first copy: safe, re-reads since the restart
         return t.superseded.downstream, SUPERSEDED_SYNC
+    if isinstance(t, Unproven) and t.first_copy is not None and (t.first_copy.rule == EXACT_SYNC or ev.one_to_one):
+        # the first copy of a sync or a bracket a later history may have copied again (a bracket proven one to one on
+        # the target, rule 6): safe, may re-read what that history copied before it
+        return t.first_copy.downstream, SUPERSEDED_SYNC
     return None
 
 

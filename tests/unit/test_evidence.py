@@ -245,6 +245,36 @@ def test_e7_a_sync_at_the_position_a_later_history_may_have_reached_again_is_its
     assert prove_one(src, tgt, syncs[:3], 10, lost=True).answer == (10, tr.EXACT_SYNC)  # B not seen
 
 
+def test_e7_below_the_source_log_start_a_sync_or_bracket_a_later_history_may_have_reached_again_is_its_first_copy():
+    """The same world, drained, the source's log start past the group (r0..r14 gone from it): no next record to
+    look up B's copy by, and B's sync (12, 19) does not prove B started at or before the group (it may have started
+    past it: a later copy of the record's content could be a later twin's), so the first copy answers - A's sync at
+    10, and A's bracket (10, 10)-(12, 12) once proven one to one on the target (E4) -, superseded_sync, never exact.
+    Both fell to MM2's checkpoint (the bracket's at 11 re-reads one record more)."""
+    source = [f"r{i}" for i in range(20)]
+    target = [f"r{i}" for i in range(15)] + [f"r{i}" for i in range(8, 20)]
+    src, tgt = logs(source, target, source_start=15)
+    syncs = [(0, 0), (10, 10), (12, 12), (12, 19)]
+    out = prove_one(src, tgt, syncs, 10, drained=(20, 27))
+    assert out.source_log_start == 15 and out.answer == (10, tr.SUPERSEDED_SYNC) and out.position_at_least == 10
+    out = prove_one(src, tgt, syncs, 11, drained=(20, 27))
+    assert out.answer == (11, tr.SUPERSEDED_SYNC) and out.evidence.one_to_one
+    assert prove_one(src, tgt, syncs, 11, drained=(20, 27), budget=2).answer is None  # E4 not read: not proven
+
+
+def test_e7_below_the_source_log_start_a_bracket_across_a_restart_is_no_first_copy():
+    """The property's world at seed 547451 (shape permuted), cut down: history A copied r0..r7 (the aborted record
+    at 2 not copied), MM2 restarted at 7 twice (B copied r7 at 7, C at 8); the archive holds (0, 0), B's (7, 7) and
+    C's (7, 8). A group at 4, below the source's log start: the bracket (0, 0)-(7, 7) spans A and B, its arithmetic
+    (4) the copy of r5 - taken as the first copy, the group loses r4. Not one to one on the target (r7 twice, E4):
+    MM2's checkpoint answers."""
+    source = ["r0", "r1", ABORTED, "r3", "r4", "r5", "r6", "r7"]
+    target = ["r0", "r1", "r3", "r4", "r5", "r6", "r7", "r7", "r7"]
+    src, tgt = logs(source, target, source_start=8)
+    out = prove_one(src, tgt, [(0, 0), (7, 7), (7, 8)], 4, drained=(8, 9))
+    assert out.answer is None and out.evidence.one_to_one is False
+
+
 def test_e7_a_superseded_sync_is_labelled_and_its_later_copy_found_on_the_target():
     """History A copied 0..5 (sync (4, 4)); B restarted at 2 (sync (2, 6)) and copied 2..9 again; sync (8, 12)."""
     target = ["r0", "r1", "r2", "r3", "r4", "r5", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"]
