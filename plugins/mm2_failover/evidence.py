@@ -32,6 +32,8 @@ E6. **The lookup** (translate rule 7): the candidates are the copies of the next
     a re-read, never a loss. A later candidate is taken only when the target from it up to the range's upper anchor
     (its sync, or the drained ends) holds the source's records from the next record up to the anchor's, record for
     record: then a group starting there reads exactly what it would have read on the source. The last such wins.
+    Replication not known to be finished, the range ends at the earlier history's sync: a copy found there that a
+    later history copied again, or may have, is the first copy (``first_copy``, :func:`first_copy_only`).
 E7. **A superseded sync** (translate rule 1, copied again by a later MM2 history): the first copy still answers when
     nothing better is proven - the first copy of a record is safe: every history that copied anything after it
     copied it first -, but under its own rule (``superseded_sync``) and with the re-reads it causes counted from
@@ -533,9 +535,11 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
         ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first,
                          one_to_one=None if fc is None else one_to_one(read, fc[0].downstream, fc[1].downstream))
     answer = tr.decide(ev)
-    if answer is not None and first_copy_only(w.index, answer, translated,
-                                              replica_end if replica_end is not None else c.replica_end):
-        answer = (answer[0], tr.SUPERSEDED_SYNC)  # E7: an earlier history's copy, the later one not searched
+    # a lookup on a drained partition searched the later history's range already (translate rule 7)
+    if answer is not None and (answer[1] != tr.RECORD_LOOKUP or w.drained is None) \
+            and first_copy_only(w.index, answer, translated, replica_end if replica_end is not None else c.replica_end):
+        # E7: an earlier history's copy, the later one not searched (a lookup's: E6's first copy)
+        answer = (answer[0], tr.FIRST_COPY if answer[1] == tr.RECORD_LOOKUP else tr.SUPERSEDED_SYNC)
     cut_short, archive_top = False, None
     if answer is None and c.lost:  # E8: the source lost, nothing proven - rule 10 over every archived sync
         floor_ = w.index.history_floor(translated, c.replica_end)
@@ -554,11 +558,12 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
 
 
 def first_copy_only(index: tr.SyncIndex, answer: tuple[int, str], translated: int, replica_end: int | None) -> bool:
-    """E7: whether an answer of an exact sync, a gap-free bracket or a drained tail is an earlier MM2 history's first
-    copy of the record at ``translated``, which a later history copied again or may have
-    (:meth:`~mm2_failover.translate.SyncIndex.copied_again_after`) where that later copy was not searched (the
-    source lost, or replication not known to be finished): then it is ``superseded_sync``, never exact."""
-    return answer[1] in (tr.EXACT_SYNC, tr.BRACKET, tr.DRAINED_TAIL) \
+    """E7: whether an answer of an exact sync, a gap-free bracket, a drained tail or a lookup is an earlier MM2
+    history's first copy of the record at ``translated``, which a later history copied again or may have
+    (:meth:`~mm2_failover.translate.SyncIndex.copied_again_after`), where that later copy was not searched (the
+    source lost, or replication not known to be finished: the lookup's range ended at the earlier history's sync):
+    then it is ``superseded_sync`` (a lookup's, E6's ``first_copy``), never exact."""
+    return answer[1] in (tr.EXACT_SYNC, tr.BRACKET, tr.DRAINED_TAIL, tr.RECORD_LOOKUP) \
         and index.copied_again_after(translated, answer[0], replica_end)
 
 

@@ -245,6 +245,23 @@ def test_e7_a_sync_at_the_position_a_later_history_may_have_reached_again_is_its
     assert prove_one(src, tgt, syncs[:3], 10, lost=True).answer == (10, tr.EXACT_SYNC)  # B not seen
 
 
+def test_e6_a_lookup_in_a_range_a_later_history_may_have_reached_again_is_the_first_copy_where_not_searched():
+    """Found by the property's unsynced worlds (seed 208): history A copied r0..r14 (the marker at 12 not copied; its
+    syncs (0, 0), (10, 10), (13, 12)), history B restarted at 8 and copied r8..r19 from 14, its first archived sync
+    (13, 18). A group at 11: A's bracket is not gap-free, so r11 is looked up - drained, in the range up to B's sync
+    (B's copy at 17, anchored). Replication not known to be finished, the range ends at A's (13, 12): A's copy at
+    11 was record_lookup, "exact, re-read 0", and the group re-reads B's r8..r10 - the first copy (E6's
+    first_copy), its re-read unknown."""
+    source = [f"r{i}" for i in range(12)] + [MARKER] + [f"r{i}" for i in range(13, 20)]
+    target = [f"r{i}" for i in range(15) if i != 12] + [f"r{i}" for i in range(8, 20) if i != 12]
+    src, tgt = logs(source, target)
+    syncs = [(0, 0), (10, 10), (13, 12), (13, 18)]
+    assert prove_one(src, tgt, syncs, 11, drained=(20, 25)).answer == (17, tr.RECORD_LOOKUP)
+    out = prove_one(src, tgt, syncs, 11)
+    assert out.answer == (11, tr.FIRST_COPY) and out.position_at_least is None
+    assert prove_one(src, tgt, syncs[:3], 11).answer == (11, tr.RECORD_LOOKUP)  # B not seen
+
+
 def test_e7_below_the_source_log_start_a_sync_or_bracket_a_later_history_may_have_reached_again_is_its_first_copy():
     """The same world, drained, the source's log start past the group (r0..r14 gone from it): no next record to
     look up B's copy by, and B's sync (12, 19) does not prove B started at or before the group (it may have started
