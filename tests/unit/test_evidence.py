@@ -7,9 +7,10 @@ A world: one source partition (data records, transaction markers, aborted record
 record written twice with others between -; compaction), MM2 copying it (restarts that copy again; exactly-once
 support with transactions, commit markers and aborted copies on the target; a source consumer reading uncommitted),
 sparse offset syncs (an archive that may end before the newest ones), retention on both sides (group positions
-below the source's log start), the source reachable (drained) or lost (MM2 stopped anywhere), several groups far
-apart on the partition, small read budgets and scans, and reads that fail. Three seeds in twenty draw a shape that
-past holes needed and the uniform draw makes once in thousands of worlds or never (:func:`shape_of`)."""
+below the source's log start), the source reachable (drained, or replication not known to be finished) or lost (MM2
+stopped anywhere), several groups far apart on the partition, small read budgets and scans, and reads that fail. Four
+seeds in twenty draw a shape that past holes needed and the uniform draw makes once in thousands of worlds or never
+(:func:`shape_of`)."""
 
 from __future__ import annotations
 
@@ -484,11 +485,18 @@ RETRIES = "retries"
 #: restarted right after copying a third write, resuming a record or a few back; sparse syncs; groups at the first
 #: write; drained
 PERMUTED = "permuted"
+#: MM2 (at least once, dense syncs) restarted 4 to 20 records back once, and wrote no sync of the restarted history
+#: below one of the earlier history's sync's upstream offset (MM2 keeps one pending sync per partition and replaces it
+#: with newer ones before it writes it: the exact drill's archives); groups at the earlier history's last sync below
+#: it, between the two, and at or past it, never where no sync shows the restart (README's known limit); the source up,
+#: replication finished (drained) or not known to be (no drained ends: readiness, or a partition the drain check did
+#: not cover); no twins, compaction, uncommitted reads, replica retention or stale archive
+UNSYNCED = "unsynced"
 
 
 def shape_of(seed: int) -> str | None:
     r = random.Random(seed ^ 0x5A9E).random()
-    return RECOPIED if r < 0.05 else RETRIES if r < 0.1 else PERMUTED if r < 0.15 else None
+    return RECOPIED if r < 0.05 else RETRIES if r < 0.1 else PERMUTED if r < 0.15 else UNSYNCED if r < 0.2 else None
 
 
 def world(seed: int) -> World:
@@ -500,7 +508,8 @@ def world(seed: int) -> World:
         src_txn = rnd.randint(2, 5)
         phase = rnd.randrange(src_txn + 1)
         kinds = [MARKER if (i + phase) % (src_txn + 1) == src_txn else DATA for i in range(n)]
-    twin_rate = rnd.choice([0, 0, 0.2]) if shape is None else {RECOPIED: 0, RETRIES: 0.4, PERMUTED: 0.1}[shape]
+    twin_rate = rnd.choice([0, 0, 0.2]) if shape is None else {RECOPIED: 0, RETRIES: 0.4, PERMUTED: 0.1,
+                                                                UNSYNCED: 0}[shape]
     contents: list[object] = []
     for s in range(n):
         earlier = [contents[i] for i in range(max(0, s - 3), s) if kinds[i] == DATA]
@@ -518,6 +527,7 @@ def world(seed: int) -> World:
     uncommitted = not eos and rnd.random() < 0.5 if shape is None else False
     copied = {DATA} | ({ABORTED} if uncommitted else set())
     reachable = rnd.random() < 0.6 if shape in (None, RECOPIED) else True
+    known_drained = shape != UNSYNCED or rnd.random() < 0.5
     # a lost source dies at any moment of MM2's copying (a number of steps), also right after a restart: the later
     # history then has not re-reached where the earlier one got to
     steps_left = 10**9 if reachable or shape == RECOPIED or rnd.random() < 0.3 else rnd.randint(0, 2 * n)
@@ -526,9 +536,11 @@ def world(seed: int) -> World:
     copy_of: dict[int, int] = {}
     syncs: list[tuple[int, int]] = []
     lag_max = rnd.choice([0, 2, 5, 100]) if shape is None else rnd.choice(
-        {RECOPIED: [0, 2], RETRIES: [5, 100], PERMUTED: [100]}[shape])
-    restarts = rnd.randint(0, 2) if shape is None else rnd.randint(1, 2)
+        {RECOPIED: [0, 2], RETRIES: [5, 100], PERMUTED: [100], UNSYNCED: [0, 2]}[shape])
+    restarts = rnd.randint(0, 2) if shape is None else 1 if shape == UNSYNCED else rnd.randint(1, 2)
     recopied_ranges: list[tuple[int, int]] = []  # (restart, where the history before it stopped)
+    unsynced_below = None  # UNSYNCED: the restarted history writes no sync below this upstream offset
+    hidden: list[tuple[int, int]] = []  # UNSYNCED: (restart, the earlier history's last sync below unsynced_below)
     s, fresh, last_sync_d = 0, True, -10**9
     txn: list[tuple[int, int]] = []  # EOS: (source, target) of the open transaction's copies
     txn_size = rnd.randint(1, 5) if shape != RETRIES else src_txn  # RETRIES: MM2 commits as many copies
@@ -536,6 +548,8 @@ def world(seed: int) -> World:
 
     def sync(s_: int, d_: int) -> None:
         nonlocal fresh, last_sync_d
+        if unsynced_below is not None and s_ < unsynced_below:
+            return  # replaced while pending: written at last as the first at or past unsynced_below (fresh)
         if fresh or (d_ - last_sync_d > lag_max and rnd.random() < 0.8):
             syncs.append((s_, d_))
             last_sync_d, fresh = d_, False
@@ -574,8 +588,13 @@ def world(seed: int) -> World:
                 txn, s = [], committed_to
             elif shape == PERMUTED:  # from its last committed progress: a record or a few before
                 s -= rnd.choice([1, 1, 1, 2, 3])
-            elif shape == RECOPIED:  # far enough back for the earlier history's syncs to bracket positions
+            elif shape in (RECOPIED, UNSYNCED):  # far enough back for the earlier history's syncs to bracket them
                 s = rnd.randint(max(0, s - 20), max(0, s - 4))
+                ups = sorted({u_ for u_, _d in syncs if s < u_ < stopped}) if shape == UNSYNCED else []
+                if len(ups) >= 2:  # the first sync written at one of the earlier history's, not the first above s
+                    k = rnd.randrange(1, len(ups))
+                    unsynced_below = ups[k]
+                    hidden.append((s, ups[k - 1]))
                 lag_max = 100  # restarted with a larger offset.lag.max: the later history's syncs are sparse
                 if not reachable:  # the source lost while MM2 copied the range again: the later history cut short
                     steps_left = rnd.randint(0, stopped - s)
@@ -588,17 +607,25 @@ def world(seed: int) -> World:
     source = Partition([(k, contents[i]) for i, k in enumerate(kinds)])
     for s_ in compacted:
         source.entries[s_] = (COMPACTED, None)
-    if rnd.random() < 0.3:
+    if rnd.random() < (0.5 if shape == UNSYNCED else 0.3):
         source.start = rnd.randint(0, n)  # retention moved the source's log start
-    if rnd.random() < 0.15 and shape != RECOPIED:
+    if rnd.random() < 0.15 and shape not in (RECOPIED, UNSYNCED):
         target.start = rnd.randint(0, max(0, target.end // 3))
     archived, every_sync = len(syncs), list(syncs)
-    if syncs and rnd.random() < 0.2 and shape != RECOPIED:
+    if syncs and rnd.random() < 0.2 and shape not in (RECOPIED, UNSYNCED):
         syncs = syncs[:rnd.randint(1, len(syncs))]  # the archive ends before the newest syncs
-    drained = (n, target.end) if reachable else None
+    drained = (n, target.end) if reachable and known_drained else None
     positions = {rnd.randint(0, n) for _ in range(rnd.randint(1, 6))}
     if shape == RECOPIED:  # groups inside the re-copied ranges
         positions |= {rnd.randint(lo, hi) for lo, hi in recopied_ranges for _ in range(3)}
+    elif shape == UNSYNCED:  # no group (nor its next record) in [restart, last): no sync shows the restart there
+        def hid(p: int) -> bool:  # (README's known limit)
+            nxt = next((i for i in range(p, n) if kinds[i] == DATA), n)
+            return any(r_ <= p < last or r_ <= nxt < last for r_, last in hidden)
+
+        positions = {p for p in positions if not hid(p)}
+        for r_, last in hidden:
+            positions |= {last, rnd.randint(last, unsynced_below), rnd.randint(unsynced_below, n)}
     elif shape is not None:  # groups at a retried record's first write, or just before it
         retried = [i for i in range(n) if contents[i + 1:].count(contents[i]) >= (2 if shape == PERMUTED else 1)]
         positions |= {max(0, rnd.choice(retried) - rnd.randint(0, shape == RETRIES)) for _ in range(3)} if retried \
@@ -649,7 +676,7 @@ def violations(seed: int) -> list:
     w = world(seed)
     got = outcomes(w, seed)
     bad = []
-    clean = (w.reachable and not any(w.facts[k] for k in ("twins", "compacted", "recopied", "uncommitted"))
+    clean = (w.drained is not None and not any(w.facts[k] for k in ("twins", "compacted", "recopied", "uncommitted"))
              and w.budget > 10**5 and w.scan > 100 and not w.fail_rate and w.source.start == 0 and w.target.start == 0
              and len(w.syncs) > 0)
     # every record a consumer reads on the replica is a copy of one source record, and the archive holds every sync
@@ -673,6 +700,10 @@ def violations(seed: int) -> list:
             bad.append(("OUT OF ORDER", u, o.answer, limit))  # E6: "record for record", not the same records
         elif o.position_at_least is not None and o.position_at_least > limit:
             bad.append(("AT LEAST TOO HIGH", u, o.position_at_least, limit))  # re-reads counted from below
+        elif o.answer is None and any(s == o.translated for s, _d in w.syncs):
+            # MM2 recorded the copy of the group's next record: an answer says so (exact_sync, or the first copy of a
+            # record a later history copied again or may have, E7), never MM2's checkpoint "not proven by the records"
+            bad.append(("SYNC LEFT TO THE CHECKPOINT", u, o.translated))
         elif clean and u >= min(s for s, _d in w.syncs) and (o.answer is None or o.answer[0] != limit):
             bad.append(("NOT EXACT", u, o.answer, limit))
         elif plain and o.answer is not None and tr.is_exact(o.answer[1]) and o.answer[0] != limit:
@@ -827,7 +858,7 @@ def plan_violations(seed: int) -> list:
             bad.append(("LOST BEHIND A SYNC", u, c, at, w.lost_behind_a_sync(u, at)))
         elif at is not None and at > limit:
             bad.append(("LOST", u, c, at, limit))
-        elif at is None and w.reachable and mm2_checkpoint(w, c) is None and limit < w.target.end:
+        elif at is None and w.drained is not None and mm2_checkpoint(w, c) is None and limit < w.target.end:
             # issue 50 item 6: a drained group MM2 never checkpointed left without a commit falls to its consumer's
             # auto.offset.reset - with latest (Kafka's default) it skips every record it still had to read
             bad.append(("NO COMMIT", u, c, at, limit))
@@ -993,6 +1024,50 @@ def test_mutation_17_e6_comparing_the_anchored_runs_as_multisets_is_caught(monke
     monkeypatch.setattr(ev, "anchored", as_multisets)
     assert prove_one(src, tgt, [(0, 0), (4, 5)], 1, drained=(6, 7)).answer == (2, tr.RECORD_LOOKUP)
     assert caught("OUT OF ORDER") is not None
+
+
+def test_mutation_22_a_sync_a_later_history_may_have_reached_again_left_to_the_checkpoint_is_caught(monkeypatch):
+    """The review's: below the source's log start, on a drained partition, a sync at the position whose next sync a
+    later history reached again (``reached_again``) answered nothing (no first copy): MM2's checkpoint, "not proven
+    by the records", where the sync proves the first copy. The property's SYNC LEFT TO THE CHECKPOINT (the uniform
+    draw's worlds, more of the UNSYNCED ones)."""
+    real = SyncIndex.translate
+
+    def no_first_copy(self, *args, **kwargs):
+        t = real(self, *args, **kwargs)
+        return dataclasses.replace(t, first_copy=None) if isinstance(t, tr.Unproven) else t
+
+    monkeypatch.setattr(SyncIndex, "translate", no_first_copy)
+    assert caught("SYNC LEFT TO THE CHECKPOINT") is not None
+
+
+def test_mutation_23_the_first_copy_of_a_voided_bracket_taken_unproven_is_caught(monkeypatch):
+    """A previous attempt at mutation 22's fix: the arithmetic of a bracket a later history may have reached again
+    taken as its first copy without E4 (one to one on the target). Its upper sync can be a later history's (a
+    restart inside the bracket): the arithmetic is then off - on the PERMUTED worlds, a record lost at seeds 16939
+    and 547451, and over the mutation seeds OUT OF ORDER (a copy of a later twin)."""
+    real = tr.decide
+
+    def unproven(e):
+        got = real(e)
+        t = e.translation
+        if got is None and isinstance(t, tr.Unproven) and t.first_copy is not None:
+            return t.first_copy.downstream, tr.SUPERSEDED_SYNC
+        return got
+
+    monkeypatch.setattr(tr, "decide", unproven)
+    assert any(v[0] == "LOST" for v in violations(547451))
+    assert caught("OUT OF ORDER") is not None
+
+
+def test_mutation_24_a_lookup_a_later_history_may_have_reached_again_called_exact_where_not_drained_is_caught(
+        monkeypatch):
+    """With replication not known to be finished, E6's lookup in an earlier history's range whose upper sync a later
+    history reached again: its copy called record_lookup, exact. EXACT BUT RE-READS on the UNSYNCED worlds."""
+    real = ev.first_copy_only
+    monkeypatch.setattr(ev, "first_copy_only", lambda index, answer, translated, end: answer[1] != tr.RECORD_LOOKUP
+                        and real(index, answer, translated, end))
+    assert caught("EXACT BUT RE-READS") is not None
 
 
 def test_the_index_and_the_evidence_agree_on_a_superseded_sync():

@@ -182,6 +182,16 @@ def test_mutation_12_a_superseded_sync_labelled_an_exact_sync_is_caught(monkeypa
     assert first_caught() is not None
 
 
+def test_mutation_21_a_sync_a_later_history_may_have_reached_again_called_exact_where_not_searched_is_caught(
+        monkeypatch):
+    """The review's: with the source lost or replication not known to be finished, a sync at the position whose next
+    sync a later history reached again (its start not archived) stays exact_sync - "re-read 0" where the group
+    re-reads what that history copied before the position. RE-READ COUNT WRONG and EXACT NOT AT THE LIMIT on the
+    UNSYNCED worlds (test_evidence.shape_of) whose replication is not known to be finished."""
+    _exact_sync_never_first_copy_only(monkeypatch)
+    assert first_caught("RE-READ COUNT WRONG") is not None
+
+
 def test_mutation_13_e5_accepting_any_copy_is_caught(monkeypatch):
     """The review's "E5 accepting any copy": the translated offset verified when it holds a copy of the next record,
     not necessarily its only one in the span (a producer retry's twin). The arithmetic lands on a later twin where
