@@ -624,7 +624,7 @@ def world(seed: int) -> World:
             return any(r_ <= p < last or r_ <= nxt < last for r_, last in hidden)
 
         positions = {p for p in positions if not hid(p)}
-        for r_, last in hidden:
+        for _restart, last in hidden:
             positions |= {last, rnd.randint(last, unsynced_below), rnd.randint(unsynced_below, n)}
     elif shape is not None:  # groups at a retried record's first write, or just before it
         retried = [i for i in range(n) if contents[i + 1:].count(contents[i]) >= (2 if shape == PERMUTED else 1)]
