@@ -10,7 +10,8 @@ checkpoints on two topics; a group of the burst topic rewound on the source afte
 whose last records MM2 never copied while re-copies make its replica longer than the source, behind the failover's
 drain check with MM2's progress readable, unknown, and with the source lost) and scores every (group, partition)
 under ``translation=checkpoint``, ``translation=exact`` and ``translation=exact`` with the source lost (disaster
-mode), beside what the report says each re-reads; points the drain check refused count as ``drain refused``.
+mode: before and after the archive read the groups' source commits, each beside the newest archived sync at or below
+the position), beside what the report says each re-reads; points the drain check refused count as ``drain refused``.
 ``--mm2 default`` keeps MM2's defaults (its source consumer reads ``read_uncommitted``), ``advised`` follows the
 pre-flight audit (``primary.consumer.isolation.level=read_committed``), ``both`` runs each.
 

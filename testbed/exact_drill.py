@@ -492,8 +492,10 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     ``$MM2_FAILOVER_ARCHIVE`` points (the caller gives each drill its own). ``eos_alias``: also run the
     ``exactly_once`` pattern through a second MM2 flow under that alias, with exactly-once support (``EOS_MM2``),
     killed and restarted with the main one. ``extras`` (issue 50): a group of the burst topic rewound on the source
-    after MM2's last checkpoint (MM2 stopped, then the reset) scored as pattern ``rewound``, and a third plan per
-    flow with the source lost (``exact, source lost``: disaster mode, from the archive and the replica)."""
+    after MM2's last checkpoint (MM2 stopped, then the reset) scored as pattern ``rewound``, and two more plans per
+    flow with the source lost (disaster mode, from the archive and the replica): before the archive read the groups'
+    source commits (``exact, source lost, commits not archived``) and after (``exact, source lost``: plan rule 1a),
+    each point beside issue 50 item 7's bar (:func:`newest_sync_at_or_below`)."""
     t0 = time.monotonic()
     rng = random.Random(seed)
     tag = uuid.uuid4().hex[:6]
