@@ -20,9 +20,10 @@ import bisect
 import contextlib
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,8 +89,16 @@ class MissingTopics(LookupError):
 
 _UNREACHABLE = {"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_DESTROY", "_MSG_TIMED_OUT",
                 "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
-                "COORDINATOR_LOAD_IN_PROGRESS", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION"}
+                "COORDINATOR_LOAD_IN_PROGRESS"}
+# a partition's leadership moving (an election, a topic just created): Kafka names these retriable
+_LEADERSHIP = {"LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION", "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH",
+               "OFFSET_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE"}
 _AUTH = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "ILLEGAL_SASL_STATE", "UNSUPPORTED_SASL_MECHANISM"}
+
+
+def _leadership(exc) -> bool:
+    """Whether ``exc`` (a KafkaException) is a partition's leadership moving."""
+    return bool(getattr(exc, "args", None)) and _code(exc.args[0]) in _LEADERSHIP
 
 
 def _code(err) -> str:
@@ -199,6 +208,10 @@ def classify(conf: dict, what: str, err, errors: _Errors | None = None, client=N
     if code in _AUTH:
         return KafkaAuthError(f"{what}: authentication failed at {where} ({text}). Check the connection's sasl.* "
                               "settings (mechanism, user name, password).")
+    if code in _LEADERSHIP:
+        return KafkaUnavailable(f"{what}: a partition's leader is moving at {where} ({code}: {text}). Kafka elects "
+                                "one within seconds: retry (a task's retries do). If it persists, check the brokers' "
+                                "controller and the topic's under-replicated partitions.")
     if code in _UNREACHABLE or code == "" or code == "_SSL":
         if client is not None:
             try:
@@ -234,7 +247,7 @@ def _result(fut: Future, conf: dict, what: str, timeout: float = TIMEOUT_S, erro
     except KafkaException as e:
         err = e.args[0] if e.args else e
         c = _code(err)
-        if c in _UNREACHABLE or c in _AUTH or c.endswith("_AUTHORIZATION_FAILED") or c == "_SSL":
+        if c in _UNREACHABLE or c in _LEADERSHIP or c in _AUTH or c.endswith("_AUTHORIZATION_FAILED") or c == "_SSL":
             raise classify(conf, what, err, errors, client, need) from None
         raise
 
@@ -352,10 +365,17 @@ class Cluster:
         if not tps:
             return {}
         s = OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest()
-        futs = self.admin.list_offsets({TopicPartition(t, p): s for t, p in tps}, request_timeout=self.timeout)
         need = phrase("Describe", "Topic", {t for t, _p in tps})
-        return {(tp.topic, tp.partition): self._result(f, f"list {spec} offsets", need).offset
-                for tp, f in futs.items()}
+        deadline, pause = time.monotonic() + self.timeout, 0.1
+        while True:  # the read is idempotent: a leader moving (Kafka's retriable codes) is asked again
+            futs = self.admin.list_offsets({TopicPartition(t, p): s for t, p in tps}, request_timeout=self.timeout)
+            wait(futs.values(), timeout=self.timeout)
+            moving = any(f.done() and _leadership(f.exception()) for f in futs.values())
+            if not moving or time.monotonic() + pause > deadline:
+                return {(tp.topic, tp.partition): self._result(f, f"list {spec} offsets", need).offset
+                        for tp, f in futs.items()}
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     def log_bounds(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
         """(log start, log end) of each partition (the evidence stage's :class:`~mm2_failover.evidence.RecordSource`)."""
@@ -484,8 +504,6 @@ class Cluster:
     def _read_commits(self, group: str, parts: list[TP]) -> dict[TP, Commit]:
         """One group's commits on ``parts``, read by a consumer handle whose group id is ``group`` (it never joins
         the group, subscribes or commits: FindCoordinator and OffsetFetch only, which need Describe on the group)."""
-        import time
-
         from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
         if not parts:
@@ -506,9 +524,9 @@ class Cluster:
                     refused = _queued_refusal(c)  # FindCoordinator refused: the consumer queues it, committed() waits
                     if refused is not None:
                         raise classify(self.conf, what, refused, errors, None, need) from None
-                    if _code(err) in _UNREACHABLE and time.monotonic() < deadline:
+                    if _code(err) in _UNREACHABLE | _LEADERSHIP and time.monotonic() < deadline:
                         continue  # the coordinator is moving or loading, or the cluster is not up (yet)
-                    if _code(err) in _UNREACHABLE:
+                    if _code(err) in _UNREACHABLE | _LEADERSHIP:
                         raise classify(self.conf, f"{what}: no answer within {self.timeout:.0f}s", err, errors, c,
                                        need) from None
                     raise classify(self.conf, what, err, errors, c, need) from None
@@ -670,8 +688,6 @@ class Cluster:
 
     def _read_whole(self, ranges: dict[TP, tuple[int, int]], timeout: float) -> dict[TP, tuple]:
         """One consumer over ``[lo, hi)`` of each partition: ``tp -> (lo, hi, status, records, why)``."""
-        import time
-
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         out: dict[TP, tuple] = {}
@@ -732,8 +748,6 @@ class Cluster:
         at its end offset, or at the log end when ``stop_at_eof`` (ranges that end in a compaction or marker gap);
         without it, reaching the log end before the end offset waits (records not yet readable). A start below the
         log start raises :class:`OutOfRange` (``BOUNDED_READ_CONF``: never a silent jump to the log end)."""
-        import time
-
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         todo = {tp: e for tp, (_s, e) in ranges.items()}
