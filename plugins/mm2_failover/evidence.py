@@ -59,6 +59,18 @@ E8. **The source lost, nothing proven**: translate rule 10, the archive floor - 
     Where MM2's checkpoint is at least as far, the floor's history was not cut short and the checkpoint lies within
     the archived syncs, the checkpoint answers (:func:`resume_at`); syncs at or past the replica's end are no
     history of it.
+E9. **A restart no sync shows where it began.** MM2 keeps one pending sync per partition and replaces it before
+    writing it, so a restart's first sync can be missing: its copies of records at or before the group's next one
+    then lie past the earlier history's range, and an exact answer there would re-read them, said 0. Two syncs
+    written one after the other show such a restart (:meth:`~mm2_failover.translate.SyncIndex.restarts_above`:
+    upstream offsets going back, or more replica offsets than two per source offset and one; replication finished,
+    the ends stand for a last sync); its range ``(p.downstream, b.downstream]`` is read, and an exact answer stands
+    where it holds no copy of the next record past the answer. A copy whose run up to the restart's sync is the
+    source's, record for record, answers (E6's anchor); one not so proven, or a range not read whole, leaves the
+    answer its first copy (``first_copy``: :func:`later_copy`). With no next record (the source lost, or the position
+    below its log start) the answer's own record is looked for, and a copy found makes it the first copy. A restart
+    that copied again no more records than the source offsets between the two syncs, plus one, does not show: the
+    README's known limit.
 
 Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
 replica's span was read whole and is one to one (E4), and for the tail where the replica's last record is the
@@ -369,11 +381,14 @@ class _Case:
     replica_end: int | None = None  # the replica partition's end offset, as read for the evidence (E8)
     first_copy_read: tuple | None = None  # E7: the superseded sync's record on the target
     anchor_reads: dict = field(default_factory=dict)  # later candidate -> (target read, source read, anchor's d)
+    restart_reads: list = field(default_factory=list)  # E9: (p, b, target read of (p.d, b.d]) per restart above
+    restart_anchors: dict = field(default_factory=dict)  # E9: b -> the source's read [next record, b.upstream]
+    answer_read: tuple | None = None  # E9, no next record read: the translation's copy on the target
 
 
 def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], target: RecordSource,
           budget: int = DEFAULT_BUDGET, scan: int = DEFAULT_SCAN) -> dict[Hashable, Outcome]:
-    """Read what proves (or refutes) each position's translation and decide (E1-E8, translate rules 1-7, 10)."""
+    """Read what proves (or refutes) each position's translation and decide (E1-E9, translate rules 1-7, 10)."""
     cases = [_Case(w, lost=sources.get(w.alias) is None) for w in wants]
     if not cases:
         return {}
@@ -459,6 +474,13 @@ def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int
     def read(lo: int, hi_incl: int) -> tuple | None:
         return None if lo < start else want_range(ranges, w.replica_tp, lo, min(hi_incl + 1, end))
 
+    if not c.next.nothing_after and t.bracket[0] is not None:
+        # E9: each restart above the position whose first sync MM2 may not have written: its copies
+        v = c.next.record.offset if c.next.record is not None else w.position
+        for p, b in w.index.restarts_above(v, t.bracket[0].downstream, end, w.drained):
+            c.restart_reads.append((p, b, read(p.downstream + 1, b.downstream)))
+        if c.restart_reads and c.next.record is None and isinstance(t, tr.Translation):
+            c.answer_read = read(t.downstream, t.downstream)  # no source record: the copy's own content
     if c.next.nothing_after or (isinstance(t, tr.Translation) and t.rule == tr.EXACT_SYNC):
         return
     lo, top = t.bracket[0], _top(t, w)
@@ -485,7 +507,13 @@ def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int
 def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
                        sources: Mapping[str, RecordSource | None]) -> None:
     t, w, nxt = c.translation, c.want, c.next.record
-    if nxt is None or c.target_read is None or sources.get(w.alias) is None:
+    if nxt is None or sources.get(w.alias) is None:
+        return
+    for p, b, key in c.restart_reads:  # E9: a copy of the next record in a restart's range, to anchor at its sync
+        read = t_reads.get(key) if key is not None else None
+        if is_evidence(read) and candidates(read, p.downstream + 1, b.downstream, nxt.content):
+            c.restart_anchors[b] = want_range(s_ranges[w.alias], w.source_tp, nxt.offset, b.upstream + 1)
+    if c.target_read is None:
         return
     read = t_reads.get(c.target_read)
     if not is_evidence(read):
@@ -540,6 +568,8 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
             and first_copy_only(w.index, answer, translated, replica_end if replica_end is not None else c.replica_end):
         # E7: an earlier history's copy, the later one not searched (a lookup's: E6's first copy)
         answer = (answer[0], tr.FIRST_COPY if answer[1] == tr.RECORD_LOOKUP else tr.SUPERSEDED_SYNC)
+    if answer is not None and tr.is_exact(answer[1]) and c.restart_reads:
+        answer = later_copy(c, answer, t_reads, s_reads)
     cut_short, archive_top = False, None
     if answer is None and c.lost:  # E8: the source lost, nothing proven - rule 10 over every archived sync
         floor_ = w.index.history_floor(translated, c.replica_end)
@@ -565,6 +595,40 @@ def first_copy_only(index: tr.SyncIndex, answer: tuple[int, str], translated: in
     then it is ``superseded_sync`` (a lookup's, E6's ``first_copy``), never exact."""
     return answer[1] in (tr.EXACT_SYNC, tr.BRACKET, tr.DRAINED_TAIL, tr.RECORD_LOOKUP) \
         and index.copied_again_after(translated, answer[0], replica_end)
+
+
+def later_copy(c: _Case, answer: tuple[int, str], t_reads: Reads, s_reads: Reads) -> tuple[int, str]:
+    """E9: an exact answer stays exact only where no MM2 restart above it copied the next record again. Per restart
+    (:meth:`~mm2_failover.translate.SyncIndex.restarts_above`), in the order MM2 wrote them: its range holds no copy
+    of the next record past the answer - the answer stands -, or one whose run up to the restart's sync is the
+    source's records up to the sync's, record for record (E6's anchor) - the last such answers -, or only copies not
+    so proven, or the range was not read whole: the answer's copy is then the first copy (``first_copy``), safe and
+    never called exact (the README's known limit: a restart whose first sync MM2 replaced before writing it)."""
+    nxt, unproven = c.next.record, False
+    if nxt is not None:
+        content = nxt.content
+    else:  # the source lost, or the position below its log start (E2): the answer's copy, no anchor to prove
+        own = t_reads.get(c.answer_read) if c.answer_read is not None else None
+        rec = own.at(answer[0]) if is_evidence(own) else None
+        content = rec.content if rec is not None else None
+    for p, b, key in c.restart_reads:
+        if b.downstream <= answer[0]:
+            continue
+        read = t_reads.get(key) if key is not None else None
+        if not is_evidence(read) or content is None:
+            unproven = True
+            continue
+        cands = [x for x in candidates(read, p.downstream + 1, b.downstream, content) if x > answer[0]]
+        if not cands:
+            continue
+        s_read = s_reads.get(c.restart_anchors.get(b)) if nxt is not None else None
+        proven = [x for x in cands if anchored(read, x, b.downstream, s_read, nxt.offset, b.upstream)] \
+            if nxt is not None else []
+        if proven:
+            answer, unproven = (max(proven), tr.RECORD_LOOKUP), False
+        else:
+            unproven = True
+    return (answer[0], tr.FIRST_COPY) if unproven else answer
 
 
 def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> tuple[int | None, bool]:

@@ -263,6 +263,57 @@ def test_e6_a_lookup_in_a_range_a_later_history_may_have_reached_again_is_the_fi
     assert prove_one(src, tgt, syncs[:3], 11).answer == (11, tr.RECORD_LOOKUP)  # B not seen
 
 
+def test_e9_a_restart_whose_first_sync_was_never_written_is_looked_up_in_its_own_range():
+    """The README's known limit, found on the exact drill (re-read 5, said 0) and by the property's unsynced worlds
+    with their positions kept (seed 518): history A copied r0..r13 (syncs (0, 0), (3, 3), (7, 6), (11, 9): the
+    marker and the aborted record not copied), MM2 restarted at 1 and copied r1..r13 again from 12; MM2 replaced the
+    restart's first sync before writing it, and its first sync written is (11, 20). A group at 5: A's bracket named
+    A's copy at 4, "exact, re-read 0", and the group re-read B's r1..r3. The restart (upstream offsets going back at
+    (11, 20)) holds a copy of r5 at 15, whose run up to (11, 20) is the source's r5..r11 record for record: it
+    answers, exact."""
+    source = [f"r{i}" for i in range(4)] + [MARKER] + [f"r{i}" for i in range(5, 10)] + [ABORTED] \
+        + [f"r{i}" for i in range(11, 20)]
+    copied = [f"r{i}" for i in range(14) if i not in (4, 10)]
+    target = copied + copied[1:] + [f"r{i}" for i in range(14, 20)]
+    src, tgt = logs(source, target)
+    syncs = [(0, 0), (3, 3), (7, 6), (11, 9), (11, 20)]
+    for drained in ((20, len(target)), None):
+        out = prove_one(src, tgt, syncs, 5, drained=drained)
+        assert out.answer == (15, tr.RECORD_LOOKUP), (drained, out)
+    # a group at a sync of A's (r3 at 3): the same, its copy in the restart's range (14) anchored at (11, 20)
+    assert prove_one(src, tgt, syncs, 3, drained=(20, len(target))).answer == (14, tr.RECORD_LOOKUP)
+    # the drill's shape: the restart's first sync written past where A stopped, no upstream offset going back, but
+    # more replica offsets since A's last sync than two per source offset and one ((9, 8) -> (13, 22))
+    past = [(0, 0), (3, 3), (7, 6), (9, 8), (13, 22)]
+    assert prove_one(src, tgt, past, 5, drained=(20, len(target))).answer == (15, tr.RECORD_LOOKUP)
+    # no sync written since the restart (the property's seed 9608): drained, the ends stand for a last sync
+    assert prove_one(src, tgt, syncs[:4], 5, drained=(20, len(target))).answer == (15, tr.RECORD_LOOKUP)
+    # the restart's range not read whole (over the budget): A's copy is the first copy, never called exact
+    out = prove_one(src, tgt, syncs, 5, drained=(20, len(target)), budget=8)
+    assert out.answer is None or not tr.is_exact(out.answer[1]), out
+
+
+def test_e9_a_copy_in_a_restarts_range_not_anchored_is_the_first_copy_and_no_copy_keeps_the_answer():
+    """The same restart, a group at 5: where the restart's copy of r5 is not the source's run record for record
+    (its r7 changed), the answer is A's copy, first_copy; where the restart began past the group (r6 on), A's copy
+    is the only copy: exact. Below the source's log start (no record to anchor by), a copy of the answer's record
+    in the restart's range makes it the first copy (the property's seed 330)."""
+    source = [f"r{i}" for i in range(4)] + [MARKER] + [f"r{i}" for i in range(5, 10)] + [ABORTED] \
+        + [f"r{i}" for i in range(11, 20)]
+    copied = [f"r{i}" for i in range(14) if i not in (4, 10)]
+    syncs = [(0, 0), (3, 3), (7, 6), (11, 9), (11, 20)]
+    odd = copied + ["r1", "r2", "r3", "r5", "r6", "x7", "r8", "r9", "r11", "r12", "r13"]
+    src, tgt = logs(source, odd)
+    assert prove_one(src, tgt, syncs, 5, drained=(20, len(odd))).answer == (4, tr.FIRST_COPY)
+    late = copied + ["r6", "r7", "r8", "r9", "r11", "r12", "r13"]
+    src, tgt = logs(source, late)
+    assert prove_one(src, tgt, [(0, 0), (3, 3), (7, 6), (11, 9), (11, 16)], 5,
+                     drained=(20, len(late))).answer == (4, tr.RECORD_LOOKUP)
+    src, tgt = logs(source, copied + copied[1:], source_start=8)
+    out = prove_one(src, tgt, [(0, 0), (2, 2), (3, 3), (11, 9), (11, 20)], 2, drained=(20, 23))
+    assert out.answer == (2, tr.FIRST_COPY), out
+
+
 def test_e7_below_the_source_log_start_a_sync_or_bracket_a_later_history_may_have_reached_again_is_its_first_copy():
     """The same world, drained, the source's log start past the group (r0..r14 gone from it): no next record to
     look up B's copy by, and B's sync (12, 19) does not prove B started at or before the group (it may have started
@@ -499,6 +550,20 @@ def shape_of(seed: int) -> str | None:
     return RECOPIED if r < 0.05 else RETRIES if r < 0.1 else PERMUTED if r < 0.15 else UNSYNCED if r < 0.2 else None
 
 
+def unsynced_seen(syncs: list[tuple[int, int]], first: int, drained: tuple[int, int] | None) -> bool:
+    """Whether the restart whose first written sync is ``syncs[first]`` shows in the syncs as E9 sees restarts
+    (:meth:`~mm2_failover.translate.SyncIndex.restarts_above`): its upstream offset at or below the one written before
+    it, or more replica offsets between the two than two per source offset and one; with no sync written since, the
+    drained ends standing for one. A restart that copied fewer again is the README's known limit."""
+    if not first:
+        return False
+    b = syncs[first] if first < len(syncs) else (drained[0] - 1, drained[1] - 1) if drained else None
+    if b is None:
+        return False
+    (pu, pd), (bu, bd) = syncs[first - 1], b
+    return bu <= pu or bd - pd > 2 * (bu - pu) + 1
+
+
 def world(seed: int) -> World:
     rnd = random.Random(seed)
     shape = shape_of(seed)
@@ -591,10 +656,13 @@ def world(seed: int) -> World:
             elif shape in (RECOPIED, UNSYNCED):  # far enough back for the earlier history's syncs to bracket them
                 s = rnd.randint(max(0, s - 20), max(0, s - 4))
                 ups = sorted({u_ for u_, _d in syncs if s < u_ < stopped}) if shape == UNSYNCED else []
-                if len(ups) >= 2:  # the first sync written at one of the earlier history's, not the first above s
+                if shape == UNSYNCED and rnd.random() < 0.4:  # the first sync written past where the earlier
+                    unsynced_below = stopped + rnd.randint(0, 6)  # history stopped: no upstream offset goes back
+                    hidden.append((s, ups[-1] if ups else s, len(syncs)))
+                elif len(ups) >= 2:  # the first sync written at one of the earlier history's, not the first above s
                     k = rnd.randrange(1, len(ups))
                     unsynced_below = ups[k]
-                    hidden.append((s, ups[k - 1]))
+                    hidden.append((s, ups[k - 1], len(syncs)))
                 lag_max = 100  # restarted with a larger offset.lag.max: the later history's syncs are sparse
                 if not reachable:  # the source lost while MM2 copied the range again: the later history cut short
                     steps_left = rnd.randint(0, stopped - s)
@@ -618,14 +686,13 @@ def world(seed: int) -> World:
     positions = {rnd.randint(0, n) for _ in range(rnd.randint(1, 6))}
     if shape == RECOPIED:  # groups inside the re-copied ranges
         positions |= {rnd.randint(lo, hi) for lo, hi in recopied_ranges for _ in range(3)}
-    elif shape == UNSYNCED:  # no group (nor its next record) in [restart, last): no sync shows the restart there
-        def hid(p: int) -> bool:  # (README's known limit)
-            nxt = next((i for i in range(p, n) if kinds[i] == DATA), n)
-            return any(r_ <= p < last or r_ <= nxt < last for r_, last in hidden)
-
-        positions = {p for p in positions if not hid(p)}
-        for _restart, last in hidden:
-            positions |= {last, rnd.randint(last, unsynced_below), rnd.randint(unsynced_below, n)}
+    elif shape == UNSYNCED:  # groups where no sync shows the restart (E9), at its last sync and past
+        for restart, last, first in hidden:
+            top = min(unsynced_below, n)
+            positions |= {rnd.randint(restart, last), last, rnd.randint(last, top), rnd.randint(top, n)}
+            if not unsynced_seen(every_sync, first, drained):  # the README's known limit: no group where nothing
+                positions = {p for p in positions if not restart <= p <= unsynced_below  # shows the restart
+                             and not restart <= next((i for i in range(p, n) if kinds[i] == DATA), n) <= unsynced_below}
     elif shape is not None:  # groups at a retried record's first write, or just before it
         retried = [i for i in range(n) if contents[i + 1:].count(contents[i]) >= (2 if shape == PERMUTED else 1)]
         positions |= {max(0, rnd.choice(retried) - rnd.randint(0, shape == RETRIES)) for _ in range(3)} if retried \
@@ -1063,11 +1130,37 @@ def test_mutation_23_the_first_copy_of_a_voided_bracket_taken_unproven_is_caught
 def test_mutation_24_a_lookup_a_later_history_may_have_reached_again_called_exact_where_not_drained_is_caught(
         monkeypatch):
     """With replication not known to be finished, E6's lookup in an earlier history's range whose upper sync a later
-    history reached again: its copy called record_lookup, exact. EXACT BUT RE-READS on the UNSYNCED worlds."""
+    history reached again: its copy called record_lookup, exact. EXACT BUT RE-READS on the UNSYNCED worlds. E9
+    (``later_copy``) finds these restarts by their copies too: the mutation is taken with E9 off."""
+    monkeypatch.setattr(ev, "later_copy", lambda c, answer, t_reads, s_reads: answer)
     real = ev.first_copy_only
     monkeypatch.setattr(ev, "first_copy_only", lambda index, answer, translated, end: answer[1] != tr.RECORD_LOOKUP
                         and real(index, answer, translated, end))
     assert caught("EXACT BUT RE-READS") is not None
+
+
+def test_mutation_25_a_restart_whose_first_sync_was_never_written_left_unsearched_is_caught(monkeypatch):
+    """E9 off (the README's former known limit): an earlier history's copy called exact where a restart above it,
+    its first sync never written, copied the record again. EXACT BUT RE-READS on the UNSYNCED worlds."""
+    monkeypatch.setattr(ev, "later_copy", lambda c, answer, t_reads, s_reads: answer)
+    assert caught("EXACT BUT RE-READS") is not None
+
+
+def test_mutation_26_a_restarts_copy_taken_without_its_anchor_is_caught(monkeypatch):
+    """E9 taking the last copy in a restart's range unproven (no run anchored record for record up to its sync): a
+    later twin's copy, or one whose run the restart copied differently."""
+    def unanchored(c, answer, t_reads, s_reads):
+        nxt = c.next.record
+        for p, b, key in c.restart_reads:
+            read = t_reads.get(key) if key is not None else None
+            if nxt is not None and ev.is_evidence(read) and b.downstream > answer[0]:
+                cands = [x for x in ev.candidates(read, p.downstream + 1, b.downstream, nxt.content) if x > answer[0]]
+                if cands:
+                    answer = (max(cands), tr.RECORD_LOOKUP)
+        return answer
+
+    monkeypatch.setattr(ev, "later_copy", unanchored)
+    assert any(caught(kind) is not None for kind in ("LOST", "OUT OF ORDER"))
 
 
 def test_the_index_and_the_evidence_agree_on_a_superseded_sync():
