@@ -124,13 +124,14 @@ def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[di
            drain_rows: Iterable[dict], oldest_unreplicated_ms: dict[tuple[str, int], int],
            checkpoint_ms: dict[tuple[str, str, int], int], archive_updated: dict[str, str | None],
            findings: Iterable[dict], archive_failures: Iterable[dict] = (),
-           drain_observed_ms: int | None = None) -> Readiness:
+           drain_observed_ms: int | None = None, positions_read: dict[str, str | None] | None = None) -> Readiness:
     """Rules 1-4 over one interval's reads, in one pass over the rows. ``drain_rows``: the drain observation's rows
     (replica topic, partition, ...); ``oldest_unreplicated_ms``: (replica topic, partition) -> the timestamp of the
     oldest record not yet replicated, where read; ``checkpoint_ms``: (group, replica topic, partition) -> its newest
     checkpoint's record timestamp; ``drain_observed_ms``: when the drain observation was made - the exposure is the
     oldest record's age then (an interval assessed minutes later, after retries, must not age records MM2 copied
-    a second after the observation); None: ``now_ms``."""
+    a second after the observation); None: ``now_ms``. ``positions_read``: per alias whose source the archive reads,
+    when its newest reading of the groups' source commits ended (None: none kept; plan rule 1a)."""
     rr = {(e["group"], e["topic"], int(e["partition"])): e.get("reread") for e in reread}
     exposure: dict[tuple[str, int], tuple[int | None, float | None]] = {}
     for d in drain_rows:
@@ -171,6 +172,9 @@ def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[di
         g["answer"] = group_answer(g)
     rows = [groups[k] for k in sorted(groups)]
     archive = {a: archive_health(u, archive_failures, now_ms) for a, u in sorted(archive_updated.items())}
+    for a, read_at in (positions_read or {}).items():
+        if a in archive:
+            archive[a].update(positions_read_at=read_at, positions_age_seconds=age_seconds(read_at, now_ms))
     findings = list(findings)
     computed = datetime.fromtimestamp(now_ms / 1000, timezone.utc).isoformat(timespec="seconds")
     return Readiness(computed, run_id, rpo_seconds, summarize(rows, parts, archive, findings, rpo_seconds), rows,
@@ -226,7 +230,7 @@ def summarize(groups: list[dict], parts: list[dict], archive: dict, findings: li
 
 @dataclass(frozen=True)
 class Degradation:
-    what: str  # fell_back | over_rpo | new_finding | archive_failing | archive_stale
+    what: str  # fell_back | over_rpo | new_finding | archive_failing | archive_stale | positions_stale
     text: str
 
 
@@ -297,6 +301,21 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
                                    + ("has never succeeded" if age is None else f"last succeeded {age:.0f} s ago")
                                    + f" (more than {archive_stale_intervals} archive intervals): a failover with the "
                                    "source lost falls back to MM2's checkpoints for the offset syncs it did not keep"))
+    for alias, a in sorted(now.archive.items()):  # the archive fresh, its reading of the source's commits not
+        if "positions_read_at" not in a or alias in waiting or a.get("age_seconds") is None or a["age_seconds"] > stale:
+            continue
+        age = a.get("positions_age_seconds")
+        before = (prev.archive.get(alias) or {}) if prev else {}
+        was = "positions_read_at" in before and (before.get("positions_age_seconds") is None
+                                                 or before["positions_age_seconds"] > stale)
+        if (age is None or age > stale) and not was:
+            out.append(Degradation("positions_stale", f"alias {alias}: mm2_sync_archive "
+                                   + ("has never read" if age is None else f"last read {age:.0f} s ago")
+                                   + " the groups' commits on the source (more than "
+                                   f"{archive_stale_intervals} archive intervals; its log says why): with the source "
+                                   "lost, a failover places a group rewound since at MM2's checkpoints, and a group "
+                                   "MM2 never checkpointed at that older reading (re-reads) or, created since, not at "
+                                   "all (plan rule 1a)"))
     return out
 
 

@@ -583,10 +583,12 @@ def render_readiness(r: dict | None, hist: list[dict], base: str, answer: str = 
     findings = ("<h2>Findings</h2><ul>" + "".join(f"<li>{esc(f['text'])}</li>" for f in r["findings"]) + "</ul>"
                 if r["findings"] else "")
     archive = table(["alias", "archive last succeeded (UTC)", "age (s)", "mm2_sync_archive runs failed since",
-                     "last failure"],
+                     "last failure", "source commits read (UTC)", "their age (s)"],
                     [[a, v.get("updated_at") or "never", v.get("age_seconds"), v.get("failed_runs_since", 0),
-                      v.get("last_failure") or ""] for a, v in sorted(r["archive"].items())],
-                    numeric={2, 3}, cls="archive")
+                      v.get("last_failure") or "",
+                      (v.get("positions_read_at") or "never") if "positions_read_at" in v else "no source connection",
+                      v.get("positions_age_seconds")] for a, v in sorted(r["archive"].items())],
+                    numeric={2, 3, 6}, cls="archive")
     hist = sorted(hist, key=lambda h: h.get("computed_at") or "")
     charts = (svg_chart("Groups not provable exactly", [(h["computed_at"], h.get("groups_not_exact")) for h in hist])
               + svg_chart("Worst exposure (oldest record not replicated)",

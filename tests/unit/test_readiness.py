@@ -341,3 +341,39 @@ def test_the_archive_failing_after_its_archive_task_succeeded_is_a_failed_run_to
     assert [d.what for d in told] == ["archive_failing"] and "1 run(s)" in told[0].text
     assert r.degradations(first, second, interval_seconds=300, archive_stale_intervals=3) == []  # once
     assert r.archive_health("2026-11-27T18:20:02+00:00", [fail], now_ms)["failed_runs_since"] == 0  # a success after
+
+
+def test_rule5_source_commits_the_archive_could_not_read_are_told_once_while_its_offset_syncs_succeed():
+    """Issue 50 item 7's other side (plan rule 1a): the archive reads every group's source commits beside the offset
+    syncs; a source it cannot read keeps the previous reading and the archive run still succeeds. Readiness shows
+    the reading's time and age per alias, and tells once when it is older than archive_stale_intervals intervals
+    while the archive itself is fresh (a stale archive is told as such); an alias with no source reading kept
+    (no source connection) is not told."""
+    fresh = datetime.fromtimestamp((NOW - 10_000) / 1000, timezone.utc).isoformat()
+    old = datetime.fromtimestamp((NOW - 3_600_000) / 1000, timezone.utc).isoformat()
+
+    def interval(read_at, archive=fresh):
+        return r.assess(run_id="run", now_ms=NOW, rpo_seconds=60, plan_rows=[row(rule="exact_sync")], reread=[],
+                        drain_rows=[drain()], oldest_unreplicated_ms={}, checkpoint_ms={},
+                        archive_updated={"primary": archive}, findings=[], positions_read={"primary": read_at})
+
+    ok, stale, stale_again = interval(fresh), interval(old), interval(old)
+    assert ok.archive["primary"]["positions_read_at"] == fresh
+    assert ok.archive["primary"]["positions_age_seconds"] == 10
+    assert stale.archive["primary"]["positions_age_seconds"] == 3600
+    assert r.degradations(ok, ok, interval_seconds=300, archive_stale_intervals=3) == []
+    told = r.degradations(ok, stale, interval_seconds=300, archive_stale_intervals=3)
+    assert [d.what for d in told] == ["positions_stale"], told
+    assert "primary" in told[0].text and "3600 s" in told[0].text and "MM2's checkpoints" in told[0].text
+    assert r.degradations(stale, stale_again, interval_seconds=300, archive_stale_intervals=3) == []
+    never = interval(None)
+    assert [d.what for d in r.degradations(ok, never, interval_seconds=300, archive_stale_intervals=3)] == [
+        "positions_stale"]
+    # the archive stale too: told as a stale archive only
+    both = interval(old, archive=old)
+    assert [d.what for d in r.degradations(ok, both, interval_seconds=300, archive_stale_intervals=3)] == [
+        "archive_stale"]
+    # no source reading kept for the alias (no source connection): nothing shown, nothing told
+    plain = assess([row(rule="exact_sync")], [drain()], archive={"primary": fresh})
+    assert "positions_read_at" not in plain.archive["primary"]
+    assert r.degradations(ok, plain, interval_seconds=300, archive_stale_intervals=3) == []

@@ -196,7 +196,7 @@ def assess_readiness(ctx, *, interval_seconds: int, archive_stale_intervals: int
     previous one (:func:`mm2_failover.readiness.degradations`)."""
     from mm2_failover.answers import checkpoint_rows
     from mm2_failover.report import estimate_reread
-    from mm2_failover.stages.archive import failures, last_scheduled
+    from mm2_failover.stages.archive import archived_positions, failures, last_scheduled
     from mm2_failover.stages.drill import plan_read_only
     from mm2_failover.stages.snapshot import source_commits
 
@@ -219,13 +219,15 @@ def assess_readiness(ctx, *, interval_seconds: int, archive_stale_intervals: int
                 cps[k] = ms
     done = last_scheduled()
     archive = {alias: done.get(alias) for alias in ctx.aliases}
+    positions = {alias: (kept[0]["read_to"] if (kept := archived_positions(alias)) else None)
+                 for alias in ctx.aliases if ctx.source_conn_of(alias) is not None}
     t1 = time.monotonic()
     prev, prev_name = previous(f.dir.name)
     r = rules.assess(run_id=ctx.run_id, now_ms=int(time.time() * 1000), rpo_seconds=ctx.params.rpo_seconds,
                      plan_rows=rows, reread=reread, drain_rows=drain_rows, oldest_unreplicated_ms=oldest,
                      drain_observed_ms=drained.observed_ms if drained else None,
                      checkpoint_ms=cps, archive_updated=archive, findings=findings_of(f, refusal),
-                     archive_failures=failures())
+                     archive_failures=failures(), positions_read=positions)
     # before it is saved: what waits for the next interval is marked on it (readiness.degradations, rule 5)
     worse = rules.degradations(prev, r, interval_seconds=interval_seconds,
                                archive_stale_intervals=archive_stale_intervals)
