@@ -61,15 +61,16 @@ E8. **The source lost, nothing proven**: translate rule 10, the archive floor - 
     history of it.
 E9. **A restart no sync shows where it began.** MM2 keeps one pending sync per partition and replaces it before
     writing it, so a restart's first sync can be missing: its copies of records at or before the group's next one
-    then lie past the earlier history's range, and an exact answer there would re-read them, said 0. Two syncs
-    written one after the other show such a restart (:meth:`~mm2_failover.translate.SyncIndex.restarts_above`:
-    upstream offsets going back, or more replica offsets than two per source offset and one; replication finished,
-    the ends stand for a last sync); its range ``(p.downstream, b.downstream]`` is read, and an exact answer stands
-    where it holds no copy of the next record past the answer. A copy whose run up to the restart's sync is the
-    source's, record for record, answers (E6's anchor); one not so proven, or a range not read whole, leaves the
-    answer its first copy (``first_copy``: :func:`later_copy`). With no next record (the source lost, or the position
-    below its log start) the answer's own record is looked for, and a copy found makes it the first copy. A restart
-    that copied again no more records than the source offsets between the two syncs, plus one, does not show: the
+    then lie past the earlier history's range, and an exact answer there would re-read them, said 0. Only the
+    records tell whether a restart lies between two syncs written one after the other, so every such pair above an
+    exact answer that could hold one is read (:meth:`~mm2_failover.translate.SyncIndex.restarts_above`: upstream
+    offsets going back, or the pair close enough above the answer; replication finished, the ends stand for a last
+    sync), from the lowest answer up to the pair's upper sync. No copy of the next record between the two past the
+    answer: it stands; a copy whose run up to the upper sync is the source's, record for record, answers (E6's
+    anchor); copies none of which is so proven where the answer's own run is (twins): it stands; else, or a range
+    not read whole, the answer is its first copy (``first_copy``: :func:`later_copy`). With no next record (the
+    source lost, or the position below its log start) the answer's record's content is looked for, and a copy found
+    makes it the first copy. A restart with no sync written since and no drained ends is seen by nothing: the
     README's known limit.
 
 Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
@@ -381,9 +382,9 @@ class _Case:
     replica_end: int | None = None  # the replica partition's end offset, as read for the evidence (E8)
     first_copy_read: tuple | None = None  # E7: the superseded sync's record on the target
     anchor_reads: dict = field(default_factory=dict)  # later candidate -> (target read, source read, anchor's d)
-    restart_reads: list = field(default_factory=list)  # E9: (p, b, target read of (p.d, b.d]) per restart above
+    restart_reads: list = field(default_factory=list)  # E9: (p, b, target read of [lowest answer, b.d]) per pair
     restart_anchors: dict = field(default_factory=dict)  # E9: b -> the source's read [next record, b.upstream]
-    answer_read: tuple | None = None  # E9, no next record read: the translation's copy on the target
+    answer_read: tuple | None = None  # E9, no next record read: the record whose content the answer copies
 
 
 def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], target: RecordSource,
@@ -475,12 +476,16 @@ def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int
         return None if lo < start else want_range(ranges, w.replica_tp, lo, min(hi_incl + 1, end))
 
     if not c.next.nothing_after and t.bracket[0] is not None:
-        # E9: each restart above the position whose first sync MM2 may not have written: its copies
-        v = c.next.record.offset if c.next.record is not None else w.position
-        for p, b in w.index.restarts_above(v, t.bracket[0].downstream, end, w.drained):
-            c.restart_reads.append((p, b, read(p.downstream + 1, b.downstream)))
-        if c.restart_reads and c.next.record is None and isinstance(t, tr.Translation):
-            c.answer_read = read(t.downstream, t.downstream)  # no source record: the copy's own content
+        # E9: each pair of syncs above the position a restart MM2 wrote no sync for may lie between, read from the
+        # lowest answer (to anchor the answer itself) up to the pair's upper sync
+        v, lo = (c.next.record.offset if c.next.record is not None else w.position), t.bracket[0].downstream
+        for p, b in w.index.restarts_above(v, lo, end, w.drained):
+            c.restart_reads.append((p, b, read(lo, b.downstream)))
+        if c.restart_reads and c.next.record is None:  # no source record: the content of the answer's copy
+            if isinstance(t, tr.Translation):
+                c.answer_read = read(t.downstream, t.downstream)
+            elif t.superseded is not None:  # (E7's lookup answers by the first copy's content)
+                c.answer_read = read(t.superseded.downstream, t.superseded.downstream)
     if c.next.nothing_after or (isinstance(t, tr.Translation) and t.rule == tr.EXACT_SYNC):
         return
     lo, top = t.bracket[0], _top(t, w)
@@ -509,8 +514,8 @@ def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
     t, w, nxt = c.translation, c.want, c.next.record
     if nxt is None or sources.get(w.alias) is None:
         return
-    for p, b, key in c.restart_reads:  # E9: a copy of the next record in a restart's range, to anchor at its sync
-        read = t_reads.get(key) if key is not None else None
+    for p, b, key in c.restart_reads:  # E9: a copy of the next record between the two syncs, to anchor at the upper
+        read = t_reads.get(key) if key is not None else None  # (and the answer with it)
         if is_evidence(read) and candidates(read, p.downstream + 1, b.downstream, nxt.content):
             c.restart_anchors[b] = want_range(s_ranges[w.alias], w.source_tp, nxt.offset, b.upstream + 1)
     if c.target_read is None:
@@ -598,22 +603,26 @@ def first_copy_only(index: tr.SyncIndex, answer: tuple[int, str], translated: in
 
 
 def later_copy(c: _Case, answer: tuple[int, str], t_reads: Reads, s_reads: Reads) -> tuple[int, str]:
-    """E9: an exact answer stays exact only where no MM2 restart above it copied the next record again. Per restart
-    (:meth:`~mm2_failover.translate.SyncIndex.restarts_above`), in the order MM2 wrote them: its range holds no copy
-    of the next record past the answer - the answer stands -, or one whose run up to the restart's sync is the
-    source's records up to the sync's, record for record (E6's anchor) - the last such answers -, or only copies not
-    so proven, or the range was not read whole: the answer's copy is then the first copy (``first_copy``), safe and
-    never called exact (the README's known limit: a restart whose first sync MM2 replaced before writing it)."""
+    """E9: an exact answer stays exact only where no MM2 restart MM2 wrote no sync for copied the next record again
+    past it. Per pair of syncs that could hold one (:meth:`~mm2_failover.translate.SyncIndex.restarts_above`), in the
+    order MM2 wrote them: no copy of the next record between the two past the answer - the answer stands -; a copy
+    whose run up to the upper sync is the source's records up to the sync's, record for record (E6's anchor) - the
+    last such answers -; copies none of which is so proven, where the answer's own run is (the copies are twins) -
+    the answer stands -; else, or where the pair's range was not read whole, the answer is the first copy
+    (``first_copy``): safe, never called exact. With no next record (the source lost, or the position below its log
+    start) the answer's record's content is looked for and nothing can be anchored: a copy found makes it the first
+    copy."""
     nxt, unproven = c.next.record, False
     if nxt is not None:
         content = nxt.content
-    else:  # the source lost, or the position below its log start (E2): the answer's copy, no anchor to prove
+    else:
         own = t_reads.get(c.answer_read) if c.answer_read is not None else None
-        rec = own.at(answer[0]) if is_evidence(own) else None
+        rec = own.at(own.lo) if is_evidence(own) else None
         content = rec.content if rec is not None else None
     for p, b, key in c.restart_reads:
-        if b.downstream <= answer[0]:
-            continue
+        if b.downstream <= answer[0] or (b.upstream > p.upstream
+                                         and p.downstream - answer[0] >= 2 * (b.downstream - p.downstream)):
+            continue  # (restarts_above: no restart between the two can hold a copy of the record past the answer)
         read = t_reads.get(key) if key is not None else None
         if not is_evidence(read) or content is None:
             unproven = True
@@ -622,11 +631,11 @@ def later_copy(c: _Case, answer: tuple[int, str], t_reads: Reads, s_reads: Reads
         if not cands:
             continue
         s_read = s_reads.get(c.restart_anchors.get(b)) if nxt is not None else None
-        proven = [x for x in cands if anchored(read, x, b.downstream, s_read, nxt.offset, b.upstream)] \
-            if nxt is not None else []
-        if proven:
+        proven = [x for x in cands + [answer[0]]
+                  if nxt is not None and anchored(read, x, b.downstream, s_read, nxt.offset, b.upstream)]
+        if proven and max(proven) != answer[0]:
             answer, unproven = (max(proven), tr.RECORD_LOOKUP), False
-        else:
+        elif not proven:  # (the answer's own run anchored: the copies past it are twins)
             unproven = True
     return (answer[0], tr.FIRST_COPY) if unproven else answer
 

@@ -144,10 +144,6 @@ class SyncIndex:
         self._by_d_downs, self._by_d_ups = down[order], up[order]
         self._floor_at = np.concatenate([[-1], _first_max_index(self._by_d_ups)]) if n else np.array([-1])
         self._floor_cache: dict[int, tuple] = {}  # rule 10's arrays, per count of syncs below the replica's end
-        # restarts shown by two syncs written one after the other (:meth:`restarts_above`): indexes into by_d
-        du, dd = np.diff(self._by_d_ups), np.diff(self._by_d_downs)
-        self._restart_at = np.nonzero((du <= 0) | (dd > 2 * du + 1))[0] + 1 if n > 1 else np.array([], np.int64)
-        # (restarts_above's ``shows``, vectorised)
 
     def _sync(self, i) -> Sync:
         return Sync(int(self._ups[i]), int(self._downs[i]))
@@ -246,28 +242,31 @@ class SyncIndex:
 
     def restarts_above(self, upstream: int, downstream: int, replica_end: int | None = None,
                        drained: tuple[int, int] | None = None) -> list[tuple[Sync, Sync]]:
-        """The MM2 restarts two successive syncs ``(p, b)`` show (in downstream order: the order MM2 wrote them) that
-        may have copied the record at ``upstream`` again after ``downstream``: ``b`` at or past ``upstream`` and past
-        ``downstream``, and upstream offsets going back (``b.upstream <= p.upstream``), or more replica offsets between
-        them than two per source offset and one (more than copies, and MM2's own transaction markers, account for).
-        A restart whose first sync MM2 replaced before writing it (it keeps one pending sync per partition) shows no
-        other way; its copies, the earlier history's tail included, lie in ``(p.downstream, b.downstream]``. Syncs at or
+        """The pairs of syncs ``(p, b)`` written one after the other (in downstream order: the order MM2 wrote them)
+        between which an MM2 restart MM2 wrote no sync for may have copied the record at ``upstream`` - whose copy an
+        answer places at ``downstream`` or above - again (E9). MM2 keeps one pending sync per partition and replaces
+        it before writing it, so a restart's first sync can be missing; the first it writes, ``b``, is then at or past
+        where it began, and its copies, the earlier history's tail included, lie in ``(p.downstream, b.downstream]``.
+        Only the records can tell whether there was one: the upstream offsets need not go back, nor the replica's
+        offsets outnumber the source's (markers and aborted records MM2 does not copy make room for the copies). So
+        every pair is taken where it could hold one: ``b`` at or past ``upstream`` and past ``downstream``, and
+        either the upstream offsets going back (``b.upstream <= p.upstream``: a restart for sure) or ``p`` close
+        enough above ``downstream``: to copy the record again before ``b``, a restart copies again every record the
+        earlier history copied from there up to ``p`` (``b`` past ``p``), and fits them between the two syncs, at most
+        one marker per copy: ``p.downstream - downstream < 2 * (b.downstream - p.downstream)``. Syncs at or
         past ``replica_end`` are no history of the replica. Replication finished (``drained``: the source's and the
         replica's ends), the last offsets of both stand for a last sync (a restart after MM2's last sync written)."""
-        def shows(p: Sync, b: Sync) -> bool:
-            return b.upstream <= p.upstream or b.downstream - p.downstream > 2 * (b.upstream - p.upstream) + 1
-
-        def above(b: Sync) -> bool:
-            return b.downstream > downstream and b.upstream >= upstream
-
         n = len(self._by_d_downs) if replica_end is None else \
             int(np.searchsorted(self._by_d_downs, replica_end, side="left"))
-        out = [(self._by_d(j - 1), self._by_d(j)) for j in self._restart_at if j < n and above(self._by_d(j))]
-        if drained is not None and n and drained[0] > 0 and drained[1] > 0:
-            last, ends = self._by_d(n - 1), Sync(drained[0] - 1, drained[1] - 1)
-            if ends.downstream > last.downstream and above(ends) and shows(last, ends):
-                out.append((last, ends))
-        return out
+        downs, ups = self._by_d_downs[:n], self._by_d_ups[:n]
+        if drained is not None and n and drained[0] > 0 and drained[1] - 1 > downs[-1]:
+            downs, ups = np.append(downs, drained[1] - 1), np.append(ups, drained[0] - 1)
+        j0 = max(1, int(np.searchsorted(downs, downstream, side="right")))
+        if j0 >= len(downs):
+            return []
+        p_d, p_u, b_d, b_u = downs[j0 - 1:-1], ups[j0 - 1:-1], downs[j0:], ups[j0:]
+        hit = np.nonzero((b_u >= upstream) & ((b_u <= p_u) | (p_d - downstream < 2 * (b_d - p_d))))[0] + j0
+        return [(Sync(int(ups[j - 1]), int(downs[j - 1])), Sync(int(ups[j]), int(downs[j]))) for j in hit]
 
     def history_floor(self, upstream: int, replica_end: int | None = None) -> tuple[int, bool, int] | None:
         """Rule 10, the source lost: ``(replica offset, cut short, archive top)`` to resume a group at ``upstream`` at
