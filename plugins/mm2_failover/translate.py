@@ -144,6 +144,17 @@ class SyncIndex:
         self._by_d_downs, self._by_d_ups = down[order], up[order]
         self._floor_at = np.concatenate([[-1], _first_max_index(self._by_d_ups)]) if n else np.array([-1])
         self._floor_cache: dict[int, tuple] = {}  # rule 10's arrays, per count of syncs below the replica's end
+        # restarts_above: the pairs (by_d[j - 1], by_d[j]) whose upstream offsets go back; and, per j, the lowest
+        # answer offset from which no pair from j on is close enough (d[j - 1] - 2 x the widest gap from j on):
+        # increasing in j, so the close pairs of an answer end at a bisection
+        if n > 1:
+            gap = np.diff(self._by_d_downs)
+            widest = np.maximum.accumulate(gap[::-1])[::-1]
+            self._close_until = np.concatenate([[np.iinfo(np.int64).min], self._by_d_downs[:-1] - 2 * widest])
+            self._back_at = np.nonzero(np.diff(self._by_d_ups) <= 0)[0] + 1
+        else:
+            self._close_until = np.full(max(n, 1), np.iinfo(np.int64).min)
+            self._back_at = np.array([], dtype=np.int64)
 
     def _sync(self, i) -> Sync:
         return Sync(int(self._ups[i]), int(self._downs[i]))
@@ -256,17 +267,28 @@ class SyncIndex:
         one marker per copy: ``p.downstream - downstream < 2 * (b.downstream - p.downstream)``. Syncs at or
         past ``replica_end`` are no history of the replica. Replication finished (``drained``: the source's and the
         replica's ends), the last offsets of both stand for a last sync (a restart after MM2's last sync written)."""
-        n = len(self._by_d_downs) if replica_end is None else \
-            int(np.searchsorted(self._by_d_downs, replica_end, side="left"))
-        downs, ups = self._by_d_downs[:n], self._by_d_ups[:n]
-        if drained is not None and n and drained[0] > 0 and drained[1] - 1 > downs[-1]:
-            downs, ups = np.append(downs, drained[1] - 1), np.append(ups, drained[0] - 1)
-        j0 = max(1, int(np.searchsorted(downs, downstream, side="right")))
-        if j0 >= len(downs):
-            return []
-        p_d, p_u, b_d, b_u = downs[j0 - 1:-1], ups[j0 - 1:-1], downs[j0:], ups[j0:]
-        hit = np.nonzero((b_u >= upstream) & ((b_u <= p_u) | (p_d - downstream < 2 * (b_d - p_d))))[0] + j0
-        return [(Sync(int(ups[j - 1]), int(downs[j - 1])), Sync(int(ups[j]), int(downs[j]))) for j in hit]
+        downs, ups = self._by_d_downs, self._by_d_ups
+        n = len(downs) if replica_end is None else int(np.searchsorted(downs, replica_end, side="left"))
+
+        def pair(j: int) -> tuple[Sync, Sync]:
+            return Sync(int(ups[j - 1]), int(downs[j - 1])), Sync(int(ups[j]), int(downs[j]))
+
+        j0 = max(1, int(np.searchsorted(downs[:n], downstream, side="right")))
+        # close enough: from j0 up to the first pair past which no gap is wide enough (a bisection: built once)
+        j1 = min(n, j0 + int(np.searchsorted(self._close_until[j0:], downstream, side="right")))
+        js = set()
+        if j0 < j1:
+            p_d, b_d, b_u = downs[j0 - 1:j1 - 1], downs[j0:j1], ups[j0:j1]
+            js.update((np.nonzero((b_u >= upstream) & (p_d - downstream < 2 * (b_d - p_d)))[0] + j0).tolist())
+        back = self._back_at[np.searchsorted(self._back_at, j0):np.searchsorted(self._back_at, n)]
+        js.update(int(j) for j in back if downs[j] > downstream and ups[j] >= upstream)
+        out = [pair(j) for j in sorted(js)]
+        if drained is not None and n and drained[0] > 0 and drained[1] - 1 > downs[n - 1]:
+            p, b = Sync(int(ups[n - 1]), int(downs[n - 1])), Sync(drained[0] - 1, drained[1] - 1)
+            if b.downstream > downstream and b.upstream >= upstream and (
+                    b.upstream <= p.upstream or p.downstream - downstream < 2 * (b.downstream - p.downstream)):
+                out.append((p, b))
+        return out
 
     def history_floor(self, upstream: int, replica_end: int | None = None) -> tuple[int, bool, int] | None:
         """Rule 10, the source lost: ``(replica offset, cut short, archive top)`` to resume a group at ``upstream`` at
