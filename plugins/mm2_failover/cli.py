@@ -47,8 +47,8 @@ from pathlib import Path
 from mm2_failover import config
 from mm2_failover.config import RunParams
 from mm2_failover.runfolder import ROLLBACK, head_text
+from mm2_failover.stages.outcomes import EXIT_FAILED, EXIT_LIVE, EXIT_OK, EXIT_USAGE, JOB_TOO_MANY_QUARANTINED, job_exit
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LIVE, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_NOT_DRAINED, EXIT_LOCKED = range(8)
 log = logging.getLogger("mm2_failover")
 
 
@@ -345,11 +345,10 @@ def compute_latest_checkpoints(a, ctx) -> None:
     said: list[str] = []
     with job_submission(ctx.params, f, snap, ctx.target.conf) as sub:
         rc = run_spark_job(a, sub, said)
-    if rc == 3:
+    if rc == JOB_TOO_MANY_QUARANTINED:
         return  # quarantine: make_plan refuses with the details
     if rc:
-        code = {2: EXIT_USAGE, 4: EXIT_UNREACHABLE, 5: EXIT_REFUSED}.get(rc, EXIT_FAILED)
-        raise CliError(code, f"the latest-checkpoints Spark job failed with exit code {rc}: "
+        raise CliError(job_exit(rc), f"the latest-checkpoints Spark job failed with exit code {rc}: "
                              + (" ".join(said) or "see its output above"))
 
 
@@ -412,7 +411,7 @@ def cmd_verify(a, ctx):
     from mm2_failover.stages.plan import make_plan
     from mm2_failover.stages.verify import verify_run
 
-    if not ctx.folder.plan_json.exists():
+    if not ctx.folder.has_plan():
         raise CliError(EXIT_USAGE, f"no plan in {ctx.folder.dir}: run plan/apply first")
     plan = make_plan(ctx)
     rep = verify_run(ctx, plan, dry_run=not ctx.folder.backup.exists())
@@ -446,8 +445,7 @@ def cmd_refresh_state(a, ctx):
     with refresh_submission(topics, ctx.target.conf) as sub:
         rc = run_spark_job(a, sub, said)
     if rc:
-        code = {2: EXIT_USAGE, 4: EXIT_UNREACHABLE}.get(rc, EXIT_FAILED)
-        raise CliError(code, f"the state refresh (Spark) failed with exit code {rc}: "
+        raise CliError(job_exit(rc), f"the state refresh (Spark) failed with exit code {rc}: "
                              + (" ".join(said) or "see its output above"))
     push_state(sub)  # the archive in an object store: the new version there too
     print((state_root() / "last-refresh.json").read_text())

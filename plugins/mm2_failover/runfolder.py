@@ -496,10 +496,14 @@ class RunFolder:
         record.plan_hash = plan_hash(text)
         self._remember(PLAN_JSON, record)
 
+    def has_plan(self) -> bool:
+        """Whether the plan step has written this run's plan (``plan.json``: written last, after the rows it names)."""
+        return self.plan_json.exists()
+
     def load_plan(self) -> PlanRecord:
         """The plan: ``plan.json`` and the rows it names, refused unless they are the file it names by its hash
         (remembered while both are the same local files: :meth:`_recall`)."""
-        if not self.plan_json.exists():
+        if not self.has_plan():
             raise RunFolderError(f"no plan at {self.plan_json}: the plan step (compute the plan) must run first")
         return self._recall(PLAN_JSON, self._read_plan)
 

@@ -37,11 +37,22 @@ def test_what_the_table_does_not_know_propagates():
     assert outcomes.outcome_of(RuntimeError("a bug")) is None and outcomes.outcome_of(KeyError("k")) is None
 
 
-def test_the_clis_exit_codes_are_the_tables():
-    assert (cli.EXIT_REFUSED, cli.EXIT_NOT_DRAINED, cli.EXIT_LOCKED, cli.EXIT_UNREACHABLE, cli.EXIT_USAGE) == (
-        outcomes.REFUSED.exit_code, outcomes.NOT_DRAINED.exit_code, outcomes.LOCKED.exit_code,
-        outcomes.UNREACHABLE.exit_code, outcomes.USAGE.exit_code)
-    assert outcomes.UNREACHABLE_REQUIRED.exit_code == cli.EXIT_UNREACHABLE
+def test_the_exit_codes_are_one_table():
+    """Issue 51 item 2: the CLI's exit codes, the outcomes' and the Spark job's are defined once (stages/outcomes),
+    the job's mapped to the CLI's by name."""
+    from mm2_failover.jobs import latest_checkpoints as job
+
+    assert (outcomes.REFUSED.exit_code, outcomes.NOT_DRAINED.exit_code, outcomes.LOCKED.exit_code,
+            outcomes.UNREACHABLE.exit_code, outcomes.UNREACHABLE_REQUIRED.exit_code, outcomes.USAGE.exit_code) == (
+        5, 6, 7, 4, 4, 2)  # the README's "Exit codes"
+    assert cli.EXIT_USAGE is outcomes.EXIT_USAGE and cli.EXIT_LIVE == 3
+    assert (job.EXIT_BAD_ARGS, job.EXIT_TOO_MANY_QUARANTINED, job.EXIT_UNREACHABLE, job.EXIT_LOST_SINCE_SNAPSHOT) == (
+        outcomes.JOB_BAD_ARGS, outcomes.JOB_TOO_MANY_QUARANTINED, outcomes.JOB_UNREACHABLE,
+        outcomes.JOB_LOST_SINCE_SNAPSHOT)
+    assert [outcomes.job_exit(rc) for rc in (job.EXIT_BAD_ARGS, job.EXIT_UNREACHABLE, job.EXIT_LOST_SINCE_SNAPSHOT,
+                                             1, 137)] == [outcomes.EXIT_USAGE, outcomes.EXIT_UNREACHABLE,
+                                                          outcomes.EXIT_REFUSED, outcomes.EXIT_FAILED,
+                                                          outcomes.EXIT_FAILED]
 
 
 @pytest.mark.parametrize("error,outcome", CASES, ids=[type(e).__name__ for e, _o in CASES])

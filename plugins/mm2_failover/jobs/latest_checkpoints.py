@@ -63,12 +63,12 @@ from pathlib import Path
 
 from mm2_failover import faults
 from mm2_failover.checkpoints import REASONS
+from mm2_failover.stages.outcomes import JOB_BAD_ARGS as EXIT_BAD_ARGS  # the one exit-code table
+from mm2_failover.stages.outcomes import JOB_LOST_SINCE_SNAPSHOT as EXIT_LOST_SINCE_SNAPSHOT
+from mm2_failover.stages.outcomes import JOB_TOO_MANY_QUARANTINED as EXIT_TOO_MANY_QUARANTINED
+from mm2_failover.stages.outcomes import JOB_UNREACHABLE as EXIT_UNREACHABLE
 
 OPTIONS_ENV = "MM2_FAILOVER_SPARK_KAFKA_OPTIONS"
-EXIT_BAD_ARGS = 2
-EXIT_TOO_MANY_QUARANTINED = 3
-EXIT_UNREACHABLE = 4
-EXIT_LOST_SINCE_SNAPSHOT = 5
 # Spark's Kafka source polls with the Java consumer's defaults (max.poll.records=500) and lists offsets again
 # after every poll; one checkpoint record is ~60 bytes, so larger polls cut the read time several-fold.
 # Settings given through the options file, the environment or --kafka-option win.

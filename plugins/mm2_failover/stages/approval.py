@@ -40,7 +40,7 @@ def plan_and_preview(ctx: RunContext) -> tuple[planmod.Plan, reportmod.Report | 
     that reuses an older plan reads them again."""
     from mm2_failover.stages.plan import make_plan
 
-    fresh = not ctx.folder.plan_json.exists()
+    fresh = not ctx.folder.has_plan()
     plan = make_plan(ctx)
     return plan, preview(ctx, plan, committed=plan.current_commits() if fresh else None)
 

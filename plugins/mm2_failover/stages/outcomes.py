@@ -22,6 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+#: the CLI's exit codes (README, "Exit codes"): the outcomes below carry theirs
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LIVE, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_NOT_DRAINED, EXIT_LOCKED = range(8)
+
+#: the latest-checkpoints Spark job's exit codes (``jobs.latest_checkpoints``; the state refresh uses the first three)
+JOB_BAD_ARGS, JOB_TOO_MANY_QUARANTINED, JOB_UNREACHABLE, JOB_LOST_SINCE_SNAPSHOT = 2, 3, 4, 5
+
+
+def job_exit(rc: int) -> int:
+    """The CLI's exit code for a Spark job's failing exit code (the operators raise the matching outcome's error)."""
+    return {JOB_BAD_ARGS: EXIT_USAGE, JOB_UNREACHABLE: EXIT_UNREACHABLE,
+            JOB_LOST_SINCE_SNAPSHOT: EXIT_REFUSED}.get(rc, EXIT_FAILED)
+
+
 @dataclass(frozen=True)
 class Outcome:
     name: str
@@ -29,12 +42,12 @@ class Outcome:
     retry: bool  # whether trying again later may help
 
 
-REFUSED = Outcome("refused", 5, False)
-NOT_DRAINED = Outcome("not_drained", 6, True)
-LOCKED = Outcome("locked", 7, True)
-UNREACHABLE_REQUIRED = Outcome("unreachable_required", 4, False)
-UNREACHABLE = Outcome("unreachable", 4, True)
-USAGE = Outcome("usage", 2, False)
+REFUSED = Outcome("refused", EXIT_REFUSED, False)
+NOT_DRAINED = Outcome("not_drained", EXIT_NOT_DRAINED, True)
+LOCKED = Outcome("locked", EXIT_LOCKED, True)
+UNREACHABLE_REQUIRED = Outcome("unreachable_required", EXIT_UNREACHABLE, False)
+UNREACHABLE = Outcome("unreachable", EXIT_UNREACHABLE, True)
+USAGE = Outcome("usage", EXIT_USAGE, False)
 
 
 def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:

@@ -25,7 +25,7 @@ def make_plan(ctx: RunContext) -> planmod.Plan:
 def plan_record(ctx: RunContext) -> planmod.PlanRecord:
     """:func:`make_plan`'s record: the plan with the hash of the ``plan.json`` it was written as or read from."""
     f, p = ctx.folder, ctx.params
-    if f.plan_json.exists():
+    if f.has_plan():
         log.info("plan already built for this run: reusing %s", f.plan_json)
         return f.load_plan()
     summary = f.load_summary()

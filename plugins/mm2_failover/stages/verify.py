@@ -85,7 +85,7 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
         warnings.append(f"DISASTER MODE NOT CONFIRMED for source alias(es) {', '.join(unconfirmed)}: they did not "
                         "answer under source_reachable=detect and nobody declared them lost - a wrong address looks "
                         "the same. Nothing is written until a human approves this plan.")
-    built = f.load_plan() if f.plan_json.exists() else None
+    built = f.load_plan() if f.has_plan() else None
     warnings += built.translation_notes if built else []
     warnings += [f"group {g} moved since this run's backup, NOT rewritten (its consumers committed on the target "
                  f"after the first apply; a retry never rewinds them): {'; '.join(what)}" for g, what in moved.items()]
