@@ -44,6 +44,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mm2_failover.words import listed
+
 RESOURCES = ("Topic", "Group", "Cluster", "TransactionalId")
 OPERATIONS = ("Read", "Describe", "DescribeConfigs", "Delete", "Write", "Create")
 
@@ -94,7 +96,7 @@ def phrase(operation: str, resource: str, names) -> str:
     if operation not in OPERATIONS or resource not in RESOURCES:
         raise ValueError(f"unknown permission {operation} on {resource}")
     names = [names] if isinstance(names, str) else sorted(set(names))
-    shown = ", ".join(repr(n) for n in names[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
+    shown = listed((repr(n) for n in names), limit=5)
     return f"{operation} on {resource} {shown}"
 
 

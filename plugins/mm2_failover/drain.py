@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mm2_failover import evidence as ev
+from mm2_failover.words import listed
 
 DRAINED = "drained"
 WRITING = "producers still writing"
@@ -224,8 +225,8 @@ class DrainVerdict:
         gone = [r for r in self.rows if r["state"] == GONE]
         if not gone:
             return None
-        parts = "; ".join(f"{r['topic']}[{r['partition']}]: {r['gone_unreplicated']} record offset(s) after MM2's last "
-                          f"replicated offset {r['replicated']}" for r in gone[:20])
+        parts = listed((f"{r['topic']}[{r['partition']}]: {r['gone_unreplicated']} record offset(s) after MM2's last "
+                        f"replicated offset {r['replicated']}" for r in gone), sep="; ")
         return (f"{sum(r['gone_unreplicated'] for r in gone)} record offset(s) were never replicated and are gone from "
                 f"the source (its log start passed them: retention or DeleteRecords): {parts}"
                 f"{' ...' if len(gone) > 20 else ''}. Nothing was written: no failover with the source up can bring them "

@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from mm2_failover.report import estimate_reread, md_table
+from mm2_failover.words import listed
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict
     if no_cp_groups:
         findings.append(f"{len(no_cp_groups)} selected group(s) commit on the source but have no checkpoint at all "
                         f"(MM2's group filter, or they consume topics MM2 does not replicate): "
-                        + ", ".join(no_cp_groups[:20]) + (" ..." if len(no_cp_groups) > 20 else ""))
+                        + listed(no_cp_groups))
     if missing:
         findings.append(f"{len(missing)} partition(s) of covered groups have no checkpoint: a failover leaves them "
                         "uncommitted (consumers fall back to auto.offset.reset)")
@@ -214,7 +215,7 @@ def build_drill_report(*, dag_id: str, run_id: str, params: dict, snapshot: dict
                         + ": " + ", ".join(f"{c['group']} {c['topic']}[{c['partition']}] {c['reason']}" for c in clamps[:10]))
     if live_target_groups:
         findings.append(f"{len(live_target_groups)} group(s) have live members on the TARGET: a failover would wait "
-                        "for them: " + ", ".join(live_target_groups[:20]))
+                        "for them: " + listed(live_target_groups))
     if writes and writes.get("refused"):
         findings.append(f"drill writes refused for {len(writes['refused'])} group(s): "
                         + "; ".join(f"{g}: {w}" for g, w in sorted(writes["refused"].items())[:10]))

@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from mm2_failover.translate import is_exact
+from mm2_failover.words import listed
 
 EXACT, FLOOR, CHECKPOINT, NONE = "exact", "floor", "checkpoint", "none"
 KINDS = (EXACT, FLOOR, CHECKPOINT, NONE)
@@ -252,8 +253,8 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
             else:
                 fell.append(g)
     if fell:
-        out.append(Degradation("fell_back", f"{len(fell)} group(s) no longer provable exactly: " + ", ".join(
-            f"{g['group']} ({g['answer']})" for g in fell[:20]) + (" ..." if len(fell) > 20 else "")))
+        out.append(Degradation("fell_back", f"{len(fell)} group(s) no longer provable exactly: " + listed(
+            f"{g['group']} ({g['answer']})" for g in fell)))
     over = {g["group"]: g["exposure_seconds"] for g in now.groups
             if g["exposure_seconds"] is not None and g["exposure_seconds"] > now.rpo_seconds}
     was_over = {g["group"] for g in prev.groups
@@ -262,8 +263,7 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
     if newly:
         out.append(Degradation("over_rpo", f"{len(newly)} group(s) would lose more than rpo_seconds="
                                f"{now.rpo_seconds} s if the source were lost now (records not yet replicated, the "
-                               "oldest " + f"{max(over[g] for g in newly):.0f} s old): " + ", ".join(newly[:20])
-                               + (" ..." if len(newly) > 20 else "")))
+                               "oldest " + f"{max(over[g] for g in newly):.0f} s old): " + listed(newly)))
     # an archive that has never succeeded nor failed is told once it has been so for archive_stale_intervals
     # intervals, as a stale one: the archive DAG is unpaused with this one and may not have ended its first run yet
     # (the intervals waited are marked ``deferred`` on ``now``; its sync_history finding waits with it)

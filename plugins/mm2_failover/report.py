@@ -30,6 +30,7 @@ from mm2_failover.plan import (
     Mismatch,
     Plan,
 )
+from mm2_failover.words import listed
 
 #: ``report.json``'s per-partition rows, in ``report_partitions.parquet`` (column -> Arrow type): the plan's row
 #: (:class:`mm2_failover.plan.PlanRow`) and what verify found. ``report.json`` keeps the totals, the groups and the
@@ -405,7 +406,7 @@ def build_report(
     never = [g["group"] for g in groups if g["group"] in never_checkpointed]  # one pass (was groups x rows)
     if never:
         warnings.append(f"{len(never)} selected group(s) commit on the source but MM2 never checkpointed them; they "
-                        "were NOT moved and will start without a commit on the target: " + ", ".join(never[:20]))
+                        "were NOT moved and will start without a commit on the target: " + listed(never))
     no_cp = [r for r in plan.rows if r.reason == NO_CHECKPOINT]
     if no_cp:
         warnings.append(f"{len(no_cp)} partition(s) of moved groups have no checkpoint and get no commit on the target "

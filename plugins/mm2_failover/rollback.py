@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mm2_failover.plan import TP, Commit, commit_from_json, commit_to_json, tp_map_from_json, tp_map_to_json
+from mm2_failover.words import listed
 
 
 @dataclass
@@ -129,8 +130,8 @@ def describe_moved(moved) -> str:
     def c(x: Commit | None) -> str:
         return "no commit" if x is None else str(x.offset) + (f" ({x.metadata!r})" if x.metadata else "")
 
-    return "; ".join(f"{g} {t}[{p}]: the failover wrote {c(e.after)}, now {c(got)} (before the failover: "
-                     f"{c(e.before)})" for g, (t, p), e, got in moved[:20]) + (" ..." if len(moved) > 20 else "")
+    return listed((f"{g} {t}[{p}]: the failover wrote {c(e.after)}, now {c(got)} (before the failover: "
+                   f"{c(e.before)})" for g, (t, p), e, got in moved), sep="; ")
 
 
 def recommit_after_delete(backup: Backup, group: str, current: dict[TP, Commit]) -> dict[TP, Commit]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 from mm2_failover.runfolder import APPLY, ROLLBACK, head_text
+from mm2_failover.words import listed
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,8 @@ def verify_group_offsets(context) -> dict:
     if rep.mismatches:
         raise AirflowFailException(
             f"{t['mismatches']} partition(s) do not hold the planned offset after apply: "
-            + "; ".join(f"{m['group']} {m['topic']}[{m['partition']}] planned {m['planned']} got {m['committed']}"
-                        for m in rep.mismatches[:20])
+            + listed((f"{m['group']} {m['topic']}[{m['partition']}] planned {m['planned']} got {m['committed']}"
+                      for m in rep.mismatches), sep="; ")
             + f". See {ctx.folder.report_md}. A consumer may have committed since; check the group before re-running.")
     from mm2_failover import assets
     from mm2_failover.config import TARGET_CONN_ID
