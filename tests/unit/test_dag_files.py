@@ -175,7 +175,7 @@ def test_every_other_dags_defaults_are_valid_as_the_form_opens(bag, dag_id):
 def test_dag_files_import_nothing_heavy_at_parse_time():
     code = ("import sys, importlib.util\n"
             f"sys.path.insert(0, {str(REPO / 'plugins')!r})\n"
-            f"spec = importlib.util.spec_from_file_location('d', {str(REPO / 'dags' / 'mm2_failover.py')!r})\n"
+            f"spec = importlib.util.spec_from_file_location('d', {str(REPO / 'dags' / 'mm2_failover_dag.py')!r})\n"
             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
             "print(sorted(k for k in ('pyspark', 'confluent_kafka', 'pyarrow', 'pandas') if k in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

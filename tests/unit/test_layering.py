@@ -154,7 +154,7 @@ def test_the_shipped_package_never_imports_the_local_bed():
         assert "import testbed" not in src and "from testbed" not in src, m
 
 
-@pytest.mark.parametrize("dag", ["mm2_failover.py", "mm2_failover_rollback.py", "mm2_failover_drill.py",
+@pytest.mark.parametrize("dag", ["mm2_failover_dag.py", "mm2_failover_rollback.py", "mm2_failover_drill.py",
                                  "mm2_sync_archive.py", "mm2_failover_readiness.py"])
 def test_dag_files_parse_fast_and_import_only_wiring(dag):
     code = ("import sys, time, importlib.util\n"
@@ -174,3 +174,9 @@ def test_dag_files_parse_fast_and_import_only_wiring(dag):
     heavy = {"mm2_failover.stages.drain", "mm2_failover.stages.apply", "mm2_failover.kafka_io", "mm2_failover.run", "mm2_failover.spark",
              "mm2_failover.jobs.latest_checkpoints", "mm2_failover.ui"}
     assert not loaded & heavy, sorted(loaded & heavy)
+
+
+def test_no_dag_file_shares_a_name_with_a_module_of_the_package():
+    """Issue 51: ``dags/mm2_failover.py`` had the package's own name and imported it only by sys.path's order."""
+    names = {"mm2_failover"} | {p.stem for p in PKG.rglob("*.py")}
+    assert not sorted(p.name for p in (REPO / "dags").glob("*.py") if p.stem in names)
