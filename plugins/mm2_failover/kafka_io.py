@@ -1,4 +1,5 @@
-"""Thin adapter over confluent-kafka's AdminClient and Consumer: the only module that talks to Kafka.
+"""Thin adapter over confluent-kafka's AdminClient and Consumer: how the pipeline talks to Kafka, but for the lease
+(:mod:`kafka_lock` builds its own clients, and :mod:`fenced` writes through Kafka's Java client).
 
 Every call has a timeout. Failures are told apart, because a failover decides differently on each:
 

@@ -25,9 +25,11 @@ was deleted since the snapshot (log start moved past the captured start). Then t
 1. :func:`read_range` - the bounded read, split across Spark's cores (MM2's checkpoints topic has one partition);
 2. :func:`per_record` - per record only what choosing a key's latest record needs (the two offsets, the position,
    whether the value is usable: the usual value by byte comparisons, any other through the full value decoder);
-3. :func:`aggregate` - per raw key bytes, in a hash map with fixed-width buffers (see :data:`POSITION_BITS`);
+3. :func:`buffers` - per raw key bytes, in a hash map with fixed-width buffers (see :data:`POSITION_BITS`), merged
+   with the state's base by :func:`merge` / :func:`merge_all` where a state is kept;
 4. :func:`answers` - decode and check each distinct key once; the answer per key (latest, or ``--policy max``);
-5. :func:`write_outputs` - the answers, then (rarely) commit metadata, quarantine and regressions by second reads.
+5. :func:`finish` (:func:`write_answers`, :func:`fill_metadata`, :func:`write_delta` / :func:`write_version`) - the
+   answers, then (rarely) commit metadata, quarantine and regressions by second reads.
 
 :mod:`mm2_failover.latest` is the same rule in plain Python (the oracle the Spark tests compare against).
 
