@@ -182,13 +182,12 @@ def test_mutation_5_a_check_that_jumps_past_the_log_start_is_caught(monkeypatch)
 
 
 def tail_violations(seed: int) -> list:
-    """test_evidence's worlds (MM2 copying one partition with restarts that copy again, exactly-once support, aborted
+    """testbed.worlds' worlds (MM2 copying one partition with restarts that copy again, exactly-once support, aborted
     and compacted records, producer-retry twins), with MM2 stopped anywhere and its progress unreadable: a partition
     the drain check calls drained must have every record ever produced copied on the replica (by content: a twin's
     copy delivers the same record; a record retention deleted before MM2 copied it is lost, never drained)."""
-    from test_evidence import REP, SRC, world
-
     from testbed.memlog import DATA, MemoryLog
+    from testbed.worlds import REP, SRC, world
 
     w = world(seed)
     if w.target.start:  # the replica's retention took copies: a loss of its own, not the drain's

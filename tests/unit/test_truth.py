@@ -1,4 +1,4 @@
-"""The truth harness over what people read (issue 50): test_evidence's generated worlds run on through the plan, the
+"""The truth harness over what people read (issue 50): the generated worlds (testbed/worlds.py) run on through the plan, the
 report (its rows and its totals, which report.md and the approval request print) and readiness, and every offset
 committed and every figure shown is compared with the world's truth - not only whether records are lost.
 
@@ -13,7 +13,7 @@ after it, and which source record each copy is (:func:`reread_truth`). So, for e
   truth's; ``partitions_exact`` counts rows the truth resumes at the limit;
 - **readiness**: a partition it calls ``exact`` resumes at the limit and re-reads what its figure says, and its
   ``reread`` figures are the report's;
-- **the committed offset**: never past the limit (test_evidence's bar: with the source lost, MM2's checkpoint's).
+- **the committed offset**: never past the limit (testbed.worlds.violations's bar: with the source lost, MM2's checkpoint's).
 
 Mutations the harness must catch (each a hole a review found or that was fixed): listed in README, "The truth
 harness"; each test below re-introduces one and checks the property, over generated worlds, catches it.
@@ -30,10 +30,10 @@ from mm2_failover import evidence as ev
 from mm2_failover import readiness as rd
 from mm2_failover import report as rp
 from mm2_failover import translate as tr
-import test_evidence
-from test_evidence import GROUP, REP, World, checkpoint_position, outcomes, plan_for, world
+from testbed import worlds
 from testbed.exact_drill import near
 from testbed.memlog import ABORTED
+from testbed.worlds import GROUP, REP, World, checkpoint_position, outcomes, plan_for, world
 
 MUTATION_SEEDS = range(4000)
 
@@ -56,7 +56,7 @@ def reread_truth(w: World, u: int, at: int) -> tuple[int, int]:
 
 
 def run(w: World, seed: int) -> list[dict]:
-    """The whole run for each group position, as the stages run it (test_evidence.planned, the report, readiness):
+    """The whole run for each group position, as the stages run it (testbed.worlds.planned, the report, readiness):
     one dict per position with the plan row, the report's row and totals, and readiness's partition row."""
     got = outcomes(w, seed)
     rnd = random.Random(seed ^ 0xC4EC)
@@ -89,7 +89,7 @@ def run(w: World, seed: int) -> list[dict]:
 
 def plain(w: World) -> bool:
     """A world where every record a consumer reads on the replica is a copy of one source record and the archive
-    holds every sync MM2 wrote (test_evidence's "plain"): an answer called exact must be the highest offset that
+    holds every sync MM2 wrote (testbed.worlds.violations's "plain"): an answer called exact must be the highest offset that
     loses nothing."""
     return w.reachable and w.target.start == 0 and not any(
         w.facts[k] for k in ("twins", "compacted", "eos", "uncommitted", "stale_archive"))
@@ -189,7 +189,7 @@ def test_mutation_21_a_sync_a_later_history_may_have_reached_again_called_exact_
     """The review's: with the source lost or replication not known to be finished, a sync at the position whose next
     sync a later history reached again (its start not archived) stays exact_sync - "re-read 0" where the group
     re-reads what that history copied before the position. RE-READ COUNT WRONG and EXACT NOT AT THE LIMIT on the
-    UNSYNCED worlds (test_evidence.shape_of) whose replication is not known to be finished. E9 (``later_copy``)
+    UNSYNCED worlds (testbed.worlds.shape_of) whose replication is not known to be finished. E9 (``later_copy``)
     finds these restarts by their copies too: the mutation is taken with E9 off, so that each layer is held."""
     _exact_sync_never_first_copy_only(monkeypatch)
     monkeypatch.setattr(ev, "later_copy", lambda c, answer, t_reads, s_reads: answer)
@@ -200,11 +200,11 @@ def test_mutation_13_e5_accepting_any_copy_is_caught(monkeypatch):
     """The review's "E5 accepting any copy": the translated offset verified when it holds a copy of the next record,
     not necessarily its only one in the span (a producer retry's twin). The arithmetic lands on a later twin where
     transaction markers placed differently on the two sides shift it by the twin's distance: the property's LOST
-    catches it on the worlds shaped for it (test_evidence.RETRIES: retries next to the groups' positions, a
+    catches it on the worlds shaped for it (testbed.worlds.RETRIES: retries next to the groups' positions, a
     transactional producer's markers on the source, MM2's commit markers on the replica)."""
     def any_copy(read, lo, top, at, content):
         return ev.is_evidence(read) and read.lo <= lo and read.hi > at and at in ev.candidates(read, lo, at, content)
 
     monkeypatch.setattr(ev, "verified_copy", any_copy)
-    assert next((s for s in MUTATION_SEEDS if any(v[0] == "LOST" for v in test_evidence.violations(s))), None) \
+    assert next((s for s in MUTATION_SEEDS if any(v[0] == "LOST" for v in worlds.violations(s))), None) \
         is not None
