@@ -8,34 +8,8 @@ import time
 
 import pytest
 
-from mm2_failover.stages.snapshot import capture_snapshot
-from mm2_failover.config import RunParams
-from mm2_failover.run import RunContext
-from mm2_failover.runfolder import RunFolder
 from testbed import scenario
-from testbed.scenario import write_latest  # noqa: F401 - the step-level tests import it from here
-
-
-class Prepared:
-    def __init__(self, bed, source, target, names, run_root, groups, prep_by_group):
-        self.bed, self.source, self.target, self.names = bed, source, target, names
-        self.groups = groups
-        self.prep = prep_by_group
-        self.art = RunFolder(run_root / "steps" / names["group"])
-
-    def params(self, **kw) -> RunParams:
-        return RunParams(**{"groups_regex": "|".join(self.groups), "drain_quiet_seconds": 1, **kw})
-
-    def ctx(self, **kw) -> RunContext:
-        """The run as the CLI builds it, on this run folder, with these parameters."""
-        return self.bed.run_context(self.art.dir, **{"groups_regex": "|".join(self.groups), **kw})
-
-    def snapshot_and_checkpoints(self, **kw):
-        snap = capture_snapshot(self.ctx(**kw))
-        cps = [c for k, c in scenario.read_checkpoints(self.target, self.bed.checkpoints_topic).items()
-               if k.group in self.groups]
-        write_latest(self.art, cps)
-        return snap
+from testbed.steps import StepRun
 
 
 @pytest.fixture
@@ -43,7 +17,7 @@ def prepared(bed, source, target, names, run_root):
     """One group (names['group']) on a 3-partition topic: 100 records, consumed 20/50/100."""
     prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
                             partitions=3, produced=100, consumed_upto={0: 20, 1: 50, 2: 100})
-    return Prepared(bed, source, target, names, run_root, [names["group"]], {names["group"]: prep})
+    return StepRun(bed, source, target, names, run_root, [names["group"]], {names["group"]: prep})
 
 
 class LiveConsumer:

@@ -17,7 +17,7 @@ from mm2_failover.stages.verify import verify_run
 from mm2_failover import translate as tr
 from mm2_failover.syncs import index_rows, read_syncs
 from testbed import scenario
-from tests.integration.conftest import write_latest
+from testbed.scenario import write_latest
 
 pytestmark = [pytest.mark.bed]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from testbed import failback as fb
-from tests.integration.test_worst_day import cli
+from testbed.localenv import run_cli as cli
 
 pytestmark = [pytest.mark.bed]
 

@@ -39,7 +39,7 @@ def test_live_consumer_on_target_is_named_and_refused_by_the_broker(prepared, li
 def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_finishes(bed, source, target, names,
                                                                                         run_root, live_consumer):
     from testbed import scenario
-    from tests.integration.conftest import Prepared
+    from testbed.steps import StepRun
 
     g1, g2 = names["group"] + "-a", names["group"] + "-b"
     prep1 = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g1, topic=names["topic"], partitions=2,
@@ -47,7 +47,7 @@ def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_f
     last = scenario.consume_and_commit(bed.source_bootstrap, g2, names["topic"], {0: 60, 1: 60})
     assert last == {0: 59, 1: 59}
     scenario.wait_checkpointed(target, bed.checkpoints_topic, g2, prep1.replica_topic, 2)
-    p = Prepared(bed, source, target, names, run_root, [g1, g2], {g1: prep1})
+    p = StepRun(bed, source, target, names, run_root, [g1, g2], {g1: prep1})
     p.snapshot_and_checkpoints()
     plan = make_plan(p.ctx())
     assert plan.groups() == [g1, g2]

@@ -244,7 +244,7 @@ def test_groups_empty_gate_fails_when_a_source_decided_reachable_stops_answering
     from mm2_failover.runfolder import RunFolder
     from mm2_failover.sensors.groups_empty import GroupsEmptySensor
     from testbed import localenv
-    from tests.integration.conftest import write_latest
+    from testbed.scenario import write_latest
 
     g = names["group"]
     monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(run_root / "gate-artifacts"))

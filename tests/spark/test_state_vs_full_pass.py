@@ -16,7 +16,7 @@ import pytest
 from mm2_failover import state as st
 from mm2_failover.jobs import latest_checkpoints as job
 from mm2_failover.jobs import warm_up
-from test_latest_job_vs_oracle import TOPICS, history
+from testbed.checkpoint_histories import TOPICS, history
 
 pytestmark = [pytest.mark.spark]
 IDS = {t: f"id-{t}" for t in TOPICS.values()}

@@ -12,19 +12,10 @@ import pytest
 
 from mm2_failover import drill
 from mm2_failover.kafka_io import Commit, GroupState, Member
-from mm2_failover.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
+from mm2_failover.plan import Plan
+from testbed.plan_rows import rows
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def rows():
-    return [
-        PlanRow("primary", "drill-a", "primary.t", 0, 40, 40, None, 40, COMMIT),
-        PlanRow("primary", "drill-a", "primary.t", 1, 50, 1, None, 1, COMMIT),
-        PlanRow("primary", "drill-a", "primary.t", 2, None, None, None, None, SKIP, "no_checkpoint"),
-        PlanRow("primary", "orders", "primary.u", 0, 10, 3, None, 10, CLAMP, "retention_gap", 10, 90, 7),
-        PlanRow("primary", "drilling", "primary.u", 0, 20, 20, None, 20, COMMIT),
-    ]
 
 
 # ------------------------------------------------------------------------------------------ the write gate

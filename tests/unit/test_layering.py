@@ -180,3 +180,14 @@ def test_no_dag_file_shares_a_name_with_a_module_of_the_package():
     """Issue 51: ``dags/mm2_failover.py`` had the package's own name and imported it only by sys.path's order."""
     names = {"mm2_failover"} | {p.stem for p in PKG.rglob("*.py")}
     assert not sorted(p.name for p in (REPO / "dags").glob("*.py") if p.stem in names)
+
+
+def test_no_test_module_imports_another_test_module_or_a_conftest():
+    """Issue 51 item 4: test helpers live in ``testbed/``; a test module imported from another one (or a conftest
+    imported as a module) runs its tests' collection twice and hides what it shares."""
+    import re
+
+    bad = re.compile(r"^\s*(from|import)\s+(tests\.|test_\w+|conftest)\b", re.M)
+    found = [f"{p.relative_to(REPO)}: {m.group(0).strip()}" for p in sorted((REPO / "tests").rglob("*.py"))
+             for m in bad.finditer(p.read_text())]
+    assert not found, found

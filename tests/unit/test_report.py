@@ -194,7 +194,7 @@ def test_md_table_escapes_pipes_and_renders_none_empty():
 
 
 def test_reread_estimate_per_partition():
-    from tests.unit.test_drill import rows
+    from testbed.plan_rows import rows
 
     plan_rows = [r.as_dict() for r in rows()]
     est = {(x["group"], x["partition"], x["topic"]): x for x in estimate_reread(
