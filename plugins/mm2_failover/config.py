@@ -21,6 +21,7 @@ import os
 import re
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
+from typing import ClassVar
 
 SOURCE_CONN_ID = "kafka_source"
 TARGET_CONN_ID = "kafka_target"
@@ -250,8 +251,9 @@ def run_dir(dag_id: str, run_id: str) -> Path:
 class ParamSpec:
     """What a run parameter means to the people who set it: the trigger form's title, help and section, the CLI's flag
     (``""``: ``--<name>`` with dashes; ``None``: not on the command line, where a command or another flag decides it),
-    the bounds of an integer (enforced whatever sets it), the form's label of each allowed value (``labels``, in
-    the order of :attr:`RunParams.CHOICES`), and further JSON-schema keys for the form."""
+    the bounds of an integer (enforced whatever sets it), the allowed values of a parameter that has a fixed set,
+    each with the form's label (``labels``, in order: :attr:`RunParams.CHOICES` is made from them), whether a run's
+    results depend on it (``binds``: :attr:`RunParams.RESULT_PARAMS`), and further JSON-schema keys for the form."""
 
     title: str
     help: str
@@ -261,6 +263,7 @@ class ParamSpec:
     bounds: tuple[int, int | None] | None = None
     labels: dict[str, str] | None = None
     form: dict = field(default_factory=dict)
+    binds: bool = False
 
     def cli_flag(self, name: str) -> str | None:
         return None if self.cli is None else (self.cli or "--" + name.replace("_", "-"))
@@ -320,20 +323,14 @@ class RunParams:
     require_approval: bool = True
     approval_timeout_seconds: int = 3600
 
-    #: the parameters a run's results depend on: a run folder keeps them, and a later step with other values is
-    #: refused (the others - waits, concurrency - may change between retries)
-    RESULT_PARAMS = ("source_alias", "groups_regex", "groups_exclude_regex", "replication_policy",
-                     "replication_policy_separator", "internal_topic_separator_enabled", "alias_policies",
-                     "source_connections", "source_reachable", "topics_regex", "max_quarantined_records",
-                     "checkpoint_policy", "allow_rewind", "on_existing_target_offsets",
-                     "accept_groups_without_checkpoints", "source_groups_must_be_empty", "translation",
-                     "mm2_target_alias", "offset_syncs_location", "home_alias")
+    #: the parameters a run's results depend on (:attr:`ParamSpec.binds`): a run folder keeps them, and a later step
+    #: with other values is refused (the others - waits, concurrency - may change between retries); set below PARAMS
+    RESULT_PARAMS: ClassVar[tuple[str, ...]] = ()
 
-    #: the allowed values of the parameters that have a fixed set (the trigger form's and the CLI's choices come
-    #: from here), enforced whenever a run's parameters are built, with the bounds of :data:`PARAMS`
-    CHOICES = {"replication_policy": ("default", "identity"), "source_reachable": ("detect", "yes", "no"),
-               "checkpoint_policy": ("latest", "max"), "on_existing_target_offsets": ("fail", "skip", "overwrite"),
-               "translation": ("exact", "checkpoint"), "offset_syncs_location": ("source", "target")}
+    #: the allowed values of the parameters that have a fixed set (:attr:`ParamSpec.labels`; the trigger form's and
+    #: the CLI's choices), enforced whenever a run's parameters are built, with the bounds of :data:`PARAMS`
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
+
     def __post_init__(self):
         for name, allowed in self.CHOICES.items():
             if getattr(self, name) not in allowed:
@@ -421,6 +418,7 @@ class RunParams:
 #: generated from these and from RunParams' defaults and choices (params.py, cli.py); one entry per RunParams field
 PARAMS: dict[str, ParamSpec] = {
     'source_alias': ParamSpec(
+        binds=True,
         title='Source cluster alias(es)',
         help=("MM2's alias of the lost/primary cluster: the checkpoints are read from <alias>.checkpoints.internal "
               'on the target, and replica topics are named <alias>.<topic>. Several aliases, comma-separated, fail '
@@ -428,6 +426,7 @@ PARAMS: dict[str, ParamSpec] = {
         section='What to move',
         form={'pattern': '^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$', 'minLength': 1}),
     'groups_regex': ParamSpec(
+        binds=True,
         title='Groups to fail over (regex)',
         help=('Consumer groups to move, as a (Python) regular expression matched against the whole group id. Narrow'
               " it (e.g. 'orders-.*') to fail over some applications only."),
@@ -435,6 +434,7 @@ PARAMS: dict[str, ParamSpec] = {
         cli_help='groups to move (Python regex, whole id)',
         form={'format': 'regex', 'minLength': 1}),
     'groups_exclude_regex': ParamSpec(
+        binds=True,
         title='Groups to leave alone (regex)',
         help=('Groups matching this (whole id) are never moved, even if groups_regex matches. Empty: none.'),
         section='What to move',
@@ -445,18 +445,21 @@ PARAMS: dict[str, ParamSpec] = {
         section='Decisions',
         cli=None),
     'replication_policy': ParamSpec(
+        binds=True,
         title='MM2 replication policy',
         help=("'default': replica topics are <alias><separator><topic>; 'identity': they keep the source name."),
         labels={'default': 'default: replica topics are <alias>.<topic> (DefaultReplicationPolicy)',
                 'identity': 'identity: replica topics keep the source name (IdentityReplicationPolicy)'},
         section='MM2'),
     'replication_policy_separator': ParamSpec(
+        binds=True,
         title='Replication policy separator',
         help=("MM2's replication.policy.separator (default '.', several characters allowed). Only used with the "
               'default policy.'),
         section='MM2',
         form={'minLength': 1}),
     'internal_topic_separator_enabled': ParamSpec(
+        binds=True,
         title="Separator in MM2's own topic names",
         help=("MM2's replication.policy.internal.topic.separator.enabled (default true): with false, MM2 names its "
               'checkpoints topic <alias>.checkpoints.internal whatever the separator.'),
@@ -464,6 +467,7 @@ PARAMS: dict[str, ParamSpec] = {
         cli='--no-internal-topic-separator',
         cli_help="MM2's replication.policy.internal.topic.separator.enabled=false"),
     'alias_policies': ParamSpec(
+        binds=True,
         title='Per-alias replication policy',
         help=('Only when several source aliases use different policies: {"dc2": {"policy": "identity"}, "dc3": '
               '{"separator": "_", "internal_topic_separator_enabled": false}}. Aliases not listed use the settings '
@@ -471,6 +475,7 @@ PARAMS: dict[str, ParamSpec] = {
         section='MM2',
         cli=None),
     'source_connections': ParamSpec(
+        binds=True,
         title='Source connection of each alias',
         help=('The Kafka connection of each source alias\'s cluster: {"dc3": "kafka_source_dc3"}. The first alias '
               'uses kafka_source unless listed; every other alias must be listed (its producers and live groups are'
@@ -479,6 +484,7 @@ PARAMS: dict[str, ParamSpec] = {
         section='MM2',
         cli=None),
     'source_reachable': ParamSpec(
+        binds=True,
         title='Is the source cluster reachable?',
         help=('Decided once, at the start of the run. detect: probe each source (3 tries, ~20 s at most); one that '
               'never answers stops the run, nothing done - disaster mode is never entered by itself (a mistyped '
@@ -492,6 +498,7 @@ PARAMS: dict[str, ParamSpec] = {
         section='Decisions',
         cli_help='detect: probe the source, stop (exit 4) if it never answers; no: the source is lost (disaster mode)'),
     'topics_regex': ParamSpec(
+        binds=True,
         title='Topics to check for drain (regex)',
         help=('Source topics whose producers must have stopped and whose replication must have caught up. Empty: '
               'the topics the selected groups consume (their commits on the source); in disaster mode, every '
@@ -516,12 +523,14 @@ PARAMS: dict[str, ParamSpec] = {
         cli=None,
         bounds=(1, 86400)),
     'max_quarantined_records': ParamSpec(
+        binds=True,
         title='Max unusable checkpoint records',
         help=('Fail compute_latest_checkpoints when more checkpoint records than this cannot be decoded. They are '
               "always listed in the run's quarantine output."),
         section='Safety',
         bounds=(0, None)),
     'checkpoint_policy': ParamSpec(
+        binds=True,
         title='Which checkpoint wins',
         help=("latest: the last checkpoint per group/partition (MM2's meaning; safe). max: when a checkpoint went "
               'backwards within the read range (an MM2 restart), keep the highest one. Regressions are always '
@@ -530,11 +539,13 @@ PARAMS: dict[str, ParamSpec] = {
                 'max': 'max: the highest checkpoint when one went backwards'},
         section='MM2'),
     'allow_rewind': ParamSpec(
+        binds=True,
         title='Allow rewinding target commits',
         help=("When a group's commit on the target is already ahead of its checkpoint, move it back anyway (more "
               're-reads). Default: keep the commit that is ahead.'),
         section='Safety'),
     'on_existing_target_offsets': ParamSpec(
+        binds=True,
         title='Groups that already have commits on the target',
         help=('fail: refuse the run and name them; skip: leave those groups alone; overwrite: replace their commits'
               ' (a commit ahead is still kept unless allow_rewind).'),
@@ -543,12 +554,14 @@ PARAMS: dict[str, ParamSpec] = {
                 'overwrite': 'overwrite: replace their commits (backed up first)'},
         section='Safety'),
     'accept_groups_without_checkpoints': ParamSpec(
+        binds=True,
         title='Accept groups without checkpoints',
         help=('A selected group that commits on the source but has no checkpoint at all refuses the run (its '
               'consumers would start on the target without a commit). True: move the other groups and list those in'
               ' the report.'),
         section='Safety'),
     'translation': ParamSpec(
+        binds=True,
         title='Translation',
         help=("exact: resume each group at the exact record where MM2's offset syncs prove it (archived on the "
               "target side, checked against the records themselves), MM2's checkpoint elsewhere; checkpoint: MM2's "
@@ -558,12 +571,14 @@ PARAMS: dict[str, ParamSpec] = {
         section='MM2',
         cli_help="exact: resume where MM2's offset syncs prove the group is; checkpoint: MM2's checkpoints"),
     'mm2_target_alias': ParamSpec(
+        binds=True,
         title="MM2's alias of the target cluster",
         help=("Names MM2's offset-sync topic (mm2-offset-syncs.<alias>.internal). Empty: found on the cluster, when"
               ' there is only one.'),
         section='MM2',
         cli_help="MM2's alias of the target (names mm2-offset-syncs.<alias>.internal); default: discovered"),
     'home_alias': ParamSpec(
+        binds=True,
         title="Failing back: the target's alias",
         help=("Only to fail back (e.g. source_alias=backup, home_alias=primary, the connections swapped): MM2's "
               'alias of the target cluster. Groups that consumed <home_alias>.<topic> on the source (the history '
@@ -574,6 +589,7 @@ PARAMS: dict[str, ParamSpec] = {
         cli_help="failing back: MM2's alias of the target; <home-alias>.<topic> on the source returns to <topic>",
         form={'pattern': '^([A-Za-z0-9._-]+)?$'}),
     'offset_syncs_location': ParamSpec(
+        binds=True,
         title='Where MM2 keeps offset syncs',
         help=("MM2's offset-syncs.topic.location (source by default: lost with the source; the archive keeps a copy"
               ' on the target side).'),
@@ -601,6 +617,7 @@ PARAMS: dict[str, ParamSpec] = {
         section='Safety',
         bounds=(1, None)),
     'source_groups_must_be_empty': ParamSpec(
+        binds=True,
         title='Source groups must be stopped too',
         help=('When the source is reachable, also wait until the groups have no live members on the source (stop '
               'the consumers there first). Turn off only if you accept double consumption.'),
@@ -633,6 +650,9 @@ PARAMS: dict[str, ParamSpec] = {
         section='Advanced',
         bounds=(0, 86400)),
 }
+
+RunParams.CHOICES = {name: tuple(spec.labels) for name, spec in PARAMS.items() if spec.labels}
+RunParams.RESULT_PARAMS = tuple(name for name, spec in PARAMS.items() if spec.binds)
 
 
 def text_template(name: str) -> str:

@@ -1,6 +1,7 @@
-"""Issue 32: RunParams (defaults, allowed values) and config.PARAMS (title, help, section, flag, bounds) are the one
-definition of every run parameter; the trigger form (params.py) and the CLI's flags (cli.py) are generated from them.
-This compares the three."""
+"""Issue 32, issue 51: RunParams' fields (name, type, default) and config.PARAMS (title, help, section, flag, bounds,
+the allowed values with their labels, whether a run's results depend on it) are the one definition of every run
+parameter; RunParams.CHOICES and RESULT_PARAMS, the trigger form (params.py) and the CLI's flags (cli.py) are
+generated from them. This compares them."""
 
 from __future__ import annotations
 
@@ -107,3 +108,13 @@ def test_an_empty_text_reaches_the_run_as_empty_never_as_none(name):
     t = Template(RunParams.templates()[name])
     assert t.render(params={name: None}) == ""
     assert RunParams.from_mapping({name: t.render(params={name: getattr(D, name) or None})}) == D
+
+
+def test_the_allowed_values_and_what_binds_a_run_are_the_specs():
+    """Issue 51: a parameter's choices and whether it binds a run are said once, in its ParamSpec."""
+    assert RunParams.CHOICES == {n: tuple(s.labels) for n, s in PARAMS.items() if s.labels}
+    assert set(RunParams.RESULT_PARAMS) == {n for n, s in PARAMS.items() if s.binds}
+    assert {"groups_regex", "translation", "source_reachable"} <= set(RunParams.RESULT_PARAMS)
+    assert not {"drain_timeout_seconds", "apply_concurrency", "dry_run"} & set(RunParams.RESULT_PARAMS)
+    with pytest.raises(ValueError, match="translation"):
+        RunParams(translation="nearest")
