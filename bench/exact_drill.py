@@ -15,7 +15,7 @@ the position), beside what the report says each re-reads; points the drain check
 ``--mm2 default`` keeps MM2's defaults (its source consumer reads ``read_uncommitted``), ``advised`` follows the
 pre-flight audit (``primary.consumer.isolation.level=read_committed``), ``both`` runs each.
 
-Prints the summed table (Markdown, the README's) and writes every point to bench/results/exact-drill-*.json.
+Prints the summed table (Markdown, docs/architecture.md's) and writes every point to bench/results/exact-drill-*.json.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Kafka's Java client, one per coordinator and window (what ``describe_groups`` us
 Starts a bed of its own, commits G groups (10 partitions each) on the source, then times both reads ``--rounds``
 times on each cluster and checks they agree (no live group). ``--window`` sets ``kafka_io.DESCRIBE_WINDOW`` (groups
 per DescribeConsumerGroups request); ``--window 10000`` is the request as it was before: with librdkafka 2.16 a
-describe of 10k groups that times out aborts the process (librdkafka#4605; README, "The gate at 10k groups").
+describe of 10k groups that times out aborts the process (librdkafka#4605; docs/performance.md, "The gate at 10k groups").
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@
    task, and between one task's end and the next one's start);
 4. checks every run: success, and the group's commits on the target equal to ``plan.csv``.
 
-Prints the table (Markdown, the README's) and writes bench/results/rto-<timestamp>.json.
+Prints the table (Markdown, docs/performance.md's) and writes bench/results/rto-<timestamp>.json.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
         prev_end = e
     appr = next(r for r in rows if r["task"] == "approve_plan")
     # the human's share: from the request being up to the answer (here: an automation answering at once, once
-    # Airflow 3.3.2 has processed the parked try - see README, "Approving the plan")
+    # Airflow 3.3.2 has processed the parked try - see docs/runbook.md, "Approving the plan")
     human = round(answered - asked, 2) if answered and asked else 0.0
     end = ts(tis["verify_group_offsets"]["end_date"])  # verified; the Asset events go out after it
     total = round(end - t_trigger, 2)

@@ -5,7 +5,7 @@ for a human's approval (``approve_plan``: Airflow's ApprovalOperator; off with `
 writes exactly the approved plan. Connections: ``kafka_source``,
 ``kafka_target`` (type kafka, librdkafka settings in the extra) and ``spark_default``. Every run keeps its
 artifacts (snapshot, latest checkpoints, plan JSON/CSV, backup, report) under
-``$MM2_FAILOVER_ARTIFACTS/mm2_failover/<run_id>/``. See README.md, "Failing over during an incident".
+``$MM2_FAILOVER_ARTIFACTS/mm2_failover/<run_id>/``. See docs/runbook.md, "Failing over during an incident".
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ checkpoint's age and the pre-flight audit's findings. Nothing is written to any 
 run. Kept under ``$MM2_FAILOVER_ARTIFACTS/mm2_failover_readiness/`` (``readiness.json`` per interval, a history of
 summaries); shown on the Readiness page of the report plugin (``/mm2/readiness``); sent as gauges
 (``mm2_failover.readiness.*``); what got worse since the previous interval is told through the notifiers. Paused on
-creation: unpause it together with mm2_sync_archive. See README.md, "Readiness".
+creation: unpause it together with mm2_sync_archive. See docs/runbook.md, "Readiness".
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ with DAG(
     schedule=INTERVAL_SCHEDULE,
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
-    is_paused_upon_creation=True,  # unpause it together with mm2_sync_archive (README, "Readiness")
+    is_paused_upon_creation=True,  # unpause it together with mm2_sync_archive (docs/runbook.md, "Readiness")
     max_active_runs=1,
     params=PARAMS,
     default_args={"retries": 1, "retry_delay": timedelta(seconds=30)},

@@ -8,7 +8,7 @@ every new checkpoint record, read from the target) to the archive, with the grou
 topic or records gone before they were archived are said in the log and the archive's manifest. Beside it,
 ``refresh_latest_state`` folds what MM2 checkpointed since the last run into the latest-checkpoint state
 (``<archive>/latest-state``), so that a failover's Spark job reads only the tail. Paused on creation
-(like the drill; the on-demand DAGs are not): unpause it together with MM2. See README.md, "Exact failover".
+(like the drill; the on-demand DAGs are not): unpause it together with MM2. See docs/architecture.md, "Exact failover".
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ with DAG(
     dag_id="mm2_sync_archive",
     deadline=run_deadline("mm2_sync_archive"),  # on-call hears of a run that has not ended in time
     schedule=INTERVAL_SCHEDULE,  # every 5 minutes, like mm2_failover_readiness
-    is_paused_upon_creation=True,  # unpause it together with MM2 (README, "Exact failover")
+    is_paused_upon_creation=True,  # unpause it together with MM2 (docs/architecture.md, "Exact failover")
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,

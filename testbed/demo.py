@@ -12,7 +12,7 @@ DAG runs its Spark job on that server (the demo checks that the job's summary sa
 (``make demo SPARK=local``): spark-submit in local mode.
 
 ``--secured`` (``make demo SECURED=1``): both clusters run Kafka's StandardAuthorizer (nothing allowed without an
-ACL) and the DAG reaches them over SASL_PLAINTEXT (SCRAM-SHA-512) as a principal holding exactly the README's
+ACL) and the DAG reaches them over SASL_PLAINTEXT (SCRAM-SHA-512) as a principal holding exactly docs/reference.md's
 least-privilege ACLs (``mm2_failover.acls``) for the demo's topic and group; MM2 and the scenario's own clients use
 the PLAINTEXT listener (a super user).
 

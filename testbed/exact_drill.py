@@ -41,7 +41,7 @@ had to read beyond the copies left at or after the planned offset (a consumer se
 deliver both records); **re-read** counts a twin's copies ahead only when the group had read one of its writes (MM2's
 duplicates of records not read yet are no re-reads, for a twin as for any record).
 
-Used by ``bench/exact_drill.py`` (the README's table) and ``tests/integration/test_exact_drill.py`` (its targets).
+Used by ``bench/exact_drill.py`` (docs/architecture.md's table) and ``tests/integration/test_exact_drill.py`` (its targets).
 The checkpoints are decoded in Python here (the Spark job that computes them is tested on its own); the snapshot,
 the archive of offset syncs, the translation and the plan are the pipeline's own steps.
 """
@@ -247,7 +247,7 @@ def bar_text(r: dict) -> str:
 
 
 def render(summary: list[dict]) -> str:
-    """The summary as a Markdown table (the README's)."""
+    """The summary as a Markdown table (docs/architecture.md's)."""
     head = ("| pattern | translation | points | answered | no checkpoint (answered) | lost | re-read | report said "
             "| phantom | the newest sync: re-read (ours) | rules |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     lines = [head]

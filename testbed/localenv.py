@@ -119,7 +119,7 @@ def run_dag(dag_id: str, conf: dict | None = None, retry_delay: timedelta = TEST
     dag = load_dag(dag_id)
     # Airflow 3.3.2's dag.test() fails when a run with a deadline alert ends ("'dict' object has no attribute 'hex'":
     # it looks the DAG's alerts up by the id a DAG synced by the dag-processor has, and a DAG serialized in process has
-    # none). The deadline alerts are tested on a real scheduler (tests/e2e/test_ui.py); README, "Deadline alerts".
+    # none). The deadline alerts are tested on a real scheduler (tests/e2e/test_ui.py); docs/reference.md, "Deadline alerts".
     dag.deadline = None
     for task in dag.tasks:
         task.retry_delay = retry_delay

@@ -110,7 +110,7 @@ def _reads_in_order(self, u: int, answer: int) -> bool:
 World.reads_in_order = _reads_in_order
 
 
-#: Shapes that past holes needed and that the uniform draw makes once in thousands of worlds or never (README, "Every
+#: Shapes that past holes needed and that the uniform draw makes once in thousands of worlds or never (docs/architecture.md, "Every
 #: mutation below re-introduces a hole"). Each is a world real MM2 and Kafka make: the draw only puts its restarts, its
 #: syncs and its groups where they expose the most, and reads its evidence whole. One seed in twenty draws each
 #: (:func:`shape_of`, from a stream of its own: every other seed's world is the uniform draw's, unchanged).
@@ -131,7 +131,7 @@ PERMUTED = "permuted"
 #: below one of the earlier history's sync's upstream offset (MM2 keeps one pending sync per partition and replaces it
 #: with newer ones before it writes it: the exact drill's archives); groups at the earlier history's last sync below
 #: it, between the two, and at or past it (in two restarts of five the first sync written lies past where the earlier
-#: history stopped, or none is written: with no drained ends either, nothing shows it - README's known limit - and no
+#: history stopped, or none is written: with no drained ends either, nothing shows it - the known limit in docs/architecture.md - and no
 #: group is placed there); the source up,
 #: replication finished (drained) or not known to be (no drained ends: readiness, or a partition the drain check did
 #: not cover); no twins, compaction, uncommitted reads, replica retention or stale archive
@@ -269,7 +269,7 @@ def world(seed: int) -> World:
         for restart, last, first in hidden:
             top = min(unsynced_below, n)
             positions |= {rnd.randint(restart, last), last, rnd.randint(last, top), rnd.randint(top, n)}
-            if first >= len(every_sync) and drained is None:  # the README's known limit: no sync of the restart
+            if first >= len(every_sync) and drained is None:  # the known limit (docs/architecture.md): no sync of the restart
                 positions = {p for p in positions  # and no drained ends - nothing shows it: no group there
                              if not restart <= next((i for i in range(p, n) if kinds[i] == DATA), n)}
     elif shape is not None:  # groups at a retried record's first write, or just before it
@@ -317,7 +317,7 @@ def violations(seed: int) -> list:
     the source's records out of their order (:meth:`World.reads_in_order`: E6's "record for record"); in clean
     worlds, every position not answered exactly. With the source lost, the bar is MM2's own checkpoint: never lose a
     record it would not lose (MM2 may have died while re-copying after a restart; records whose only copies precede
-    the restart are then skipped by any translation from the syncs, its checkpoints included - see README, "What
+    the restart are then skipped by any translation from the syncs, its checkpoints included - see docs/architecture.md, "What
     counts as evidence")."""
     w = world(seed)
     got = outcomes(w, seed)

@@ -2,7 +2,7 @@
 
 Used by the error messages (``kafka_io`` names the permission a refused call lacks, with :func:`phrase`), by the
 secured bed of the tests (:func:`bindings` grants exactly these, and the test removes one at a time), and by the
-README's table (a unit test keeps the two equal).
+reference page's table (docs/reference.md; a unit test keeps the two equal).
 
 Kafka's rules this relies on: Read, Write, Delete and Alter on a resource imply Describe on it; AlterConfigs implies
 DescribeConfigs. Metadata and ListGroups never fail for lack of a permission: they leave out the topics and groups
@@ -33,7 +33,7 @@ kafka_lock`) - and only then - the principal also needs, on the lease's topic ``
 10. target: Write - the lease's claim, renew and release records (an idempotent producer: Write is all Kafka asks);
 11. target: Read - every writer replays the records to the same answer;
 12. target: DescribeConfigs - the topic must stamp the broker's time (``LogAppendTime``), checked before any claim;
-13. target: Create - the topic is created on first use (or an operator creates it with the README's settings, and
+13. target: Create - the topic is created on first use (or an operator creates it with the settings in docs/reference.md, and
     this one is not needed);
 14. target: Write on the TransactionalId prefix ``<lock topic>.`` - a lease's holder commits offsets through a
     transactional producer whose id is the lock topic, a dot and the target's cluster id

@@ -4,8 +4,8 @@ Airflow's own human-in-the-loop ``ApprovalOperator``), :mod:`mm2_failover.stages
 decision, and ``apply_group_offsets`` checks it before its first write.
 
 1. **Who must approve** (:func:`needed`) - a failover run that writes waits for a human's decision, unless its
-   ``require_approval`` is false: an automation (or a drill) that has decided already opts out, documented in the
-   README. A run in disaster mode that nobody confirmed (``source_reachable=detect`` found no answer: reachability
+   ``require_approval`` is false: an automation (or a drill) that has decided already opts out, documented in
+   docs/runbook.md. A run in disaster mode that nobody confirmed (``source_reachable=detect`` found no answer: reachability
    rule 3a) always asks - entering disaster mode is never automatic. A dry run writes nothing and asks nothing.
 2. **What is approved** (:func:`plan_hash`) - the plan exactly as it was written to ``plan.json``: the snapshot and
    parameters it was built from, and its rows by the SHA-256 of ``plan_rows.parquet`` (which the plan's reader

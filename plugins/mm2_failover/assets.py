@@ -5,7 +5,7 @@ for that group, so an application team's own DAG can restart the group's consume
 
 1. **One Asset per consumer group** (:func:`group_asset`): name ``mm2-failover/consumer-group/<group>``, URI
    ``x-mm2-failover://consumer-group/<group, percent-encoded>`` (``x-``: a custom scheme Airflow keeps as it is). An
-   application's DAG schedules on it (README, "Telling the applications").
+   application's DAG schedules on it (docs/runbook.md, "Telling the applications").
 2. **Only verified moves** (:func:`events`): a group gets an event when the verified report says it moved - never a
    group skipped, refused by the broker, or not reading back as planned, and never for a dry run or a plan not
    applied. Its offsets are the partitions that read back as planned.

@@ -116,7 +116,7 @@ class WriterLockSettings:
         art = env.get("MM2_FAILOVER_ARTIFACTS") or ""
         if kind == "file" and is_remote(art):
             raise ValueError(f"MM2_FAILOVER_ARTIFACTS={art} is an object store, where a file lock cannot keep one "
-                             "writer per target cluster across hosts: set MM2_FAILOVER_LOCK=kafka (README, "
+                             "writer per target cluster across hosts: set MM2_FAILOVER_LOCK=kafka (docs/architecture.md, "
                              "\"Deploying\")")
         times = {}
         for name, var, default in (("lease_s", "MM2_FAILOVER_LOCK_LEASE_SECONDS", cls.lease_s),

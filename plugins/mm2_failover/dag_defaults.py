@@ -8,7 +8,7 @@ idempotent: a retry converges to the same committed offsets) start from what the
 
 The limits, per task id (a sensor in reschedule mode runs one poke per try: its limit is a poke's; how long it waits
 in all is its ``timeout``, a run parameter). They are generous against what the benchmarks measured at 10k groups x 10
-partitions (README, "Benchmarks": plan 57 s, apply 86 s, verify 51 s, the Spark job seconds on a warm server), so a
+partitions (docs/performance.md: plan 57 s, apply 86 s, verify 51 s, the Spark job seconds on a warm server), so a
 limit firing means something is stuck, not slow. :func:`apply_task_defaults` sets them on a DAG's tasks and fails
 the DAG file's import (an import error in the UI) for a task missing from the table.
 

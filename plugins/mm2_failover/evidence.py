@@ -71,7 +71,7 @@ E9. **A restart no sync shows where it began.** MM2 keeps one pending sync per p
     not read whole, the answer is its first copy (``first_copy``: :func:`later_copy`). With no next record (the
     source lost, or the position below its log start) the answer's record's content is looked for, and a copy found
     makes it the first copy. A restart with no sync written since and no drained ends is seen by nothing: the
-    README's known limit.
+    known limit (docs/architecture.md).
 
 Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
 replica's span was read whole and is one to one (E4), and for the tail where the replica's last record is the

@@ -132,7 +132,7 @@ class FencedWriter:
         if "TransactionalIdAuthorization" in why:
             need = phrase("Write", "TransactionalId", self.transactional_id)
             return KafkaAuthError(f"{self.target.name}: {doing} as the lease's fenced writer was refused ({why}). The "
-                                  f"connection's principal needs {need} (README, Least-privilege ACLs, row 14)")
+                                  f"connection's principal needs {need} (docs/reference.md, Least-privilege ACLs, row 14)")
         return KafkaUnavailable(f"{self.target.name}: the fenced writer (transactional id {self.transactional_id}) "
                                 f"failed while {doing}: {why}")
 

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 TIMEOUT_S = 15.0
 #: groups per DescribeConsumerGroups request. librdkafka 2.16 aborts the process (``rd_kafka_enq_once_del_source_return:
 #: Assertion `eonce->refcnt > 0' failed``, librdkafka#4605) after a describe of 10k groups timed out; windows of 1000
-#: never timed out on the bed (README, "The gate at 10k groups")
+#: never timed out on the bed (docs/performance.md, "The gate at 10k groups")
 DESCRIBE_WINDOW = 1000
 
 
@@ -204,7 +204,7 @@ def classify(conf: dict, what: str, err, errors: _Errors | None = None, client=N
             need = need.get(code.split("_", 1)[0].capitalize())
         lacks = f"needs {need}" if need else "lacks a permission"
         return KafkaAuthError(f"{what}: not authorized at {where} ({code}: {text}). The connection's principal "
-                              f"{lacks}: grant it (the README's 'Least-privilege ACLs' lists what the pipeline "
+                              f"{lacks}: grant it (docs/reference.md, 'Least-privilege ACLs', lists what the pipeline "
                               "needs), then retry.")
     if code in _AUTH:
         return KafkaAuthError(f"{what}: authentication failed at {where} ({text}). Check the connection's sasl.* "

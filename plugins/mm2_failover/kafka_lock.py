@@ -5,7 +5,7 @@ records, renews the lease in a thread and stops the writes of a holder that lost
 
 The topic (``MM2_FAILOVER_LOCK_TOPIC``, default ``mm2-failover.locks``): one partition, the broker's time on every
 record (``message.timestamp.type=LogAppendTime``), kept 7 days (``cleanup.policy=delete``). It is created on first
-use when the principal may (Create on the topic), else an operator creates it (README, least-privilege ACLs: Read
+use when the principal may (Create on the topic), else an operator creates it (docs/reference.md, least-privilege ACLs: Read
 and Write on it, Describe of its configuration). A topic that stamps the clients' time, is compacted or keeps its
 records for less than the longest hold plus a lease is refused, naming the setting (:func:`lease.topic_problems`).
 """
@@ -81,7 +81,7 @@ class KafkaLease:
                 if "TOPIC_ALREADY_EXISTS" not in str(e):
                     raise KafkaConfigError(
                         f"the writer-lock topic {self.topic} does not exist and could not be created ({e}): create it "
-                        "(README, 'One writer across hosts') or let the principal create it") from None
+                        "(docs/architecture.md, 'One writer across hosts') or let the principal create it") from None
         cfg = self._topic_config(admin, ConfigResource(ConfigResource.Type.TOPIC, self.topic))
         problems = lease.topic_problems({k: "" if e.value is None else str(e.value) for k, e in cfg.items()},
                                         self.lease_ms)

@@ -1,5 +1,5 @@
 """The latest-checkpoint state: what the scheduled refresh keeps so that a failover reads only the tail of MM2's
-checkpoint topics (README, "Failover in seconds").
+checkpoint topics (docs/architecture.md, "Failover in seconds").
 
 A **state version** is an immutable folder under ``<archive>/latest-state/`` written by the latest-checkpoints job
 in refresh mode (``--refresh-state``)::

@@ -722,7 +722,7 @@ def failed_tasks(af, dag_id: str, run_id: str) -> dict:
 
 def test_every_dags_trigger_form_submits_as_it_opens_and_the_runs_it_starts_succeed(failover_run, run_root):
     """Issue 49 item 1, the forms as people use them, in Chromium logged in as the admin: each DAG's trigger form is
-    opened on its page, only what the README's runbook says to fill is filled, and it is submitted; the run it starts
+    opened on its page, only what docs/runbook.md says to fill is filled, and it is submitted; the run it starts
     must succeed. A dry run of the failover (the groups typed, "Dry run" on), the archive (as it opens), readiness and
     the drill (the groups typed), then the rollback of this module's failover run with only its run id. Airflow's form
     kept Trigger disabled on every one of them while an optional text defaulted to "" (and the failover's groups

@@ -1,7 +1,7 @@
 """Issue 18, secured clusters: both clusters run Kafka's StandardAuthorizer with nothing allowed without an ACL; the
 pipeline reaches both over SASL_SSL - SCRAM-SHA-512 over TLS, the brokers' certificate signed by the bed's own CA,
 verified by librdkafka and by Spark's Java Kafka source - as a principal that holds exactly the ACLs of
-``mm2_failover.acls`` (the README's 'Least-privilege ACLs'). With them the failover DAG succeeds end to end -
+``mm2_failover.acls`` (docs/reference.md, 'Least-privilege ACLs'). With them the failover DAG succeeds end to end -
 librdkafka and Spark's Java Kafka source alike; with one taken away, the task that needs it fails and its error
 names the missing permission and the resource; a CA that did not sign the broker's certificate is a TLS error naming
 the cluster, never disaster mode. (MM2 replicates over SASL_SSL as its own user, a super user; the bed's own clients

@@ -3,7 +3,7 @@
 source's log start, and transactions through a second MM2 flow with exactly-once support), MM2 SIGKILLed and
 restarted while all of them produce, two groups per topic plus a group MM2 never checkpoints, every (group,
 partition) scored against the truth from the payloads under ``translation=checkpoint`` and ``translation=exact``
-(see testbed/exact_drill.py; the README's table comes from bench/exact_drill.py, the same drill at a larger scale and
+(see testbed/exact_drill.py; docs/architecture.md's table comes from bench/exact_drill.py, the same drill at a larger scale and
 with MM2's defaults too).
 
 MM2 here follows the pre-flight audit's advice (its source consumer reads ``read_committed``): the audit's isolation

@@ -1,5 +1,5 @@
 """The least-privilege ACL table (mm2_failover.acls): one place, used by the error messages, the secured bed and the
-README. Pure: no cluster."""
+reference page (docs/reference.md). Pure: no cluster."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mm2_failover import acls
 from mm2_failover.kafka_io import KafkaAuthError, classify
 from mm2_failover.naming import ReplicationPolicy
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
 
 
 class Err:  # a librdkafka KafkaError's shape (name/str), for classify
@@ -26,9 +26,9 @@ class Err:  # a librdkafka KafkaError's shape (name/str), for classify
         return self.text
 
 
-def test_the_readme_table_is_the_code_table():
+def test_the_reference_pages_table_is_the_code_table():
     text = README.read_text()
-    section = text[text.index("### Least-privilege ACLs"):]
+    section = text[text.index("## Least-privilege ACLs"):]
     rows = re.findall(r"^\| (\d+) \| (\w+) \| (\w+) \| `([^`]+)` \| (\w+) \| ([^|]+) \|$", section, re.M)
     assert [(int(r[0]), r[1], r[2], r[3], r[4], r[5].strip()) for r in rows] == \
         [(n.rule, n.cluster, n.resource, n.name, n.operation, n.why) for n in (*acls.NEEDS, *acls.LEASE_NEEDS)]

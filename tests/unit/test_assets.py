@@ -75,14 +75,14 @@ def test_rule4_the_default_part_is_small_enough_for_one_request():
 
 
 def test_the_readmes_application_dag_parses_and_listens_to_its_groups_asset(tmp_path):
-    """The example DAG in README.md ("Telling the applications") is real: Airflow's DagBag loads it, and it is
+    """The example DAG in docs/runbook.md ("Telling the applications") is real: Airflow's DagBag loads it, and it is
     scheduled on exactly the Asset a moved group's event names."""
     import re
     from pathlib import Path
 
     from airflow.dag_processing.dagbag import DagBag
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "runbook.md").read_text()
     block = re.search(r"<!-- example-app-dag[^>]*-->\n```python\n(.*?)```", readme, re.S).group(1)
     (tmp_path / "orders_app.py").write_text(block)
     bag = DagBag(dag_folder=str(tmp_path))

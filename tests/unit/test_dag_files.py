@@ -66,7 +66,7 @@ ON_DEMAND = {"mm2_failover", "mm2_failover_rollback"}
 def test_the_on_demand_dags_start_unpaused_so_a_trigger_runs_and_the_scheduled_ones_wait_for_an_operator(bag):
     """Issue 33: a DAG without a schedule only runs when someone triggers it - during an incident, through the REST
     API or an automation - and a paused one leaves that run queued. The scheduled ones (the archive every 5 minutes,
-    the monthly drill) start paused: an operator turns them on with MM2 (README, "Deploying")."""
+    the monthly drill) start paused: an operator turns them on with MM2 (README, "Install into an existing Airflow")."""
     assert {d for d, dag in bag.dags.items() if dag.schedule is None} == ON_DEMAND
     for dag_id, dag in bag.dags.items():
         assert dag.is_paused_upon_creation is (dag_id not in ON_DEMAND), dag_id

@@ -254,7 +254,7 @@ def test_e6_a_lookup_in_a_range_a_later_history_may_have_reached_again_is_the_fi
 
 
 def test_e9_a_restart_whose_first_sync_was_never_written_is_looked_up_in_its_own_range():
-    """The README's known limit, found on the exact drill (re-read 5, said 0) and by the property's unsynced worlds
+    """The former known limit, found on the exact drill (re-read 5, said 0) and by the property's unsynced worlds
     with their positions kept (seed 518): history A copied r0..r13 (syncs (0, 0), (3, 3), (7, 6), (11, 9): the
     marker and the aborted record not copied), MM2 restarted at 1 and copied r1..r13 again from 12; MM2 replaced the
     restart's first sync before writing it, and its first sync written is (11, 20). A group at 5: A's bracket named
@@ -663,7 +663,7 @@ def test_mutation_24_a_lookup_a_later_history_may_have_reached_again_called_exac
 
 
 def test_mutation_25_a_restart_whose_first_sync_was_never_written_left_unsearched_is_caught(monkeypatch):
-    """E9 off (the README's former known limit): an earlier history's copy called exact where a restart above it,
+    """E9 off (the former known limit): an earlier history's copy called exact where a restart above it,
     its first sync never written, copied the record again. EXACT BUT RE-READS on the UNSYNCED worlds."""
     monkeypatch.setattr(ev, "later_copy", lambda c, answer, t_reads, s_reads: answer)
     assert caught("EXACT BUT RE-READS") is not None

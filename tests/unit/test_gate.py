@@ -68,7 +68,7 @@ def test_rule2_no_groups_reads_nothing():
 def test_describe_groups_never_asks_more_than_a_window_of_groups_at_once(monkeypatch):
     """librdkafka (2.16) aborts the whole process (``rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt >
     0' failed``, librdkafka#4605) after a DescribeConsumerGroups of 10k groups timed out: measured on the bed
-    (README, "The gate at 10k groups"). Windows of 1000 never timed out there, 12 rounds of 10k groups."""
+    (docs/performance.md, "The gate at 10k groups"). Windows of 1000 never timed out there, 12 rounds of 10k groups."""
     from concurrent.futures import Future
 
     from confluent_kafka.admin import ConsumerGroupDescription

@@ -44,7 +44,7 @@ def test_the_exit_codes_are_one_table():
 
     assert (outcomes.REFUSED.exit_code, outcomes.NOT_DRAINED.exit_code, outcomes.LOCKED.exit_code,
             outcomes.UNREACHABLE.exit_code, outcomes.UNREACHABLE_REQUIRED.exit_code, outcomes.USAGE.exit_code) == (
-        5, 6, 7, 4, 4, 2)  # the README's "Exit codes"
+        5, 6, 7, 4, 4, 2)  # docs/reference.md, "Command line (no Airflow)"
     assert cli.EXIT_USAGE is outcomes.EXIT_USAGE and cli.EXIT_LIVE == 3
     assert (job.EXIT_BAD_ARGS, job.EXIT_TOO_MANY_QUARANTINED, job.EXIT_UNREACHABLE, job.EXIT_LOST_SINCE_SNAPSHOT) == (
         outcomes.JOB_BAD_ARGS, outcomes.JOB_TOO_MANY_QUARANTINED, outcomes.JOB_UNREACHABLE,

@@ -143,7 +143,7 @@ def test_rule5_the_first_interval_tells_what_is_wrong_already():
 
 
 def test_rule5_the_archives_absence_waits_for_the_archive_unpaused_with_it():
-    """Issue 49 item 2, found by the soak: both DAGs unpaused together (as the README says), readiness's first run
+    """Issue 49 item 2, found by the soak: both DAGs unpaused together (as README.md says), readiness's first run
     ended before the archive's first one and mailed "nothing archives them" - a minute later the archive had run. An
     archive that never succeeded nor failed (and its audit finding) is told once that has lasted
     archive_stale_intervals intervals, as a stale archive is, and then not again."""

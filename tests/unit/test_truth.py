@@ -15,7 +15,7 @@ after it, and which source record each copy is (:func:`reread_truth`). So, for e
   ``reread`` figures are the report's;
 - **the committed offset**: never past the limit (testbed.worlds.violations's bar: with the source lost, MM2's checkpoint's).
 
-Mutations the harness must catch (each a hole a review found or that was fixed): listed in README, "The truth
+Mutations the harness must catch (each a hole a review found or that was fixed): listed in docs/architecture.md, "The truth
 harness"; each test below re-introduces one and checks the property, over generated worlds, catches it.
 """
 

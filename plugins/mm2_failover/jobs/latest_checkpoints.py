@@ -1043,8 +1043,8 @@ def not_authorized(e: Exception, topics: dict[str, str]) -> str | None:
         named = sorted(set(re.findall(r"[\w.\-]+", m.group(2).split("[", 1)[-1])) & set(topics.values()))
         need = phrase("Read", "Topic", named or sorted(topics.values()))
     return (f"Spark's Kafka source was not authorized on the target ({m.group(1)}AuthorizationException: "
-            f"{m.group(2).strip()[:300]}). The connection's principal needs {need}: grant it (the README's "
-            "'Least-privilege ACLs' lists what the pipeline needs), then retry.")
+            f"{m.group(2).strip()[:300]}). The connection's principal needs {need}: grant it (docs/reference.md, "
+            "'Least-privilege ACLs', lists what the pipeline needs), then retry.")
 
 
 def main(argv: list[str] | None = None, remote: str | None = None) -> int:

@@ -161,7 +161,7 @@ def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backu
     t0, done = time.monotonic(), 0
     held = held if held is not None else HeldLock({})
     # under the lease: the lock checked before each batch, and each batch one fenced transaction (~0.1 s each, and
-    # ~1 ms per group inside it: README, "One writer across hosts")
+    # ~1 ms per group inside it: docs/architecture.md, "One writer across hosts")
     batch = FENCED_BATCH if held.fenced else 1000
     names = sorted(todo)
     for i in range(0, len(names), batch):
