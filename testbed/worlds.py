@@ -180,8 +180,9 @@ def world(seed: int) -> World:
     copy_of: dict[int, int] = {}
     syncs: list[tuple[int, int]] = []
     lag_max = rnd.choice([0, 2, 5, 100]) if shape is None else rnd.choice(
-        {RECOPIED: [0, 2], RETRIES: [5, 100], PERMUTED: [100], UNSYNCED: [0, 2]}[shape])
-    restarts = rnd.randint(0, 2) if shape is None else 1 if shape == UNSYNCED else rnd.randint(1, 2)
+        {RECOPIED: [0, 2], RETRIES: [5, 100], PERMUTED: [100], UNSYNCED: [0, 2, 6, 12]}[shape])
+    restarts = rnd.randint(0, 2) if shape is None else rnd.randint(1, 3) if shape == UNSYNCED else rnd.randint(1, 2)
+    floor_ = 0  # UNSYNCED: MM2's committed progress never goes back, so no restart starts below an earlier one's start
     recopied_ranges: list[tuple[int, int]] = []  # (restart, where the history before it stopped)
     unsynced_below = None  # UNSYNCED: the restarted history writes no sync below this upstream offset
     hidden: list[tuple[int, int]] = []  # UNSYNCED: (restart, the earlier history's last sync below unsynced_below)
@@ -233,15 +234,16 @@ def world(seed: int) -> World:
             elif shape == PERMUTED:  # from its last committed progress: a record or a few before
                 s -= rnd.choice([1, 1, 1, 2, 3])
             elif shape in (RECOPIED, UNSYNCED):  # far enough back for the earlier history's syncs to bracket them
-                s = rnd.randint(max(0, s - 20), max(0, s - 4))
+                s = rnd.randint(max(floor_, s - 20), max(floor_, s - 4))
+                floor_ = s if shape == UNSYNCED else 0
                 ups = sorted({u_ for u_, _d in syncs if s < u_ < stopped}) if shape == UNSYNCED else []
                 if shape == UNSYNCED and rnd.random() < 0.4:  # the first sync written past where the earlier
                     unsynced_below = stopped + rnd.randint(0, 6)  # history stopped: no upstream offset goes back
-                    hidden.append((s, ups[-1] if ups else s, len(syncs)))
+                    hidden.append((s, ups[-1] if ups else s, len(syncs), unsynced_below))
                 elif len(ups) >= 2:  # the first sync written at one of the earlier history's, not the first above s
                     k = rnd.randrange(1, len(ups))
                     unsynced_below = ups[k]
-                    hidden.append((s, ups[k - 1], len(syncs)))
+                    hidden.append((s, ups[k - 1], len(syncs), unsynced_below))
                 lag_max = 100  # restarted with a larger offset.lag.max: the later history's syncs are sparse
                 if not reachable:  # the source lost while MM2 copied the range again: the later history cut short
                     steps_left = rnd.randint(0, stopped - s)
@@ -266,8 +268,8 @@ def world(seed: int) -> World:
     if shape == RECOPIED:  # groups inside the re-copied ranges
         positions |= {rnd.randint(lo, hi) for lo, hi in recopied_ranges for _ in range(3)}
     elif shape == UNSYNCED:  # groups where no sync shows the restart (E9), at its last sync and past
-        for restart, last, first in hidden:
-            top = min(unsynced_below, n)
+        for restart, last, first, below in hidden:
+            top = min(below, n)
             positions |= {rnd.randint(restart, last), last, rnd.randint(last, top), rnd.randint(top, n)}
             if first >= len(every_sync) and drained is None:  # the known limit (docs/architecture.md): no sync of the restart
                 positions = {p for p in positions  # and no drained ends - nothing shows it: no group there

@@ -64,14 +64,16 @@ E9. **A restart no sync shows where it began.** MM2 keeps one pending sync per p
     then lie past the earlier history's range, and an exact answer there would re-read them, said 0. Only the
     records tell whether a restart lies between two syncs written one after the other, so every such pair above an
     exact answer that could hold one is read (:meth:`~mm2_failover.translate.SyncIndex.restarts_above`: upstream
-    offsets going back, or the pair close enough above the answer; replication finished, the ends stand for a last
-    sync), from the lowest answer up to the pair's upper sync. No copy of the next record between the two past the
+    offsets going back, or the pair close enough above any answer the bracket allows; replication finished, the ends
+    stand for a last sync), from the lowest answer up to the pair's upper sync; an answer E9 moves up to a restart's
+    copy has the pairs close to it read in turn (:data:`E9_ROUNDS`). No copy of the next record between the two past the
     answer: it stands; a copy whose run up to the upper sync is the source's, record for record, answers (E6's
     anchor); copies none of which is so proven where the answer's own run is (twins): it stands; else, or a range
     not read whole, the answer is its first copy (``first_copy``: :func:`later_copy`). With no next record (the
     source lost, or the position below its log start) the answer's record's content is looked for, and a copy found
-    makes it the first copy. A restart with no sync written since and no drained ends is seen by nothing: the
-    known limit (docs/architecture.md).
+    makes it the first copy. A restart with no sync written since and no drained ends is seen by nothing; a source
+    compacted between two histories, or a restart below an earlier one's start, can break the pairs' bound: the
+    known limits (docs/architecture.md).
 
 Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
 replica's span was read whole and is one to one (E4), and for the tail where the replica's last record is the
@@ -104,6 +106,7 @@ FAILED = "failed"
 
 DEFAULT_BUDGET = 200_000  # records one range may span to be read at all (E1: a larger one is not evidence)
 DEFAULT_SCAN = 1_000  # offsets read after a position for its next record (E3)
+E9_ROUNDS = 8  # E9: how many times an answer moved up to a restart's copy has the pairs above it read in turn
 
 
 # ------------------------------------------------------------------------------------------ records and reads
@@ -383,6 +386,7 @@ class _Case:
     first_copy_read: tuple | None = None  # E7: the superseded sync's record on the target
     anchor_reads: dict = field(default_factory=dict)  # later candidate -> (target read, source read, anchor's d)
     restart_reads: list = field(default_factory=list)  # E9: (p, b, target read of [lowest answer, b.d]) per pair
+    moved_to: int | None = None  # E9 moved the answer here (a restart's copy): the pairs above it are read next
     restart_anchors: dict = field(default_factory=dict)  # E9: b -> the source's read [next record, b.upstream]
     answer_read: tuple | None = None  # E9, no next record read: the record whose content the answer copies
 
@@ -412,7 +416,25 @@ def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], tar
     for c in cases:
         _plan_anchor_reads(c, t_reads, s_ranges, sources)
     s_reads = {a: sources[a].read_ranges(r, budget) for a, r in s_ranges.items() if r}
-    return {c.want.key: _decide(c, t_reads, s_reads.get(c.want.alias, {})) for c in cases}
+    out = {c.want.key: _decide(c, t_reads, s_reads.get(c.want.alias, {})) for c in cases}
+    for _round in range(E9_ROUNDS):  # E9 moved an answer up to a restart's copy: the pairs above it, in turn
+        ranges, again = {}, []
+        for c in cases:
+            moved, c.moved_to = c.moved_to, None
+            if moved is not None and _plan_restart_reads(c, ranges, t_bounds, moved):
+                again.append(c)
+        if not again:
+            break
+        t_reads = {**t_reads, **target.read_ranges(ranges, budget)}
+        s_ranges = defaultdict(dict)
+        for c in again:
+            _plan_anchor_reads(c, t_reads, s_ranges, sources)
+        for a, r in s_ranges.items():
+            if r:
+                s_reads[a] = {**s_reads.get(a, {}), **sources[a].read_ranges(r, budget)}
+        for c in again:
+            out[c.want.key] = _decide(c, t_reads, s_reads.get(c.want.alias, {}))
+    return out
 
 
 def _read_next_records(cases: list[_Case], sources: Mapping[str, RecordSource | None], budget: int,
@@ -476,11 +498,12 @@ def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int
         return None if lo < start else want_range(ranges, w.replica_tp, lo, min(hi_incl + 1, end))
 
     if not c.next.nothing_after and t.bracket[0] is not None:
-        # E9: each pair of syncs above the position a restart MM2 wrote no sync for may lie between, read from the
-        # lowest answer (to anchor the answer itself) up to the pair's upper sync
-        v, lo = (c.next.record.offset if c.next.record is not None else w.position), t.bracket[0].downstream
-        for p, b in w.index.restarts_above(v, lo, end, w.drained):
-            c.restart_reads.append((p, b, read(lo, b.downstream)))
+        # E9: each pair of syncs above the position a restart MM2 wrote no sync for may lie between, for any answer
+        # up to the bracket's top
+        top_ = _top(t, w)
+        reach = max(x for x in (t.bracket[0].downstream, top_, t.downstream if isinstance(t, tr.Translation) else None)
+                    if x is not None)
+        _plan_restart_reads(c, ranges, bounds, reach)
         if c.restart_reads and c.next.record is None:  # no source record: the content of the answer's copy
             if isinstance(t, tr.Translation):
                 c.answer_read = read(t.downstream, t.downstream)
@@ -507,6 +530,23 @@ def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int
         # to prove its first copy one to one (E4)
         b_lo, b_hi = t.first_copy.bracket
         c.target_read = read(b_lo.downstream, b_hi.downstream)
+
+
+def _plan_restart_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int]], reach: int) -> bool:
+    """E9's reads of a case: each pair of syncs a restart MM2 wrote no sync for may lie between, for an answer up to
+    ``reach``, read from the lowest answer (to anchor the answer itself) up to the pair's upper sync; below the
+    replica's log start nothing is read (E1). Whether a pair was added."""
+    t, w = c.translation, c.want
+    start, end = bounds.get(w.replica_tp, (0, 0))
+    v, lo = (c.next.record.offset if c.next.record is not None else w.position), t.bracket[0].downstream
+    planned = {(p, b) for p, b, _k in c.restart_reads}
+    added = False
+    for p, b in w.index.restarts_above(v, lo, end, w.drained, reach):
+        if (p, b) not in planned:
+            key = None if lo < start else want_range(ranges, w.replica_tp, lo, min(b.downstream + 1, end))
+            c.restart_reads.append((p, b, key))
+            added = True
+    return added
 
 
 def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
@@ -619,7 +659,7 @@ def later_copy(c: _Case, answer: tuple[int, str], t_reads: Reads, s_reads: Reads
         own = t_reads.get(c.answer_read) if c.answer_read is not None else None
         rec = own.at(own.lo) if is_evidence(own) else None
         content = rec.content if rec is not None else None
-    for p, b, key in c.restart_reads:
+    for p, b, key in sorted(c.restart_reads, key=lambda r: (r[1].downstream, r[0].downstream)):
         if b.downstream <= answer[0] or (b.upstream > p.upstream
                                          and p.downstream - answer[0] >= 2 * (b.downstream - p.downstream)):
             continue  # (restarts_above: no restart between the two can hold a copy of the record past the answer)
@@ -635,6 +675,7 @@ def later_copy(c: _Case, answer: tuple[int, str], t_reads: Reads, s_reads: Reads
                   if nxt is not None and anchored(read, x, b.downstream, s_read, nxt.offset, b.upstream)]
         if proven and max(proven) != answer[0]:
             answer, unproven = (max(proven), tr.RECORD_LOOKUP), False
+            c.moved_to = answer[0]
         elif not proven:  # (the answer's own run anchored: the copies past it are twins)
             unproven = True
     return (answer[0], tr.FIRST_COPY) if unproven else answer

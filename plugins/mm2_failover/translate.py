@@ -252,7 +252,7 @@ class SyncIndex:
                             or self._next_reached_again(i, downstream, end) is not None)
 
     def restarts_above(self, upstream: int, downstream: int, replica_end: int | None = None,
-                       drained: tuple[int, int] | None = None) -> list[tuple[Sync, Sync]]:
+                       drained: tuple[int, int] | None = None, reach: int | None = None) -> list[tuple[Sync, Sync]]:
         """The pairs of syncs ``(p, b)`` written one after the other (in downstream order: the order MM2 wrote them)
         between which an MM2 restart MM2 wrote no sync for may have copied the record at ``upstream`` - whose copy an
         answer places at ``downstream`` or above - again (E9). MM2 keeps one pending sync per partition and replaces
@@ -264,9 +264,14 @@ class SyncIndex:
         either the upstream offsets going back (``b.upstream <= p.upstream``: a restart for sure) or ``p`` close
         enough above ``downstream``: to copy the record again before ``b``, a restart copies again every record the
         earlier history copied from there up to ``p`` (``b`` past ``p``), and fits them between the two syncs, at most
-        one marker per copy: ``p.downstream - downstream < 2 * (b.downstream - p.downstream)``. Syncs at or
-        past ``replica_end`` are no history of the replica. Replication finished (``drained``: the source's and the
-        replica's ends), the last offsets of both stand for a last sync (a restart after MM2's last sync written)."""
+        one marker per copy: ``p.downstream - answer < 2 * (b.downstream - p.downstream)``, for any answer up to
+        ``reach`` (default ``downstream``: a lookup may answer anywhere in its bracket). Syncs at or past
+        ``replica_end`` are no history of the replica. Replication finished (``drained``: the source's and the
+        replica's ends), the last offsets of both stand for a last sync (a restart after MM2's last sync written).
+        The bound assumes what lies between the answer and ``p`` are copies the restart copies again: a source
+        compacted between the two histories, or a restart that went back below an earlier one's start, can break it
+        (docs/architecture.md, known limits)."""
+        reach = downstream if reach is None else max(reach, downstream)
         downs, ups = self._by_d_downs, self._by_d_ups
         n = len(downs) if replica_end is None else int(np.searchsorted(downs, replica_end, side="left"))
 
@@ -275,18 +280,18 @@ class SyncIndex:
 
         j0 = max(1, int(np.searchsorted(downs[:n], downstream, side="right")))
         # close enough: from j0 up to the first pair past which no gap is wide enough (a bisection: built once)
-        j1 = min(n, j0 + int(np.searchsorted(self._close_until[j0:], downstream, side="right")))
+        j1 = min(n, j0 + int(np.searchsorted(self._close_until[j0:], reach, side="right")))
         js = set()
         if j0 < j1:
             p_d, b_d, b_u = downs[j0 - 1:j1 - 1], downs[j0:j1], ups[j0:j1]
-            js.update((np.nonzero((b_u >= upstream) & (p_d - downstream < 2 * (b_d - p_d)))[0] + j0).tolist())
+            js.update((np.nonzero((b_u >= upstream) & (p_d - reach < 2 * (b_d - p_d)))[0] + j0).tolist())
         back = self._back_at[np.searchsorted(self._back_at, j0):np.searchsorted(self._back_at, n)]
         js.update(int(j) for j in back if downs[j] > downstream and ups[j] >= upstream)
         out = [pair(j) for j in sorted(js)]
         if drained is not None and n and drained[0] > 0 and drained[1] - 1 > downs[n - 1]:
             p, b = Sync(int(ups[n - 1]), int(downs[n - 1])), Sync(drained[0] - 1, drained[1] - 1)
             if b.downstream > downstream and b.upstream >= upstream and (
-                    b.upstream <= p.upstream or p.downstream - downstream < 2 * (b.downstream - p.downstream)):
+                    b.upstream <= p.upstream or p.downstream - reach < 2 * (b.downstream - p.downstream)):
                 out.append((p, b))
         return out
 

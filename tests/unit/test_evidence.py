@@ -302,6 +302,23 @@ def test_e9_a_restart_between_syncs_whose_offsets_look_like_one_history_is_read(
     assert prove_one(src, tgt, [(0, 0), (6, 3), (14, 9)], 6, drained=(16, 10)).answer == (3, tr.EXACT_SYNC)
 
 
+def test_e9_reads_the_pairs_close_to_any_answer_the_bracket_allows_and_to_an_answer_it_moved():
+    """A review's (helper) findings. F1: the pairs were chosen against the bracket's lower sync, not the answer: one
+    history copied r0..r20 (syncs (0, 0), (12, 12), (20, 20)), MM2 restarted at 18 and wrote its first sync at
+    (21, 24); a group at 18 was answered by the bracket at 18, "exact", re-reading r18..r20 (truth 21). F2: E9 moved
+    the answer up to a first restart's copy (61), but the pairs close to it were never read: a second restart, also
+    at 10, copied r10 again at 77 (its first sync (26, 93)); said exact at 61, re-reading 16."""
+    src, tgt = logs([f"r{i}" for i in range(22)], [f"r{i}" for i in range(21)] + [f"r{i}" for i in range(18, 22)])
+    for drained in ((22, 25), None):
+        assert prove_one(src, tgt, [(0, 0), (12, 12), (20, 20), (21, 24)], 18, drained=drained).answer == (
+            21, tr.RECORD_LOOKUP), drained
+    target = [f"r{i}" for i in range(61)] + [f"r{i}" for i in range(10, 26)] + [f"r{i}" for i in range(10, 27)]
+    src, tgt = logs([f"r{i}" for i in range(61)], target)
+    syncs = [(0, 0), (10, 10), (60, 60), (20, 71), (25, 76), (26, 93)]
+    for drained in ((61, len(target)), None):
+        assert prove_one(src, tgt, syncs, 10, drained=drained).answer == (77, tr.RECORD_LOOKUP), drained
+
+
 def test_e9_a_copy_in_a_restarts_range_not_anchored_is_the_first_copy_and_no_copy_keeps_the_answer():
     """The same restart, a group at 5: where the restart's copy of r5 is not the source's run record for record
     (its r7 changed), the answer is A's copy, first_copy; where the restart began past the group (r6 on), A's copy
@@ -684,6 +701,22 @@ def test_mutation_26_a_restarts_copy_taken_without_its_anchor_is_caught(monkeypa
 
     monkeypatch.setattr(ev, "later_copy", unanchored)
     assert any(caught(kind) is not None for kind in ("LOST", "OUT OF ORDER"))
+
+
+def test_mutation_27_e9_pairs_chosen_against_the_brackets_lower_sync_are_caught(monkeypatch):
+    """A review's F1: E9's pairs planned for an answer at the bracket's lower sync, not anywhere up to its top. The
+    UNSYNCED worlds with sparser syncs and up to three restarts: EXACT BUT RE-READS."""
+    real = ev._plan_restart_reads
+    monkeypatch.setattr(ev, "_plan_restart_reads", lambda c, ranges, bounds, reach: real(
+        c, ranges, bounds, c.translation.bracket[0].downstream))
+    assert caught("EXACT BUT RE-READS") is not None
+
+
+def test_mutation_28_e9_without_its_rounds_is_caught(monkeypatch):
+    """A review's F2: an answer E9 moved up to a restart's copy, the pairs close to it never read. Rare in the
+    generated worlds (4 of seeds 6000-59,999): the property is held to it on those seeds."""
+    monkeypatch.setattr(ev, "E9_ROUNDS", 0)
+    assert any(v[0] == "EXACT BUT RE-READS" for s in (31354, 37139) for v in violations(s))
 
 
 def test_the_index_and_the_evidence_agree_on_a_superseded_sync():
