@@ -160,7 +160,7 @@ class PointResult:
     position: int  # the group's committed offset on the source
     had_checkpoint: bool  # MM2 wrote a checkpoint for this (group, partition)
     answered: bool  # the plan commits an offset
-    rule: str = ""
+    rule: str = ""  # the planned offset's rule; where not answered, the row's action and reason (or "no row")
     planned: int | None = None
     lost: int = 0
     re_read: int = 0
@@ -630,6 +630,7 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
             plans[(f, LOST)] = plan_of(bed, root / tag / f / "lost", mine, cp_topic, translation="exact",
                                        source_reachable="no", **extra)
     from mm2_failover.report import estimate_reread
+    from mm2_failover.runfolder import RunFolder
 
     # the drain gate of each plan's failover (tail_never_copied only): refused, nothing is written
     refused = {t: tail is not None and refused_by_gate([tail["gates"][k] for k in keys]) for t, keys in (
@@ -638,6 +639,7 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     lost_if_passed: Counter = Counter()
 
     commits = {(g, replicas[topic_of[pat]], p): u for (pat, g), pos in positions.items() for p, u in pos.items()}
+    unanswered: list[dict] = []  # exact points the plan left without an offset, with what the translation had
     for (f, translation), (plan, cps) in plans.items():
         have_cp = {(c.group, c.partition) for c in cps}
         rows = {(r.group, r.topic, r.partition): r for r in plan.rows}
@@ -650,6 +652,15 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
                 rt = replicas[topic_of[pat]]
                 r = rows.get((g, rt, p))
                 pr = PointResult(pat, translation, g, p, u, (g, p) in have_cp, bool(r and r.writes))
+                if not pr.answered:  # why not, in the test's message: the row's action and reason, or no row at all
+                    pr.rule = f"{r.action}: {r.reason}" if r else "no row"
+                    if translation == "exact" and not refused[translation]:  # the evidence, to find out why
+                        try:
+                            unanswered.append({**_evidence_of(f, runs[topic_of[pat]], rt, p, u, r, copies[(rt, p)]),
+                                               "notes": RunFolder(root / tag / f / translation).load_plan()
+                                               .translation_notes})
+                        except Exception as e:  # noqa: BLE001 - a diagnostic never hides the failure it explains
+                            unanswered.append({"group": g, "partition": p, "evidence not gathered": repr(e)})
                 if pat == TAIL and refused[translation]:  # the failover stopped at its drain check: nothing written
                     if pr.answered:  # what it would have lost had the gate let it through (facts)
                         lost_if_passed[translation] += score(r.planned_offset, u, copies[(rt, p)],
@@ -679,12 +690,32 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
              "replica_markers": {pat: sum(e - len(copies[(replicas[pat], p)]) for p, e in (
                  (p, target.offsets([(replicas[pat], p)])[(replicas[pat], p)]) for p in range(partitions)))
                  for pat in patterns if pat in TRANSACTIONAL}}
+    if unanswered:
+        facts["exact_unanswered"] = unanswered
     if tail is not None:
         facts[TAIL] = {**tail, "refused": refused, "lost_if_passed": dict(lost_if_passed)}
     for r in runs.values():
         r.producer = None  # its bed stops next: let it go now rather than retry a stopped broker
     log.info("drill %s done in %.0fs: %s", tag, time.monotonic() - t0, facts)
     return DrillResult(tag, mm2, points, time.monotonic() - t0, facts)
+
+
+def _evidence_of(alias: str, run: TopicRun, replica: str, partition: int, position: int, row, copies: list) -> dict:
+    """What an exact point left unanswered had: the plan row, the archived syncs, where each source offset around
+    the position was copied on the replica (source offset -> replica offsets, from the payloads) and the aborted
+    ones: enough to replay the translation on a unit test's world."""
+    truth = run.truth(partition)
+    src = {v: o for v, o in truth.offsets.items()}
+    where: dict[int, list[int]] = defaultdict(list)
+    for o, v in copies:
+        if v in src:
+            where[src[v]].append(o)
+    ups, downs = archived_syncs(alias, run.topic, partition)
+    return {"replica": replica, "partition": partition, "position": position,
+            "row": row.as_dict() if row is not None else None, "syncs": list(zip(map(int, ups), map(int, downs))),
+            "copies": {u: where.get(u, []) for u in sorted(src.values())},
+            "aborted": sorted(o for v, o in src.items() if v in truth.aborted),
+            "replica_end": copies[-1][0] + 1 if copies else 0}
 
 
 def archived_syncs(alias: str, topic: str, partition: int) -> tuple:

@@ -33,6 +33,13 @@ def drill(run_root):
     return result, props
 
 
+def brief(points) -> str:
+    """Points as one line each (pytest cuts a long repr): what was asked, what the plan did and what it cost."""
+    return "\n".join(f"{p.pattern} {p.translation} {p.group}[{p.partition}] at {p.position}: checkpoint "
+                     f"{'yes' if p.had_checkpoint else 'no'}, {p.rule or '-'} -> {p.planned}, lost {p.lost}, "
+                     f"re-read {p.re_read}" for p in points)
+
+
 def rows(result, translation: str) -> dict[str, dict]:
     return {r["pattern"]: r for r in result.summary() if r["translation"] == translation}
 
@@ -47,13 +54,13 @@ def test_mm2_was_killed_mid_run_and_the_checkpoints_alone_re_read(drill):
 def test_no_record_is_lost_under_either_rule(drill):
     result, _ = drill
     lost = [p for p in result.points if p.lost]
-    assert not lost, lost
+    assert not lost, brief(lost)
 
 
 def test_exact_translation_re_reads_nothing_on_non_transactional_points(drill):
     result, _ = drill
     re_read = [p for p in result.points if p.translation == "exact" and p.pattern in NON_TRANSACTIONAL and p.re_read]
-    assert not re_read, re_read
+    assert not re_read, brief(re_read)
 
 
 def test_on_transactional_and_compacted_points_exact_re_reads_less_than_the_checkpoints(drill):
@@ -69,7 +76,7 @@ def test_every_point_mm2_left_without_a_checkpoint_is_answered_by_translation(dr
     result, _ = drill
     exact = [p for p in result.points if p.translation == "exact"]
     unanswered = [p for p in exact if not p.answered]
-    assert not unanswered, unanswered
+    assert not unanswered, (brief(unanswered), result.facts.get("exact_unanswered"))
     assert sum(not p.had_checkpoint for p in exact) >= 6  # the two never-checkpointed groups at least
     assert all(not p.answered for p in result.points if p.translation == "checkpoint" and not p.had_checkpoint)
 
@@ -95,5 +102,6 @@ def test_issue_31s_patterns_lose_nothing_and_really_happened(drill, pattern):
     assert {"twins": facts["twins_written"], "retention": facts["offsets_gone_by_retention"],
             "exactly_once": facts["replica_markers"].get("exactly_once", 0)}[pattern] > 0, facts
     points = [p for p in result.points if p.pattern == pattern]
-    assert points and all(p.answered for p in points if p.had_checkpoint or p.translation == "exact"), points
+    unanswered = [p for p in points if not p.answered and (p.had_checkpoint or p.translation == "exact")]
+    assert points and not unanswered, (brief(unanswered or points), result.facts.get("exact_unanswered"))
     assert sum(p.lost for p in points) == 0, [p for p in points if p.lost]
