@@ -5,7 +5,9 @@ Each command calls exactly the steps the DAG's tasks call, with the same gates, 
   drain     wait until producers stopped and MM2 replicated everything (the DAG's verify_producers_drained)
   snapshot  drain, then capture the end offsets once (the DAG's capture_end_offsets)
   plan      drain, snapshot, run the Spark job, build and export the plan (a dry run: writes no offsets)
-  apply     the empty-group gate first, then everything 'plan' does, the gate again, back up, apply, verify
+  apply     the empty-group gate first, then everything 'plan' does (or --plan RUN_DIR: that run's plan, with the
+            parameters it was built with) and its table; with --execute the gate again, back up, apply, verify
+            (without it nothing is written, as kafka-consumer-groups --reset-offsets without --execute)
   verify    read the committed offsets back, compare with the plan, write the report
   rollback  restore the commits saved in a run's backup.json (same gate, same writer lock), then verify
   archive   append MM2's new offset syncs to the archive (what the mm2_sync_archive DAG does every 5 minutes)
@@ -27,6 +29,11 @@ server answers; otherwise through spark-submit on ``--spark-master`` (default: t
 ``AIRFLOW_CONN_SPARK_DEFAULT``, else ``local[2]``); ``--spark-remote none`` forces spark-submit. A run folder
 remembers the parameters it was started with: continuing it with others is refused.
 
+Cluster options may come before or after the command. Every command prints its result as a table (``-o table``,
+long lists cut), ``-o json`` or ``-o csv`` (every row): ``plan`` the plan per partition (GROUP TOPIC PARTITION
+NEW-OFFSET CHECKPOINT RE-READ RULE) and the ``kafka-consumer-groups --reset-offsets --from-file`` command that
+would write the same offsets with Kafka's own tool.
+
 Exit codes: 0 done; 1 verification failed or some groups were refused (named on stderr); 2 bad usage or
 configuration (a wrong file, option, alias, password or client setting); 3 groups still have live members (nothing
 written); 4 a cluster is unreachable; 5 a safety rule refused the plan or the rollback (nothing written); 6 not
@@ -46,6 +53,8 @@ from pathlib import Path
 
 from mm2_failover import config
 from mm2_failover.config import RunParams
+from mm2_failover.listing import FORMATS, Listing, render
+from mm2_failover.selection import GroupSelection
 from mm2_failover.runfolder import ROLLBACK, head_text
 from mm2_failover.stages.outcomes import EXIT_FAILED, EXIT_LIVE, EXIT_OK, EXIT_USAGE, JOB_TOO_MANY_QUARANTINED, job_exit
 
@@ -226,41 +235,73 @@ def run_dir_arg(value: str):
     return as_path(value)
 
 
+def prog_name() -> str:
+    """How the operator ran it: ``mm2-failover`` (the installed script) or ``python -m mm2_failover``."""
+    return "mm2-failover" if Path(sys.argv[0]).name == "mm2-failover" else "python -m mm2_failover"
+
+
+def add_globals(p: argparse.ArgumentParser, after_command: bool = False) -> None:
+    """The cluster options, on the command line before the command or, as Kafka's tools take them, after it
+    (``after_command``: no defaults there, so that one given before the command is kept)."""
+    kw = {"default": argparse.SUPPRESS} if after_command else {}
+    p.add_argument("--source-config", help="JSON file of librdkafka settings for the (first alias's) source", **kw)
+    p.add_argument("--target-config", help="JSON file of librdkafka settings for the target", **kw)
+    p.add_argument("--source-bootstrap", **kw)
+    p.add_argument("--target-bootstrap", **kw)
+    p.add_argument("--alias-source-config", action="append", metavar="ALIAS=FILE",
+                   help="the source cluster of another alias (repeat); ALIAS= fails it over without checking it",
+                   **(kw or {"default": []}))
+    p.add_argument("--timeout", type=positive, help="seconds for every Kafka request (default 15)",
+                   **(kw or {"default": 15.0}))
+
+
+def command_parser(sub, name: str, help_: str, description: str | None = None) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help_, description=description or help_)
+    add_globals(p, after_command=True)
+    p.add_argument("-o", "--output", choices=FORMATS, default="table",
+                   help="table (for people, long lists cut), json or csv (every row, for scripts)")
+    return p
+
+
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m mm2_failover", description=__doc__,
+    from mm2_failover import __version__
+
+    ap = argparse.ArgumentParser(prog=prog_name(), description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--source-config", help="JSON file of librdkafka settings for the (first alias's) source")
-    ap.add_argument("--target-config", help="JSON file of librdkafka settings for the target")
-    ap.add_argument("--source-bootstrap")
-    ap.add_argument("--target-bootstrap")
-    ap.add_argument("--alias-source-config", action="append", default=[], metavar="ALIAS=FILE",
-                    help="the source cluster of another alias (repeat); ALIAS= fails it over without checking it")
-    ap.add_argument("--timeout", type=positive, default=15.0, help="seconds for every Kafka request (default 15)")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_globals(ap)
     sub = ap.add_subparsers(dest="command", required=True)
     for name, help_ in [("drain", "wait until producers stopped and MM2 replicated everything"),
                         ("snapshot", "drain, then capture the end offsets once"),
                         ("plan", "drain + snapshot + Spark job + plan (plan.json/plan.csv); never writes offsets"),
-                        ("apply", "gate, drain, plan (unless done), gate, back up, apply, verify"),
                         ("verify", "read back, compare with the plan, write report.json/report.md"),
                         ("archive", "append MM2's new offset syncs to the archive (the mm2_sync_archive DAG)"),
                         ("refresh-state", "fold MM2's new checkpoints into the latest-checkpoint state (Spark; the "
                                           "mm2_sync_archive DAG)"),
                         ("audit", "pre-flight audit of MM2's settings (--mm2-config) and what the clusters show")]:
-        add_params(sub.add_parser(name, help=help_, description=help_))
-    p = sub.add_parser("drill", help="DR drill: lag, dry-run plan and findings; writes only for a drill prefix",
-                       description="DR drill: lag, dry-run plan and findings; writes only for a drill prefix")
+        add_params(command_parser(sub, name, help_))
+    p = command_parser(sub, "apply", "gate, drain, plan (unless done), then with --execute: gate, back up, apply, verify",
+                       "the empty-group gate, the drain, the plan (or the one in --plan's folder) and its table; "
+                       "with --execute, the gate again, a backup of the target's commits, the offsets written and "
+                       "verified. Without --execute nothing is written (as kafka-consumer-groups --reset-offsets "
+                       "without --execute)")
+    p.add_argument("--execute", action="store_true", help="write the offsets (without it: a dry run)")
+    p.add_argument("--plan", type=run_dir_arg, metavar="RUN_DIR",
+                   help="apply the plan in this run folder, with the parameters it was built with")
+    add_params(p)
+    p = command_parser(sub, "drill", "DR drill: lag, dry-run plan and findings; writes only for a drill prefix")
     p.add_argument("--allow-drill-writes-for-prefix", default="")
     add_params(p)
-    p = sub.add_parser("readiness", help="what a failover would do now, read-only (the mm2_failover_readiness DAG)",
-                       description="what a failover would do now, per group and partition, read-only: audit, one "
-                                   "drain observation, end offsets, latest checkpoints, the plan as a dry run; kept "
-                                   "for the Readiness page (the mm2_failover_readiness DAG's files)")
+    p = command_parser(sub, "readiness", "what a failover would do now, read-only (the mm2_failover_readiness DAG)",
+                       "what a failover would do now, per group and partition, read-only: audit, one drain "
+                       "observation, end offsets, latest checkpoints, the plan as a dry run; kept for the Readiness "
+                       "page (the mm2_failover_readiness DAG's files)")
     p.add_argument("--archive-stale-intervals", type=bounded_int(1, 1000), default=3,
                    help="say so when mm2_sync_archive has not succeeded for this many 5-minute intervals")
     add_params(p)
-    p = sub.add_parser("rollback", help="restore the commits saved in a backup.json, then verify",
-                       description="restore the commits a failover's apply overwrote (saved in its backup.json), "
-                                   "on the partitions it wrote, then verify")
+    p = command_parser(sub, "rollback", "restore the commits saved in a backup.json, then verify",
+                       "restore the commits a failover's apply overwrote (saved in its backup.json), on the "
+                       "partitions it wrote, then verify")
     p.add_argument("--backup", type=Path, required=True)
     p.add_argument("--force", action="store_true", help="also rewind partitions committed since the failover")
     add_param(p, "apply_concurrency")
@@ -294,7 +335,13 @@ def context_of(a: argparse.Namespace, command: str):
 
     confs, conns = confs_of(a)
     values = {k: v for k, v in vars(a).items() if v is not None}
+    if getattr(a, "plan", None) is not None:  # apply --plan RUN_DIR: that run's parameters, unless given again
+        values = {**values, **planned_params(a)}
     params = RunParams.from_mapping({**values, "source_connections": conns})
+    try:  # every parameter checked before any cluster work (the group patterns are first used after the Spark job)
+        GroupSelection.of(params)
+    except ValueError as e:
+        raise CliError(EXIT_USAGE, f"{e}. Nothing was done.") from None
     if "source" not in confs:
         # no source configured: the first alias's source is not checked (only allowed as a declared disaster)
         params = RunParams.from_mapping({**params.as_dict(),
@@ -307,10 +354,28 @@ def context_of(a: argparse.Namespace, command: str):
                         "treats it as LOST (disaster mode). Give --source-config, or --source-reachable no to say so.")
     default = (config.artifacts_root() / "mm2_failover_readiness" / f"cli-{time.strftime('%Y%m%d-%H%M%S')}"
                if command == "readiness" else config.artifacts_root() / "cli" / time.strftime("%Y%m%d-%H%M%S"))
-    folder = a.run_dir or default
+    folder = getattr(a, "plan", None) or a.run_dir or default
     ctx = RunContext.from_cli(params, folder, confs, a.timeout)
     ctx.folder.bind_params("cli", params.result_params(), list(params.RESULT_PARAMS))
     return ctx
+
+
+def planned_params(a: argparse.Namespace) -> dict:
+    """``apply --plan RUN_DIR``: the parameters the plan in that folder was built with (its ``run.json``), and over
+    them every run parameter given on this command line with a value other than its default - one that differs from
+    the plan's is then refused by the folder, naming it, as any continued run is."""
+    from mm2_failover.runfolder import RunFolder
+
+    if a.run_dir is not None and str(a.run_dir) != str(a.plan):
+        raise CliError(EXIT_USAGE, f"--plan {a.plan} and --run-dir {a.run_dir}: give one (--plan continues that run)")
+    folder = RunFolder(a.plan)
+    bound = folder.record().get("params")
+    if not folder.has_plan() or not isinstance(bound, dict):
+        raise CliError(EXIT_USAGE, f"--plan {a.plan}: no plan in that folder. Build one first: {prog_name()} plan "
+                                   f"--run-dir {a.plan} ... (or apply without --plan)")
+    defaults = RunParams().as_dict()
+    given = {k: getattr(a, k) for k in RunParams.RESULT_PARAMS if hasattr(a, k) and getattr(a, k) != defaults[k]}
+    return {**bound, **given}
 
 
 def run_spark_job(a, sub, said: list[str]) -> int:
@@ -360,54 +425,114 @@ def gate(ctx, groups=None) -> None:
         raise CliError(EXIT_LIVE, describe_live(live) + "\nNothing was written. Stop these consumers and retry.")
 
 
-def cmd_drain(a, ctx):
+DRAIN_COLUMNS = [("alias", "ALIAS"), ("topic", "TOPIC"), ("partition", "PARTITION"), ("source_end", "SOURCE-END"),
+                 ("moved", "MOVED"), ("replicated", "REPLICATED"), ("replica_end", "REPLICA-END"), ("state", "STATE")]
+AUDIT_COLUMNS = [("severity", "SEVERITY"), ("alias", "ALIAS"), ("rule", "RULE"), ("message", "MESSAGE")]
+VERIFY_COLUMNS = [("group", "GROUP"), ("topic", "TOPIC"), ("partition", "PARTITION"), ("planned_offset", "PLANNED"),
+                  ("committed_after", "COMMITTED"), ("verified", "VERIFIED"), ("reread_estimate", "RE-READ"),
+                  ("rule", "RULE")]
+
+
+def cmd_drain(a, ctx) -> Listing:
     from mm2_failover.stages.drain import wait_drained
 
     v = wait_drained(ctx)
-    print(v.table())
+    return Listing(DRAIN_COLUMNS, v.rows, [f"drained: {'yes' if v.drained else 'no'}"
+                                           + (f" (lost: {', '.join(v.disaster_aliases)})" if v.disaster else "")]
+                   + v.notes, {k: x for k, x in v.as_dict().items() if k != "rows"})
 
 
-def cmd_snapshot(a, ctx):
+def cmd_snapshot(a, ctx) -> Listing:
     from mm2_failover.stages.snapshot import capture_snapshot
 
     if not ctx.folder.snapshot.exists():
-        cmd_audit(a, ctx, quiet=True)
+        cmd_audit(a, ctx)
         cmd_drain(a, ctx)
     snap = capture_snapshot(ctx)
-    print(f"snapshot: {ctx.folder.snapshot} (captured {snap.captured_at}; lost aliases: "
-          f"{', '.join(snap.disaster_aliases) or 'none'})")
+    lost = ", ".join(snap.disaster_aliases) or "none"
+    return Listing([], lines=[f"snapshot: {ctx.folder.snapshot} (captured {snap.captured_at}; lost aliases: {lost})"],
+                   summary={"snapshot": str(ctx.folder.snapshot), "captured_at": snap.captured_at,
+                            "disaster_aliases": list(snap.disaster_aliases)})
 
 
-def cmd_plan(a, ctx):
+def cmd_plan(a, ctx) -> Listing:
+    return plan_listing(ctx, build_plan(a, ctx))
+
+
+def build_plan(a, ctx):
     from mm2_failover.stages.plan import make_plan
 
-    cmd_snapshot(a, ctx)
-    compute_latest_checkpoints(a, ctx)
-    plan = make_plan(ctx)
-    print(f"plan: {len(plan.groups())} group(s), {plan.counts()} -> {ctx.folder.plan_json}, {ctx.folder.plan_csv}")
-    return plan
+    if not ctx.folder.has_plan():
+        cmd_snapshot(a, ctx)
+        compute_latest_checkpoints(a, ctx)
+    return make_plan(ctx)
 
 
-def cmd_apply(a, ctx):
+def plan_listing(ctx, plan) -> Listing:
+    """The plan per partition (:func:`mm2_failover.report.plan_lines`), its counts, and the Kafka command that would
+    write the same offsets by hand."""
+    from mm2_failover.report import PLAN_LINE_COLUMNS, PLAN_LINE_DATA
+    from mm2_failover.stages.plan import plan_lines
+
+    f, counts = ctx.folder, plan.counts()
+    rows = plan_lines(ctx, plan)
+    lines = [f"plan: {len(plan.groups())} group(s), {len(rows)} partition(s): "
+             + ", ".join(f"{n} {k}" for k, n in counts.items()) + f" -> {f.plan_json}, {f.plan_csv}"]
+    return Listing(PLAN_LINE_COLUMNS, rows, lines, {"run_dir": str(f.dir), "groups": len(plan.groups()),
+                                                     "counts": counts, "plan_json": str(f.plan_json),
+                                                     "plan_csv": str(f.plan_csv)},
+                   more_in=str(f.plan_json), after=by_hand(ctx, plan), data_columns=PLAN_LINE_DATA)
+
+
+def by_hand(ctx, plan) -> list[str]:
+    """``kafka-consumer-groups`` reading plan.csv: the same offsets written by Kafka's own tool (no gate, no backup,
+    no verification: what ``apply --execute`` adds)."""
+    groups = sorted({r.group for r in plan.rows if r.writes})
+    if not groups:
+        return ["Nothing to write: no partition has an offset to commit."]
+    conf = ctx.target.conf
+    which = (" ".join(f"--group {g}" for g in groups) if len(groups) <= 5
+             else f"$(cut -d, -f1 {ctx.folder.plan_csv} | sort -u | sed 's/^/--group /')")
+    config = " --command-config <the target's client properties>" if set(conf) - {"bootstrap.servers"} else ""
+    return ["Kafka's own tool would write the same offsets (no empty-group gate, no backup, no verification):",
+            f"  kafka-consumer-groups.sh --bootstrap-server {conf.get('bootstrap.servers', '<target>')}{config} "
+            f"--reset-offsets --from-file {ctx.folder.plan_csv} {which} --execute"]
+
+
+def verify_listing(ctx, rep) -> Listing:
+    d = rep.as_dict()
+    return Listing(VERIFY_COLUMNS, sorted(d["partitions"], key=lambda r: (r["group"], r["topic"], r["partition"])),
+                   head_text(ctx.folder.report_md).splitlines(), {k: v for k, v in d.items() if k != "partitions"},
+                   more_in=str(ctx.folder.report_md))
+
+
+def cmd_apply(a, ctx) -> Listing:
     from mm2_failover.stages.apply import backup_and_apply
     from mm2_failover.stages.gate import groups_to_move
     from mm2_failover.stages.verify import verify_run
 
     if not ctx.folder.backup.exists():
         gate(ctx)  # first the gate, then the (slow) computation
-    plan = cmd_plan(a, ctx)
+    plan = build_plan(a, ctx)
+    if not a.execute:
+        shown = plan_listing(ctx, plan)
+        shown.after = [f"Dry run: nothing was written. To write these offsets (the gate again, a backup, apply, "
+                       f"verify): {prog_name()} apply --plan {ctx.folder.dir} --execute"] + shown.after
+        shown.summary["dry_run"] = True
+        return shown
     gate(ctx, groups_to_move(ctx))
     res = backup_and_apply(ctx, plan)
     rep = verify_run(ctx, plan, dry_run=False, refused=res.refused)
-    print(head_text(ctx.folder.report_md))
+    print(render(verify_listing(ctx, rep), a.output), end="")
     if res.refused:
         raise CliError(EXIT_FAILED, "groups NOT moved: " + "; ".join(f"{g}: {w}" for g, w in res.refused.items()))
     if rep.mismatches:
         raise CliError(EXIT_FAILED, f"{len(rep.mismatches)} partition(s) differ from the plan; see "
                                     f"{ctx.folder.report_md}")
+    return None
 
 
-def cmd_verify(a, ctx):
+def cmd_verify(a, ctx) -> Listing:
     from mm2_failover.stages.plan import make_plan
     from mm2_failover.stages.verify import verify_run
 
@@ -415,28 +540,34 @@ def cmd_verify(a, ctx):
         raise CliError(EXIT_USAGE, f"no plan in {ctx.folder.dir}: run plan/apply first")
     plan = make_plan(ctx)
     rep = verify_run(ctx, plan, dry_run=not ctx.folder.backup.exists())
-    print(head_text(ctx.folder.report_md))
+    print(render(verify_listing(ctx, rep), a.output), end="")
     if rep.mismatches:
         raise CliError(EXIT_FAILED, f"{len(rep.mismatches)} partition(s) differ from the plan")
+    return None
 
 
-def cmd_audit(a, ctx, quiet: bool = False):
+def cmd_audit(a, ctx) -> Listing:
     """The pre-flight audit (also run once by snapshot/plan/apply/drill before the drain)."""
     from mm2_failover.stages.preflight import preflight_audit
 
     found = preflight_audit(ctx)
-    if not quiet:
-        for f in found.findings:
-            print(f"{f.severity.upper():8} {f.alias:10} {f.rule:22} {f.message}")
+    rows = [{"severity": f.severity.upper(), "alias": f.alias, "rule": f.rule, "message": f.message}
+            for f in found.findings]
+    return Listing(AUDIT_COLUMNS, rows, summary={"findings": len(rows)})
 
 
-def cmd_archive(a, ctx):
+def cmd_archive(a, ctx) -> Listing:
     from mm2_failover.stages.archive import archive_offset_syncs
 
-    print(json.dumps(archive_offset_syncs(ctx), indent=2, default=str))
+    return summary_listing(archive_offset_syncs(ctx))
 
 
-def cmd_refresh_state(a, ctx):
+def summary_listing(summary: dict) -> Listing:
+    """A result with no rows: its summary as indented JSON for people too."""
+    return Listing([], lines=json.dumps(summary, indent=2, default=str).splitlines(), summary=summary)
+
+
+def cmd_refresh_state(a, ctx) -> Listing:
     from mm2_failover.config import state_root
     from mm2_failover.spark import push_state, refresh_submission
 
@@ -448,10 +579,10 @@ def cmd_refresh_state(a, ctx):
         raise CliError(job_exit(rc), f"the state refresh (Spark) failed with exit code {rc}: "
                              + (" ".join(said) or "see its output above"))
     push_state(sub)  # the archive in an object store: the new version there too
-    print((state_root() / "last-refresh.json").read_text())
+    return summary_listing(json.loads((state_root() / "last-refresh.json").read_text()))
 
 
-def cmd_drill(a, ctx):
+def cmd_drill(a, ctx) -> Listing:
     from dataclasses import replace
 
     from mm2_failover import metrics
@@ -459,15 +590,15 @@ def cmd_drill(a, ctx):
     from mm2_failover.stages.snapshot import capture_snapshot
 
     ctx.params = replace(ctx.params, dry_run=True)
-    cmd_audit(a, ctx, quiet=True)
+    cmd_audit(a, ctx)
     drill_lag(ctx)
     capture_snapshot(ctx)
     compute_latest_checkpoints(a, ctx)
     drill_plan(ctx, a.allow_drill_writes_for_prefix)
     d = drill_report(ctx)
     metrics.emit_drill_metrics(d.as_dict())
-    print(head_text(ctx.folder.drill_md))
-    return {"drill": str(ctx.folder.drill_json), "totals": d.totals, "findings": d.findings}
+    return Listing([], lines=head_text(ctx.folder.drill_md).splitlines(),
+                   summary={"drill": str(ctx.folder.drill_json), "totals": d.totals, "findings": d.findings})
 
 
 def readiness_steps(a, ctx):
@@ -480,7 +611,7 @@ def readiness_steps(a, ctx):
     from mm2_failover.stages.snapshot import capture_snapshot
 
     ctx.params = replace(ctx.params, dry_run=True)
-    return [("preflight_audit", lambda: cmd_audit(a, ctx, quiet=True)),
+    return [("preflight_audit", lambda: cmd_audit(a, ctx)),
             ("measure_replication_lag", lambda: drill_lag(ctx)),
             ("capture_end_offsets", lambda: capture_snapshot(ctx)),
             ("compute_latest_checkpoints", lambda: compute_latest_checkpoints(a, ctx)),
@@ -493,8 +624,8 @@ def cmd_readiness(a, ctx):
     for _name, step in readiness_steps(a, ctx):
         out = step()
     r, worse = out
-    print(json.dumps({"readiness": str(ctx.folder.readiness), "summary": r.summary,
-                      "degraded": [{"what": d.what, "text": d.text} for d in worse]}, indent=2))
+    return summary_listing({"readiness": str(ctx.folder.readiness), "summary": r.summary,
+                            "degraded": [{"what": d.what, "text": d.text} for d in worse]})
 
 
 def cmd_rollback(a):
@@ -519,10 +650,15 @@ def cmd_rollback(a):
                        held=held)
     left = verify_rollback(target, backup, a.apply_concurrency)
     folder.save(ROLLBACK, {"backup": str(a.backup), **res.as_dict(), "still_different": left})
-    print(json.dumps({**res.as_dict(), "still_different": left}, indent=2))
+    print(render(summary_listing({**res.as_dict(), "still_different": left}), a.output), end="")
     if res.refused or left:
         raise CliError(EXIT_FAILED, "rollback incomplete: " + "; ".join(
             [f"{g}: {w}" for g, w in sorted(res.refused.items())] + left))
+
+
+COMMANDS = {"drain": cmd_drain, "snapshot": cmd_snapshot, "plan": cmd_plan, "apply": cmd_apply, "verify": cmd_verify,
+            "drill": cmd_drill, "readiness": cmd_readiness, "archive": cmd_archive,
+            "refresh-state": cmd_refresh_state, "audit": cmd_audit}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -536,8 +672,9 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OK
         ctx = context_of(a, a.command)
         print(f"run folder: {ctx.folder.dir}", file=sys.stderr)
-        {"drain": cmd_drain, "snapshot": cmd_snapshot, "plan": cmd_plan, "apply": cmd_apply, "verify": cmd_verify,
-         "drill": cmd_drill, "readiness": cmd_readiness, "archive": cmd_archive, "refresh-state": cmd_refresh_state, "audit": cmd_audit}[a.command](a, ctx)
+        shown = COMMANDS[a.command](a, ctx)
+        if shown is not None:  # apply and verify print their report before the exit code says how it went
+            print(render(shown, a.output), end="")
         return EXIT_OK
     except CliError as e:
         code, msg = e.code, str(e)
@@ -546,5 +683,5 @@ def main(argv: list[str] | None = None) -> int:
         if o is None:
             raise
         code, msg = o.exit_code, (f"refused, nothing written: {e}" if o is REFUSED else str(e))
-    print(f"mm2_failover {a.command}: {msg}", file=sys.stderr)
+    print(f"{prog_name()} {a.command}: {msg}", file=sys.stderr)
     return code

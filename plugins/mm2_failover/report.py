@@ -214,6 +214,36 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
     return out
 
 
+#: the plan per partition as the command line prints it: (key, header) of its table, and the keys -o csv writes
+PLAN_LINE_COLUMNS = [("group", "GROUP"), ("topic", "TOPIC"), ("partition", "PARTITION"), ("new_offset", "NEW-OFFSET"),
+                     ("checkpoint", "CHECKPOINT"), ("re_read", "RE-READ"), ("rule", "RULE")]
+PLAN_LINE_DATA = ["group", "topic", "partition", "new_offset", "checkpoint", "reread", "reread_exact",
+                  "reread_at_least", "action", "rule", "reason"]
+
+
+def plan_lines(rows: Iterable[dict], reread: Iterable[dict]) -> list[dict]:
+    """The plan per partition, in ``kafka-consumer-groups``' order (group, topic, partition): the offset it commits
+    (``new_offset``; none where skipped), MM2's checkpoint (its downstream offset), the records the group reads again
+    from there (:func:`estimate_reread`: ``reread`` and whether it is a count, ``reread_exact``, or a proven floor,
+    ``reread_at_least``) and the rule that chose the offset, or why the partition is skipped. ``re_read`` is that
+    figure as the table shows it: ``12`` counted, ``~12`` estimated, ``>=12`` at least, ``?`` not known."""
+    said = {(e["group"], e["topic"], int(e["partition"])): e for e in reread}
+    out = []
+    for r in sorted(rows, key=lambda r: (r["group"], r["topic"], int(r["partition"]))):
+        e = said.get((r["group"], r["topic"], int(r["partition"])), {})
+        n, floor, exact = e.get("reread"), e.get("reread_at_least"), bool(e.get("exact"))
+        skipped = r.get("planned_offset") is None
+        shown = ("-" if skipped else str(n) if n is not None and exact else f"~{n}" if n is not None
+                 else f">={floor}" if floor is not None else "?")
+        out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
+                    "new_offset": r.get("planned_offset"), "checkpoint": r.get("downstream_offset"),
+                    "reread": None if skipped else n, "reread_exact": exact and n is not None,
+                    "reread_at_least": None if skipped else floor, "re_read": shown, "action": r.get("action"),
+                    "rule": f"skip: {r.get('reason') or '-'}" if skipped else r.get("rule"),
+                    "reason": r.get("reason") or ""})
+    return out
+
+
 def stale_checkpoints(rows: Iterable[dict], source_commits: SourceCommits) -> list[dict]:
     """Rows whose checkpoint's upstream offset differs from the group's commit on the source at capture time: MM2
     had not (yet, or could not) checkpoint the newest commit."""

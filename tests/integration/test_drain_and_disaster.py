@@ -101,7 +101,7 @@ def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "plugins")
     cmd = [sys.executable, "-m", "mm2_failover", "--source-bootstrap", b.source_bootstrap, "--target-bootstrap",
-           b.target_bootstrap, "--timeout", "8", "apply", "--run-dir", str(run), "--groups-regex", "brk-.*",
+           b.target_bootstrap, "--timeout", "8", "apply", "--execute", "--run-dir", str(run), "--groups-regex", "brk-.*",
            "--drain-quiet-seconds", "1", "--translation", "checkpoint", "--apply-concurrency", "1"]
     log = run.parent / "killed-broker-run.log"
     with open(log, "wb") as out:

@@ -34,7 +34,7 @@ def test_fail_over_consume_on_backup_then_fail_back_loses_nothing_and_counts_the
         assert r.returncode == 0, (args, r.stdout[-3000:], r.stderr[-3000:])
 
     def fail_over(b):
-        on(b, "apply", "--groups-regex", fb.GROUP, "--source-reachable", "no", "--run-dir", str(tmp_path / "over"))
+        on(b, "apply", "--execute", "--groups-regex", fb.GROUP, "--source-reachable", "no", "--run-dir", str(tmp_path / "over"))
         return tmp_path / "over"
 
     def fail_back(b):  # the DAG, its connections swapped

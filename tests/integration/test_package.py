@@ -65,3 +65,4 @@ def test_the_wheel_in_a_fresh_venv_gives_airflow_the_plugin_the_dags_and_the_com
     assert got["pytest"] is False  # no test tools in the runtime
     help_text = run(venv / "bin" / "mm2-failover", "--help", env=env, cwd=tmp_path).stdout
     assert "readiness" in help_text and "rollback" in help_text
+    assert help_text.startswith("usage: mm2-failover ")  # the name it was run by, not python -m mm2_failover

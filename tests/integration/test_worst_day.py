@@ -83,7 +83,7 @@ def failed_over(bed, run_root):
         target.alter_offsets(g[k], {(other, 0): 777})
     target.alter_offsets(g["bystander"], {(rt, 0): 3})  # an application already running on the target
     run = run_root / "worst" / f"failed-over-{tag}"
-    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", f"w{tag}-.*|console-consumer-w{tag}",
+    r = on_bed(bed, "apply", "--execute", "--run-dir", str(run), "--groups-regex", f"w{tag}-.*|console-consumer-w{tag}",
                "--on-existing-target-offsets", "skip", "--accept-groups-without-checkpoints",
                # issue 14's guarantees on MM2's checkpoints alone; exact translation (which also moves the ghost
                # group from the offset syncs) is tested in test_exact_translation.py
@@ -381,7 +381,7 @@ def test_quarantine_limit_and_plan_params_hold_on_every_cli_path(bed, target, na
     args = ["--source-alias", alias, "--groups-regex", g, "--source-reachable", "no"]
     r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run), *args)
     assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
-    r = cli("--target-bootstrap", bed.target_bootstrap, "apply", "--run-dir", str(run), *args)
+    r = cli("--target-bootstrap", bed.target_bootstrap, "apply", "--execute", "--run-dir", str(run), *args)
     assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
     assert target.committed(g) == {}
     r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run), *args,
@@ -391,7 +391,7 @@ def test_quarantine_limit_and_plan_params_hold_on_every_cli_path(bed, target, na
     r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run2), *args,
             "--max-quarantined-records", "2")
     assert r.returncode == 0, r.stderr[-3000:]
-    r = cli("--target-bootstrap", bed.target_bootstrap, "apply", "--run-dir", str(run2), *args,
+    r = cli("--target-bootstrap", bed.target_bootstrap, "apply", "--execute", "--run-dir", str(run2), *args,
             "--max-quarantined-records", "2", "--allow-rewind")
     assert r.returncode == 2 and "allow_rewind" in r.stderr
     assert target.committed(g) == {}
@@ -517,7 +517,7 @@ def test_a_run_killed_between_backup_and_apply_converges_and_a_rerun_after_succe
     scenario.consume_and_commit(bed.source_bootstrap, grp, f.prep.topic, {0: 30, 1: 8})
     scenario.wait_checkpointed(target, bed.checkpoints_topic, grp, f.rt, 2)
     run = f.run.parent / f"killed-{grp}"
-    args = ("apply", "--run-dir", str(run), "--groups-regex", grp, "--translation", "checkpoint")
+    args = ("apply", "--execute", "--run-dir", str(run), "--groups-regex", grp, "--translation", "checkpoint")
     r = on_bed(bed, *args, env={"MM2_FAILOVER_FAULT": "kill@apply.after_backup"})
     assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-2000:])
     backup = json.loads((run / "backup.json").read_text())
@@ -632,7 +632,7 @@ def test_live_group_is_refused_before_the_spark_job_runs(bed, target, names, run
     lc.wait_stable(target, g)
     run = run_root / "worst" / (g + "-live")
     t0 = time.monotonic()
-    r = on_bed(bed, "apply", "--run-dir", str(run), "--groups-regex", g)
+    r = on_bed(bed, "apply", "--execute", "--run-dir", str(run), "--groups-regex", g)
     assert r.returncode == 3, (r.returncode, r.stderr[-3000:])
     assert "early-bird" in r.stderr
     assert not (run / "latest_checkpoints.parquet").exists()
@@ -670,7 +670,7 @@ def test_cli_apply_waits_for_the_drain_and_refuses_while_producers_write(bed, ta
     scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=1, produced=20,
                      consumed_upto={0: 20})
     with scenario.producing(bed.source_bootstrap, topic, 20, most_s=600):
-        r = on_bed(bed, "apply", "--run-dir", str(run_root / "worst" / (g + "-drain")), "--groups-regex", g,
+        r = on_bed(bed, "apply", "--execute", "--run-dir", str(run_root / "worst" / (g + "-drain")), "--groups-regex", g,
                    "--drain-quiet-seconds", "2", "--drain-timeout-seconds", "8")
     assert r.returncode == 6, (r.returncode, r.stderr[-3000:])
     assert "producers still writing" in r.stderr and topic in r.stderr

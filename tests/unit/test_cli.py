@@ -77,3 +77,48 @@ def test_the_readiness_command_runs_the_readiness_dags_tasks_in_their_order(tmp_
     assert steps == names
     r = run_cli("readiness", "--help")
     assert r.returncode == 0 and "--archive-stale-intervals" in r.stdout
+
+
+def test_version_and_the_name_it_was_run_by(tmp_path):
+    import subprocess
+    import sys
+
+    from mm2_failover import __version__
+    from testbed.localenv import REPO_ROOT
+
+    r = cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"python -m mm2_failover {__version__}"
+    script = tmp_path / "mm2-failover"  # as the wheel's console script is named
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom mm2_failover.cli import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    r = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60,
+                       env={"PYTHONPATH": str(REPO_ROOT / "plugins"), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and r.stdout.strip() == f"mm2-failover {__version__}", r.stderr
+
+
+def test_cluster_options_after_the_command_as_kafkas_tools_take_them(tmp_path):
+    r = cli("plan", "--run-dir", str(tmp_path), "--target-bootstrap", "127.0.0.1:1", "--timeout", "2", "-o", "json")
+    assert r.returncode == 4, r.stderr
+    assert "127.0.0.1:1" in r.stderr and "reachable" in r.stderr
+    # one given before the command is kept when the command does not repeat it
+    r = cli("--target-bootstrap", "127.0.0.1:1", "plan", "--run-dir", str(tmp_path / "b"), "--timeout", "2")
+    assert r.returncode == 4 and "127.0.0.1:1" in r.stderr, r.stderr
+
+
+def test_a_bad_group_pattern_is_refused_before_any_cluster_work(tmp_path):
+    # with the source lost, a bad pattern surfaced only after the target's groups were read and the Spark job ran
+    r = cli("--target-bootstrap", "127.0.0.1:1", "--timeout", "30", "apply", "--source-reachable", "no",
+            "--run-dir", str(tmp_path), "--groups-regex", "orders-(")
+    assert r.returncode == 2, r.stderr
+    assert "groups_regex 'orders-(' is not a valid (Python) regular expression" in r.stderr
+    # before the run folder is even started (the old code bound its parameters, then asked the clusters)
+    assert "reach" not in r.stderr and not list(tmp_path.iterdir())
+
+
+def test_apply_plan_needs_a_folder_with_a_plan_and_is_one_run_folder(tmp_path):
+    r = cli("apply", "--target-bootstrap", "127.0.0.1:1", "--plan", str(tmp_path), "--execute")
+    assert r.returncode == 2 and f"--plan {tmp_path}: no plan in that folder" in r.stderr, r.stderr
+    r = cli("apply", "--target-bootstrap", "127.0.0.1:1", "--plan", str(tmp_path), "--run-dir", str(tmp_path / "x"))
+    assert r.returncode == 2 and "give one" in r.stderr, r.stderr
+    r = cli("plan", "-o", "yaml")
+    assert r.returncode == 2 and "invalid choice: 'yaml'" in r.stderr

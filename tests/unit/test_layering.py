@@ -20,7 +20,7 @@ LAYERS = {
     # pure rules: no I/O
     "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
              "reachability", "faults", "translate", "evidence", "audit", "acls", "notify", "approval", "assets",
-             "readiness", "plandiff", "lease", "words"},
+             "readiness", "plandiff", "lease", "words", "listing"},
     # talks to Kafka, the filesystem or an object store, or reads the environment (config: where the artifacts live
     # is a store location)
     "io": {"config", "kafka_io", "store", "runfolder", "answers", "locks", "kafka_lock", "fenced", "spark", "hooks.kafka_cluster", "syncs", "state"},

@@ -89,7 +89,7 @@ def drill_report(ctx) -> DrillReport:
     """The drill's findings (``drill.json``, ``drill.md``, the UI's summary) from what its tasks kept; returns them."""
     from mm2_failover import drill
     from mm2_failover.stages.gate import live_groups
-    from mm2_failover.stages.snapshot import source_commits
+    from mm2_failover.stages.snapshot import source_positions
     from mm2_failover.stages.verify import verify_run
     from mm2_failover.report import run_summary
     from mm2_failover.answers import checkpoint_rows
@@ -104,7 +104,6 @@ def drill_report(ctx) -> DrillReport:
                      warnings=[f"plan refused by a safety rule: {refusal}"] if refusal else None)
     snap = f.load_snapshot()
     drained = f.load_drain()
-    src = source_commits(ctx, snap)
     live = sorted(s.group for s in live_groups(ctx.target, plan.groups()))
     d = drill.build_drill_report(
         dag_id=ctx.dag_id, run_id=ctx.run_id, params={**ctx.params.as_dict(), "allow_drill_writes_for_prefix":
@@ -113,7 +112,7 @@ def drill_report(ctx) -> DrillReport:
             "source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset",
             "checkpoint_timestamp"]),
         drain_rows=drained.rows if drained else None, live_target_groups=live,
-        source_commits={(g, rt, p): c.offset for g, cs in src.items() for (_a, rt, p), c in cs.items()},
+        source_commits=source_positions(ctx, snap),
         selected_source_groups=sorted({g for s in snap.sources.values() for g in (s.group_commits or {})
                                        if ctx.selection.selects(g)}) if any(s.reachable for s in snap.sources.values())
         else None,

@@ -11,7 +11,7 @@ from mm2_failover.run import RunContext
 from mm2_failover.runfolder import age_seconds, now_iso
 from mm2_failover.stages.checkpoints import checkpoint_times, selected_checkpoints
 from mm2_failover.stages.failback import home_translations
-from mm2_failover.stages.snapshot import archived_commits, source_commits
+from mm2_failover.stages.snapshot import archived_commits, source_commits, source_positions
 from mm2_failover.stages.translation import exact_translations
 
 log = logging.getLogger(__name__)
@@ -94,3 +94,14 @@ def positions_of_lost_sources(ctx: RunContext, snap, cps: list) -> tuple[dict, l
 def age_text(iso: str, snap) -> str:
     age = age_seconds(iso, datetime.fromisoformat(snap.captured_at))
     return "an unknown time" if age is None else f"{age:.0f} s"
+
+
+def plan_lines(ctx: RunContext, plan: planmod.Plan) -> list[dict]:
+    """The plan per partition with the re-read figures the report gives (:func:`mm2_failover.report.plan_lines`):
+    what the command line prints after ``plan`` and before ``apply --execute``."""
+    from mm2_failover.report import estimate_reread, plan_lines as lines
+
+    rows = plan.as_dicts()
+    return lines(rows, estimate_reread([r for r in rows if r["planned_offset"] is not None],
+                                       source_positions(ctx, ctx.folder.load_snapshot())))
+

@@ -198,15 +198,14 @@ def assess_readiness(ctx, *, interval_seconds: int, archive_stale_intervals: int
     from mm2_failover.report import estimate_reread
     from mm2_failover.stages.archive import archived_positions, failures, last_scheduled
     from mm2_failover.stages.drill import plan_read_only
-    from mm2_failover.stages.snapshot import source_commits
+    from mm2_failover.stages.snapshot import source_positions
 
     t0 = time.monotonic()
     f = ctx.folder
     plan, refusal = plan_read_only(ctx)
     rows = plan.as_dicts()
     snap = f.load_snapshot()
-    src = source_commits(ctx, snap)
-    reread = estimate_reread(rows, {(g, rt, p): c.offset for g, cs in src.items() for (_a, rt, p), c in cs.items()})
+    reread = estimate_reread(rows, source_positions(ctx, snap))
     drained = f.load_drain()
     drain_rows = drained.rows if drained else []
     oldest = oldest_unreplicated_ms(ctx, drain_rows)

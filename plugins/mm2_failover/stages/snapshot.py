@@ -72,6 +72,12 @@ def source_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str,
     return _on_replicas(ctx, snap, "group_commits")
 
 
+def source_positions(ctx: RunContext, snap: Snapshot) -> dict[tuple[str, str, int], int]:
+    """:func:`source_commits` as (group, replica topic, partition) -> committed offset: what the re-read figures
+    count from (:func:`mm2_failover.report.estimate_reread`)."""
+    return {(g, rt, p): c.offset for g, cs in source_commits(ctx, snap).items() for (_a, rt, p), c in cs.items()}
+
+
 def archived_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str, str, int], Commit]]:
     """The lost sources' archived commits of the selected groups (:func:`lost_source_state`), as
     :func:`source_commits`."""

@@ -9,7 +9,7 @@ from mm2_failover.kafka_io import Cluster
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import Snapshot, now_iso, write_text
 from mm2_failover.stages.apply import befores, describe_moved
-from mm2_failover.stages.snapshot import source_commits
+from mm2_failover.stages.snapshot import source_commits, source_positions
 from mm2_failover.runfolder import SUMMARY
 from mm2_failover.translate import REPLICA_START
 
@@ -92,7 +92,7 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     audited = f.load_audit()
     warnings += [f"pre-flight audit, alias {a.alias}, {a.rule}: {a.message}" for a in (audited.warnings() if audited
                                                                                       else [])]
-    src = {(g, rt, part): c.offset for g, cs in source_commits(ctx, snap).items() for (_a, rt, part), c in cs.items()}
+    src = source_positions(ctx, snap)
     lost = {} if dry_run and not any(r.retention_gap or r.rule == REPLICA_START for r in plan.rows) \
         else lost_to_retention_exact(ctx, plan, snap)
     rep = reportmod.build_report(
