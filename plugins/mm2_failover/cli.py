@@ -433,10 +433,28 @@ VERIFY_COLUMNS = [("group", "GROUP"), ("topic", "TOPIC"), ("partition", "PARTITI
                   ("rule", "RULE")]
 
 
+@contextmanager
+def live_status(what: str):
+    """On a terminal, one line that changes in place (``rich``'s status line, on stderr) for a wait's progress;
+    elsewhere (a log file, CI, a pipe) None: each poll's progress is then a log line of its own."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    spinner = Spinner("dots", what)
+    # stdout is left alone (rich would send it to the terminal's status area): results may be piped while waiting
+    with Live(spinner, console=Console(stderr=True), redirect_stdout=False, transient=True, refresh_per_second=4):
+        yield lambda line: spinner.update(text=f"{what}: {line}")
+
+
 def cmd_drain(a, ctx) -> Listing:
     from mm2_failover.stages.drain import wait_drained
 
-    v = wait_drained(ctx)
+    with live_status("waiting for the drain") as on_wait:
+        v = wait_drained(ctx, on_wait=on_wait)
     return Listing(DRAIN_COLUMNS, v.rows, [f"drained: {'yes' if v.drained else 'no'}"
                                            + (f" (lost: {', '.join(v.disaster_aliases)})" if v.disaster else "")]
                    + v.notes, {k: x for k, x in v.as_dict().items() if k != "rows"})

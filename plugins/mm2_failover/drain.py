@@ -220,6 +220,23 @@ class DrainVerdict:
     def not_drained(self) -> list[dict]:
         return [r for r in self.rows if r["state"] not in (DRAINED, PROGRESS_UNKNOWN, HOME)]
 
+    def progress(self, seconds_left: float, seconds_waited: float = 0.0) -> str:
+        """One line on a wait that goes on (the CLI's drain wait, each poll): how many partitions are not drained,
+        by state, how far MM2 is behind where that is known (source end - 1 - MM2's replicated offset), and how
+        long it waited and has left - so that the line changes while nothing else does."""
+        left = self.not_drained()
+        states: dict[str, int] = {}
+        for r in left:
+            states[r["state"]] = states.get(r["state"], 0) + 1
+        behind = [(r["source_end"] - 1 - r["replicated"], r) for r in left
+                  if r["state"] == BEHIND and r["source_end"] is not None and r["replicated"] is not None]
+        worst = listed((f"{r['topic']}[{r['partition']}] {n}" for n, r in sorted(behind, key=lambda x: -x[0])),
+                       limit=3, sep=", ")
+        lag = f"; MM2 {sum(n for n, _r in behind)} record(s) behind ({worst})" if behind else ""
+        return (f"{len(left)} of {len(self.rows)} partition(s) not drained ("
+                + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + f"){lag}; waited "
+                f"{seconds_waited:.0f} s, {max(0.0, seconds_left):.0f} s left")
+
     def unreplicated_loss(self) -> str | None:
         """The refusal when records never replicated are gone from the source (None: none)."""
         gone = [r for r in self.rows if r["state"] == GONE]

@@ -674,4 +674,7 @@ def test_cli_apply_waits_for_the_drain_and_refuses_while_producers_write(bed, ta
                    "--drain-quiet-seconds", "2", "--drain-timeout-seconds", "8")
     assert r.returncode == 6, (r.returncode, r.stderr[-3000:])
     assert "producers still writing" in r.stderr and topic in r.stderr
+    # while it waits, each check says what is left and how long (not one line repeated for the whole wait)
+    waits = [line for line in r.stderr.splitlines() if "not drained (" in line and "s left; checking again" in line]
+    assert waits and "producers still writing" in waits[0] and len(set(waits)) == len(waits), r.stderr[-3000:]
     assert target.committed(g) == {}

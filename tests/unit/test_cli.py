@@ -122,3 +122,38 @@ def test_apply_plan_needs_a_folder_with_a_plan_and_is_one_run_folder(tmp_path):
     assert r.returncode == 2 and "give one" in r.stderr, r.stderr
     r = cli("plan", "-o", "yaml")
     assert r.returncode == 2 and "invalid choice: 'yaml'" in r.stderr
+
+
+def test_a_wait_on_a_terminal_is_one_status_line_and_elsewhere_log_lines(tmp_path):
+    """The drain wait's progress: on a terminal rich's status line, updated in place; in a pipe nothing of it (the
+    wait logs a line per check instead)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from testbed.localenv import REPO_ROOT
+
+    script = ("import time\nfrom mm2_failover.cli import live_status\n"
+              "with live_status('waiting for the drain') as on_wait:\n"
+              "    print('tty' if on_wait else 'no tty', flush=True)\n"
+              "    if on_wait:\n        on_wait('2 of 3 partition(s) not drained'); time.sleep(0.5)\n")
+    env = {"PYTHONPATH": str(REPO_ROOT / "plugins"), "PATH": "/usr/bin:/bin", "TERM": "xterm", "COLUMNS": "120"}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout == "no tty\n" and r.stderr == "", r.stderr
+    main, sub = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=sub, env=env)
+    os.close(sub)
+    out = p.communicate(timeout=60)[0].decode()
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert p.returncode == 0 and out == "tty\n"
+    assert b"waiting for the drain: 2 of 3 partition(s) not drained" in shown, shown

@@ -97,6 +97,17 @@ def test_table_lists_every_partition():
     assert "producers still writing" in t and t.count("\n") == 2
 
 
+def test_a_wait_says_what_is_left_how_far_behind_and_how_long_each_time_it_checks():
+    v = drain.evaluate([obs(), obs(partition=1, source_end_before=90), obs(partition=2, replicated=80,
+                                                                          data_after_replicated=True),
+                        obs(partition=3, replicated=49, source_end=100, data_after_replicated=True)], False)
+    line = v.progress(seconds_left=118.4, seconds_waited=62.0)
+    assert line == ("3 of 4 partition(s) not drained (1 producers still writing, 2 replication behind); MM2 69 "
+                    "record(s) behind (orders[3] 50, orders[2] 19); waited 62 s, 118 s left")
+    assert drain.evaluate([obs(source_end_before=90)], False).progress(-3) == (
+        "1 of 1 partition(s) not drained (1 producers still writing); waited 0 s, 0 s left")
+
+
 # ------------------------------------------------------------------------------------------ after the last replicated
 
 

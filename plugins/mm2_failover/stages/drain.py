@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mm2_failover import drain as drainmod
@@ -201,17 +202,26 @@ def last_record_ms(cluster: Cluster, ends: dict[TP, int]) -> dict[TP, int]:
     return out
 
 
-def wait_drained(ctx: RunContext, timeout_s: float | None = None, poll_s: float = 2.0) -> drainmod.DrainVerdict:
-    """The CLI's drain wait: evaluate until drained, or raise NotDrained with the table after ``timeout_s``."""
+def wait_drained(ctx: RunContext, timeout_s: float | None = None, poll_s: float = 2.0,
+                 on_wait: Callable[[str], None] | None = None) -> drainmod.DrainVerdict:
+    """The CLI's drain wait: evaluate until drained, or raise NotDrained with the table after ``timeout_s``. Each
+    check that finds it not drained yet reports its progress (:meth:`~mm2_failover.drain.DrainVerdict.progress`) to
+    ``on_wait`` (the CLI's live status line on a terminal), else to the log."""
     timeout_s = ctx.params.drain_timeout_seconds if timeout_s is None else timeout_s
-    deadline = time.monotonic() + timeout_s
+    start = time.monotonic()
+    deadline = start + timeout_s
     while True:
         v = drain_check(ctx)
         if v.drained:
             log.info("drained: %d topic(s) of %d group(s)\n%s", len(v.topics), len(v.groups), v.table())
             return v
-        if time.monotonic() + poll_s > deadline:
+        now = time.monotonic()
+        if now + poll_s > deadline:
             raise NotDrained(f"not drained after {timeout_s:.0f} s: stop the producers on the source and let MM2 catch "
                              f"up (or, if the source is lost, use source_reachable=no):\n{v.table()}")
-        log.warning("%d partition(s) not drained yet; checking again", len(v.not_drained()))
+        line = v.progress(deadline - now, now - start)
+        if on_wait is not None:
+            on_wait(line)
+        else:
+            log.warning("%s; checking again", line)
         time.sleep(poll_s)
