@@ -54,7 +54,6 @@ from pathlib import Path
 from mm2_failover import config
 from mm2_failover.config import RunParams
 from mm2_failover.listing import FORMATS, Listing, render
-from mm2_failover.selection import GroupSelection
 from mm2_failover.runfolder import ROLLBACK, head_text
 from mm2_failover.stages.outcomes import EXIT_FAILED, EXIT_LIVE, EXIT_OK, EXIT_USAGE, JOB_TOO_MANY_QUARANTINED, job_exit
 
@@ -332,16 +331,14 @@ def confs_of(a: argparse.Namespace) -> tuple[dict[str, dict], dict[str, str]]:
 
 def context_of(a: argparse.Namespace, command: str):
     from mm2_failover.run import RunContext
+    from mm2_failover.stages.preflight import check_inputs
 
     confs, conns = confs_of(a)
     values = {k: v for k, v in vars(a).items() if v is not None}
     if getattr(a, "plan", None) is not None:  # apply --plan RUN_DIR: that run's parameters, unless given again
         values = {**values, **planned_params(a)}
     params = RunParams.from_mapping({**values, "source_connections": conns})
-    try:  # every parameter checked before any cluster work (the group patterns are first used after the Spark job)
-        GroupSelection.of(params)
-    except ValueError as e:
-        raise CliError(EXIT_USAGE, f"{e}. Nothing was done.") from None
+    check_inputs(params)  # before any cluster work (the group patterns were first used after the Spark job)
     if "source" not in confs:
         # no source configured: the first alias's source is not checked (only allowed as a declared disaster)
         params = RunParams.from_mapping({**params.as_dict(),

@@ -157,3 +157,13 @@ def test_a_wait_on_a_terminal_is_one_status_line_and_elsewhere_log_lines(tmp_pat
     os.close(main)
     assert p.returncode == 0 and out == "tty\n"
     assert b"waiting for the drain: 2 of 3 partition(s) not drained" in shown, shown
+
+
+def test_a_missing_mm2_config_or_bad_topic_pattern_is_refused_before_any_cluster_work(tmp_path):
+    r = cli("--target-bootstrap", "127.0.0.1:1", "--timeout", "30", "apply", "--run-dir", str(tmp_path / "a"),
+            "--mm2-config", str(tmp_path / "mm2.properties"))
+    assert r.returncode == 2 and f"mm2_config: no file {tmp_path / 'mm2.properties'}" in r.stderr, r.stderr
+    r = cli("--target-bootstrap", "127.0.0.1:1", "--timeout", "30", "plan", "--run-dir", str(tmp_path / "b"),
+            "--topics-regex", "orders[")
+    assert r.returncode == 2 and "topics_regex 'orders[' is not a valid" in r.stderr, r.stderr
+    assert not list(tmp_path.iterdir())

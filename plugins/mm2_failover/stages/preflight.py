@@ -14,6 +14,23 @@ from mm2_failover.stages.errors import ConfigurationError
 log = logging.getLogger(__name__)
 
 
+def check_inputs(params) -> None:
+    """What a run's parameters name that can be checked without a cluster, checked before any cluster work: the
+    group and topic patterns compile (:class:`~mm2_failover.selection.GroupSelection`), MM2's configuration file is
+    there to read. ConfigurationError naming the parameter and what to do."""
+    from mm2_failover.selection import GroupSelection, compile_pattern
+
+    try:
+        GroupSelection.of(params)
+        if params.topics_regex:
+            compile_pattern(params.topics_regex, "topics_regex")
+    except ValueError as e:
+        raise ConfigurationError(f"{e}. Nothing was done.") from None
+    if params.mm2_config and not Path(params.mm2_config).is_file():
+        raise ConfigurationError(f"mm2_config: no file {params.mm2_config}: give the path of the mm2.properties MM2 "
+                                 "runs with, or leave mm2_config empty. Nothing was done.")
+
+
 def preflight_audit(ctx: RunContext) -> audit.Audit:
     """The pre-flight audit (rules in :mod:`mm2_failover.audit`): MM2's configuration (``mm2_config``) and what the
     clusters show, per source alias, into ``audit.json``; warnings are logged and carried into the report. A
