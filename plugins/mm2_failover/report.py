@@ -525,6 +525,31 @@ def outcome_note(report: dict) -> str:
 MD_PARTITION_ROWS = 10_000  # report.md's partition table: at most this many rows (all rows are in the Parquet file)
 
 
+def worst_first(groups: Iterable[dict]) -> list[dict]:
+    """The report's groups as on-call reads them: refused first, then those with partitions not as planned, then
+    records lost to retention (most first), then by re-read (most first; a group whose re-read is not known before
+    those that re-read nothing), then by name - never alphabetically alone, where at 10,000 groups the few that matter
+    sit in the middle."""
+    def key(g: dict):
+        rr = g.get("reread_estimate")
+        unknown = bool(g.get("reread_unknown"))
+        return (not g.get("refused"), not g.get("mismatches"), -(g.get("retention_lost") or 0),
+                -(rr or 0), not unknown, str(g.get("group")))
+
+    return sorted(groups, key=key)
+
+
+def worst_partitions_first(partitions: Iterable[dict]) -> list[dict]:
+    """The report's partitions in the same spirit: not as planned after apply first, then lost to retention (most
+    first), skipped, clamped, then by re-read (most first), then group, topic, partition."""
+    def key(p: dict):
+        lost = p.get("lost_to_retention_exact") or p.get("retention_gap") or 0
+        return (p.get("verified") is not False, -lost, p.get("action") != SKIP, p.get("action") != CLAMP,
+                -(p.get("reread_estimate") or 0), str(p.get("group")), str(p.get("topic")), p.get("partition") or 0)
+
+    return sorted(partitions, key=key)
+
+
 def markdown_partitions(partitions: list[dict], limit: int = MD_PARTITION_ROWS) -> tuple[list[dict], int]:
     """The rows report.md lists, in the report's order, and how many it leaves out: every row that is not a plain
     commit read back as planned (a skip, a clamp, a reason, a mismatch, records lost), then plain rows up to
@@ -609,8 +634,8 @@ def render_markdown(report: Report | dict) -> str:
                        ("lag", "r")],
                       ([g["group"], ",".join(g.get("source_aliases") or []), g.get("fate"), g["partitions"],
                         g["committed"], g["skipped"], g["clamped"], g["retention_lost"], approval.group_reread_text(g),
-                        g["lag"]] for g in report["groups"]))
-    shown, left_out = markdown_partitions(report["partitions"])
+                        g["lag"]] for g in worst_first(report["groups"])))
+    shown, left_out = markdown_partitions(worst_partitions_first(report["partitions"]))
     lines += ["", "## Partitions", ""]
     lines += md_table([("group", "l"), ("topic", "l"), ("partition", "r"), ("upstream", "r"), ("checkpoint", "r"),
                        ("exact", "r"), ("rule", "l"), ("before", "r"), ("planned", "r"), ("after", "r"),

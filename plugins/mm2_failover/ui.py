@@ -46,7 +46,8 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Res
 
 from mm2_failover.approval import Decision, group_reread_text, reread_text
 from mm2_failover.notify import READINESS_DAG, REPORT_DAGS
-from mm2_failover.report import APPROVAL_OUTCOMES, fate_shown, outcome_note, run_summary
+from mm2_failover.report import (APPROVAL_OUTCOMES, fate_shown, outcome_note, run_summary, worst_first,
+                                  worst_partitions_first)
 from mm2_failover.runfolder import (
     APPROVAL,
     DRILL_JSON,
@@ -96,6 +97,15 @@ th{background:#f2f4f7;text-align:left} td.n{text-align:right;font-variant-numeri
 .rejected,.approval_timed_out{background:#fef0c7;color:#7a2e0e}.warn{background:#fef0c7;color:#7a2e0e;padding:.3rem .6rem;margin:.2rem 0}
 nav a{margin-right:1rem} footer{margin-top:2rem;color:#667085;font-size:.8rem;border-top:1px solid #eaecf0;padding-top:.5rem}
 .muted{color:#667085} svg{background:#fcfcfd;border:1px solid #eaecf0;margin:.3rem .6rem .6rem 0}
+table{display:block;max-width:100%;overflow-x:auto} body{max-width:100%;overflow-wrap:anywhere}
+@media (prefers-color-scheme: dark){
+body{background:#101828;color:#e4e7ec} th{background:#1d2939} th,td{border-color:#344054}
+.muted,footer{color:#98a2b3} footer{border-top-color:#344054} a{color:#84adff}
+svg{background:#1d2939;border-color:#344054}
+.succeeded{background:#054f31;color:#d1fadf}.failed,.unreadable{background:#7a271a;color:#fee4e2}
+.dry_run,.drill,.awaiting_approval,.approved{background:#1d3a8a;color:#e0eaff}
+.rejected,.approval_timed_out,.warn{background:#7a2e0e;color:#fef0c7}
+}
 """
 
 HEADERS = {
@@ -349,7 +359,12 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
                        numeric=set(range(len(keys))), cls="totals"))
     for w in rep.get("warnings") or []:
         parts.append(f"<div class=warn>WARNING: {esc(w)}</div>")
-    groups = rep.get("groups") or []
+    if rep.get("mismatches"):  # the worst first: what is not as planned, before the groups
+        parts.append("<h2>Mismatches (committed != planned)</h2>" + table(
+            ["group", "topic", "partition", "planned", "committed"],
+            [[m.get("group"), m.get("topic"), m.get("partition"), m.get("planned"), m.get("committed")]
+             for m in rep["mismatches"][:MAX_ROWS]], numeric={2, 3, 4}, cls="mismatches"))
+    groups = worst_first(rep.get("groups") or [])
     heads = ["group", "aliases", "fate", "partitions", "committed", "skipped", "clamped", "refused", "lag",
              "lost to retention", "re-read (est.)"]
     rows = []
@@ -359,13 +374,15 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
                      fate_shown(g.get("fate"), rep.get("outcome")), g.get("partitions"),
                      g.get("committed"), g.get("skipped"), g.get("clamped"), g.get("refused") or "", g.get("lag"),
                      g.get("retention_lost"), group_reread_text(g)])
-    parts.append(f"<h2>Groups ({len(groups)})</h2>")
+    parts.append(f"<h2>Groups ({len(groups)})</h2><p class=muted>Worst first: refused, not as planned, lost to "
+                 "retention, then by re-read.</p>")
     if len(groups) > MAX_ROWS:
         parts.append(f"<p class=muted>First {MAX_ROWS} shown; report.json has them all.</p>")
     parts.append(table(heads, rows, numeric={3, 4, 5, 6, 8, 9, 10}, cls="groups"))
     prow = rep.get("partitions") or []
     if isinstance(prow, str):  # a report.json that names its rows' file, and no rows were read
         prow = []
+    prow = worst_partitions_first(prow)
     if prow:
         cols = ["group", "topic", "partition", "upstream_offset", "downstream_offset", "current_offset",
                 "planned_offset", "committed_after", "action", "reason", "lag"]
@@ -377,11 +394,6 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
                               "action", "reason", "lag"], [[p.get(c) for c in cols] for p in prow[:MAX_ROWS]],
                              numeric={2, 3, 4, 5, 6, 7, 10}, cls="partitions")
                      + "</details>")
-    if rep.get("mismatches"):
-        parts.append("<h2>Mismatches (committed != planned)</h2>" + table(
-            ["group", "topic", "partition", "planned", "committed"],
-            [[m.get("group"), m.get("topic"), m.get("partition"), m.get("planned"), m.get("committed")]
-             for m in rep["mismatches"][:MAX_ROWS]], numeric={2, 3, 4}))
     return "".join(parts)
 
 
@@ -424,17 +436,17 @@ def render_drill(d: dict) -> str:
 
 def render_run(dag_id: str, folder: str, rep: dict | None, drill: dict | None, files: list[str], base: str) -> str:
     links = " ".join(f"<a href='{esc(run_href(base, dag_id, folder))}/{esc(f)}'>{esc(f)}</a>" for f in files)
-    body = [f"<p class=muted>DAG {esc(dag_id)}, run {esc((rep or drill or {}).get('run_id', folder))}</p>",
-            f"<p>Files: {links}</p>"]
-    if PLAN_JSON in files:
-        body.append(f"<p><a class=livediff href='{esc(run_href(base, dag_id, folder))}/live-diff'>The plan against "
-                    "the target's commits now</a> (read when you open it)</p>")
-    if rep is not None:
+    body = [f"<p class=muted>DAG {esc(dag_id)}, run {esc((rep or drill or {}).get('run_id', folder))}</p>"]
+    if rep is not None:  # the outcome first, the files after what they hold
         written = ((drill or {}).get("writes") or {}).get("applied")
         body.append(render_report(rep, f"dry run of the whole plan; the drill wrote {len(written)} group(s) starting "
                                        "with its prefix, see below" if written else "dry run: nothing was written"))
     if drill is not None:
         body.append(render_drill(drill))
+    if PLAN_JSON in files:
+        body.append(f"<p><a class=livediff href='{esc(run_href(base, dag_id, folder))}/live-diff'>The plan against "
+                    "the target's commits now</a> (read when you open it)</p>")
+    body.append(f"<p class=files>Files: {links}</p>")
     run_id = (drill or rep or {}).get("run_id", folder)
     return page(f"{'Drill' if drill is not None else 'Failover'} report: {dag_id} / {run_id}", "".join(body), base)
 

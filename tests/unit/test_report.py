@@ -409,3 +409,23 @@ def test_partitions_of_a_rewound_group_left_unmoved_are_a_warning_and_a_fate():
                        mismatches=[], dry_run=True)
     assert any("rewound on the source" in w and f"app {t}[0]" in w for w in rep.warnings), rep.warnings
     assert "rewound on the source after MM2's newest checkpoint" in rep.groups[0]["fate"]
+
+
+def test_groups_and_partitions_worst_first_never_alphabetically_alone():
+    """Issue 53 item 4: refused, then not as planned, then lost to retention, then by re-read (unknown before 0)."""
+    from mm2_failover.report import worst_first, worst_partitions_first
+
+    groups = [{"group": "a-fine", "reread_estimate": 0}, {"group": "b-reread", "reread_estimate": 50},
+              {"group": "c-lost", "retention_lost": 3, "reread_estimate": 0},
+              {"group": "d-unknown", "reread_estimate": None, "reread_unknown": 2},
+              {"group": "e-more-lost", "retention_lost": 9}, {"group": "m-mismatch", "mismatches": 1},
+              {"group": "z-refused", "refused": "live members"}, {"group": "b-little", "reread_estimate": 2}]
+    assert [g["group"] for g in worst_first(groups)] == [
+        "z-refused", "m-mismatch", "e-more-lost", "c-lost", "b-reread", "b-little", "d-unknown", "a-fine"]
+    parts = [{"group": "a", "topic": "t", "partition": 0, "action": "commit", "verified": True, "reread_estimate": 1},
+             {"group": "a", "topic": "t", "partition": 1, "action": "commit", "verified": True, "reread_estimate": 9},
+             {"group": "b", "topic": "t", "partition": 0, "action": "skip", "verified": None},
+             {"group": "c", "topic": "t", "partition": 0, "action": "clamp", "retention_gap": 4, "verified": True},
+             {"group": "d", "topic": "t", "partition": 0, "action": "commit", "verified": False}]
+    assert [(p["group"], p["partition"]) for p in worst_partitions_first(parts)] == [
+        ("d", 0), ("c", 0), ("b", 0), ("a", 1), ("a", 0)]

@@ -521,3 +521,33 @@ def test_the_index_says_a_runs_unknown_re_read_not_a_partial_sum(tmp_path):
     assert (s["reread"], s["reread_unknown"]) == (7, 2)
     (d / "summary.json").write_text(json.dumps(s))
     assert "7 + unknown on 2" in TestClient(ui.create_app(root)).get("/").text
+
+
+def test_a_run_page_says_its_outcome_first_and_lists_the_worst_groups_first(tmp_path):
+    """Issue 53 item 4: the outcome before the files, the mismatches before the groups, the groups worst first
+    (refused, not as planned, lost to retention, then by re-read) whatever their names; report.md in the same order;
+    the page follows a dark colour scheme and its tables scroll inside a narrow panel."""
+    from mm2_failover.plan import Mismatch
+
+    rows = [PlanRow("primary", g, "primary.t", 0, up, down, None, down, COMMIT)
+            for g, up, down in (("a-fine", 10, 10), ("b-reread", 60, 10), ("m-mismatch", 10, 10), ("z-refused", 5, 5))]
+    rep = build_report(dag_id="mm2_failover", run_id="r1", params={}, plan=Plan(rows),
+                       committed={"a-fine": {("primary.t", 0): 10}, "b-reread": {("primary.t", 0): 10},
+                                  "m-mismatch": {("primary.t", 0): 7}},
+                       log_end={("primary.t", 0): 100}, mismatches=[Mismatch("m-mismatch", "primary.t", 0, 10, 7)],
+                       refused={"z-refused": "live members"},
+                       source_commits={("b-reread", "primary.t", 0): 60, ("a-fine", "primary.t", 0): 10})
+    d = tmp_path / "mm2_failover" / "r1"
+    d.mkdir(parents=True)
+    (d / "report.json").write_text(json.dumps(rep.as_dict()))
+    md = render_markdown(rep)
+    (d / "report.md").write_text(md)
+    t = ui.render_run("mm2_failover", "r1", rep.as_dict(), None, ["report.json", "report.md"], "/mm2")
+    assert t.index("Outcome:") < t.index("Mismatches") < t.index("Groups (4)") < t.index("Files:")
+    groups = t[t.index("class='groups'"):]
+    assert [groups.index(f"<td>{g}</td>") for g in ("z-refused", "m-mismatch", "b-reread", "a-fine")] == sorted(
+        groups.index(f"<td>{g}</td>") for g in ("z-refused", "m-mismatch", "b-reread", "a-fine"))
+    section = md[md.index("## Groups"):md.index("## Partitions")]
+    assert [section.index(g) for g in ("z-refused", "m-mismatch", "b-reread", "a-fine")] == sorted(
+        section.index(g) for g in ("z-refused", "m-mismatch", "b-reread", "a-fine"))
+    assert "prefers-color-scheme: dark" in t and "overflow-x:auto" in t
