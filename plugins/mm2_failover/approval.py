@@ -19,6 +19,8 @@ decision, and ``apply_group_offsets`` checks it before its first write.
 5. **Apply writes only the approved plan** (:func:`check`) - before its first write, apply refuses unless the
    decision lets it write and names the hash of ``plan.json`` as it is now (a plan rebuilt or edited after the
    approval is a different plan: it needs its own).
+6. **Four eyes, where asked** (:func:`self_approved`) - with ``approver_not_triggerer``, an Approve by the user who
+   triggered the run is a rejection (nothing is written; the decision says why); a Reject by anyone stands.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class Decision:
     decided_at: str | None = None
     decided_by: str | None = None
     timeout_seconds: int | None = None
+    note: str | None = None  # why the decision is not what was chosen (rule 6)
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -102,14 +105,15 @@ class Decision:
     @classmethod
     def from_dict(cls, d: dict) -> "Decision":
         return cls(d["status"], d["plan_hash"], d.get("asked_at"), d.get("decided_at"), d.get("decided_by"),
-                   d.get("timeout_seconds"))
+                   d.get("timeout_seconds"), d.get("note"))
 
     def describe(self) -> str:
         who = f" by {self.decided_by}" if self.decided_by else ""
         when = f" at {self.decided_at}" if self.decided_at else ""
         return {AWAITING: f"waiting for approval since {self.asked_at}",
                 APPROVED: f"approved{who}{when}",
-                REJECTED: f"REJECTED{who}{when}: nothing was written to the target",
+                REJECTED: f"REJECTED{who}{when}{' (' + self.note + ')' if self.note else ''}: nothing was written "
+                          "to the target",
                 TIMED_OUT: f"NOT approved within {self.timeout_seconds} s (asked at {self.asked_at}): nothing was "
                            "written to the target",
                 NOT_REQUIRED: "no approval asked (require_approval=false)"}[self.status] + f" - plan {self.plan_hash}"
@@ -137,6 +141,19 @@ def decide(chosen: list[str] | None, *, timed_out: bool, plan_hash: str, asked_a
     else:
         raise ValueError(f"an approval is exactly one of {APPROVE!r} or {REJECT!r}, not {chosen!r}")
     return Decision(status, plan_hash, asked_at, decided_at, None if timed_out else decided_by, timeout_seconds)
+
+
+def self_approved(decision: Decision, triggered_by: str | None, responder: tuple[str | None, ...],
+                  approver_not_triggerer: bool) -> Decision:
+    """Rule 6: an approval by the user who triggered the run (``responder``: the answering user's id and name as
+    Airflow gives them), where ``approver_not_triggerer`` asks for someone else, becomes a rejection saying why. A
+    run nobody triggered by name (a schedule, an API call without a user) has no one to exclude."""
+    if not approver_not_triggerer or decision.status != APPROVED or not triggered_by \
+            or triggered_by not in {r for r in responder if r}:
+        return decision
+    return Decision(REJECTED, decision.plan_hash, decision.asked_at, decision.decided_at, decision.decided_by,
+                    decision.timeout_seconds, f"approved by {triggered_by}, who triggered the run: "
+                    "approver_not_triggerer asks for someone else; trigger a new run for another approver")
 
 
 def check(decision: Decision | None, current_hash: str) -> Decision:
@@ -184,10 +201,43 @@ def worst_groups(groups: list[dict], n: int) -> list[dict]:
                                          -(g.get("reread_estimate") or 0), g.get("group") or ""))[:n]
 
 
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``4 min 12 s``, ``2 h 5 min``: how long, as people say it."""
+    s = int(max(0, seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def trigger_line(since_trigger_seconds: float | None, triggered_by: str | None, approver_not_triggerer: bool) -> str:
+    """Rule 3: how long the incident has run, by whom it was triggered, and whether that user may approve."""
+    when = "" if since_trigger_seconds is None else f" {duration_text(since_trigger_seconds)} ago"
+    who = f" by {triggered_by}" if triggered_by else ""
+    rule = (f" Approval by {triggered_by} is refused (approver_not_triggerer): someone else decides."
+            if approver_not_triggerer and triggered_by else "")
+    return f"**Triggered**{when}{who}.{rule}"
+
+
+def moved_line(moved: dict) -> str:
+    """Rule 3: the live diff's counts when the request was made - the target's commits now against those the plan
+    read (``moved``: partitions and groups that changed, and how many were read)."""
+    if moved.get("error"):
+        return f"**Since the plan was built:** the target's commits could not be read now ({moved['error']})."
+    if not moved.get("partitions"):
+        return (f"**Since the plan was built:** no commit on the target changed ({_num(moved.get('read'))} "
+                "partition(s) read now).")
+    return (f"**Since the plan was built:** {_num(moved['partitions'])} partition(s) of {_num(moved.get('groups'))} "
+            "group(s) were committed on the target by someone else (their consumers read there already): apply "
+            "never overwrites them (apply rule 5) - see the plan's live diff.")
+
+
 def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: list[str],
                  disaster_aliases: list[str], plan_hash: str, page_url: str, max_warnings: int = 20,
                  unconfirmed: list[str] | tuple = (), groups: list[dict] | tuple = (),
-                 max_groups: int = 20) -> tuple[str, str]:
+                 max_groups: int = 20, since_trigger_seconds: float | None = None, triggered_by: str | None = None,
+                 moved_since: dict | None = None, approver_not_triggerer: bool = False) -> tuple[str, str]:
     """Rule 3: the subject and the Markdown body of the approval request. ``unconfirmed``: the aliases in disaster
     mode only because their source did not answer (nobody said it is lost); ``groups``: the report's groups (named
     all up to ``max_groups``, else the worst of them). The subject is short (Airflow's Required Actions list cuts
@@ -211,6 +261,9 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
     lines = [
         f"**Run** `{run_id}` - {mode}.",
         "",
+        *([trigger_line(since_trigger_seconds, triggered_by, approver_not_triggerer), ""]
+          if since_trigger_seconds is not None or triggered_by else []),
+        *([moved_line(moved_since), ""] if moved_since is not None else []),
         "| groups | partitions | commits | skipped | clamped | re-read | lost to retention |",
         "|---:|---:|---:|---:|---:|---:|---:|",
         f"| {_num(totals.get('groups'))} | {_num(totals.get('partitions'))} | {_num(totals.get('planned_commits'))} "

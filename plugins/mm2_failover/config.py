@@ -322,6 +322,8 @@ class RunParams:
     # automation that decided already opts out. The CLI's apply is its operator's own decision: not asked there
     require_approval: bool = True
     approval_timeout_seconds: int = 3600
+    # four eyes: an approval by the user who triggered the run is refused (nothing written)
+    approver_not_triggerer: bool = False
 
     #: the parameters a run's results depend on (:attr:`ParamSpec.binds`): a run folder keeps them, and a later step
     #: with other values is refused (the others - waits, concurrency - may change between retries); set below PARAMS
@@ -643,6 +645,13 @@ PARAMS: dict[str, ParamSpec] = {
         section='Safety',
         cli=None,
         bounds=(10, 7 * 86400)),
+    'approver_not_triggerer': ParamSpec(
+        title='Approved by someone else',
+        help=('On: an approval by the user who triggered this run is refused - nothing is written and the report says '
+              'why (four eyes: the person who plans a failover is not the one who lets it write). Off (default): '
+              'anyone allowed to answer Required Actions decides.'),
+        section='Safety',
+        cli=None),
     'lock_wait_seconds': ParamSpec(
         title='Writer lock wait (s)',
         help=('One writer per target cluster (failover, rollback, drill writes, the CLI): how long to wait for '

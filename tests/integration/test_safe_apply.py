@@ -108,6 +108,10 @@ def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared, monke
     mine = [(r.op, r.who["writer"]) for r in recs if granted[r.offset] and r.op != lease.RENEW]
     assert mine == [(lease.CLAIM, "failover apply"), (lease.RELEASE, "failover apply")] * 2, mine
     assert lease.replay(recs)[0].holder is None  # released
+    # an approval request made now says so (issue 53 item 3): the live diff's counts, read from the target
+    from mm2_failover.stages.approval import moved_since
+
+    assert moved_since(ctx, plan) == {"partitions": 1, "groups": 1, "read": len(planned)}
 
 
 def test_target_commit_ahead_is_kept_unless_allow_rewind(prepared):

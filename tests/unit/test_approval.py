@@ -170,3 +170,39 @@ def test_rule3_a_group_whose_re_read_is_unknown_is_named_before_those_with_a_sma
         [{"group": "unknown", "reread_estimate": None, "reread_unknown": 2, "retention_lost": 0},
          {"group": "lossy", "reread_estimate": 0, "retention_lost": 3}]
     assert [g["group"] for g in worst_groups(groups, 3)] == ["lossy", "unknown", "g4"]
+
+
+# rule 3: how long the incident has run, who triggered it, and what moved since the plan
+def test_rule3_the_request_says_when_and_by_whom_the_run_was_triggered_and_what_moved_since_the_plan():
+    _s, body = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
+                               page_url="u", since_trigger_seconds=252.7, triggered_by="alice",
+                               moved_since={"partitions": 3, "groups": 2, "read": 40}, approver_not_triggerer=True)
+    assert "**Triggered** 4 min 12 s ago by alice. Approval by alice is refused (approver_not_triggerer)" in body
+    assert "**Since the plan was built:** 3 partition(s) of 2 group(s) were committed on the target" in body
+    _s, body = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
+                               page_url="u", since_trigger_seconds=7300, moved_since={"partitions": 0, "read": 40})
+    assert "**Triggered** 2 h 1 min ago." in body and "no commit on the target changed (40 partition(s)" in body
+    _s, body = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
+                               page_url="u", moved_since={"error": "target: cannot reach b:9092"})
+    assert "could not be read now (target: cannot reach b:9092)" in body and "Triggered" not in body
+
+
+# rule 6: four eyes, where asked
+@pytest.mark.parametrize("required, triggered_by, responder, status", [
+    (True, "alice", ("alice", "Alice A."), ap.REJECTED),  # the triggerer's id
+    (True, "Alice A.", ("u-17", "Alice A."), ap.REJECTED),  # or name
+    (True, "alice", ("bob", "Bob"), ap.APPROVED),  # someone else
+    (True, None, ("alice", "alice"), ap.APPROVED),  # a scheduled run: nobody to exclude
+    (False, "alice", ("alice", "alice"), ap.APPROVED),  # not asked for
+])
+def test_rule6_an_approval_by_the_user_who_triggered_is_refused_where_asked(required, triggered_by, responder, status):
+    d = ap.self_approved(decision(ap.APPROVED), triggered_by, responder, required)
+    assert d.status == status
+    if status == ap.REJECTED:
+        assert d.note.startswith(f"approved by {triggered_by}, who triggered the run") and d.plan_hash == H
+        assert "REJECTED by admin" in d.describe() and "someone else" in d.describe()
+        assert ap.Decision.from_dict(d.as_dict()) == d
+        with pytest.raises(ap.ApprovalRefused, match="may not be applied"):
+            ap.check(d, H)
+    # a Reject stands whoever gives it
+    assert ap.self_approved(decision(ap.REJECTED), "admin", ("admin",), True).status == ap.REJECTED

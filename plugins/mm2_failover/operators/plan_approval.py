@@ -12,6 +12,10 @@ state, holding no worker slot and needing no triggerer; the scheduler enforces t
 * Reject: the downstream tasks are skipped; nothing is written; the report's outcome says ``rejected`` and by whom.
 * No answer within ``approval_timeout_seconds``: this task fails (and notifies), nothing is written; the report
   says ``approval_timed_out``.
+* ``approver_not_triggerer=true`` and the user who triggered the run approves: that approval is refused - this
+  task fails saying so (and notifies), nothing is written, the report says ``rejected`` and why (four eyes).
+* The request says how long ago the run was triggered and by whom, and the live diff's counts at that moment (the
+  partitions someone committed on the target since the plan read it).
 * ``require_approval=false``: nothing is asked; the opt-out is recorded and reported - unless the run is in
   disaster mode that nobody confirmed (``source_reachable=detect`` got no answer): that always asks. A dry run skips
   the writing tasks: nothing to approve.
@@ -60,7 +64,8 @@ class PlanApprovalOperator(ApprovalOperator):
                                        f"report are in {ctx.folder.dir}")
         if not rules.needed(p.require_approval, p.dry_run, ctx.unconfirmed_disaster_aliases()):
             return stage.not_required(ctx).as_dict()
-        self.subject, self.body, asked = stage.ask(ctx, base_url())
+        since, who = trigger_of(context)
+        self.subject, self.body, asked = stage.ask(ctx, base_url(), since, who)
         self.response_timeout = timedelta(seconds=p.approval_timeout_seconds)
         self.log.info("asking for approval of plan %s (for %d s):\n%s\n%s", asked.plan_hash, asked.timeout_seconds,
                       self.subject, self.body)
@@ -87,8 +92,25 @@ class PlanApprovalOperator(ApprovalOperator):
                                            "and approve_plan in this run).")
             return super().execute_complete(context=context, event=event)  # Airflow's own error
         who = event.get("responded_by_user") or {}
+        responder = (who.get("id"), who.get("name")) if isinstance(who, dict) else (str(who),)
         d = rules.decide(event.get("chosen_options"), timed_out=False,
                          decided_by=who.get("name") or who.get("id") if isinstance(who, dict) else str(who), **kw)
+        d = rules.self_approved(d, trigger_of(context)[1], responder, ctx.params.approver_not_triggerer)
         stage.record_decision(ctx, d)  # first: on Reject, Airflow's skip of the writing tasks ends this call
+        if d.note:  # rule 6: the approval did not count - nothing is written, on-call is told why
+            raise AirflowFailException(d.describe())
         super().execute_complete(context=context, event=event)
         return d.as_dict()
+
+
+def trigger_of(context) -> tuple[float | None, str | None]:
+    """How long ago the run started (its start, else when it was due) and who triggered it, as Airflow keeps them
+    (None: not known - a scheduled run has no triggering user)."""
+    from datetime import datetime, timezone
+
+    dr = context.get("dag_run")
+    started = getattr(dr, "start_date", None) or getattr(dr, "run_after", None)
+    if isinstance(started, datetime) and started.tzinfo is None:
+        started = started.replace(tzinfo=timezone.utc)
+    since = (datetime.now(timezone.utc) - started).total_seconds() if isinstance(started, datetime) else None
+    return since, getattr(dr, "triggering_user_name", None) or None
