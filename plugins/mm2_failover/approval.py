@@ -28,6 +28,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass
 
+from mm2_failover.words import duration
+
 APPROVE, REJECT = "Approve", "Reject"  # Airflow's ApprovalOperator's two options
 
 AWAITING = "awaiting"
@@ -201,19 +203,9 @@ def worst_groups(groups: list[dict], n: int) -> list[dict]:
                                          -(g.get("reread_estimate") or 0), g.get("group") or ""))[:n]
 
 
-def duration_text(seconds: float) -> str:
-    """``45 s``, ``4 min 12 s``, ``2 h 5 min``: how long, as people say it."""
-    s = int(max(0, seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s"
-    return f"{s // 3600} h {s % 3600 // 60} min"
-
-
 def trigger_line(since_trigger_seconds: float | None, triggered_by: str | None, approver_not_triggerer: bool) -> str:
     """Rule 3: how long the incident has run, by whom it was triggered, and whether that user may approve."""
-    when = "" if since_trigger_seconds is None else f" {duration_text(since_trigger_seconds)} ago"
+    when = "" if since_trigger_seconds is None else f" {duration(since_trigger_seconds)} ago"
     who = f" by {triggered_by}" if triggered_by else ""
     rule = (f" Approval by {triggered_by} is refused (approver_not_triggerer): someone else decides."
             if approver_not_triggerer and triggered_by else "")

@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from mm2_failover.words import duration as duration_text
+
 MAX_REASON = 4000
 EMAIL_VAR = "MM2_FAILOVER_NOTIFY_EMAIL"
 SMTP_CONN_VAR = "MM2_FAILOVER_NOTIFY_SMTP_CONN"
@@ -142,15 +144,6 @@ def readiness_message(dag_id: str, run_id: str, changes: list[str], base_url: st
 
 
 ENDED = frozenset({"success", "failed"})
-
-
-def duration_text(seconds: float) -> str:
-    """``95`` -> "1 min 35 s"; ``3600`` -> "60 min"."""
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s} s"
-    m, r = divmod(s, 60)
-    return f"{m} min" + (f" {r} s" if r else "")
 
 
 def deadline_message(dag_id: str, run_id: str, state: str, queued_at: str, deadline_time: str,

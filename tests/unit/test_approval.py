@@ -175,7 +175,7 @@ def test_rule3_a_group_whose_re_read_is_unknown_is_named_before_those_with_a_sma
 # rule 3: how long the incident has run, who triggered it, and what moved since the plan
 def test_rule3_the_request_says_when_and_by_whom_the_run_was_triggered_and_what_moved_since_the_plan():
     _s, body = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
-                               page_url="u", since_trigger_seconds=252.7, triggered_by="alice",
+                               page_url="u", since_trigger_seconds=252.2, triggered_by="alice",
                                moved_since={"partitions": 3, "groups": 2, "read": 40}, approver_not_triggerer=True)
     assert "**Triggered** 4 min 12 s ago by alice. Approval by alice is refused (approver_not_triggerer)" in body
     assert "**Since the plan was built:** 3 partition(s) of 2 group(s) were committed on the target" in body
