@@ -52,7 +52,7 @@ def deliver(msg, context) -> int:
     from mm2_failover import notify as rules
 
     try:
-        ch = rules.channels(dict(os.environ))
+        ch = rules.channels(dict(os.environ), _config(), _connection_extra())
     except ValueError as e:
         log.error("NOT NOTIFIED (%s): %s", e, msg.subject)
         return 0
@@ -76,11 +76,65 @@ def deliver(msg, context) -> int:
     return told
 
 
-def _email(ch, msg, context) -> None:
-    from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+def _config() -> dict:
+    """Rule 8 of :mod:`mm2_failover.notify`: the ``[mm2_failover]`` section of Airflow's configuration."""
+    from mm2_failover import notify as rules
 
-    SmtpNotifier(to=list(ch.emails), smtp_conn_id=ch.smtp_conn_id, subject=msg.subject,
-                 html_content=msg.html).notify(context)
+    try:
+        from airflow.configuration import conf
+
+        return {k: conf.get("mm2_failover", k, fallback="") for k in rules.CONFIG_KEYS.values()}
+    except Exception as e:  # noqa: BLE001 - rule 4: a configuration that cannot be read leaves the other channels
+        log.warning("[mm2_failover] configuration not read (%s: %s)", type(e).__name__, e)
+        return {}
+
+
+def _connection_extra() -> dict:
+    """Rule 8: the ``mm2_failover_notify`` connection's extra ({} when there is none), read at every message."""
+    from mm2_failover import notify as rules
+
+    try:
+        from airflow.sdk import BaseHook
+
+        extra = BaseHook.get_connection(rules.NOTIFY_CONN_ID).extra_dejson
+    except Exception:  # noqa: BLE001 - no such connection (Airflow raises its own not-found error): none
+        return {}
+    return extra if isinstance(extra, dict) else {}
+
+
+def _email(ch, msg, context) -> None:
+    """A mail with a plain-text and an HTML part (multipart/alternative) through Airflow's SMTP hook and the
+    ``smtp_conn_id`` connection (its TLS, login, sender and retries)."""
+    from email.message import EmailMessage
+
+    from airflow.providers.smtp.hooks.smtp import SmtpHook
+
+    with SmtpHook(smtp_conn_id=ch.smtp_conn_id) as hook:
+        client = getattr(hook, "_smtp_client", None)
+        if client is None:  # a provider that keeps its client elsewhere: its own HTML-only mail
+            hook.send_email_smtp(to=list(ch.emails), subject=msg.subject, html_content=msg.html)
+            return
+        m = EmailMessage()
+        m["Subject"], m["From"], m["To"] = msg.subject, hook.from_email or "mm2-failover@localhost", ", ".join(ch.emails)
+        m.set_content(msg.text)
+        m.add_alternative(msg.html, subtype="html")
+        for attempt in range(hook.smtp_retry_limit + 1):
+            try:
+                client.send_message(m)
+                return
+            except Exception:
+                if attempt == hook.smtp_retry_limit:
+                    raise
+
+
+def tell(msg) -> int:
+    """Rule 7: a message that is not about a failure (approval requested, failover verified, rollback done), to
+    the same channels; never raises, never changes the task's outcome."""
+    try:
+        return deliver(msg, {})
+    except Exception as e:  # noqa: BLE001 - rule 4
+        log.error("not notified (%s: %s): %s", type(e).__name__, e, msg.subject)
+        return 0
 
 
 def _custom(spec: str, msg, context) -> None:

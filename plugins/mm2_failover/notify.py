@@ -23,6 +23,17 @@ The rules:
    while it is still going: stuck, waiting for an approval nobody gave, or slower than it should be. The subject
    names the DAG, the run and how long it has gone; the body its state and both links. A run that already ended when
    its deadline passed says nothing here (Airflow keeps a failed run's deadline; its failure was told by rule 1).
+7. **What on-call needs besides failures.** "Approval requested" when a failover's plan waits for a decision (the
+   request's subject and summary, the link to the plan's page and to Airflow's Required Actions); "failover
+   verified" when its verify task passed (groups moved, partitions at an exact position, at MM2's checkpoint or at
+   a floor, records re-read, lost to retention); "rollback done" when a rollback's verify passed. Same channels;
+   never in the way (rule 4).
+8. **Who, changeable without a redeploy.** Rule 3's variables, plus the ``[mm2_failover]`` section of Airflow's
+   configuration (``notify_email``, ``notify_smtp_conn_id``, ``notifiers``) and the Airflow connection
+   ``mm2_failover_notify`` (its extra: ``{"email": "a@x, b@x", "notifiers": "mod:factory", "smtp_conn_id": ..}``),
+   read at every message - edited in the UI, it takes effect at the next one. Addresses and notifiers from all
+   three are told (each once); the SMTP connection is the first one given (variables, configuration, connection).
+   A mail has a plain-text and an HTML part.
 """
 
 from __future__ import annotations
@@ -163,6 +174,58 @@ def deadline_message(dag_id: str, run_id: str, state: str, queued_at: str, deadl
     return Message(subject, text, html)
 
 
+def _links_of(dag_id: str, run_id: str, run_folder: str, base_url: str) -> dict[str, str]:
+    return links(Failure(dag_id, run_id, "", 0, "", run_folder, base_url))
+
+
+def approval_message(dag_id: str, run_id: str, run_folder: str, subject: str, body: str,
+                     base_url: str = "") -> Message:
+    """Rule 7: the approval request as it was asked (its subject and Markdown summary), with where to answer."""
+    from html import escape
+
+    ln = _links_of(dag_id, run_id, run_folder, base_url)
+    where = ("Answer in the run's Required Actions in Airflow (or through the REST API: PATCH .../taskInstances/"
+             "approve_plan/-1/hitlDetails); the plan waits, nothing is written until it is approved.")
+    text = f"{body}\n\n{where}\n\n" + links_text(ln)
+    html = (f"<pre style=\"white-space:pre-wrap\">{escape(body)}</pre><p>{escape(where)}</p>" + links_html(ln))
+    return Message(f"[mm2-failover] {dag_id} run {run_id}: APPROVAL REQUESTED - {subject}", text, html)
+
+
+def verified_summary(totals: dict) -> str:
+    """Rule 7: a verified failover in one line - groups moved, where their partitions resume, what is re-read and
+    lost, each figure as what it is (:func:`mm2_failover.approval.reread_text`)."""
+    from mm2_failover.approval import lost_text, reread_text
+
+    committed = totals.get("committed") or 0
+    exact = totals.get("partitions_exact") or 0
+    return (f"{totals.get('groups_moved', 0)} group(s) moved, {committed} partition(s) committed: {exact} at an exact "
+            f"position, {max(0, committed - exact)} at MM2's checkpoint or a proven floor; re-read "
+            f"{reread_text(totals)}; lost to retention {lost_text(totals)}")
+
+
+def verified_message(dag_id: str, run_id: str, run_folder: str, totals: dict, base_url: str = "") -> Message:
+    """Rule 7: a failover whose verify passed."""
+    from html import escape
+
+    line = verified_summary(totals)
+    ln = _links_of(dag_id, run_id, run_folder, base_url)
+    what = f"DAG {dag_id}, run {run_id}: the failover is verified - every planned offset is committed on the target."
+    return Message(f"[mm2-failover] {dag_id} run {run_id}: FAILOVER VERIFIED - {line}", f"{what}\n\n{line}\n\n"
+                   + links_text(ln), f"<p>{escape(what)}</p><p>{escape(line)}</p>" + links_html(ln))
+
+
+def rollback_message(dag_id: str, run_id: str, run_folder: str, backup: str, groups: int,
+                     base_url: str = "") -> Message:
+    """Rule 7: a rollback whose verify passed."""
+    from html import escape
+
+    ln = _links_of(dag_id, run_id, run_folder, base_url)
+    what = (f"DAG {dag_id}, run {run_id}: the rollback is done - {groups} group(s) hold exactly the commits saved in "
+            f"{backup} again.")
+    return Message(f"[mm2-failover] {dag_id} run {run_id}: ROLLBACK DONE - {groups} group(s) restored", f"{what}\n\n"
+                   + links_text(ln), f"<p>{escape(what)}</p>" + links_html(ln))
+
+
 @dataclass(frozen=True)
 class Channels:
     """Rule 3, read from the environment: who is told."""
@@ -175,12 +238,36 @@ class Channels:
         return not self.emails and not self.factories
 
 
-def channels(env: dict[str, str]) -> Channels:
-    """Rule 3. A malformed factory spec is a ValueError naming the variable and the entry."""
-    emails = tuple(a.strip() for a in (env.get(EMAIL_VAR) or "").split(",") if a.strip())
-    factories = tuple(s.strip() for s in (env.get(NOTIFIERS_VAR) or "").split(",") if s.strip())
-    for spec in factories:
-        mod, _, name = spec.partition(":")
-        if not mod or not name:
-            raise ValueError(f"{NOTIFIERS_VAR}: {spec!r} is not module:factory (e.g. mypkg.alerts:pager)")
-    return Channels(emails, (env.get(SMTP_CONN_VAR) or "").strip() or DEFAULT_SMTP_CONN, factories)
+#: rule 8: where else the channels are set - the ``[mm2_failover]`` configuration's keys, and the connection
+CONFIG_KEYS = {"email": "notify_email", "smtp_conn_id": "notify_smtp_conn_id", "notifiers": "notifiers"}
+NOTIFY_CONN_ID = "mm2_failover_notify"
+
+
+def _items(v) -> list[str]:
+    if isinstance(v, (list, tuple)):
+        v = ",".join(str(x) for x in v)
+    return [a.strip() for a in str(v or "").split(",") if a.strip()]
+
+
+def channels(env: dict[str, str], config: dict | None = None, conn_extra: dict | None = None) -> Channels:
+    """Rules 3 and 8: the variables, the ``[mm2_failover]`` configuration (``config``: its keys as in
+    :data:`CONFIG_KEYS`) and the ``mm2_failover_notify`` connection's extra, merged - every address and notifier
+    once, in that order; the first SMTP connection given. A malformed factory spec is a ValueError naming where it
+    was set and the entry."""
+    sources = [(EMAIL_VAR, NOTIFIERS_VAR, env.get(EMAIL_VAR), env.get(NOTIFIERS_VAR), env.get(SMTP_CONN_VAR)),
+               ("[mm2_failover] notify_email", "[mm2_failover] notifiers", *(
+                   (config or {}).get(CONFIG_KEYS[k]) for k in ("email", "notifiers", "smtp_conn_id"))),
+               (f"connection {NOTIFY_CONN_ID}", f"connection {NOTIFY_CONN_ID}", *(
+                   (conn_extra or {}).get(k) for k in ("email", "notifiers", "smtp_conn_id")))]
+    emails: dict[str, None] = {}
+    factories: dict[str, None] = {}
+    smtp = ""
+    for _where_e, where_n, e, n, c in sources:
+        emails.update(dict.fromkeys(_items(e)))
+        for spec in _items(n):
+            mod, _, name = spec.partition(":")
+            if not mod or not name:
+                raise ValueError(f"{where_n}: {spec!r} is not module:factory (e.g. mypkg.alerts:pager)")
+            factories[spec] = None
+        smtp = smtp or str(c or "").strip()
+    return Channels(tuple(emails), smtp or DEFAULT_SMTP_CONN, tuple(factories))

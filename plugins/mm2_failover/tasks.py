@@ -116,6 +116,11 @@ def verify_group_offsets(context) -> dict:
             + listed((f"{m['group']} {m['topic']}[{m['partition']}] planned {m['planned']} got {m['committed']}"
                       for m in rep.mismatches), sep="; ")
             + f". See {ctx.folder.report_md}. A consumer may have committed since; check the group before re-running.")
+    if rep.outcome == "succeeded":  # notify rule 7: on-call hears that it is done, and how it went
+        from mm2_failover.notifications import base_url, tell
+        from mm2_failover.notify import verified_message
+
+        tell(verified_message(ctx.dag_id, ctx.run_id, ctx.folder.dir.name, t, base_url()))
     from mm2_failover import assets
     from mm2_failover.config import TARGET_CONN_ID
 
@@ -216,10 +221,18 @@ def verify_rollback(context) -> dict:
 
     p = dict(context["params"])
     path = rollback_stage.backup_path_of(p.get("backup_path"), p.get("failover_run_id"))
-    left = rollback_stage.verify_rollback(RunContext.from_airflow(context).target, load_backup(path))
+    backup = load_backup(path)
+    left = rollback_stage.verify_rollback(RunContext.from_airflow(context).target, backup)
     if left:
         raise AirflowFailException("rollback incomplete: " + "; ".join(left))
     log.info("every group holds exactly the commits saved in %s", path)
+    from mm2_failover.config import run_dir
+    from mm2_failover.notifications import base_url, tell
+    from mm2_failover.notify import rollback_message
+
+    ti = context["ti"]
+    tell(rollback_message(ti.dag_id, ti.run_id, run_dir(ti.dag_id, ti.run_id).name, str(path),
+                          len(backup.groups), base_url()))
     return {"backup": str(path), "verified": True}
 
 

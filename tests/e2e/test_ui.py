@@ -497,6 +497,22 @@ def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_p
     hitl = af.api("GET", hitl_path(r.run_id))
     assert hitl["response_received"] and hitl["chosen_options"] == ["Approve"]
     assert hitl["responded_by_user"]["name"] == "admin"
+    # issue 53 items 2-3: the request said who triggered and how long ago, and what moved since the plan (nothing);
+    # on-call was mailed the request and, once verified, the outcome - each with a text and an HTML part
+    assert " ago by admin." in body and "**Since the plan was built:** no commit on the target changed" in body, body
+    def mine(kind: str) -> list:
+        return [(rc, m) for rc, m in r.mails if f"run {r.run_id}: {kind} - " in m["Subject"]]
+
+    told = af.wait(lambda: mine("APPROVAL REQUESTED") + mine("FAILOVER VERIFIED") if mine("FAILOVER VERIFIED")
+                   else None, 60, "the approval's and the verified run's e-mails", interval=1)
+    asked = [m for _, m in told if "APPROVAL REQUESTED" in m["Subject"]]
+    done = [m for _, m in told if "FAILOVER VERIFIED" in m["Subject"]]
+    assert asked and asked[0]["Subject"].endswith("APPROVAL REQUESTED - Move 1 group(s), 3 commit(s)?")
+    assert h in asked[0].get_body(("plain",)).get_content() and "Required Actions" in asked[0].get_body(
+        ("html",)).get_content()
+    assert done and "FAILOVER VERIFIED - 1 group(s) moved, 3 partition(s) committed: " in done[0]["Subject"], \
+        [m["Subject"] for m in done]
+    assert all(rc == [ONCALL] for rc, _m in told), [rc for rc, _m in told]
 
 
 def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in_time_writes_nothing(failover_run,

@@ -224,3 +224,61 @@ def test_the_archive_dags_final_failure_is_recorded_for_readiness(tmp_path, monk
     (rec,) = archive.failures()
     assert (rec["run_id"], rec["task_id"]) == ("scheduled__1", "refresh_latest_state") and "not supported" in \
         rec["reason"]
+
+
+# ------------------------------------------------------------------------------------------ 7-8. beyond failures
+
+
+def test_channels_merge_the_variables_the_configuration_and_the_connection_each_address_once():
+    ch = rules.channels({rules.EMAIL_VAR: "oncall@example.com"},
+                        {"notify_email": "dr@example.com, oncall@example.com", "notify_smtp_conn_id": "",
+                         "notifiers": "a.b:c"},
+                        {"email": ["lead@example.com", "dr@example.com"], "notifiers": "a.b:c, d.e:f",
+                         "smtp_conn_id": "smtp_ops"})
+    assert ch.emails == ("oncall@example.com", "dr@example.com", "lead@example.com")
+    assert ch.factories == ("a.b:c", "d.e:f") and ch.smtp_conn_id == "smtp_ops"
+    assert rules.channels({}, {}, {"email": "x@y"}).emails == ("x@y",)
+    assert rules.channels({rules.SMTP_CONN_VAR: "first"}, {"notify_smtp_conn_id": "second"}).smtp_conn_id == "first"
+    with pytest.raises(ValueError, match="connection mm2_failover_notify: 'pager' is not module:factory"):
+        rules.channels({}, None, {"notifiers": "pager"})
+
+
+def test_the_approval_verified_and_rollback_messages_say_what_on_call_needs():
+    m = rules.approval_message("mm2_failover", "manual__1", "manual__1", "Move 2 group(s), 6 commit(s)?",
+                               "**Run** `manual__1` - source reachable, drained.\n<b>", "https://af")
+    assert m.subject == "[mm2-failover] mm2_failover run manual__1: APPROVAL REQUESTED - Move 2 group(s), 6 commit(s)?"
+    assert "Required Actions" in m.text and "https://af/mm2/runs/mm2_failover/manual__1" in m.text
+    assert "&lt;b&gt;</pre>" in m.html  # the summary escaped
+    totals = {"groups_moved": 2, "committed": 6, "partitions_exact": 5, "records_reread_estimate": 3,
+              "records_reread_exact": True, "records_lost_to_retention": 0}
+    assert rules.verified_summary(totals) == ("2 group(s) moved, 6 partition(s) committed: 5 at an exact position, 1 "
+                                              "at MM2's checkpoint or a proven floor; re-read 3; lost to retention 0")
+    v = rules.verified_message("mm2_failover", "manual__1", "manual__1", totals)
+    assert v.subject.startswith("[mm2-failover] mm2_failover run manual__1: FAILOVER VERIFIED - 2 group(s) moved")
+    assert "/mm2/runs/mm2_failover/manual__1" in v.text and "every planned offset is committed" in v.html
+    unknown = rules.verified_summary({**totals, "records_reread_estimate": None, "partitions_reread_unknown": 1})
+    assert "re-read unknown on 1 partition(s)" in unknown  # never a partial sum said as the whole
+    r = rules.rollback_message("mm2_failover_rollback", "manual__2", "manual__2", "/a/backup.json", 3)
+    assert r.subject == "[mm2-failover] mm2_failover_rollback run manual__2: ROLLBACK DONE - 3 group(s) restored"
+    assert "/a/backup.json" in r.text and "/mm2/runs" not in r.text  # the rollback DAG keeps no report page
+
+
+def test_a_message_reaches_the_connections_addresses_as_text_and_html_over_real_smtp(smtp, monkeypatch):
+    """Rule 8 through the real notifier: the mm2_failover_notify connection (Airflow's own connection lookup, here
+    from its environment variable) adds its addresses to the variable's; the mail has a text and an HTML part."""
+    import json
+
+    from mm2_failover.notifications import tell
+
+    monkeypatch.setenv(rules.EMAIL_VAR, "oncall@example.com")
+    monkeypatch.setenv("AIRFLOW_CONN_MM2_FAILOVER_NOTIFY",
+                       json.dumps({"conn_type": "generic", "extra": {"email": "dr@example.com, oncall@example.com"}}))
+    assert tell(rules.rollback_message("mm2_failover_rollback", "manual__2", "manual__2", "/a/backup.json", 3)) == 1
+    deadline = time.monotonic() + 10
+    while not smtp and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [(rcpt, msg)] = smtp
+    assert rcpt == ["oncall@example.com", "dr@example.com"]
+    assert msg.get_content_type() == "multipart/alternative"
+    assert "the rollback is done - 3 group(s)" in msg.get_body(("plain",)).get_content()
+    assert "<p>DAG mm2_failover_rollback" in msg.get_body(("html",)).get_content()

@@ -14,6 +14,7 @@ state, holding no worker slot and needing no triggerer; the scheduler enforces t
   says ``approval_timed_out``.
 * ``approver_not_triggerer=true`` and the user who triggered the run approves: that approval is refused - this
   task fails saying so (and notifies), nothing is written, the report says ``rejected`` and why (four eyes).
+* The request goes to the notification channels too ("approval requested": :mod:`mm2_failover.notify` rule 7).
 * The request says how long ago the run was triggered and by whom, and the live diff's counts at that moment (the
   partitions someone committed on the target since the plan read it).
 * ``require_approval=false``: nothing is asked; the opt-out is recorded and reported - unless the run is in
@@ -69,6 +70,10 @@ class PlanApprovalOperator(ApprovalOperator):
         self.response_timeout = timedelta(seconds=p.approval_timeout_seconds)
         self.log.info("asking for approval of plan %s (for %d s):\n%s\n%s", asked.plan_hash, asked.timeout_seconds,
                       self.subject, self.body)
+        from mm2_failover.notifications import tell
+        from mm2_failover.notify import approval_message
+
+        tell(approval_message(ctx.dag_id, ctx.run_id, ctx.folder.dir.name, self.subject, self.body, base_url()))
         return super().execute(context)
 
     def execute_complete(self, context, event: dict[str, Any]) -> Any:
