@@ -6,7 +6,7 @@ PY := $(CURDIR)/.venv/bin/python
 SPARK ?= connect
 SECURED ?=
 
-.PHONY: setup demo demo-failback test test-unit test-fast lint bench bed clean wheel lock-runtime
+.PHONY: setup demo demo-failback test test-unit test-fast lint bench bed clean wheel lock-runtime reference
 
 setup:
 	@scripts/setup.sh
@@ -34,6 +34,10 @@ test-fast: setup
 # the linter alone (tests/unit/test_lint.py runs it in the suite too): rules in pyproject.toml, [tool.ruff]
 lint: setup
 	$(PY) -m ruff check .
+
+# the generated reference pages (docs/reference/): from their one definition; a unit test fails when they differ
+reference: setup
+	$(PY) -c "from mm2_failover.config import parameters_markdown as m; open('docs/reference/parameters.md', 'w').write(m())"
 
 bed: setup
 	$(PY) -m testbed.bed

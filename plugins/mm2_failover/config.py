@@ -664,6 +664,46 @@ RunParams.CHOICES = {name: tuple(spec.labels) for name, spec in PARAMS.items() i
 RunParams.RESULT_PARAMS = tuple(name for name, spec in PARAMS.items() if spec.binds)
 
 
+def parameters_markdown() -> str:
+    """``docs/reference/parameters.md``: every run parameter from its one definition (:class:`RunParams`' type and
+    default, :data:`PARAMS`' title, help, section, CLI flag, bounds, allowed values, whether it binds a run), by the
+    trigger form's sections. ``make reference`` writes it; ``tests/unit/test_params_definition.py`` checks that the
+    page is what this gives."""
+    defaults = RunParams().as_dict()
+
+    def default_text(name: str) -> str:
+        v = defaults[name]
+        if isinstance(v, bool):
+            return "on" if v else "off"
+        return f"`{json.dumps(v)}`" if isinstance(v, dict) else "(empty)" if v == "" else f"`{v}`"
+
+    def values(name: str, spec: ParamSpec) -> str:
+        if spec.labels:
+            return "; ".join(f"`{k}`: {v}" for k, v in spec.labels.items())
+        if spec.bounds:
+            low, high = spec.bounds
+            return f"{low} to {'any' if high is None else high}"
+        return ""
+
+    lines = ["# Run parameters", "",
+             "Generated from their one definition (`plugins/mm2_failover/config.py`: `RunParams` and `PARAMS`) by "
+             "`make reference`; a test fails when this page differs. The trigger forms, the CLI's flags and the "
+             "operators' `run_params` are generated from the same definition. *Binds a run*: a run folder keeps the "
+             "value, and a later step or retry with another is refused.", ""]
+    for section in SECTIONS:
+        names = [n for n in (f.name for f in fields(RunParams)) if PARAMS[n].section == section]
+        lines += [f"## {section}", "", "| parameter | default | values | CLI | binds a run | what it does |",
+                  "|---|---|---|---|---|---|"]
+        for n in names:
+            spec = PARAMS[n]
+            flag = spec.cli_flag(n)
+            lines.append(f"| `{n}` ({spec.title}) | {default_text(n)} | {values(n, spec)} | "
+                         f"{f'`{flag}`' if flag else '(not on the command line)'} | {'yes' if spec.binds else ''} | "
+                         f"{' '.join(spec.help.replace('|', '/').split())} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def text_template(name: str) -> str:
     """The template of a text parameter in an operator's argument: an optional text the trigger form leaves empty is
     null, rendered "" (a bare ``{{ params.x }}`` renders "None")."""

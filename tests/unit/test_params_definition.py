@@ -118,3 +118,17 @@ def test_the_allowed_values_and_what_binds_a_run_are_the_specs():
     assert not {"drain_timeout_seconds", "apply_concurrency", "dry_run"} & set(RunParams.RESULT_PARAMS)
     with pytest.raises(ValueError, match="translation"):
         RunParams(translation="nearest")
+
+
+def test_the_parameters_reference_page_is_generated_from_the_definition():
+    """Issue 52 item 4 / issue 51: docs/reference/parameters.md is what the one definition gives (``make reference``
+    writes it), so a parameter added there appears on the page as in the form and the CLI."""
+    from pathlib import Path
+
+    from mm2_failover.config import PARAMS, RunParams, parameters_markdown
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "parameters.md"
+    assert page.read_text() == parameters_markdown(), "docs/reference/parameters.md is out of date: run make reference"
+    for name in RunParams.RESULT_PARAMS[:3] + ("approver_not_triggerer", "lock_wait_seconds"):
+        assert f"| `{name}` ({PARAMS[name].title}) |" in page.read_text()
+
