@@ -43,6 +43,7 @@ drained (producers still write or MM2 is behind); 7 another writer holds the tar
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -191,6 +192,19 @@ def bounded_int(low: int, high: int | None):
     return parse
 
 
+@functools.cache
+def flag_defaults() -> dict:
+    """Each run parameter's default on the command line: the deployment's topology where it is set once
+    (:func:`mm2_failover.config.deployment_defaults`: ``AIRFLOW__MM2_FAILOVER__*``), else the definition's."""
+    from mm2_failover.config import deployment_defaults
+
+    try:
+        deployed = deployment_defaults()
+    except ValueError as e:
+        raise CliError(EXIT_USAGE, str(e)) from None
+    return {**RunParams().as_dict(), **deployed}
+
+
 def add_param(p: argparse.ArgumentParser, name: str) -> None:
     """Run parameter ``name`` as a flag (none when its definition says it is not on the command line)."""
     from mm2_failover.config import PARAMS
@@ -199,7 +213,7 @@ def add_param(p: argparse.ArgumentParser, name: str) -> None:
     flag = spec.cli_flag(name)
     if flag is None:
         return
-    default = getattr(RunParams(), name)
+    default = flag_defaults()[name]
     help_ = spec.cli_help or spec.help.split(". ")[0].rstrip(".")
     if isinstance(default, bool):
         p.add_argument(flag, dest=name, action="store_false" if default else "store_true", help=help_)
@@ -370,7 +384,7 @@ def planned_params(a: argparse.Namespace) -> dict:
     if not folder.has_plan() or not isinstance(bound, dict):
         raise CliError(EXIT_USAGE, f"--plan {a.plan}: no plan in that folder. Build one first: {prog_name()} plan "
                                    f"--run-dir {a.plan} ... (or apply without --plan)")
-    defaults = RunParams().as_dict()
+    defaults = flag_defaults()
     given = {k: getattr(a, k) for k in RunParams.RESULT_PARAMS if hasattr(a, k) and getattr(a, k) != defaults[k]}
     return {**bound, **given}
 
@@ -678,7 +692,12 @@ COMMANDS = {"drain": cmd_drain, "snapshot": cmd_snapshot, "plan": cmd_plan, "app
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    a = parser().parse_args(argv)
+    try:
+        ap = parser()
+    except CliError as e:  # the deployment's topology (AIRFLOW__MM2_FAILOVER__*) holds a bad value
+        print(f"{prog_name()}: {e}", file=sys.stderr)
+        return e.code
+    a = ap.parse_args(argv)
     from mm2_failover.stages.outcomes import REFUSED, outcome_of
 
     try:

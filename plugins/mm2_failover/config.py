@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
@@ -664,6 +665,38 @@ RunParams.CHOICES = {name: tuple(spec.labels) for name, spec in PARAMS.items() i
 RunParams.RESULT_PARAMS = tuple(name for name, spec in PARAMS.items() if spec.binds)
 
 
+#: the MM2 topology: the run parameters a deployment sets once, in Airflow's configuration (:func:`deployment_defaults`)
+TOPOLOGY = ("source_alias", "source_connections", "replication_policy", "replication_policy_separator",
+            "internal_topic_separator_enabled", "alias_policies", "mm2_target_alias", "offset_syncs_location",
+            "mm2_offsets_topic", "mm2_config")
+CONFIG_SECTION = "mm2_failover"
+
+
+def deployment_defaults(env: dict | None = None) -> dict:
+    """The MM2 topology as the deployment set it once (:data:`TOPOLOGY`): the ``[mm2_failover]`` section of Airflow's
+    configuration - ``AIRFLOW__MM2_FAILOVER__SOURCE_ALIAS=dc1`` or ``source_alias = dc1`` in airflow.cfg - read where
+    Airflow is loaded already (DAG files, tasks), and its environment-variable form everywhere (the CLI too). Every
+    DAG's parameter defaults come from it, the scheduled DAGs' included, and the CLI's flags; what a run's conf or a
+    flag gives still wins. Only the keys set; a bad value is a ValueError naming the section and the parameter."""
+    env = os.environ if env is None else env
+    loaded = sys.modules.get("airflow.configuration")
+    raw = {}
+    for name in TOPOLOGY:
+        v = env.get(f"AIRFLOW__{CONFIG_SECTION.upper()}__{name.upper()}")
+        if v is None and loaded is not None and env is os.environ:
+            try:
+                v = loaded.conf.get(CONFIG_SECTION, name, fallback=None)
+            except Exception:  # noqa: BLE001 - a configuration that cannot be read sets nothing here
+                v = None
+        if v is not None and str(v).strip() != "":
+            raw[name] = v
+    try:
+        p = RunParams.from_mapping(raw)
+    except ValueError as e:
+        raise ValueError(f"[{CONFIG_SECTION}] in Airflow's configuration: {e}") from None
+    return {k: getattr(p, k) for k in raw}
+
+
 def parameters_markdown() -> str:
     """``docs/reference/parameters.md``: every run parameter from its one definition (:class:`RunParams`' type and
     default, :data:`PARAMS`' title, help, section, CLI flag, bounds, allowed values, whether it binds a run), by the
@@ -688,8 +721,10 @@ def parameters_markdown() -> str:
     lines = ["# Run parameters", "",
              "Generated from their one definition (`plugins/mm2_failover/config.py`: `RunParams` and `PARAMS`) by "
              "`make reference`; a test fails when this page differs. The trigger forms, the CLI's flags and the "
-             "operators' `run_params` are generated from the same definition. *Binds a run*: a run folder keeps the "
-             "value, and a later step or retry with another is refused.", ""]
+             "operators' `run_params` are generated from the same definition. *Set once*: the MM2 topology's default "
+             f"for every DAG and the CLI comes from Airflow's configuration (`[{CONFIG_SECTION}]`, or "
+             f"`AIRFLOW__{CONFIG_SECTION.upper()}__<NAME>`) where the deployment sets it. *Binds a run*: a run folder "
+             "keeps the value, and a later step or retry with another is refused.", ""]
     for section in SECTIONS:
         names = [n for n in (f.name for f in fields(RunParams)) if PARAMS[n].section == section]
         lines += [f"## {section}", "", "| parameter | default | values | CLI | binds a run | what it does |",
@@ -697,7 +732,8 @@ def parameters_markdown() -> str:
         for n in names:
             spec = PARAMS[n]
             flag = spec.cli_flag(n)
-            lines.append(f"| `{n}` ({spec.title}) | {default_text(n)} | {values(n, spec)} | "
+            deployed = f"; set once: `[{CONFIG_SECTION}] {n}`" if n in TOPOLOGY else ""
+            lines.append(f"| `{n}` ({spec.title}) | {default_text(n)}{deployed} | {values(n, spec)} | "
                          f"{f'`{flag}`' if flag else '(not on the command line)'} | {'yes' if spec.binds else ''} | "
                          f"{' '.join(spec.help.replace('|', '/').split())} |")
         lines.append("")

@@ -9,7 +9,7 @@ from dataclasses import fields
 
 from airflow.sdk import Param
 
-from mm2_failover.config import PARAMS, SECTIONS, RunParams
+from mm2_failover.config import PARAMS, SECTIONS, RunParams, deployment_defaults
 
 _D = RunParams()
 _C = RunParams.CHOICES
@@ -28,13 +28,14 @@ def optional_text(default) -> bool:
     return isinstance(default, str) and default == ""
 
 
-def form_param(name: str, asked: bool = False) -> Param:
+def form_param(name: str, asked: bool = False, defaults: dict | None = None) -> Param:
     """The trigger form's field of run parameter ``name``, generated from its one definition: the default and type
-    from :class:`RunParams`, the allowed values (``enum``), the bounds, title, help, section and further schema keys
+    from :class:`RunParams` - or the deployment's topology (``defaults``: :func:`mm2_failover.config.
+    deployment_defaults`) -, the allowed values (``enum``), the bounds, title, help, section and further schema keys
     from :data:`mm2_failover.config.PARAMS`. An optional text is nullable (None, rendered "" in the operators'
     templates); ``asked``: no default, the form requires a value."""
-    spec, default = PARAMS[name], getattr(_D, name)
-    schema: dict = {"type": _TYPES[type(default)], "title": spec.title, "section": spec.section}
+    spec, default = PARAMS[name], (defaults or {}).get(name, getattr(_D, name))
+    schema: dict = {"type": _TYPES[type(getattr(_D, name))], "title": spec.title, "section": spec.section}
     if optional_text(default):
         schema["type"], default = ["null", "string"], None
     if name in _C:
@@ -55,7 +56,8 @@ def failover_params(scheduled: bool = False) -> dict[str, Param]:
     nobody types into a form, the :data:`ASKED` ones keep their defaults."""
     order = {sec: i for i, sec in enumerate(SECTIONS)}
     names = [f.name for f in fields(RunParams)]
-    return {n: form_param(n, asked=n in ASKED and not scheduled)
+    deployed = deployment_defaults()  # the topology set once for the deployment: every DAG's defaults
+    return {n: form_param(n, asked=n in ASKED and not scheduled, defaults=deployed)
             for n in sorted(names, key=lambda n: (order[PARAMS[n].section], names.index(n)))}
 
 

@@ -25,16 +25,25 @@ def extra_flows(bed):
     bed.stop_extras(mark)  # the session's bed as this module found it
 
 
-def test_identity_policy_names_the_replica_topic_by_its_source_name(extra_flows, target, names):
+def test_identity_policy_names_the_replica_topic_by_its_source_name(extra_flows, target, names, monkeypatch):
+    """The topology set once for the deployment (issue 52 item 1: ``[mm2_failover]``, here in its environment form)
+    - alias dc2, the identity policy - is what the scheduled archive DAG and the failover run with: no DAG file edited,
+    nothing of it in the run's conf."""
+    from mm2_failover.stages.archive import last_scheduled
     from testbed import localenv
 
     bed = extra_flows
     topic, g = "ident-" + names["topic"], names["group"]
     prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias="dc2", group=g, topic=topic,
                             partitions=2, produced=50, consumed_upto={0: 50, 1: 50}, replica=topic)
-    dr = localenv.run_dag("mm2_failover", {"source_alias": "dc2", "replication_policy": "identity",
-                                           "groups_regex": g, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60})
+    monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__SOURCE_ALIAS", "dc2")
+    monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__REPLICATION_POLICY", "identity")
+    before = last_scheduled().get("dc2")
+    assert localenv.run_dag("mm2_sync_archive").state == "success"
+    assert last_scheduled().get("dc2") not in (None, before)  # the scheduled archive ran for alias dc2
+    dr = localenv.run_dag("mm2_failover", {"groups_regex": g, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60})
     assert dr.state == "success"
+    assert json.loads((run_dir("mm2_failover", dr.run_id) / "run.json").read_text())["params"]["source_alias"] == "dc2"
     # identity: the group is moved on the topic of the same name on the target
     assert target.committed(g) == {(topic, 0): 50, (topic, 1): 50}
     assert prep.replica_topic == topic
