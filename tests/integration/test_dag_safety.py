@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mm2_failover.stages.apply import backup_and_apply
@@ -53,6 +55,9 @@ def test_gate_waits_for_a_live_target_consumer_then_fails_naming_it(prepared, li
     out = capfd.readouterr().out
     assert "still have live members" in out and "still-running-on-backup" in out and g in out
     assert "Sensor has timed out" in out
+    # each poke says how long it waited and has left (issue 53 item 1: not one line repeated for the whole wait)
+    pokes = re.findall(r"1 of 1 group\(s\) still have live members; waited (\d+) s, (\d+) s left", out)
+    assert pokes and len(set(pokes)) == len(pokes), out[-3000:]
     lc.stop()
     assert p.target.committed(g) == {}
 

@@ -38,6 +38,21 @@ class FailoverSensor(BaseSensorOperator):
         return RunContext.from_airflow(context, target_conn_id=self.target_conn_id, source_conn_id=self.source_conn_id,
                                        params=self.run_params)
 
+    def waited(self, context) -> tuple[float, float]:
+        """(seconds this sensor has waited since its first poke, seconds left before its timeout): what a poke that
+        finds nothing done says, so that the log line changes while nothing else does."""
+        from datetime import datetime, timezone
+
+        ti = context.get("ti")
+        first = None
+        try:
+            first = ti.get_first_reschedule_date(context) if ti is not None else None
+        except Exception:  # noqa: BLE001 - an estimate for a log line; the try's own start then
+            first = None
+        first = first or getattr(ti, "start_date", None)
+        waited = (datetime.now(timezone.utc) - first).total_seconds() if isinstance(first, datetime) else 0.0
+        return waited, float(self.timeout) - waited
+
     def execute(self, context):
         from airflow.sdk.exceptions import AirflowFailException
 

@@ -33,6 +33,7 @@ class GroupsEmptySensor(FailoverSensor):
         self.failover_run_id = failover_run_id
 
     def poke(self, context) -> bool:
+        from mm2_failover.words import duration
         from mm2_failover.stages.gate import check_groups_empty, describe_live, groups_to_move, live_groups
         from mm2_failover.stages.rollback import backup_path_of
         from mm2_failover.runfolder import load_backup
@@ -53,5 +54,8 @@ class GroupsEmptySensor(FailoverSensor):
             self.log.info("all %d group(s) are empty or unknown on %s", len(groups), where)
             return True
         self._findings = describe_live(live)
-        self.log.warning("%s\nStop these consumers; the sensor continues by itself.", self._findings)
+        waited, left = self.waited(context)
+        self.log.warning("%s\n%d of %d group(s) still have live members; waited %s, %s left. Stop these consumers; "
+                         "the sensor continues by itself.", self._findings, len({s.group for _w, s in live}),
+                         len(groups), duration(waited), duration(max(0.0, left)))
         return False

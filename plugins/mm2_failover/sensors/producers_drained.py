@@ -29,6 +29,7 @@ class ProducersDrainedSensor(FailoverSensor):
             self.log.info("drain check for %d group(s), %d topic(s):\n%s", len(v.groups), len(v.topics), v.table())
         self._findings = ("Not drained:\n" + v.table()) if v.not_drained() else ""
         if not v.drained:
-            self.log.warning("%d partition(s) not drained yet: stop the producers on the source and let MM2 catch "
-                             "up; the sensor checks again by itself.", len(v.not_drained()))
+            waited, left = self.waited(context)
+            self.log.warning("%s: stop the producers on the source and let MM2 catch up; the sensor checks again by "
+                             "itself.", v.progress(left, waited))
         return v.drained
