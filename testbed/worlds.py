@@ -394,7 +394,9 @@ def plan_for(w: World, u: int, c: int | None, o: ev.Outcome, archived: int | Non
             None if archived is None else {GROUP: {("a", REP[0], 0): archived}},
             exact={key: pm.Proven(resume[0], resume[1], u if w.reachable else c if archived is None else archived)}
             if resume else None,
-            positions_at_least={key: o.position_at_least} if o.position_at_least is not None else None)
+            positions_at_least={key: o.position_at_least} if o.position_at_least is not None else None,
+            replica_floors={key: o.replica_start} if o.answer is None and o.position_at_least is None
+            and o.replica_start is not None else None)
     except pm.PlanError:
         return None
 
@@ -500,8 +502,10 @@ def plan_violations(seed: int) -> list:
             bad.append(("LOST BEHIND A SYNC", u, c, at, w.lost_behind_a_sync(u, at)))
         elif at is not None and at > limit:
             bad.append(("LOST", u, c, at, limit))
-        elif at is None and w.drained is not None and mm2_checkpoint(w, c) is None and limit < w.target.end:
-            # issue 50 item 6: a drained group MM2 never checkpointed left without a commit falls to its consumer's
-            # auto.offset.reset - with latest (Kafka's default) it skips every record it still had to read
+        elif at is None and w.drained is not None and limit < w.target.end and (
+                mm2_checkpoint(w, c) is None or (w.reachable and c is not None and c > u)):
+            # issue 50 item 6: a drained group MM2 never checkpointed - or rewound on the source below MM2's
+            # checkpoint (plan rule 1b: never the checkpoint) - left without a commit falls to its consumer's
+            # auto.offset.reset: with latest (Kafka's default) it skips every record it still had to read
             bad.append(("NO COMMIT", u, c, at, limit))
     return bad

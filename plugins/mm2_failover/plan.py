@@ -28,7 +28,9 @@ Rules, in the order they apply:
    checkpoint, within ``emit.checkpoints.interval.seconds``) would skip every record from the commit to there, so it
    is never used. Where the exact translation of the commit is proven it answers as always; else where the offset
    syncs prove a floor of the commit's copy (``positions_at_least``, at or below it) the partition resumes there (rule
-   ``sync_floor``: loses nothing, re-reads what lies between); else the plan is refused naming the partitions, or
+   ``sync_floor``: loses nothing, re-reads what lies between); else, below every sync of a drained partition, at the
+   replica's first record (``replica_floors``, rule ``replica_start``: nothing left anywhere is before it); else the
+   plan is refused naming the partitions, or
    with ``accept_groups_without_checkpoints`` they are skipped (reason ``checkpoint_ahead_of_source``) and the others
    move.
 2. **Clamp** - a checkpointed downstream offset below the replica's log start (records deleted by
@@ -68,7 +70,7 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from mm2_failover.checkpoints import Checkpoint
-from mm2_failover.translate import ARCHIVE_FLOOR, SYNC_FLOOR
+from mm2_failover.translate import ARCHIVE_FLOOR, REPLICA_START, SYNC_FLOOR
 
 TP = tuple[str, int]  # (topic, partition)
 
@@ -312,6 +314,7 @@ def build_plan(
     accept_groups_without_checkpoints: bool = False,
     exact: dict[tuple[str, str, int], Proven] | None = None,
     positions_at_least: dict[tuple[str, str, int], int] | None = None,
+    replica_floors: dict[tuple[str, str, int], int] | None = None,
 ) -> Plan:
     """Build the plan.
 
@@ -321,7 +324,8 @@ def build_plan(
     group -> {(source alias, replica topic, partition): offset}, for replicated topics (None: not known, e.g.
     every source is lost); ``exact``: (group, replica topic, partition) -> its :class:`Proven` translation;
     ``positions_at_least``: where no exact position is known, the replica offset the group's position is proven to be
-    at or after (the report counts re-reads from it).
+    at or after (the report counts re-reads from it). ``replica_floors``: the replica's log start where the position
+    is below every offset sync of a drained partition (rule 1b's last floor).
     """
     if on_existing_target_offsets not in ("fail", "skip", "overwrite"):
         raise PlanError(f"on_existing_target_offsets must be fail, skip or overwrite, not {on_existing_target_offsets!r}")
@@ -378,9 +382,14 @@ def build_plan(
                 row.position_at_least = (positions_at_least or {}).get((group, topic, p))
                 commit = (source_commits or {}).get(group, {}).get((row.source_alias, topic, p))
                 if ex is None and cp is not None and _rewound(cp, commit):
+                    below = (replica_floors or {}).get((group, topic, p))
                     if row.position_at_least is not None:  # rule 1b: the floor the syncs prove, never the checkpoint
                         row.rule, row.source_position = SYNC_FLOOR, commit
                         _clamp(row, row.position_at_least)
+                        floored.append(row)
+                    elif below is not None:  # below every sync of a drained partition: the replica's first record
+                        row.rule, row.source_position = REPLICA_START, commit
+                        _clamp(row, below)
                         floored.append(row)
                     else:
                         row.reason = CHECKPOINT_AHEAD_OF_SOURCE

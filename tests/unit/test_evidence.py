@@ -719,6 +719,17 @@ def test_mutation_28_e9_without_its_rounds_is_caught(monkeypatch):
     assert any(v[0] == "EXACT BUT RE-READS" for s in (31354, 37139) for v in violations(s))
 
 
+def test_mutation_29_a_rewound_group_below_every_sync_left_without_the_replica_floor_is_caught(monkeypatch):
+    """The drill flake hunt's finding: plan rule 1b without its last floor - a group rewound on the source below MM2's
+    checkpoint and below every offset sync of a drained partition skipped (its consumers then at auto.offset.reset).
+    The plan's NO COMMIT (12 of seeds 0-2999, the first 32)."""
+    from mm2_failover import plan as pm
+
+    real = pm.build_plan
+    monkeypatch.setattr(pm, "build_plan", lambda *a, **k: real(*a, **{**k, "replica_floors": None}))
+    assert next((s for s in MUTATION_SEEDS if any(v[0] == "NO COMMIT" for v in plan_violations(s))), None) is not None
+
+
 def test_the_index_and_the_evidence_agree_on_a_superseded_sync():
     u = SyncIndex([(0, 0), (4, 4), (2, 6), (8, 12)]).translate(4)
     assert isinstance(u, tr.Unproven) and u.superseded == Sync(4, 4) and u.bracket == (Sync(2, 6), Sync(8, 12))

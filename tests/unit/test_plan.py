@@ -504,6 +504,19 @@ def test_a_rewound_group_resumes_at_its_proven_sync_floor():
     assert (r.action, r.planned_offset, r.rule, r.downstream_offset) == (pm.COMMIT, 15, "sync_floor", 102)
 
 
+def test_a_rewound_group_below_every_sync_resumes_at_the_replicas_first_record():
+    """A review (issue 50's drill flake hunt): rewound below every offset sync of a drained partition, no sync floor -
+    the plan skipped (or refused) the group, whose consumers then fell to auto.offset.reset. The replica's log start
+    is proven: nothing left anywhere is before it."""
+    p = build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 0}},
+              replica_floors={("app", T, 0): 0})
+    r = row(p)
+    assert (r.action, r.planned_offset, r.rule, r.source_position) == (pm.COMMIT, 0, "replica_start", 0)
+    floored = build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 20}},
+                    positions_at_least={("app", T, 0): 15}, replica_floors={("app", T, 0): 0})
+    assert (row(floored).planned_offset, row(floored).rule) == (15, "sync_floor")  # a sync's floor comes first
+
+
 def test_a_rewound_group_accepted_without_a_floor_is_a_skipped_row_the_others_move():
     p = build([cp(down=102, up=150), cp(group="other", down=10, up=10)],
               source_commits={"app": {("primary", T, 0): 20}, "other": {("primary", T, 0): 10}},

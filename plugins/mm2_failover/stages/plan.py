@@ -41,7 +41,7 @@ def plan_record(ctx: RunContext) -> planmod.PlanRecord:
     groups = sorted({c.group for c in cps} | set(src))
     current = ctx.target.commits_many(groups, p.apply_concurrency)
     bounds = {tp: planmod.PartitionBounds(snap.replica_start[tp], snap.replica_end[tp]) for tp in snap.replica_end}
-    exact, notes, at_least = exact_translations(ctx, snap, cps, src)
+    exact, notes, at_least, below = exact_translations(ctx, snap, cps, src)
     home, home_notes = home_translations(ctx, snap, src)
     exact, notes = {**exact, **home}, taken_notes + notes + home_notes
     src_meta = {(g, rt, part): c.metadata for g, cs in src.items() for (_a, rt, part), c in cs.items()}
@@ -51,7 +51,7 @@ def plan_record(ctx: RunContext) -> planmod.PlanRecord:
         source_commits={g: {k: c.offset for k, c in cs.items()} for g, cs in src.items()},
         accept_groups_without_checkpoints=p.accept_groups_without_checkpoints,
         exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()},
-        positions_at_least=at_least)
+        positions_at_least=at_least, replica_floors=below)
     built = now_iso()
     record = planmod.PlanRecord(plan, built, p.as_dict(), notes, snap.captured_at,
                                 age_seconds(snap.captured_at, datetime.fromisoformat(built)))

@@ -74,17 +74,18 @@ def drain_checked(ctx: RunContext) -> set[tuple[str, str, int]] | None:
     return {(r.get("alias"), r["topic"], int(r["partition"])) for r in verdict.rows}
 
 
-def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str], dict]:
+def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str], dict, dict]:
     """(group, replica topic, partition) -> :class:`Exact`, for every position MM2's archived offset syncs prove
     (see :mod:`mm2_failover.translate` for the rules and :mod:`mm2_failover.evidence` for what counts as proof),
     notes for the report, and where no exact position is proven, the replica offset the position is proven to be at
-    or after (re-reads counted from below). The group's position is its source commit at capture time when known,
-    else its checkpoint's upstream offset."""
+    or after (re-reads counted from below), and where it is below every sync of a drained partition, the replica's log
+    start (plan rule 1b's last floor). The group's position is its source commit at capture time when known, else its
+    checkpoint's upstream offset."""
     from mm2_failover import evidence
     from mm2_failover import translate as tr
 
     if ctx.params.translation != "exact":
-        return {}, [], {}
+        return {}, [], {}, {}
     notes: list[str] = []
     policies = ctx.policies
     # decided once per (alias, replica topic), not once per row
@@ -142,6 +143,7 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
             log.info("exact translation: %d/%d partition(s) proven", done, len(by_part))
     out = {}
     at_least = {}
+    below: dict[tuple, int] = {}
     gone: dict[tuple, tuple[int, int]] = {}
     unproven: dict[str, int] = {}
     floors = archive_floors = cut_short = 0
@@ -152,6 +154,8 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
             gone[(a, rt, p)] = (min(want[key], gone.get((a, rt, p), (want[key],))[0]), o.source_log_start)
         if o.position_at_least is not None:
             at_least[key[1:]] = o.position_at_least
+        elif o.answer is None and o.replica_start is not None:  # below every sync, drained (plan rule 1b's last floor)
+            below[key[1:]] = o.replica_start
         resume = evidence.resume_at(o, key in checkpointed, checkpointed.get(key))
         if resume is not None:
             out[key[1:]] = Exact(resume[0], resume[1], want[key])
@@ -189,4 +193,4 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
                      "their rows)")
     for why, n in sorted(unproven.items()):
         notes.append(f"{n} position(s) not proven exactly ({why}): MM2's checkpoint answers them")
-    return out, notes, at_least
+    return out, notes, at_least, below
