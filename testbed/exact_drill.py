@@ -48,6 +48,7 @@ the archive of offset syncs, the translation and the plan are the pipeline's own
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import re
@@ -692,6 +693,8 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
                  for pat in patterns if pat in TRANSACTIONAL}}
     if unanswered:
         facts["exact_unanswered"] = unanswered
+        log.warning("drill %s: %d exact point(s) left without an offset: %s", tag, len(unanswered),
+                    json.dumps(unanswered, default=str))
     if tail is not None:
         facts[TAIL] = {**tail, "refused": refused, "lost_if_passed": dict(lost_if_passed)}
     for r in runs.values():

@@ -40,6 +40,14 @@ def brief(points) -> str:
                      f"re-read {p.re_read}" for p in points)
 
 
+def why_unanswered(points, result) -> str:
+    """The points, and what the translation had for each exact one left unanswered (a string: pytest cuts the repr
+    of anything else to a line)."""
+    import json
+
+    return brief(points) + "\n" + json.dumps(result.facts.get("exact_unanswered"), default=str)
+
+
 def rows(result, translation: str) -> dict[str, dict]:
     return {r["pattern"]: r for r in result.summary() if r["translation"] == translation}
 
@@ -76,7 +84,7 @@ def test_every_point_mm2_left_without_a_checkpoint_is_answered_by_translation(dr
     result, _ = drill
     exact = [p for p in result.points if p.translation == "exact"]
     unanswered = [p for p in exact if not p.answered]
-    assert not unanswered, (brief(unanswered), result.facts.get("exact_unanswered"))
+    assert not unanswered, why_unanswered(unanswered, result)
     assert sum(not p.had_checkpoint for p in exact) >= 6  # the two never-checkpointed groups at least
     assert all(not p.answered for p in result.points if p.translation == "checkpoint" and not p.had_checkpoint)
 
@@ -103,5 +111,5 @@ def test_issue_31s_patterns_lose_nothing_and_really_happened(drill, pattern):
             "exactly_once": facts["replica_markers"].get("exactly_once", 0)}[pattern] > 0, facts
     points = [p for p in result.points if p.pattern == pattern]
     unanswered = [p for p in points if not p.answered and (p.had_checkpoint or p.translation == "exact")]
-    assert points and not unanswered, (brief(unanswered or points), result.facts.get("exact_unanswered"))
+    assert points and not unanswered, why_unanswered(unanswered or points, result)
     assert sum(p.lost for p in points) == 0, [p for p in points if p.lost]
