@@ -56,7 +56,7 @@ from mm2_failover import config
 from mm2_failover.config import RunParams
 from mm2_failover.listing import FORMATS, Listing, render
 from mm2_failover.runfolder import ROLLBACK, head_text
-from mm2_failover.stages.outcomes import EXIT_FAILED, EXIT_LIVE, EXIT_OK, EXIT_USAGE, JOB_TOO_MANY_QUARANTINED, job_exit
+from mm2_failover.stages.outcomes import EXIT_FAILED, EXIT_LIVE, EXIT_OK, EXIT_USAGE
 
 log = logging.getLogger("mm2_failover")
 
@@ -410,22 +410,17 @@ def run_spark_job(a, sub, said: list[str]) -> int:
 
 
 def compute_latest_checkpoints(a, ctx) -> None:
-    """The Spark job, unless this run folder already has its output (make_plan checks the quarantine limit)."""
-    from mm2_failover.spark import job_submission
+    """Stage 3 by its one route (:func:`mm2_failover.stages.checkpoints.compute`), on the CLI's Spark route; a run
+    folder whose answers are whole keeps them. Too many unusable records: the plan (or the drill's, readiness's
+    report) refuses with the details, as ``make_plan``'s quarantine rule says."""
+    from mm2_failover.stages.checkpoints import compute
+    from mm2_failover.stages.errors import QuarantineRefused
 
-    f = ctx.folder
-    if f.checkpoints_summary.exists() and f.checkpoints.exists():
-        log.info("latest checkpoints already computed for this run: %s", f.checkpoints)
-        return
-    snap = f.load_snapshot()
     said: list[str] = []
-    with job_submission(ctx.params, f, snap, ctx.target.conf) as sub:
-        rc = run_spark_job(a, sub, said)
-    if rc == JOB_TOO_MANY_QUARANTINED:
-        return  # quarantine: make_plan refuses with the details
-    if rc:
-        raise CliError(job_exit(rc), f"the latest-checkpoints Spark job failed with exit code {rc}: "
-                             + (" ".join(said) or "see its output above"))
+    try:
+        compute(ctx, lambda sub: run_spark_job(a, sub, said), reuse=True, said=said)
+    except QuarantineRefused as e:
+        log.warning("%s", e)
 
 
 def gate(ctx, groups=None) -> None:
@@ -604,9 +599,10 @@ def cmd_refresh_state(a, ctx) -> Listing:
     topics = {alias: ctx.policies[alias].checkpoints_topic for alias in ctx.aliases}
     with refresh_submission(topics, ctx.target.conf) as sub:
         rc = run_spark_job(a, sub, said)
-    if rc:
-        raise CliError(job_exit(rc), f"the state refresh (Spark) failed with exit code {rc}: "
-                             + (" ".join(said) or "see its output above"))
+    if rc:  # the outcome table decides the exit code, as for stage 3's job
+        from mm2_failover.stages.checkpoints import job_error
+
+        raise job_error(rc, "the state refresh (Spark)", " ".join(said) or "see its output above")
     push_state(sub)  # the archive in an object store: the new version there too
     return summary_listing(json.loads((state_root() / "last-refresh.json").read_text()))
 

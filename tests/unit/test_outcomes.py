@@ -15,7 +15,7 @@ from mm2_failover.reachability import SourceRequiredUnreachable
 from mm2_failover.runfolder import RunFolderError
 from mm2_failover.stages import outcomes
 from mm2_failover.stages.drain import NotDrained
-from mm2_failover.stages.errors import ConfigurationError
+from mm2_failover.stages.errors import ConfigurationError, JobFailed, JobUnreachable, QuarantineRefused
 from mm2_failover.stages.rollback import RollbackRefused
 
 CASES = [
@@ -24,7 +24,8 @@ CASES = [
     (SourceRequiredUnreachable("x"), outcomes.UNREACHABLE_REQUIRED), (KafkaUnavailable("x"), outcomes.UNREACHABLE),
     (KafkaAuthError("x"), outcomes.USAGE), (KafkaConfigError("x"), outcomes.USAGE),
     (ConfigurationError("x"), outcomes.USAGE), (RunFolderError("x"), outcomes.USAGE), (ValueError("x"), outcomes.USAGE),
-    (FileNotFoundError("x"), outcomes.USAGE),
+    (FileNotFoundError("x"), outcomes.USAGE), (QuarantineRefused("x"), outcomes.REFUSED),
+    (JobUnreachable("x"), outcomes.UNREACHABLE), (JobFailed("x"), outcomes.FAILED),
 ]
 
 
@@ -49,10 +50,13 @@ def test_the_exit_codes_are_one_table():
     assert (job.EXIT_BAD_ARGS, job.EXIT_TOO_MANY_QUARANTINED, job.EXIT_UNREACHABLE, job.EXIT_LOST_SINCE_SNAPSHOT) == (
         outcomes.JOB_BAD_ARGS, outcomes.JOB_TOO_MANY_QUARANTINED, outcomes.JOB_UNREACHABLE,
         outcomes.JOB_LOST_SINCE_SNAPSHOT)
-    assert [outcomes.job_exit(rc) for rc in (job.EXIT_BAD_ARGS, job.EXIT_UNREACHABLE, job.EXIT_LOST_SINCE_SNAPSHOT,
-                                             1, 137)] == [outcomes.EXIT_USAGE, outcomes.EXIT_UNREACHABLE,
-                                                          outcomes.EXIT_REFUSED, outcomes.EXIT_FAILED,
-                                                          outcomes.EXIT_FAILED]
+    # a Spark job's exit code as the error stage 3 raises (stages/checkpoints.job_error), decided by the same table
+    from mm2_failover.stages.checkpoints import job_error
+
+    assert [(o.exit_code, o.retry) for o in (outcomes.outcome_of(job_error(rc, "the job", "")) for rc in (
+        job.EXIT_BAD_ARGS, job.EXIT_UNREACHABLE, 1, 137))] == [
+        (outcomes.EXIT_USAGE, False), (outcomes.EXIT_UNREACHABLE, True), (outcomes.EXIT_FAILED, True),
+        (outcomes.EXIT_FAILED, True)]
 
 
 @pytest.mark.parametrize("error,outcome", CASES, ids=[type(e).__name__ for e, _o in CASES])

@@ -34,35 +34,18 @@ class LatestCheckpointsOperator(LatestCheckpointsJobOperator):
         self.target_conn_id = target_conn_id
 
     def execute(self, context):
-        from airflow.sdk.exceptions import AirflowFailException
-
-        from mm2_failover.run import RunContext
-        from mm2_failover.plan import quarantine_refusal
         from mm2_failover.report import state_lines
-        from mm2_failover.spark import job_submission
+        from mm2_failover.run import RunContext
+        from mm2_failover.stages.checkpoints import compute
 
         remote = self.choose_route()
         ctx = RunContext.from_airflow(context, target_conn_id=self.target_conn_id, params=self.run_params)
-        f = ctx.folder
-        try:
-            snap = f.load_snapshot()
-        except ValueError as e:
-            raise AirflowFailException(str(e)) from None
-        with job_submission(ctx.params, f, snap, ctx.target.conf) as sub:
-            try:
-                self.run_job(context, sub, remote)
-            except Exception as e:
-                sub.publish()  # a run folder in an object store: the quarantine's summary is read from there
-                summary = f.load_summary()
-                msg = quarantine_refusal(summary.raw if summary else None, ctx.params.max_quarantined_records)
-                if msg:
-                    raise AirflowFailException(msg) from e  # deterministic: a retry would not help
-                raise
-        summary = f.load_summary()
+        # stage 3's one route (the CLI's too): its errors decided by the one outcome table (fail, or retry)
+        summary = self.by_outcome(lambda: compute(ctx, lambda sub: self.run_job(context, sub, remote)))
         self.log.info("latest checkpoints (%s): %d record(s) read, %d checkpoint(s) for %d group(s), "
                       "%d tombstone(s), %d quarantined %s -> %s", (summary.raw.get("spark") or {}).get("route"),
                       summary["records_read"], summary["checkpoints"], summary["groups"], summary["tombstones"],
-                      summary["quarantined"], summary["quarantined_by_reason"], f.checkpoints)
+                      summary["quarantined"], summary["quarantined_by_reason"], ctx.folder.checkpoints)
         for line in state_lines(summary.raw):
             self.log.info("%s", line)
         return summary.raw

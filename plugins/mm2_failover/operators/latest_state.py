@@ -42,7 +42,11 @@ class LatestStateRefreshOperator(LatestCheckpointsJobOperator):
         ctx = RunContext.from_airflow(context, target_conn_id=self.target_conn_id, params=self.run_params)
         topics = {a: ctx.policies[a].checkpoints_topic for a in ctx.aliases}
         with refresh_submission(topics, ctx.target.conf) as sub:
-            self.run_job(context, sub, remote)
+            rc = self.run_job(context, sub, remote)
+        if rc:  # decided by the one outcome table, as stage 3's job is
+            from mm2_failover.stages.checkpoints import job_error
+
+            self.fail_by_outcome(job_error(rc, "the state refresh", "its messages are in the log above"))
         uploaded = push_state(sub)  # the archive in an object store: the new version there too
         if uploaded:
             self.log.info("latest-checkpoint state uploaded to the object store: %s", ", ".join(uploaded))

@@ -39,9 +39,15 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
             check_spark_connection(self.spark_conn_id)
         return remote
 
-    def run_job(self, context, sub, remote: str | None) -> None:
+    def run_job(self, context, sub, remote: str | None) -> int:
         """Run the job of submission ``sub`` (:class:`mm2_failover.spark.JobSubmission`) on ``remote`` or through
-        spark-submit; an exit code other than 0 raises."""
+        spark-submit (the provider's hook); its exit code - what the stage classifies
+        (:func:`mm2_failover.stages.checkpoints.compute`). A failure with no exit code (spark-submit not started)
+        propagates."""
+        import re
+
+        from airflow.sdk.exceptions import AirflowException
+
         from mm2_failover import config
 
         # the same arguments on every try of the run (the options file's path included)
@@ -49,26 +55,35 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
         self.jars = ",".join(config.spark_jars())
         self.conf = {**sub.conf, **(self.conf or {})}
         self.env_vars = {**(self.env_vars or {}), **sub.env}
-        from airflow.sdk.exceptions import AirflowException, AirflowFailException
-
-        from mm2_failover.jobs.latest_checkpoints import EXIT_BAD_ARGS
-
-        final = ("the latest-checkpoints job refused its arguments, settings or permissions (exit code "
-                 f"{EXIT_BAD_ARGS}; its message is in the log above): a retry would not help - fix them, then clear "
-                 "the task")
         if remote is None:
             try:
                 super().execute(context)
             except AirflowException as e:  # the provider's "Cannot execute: ... Error code is: N."
-                if f"Error code is: {EXIT_BAD_ARGS}." in str(e):
-                    raise AirflowFailException(final) from None
-                raise
-            return
+                m = re.search(r"Error code is: (\d+)\.", str(e))
+                if m is None:
+                    raise
+                return int(m.group(1))
+            return 0
         from mm2_failover.jobs.latest_checkpoints import main as job_main
 
-        rc = job_main(sub.args, remote=remote)  # this process is the server's client
-        if rc == EXIT_BAD_ARGS:
-            raise AirflowFailException(final)
-        if rc:
-            raise RuntimeError(f"the latest-checkpoints job failed on Spark Connect with exit code {rc} "
-                               "(see the log above)")
+        return job_main(sub.args, remote=remote)  # this process is the server's client
+
+    def by_outcome(self, step):
+        """``step()``, its error decided by the one outcome table (:mod:`mm2_failover.stages.outcomes`), as the
+        sensors do: one no retry helps fails the task at once, the others are Airflow's to retry."""
+        try:
+            return step()
+        except Exception as e:  # noqa: BLE001 - every error goes through the table, and is raised again there
+            self.fail_by_outcome(e)
+
+    @staticmethod
+    def fail_by_outcome(e: Exception):
+        """Raise ``e`` as the outcome table decides: at once (``AirflowFailException``) or for a retry."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from mm2_failover.stages.outcomes import outcome_of
+
+        o = outcome_of(e)
+        if o is not None and not o.retry:
+            raise AirflowFailException(str(e)) from e
+        raise e

@@ -1,12 +1,72 @@
-"""Stage 3, checkpoints: the Spark job's answers, read only once its summary says it finished."""
+"""Stage 3, checkpoints: the latest-checkpoints Spark job run by one route for the CLI and the operator
+(:func:`compute`), and its answers, read only once its summary says it finished."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from mm2_failover.checkpoints import Checkpoint
+from mm2_failover.plan import PlanError
+from mm2_failover.stages.errors import JobFailed, JobUnreachable, QuarantineRefused
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import RunFolderError
+
+
+log = logging.getLogger(__name__)
+
+
+def compute(ctx: RunContext, run_job: Callable, reuse: bool = False, said: list[str] | None = None):
+    """Stage 3's one route (the CLI's ``compute_latest_checkpoints`` and the DAG's operator alike): the job of this
+    run's submission (:func:`mm2_failover.spark.job_submission`) run by ``run_job(sub) -> exit code`` - the caller's
+    route: a warm Spark Connect server or spark-submit - and its exit classified once, by the job's exit codes
+    (:mod:`mm2_failover.stages.outcomes`): too many unusable records - or a summary that says so - is the plan's
+    quarantine refusal (:class:`~mm2_failover.plan.PlanError`); arguments, settings or permissions refused, a
+    configuration error (no retry helps); the target unreachable, :class:`JobUnreachable`; checkpoints deleted since
+    the snapshot, a refusal (a new run takes a new snapshot); anything else :class:`JobFailed`. ``reuse``: a run
+    folder whose answers are whole already keeps them (the CLI continuing a run; a task's retry or clear runs the job
+    again). ``said``: the job's own messages, for the error. Returns the job's summary."""
+    from mm2_failover.plan import quarantine_refusal
+    from mm2_failover.spark import job_submission
+    from mm2_failover.stages.outcomes import JOB_LOST_SINCE_SNAPSHOT, JOB_TOO_MANY_QUARANTINED
+
+    f = ctx.folder
+    if reuse and f.checkpoints_summary.exists() and f.checkpoints.exists():
+        log.info("latest checkpoints already computed for this run: %s", f.checkpoints)
+        return f.load_summary()
+    with job_submission(ctx.params, f, f.load_snapshot(), ctx.target.conf) as sub:
+        rc = run_job(sub)
+        if rc:
+            sub.publish()  # a run folder in an object store: the quarantine's summary is read from there
+    if not rc:
+        return f.load_summary()
+    summary = f.load_summary()
+    refusal = quarantine_refusal(summary.raw if summary else None, ctx.params.max_quarantined_records)
+    told = " ".join(said or []) or "its messages are in the log above"
+    if refusal or rc == JOB_TOO_MANY_QUARANTINED:
+        raise QuarantineRefused(refusal or f"the latest-checkpoints job found more unusable records than "
+                                   f"max_quarantined_records={ctx.params.max_quarantined_records} ({told})")
+    if rc == JOB_LOST_SINCE_SNAPSHOT:
+        raise PlanError(f"checkpoints were deleted from MM2's topic since the snapshot (exit code {rc}: {told}): "
+                        "trigger a new run, which takes a new snapshot")
+    raise job_error(rc, "the latest-checkpoints job", told)
+
+
+def job_error(rc: int, what: str, told: str) -> Exception:
+    """A Spark job's failing exit code as the error the outcome table decides (the latest-checkpoints job's and the
+    state refresh's shared codes): arguments, settings or permissions refused - a configuration error; the target
+    unreachable - :class:`JobUnreachable`; anything else :class:`JobFailed`."""
+    from mm2_failover.stages.errors import ConfigurationError
+    from mm2_failover.stages.outcomes import JOB_BAD_ARGS, JOB_UNREACHABLE
+
+    if rc == JOB_BAD_ARGS:
+        return ConfigurationError(f"{what} refused its arguments, settings or permissions (exit code {rc}: {told}): a "
+                                  "retry would not help - fix them, then run it again")
+    if rc == JOB_UNREACHABLE:
+        return JobUnreachable(f"{what} could not reach the target cluster (exit code {rc}: {told}); check its "
+                              "bootstrap servers and the network, then run it again")
+    return JobFailed(f"{what} failed with exit code {rc} ({told})")
 
 
 def load_latest_checkpoints(path: Path) -> list[Checkpoint]:

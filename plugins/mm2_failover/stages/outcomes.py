@@ -12,6 +12,7 @@ outcome                    CLI exit     retry  errors
 ``unreachable_required``   4            no     a source the run needs did not answer on any of its tries
 ``unreachable``            4            yes    a cluster did not answer in time
 ``usage``                  2            no     a bad parameter, client setting, password, file or artifact
+``failed``                 1            yes    the Spark job failed otherwise (an executor lost, a busy cluster)
 =========================  ===========  =====  ================================================================
 
 Anything else is not ours to classify: it propagates (a bug, or a failure Airflow should retry as it is).
@@ -29,12 +30,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LIVE, EXIT_UNREACHABLE, EXIT_REFUSED, EXI
 JOB_BAD_ARGS, JOB_TOO_MANY_QUARANTINED, JOB_UNREACHABLE, JOB_LOST_SINCE_SNAPSHOT = 2, 3, 4, 5
 
 
-def job_exit(rc: int) -> int:
-    """The CLI's exit code for a Spark job's failing exit code (the operators raise the matching outcome's error)."""
-    return {JOB_BAD_ARGS: EXIT_USAGE, JOB_UNREACHABLE: EXIT_UNREACHABLE,
-            JOB_LOST_SINCE_SNAPSHOT: EXIT_REFUSED}.get(rc, EXIT_FAILED)
-
-
 @dataclass(frozen=True)
 class Outcome:
     name: str
@@ -48,6 +43,7 @@ LOCKED = Outcome("locked", EXIT_LOCKED, True)
 UNREACHABLE_REQUIRED = Outcome("unreachable_required", EXIT_UNREACHABLE, False)
 UNREACHABLE = Outcome("unreachable", EXIT_UNREACHABLE, True)
 USAGE = Outcome("usage", EXIT_USAGE, False)
+FAILED = Outcome("failed", EXIT_FAILED, True)
 
 
 def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
@@ -60,7 +56,7 @@ def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
     from mm2_failover.reachability import SourceRequiredUnreachable
     from mm2_failover.runfolder import RunFolderError
     from mm2_failover.stages.drain import NotDrained
-    from mm2_failover.stages.errors import ConfigurationError
+    from mm2_failover.stages.errors import ConfigurationError, JobFailed, JobUnreachable
     from mm2_failover.stages.rollback import RollbackRefused
 
     return [
@@ -68,8 +64,9 @@ def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
         ((NotDrained,), NOT_DRAINED),
         ((Locked, LockLost), LOCKED),
         ((SourceRequiredUnreachable,), UNREACHABLE_REQUIRED),
-        ((KafkaUnavailable,), UNREACHABLE),
+        ((KafkaUnavailable, JobUnreachable), UNREACHABLE),
         ((KafkaConfigError, ConfigurationError, RunFolderError, ValueError, FileNotFoundError), USAGE),
+        ((JobFailed,), FAILED),
     ]
 
 
