@@ -215,8 +215,10 @@ def add_param(p: argparse.ArgumentParser, name: str) -> None:
         return
     default = flag_defaults()[name]
     help_ = spec.cli_help or spec.help.split(". ")[0].rstrip(".")
-    if isinstance(default, bool):
-        p.add_argument(flag, dest=name, action="store_false" if default else "store_true", help=help_)
+    if isinstance(default, bool):  # the flag's meaning is the definition's (--no-x turns x off), its default the
+        # deployment's: a switch that only says what is already in force changes nothing
+        p.add_argument(flag, dest=name, action="store_false" if getattr(RunParams(), name) else "store_true",
+                       default=default, help=help_)
     elif isinstance(default, int):
         p.add_argument(flag, dest=name, type=bounded_int(*spec.bounds), default=default, help=help_)
     else:
@@ -262,6 +264,7 @@ def add_globals(p: argparse.ArgumentParser, after_command: bool = False) -> None
     p.add_argument("--source-bootstrap", **kw)
     p.add_argument("--target-bootstrap", **kw)
     p.add_argument("--alias-source-config", action="append", metavar="ALIAS=FILE",
+                   dest="alias_source_config_after" if after_command else "alias_source_config",
                    help="the source cluster of another alias (repeat); ALIAS= fails it over without checking it",
                    **(kw or {"default": []}))
     p.add_argument("--timeout", type=positive, help="seconds for every Kafka request (default 15)",
@@ -333,7 +336,7 @@ def confs_of(a: argparse.Namespace) -> tuple[dict[str, dict], dict[str, str]]:
     if sconf:
         confs["source"] = sconf
     conns: dict[str, str] = {}
-    for spec in getattr(a, "alias_source_config", []) or []:
+    for spec in [*(getattr(a, "alias_source_config", []) or []), *(getattr(a, "alias_source_config_after", []) or [])]:
         alias, sep, f = spec.partition("=")
         if not sep or not alias:
             raise CliError(EXIT_USAGE, f"--alias-source-config {spec!r}: expected ALIAS=FILE (or ALIAS= for none)")
@@ -347,16 +350,22 @@ def context_of(a: argparse.Namespace, command: str):
     from mm2_failover.run import RunContext
     from mm2_failover.stages.preflight import check_inputs
 
+    from mm2_failover.config import TOPOLOGY
+
     confs, conns = confs_of(a)
-    values = {k: v for k, v in vars(a).items() if v is not None}
+    # the deployment's topology, those without a flag included (alias_policies, source_connections), then the flags
+    deployed = {k: v for k, v in flag_defaults().items() if k in TOPOLOGY}
+    values = {**deployed, **{k: v for k, v in vars(a).items() if v is not None}}
     if getattr(a, "plan", None) is not None:  # apply --plan RUN_DIR: that run's parameters, unless given again
         values = {**values, **planned_params(a)}
-    params = RunParams.from_mapping({**values, "source_connections": conns})
+    params = RunParams.from_mapping({**values, "source_connections": {**deployed.get("source_connections", {}),
+                                                                      **conns}})
     check_inputs(params)  # before any cluster work (the group patterns were first used after the Spark job)
     if "source" not in confs:
         # no source configured: the first alias's source is not checked (only allowed as a declared disaster)
         params = RunParams.from_mapping({**params.as_dict(),
-                                         "source_connections": {params.source_aliases[0]: "", **conns}})
+                                         "source_connections": {params.source_aliases[0]: "",
+                                                                **params.source_connections}})
         if params.source_reachable == "yes":
             raise CliError(EXIT_USAGE, "--source-reachable yes, but no source cluster: give --source-config or "
                                        "--source-bootstrap")
@@ -384,8 +393,11 @@ def planned_params(a: argparse.Namespace) -> dict:
     if not folder.has_plan() or not isinstance(bound, dict):
         raise CliError(EXIT_USAGE, f"--plan {a.plan}: no plan in that folder. Build one first: {prog_name()} plan "
                                    f"--run-dir {a.plan} ... (or apply without --plan)")
-    defaults = flag_defaults()
-    given = {k: getattr(a, k) for k in RunParams.RESULT_PARAMS if hasattr(a, k) and getattr(a, k) != defaults[k]}
+    from mm2_failover.config import PARAMS
+
+    typed = {tok.split("=", 1)[0] for tok in (a.argv or []) if tok.startswith("--")}
+    given = {k: getattr(a, k) for k in RunParams.RESULT_PARAMS
+             if hasattr(a, k) and PARAMS[k].cli_flag(k) in typed}  # typed on this command line, default or not
     return {**bound, **given}
 
 
@@ -515,12 +527,15 @@ def by_hand(ctx, plan) -> list[str]:
     if not groups:
         return ["Nothing to write: no partition has an offset to commit."]
     conf = ctx.target.conf
-    which = (" ".join(f"--group {g}" for g in groups) if len(groups) <= 5
-             else f"$(cut -d, -f1 {ctx.folder.plan_csv} | sort -u | sed 's/^/--group /')")
+    import shlex
+
+    csv_path = shlex.quote(str(ctx.folder.plan_csv))
+    which = (" ".join(f"--group {shlex.quote(g)}" for g in groups) if len(groups) <= 5
+             else f"$(cut -d, -f1 {csv_path} | sort -u | sed 's/^/--group /')")
     config = " --command-config <the target's client properties>" if set(conf) - {"bootstrap.servers"} else ""
     return ["Kafka's own tool would write the same offsets (no empty-group gate, no backup, no verification):",
             f"  kafka-consumer-groups.sh --bootstrap-server {conf.get('bootstrap.servers', '<target>')}{config} "
-            f"--reset-offsets --from-file {ctx.folder.plan_csv} {which} --execute"]
+            f"--reset-offsets --from-file {csv_path} {which} --execute"]
 
 
 def verify_listing(ctx, rep) -> Listing:
@@ -694,6 +709,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog_name()}: {e}", file=sys.stderr)
         return e.code
     a = ap.parse_args(argv)
+    a.argv = list(sys.argv[1:] if argv is None else argv)  # what was typed (apply --plan: the flags given again)
     from mm2_failover.stages.outcomes import REFUSED, outcome_of
 
     try:

@@ -697,6 +697,22 @@ def deployment_defaults(env: dict | None = None) -> dict:
     return {k: getattr(p, k) for k in raw}
 
 
+def four_eyes(params) -> bool:
+    """Whether an approval by the user who triggered the run is refused (approval rule 6): the run's
+    ``approver_not_triggerer``, or the deployment's ``[mm2_failover] approver_not_triggerer`` - which the person it
+    restrains cannot turn off on the trigger form."""
+    if params.approver_not_triggerer:
+        return True
+    v = os.environ.get(f"AIRFLOW__{CONFIG_SECTION.upper()}__APPROVER_NOT_TRIGGERER")
+    loaded = sys.modules.get("airflow.configuration")
+    if v is None and loaded is not None:
+        try:
+            v = loaded.conf.get(CONFIG_SECTION, "approver_not_triggerer", fallback=None)
+        except Exception:  # noqa: BLE001 - not readable: the run's own setting decides
+            v = None
+    return str(v or "").strip().lower() in ("true", "1", "yes", "on")
+
+
 def parameters_markdown() -> str:
     """``docs/reference/parameters.md``: every run parameter from its one definition (:class:`RunParams`' type and
     default, :data:`PARAMS`' title, help, section, CLI flag, bounds, allowed values, whether it binds a run), by the

@@ -233,8 +233,8 @@ class DrainVerdict:
         worst = listed((f"{r['topic']}[{r['partition']}] {n}" for n, r in sorted(behind, key=lambda x: -x[0])),
                        limit=3, sep=", ")
         lag = f"; MM2 {sum(n for n, _r in behind)} record(s) behind ({worst})" if behind else ""
-        return (f"{len(left)} of {len(self.rows)} partition(s) not drained ("
-                + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + f"){lag}; waited "
+        by_state = " (" + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + ")" if states else ""
+        return (f"{len(left)} of {len(self.rows)} partition(s) not drained{by_state}{lag}; waited "
                 f"{seconds_waited:.0f} s, {max(0.0, seconds_left):.0f} s left")
 
     def unreplicated_loss(self) -> str | None:

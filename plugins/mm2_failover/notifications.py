@@ -51,11 +51,10 @@ def deliver(msg, context) -> int:
     it. Never raises."""
     from mm2_failover import notify as rules
 
-    try:
-        ch = rules.channels(dict(os.environ), _config(), _connection_extra())
-    except ValueError as e:
-        log.error("NOT NOTIFIED (%s): %s", e, msg.subject)
-        return 0
+    bad: list[str] = []
+    ch = rules.channels(dict(os.environ), _config(), _connection_extra(), bad)
+    for why in bad:
+        log.error("a notifier is NOT configured right (%s): the others are told of %s", why, msg.subject)
     if ch.none:
         log.warning("no notifier configured (%s, %s): nobody was told that %s", rules.EMAIL_VAR,
                     rules.NOTIFIERS_VAR, msg.subject)
@@ -114,8 +113,10 @@ def _email(ch, msg, context) -> None:
         if client is None:  # a provider that keeps its client elsewhere: its own HTML-only mail
             hook.send_email_smtp(to=list(ch.emails), subject=msg.subject, html_content=msg.html)
             return
+        if not hook.from_email:  # as the hook's own send: no sender made up
+            raise ValueError(f"the SMTP connection {ch.smtp_conn_id} has no from_email (its extra): set the sender")
         m = EmailMessage()
-        m["Subject"], m["From"], m["To"] = msg.subject, hook.from_email or "mm2-failover@localhost", ", ".join(ch.emails)
+        m["Subject"], m["From"], m["To"] = msg.subject, hook.from_email, ", ".join(ch.emails)
         m.set_content(msg.text)
         m.add_alternative(msg.html, subtype="html")
         for attempt in range(hook.smtp_retry_limit + 1):

@@ -249,11 +249,12 @@ def _items(v) -> list[str]:
     return [a.strip() for a in str(v or "").split(",") if a.strip()]
 
 
-def channels(env: dict[str, str], config: dict | None = None, conn_extra: dict | None = None) -> Channels:
+def channels(env: dict[str, str], config: dict | None = None, conn_extra: dict | None = None,
+             bad: list[str] | None = None) -> Channels:
     """Rules 3 and 8: the variables, the ``[mm2_failover]`` configuration (``config``: its keys as in
     :data:`CONFIG_KEYS`) and the ``mm2_failover_notify`` connection's extra, merged - every address and notifier
     once, in that order; the first SMTP connection given. A malformed factory spec is a ValueError naming where it
-    was set and the entry."""
+    was set and the entry - or, given ``bad``, said there and left out (the other channels still told)."""
     sources = [(EMAIL_VAR, NOTIFIERS_VAR, env.get(EMAIL_VAR), env.get(NOTIFIERS_VAR), env.get(SMTP_CONN_VAR)),
                ("[mm2_failover] notify_email", "[mm2_failover] notifiers", *(
                    (config or {}).get(CONFIG_KEYS[k]) for k in ("email", "notifiers", "smtp_conn_id"))),
@@ -267,7 +268,11 @@ def channels(env: dict[str, str], config: dict | None = None, conn_extra: dict |
         for spec in _items(n):
             mod, _, name = spec.partition(":")
             if not mod or not name:
-                raise ValueError(f"{where_n}: {spec!r} is not module:factory (e.g. mypkg.alerts:pager)")
+                why = f"{where_n}: {spec!r} is not module:factory (e.g. mypkg.alerts:pager)"
+                if bad is None:
+                    raise ValueError(why)
+                bad.append(why)  # rule 4: one bad entry never silences the others
+                continue
             factories[spec] = None
         smtp = smtp or str(c or "").strip()
     return Channels(tuple(emails), smtp or DEFAULT_SMTP_CONN, tuple(factories))

@@ -545,7 +545,7 @@ def worst_partitions_first(partitions: Iterable[dict]) -> list[dict]:
     def key(p: dict):
         lost = p.get("lost_to_retention_exact") or p.get("retention_gap") or 0
         return (p.get("verified") is not False, -lost, p.get("action") != SKIP, p.get("action") != CLAMP,
-                -(p.get("reread_estimate") or 0), str(p.get("group")), str(p.get("topic")), p.get("partition") or 0)
+                -(p.get("reread_estimate") or 0), str(p.get("group")), str(p.get("topic")), int(p.get("partition") or 0))
 
     return sorted(partitions, key=key)
 

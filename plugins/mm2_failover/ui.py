@@ -101,7 +101,7 @@ table{display:block;max-width:100%;overflow-x:auto} body{max-width:100%;overflow
 @media (prefers-color-scheme: dark){
 body{background:#101828;color:#e4e7ec} th{background:#1d2939} th,td{border-color:#344054}
 .muted,footer{color:#98a2b3} footer{border-top-color:#344054} a{color:#84adff}
-svg{background:#1d2939;border-color:#344054}
+svg{background:#1d2939;border-color:#344054} svg text{fill:#d0d5dd}
 .succeeded{background:#054f31;color:#d1fadf}.failed,.unreadable{background:#7a271a;color:#fee4e2}
 .dry_run,.drill,.awaiting_approval,.approved{background:#1d3a8a;color:#e0eaff}
 .rejected,.approval_timed_out,.warn{background:#7a2e0e;color:#fef0c7}

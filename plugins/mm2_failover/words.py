@@ -17,6 +17,8 @@ def listed(items: Iterable, limit: int = LIMIT, sep: str = ", ") -> str:
 def duration(seconds: float) -> str:
     """``30`` -> "30 s", ``95`` -> "1 min 35 s", ``3600`` -> "1 h", ``7300`` -> "2 h 1 min": how long, as people say
     it (seconds rounded; hours and minutes only past an hour)."""
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN or infinite: not a duration
+        return "unknown"
     s = max(0, int(round(seconds)))
     if s < 60:
         return f"{s} s"

@@ -167,3 +167,41 @@ def test_a_missing_mm2_config_or_bad_topic_pattern_is_refused_before_any_cluster
             "--topics-regex", "orders[")
     assert r.returncode == 2 and "topics_regex 'orders[' is not a valid" in r.stderr, r.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_a_review_the_cli_keeps_what_the_deployment_and_the_command_line_say(monkeypatch, tmp_path):
+    """A review's findings: a --no-x switch inverted where the deployment turned x off; --alias-source-config given
+    before and after the command kept only the later; the deployment's alias_policies and source_connections (no
+    flags) never reached the CLI's run; apply --plan let a flag typed again with its default value pass silently."""
+    from mm2_failover import cli
+
+    cli.flag_defaults.cache_clear()
+    (tmp_path / "p").mkdir()
+    from mm2_failover.runfolder import RunFolder
+
+    RunFolder(tmp_path / "p").bind_params("cli", {"groups_regex": "orders-.*"}, ["groups_regex"])
+    a = cli.parser().parse_args(["apply", "--plan", str(tmp_path / "p"), "--groups-regex", ".*"])
+    a.argv = ["apply", "--plan", str(tmp_path / "p"), "--groups-regex", ".*"]
+    monkeypatch.setattr(RunFolder, "has_plan", lambda self: True)
+    assert cli.planned_params(a)["groups_regex"] == ".*"  # typed again: the folder then refuses it, naming it
+    a.argv = ["apply", "--plan", str(tmp_path / "p")]
+    assert cli.planned_params(a)["groups_regex"] == "orders-.*"
+    monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__INTERNAL_TOPIC_SEPARATOR_ENABLED", "false")
+    monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__SOURCE_ALIAS", "primary,dc2")
+    monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__ALIAS_POLICIES", '{"dc2": {"policy": "identity"}}')
+    monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__SOURCE_CONNECTIONS", '{"dc2": ""}')
+    cli.flag_defaults.cache_clear()
+    try:
+        ap = cli.parser()
+        assert ap.parse_args(["plan"]).internal_topic_separator_enabled is False
+        assert ap.parse_args(["plan", "--no-internal-topic-separator"]).internal_topic_separator_enabled is False
+        a = ap.parse_args(["--alias-source-config", "a=", "--target-bootstrap", "127.0.0.1:1", "plan",
+                           "--alias-source-config", "b=", "--run-dir", str(tmp_path / "r")])
+        a.argv = []
+        confs, conns = cli.confs_of(a)
+        assert conns == {"a": "", "b": ""}
+        ctx = cli.context_of(a, "plan")
+        assert ctx.params.alias_policies == {"dc2": {"policy": "identity"}}
+        assert ctx.params.source_connections == {"dc2": "", "a": "", "b": "", "primary": ""}
+    finally:
+        cli.flag_defaults.cache_clear()  # nothing parses after this with the deployment's variables set

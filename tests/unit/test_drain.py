@@ -106,6 +106,7 @@ def test_a_wait_says_what_is_left_how_far_behind_and_how_long_each_time_it_check
                     "record(s) behind (orders[3] 50, orders[2] 19); waited 62 s, 118 s left")
     assert drain.evaluate([obs(source_end_before=90)], False).progress(-3) == (
         "1 of 1 partition(s) not drained (1 producers still writing); waited 0 s, 0 s left")
+    assert drain.evaluate([obs()], False).progress(5) == "0 of 1 partition(s) not drained; waited 0 s, 5 s left"
 
 
 # ------------------------------------------------------------------------------------------ after the last replicated

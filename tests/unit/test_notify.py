@@ -282,3 +282,10 @@ def test_a_message_reaches_the_connections_addresses_as_text_and_html_over_real_
     assert msg.get_content_type() == "multipart/alternative"
     assert "the rollback is done - 3 group(s)" in msg.get_body(("plain",)).get_content()
     assert "<p>DAG mm2_failover_rollback" in msg.get_body(("html",)).get_content()
+
+
+def test_a_review_one_bad_notifier_entry_never_silences_the_others():
+    bad: list[str] = []
+    ch = rules.channels({rules.EMAIL_VAR: "oncall@example.com"}, None, {"notifiers": "slackalerts, a.b:c"}, bad)
+    assert ch.emails == ("oncall@example.com",) and ch.factories == ("a.b:c",)
+    assert bad == ["connection mm2_failover_notify: 'slackalerts' is not module:factory (e.g. mypkg.alerts:pager)"]

@@ -100,7 +100,9 @@ class PlanApprovalOperator(ApprovalOperator):
         responder = (who.get("id"), who.get("name")) if isinstance(who, dict) else (str(who),)
         d = rules.decide(event.get("chosen_options"), timed_out=False,
                          decided_by=who.get("name") or who.get("id") if isinstance(who, dict) else str(who), **kw)
-        d = rules.self_approved(d, trigger_of(context)[1], responder, ctx.params.approver_not_triggerer)
+        from mm2_failover.config import four_eyes
+
+        d = rules.self_approved(d, trigger_of(context)[1], responder, four_eyes(ctx.params))
         stage.record_decision(ctx, d)  # first: on Reject, Airflow's skip of the writing tasks ends this call
         if d.note:  # rule 6: the approval did not count - nothing is written, on-call is told why
             raise AirflowFailException(d.describe())

@@ -50,13 +50,12 @@ def moved_since(ctx: RunContext, plan: planmod.Plan) -> dict:
     whose commit on the target is neither the one the plan saw nor the planned one, and their groups; a read that
     fails is said, never fatal to the request."""
     from mm2_failover import plandiff
-    from mm2_failover.kafka_io import KafkaUnavailable
 
     writes = [r.as_dict() for r in plan.rows if r.writes]
     groups = sorted({w["group"] for w in writes})
     try:
         now = ctx.target.commits_many(groups, ctx.params.apply_concurrency)
-    except KafkaUnavailable as e:
+    except Exception as e:  # noqa: BLE001 - a count for the request, never the reason it is not asked
         return {"error": str(e)}
     d = plandiff.diff(writes, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in now.items()}, groups)
     off = {r["group"] for r in d.rows if r["state"] in (plandiff.MOVED, plandiff.GONE)}
@@ -68,6 +67,7 @@ def ask(ctx: RunContext, base_url: str, since_trigger_seconds: float | None = No
         triggered_by: str | None = None) -> tuple[str, str, rules.Decision]:
     """The request (subject, Markdown body) for this run's plan, and its record in ``approval.json`` (awaiting).
     ``since_trigger_seconds``, ``triggered_by``: the run's age and who triggered it, as Airflow says."""
+    from mm2_failover.config import four_eyes
     from mm2_failover.notify import report_link
 
     f = ctx.folder
@@ -82,7 +82,7 @@ def ask(ctx: RunContext, base_url: str, since_trigger_seconds: float | None = No
         disaster_aliases=list((rep.snapshot or {}).get("disaster_aliases") or []), plan_hash=h,
         page_url=report_link(base_url, ctx.dag_id, f.dir.name), unconfirmed=ctx.unconfirmed_disaster_aliases(),
         groups=rep.groups, since_trigger_seconds=since_trigger_seconds, triggered_by=triggered_by,
-        moved_since=moved_since(ctx, record.plan), approver_not_triggerer=ctx.params.approver_not_triggerer)
+        moved_since=moved_since(ctx, record.plan), approver_not_triggerer=four_eyes(ctx.params))
     asked = rules.Decision(rules.AWAITING, h, asked_at=now_iso(), timeout_seconds=ctx.params.approval_timeout_seconds)
     record_decision(ctx, asked)
     return subject, body, asked

@@ -20,6 +20,9 @@ def check_inputs(params) -> None:
     there to read. ConfigurationError naming the parameter and what to do."""
     from mm2_failover.selection import GroupSelection, compile_pattern
 
+    if not params.source_aliases:
+        raise ConfigurationError(f"source_alias {params.source_alias!r} names no alias: give MM2's alias of the source "
+                                 "cluster (e.g. primary), or several comma-separated. Nothing was done.")
     try:
         GroupSelection.of(params)
         if params.topics_regex:
