@@ -6,7 +6,7 @@ PY := $(CURDIR)/.venv/bin/python
 SPARK ?= connect
 SECURED ?=
 
-.PHONY: setup demo demo-failback test test-unit test-fast lint bench bed clean wheel lock-runtime reference
+.PHONY: setup demo demo-failback test test-unit test-fast lint bench bed clean wheel lock-runtime reference screenshots
 
 setup:
 	@scripts/setup.sh
@@ -28,6 +28,10 @@ test-unit: setup
 	$(PY) -m pytest tests/unit
 
 # the edit loop: unit and pure property tests (the whole proof path included), about a minute; no bed, no Spark
+# the browser test, keeping the screenshots the docs show in docs/screenshots (docs/runbook.md "The surfaces")
+screenshots: setup
+	MM2_FAILOVER_DOCS_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/e2e
+
 test-fast: setup
 	$(PY) -m pytest tests/unit -q
 

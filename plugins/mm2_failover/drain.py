@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 
 from mm2_failover import evidence as ev
@@ -295,6 +296,26 @@ def evaluate(obs: list[PartitionObservation], disaster: bool | set[str]) -> Drai
                        **({"why": o.after_check_failed or (o.tail.why if o.tail else "")}
                           if o.after_check_failed or (o.tail and o.tail.why) else {})})
     return v
+
+
+def loss_window_text(rpo: dict | None) -> str:
+    """The data-loss window of :func:`rpo_estimate` in words, for people (the approval request, the report, the
+    drain sensor's log): what was lost, from when, with what is not known said so."""
+    if not rpo:
+        return "not known"
+    newest, oldest = rpo.get("newest_replicated_record_ms"), rpo.get("oldest_partition_tail_ms")
+    hb = rpo.get("seconds_since_mm2_heartbeat")
+    beat = f"MM2's heartbeat was {hb:.1f} s old" if hb is not None else "no heartbeat of MM2's"
+    if newest is None or rpo.get("seconds_since_newest_replicated_record") is None:
+        return f"not known: no record MM2 copied from the lost source was found on the target, and {beat}"
+    when = datetime.fromtimestamp(newest / 1000, timezone.utc).isoformat(timespec="seconds")
+    furthest = ""
+    if oldest is not None and oldest != newest:
+        behind = rpo["seconds_since_newest_replicated_record"] + round((newest - oldest) / 1000, 1)
+        furthest = f"; {behind:.1f} s on the partition furthest behind"
+    return (f"records produced on the lost source after {when} (the newest record MM2 copied, "
+            f"{rpo['seconds_since_newest_replicated_record']:.1f} s before the check{furthest}) never reached the "
+            f"target; {beat}")
 
 
 def rpo_estimate(obs: list[PartitionObservation], now_ms: int, heartbeat_ms: int | None) -> dict:

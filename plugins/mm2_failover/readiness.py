@@ -57,6 +57,14 @@ def kind_of(row: dict) -> str:
     return EXACT if is_exact(rule) else FLOOR
 
 
+def answer_counts(rows: Iterable[dict]) -> dict[str, int]:
+    """Rule 1: plan rows by kind of answer, every kind present (a run's report: ``partitions_by_answer``)."""
+    out = dict.fromkeys(KINDS, 0)
+    for r in rows:
+        out[kind_of(r)] += 1
+    return out
+
+
 def not_replicated(row: dict) -> int | None:
     """Rule 3: records of one source partition MM2 has not copied yet, from one drain observation's row."""
     se, rep, re_ = row.get("source_end"), row.get("replicated"), row.get("replica_end")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
 from mm2_failover import approval
+from mm2_failover.readiness import answer_counts
 from mm2_failover.translate import ARCHIVE_FLOOR, FIRST_COPY, HOME, REPLICA_START, SUPERSEDED_SYNC, is_exact
 from mm2_failover.plan import (
     CHECKPOINT_AHEAD_OF_SOURCE,
@@ -423,6 +424,8 @@ def build_report(
         # what MM2's checkpoints alone would have re-read on the partitions whose exact position is known
         "records_reread_by_checkpoints": sum(by_checkpoint) if by_checkpoint else None,
         "partitions_exact": sum(1 for r in plan.rows if r.writes and is_exact(r.rule)),
+        # every partition by the kind of answer it got: exact, floor, checkpoint, none (readiness rule 1)
+        "partitions_by_answer": answer_counts(row_dicts),
         "lag": sum(g["lag"] for g in groups),
     }
     snapshot = snapshot or {}

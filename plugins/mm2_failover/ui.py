@@ -44,6 +44,7 @@ from urllib.parse import quote
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response, StreamingResponse
 
+from mm2_failover import pictures
 from mm2_failover.approval import Decision, group_reread_text, reread_text
 from mm2_failover.notify import READINESS_DAG, REPORT_DAGS
 from mm2_failover.report import (APPROVAL_OUTCOMES, fate_shown, outcome_note, run_summary, worst_first,
@@ -96,12 +97,14 @@ th{background:#f2f4f7;text-align:left} td.n{text-align:right;font-variant-numeri
 .dry_run,.drill,.awaiting_approval,.approved{background:#e0eaff;color:#1d3a8a}
 .rejected,.approval_timed_out{background:#fef0c7;color:#7a2e0e}.warn{background:#fef0c7;color:#7a2e0e;padding:.3rem .6rem;margin:.2rem 0}
 nav a{margin-right:1rem} footer{margin-top:2rem;color:#667085;font-size:.8rem;border-top:1px solid #eaecf0;padding-top:.5rem}
-.muted{color:#667085} svg{background:#fcfcfd;border:1px solid #eaecf0;margin:.3rem .6rem .6rem 0}
+.muted{color:#667085} figure.picture{margin:.4rem 0 1rem;color:#1d2939;max-width:100%;width:fit-content}
+figure.picture svg{max-width:100%;height:auto} figcaption{color:#667085;font-size:.85rem}
+.pictures{display:flex;flex-wrap:wrap;gap:0 1.5rem;align-items:flex-start}
 table{display:block;max-width:100%;overflow-x:auto} body{max-width:100%;overflow-wrap:anywhere}
 @media (prefers-color-scheme: dark){
 body{background:#101828;color:#e4e7ec} th{background:#1d2939} th,td{border-color:#344054}
 .muted,footer{color:#98a2b3} footer{border-top-color:#344054} a{color:#84adff}
-svg{background:#1d2939;border-color:#344054} svg text{fill:#d0d5dd}
+figure.picture{color:#e4e7ec} figcaption{color:#98a2b3}
 .succeeded{background:#054f31;color:#d1fadf}.failed,.unreadable{background:#7a271a;color:#fee4e2}
 .dry_run,.drill,.awaiting_approval,.approved{background:#1d3a8a;color:#e0eaff}
 .rejected,.approval_timed_out,.warn{background:#7a2e0e;color:#fef0c7}
@@ -274,44 +277,15 @@ def run_href(base: str, dag_id: str, folder: str) -> str:
     return f"{base}/runs/{quote(dag_id, safe='')}/{quote(folder, safe='')}"
 
 
-def svg_chart(title: str, points: list[tuple[str, float | None]], unit: str = "", width: int = 520,
-              height: int = 170) -> str:
-    """A small inline SVG line chart (no scripts); ``points``: (label, value) in time order."""
-    pad_l, pad_r, pad_t, pad_b = 56, 14, 26, 30
-    vals = [v for _, v in points if v is not None]
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
-           f"aria-label='{esc(title)}'><title>{esc(title)}</title>",
-           f"<text x='{pad_l}' y='16' font-size='13' font-weight='600' fill='#1d2939'>{esc(title)}</text>"]
-    if not vals:
-        out.append(f"<text x='{pad_l}' y='{height // 2}' font-size='12' fill='#667085'>no data</text></svg>")
-        return "".join(out)
-    vmax = max(vals) or 1
-    w, h = width - pad_l - pad_r, height - pad_t - pad_b
-    n = len(points)
+def picture(draw: Callable[..., str], *args: Any) -> str:
+    """One picture of :mod:`mm2_failover.pictures`; one that cannot be drawn never breaks the page (logged)."""
+    try:
+        return draw(*args)
+    except Exception:  # noqa: BLE001 - the page without this picture, and the reason in the API server's log
+        import logging
 
-    def xy(i: int, v: float) -> tuple[float, float]:
-        x = pad_l + (w * i / (n - 1) if n > 1 else w / 2)
-        return round(x, 1), round(pad_t + h - h * (v / vmax), 1)
-
-    out.append(f"<line x1='{pad_l}' y1='{pad_t + h}' x2='{pad_l + w}' y2='{pad_t + h}' stroke='#98a2b3'/>")
-    out.append(f"<line x1='{pad_l}' y1='{pad_t}' x2='{pad_l}' y2='{pad_t + h}' stroke='#98a2b3'/>")
-    out.append(f"<text x='{pad_l - 6}' y='{pad_t + 4}' font-size='11' text-anchor='end' fill='#475467'>"
-               f"{esc(_num(vmax))}{esc(unit)}</text>")
-    out.append(f"<text x='{pad_l - 6}' y='{pad_t + h}' font-size='11' text-anchor='end' fill='#475467'>0</text>")
-    coords = [(i, *xy(i, v)) for i, (_, v) in enumerate(points) if v is not None]
-    if len(coords) > 1:
-        out.append("<polyline fill='none' stroke='#1570ef' stroke-width='2' points='"
-                   + " ".join(f"{x},{y}" for _, x, y in coords) + "'/>")
-    for i, x, y in coords:
-        label, v = points[i]
-        out.append(f"<circle cx='{x}' cy='{y}' r='3.5' fill='#1570ef'><title>{esc(label)}: {esc(_num(v))}{esc(unit)}"
-                   f"</title></circle>")
-    out.append(f"<text x='{pad_l}' y='{height - 8}' font-size='11' fill='#475467'>{esc(points[0][0][:16])}</text>")
-    if n > 1:
-        out.append(f"<text x='{pad_l + w}' y='{height - 8}' font-size='11' text-anchor='end' fill='#475467'>"
-                   f"{esc(points[-1][0][:16])}</text>")
-    out.append("</svg>")
-    return "".join(out)
+        logging.getLogger(__name__).exception("the picture %s could not be drawn", draw.__name__)
+        return f"<p class=muted>The picture {esc(draw.__name__)} could not be drawn (the log says why).</p>"
 
 
 def _num(v: Any) -> str:
@@ -365,6 +339,11 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
             [[m.get("group"), m.get("topic"), m.get("partition"), m.get("planned"), m.get("committed")]
              for m in rep["mismatches"][:MAX_ROWS]], numeric={2, 3, 4}, cls="mismatches"))
     groups = worst_first(rep.get("groups") or [])
+    prow = rep.get("partitions") or []
+    if isinstance(prow, str):  # a report.json that names its rows' file, and no rows were read
+        prow = []
+    prow = worst_partitions_first(prow)
+    parts.append(report_pictures(t, groups, prow))
     heads = ["group", "aliases", "fate", "partitions", "committed", "skipped", "clamped", "refused", "lag",
              "lost to retention", "re-read (est.)"]
     rows = []
@@ -379,10 +358,6 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
     if len(groups) > MAX_ROWS:
         parts.append(f"<p class=muted>First {MAX_ROWS} shown; report.json has them all.</p>")
     parts.append(table(heads, rows, numeric={3, 4, 5, 6, 8, 9, 10}, cls="groups"))
-    prow = rep.get("partitions") or []
-    if isinstance(prow, str):  # a report.json that names its rows' file, and no rows were read
-        prow = []
-    prow = worst_partitions_first(prow)
     if prow:
         cols = ["group", "topic", "partition", "upstream_offset", "downstream_offset", "current_offset",
                 "planned_offset", "committed_after", "action", "reason", "lag"]
@@ -395,6 +370,25 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
                              numeric={2, 3, 4, 5, 6, 7, 10}, cls="partitions")
                      + "</details>")
     return "".join(parts)
+
+
+def report_pictures(totals: dict, groups: list[dict], partitions: list[dict]) -> str:
+    """The run page's pictures (:mod:`mm2_failover.pictures` 1-3), from the report's own figures: how each partition
+    resumes (its ``partitions_by_answer``; a report written before it had that: from its rows when they are all
+    here), the groups that re-read the most, where the worst partitions resume (``partitions``: worst first)."""
+    mix = totals.get("partitions_by_answer")
+    if not isinstance(mix, dict) and partitions and len(partitions) >= int(totals.get("partitions") or 0):
+        from mm2_failover.readiness import answer_counts
+
+        mix = answer_counts(partitions)
+    out = [picture(pictures.answer_mix, mix)] if isinstance(mix, dict) and sum(mix.values()) else []
+    top = pictures.top_reread(groups)
+    if top:
+        out.append(picture(pictures.reread_groups, top, sum(1 for g in groups if (g.get("reread_estimate") or 0) > 0)))
+    where = pictures.positions(partitions)
+    if where:
+        out.append(picture(pictures.resume_positions, where, int(totals.get("partitions") or len(partitions))))
+    return f"<div class=pictures>{''.join(out)}</div>" if out else ""
 
 
 def render_drill(d: dict) -> str:
@@ -434,7 +428,9 @@ def render_drill(d: dict) -> str:
     return "".join(parts)
 
 
-def render_run(dag_id: str, folder: str, rep: dict | None, drill: dict | None, files: list[str], base: str) -> str:
+def render_run(dag_id: str, folder: str, rep: dict | None, drill: dict | None, files: list[str], base: str,
+               tries: list[dict] | None = None) -> str:
+    """One run's page; ``tries``: its task tries from Airflow (the timeline picture; None outside Airflow)."""
     links = " ".join(f"<a href='{esc(run_href(base, dag_id, folder))}/{esc(f)}'>{esc(f)}</a>" for f in files)
     body = [f"<p class=muted>DAG {esc(dag_id)}, run {esc((rep or drill or {}).get('run_id', folder))}</p>"]
     if rep is not None:  # the outcome first, the files after what they hold
@@ -443,6 +439,9 @@ def render_run(dag_id: str, folder: str, rep: dict | None, drill: dict | None, f
                                        "with its prefix, see below" if written else "dry run: nothing was written"))
     if drill is not None:
         body.append(render_drill(drill))
+    bars, span, working = pictures.task_bars(tries or [])
+    if bars:
+        body.append("<h2>Time per task</h2>" + picture(pictures.timeline, bars, span, working))
     if PLAN_JSON in files:
         body.append(f"<p><a class=livediff href='{esc(run_href(base, dag_id, folder))}/live-diff'>The plan against "
                     "the target's commits now</a> (read when you open it)</p>")
@@ -476,6 +475,21 @@ def render_live_diff(dag_id: str, folder: str, run_id: str, d, contains: str, re
             + table(["group", "topic", "partition", "before the run", "planned", "now", "state"], rows,
                     numeric={2, 3, 4, 5}, cls="livediff"))
     return page(f"Live diff: {dag_id} / {run_id}", body, base)
+
+
+def run_tries(access, dag_id: str, run_id: str) -> list[dict] | None:
+    """The run's task tries for its timeline, from ``access`` (Airflow's database inside Airflow); None when it has
+    none or they cannot be read now (logged: the page is shown without its timeline)."""
+    read = getattr(access, "task_tries", None)
+    if read is None:
+        return None
+    try:
+        return read(dag_id, run_id)
+    except Exception as e:  # noqa: BLE001 - the page without its timeline
+        import logging
+
+        logging.getLogger(__name__).warning("the task tries of %s/%s could not be read: %s", dag_id, run_id, e)
+        return None
 
 
 def target_read_error(e: Exception) -> str:
@@ -512,7 +526,8 @@ def render_trend(drills: list[dict], base: str) -> str:
               ("Max replication lag (records)", "replication_lag_max_records", ""),
               ("Partitions without checkpoint", "partitions_without_checkpoints", ""),
               ("Groups covered", "groups_covered", "")]
-    charts = "".join(svg_chart(title, [(f"{r['time']} {r['run_id']}", r["drill_totals"].get(k)) for r in drills], unit)
+    charts = "".join(picture(pictures.trend, title, [(f"{r['time']} {r['run_id']}", r["drill_totals"].get(k))
+                                                     for r in drills], unit)
                      for title, k, unit in series)
     rows = []
     for r in reversed(drills):
@@ -523,7 +538,7 @@ def render_trend(drills: list[dict], base: str) -> str:
                      t.get("replication_lag_max_records"), t.get("records_reread_estimate"),
                      t.get("partitions_clamped"), t.get("records_lost_to_retention"), t.get("findings")])
     body = (f"<p class=muted>{len(drills)} drill run(s), oldest to newest in the plots.</p>"
-            f"<div class=charts>{charts}</div>"
+            f"<div class=pictures>{charts}</div>"
             + table(["time (UTC)", "run", "groups covered", "groups w/o checkpoints", "partitions w/o checkpoint",
                      "max checkpoint age (s)", "max replication lag", "est. re-read", "clamped", "lost to retention",
                      "findings"], rows, numeric=set(range(2, 11)), raw={1}, cls="trend"))
@@ -602,9 +617,13 @@ def render_readiness(r: dict | None, hist: list[dict], base: str, answer: str = 
                       v.get("positions_age_seconds")] for a, v in sorted(r["archive"].items())],
                     numeric={2, 3, 6}, cls="archive")
     hist = sorted(hist, key=lambda h: h.get("computed_at") or "")
-    charts = (svg_chart("Groups not provable exactly", [(h["computed_at"], h.get("groups_not_exact")) for h in hist])
-              + svg_chart("Worst exposure (oldest record not replicated)",
-                          [(h["computed_at"], h.get("worst_exposure_seconds")) for h in hist], " s"))
+    exposure = picture(pictures.exposure, pictures.known_exposures(r["groups"]), s.get("groups_exposure_unknown") or 0,
+                       s.get("groups_over_rpo") or 0, rpo)
+    charts = (picture(pictures.interval_strip, hist, rpo, datetime.now(timezone.utc))
+              + picture(pictures.trend, "Groups not provable exactly",
+                      [(h["computed_at"], h.get("groups_not_exact")) for h in hist])
+              + picture(pictures.trend, "Worst exposure (oldest record not replicated)",
+                        [(h["computed_at"], h.get("worst_exposure_seconds")) for h in hist], " s"))
     rows = readiness_rows(r["groups"], answer, group, over_rpo, rpo)
     options = "".join(f"<option value='{esc(k)}'{' selected' if k == answer else ''}>{esc(v)}</option>"
                       for k, v in ANSWER_FILTERS.items())
@@ -617,8 +636,8 @@ def render_readiness(r: dict | None, hist: list[dict], base: str, answer: str = 
               g["exposure_unknown"], g["checkpoint_age_seconds"]] for g in rows[:MAX_ROWS]]
     more = (f"<p class=muted>{len(rows)} group(s) match; the first {MAX_ROWS} are shown (all of them are in "
             "readiness.json).</p>" if len(rows) > MAX_ROWS else f"<p class=muted>{len(rows)} group(s) match.</p>")
-    body = (head + summary + findings + archive
-            + f"<h2>Over the last day ({len(hist)} interval(s))</h2><div class=charts>{charts}</div>"
+    body = (head + summary + f"<div class=pictures>{exposure}</div>" + findings + archive
+            + f"<h2>Over the last day ({len(hist)} interval(s))</h2><div class=pictures>{charts}</div>"
             + "<h2>Groups</h2>" + form + more
             + table(["group", "answer", "rules (partitions)", "partitions", "not moved", "re-read", "re-read unknown",
                      "not replicated", "exposure (s)", "exposure unknown", "newest checkpoint age (s)"], cells,
@@ -734,7 +753,8 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None,
             return not_found(request, f"Run {run_id} of {dag_id} has no report yet (it is still running, or stopped "
                                       "before its last task).")
         files = [f for f in SERVED_FILES if (folder / f).is_file()]
-        return HTMLResponse(render_run(folder.parent.name, folder.name, rep, drill, files, base(request)))
+        tries = run_tries(access, dag_id, str((rep or drill or {}).get("run_id") or run_id))
+        return HTMLResponse(render_run(folder.parent.name, folder.name, rep, drill, files, base(request), tries))
 
     @app.get("/runs/{dag_id}/{run_id}/live-diff", response_class=HTMLResponse)
     def live_diff(request: Request, dag_id: str, run_id: str, group: str = "", user=reader):

@@ -41,6 +41,30 @@ class AirflowAccess:
                                                          details=DagDetails(id=dag_id), user=user))
 
 
+    @staticmethod
+    def task_tries(dag_id: str, run_id: str) -> list[dict]:
+        """Every try of the run's tasks, from Airflow's metadata database (the run page's timeline): the tries
+        before the current one are in ``task_instance_history``. Times in seconds since the epoch (None: not yet)."""
+        from airflow.models.taskinstance import TaskInstance
+        from airflow.models.taskinstancehistory import TaskInstanceHistory
+        from airflow.utils.session import create_session
+        from sqlalchemy import select
+
+        def of(model):
+            return select(model.task_id, model.map_index, model.try_number, model.state, model.start_date,
+                          model.end_date).where(model.dag_id == dag_id, model.run_id == run_id)
+
+        seen: dict[tuple, dict] = {}
+        with create_session() as session:
+            for model in (TaskInstanceHistory, TaskInstance):  # the current try last: it wins over its history
+                for task_id, map_index, try_number, state, start, end in session.execute(of(model)):
+                    seen[(task_id, map_index, try_number)] = {
+                        "task_id": task_id, "map_index": map_index, "try_number": try_number,
+                        "state": str(getattr(state, "value", state) or ""),
+                        "start": start.timestamp() if start else None, "end": end.timestamp() if end else None}
+        return list(seen.values())
+
+
 class OpenAccess:
     """No login: every report to anyone who reaches the server (the stand-alone server only)."""
 
@@ -52,3 +76,8 @@ class OpenAccess:
 
     def can_read(self, user: Any, dag_id: str) -> bool:
         return True
+
+    @staticmethod
+    def task_tries(dag_id: str, run_id: str) -> None:
+        """No Airflow, no task tries: the run page has no timeline."""
+        return None

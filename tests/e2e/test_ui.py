@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 import pytest
 
+from testbed.browser import chromium, keep_for_docs, picture_shown
 from testbed.airflow_stack import (
     AirflowStack,
     answer,
@@ -51,9 +52,6 @@ BED_START_S = 240
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow, pytest.mark.ui,
               pytest.mark.timeout(BUDGET_S + BED_START_S)]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 FAILOVER_TASKS = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
                   "check_groups_empty", "build_plan", "approve_plan", "apply_group_offsets", "verify_group_offsets"]
 
@@ -173,18 +171,6 @@ def login(browser, af):
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(lambda u: "/auth/" not in u)
     return page
-
-
-def chromium(p):
-    if not os.access(CHROMIUM, os.X_OK):  # a missing Chromium is a failure of the test, not a skip
-        pytest.fail(f"{CHROMIUM} is missing: install it (scripts/setup.sh does, as root: apt-get install chromium "
-                    "chromium-driver)")
-    from playwright.sync_api import expect
-
-    # Playwright waits 5 s for an element by default; a fresh-clone run's DAG grid (Airflow's React UI, rendered in
-    # Chromium beside three workers' beds on 2 cores) had not shown its tasks after 5 s. What is expected is unchanged
-    expect.set_options(timeout=30_000)
-    return p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
 
 
 def decide_in_browser(af, run_id: str, option: str, shots: Path) -> dict:
@@ -413,11 +399,33 @@ def test_failover_run_in_the_real_ui(failover_run, run_root):
             expect(page.locator("table.groups")).to_contain_text(names["group"])
             expect(page.locator("h1")).to_contain_text("Failover report")
             page.screenshot(path=str(shots / "4-report-page.png"), full_page=True)
+
+            # 5. its pictures (issue 53 item 5), drawn from the report and, for the timeline, from Airflow's own
+            # record of the run's task tries: apply's two killed tries and the one that finished, the approval apart
+            mix = picture_shown(page, "answer-mix", shots)
+            expect(mix).to_contain_text(f"How each partition resumes ({report['totals']['partitions']} partition(s))")
+            for label in ("exact", "floor (safe, re-reads)", "MM2's checkpoint", "not moved"):
+                expect(mix).to_contain_text(label)
+            expect(picture_shown(page, "resume-positions", shots)).to_contain_text(f"{names['topic']}[0]")
+            timeline = picture_shown(page, "timeline", shots)
+            for bar in ("apply_group_offsets #1", "apply_group_offsets #2", "apply_group_offsets #3",
+                        "verify_group_offsets #1", "approve_plan #1", "waiting for a person"):
+                expect(timeline).to_contain_text(bar)
+            page.emulate_media(color_scheme="dark")  # the pictures take the page's theme
+            page.screenshot(path=str(shots / "5-report-page-dark.png"), full_page=True)
+            assert page.locator("figure[data-picture=timeline]").evaluate("e => getComputedStyle(e).color") \
+                == "rgb(228, 231, 236)"
+            page.emulate_media(color_scheme="light")
         finally:
             browser.close()
     for s in sorted(shots.glob("*.png")):
-        assert s.stat().st_size > 10_000, f"{s} looks empty"
+        assert s.stat().st_size > 5_000, f"{s} looks empty"
         print(f"[ui] screenshot: {s}")
+    keep_for_docs(shots, {"3-run-report-tab.png": "run-report-tab.png",
+                          "picture-answer-mix.png": "picture-answer-mix.png",
+                          "picture-resume-positions.png": "picture-resume-positions.png",
+                          "picture-timeline.png": "picture-timeline.png", "2-plugin-runs.png": "runs.png",
+                          "5-report-page-dark.png": "report-page-dark.png"})
     print(f"[ui] done at {time.monotonic() - t0:.1f}s")
 
 
@@ -542,6 +550,7 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
     rejected, folder = trigger(source_connections={"primary": "kafka_source_mistyped"}, require_approval=False)
     wait_for_approval_request(af, rejected, 360)  # 184 s in a fresh clone on 2 busy cores (the source probed 3 times)
     asked = decide_in_browser(af, rejected, "Reject", run_root / "e2e-ui" / "screenshots")
+    keep_for_docs(run_root / "e2e-ui" / "screenshots", {"approval-reject-asked.png": "approval-request.png"})
     assert asked["subject"] == "Move 1 group(s), 2 commit(s)? DISASTER MODE NOT CONFIRMED", asked["subject"]
     assert "DISASTER MODE NOT CONFIRMED: source primary did not answer" in asked["body"]
     assert "really lost" in asked["body"]
@@ -742,8 +751,9 @@ def test_every_dags_trigger_form_submits_as_it_opens_and_the_runs_it_starts_succ
     must succeed. A dry run of the failover (the groups typed, "Dry run" on), the archive (as it opens), readiness and
     the drill (the groups typed), then the rollback of this module's failover run with only its run id. Airflow's form
     kept Trigger disabled on every one of them while an optional text defaulted to "" (and the failover's groups
-    must be typed: no default stands for a choice)."""
-    from playwright.sync_api import sync_playwright
+    must be typed: no default stands for a choice). The readiness interval is then read on its page, with its
+    pictures (issue 53 item 5)."""
+    from playwright.sync_api import expect, sync_playwright
 
     r, af = failover_run, failover_run.af
     grp = r.names["group"]
@@ -785,6 +795,12 @@ def test_every_dags_trigger_form_submits_as_it_opens_and_the_runs_it_starts_succ
             assert all(s == "success" for s, _ in states.values()), states
             # the dry run wrote nothing: the group is where the failover put it
             assert r.target.committed(grp) == planned
+            # the readiness interval the form started, on its page: the exposure against the RPO, the day's strip
+            page.goto(f"{af.base}/mm2/readiness")
+            expect(page.locator("table.groups")).to_contain_text(grp)
+            expect(picture_shown(page, "exposure", shots)).to_contain_text("over the RPO")
+            expect(picture_shown(page, "interval-strip", shots)).to_contain_text("The last 24 hours")
+            page.screenshot(path=str(shots / "readiness-page.png"), full_page=True)
 
             run_id = trigger_in_browser(page, af, "mm2_failover_rollback", {"failover_run_id": r.run_id}, (), shots)
             af.wait(lambda: run_state(af, "mm2_failover_rollback", run_id) in ("success", "failed"), 180,
@@ -799,3 +815,6 @@ def test_every_dags_trigger_form_submits_as_it_opens_and_the_runs_it_starts_succ
     assert r.target.committed(grp) == {}
     for s in sorted(shots.glob("*.png")):
         print(f"[ui] screenshot: {s}")
+    keep_for_docs(shots, {"mm2_failover-form.png": "trigger-form.png", "readiness-page.png": "readiness-page.png",
+                          "picture-exposure.png": "picture-exposure.png",
+                          "picture-interval-strip.png": "picture-interval-strip.png"})

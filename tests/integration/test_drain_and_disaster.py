@@ -470,6 +470,7 @@ def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own
     art = run_dir("mm2_failover", dr.run_id)
     report = json.loads((art / "report.json").read_text())
     assert any(w.startswith("DISASTER MODE") for w in report["warnings"])
+    assert not any("{" in w for w in report["warnings"]), report["warnings"]  # the window in words, not a dict
     assert report["rpo"]["seconds_since_newest_replicated_record"] is not None
     assert report["rpo"]["seconds_since_newest_replicated_record"] >= 0
     snap = json.loads((art / "snapshot.json").read_text())

@@ -254,3 +254,19 @@ def test_mutation_7_a_source_emptied_by_retention_taken_as_nothing_to_copy_is_ca
 
     monkeypatch.setattr(drain, "last_record_copied", mutated)
     assert any(tail_violations(seed) for seed in range(4000))
+
+
+def test_the_data_loss_window_is_said_in_words_never_as_a_dict():
+    """Issue 53: the approval request and the report showed the disaster-mode window as a Python dict ("Data-loss
+    window: {'meaning': ..."): said in words, with the figures it has, and what is not known said so."""
+    r = drain.rpo_estimate([obs(newest_replicated_ms=1_000), obs(partition=1, newest_replicated_ms=4_000)], 10_000,
+                           9_000)
+    said = drain.loss_window_text(r)
+    assert "{" not in said and "'" not in said.replace("MM2's", "")
+    assert said == ("records produced on the lost source after 1970-01-01T00:00:04+00:00 (the newest record MM2 "
+                    "copied, 6.0 s before the check; 9.0 s on the partition furthest behind) never reached the target; "
+                    "MM2's heartbeat was 1.0 s old")
+    none = drain.loss_window_text(drain.rpo_estimate([obs()], 10_000, None))
+    assert none == ("not known: no record MM2 copied from the lost source was found on the target, and no heartbeat "
+                    "of MM2's")
+    assert drain.loss_window_text(None) == "not known"

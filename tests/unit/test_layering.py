@@ -32,7 +32,7 @@ LAYERS = {
     "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
             "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "operators.plan_approval", "tasks", "params", "metrics",
             "dag_defaults", "notifications", "preload", "celery_config",
-            "ui", "ui_access", "airflow_plugin", "cli", "__main__", "jobs.latest_checkpoints", "jobs.warm_up"},
+            "ui", "ui_access", "pictures", "airflow_plugin", "cli", "__main__", "jobs.latest_checkpoints", "jobs.warm_up"},
 }
 ORDER = ["core", "io", "run", "top"]
 

@@ -48,6 +48,7 @@ def test_totals_and_groups_of_a_failed_run():
         "records_lost_to_retention_upper_bound": 2, "partitions_lost_to_retention_unknown": 0,
         "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20), "partitions_reread_unknown": 0,
         "records_reread_by_checkpoints": None, "partitions_exact": 0,
+        "partitions_by_answer": {"exact": 0, "floor": 0, "checkpoint": 3, "none": 2},
         "lag": (55 - 10) + (45 - 5) + (55 - 7) + (55 - 19),
         # MM2's checkpoints only: the re-read figure is an estimate from offsets, nothing proven from below
         "records_reread_exact": False, "records_reread_at_least": 0,

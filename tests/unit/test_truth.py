@@ -123,6 +123,13 @@ def figure_violations(seed: int) -> list:
             bad.append(("AT LEAST ABOVE THE TRUTH", u, row.rule, at, al, limit))
         if tot["partitions_exact"] and plain(w) and (at != limit or true_reread):
             bad.append(("EXACT NOT AT THE LIMIT", u, row.rule, at, limit, true_reread))
+        mix = tot["partitions_by_answer"]  # the report page's picture of how each partition resumes
+        if mix[rd.EXACT] != tot["partitions_exact"] or sum(mix.values()) != tot["partitions"]:
+            bad.append(("PICTURE'S COUNTS OFF", u, row.rule, mix, tot["partitions_exact"], tot["partitions"]))
+        if mix[rd.EXACT] and plain(w) and at != limit:
+            bad.append(("PICTURE'S EXACT NOT AT THE LIMIT", u, row.rule, at, limit))
+        if mix[said["kind"]] < 1:
+            bad.append(("PICTURE AND READINESS DISAGREE", u, row.rule, mix, said["kind"]))
         if said["kind"] == rd.EXACT and plain(w) and at != limit:
             bad.append(("READINESS EXACT NOT AT THE LIMIT", u, row.rule, at, limit))
         if said["kind"] == rd.EXACT and said["reread"] is not None and said["reread"] != true_reread \
@@ -208,3 +215,16 @@ def test_mutation_13_e5_accepting_any_copy_is_caught(monkeypatch):
     monkeypatch.setattr(ev, "verified_copy", any_copy)
     assert next((s for s in MUTATION_SEEDS if any(v[0] == "LOST" for v in worlds.violations(s))), None) \
         is not None
+
+
+def test_mutation_30_the_report_pictures_every_moved_partition_as_exact_is_caught(monkeypatch):
+    """Issue 53 item 5: the run page's picture of how each partition resumes (``partitions_by_answer``) counting every
+    moved partition as exact, whatever rule placed it."""
+
+    def every_moved_exact(rows):
+        rows = list(rows)
+        moved = sum(1 for r in rows if r.get("planned_offset") is not None and r.get("action") != "skip")
+        return {rd.EXACT: moved, rd.FLOOR: 0, rd.CHECKPOINT: 0, rd.NONE: len(rows) - moved}
+
+    monkeypatch.setattr(rp, "answer_counts", every_moved_exact)
+    assert first_caught() is not None

@@ -179,10 +179,11 @@ def test_drill_run_page_and_trend_with_svg(client):
     r = client.get("/mm2/runs/mm2_failover_drill/scheduled__2026-11-01")
     assert r.status_code == 200 and "Findings" in r.text and "f2 &lt;script&gt;" in r.text and "drill.json</a>" in r.text
     t = client.get("/mm2/drills").text
-    assert t.count("<svg") == 5 and "<polyline" in t and "Estimated re-read" in t
+    assert t.count("<svg") == 5 and "Estimated re-read" in t
     assert "scheduled__2026-10-01" in t and "<script" not in t
-    # oldest to newest in the plot: the first point is October's 120
-    assert t.index("scheduled__2026-10-01: 120") < t.index("scheduled__2026-11-01: 80")
+    # oldest to newest in the plot: October first on its time axis, and the newest point is November's 80
+    plot = t[t.index("<svg"):t.index("</svg>")]
+    assert plot.index("2026-10-01T03:00") < plot.index("2026-11-01T03:00") and ">80<" in plot
 
 
 def test_empty_and_missing_roots(tmp_path):
@@ -193,10 +194,19 @@ def test_empty_and_missing_roots(tmp_path):
     assert "No drill run" in c.get("/drills").text
 
 
-def test_svg_chart_escapes_and_handles_single_points():
-    s = ui.svg_chart(f"t {EVIL}", [(f"run {EVIL}", 3.0)], " s")
-    assert "<script" not in s and "<circle" in s and "<polyline" not in s
-    assert "no data" in ui.svg_chart("x", [("a", None)])
+def test_a_trend_picture_escapes_and_handles_single_points_and_no_data():
+    from mm2_failover import pictures
+
+    s = pictures.trend(f"t {EVIL}", [(f"run {EVIL}", 3.0)], " s")
+    assert "<script" not in s and "&lt;script&gt;" in s
+    assert "no data" in pictures.trend("x", [("a", None)])
+
+
+def test_a_picture_that_cannot_be_drawn_never_breaks_the_page(caplog):
+    def broken(*a):
+        raise ValueError("no")
+
+    assert "could not be drawn" in ui.picture(broken, 1) and "broken" in caplog.text
 
 
 def test_safe_name_matches_config_run_dir(monkeypatch, tmp_path):
@@ -358,7 +368,9 @@ def test_the_readiness_page_shows_the_newest_interval_its_trend_and_filters_the_
     t = c.get("/mm2/readiness").text
     assert "run scheduled__2" in t and "4 group(s) match" in t
     assert "would lose more than the RPO (60 s)" in t and "worst: 180 s" in t  # the newest interval's, not the first
-    assert "Over the last day (2 interval(s))" in t and t.count("<svg") == 2
+    # the exposure against the RPO, the day's strip of intervals and two trends (tests/unit/test_pictures.py)
+    assert "Over the last day (2 interval(s))" in t and t.count("<svg") == 4
+    assert "data-picture='exposure'" in t and "The last 24 hours: 2 interval(s)" in t
     assert EVIL not in t and "&lt;script&gt;" in t
     assert "href='/mm2/runs/mm2_failover_readiness/scheduled__2/readiness.json'" in t
     assert "2 group(s) match" in c.get("/mm2/readiness?answer=not_exact").text  # g0000 (checkpoint) and the skipped

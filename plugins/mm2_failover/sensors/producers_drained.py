@@ -16,6 +16,7 @@ class ProducersDrainedSensor(FailoverSensor):
     timeout_param = "drain_timeout_seconds"
 
     def poke(self, context) -> bool:
+        from mm2_failover.drain import loss_window_text
         from mm2_failover.stages.drain import drain_check
 
         ctx = self.run_context(context)
@@ -24,7 +25,7 @@ class ProducersDrainedSensor(FailoverSensor):
             self.log.info(n)
         if v.disaster:
             self.log.warning("WARNING: DISASTER MODE for alias(es) %s: checked the target only. Data-loss window: %s",
-                             ", ".join(v.disaster_aliases), v.rpo)
+                             ", ".join(v.disaster_aliases), loss_window_text(v.rpo))
         if v.rows:
             self.log.info("drain check for %d group(s), %d topic(s):\n%s", len(v.groups), len(v.topics), v.table())
         self._findings = ("Not drained:\n" + v.table()) if v.not_drained() else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+from mm2_failover import drain as drainmod
 from mm2_failover import plan as planmod
 from mm2_failover import report as reportmod
 from mm2_failover.kafka_io import Cluster
@@ -79,7 +80,7 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     if snap.disaster_aliases:
         warnings.append(f"DISASTER MODE for source alias(es) {', '.join(snap.disaster_aliases)}: their clusters were "
                         "not reachable (or declared lost); producer and source-group checks were skipped for them. "
-                        f"Data-loss window: {rpo}")
+                        f"Data-loss window: {drainmod.loss_window_text(rpo)}.")
     unconfirmed = ctx.unconfirmed_disaster_aliases() if snap.disaster_aliases else []
     if unconfirmed:
         warnings.append(f"DISASTER MODE NOT CONFIRMED for source alias(es) {', '.join(unconfirmed)}: they did not "
