@@ -21,7 +21,7 @@ demo-failback: setup
 # the whole suite, its files spread over TEST_WORKERS processes (pytest-xdist; each worker its own bed:
 # tests/conftest.py); TEST_WORKERS=0 runs it in this process alone
 TEST_WORKERS ?= 3
-test: setup
+test: setup lint
 	$(PY) -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 test-unit: setup
@@ -38,6 +38,7 @@ test-fast: setup
 # the linter alone (tests/unit/test_lint.py runs it in the suite too): rules in pyproject.toml, [tool.ruff]
 lint: setup
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 # the generated reference pages (docs/reference/): from their one definition; a unit test fails when they differ
 reference: setup

@@ -26,14 +26,17 @@ from pathlib import Path
 
 from mm2_failover import plan as planmod
 from mm2_failover.checkpoints import Checkpoint
+from mm2_failover.kafka_io import Cluster
 from mm2_failover.stages.apply import apply_plan
 from testbed.bed import Bed
-from mm2_failover.kafka_io import Cluster
 
 
 def make_plan(prefix: str, groups: int, topic: str, partitions: int, end: int) -> planmod.Plan:
-    cps = [Checkpoint(f"{prefix}-{g:06d}", topic, p, 100 + g % 50, (g * 7 + p) % end, source_alias="primary")
-           for g in range(groups) for p in range(partitions)]
+    cps = [
+        Checkpoint(f"{prefix}-{g:06d}", topic, p, 100 + g % 50, (g * 7 + p) % end, source_alias="primary")
+        for g in range(groups)
+        for p in range(partitions)
+    ]
     bounds = {(topic, p): planmod.PartitionBounds(0, end) for p in range(partitions)}
     return planmod.build_plan(cps, bounds, {}, {topic: partitions})
 
@@ -45,8 +48,15 @@ def run(target: Cluster, plan: planmod.Plan, concurrency: int, fenced: bool = Fa
     from mm2_failover.stages.apply import writer_lock
 
     # the lease's margin must exceed this cluster's write timeout (60 s)
-    lease = {"MM2_FAILOVER_LOCK": "kafka", "MM2_FAILOVER_LOCK_LEASE_SECONDS": "150",
-             "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "70"} if fenced else {}
+    lease = (
+        {
+            "MM2_FAILOVER_LOCK": "kafka",
+            "MM2_FAILOVER_LOCK_LEASE_SECONDS": "150",
+            "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "70",
+        }
+        if fenced
+        else {}
+    )
     before = {k: os.environ.get(k) for k in lease}
     os.environ.update(lease)
     try:
@@ -65,9 +75,15 @@ def run(target: Cluster, plan: planmod.Plan, concurrency: int, fenced: bool = Fa
     t2 = time.monotonic()
     n = len(plan.groups())
     assert not res.refused and not mismatches, (res.refused, mismatches[:5])
-    return {"concurrency": concurrency, "groups": n, "apply_s": round(t1 - t0, 2), "verify_s": round(t2 - t1, 2),
-            "apply_groups_per_s": round(n / (t1 - t0), 1), "verify_groups_per_s": round(n / (t2 - t1), 1),
-            "total_s": round(t2 - t0, 2)}
+    return {
+        "concurrency": concurrency,
+        "groups": n,
+        "apply_s": round(t1 - t0, 2),
+        "verify_s": round(t2 - t1, 2),
+        "apply_groups_per_s": round(n / (t1 - t0), 1),
+        "verify_groups_per_s": round(n / (t2 - t1), 1),
+        "total_s": round(t2 - t0, 2),
+    }
 
 
 def main() -> int:
@@ -96,21 +112,28 @@ def main() -> int:
         out["baseline"] = run(target, make_plan("seq", base_n, topic, args.partitions, 100), 1)
         out["ours"] = run(target, plan, args.concurrency)
         if args.fenced:
-            out["fenced"] = run(target, make_plan("fenced", args.groups, topic, args.partitions, 100),
-                                args.concurrency, fenced=True)
+            out["fenced"] = run(
+                target, make_plan("fenced", args.groups, topic, args.partitions, 100), args.concurrency, fenced=True
+            )
     o, b = out["ours"], out["baseline"]
     out["apply_speedup"] = round(o["apply_groups_per_s"] / b["apply_groups_per_s"], 1)
     out["verify_speedup"] = round(o["verify_groups_per_s"] / b["verify_groups_per_s"], 1)
     print(f"\nplan, apply and verify {args.groups} groups x {args.partitions} partitions on a real broker (2 cores)")
-    print(f"{'variant':<28} {'groups':>7} {'apply s':>8} {'apply g/s':>10} {'verify s':>9} {'verify g/s':>11} {'total s':>8}")
+    print(
+        f"{'variant':<28} {'groups':>7} {'apply s':>8} {'apply g/s':>10} {'verify s':>9} {'verify g/s':>11} {'total s':>8}"
+    )
     rows = [("ours (concurrency %d)" % o["concurrency"], o), ("baseline (one at a time)", b)]
     if "fenced" in out:
         rows.append(("ours under the lease (fenced)", out["fenced"]))
     for name, r in rows:
-        print(f"{name:<28} {r['groups']:>7} {r['apply_s']:>8} {r['apply_groups_per_s']:>10} {r['verify_s']:>9} "
-              f"{r['verify_groups_per_s']:>11} {r['total_s']:>8}")
-    print(f"plan built in {out['plan_s']} s; speed-up apply x{out['apply_speedup']}, verify x{out['verify_speedup']}; "
-          f"ours apply+verify {o['total_s']} s (goal < 60 s)")
+        print(
+            f"{name:<28} {r['groups']:>7} {r['apply_s']:>8} {r['apply_groups_per_s']:>10} {r['verify_s']:>9} "
+            f"{r['verify_groups_per_s']:>11} {r['total_s']:>8}"
+        )
+    print(
+        f"plan built in {out['plan_s']} s; speed-up apply x{out['apply_speedup']}, verify x{out['verify_speedup']}; "
+        f"ours apply+verify {o['total_s']} s (goal < 60 s)"
+    )
     path = Path(__file__).parent / "results" / f"apply-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(out, indent=2))
     print(f"results: {path}")

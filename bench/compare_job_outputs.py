@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 import latest_checkpoints_bench as lb  # noqa: E402
+
 from mm2_failover import checkpoints as cpf  # noqa: E402
 from testbed.bed import Bed  # noqa: E402
 
@@ -48,8 +49,12 @@ def records() -> dict[str, list[tuple[int, bytes | None, bytes | None]]]:
         (0, b"\x00\x02\xff\xfe" + k("", "primary.orders", 0)[2:], v(5, 5)),  # group not UTF-8
     ]
     # dc2: two partitions; one key in both (the record in partition 1 is "later" by (partition, offset))
-    dc2 = [(0, k("g-a", "dc2.orders", 0), v(7, 7)), (0, k("g-a", "dc2.orders", 0), v(8, 8)),
-           (1, k("g-a", "dc2.orders", 0), v(3, 3)), (1, k("g-c", "dc2.orders", 1), v(9, 9))]
+    dc2 = [
+        (0, k("g-a", "dc2.orders", 0), v(7, 7)),
+        (0, k("g-a", "dc2.orders", 0), v(8, 8)),
+        (1, k("g-a", "dc2.orders", 0), v(3, 3)),
+        (1, k("g-c", "dc2.orders", 1), v(9, 9)),
+    ]
     return {P1: good, P2: dc2}
 
 
@@ -69,27 +74,51 @@ def produce(bootstrap: str) -> dict:
         for part, key, value in recs:
             p.produce(topic, key=key, value=value, partition=part, on_delivery=lambda e, m: e and errors.append(e))
     assert p.flush(30) == 0 and not errors, errors
-    ends = {t: {str(tp[1]): o for tp, o in c.offsets([(t, q) for q in range(n)]).items()} for t, n in ((P1, 1), (P2, 2))}
+    ends = {
+        t: {str(tp[1]): o for tp, o in c.offsets([(t, q) for q in range(n)]).items()} for t, n in ((P1, 1), (P2, 2))
+    }
     assert {t: sum(v.values()) for t, v in ends.items()} == {t: len(r) for t, r in records().items()}, ends
     return ends
 
 
-def run(job: Path, bootstrap: str, ends: dict, out: Path, topics: list[str], extra: list[str]) -> tuple[int, dict, dict]:
+def run(
+    job: Path, bootstrap: str, ends: dict, out: Path, topics: list[str], extra: list[str]
+) -> tuple[int, dict, dict]:
     import subprocess
 
     from mm2_failover.spark import spark_submit_cmd
 
-    job_args = ["--bootstrap-servers", bootstrap, "--end-offsets", json.dumps({t: ends[t] for t in topics}),
-                "--output", str(out), "--max-quarantined", "100", *extra]
+    job_args = [
+        "--bootstrap-servers",
+        bootstrap,
+        "--end-offsets",
+        json.dumps({t: ends[t] for t in topics}),
+        "--output",
+        str(out),
+        "--max-quarantined",
+        "100",
+        *extra,
+    ]
     for t in topics:
         job_args += ["--checkpoints-topic", f"{t.split('.')[0]}={t}"]
-    cmd = spark_submit_cmd("local[2]", {"spark.driver.host": "127.0.0.1", "spark.ui.enabled": "false",
-                                        "spark.sql.shuffle.partitions": "4"}, job_args, job=job,
-                           name="compare-job-outputs", driver_memory="1g")
-    env = {"PYTHONPATH": str(REPO / "plugins"), "SPARK_LOCAL_IP": "127.0.0.1", "PATH": "/usr/bin:/bin",
-           "PYSPARK_PYTHON": sys.executable}
+    cmd = spark_submit_cmd(
+        "local[2]",
+        {"spark.driver.host": "127.0.0.1", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
+        job_args,
+        job=job,
+        name="compare-job-outputs",
+        driver_memory="1g",
+    )
+    env = {
+        "PYTHONPATH": str(REPO / "plugins"),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": "/usr/bin:/bin",
+        "PYSPARK_PYTHON": sys.executable,
+    }
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
-    summary = next((json.loads(x.split(" ", 1)[1]) for x in r.stdout.splitlines() if x.startswith("MM2_FAILOVER_SUMMARY ")), None)
+    summary = next(
+        (json.loads(x.split(" ", 1)[1]) for x in r.stdout.splitlines() if x.startswith("MM2_FAILOVER_SUMMARY ")), None
+    )
     if summary is None:
         raise RuntimeError(f"{job} failed ({r.returncode}):\n{r.stderr[-3000:]}")
     tables = {}
@@ -104,7 +133,11 @@ def run(job: Path, bootstrap: str, ends: dict, out: Path, topics: list[str], ext
 
 
 def normalise(s: dict) -> dict:
-    s = {k: v for k, v in s.items() if k not in ("seconds", "phases", "output", "quarantine_output", "regressions_output", "min_partitions")}
+    s = {
+        k: v
+        for k, v in s.items()
+        if k not in ("seconds", "phases", "output", "quarantine_output", "regressions_output", "min_partitions")
+    }
     if "regressions_sample" in s:
         s["regressions_sample"] = sorted(json.dumps(r, sort_keys=True) for r in s["regressions_sample"])
     return s
@@ -132,11 +165,14 @@ def main() -> int:
             b = run(args.job, bed.target_bootstrap, ends, root / f"c{i}-candidate", topics, extra)
             same = a[0] == b[0] and normalise(a[1]) == normalise(b[1]) and a[2] == b[2]
             failures += not same
-            print(f"case {i} policy={policy} groups={inc!r} exclude={exc!r} topics={topics}: exit {a[0]}/{b[0]}, "
-                  f"summary {'same' if normalise(a[1]) == normalise(b[1]) else 'DIFFERENT'}, outputs "
-                  f"{'same' if a[2] == b[2] else 'DIFFERENT'} ({ {k: len(v) for k, v in a[2].items()} }); "
-                  f"checkpoints={a[1]['checkpoints']} quarantined={a[1]['quarantined']} regressions={a[1]['regressions']}"
-                  f"; seconds {a[1]['seconds']} vs {b[1]['seconds']}", flush=True)
+            print(
+                f"case {i} policy={policy} groups={inc!r} exclude={exc!r} topics={topics}: exit {a[0]}/{b[0]}, "
+                f"summary {'same' if normalise(a[1]) == normalise(b[1]) else 'DIFFERENT'}, outputs "
+                f"{'same' if a[2] == b[2] else 'DIFFERENT'} ({ {k: len(v) for k, v in a[2].items()} }); "
+                f"checkpoints={a[1]['checkpoints']} quarantined={a[1]['quarantined']} regressions={a[1]['regressions']}"
+                f"; seconds {a[1]['seconds']} vs {b[1]['seconds']}",
+                flush=True,
+            )
             if not same:
                 print("  job:  ", json.dumps(normalise(a[1]), sort_keys=True))
                 print("  cand: ", json.dumps(normalise(b[1]), sort_keys=True))

@@ -67,14 +67,20 @@ def main(argv: list[str] | None = None) -> int:
 
     from testbed.localenv import airflow_env, migrate_db
 
-    env = airflow_env(args.home, args.bootstrap, args.bootstrap, spark_master=args.spark_master,
-                      spark_conf=json.loads(args.spark_conf))
+    env = airflow_env(
+        args.home,
+        args.bootstrap,
+        args.bootstrap,
+        spark_master=args.spark_master,
+        spark_conf=json.loads(args.spark_conf),
+    )
     # dag.test() finds the DAG through the configured DAG bundle: a folder of its own holding only this DAG
     dags = args.home / "dags"
     dags.mkdir(parents=True, exist_ok=True)
     (dags / "bench_dag.py").write_text(DAG_FILE)
-    env.update({"AIRFLOW__CORE__DAGS_FOLDER": str(dags), "BENCH_TOPIC": args.topic,
-                "BENCH_END_OFFSET": str(args.end_offset)})
+    env.update(
+        {"AIRFLOW__CORE__DAGS_FOLDER": str(dags), "BENCH_TOPIC": args.topic, "BENCH_END_OFFSET": str(args.end_offset)}
+    )
     os.environ.update(env)
     t0 = time.monotonic()
     migrate_db(env)
@@ -95,14 +101,26 @@ def main(argv: list[str] | None = None) -> int:
     dr = dag.test()
     wall = time.monotonic() - t1
     with create_session() as s:
-        ti = s.query(TaskInstance).filter(TaskInstance.dag_id == DAG_ID, TaskInstance.run_id == dr.run_id,
-                                          TaskInstance.task_id == "compute_latest_checkpoints").one()
+        ti = (
+            s.query(TaskInstance)
+            .filter(
+                TaskInstance.dag_id == DAG_ID,
+                TaskInstance.run_id == dr.run_id,
+                TaskInstance.task_id == "compute_latest_checkpoints",
+            )
+            .one()
+        )
         duration = ti.duration
     art = RunFolder(config.run_dir(DAG_ID, dr.run_id))
     summary = json.loads(art.checkpoints_summary.read_text()) if art.checkpoints_summary.exists() else None
-    out = {"state": task_states(DAG_ID, dr.run_id), "task_duration_s": duration, "dag_test_wall_s": round(wall, 3),
-           "db_migrate_s": round(migrate_s, 3), "summary": summary,
-           "output": str(art.checkpoints)}
+    out = {
+        "state": task_states(DAG_ID, dr.run_id),
+        "task_duration_s": duration,
+        "dag_test_wall_s": round(wall, 3),
+        "db_migrate_s": round(migrate_s, 3),
+        "summary": summary,
+        "output": str(art.checkpoints),
+    }
     print("DAG_TASK_BENCH " + json.dumps(out), flush=True)
     return 0 if out["state"].get("compute_latest_checkpoints") == "success" else 1
 

@@ -38,8 +38,15 @@ def one(mm2: str, run: int, args, root: Path) -> exact_drill.DrillResult:
     bed.source.extra.update(exact_drill.SOURCE_BROKER)
     os.environ["MM2_FAILOVER_ARCHIVE"] = str(root / f"{mm2}-{run}" / "archive")
     with bed:
-        return exact_drill.run_drill(bed, root / f"{mm2}-{run}" / "runs", per_partition=args.per_partition,
-                                     seed=args.seed + run, mm2=mm2, eos_alias="eos", extras=True)
+        return exact_drill.run_drill(
+            bed,
+            root / f"{mm2}-{run}" / "runs",
+            per_partition=args.per_partition,
+            seed=args.seed + run,
+            mm2=mm2,
+            eos_alias="eos",
+            extras=True,
+        )
 
 
 def main() -> int:
@@ -53,18 +60,25 @@ def main() -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     root = Path(os.environ.get("MM2_FAILOVER_BENCH_DIR", "var/bench")) / f"exact-drill-{stamp}"
     results = []
-    for mm2 in (("default", "advised") if args.mm2 == "both" else (args.mm2,)):
+    for mm2 in ("default", "advised") if args.mm2 == "both" else (args.mm2,):
         for run in range(args.runs):
             r = one(mm2, run, args, root)
             print(f"# {mm2} MM2, run {run + 1}: {r.seconds:.0f} s, facts {json.dumps(r.facts)}", flush=True)
             print(exact_drill.render(r.summary()), flush=True)
             results.append(r)
-    out = {"stamp": stamp, "per_partition": args.per_partition, "runs": args.runs, "results": [r.as_dict() for r in results]}
+    out = {
+        "stamp": stamp,
+        "per_partition": args.per_partition,
+        "runs": args.runs,
+        "results": [r.as_dict() for r in results],
+    }
     print()
     for mm2 in sorted({r.mm2 for r in results}):
         points = [p for r in results if r.mm2 == mm2 for p in r.points]
-        print(f"## MM2 {mm2}: {len([r for r in results if r.mm2 == mm2])} run(s), "
-              f"{len({(p.pattern, p.group, p.partition) for p in points})} (group, partition) points per plan")
+        print(
+            f"## MM2 {mm2}: {len([r for r in results if r.mm2 == mm2])} run(s), "
+            f"{len({(p.pattern, p.group, p.partition) for p in points})} (group, partition) points per plan"
+        )
         print(exact_drill.render(exact_drill.summarize(points)))
         out[f"summary_{mm2}"] = exact_drill.summarize(points)
     path = Path(__file__).parent / "results" / f"exact-drill-{stamp}.json"

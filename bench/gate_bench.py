@@ -43,15 +43,20 @@ def main() -> int:
         groups = [f"gb-{i:05d}" for i in range(args.groups)]
         todo, t = groups, time.monotonic()
         for _ in range(60):  # a new bed's group coordinator may still be loading
-            todo = [g for g, e in src.alter_many({g: {("gb", p): 1 for p in range(10)} for g in todo},
-                                                 window=64).items() if e]
+            todo = [
+                g
+                for g, e in src.alter_many({g: {("gb", p): 1 for p in range(10)} for g in todo}, window=64).items()
+                if e
+            ]
             if not todo:
                 break
             time.sleep(1)
         assert not todo, f"{len(todo)} group(s) not committed"
         print(f"committed {args.groups} groups x 10 partitions on the source in {time.monotonic() - t:.1f} s")
-        print("| cluster | round | describe every group: librdkafka s | the same: Java client s | listing first "
-              "(the gate) s |\n|---|---:|---:|---:|---:|")
+        print(
+            "| cluster | round | describe every group: librdkafka s | the same: Java client s | listing first "
+            "(the gate) s |\n|---|---:|---:|---:|---:|"
+        )
         bulk = kafka_io.JAVA_BULK_GROUPS
         for name, c in (("source (groups EMPTY)", src), ("target (groups absent)", tgt)):
             for i in range(args.rounds):

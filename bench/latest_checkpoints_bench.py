@@ -41,8 +41,8 @@ sys.path.insert(0, str(REPO / "plugins"))
 sys.path.insert(0, str(REPO))
 
 from mm2_failover import checkpoints as cpf  # noqa: E402
-from testbed.bed import Bed  # noqa: E402
 from mm2_failover.spark import spark_submit_cmd  # noqa: E402
+from testbed.bed import Bed  # noqa: E402
 
 ALIAS = "primary"
 TOPIC = f"{ALIAS}.checkpoints.internal"
@@ -88,8 +88,15 @@ def write_tail(bootstrap: str, groups: int, partitions: int, updates: int, tail_
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     t0 = time.monotonic()
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": 1, "enable.idempotence": False,
-                         "queue.buffering.max.messages": 2_000_000})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "acks": 1,
+            "enable.idempotence": False,
+            "queue.buffering.max.messages": 2_000_000,
+        }
+    )
     n = 0
     for g in range(groups):
         for p in range(partitions):
@@ -97,8 +104,9 @@ def write_tail(bootstrap: str, groups: int, partitions: int, updates: int, tail_
                 d = downstream(g, p, updates)
                 while True:
                     try:
-                        producer.produce(TOPIC, cpf.encode_value(d + 3, d), cpf.encode_key(group_name(g),
-                                                                                           replica_topic(g), p), 0)
+                        producer.produce(
+                            TOPIC, cpf.encode_value(d + 3, d), cpf.encode_key(group_name(g), replica_topic(g), p), 0
+                        )
                         break
                     except BufferError:
                         producer.poll(0.05)
@@ -119,20 +127,32 @@ def write_checkpoints(bootstrap: str, groups: int, partitions: int, updates: int
 
     cluster = Cluster({"bootstrap.servers": bootstrap}, "target", timeout=30)
     # like MM2's topic (compacted), but no compaction while the bench runs: every record stays readable
-    cluster.create_topic(TOPIC, 1, {"cleanup.policy": "compact", "min.compaction.lag.ms": str(365 * 86400_000),
-                                    "segment.bytes": str(1 << 30)})
+    cluster.create_topic(
+        TOPIC,
+        1,
+        {"cleanup.policy": "compact", "min.compaction.lag.ms": str(365 * 86400_000), "segment.bytes": str(1 << 30)},
+    )
     t0 = time.monotonic()
     keys = [cpf.encode_key(group_name(g), replica_topic(g), p) for g in range(groups) for p in range(partitions)]
     mods = [(g * 7 + p * 13) % 997 for g in range(groups) for p in range(partitions)]
     # value of update u for a key whose (g*7 + p*13) % 997 is r: downstream (u+1)*1000 + r, upstream 3 more
-    values = [[cpf.encode_value((u + 1) * 1000 + r + 3, (u + 1) * 1000 + r) for r in range(997)]
-              for u in range(updates)]
+    values = [
+        [cpf.encode_value((u + 1) * 1000 + r + 3, (u + 1) * 1000 + r) for r in range(997)] for u in range(updates)
+    ]
     encode_s = time.monotonic() - t0
-    producer = Producer({
-        "bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000, "batch.num.messages": 1_000_000,
-        "compression.type": compression, "queue.buffering.max.messages": 2_000_000,
-        "queue.buffering.max.kbytes": 2_000_000, "acks": 1, "enable.idempotence": False,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.size": 1_000_000,
+            "batch.num.messages": 1_000_000,
+            "compression.type": compression,
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 2_000_000,
+            "acks": 1,
+            "enable.idempotence": False,
+        }
+    )
     produce = producer.produce
     t1 = time.monotonic()
     n = 0
@@ -157,8 +177,14 @@ def write_checkpoints(bootstrap: str, groups: int, partitions: int, updates: int
     c.close()
     if hi - lo != n:
         raise RuntimeError(f"topic holds {hi - lo} records, wrote {n}")
-    return {"records": n, "end_offset": hi, "encode_s": round(encode_s, 3), "produce_s": round(produce_s, 3),
-            "write_s": round(encode_s + produce_s, 3), "compression": compression}
+    return {
+        "records": n,
+        "end_offset": hi,
+        "encode_s": round(encode_s, 3),
+        "produce_s": round(produce_s, 3),
+        "write_s": round(encode_s + produce_s, 3),
+        "compression": compression,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- Spark
@@ -244,9 +270,20 @@ def spark_job_times(log_path: Path) -> list[dict]:
     return out
 
 
-def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitions: int, tag: str,
-              job: Path | None = None, extra: list[str] = (), remote: str | None = None, refresh: str | None = None,
-              label: str | None = None, store_kind: str = "local") -> dict:
+def run_spark(
+    args,
+    bootstrap: str,
+    end_offset: int,
+    out_dir: Path,
+    min_partitions: int,
+    tag: str,
+    job: Path | None = None,
+    extra: list[str] = (),
+    remote: str | None = None,
+    refresh: str | None = None,
+    label: str | None = None,
+    store_kind: str = "local",
+) -> dict:
     """One run of the job: through ``spark-submit`` (a Spark of its own), or with ``remote`` as a plain Python
     client of a warm Spark Connect server (the process the failover-time task would be). ``extra``: more job
     arguments (``--state-dir``); ``refresh``: a state folder to refresh (``--refresh-state``) instead of answers.
@@ -265,16 +302,31 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
             json.dump({"hadoop": s3a_settings(args.s3.env)}, f)
         extra = [*extra, "--kafka-options-file", str(opts)]
     summary_path = out_dir / f"summary-{tag}.json"
-    conf = {"spark.driver.host": "127.0.0.1", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
-            "spark.pyspark.python": sys.executable}
+    conf = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.pyspark.python": sys.executable,
+    }
     master = args.current_master
     if args.cluster is not None:  # the bench's own standalone cluster: its URL and executor size
         master = args.cluster.master_url
-        conf.update({"spark.executor.memory": args.cluster.executor_memory, "spark.cores.max": str(args.cluster.cores),
-                     "spark.executorEnv.PYTHONPATH": str(REPO / "plugins")})
+        conf.update(
+            {
+                "spark.executor.memory": args.cluster.executor_memory,
+                "spark.cores.max": str(args.cluster.cores),
+                "spark.executorEnv.PYTHONPATH": str(REPO / "plugins"),
+            }
+        )
     conf.update(dict(kv.split("=", 1) for kv in args.spark_conf))
-    job_args = ["--bootstrap-servers", bootstrap, "--checkpoints-topic", f"primary={TOPIC}",
-                "--summary", str(summary_path)]
+    job_args = [
+        "--bootstrap-servers",
+        bootstrap,
+        "--checkpoints-topic",
+        f"primary={TOPIC}",
+        "--summary",
+        str(summary_path),
+    ]
     if refresh:
         job_args += ["--end-offsets", "latest", "--state-dir", refresh, "--refresh-state"]
     else:
@@ -282,14 +334,25 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
     if min_partitions:
         job_args += ["--min-partitions", str(min_partitions)]
     job_args += list(extra) + list(args.job_arg)
-    env = {**os.environ, "PYTHONPATH": str(REPO / "plugins"), "PYSPARK_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "plugins"),
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
     if remote:
         cmd = [sys.executable, str(job), *job_args, "--remote", remote]
         env = {k: v for k, v in env.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     else:
-        cmd = spark_submit_cmd(master, conf, job_args, job=job, name=f"bench-{tag}", driver_memory=args.driver_memory,
-                               s3a=store_kind == "s3a")
+        cmd = spark_submit_cmd(
+            master,
+            conf,
+            job_args,
+            job=job,
+            name=f"bench-{tag}",
+            driver_memory=args.driver_memory,
+            s3a=store_kind == "s3a",
+        )
     log_path = out_dir / f"spark-{tag}.log"
     t0 = time.monotonic()
     with open(log_path, "wb") as log:
@@ -319,21 +382,42 @@ def run_spark(args, bootstrap: str, end_offset: int, out_dir: Path, min_partitio
         out = url
     proc = float(summary["seconds"])
     if label is None:
-        label = "spark" if job.resolve() == DEFAULT_JOB.resolve() else f"spark[{job.stem.replace('latest_checkpoints_', '')[:12]}]"
+        label = (
+            "spark"
+            if job.resolve() == DEFAULT_JOB.resolve()
+            else f"spark[{job.stem.replace('latest_checkpoints_', '')[:12]}]"
+        )
         label = f"{label} {args.master_label} minP={min_partitions or '-'}"
         if store_kind != "local":
             label += f" {store_kind}"
-    return {"variant": label, "job": str(job), "min_partitions": min_partitions, "tag": tag,
-            "wall_s": round(wall, 3), "cpu_s": round(cpu, 2), "processing_s": proc, "startup_and_stop_s": round(wall - proc, 3),
-            "records_read": summary["records_read"], "checkpoints": summary["checkpoints"],
-            "groups": summary.get("groups"), "phases": summary.get("phases"), "spark_jobs": spark_job_times(log_path),
-            "tail_offsets": summary.get("tail_offsets"), "state": summary.get("state"), "spark": summary.get("spark"),
-            "summary": summary,
-            "driver_java_peak_rss_mb": round(sampler.java_hwm_kb / 1024, 1),
-            "driver_python_peak_rss_mb": round(sampler.python_hwm_kb / 1024, 1),
-            "executor_java_peak_rss_mb": round(sampler.executor_hwm_kb / 1024, 1) if args.cluster is not None else None,
-            "master": master, "store": store_kind, "upload_s": upload_s,
-            "output": str(out), "log": str(log_path), "cmd": cmd}
+    return {
+        "variant": label,
+        "job": str(job),
+        "min_partitions": min_partitions,
+        "tag": tag,
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 2),
+        "processing_s": proc,
+        "startup_and_stop_s": round(wall - proc, 3),
+        "records_read": summary["records_read"],
+        "checkpoints": summary["checkpoints"],
+        "groups": summary.get("groups"),
+        "phases": summary.get("phases"),
+        "spark_jobs": spark_job_times(log_path),
+        "tail_offsets": summary.get("tail_offsets"),
+        "state": summary.get("state"),
+        "spark": summary.get("spark"),
+        "summary": summary,
+        "driver_java_peak_rss_mb": round(sampler.java_hwm_kb / 1024, 1),
+        "driver_python_peak_rss_mb": round(sampler.python_hwm_kb / 1024, 1),
+        "executor_java_peak_rss_mb": round(sampler.executor_hwm_kb / 1024, 1) if args.cluster is not None else None,
+        "master": master,
+        "store": store_kind,
+        "upload_s": upload_s,
+        "output": str(out),
+        "log": str(log_path),
+        "cmd": cmd,
+    }
 
 
 def run_dag_task(args, bootstrap: str, end_offset: int, home: Path) -> dict:
@@ -343,22 +427,48 @@ def run_dag_task(args, bootstrap: str, end_offset: int, home: Path) -> dict:
     master = args.current_master
     if args.cluster is not None:
         conf = {"spark.executor.memory": args.cluster.executor_memory, "spark.cores.max": str(args.cluster.cores)}
-    cmd = [sys.executable, str(REPO / "bench" / "dag_task_bench.py"), "--home", str(home), "--bootstrap", bootstrap,
-           "--topic", TOPIC, "--end-offset", str(end_offset), "--spark-master", master, "--spark-conf", json.dumps(conf)]
+    cmd = [
+        sys.executable,
+        str(REPO / "bench" / "dag_task_bench.py"),
+        "--home",
+        str(home),
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        TOPIC,
+        "--end-offset",
+        str(end_offset),
+        "--spark-master",
+        master,
+        "--spark-conf",
+        json.dumps(conf),
+    ]
     log_path = home.with_suffix(".log")
     home.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONPATH": str(REPO / "plugins")},
-                           cwd=REPO)
-    out = next((json.loads(x.split(" ", 1)[1]) for x in r.stdout.decode().splitlines()
-                if x.startswith("DAG_TASK_BENCH ")), None)
+        r = subprocess.run(
+            cmd, stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONPATH": str(REPO / "plugins")}, cwd=REPO
+        )
+    out = next(
+        (json.loads(x.split(" ", 1)[1]) for x in r.stdout.decode().splitlines() if x.startswith("DAG_TASK_BENCH ")),
+        None,
+    )
     if r.returncode or out is None:
         raise RuntimeError(f"dag_task_bench failed ({r.returncode}); log {log_path}")
     proc = float(out["summary"]["seconds"])
-    return {"variant": f"DAG task {args.master_label}", "wall_s": round(out["task_duration_s"], 3), "cpu_s": None,
-            "processing_s": proc, "startup_and_stop_s": round(out["task_duration_s"] - proc, 3),
-            "driver_java_peak_rss_mb": None, "executor_java_peak_rss_mb": None, "output": out["output"],
-            "dag_test_wall_s": out["dag_test_wall_s"], "log": str(log_path), "dag_task": True}
+    return {
+        "variant": f"DAG task {args.master_label}",
+        "wall_s": round(out["task_duration_s"], 3),
+        "cpu_s": None,
+        "processing_s": proc,
+        "startup_and_stop_s": round(out["task_duration_s"] - proc, 3),
+        "driver_java_peak_rss_mb": None,
+        "executor_java_peak_rss_mb": None,
+        "output": out["output"],
+        "dag_test_wall_s": out["dag_test_wall_s"],
+        "log": str(log_path),
+        "dag_task": True,
+    }
 
 
 def read_ours(path: str) -> dict[str, dict[tuple[str, int], int]]:
@@ -391,8 +501,16 @@ def check_ours(ours: dict, groups: int, partitions: int, updates: int, tail_pct:
 
 
 def run_java(mode: str, bootstrap: str, groups: list[str]) -> dict:
-    cmd = ["java", "-cp", str(REPO / ".cache" / "jars" / "kafka") + "/*", str(JAVA_SRC), mode, bootstrap, ALIAS,
-           *groups]
+    cmd = [
+        "java",
+        "-cp",
+        str(REPO / ".cache" / "jars" / "kafka") + "/*",
+        str(JAVA_SRC),
+        mode,
+        bootstrap,
+        ALIAS,
+        *groups,
+    ]
     t0 = time.monotonic()
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO) as p:
         err_reader = threading.Thread(target=lambda: setattr(p, "_err", p.stderr.read()), daemon=True)
@@ -413,8 +531,7 @@ def answers(events: list[dict]) -> dict[str, dict[tuple[str, int], int]]:
 
 def compare(sample: list[str], theirs: dict, ours: dict) -> dict:
     bad = [g for g in sample if theirs.get(g) != ours.get(g, {})]
-    return {"checked_groups": len(sample), "mismatched_groups": len(bad), "mismatched_sample": bad[:5],
-            "ok": not bad}
+    return {"checked_groups": len(sample), "mismatched_groups": len(bad), "mismatched_sample": bad[:5], "ok": not bad}
 
 
 def pick_sample(groups: int, n: int) -> list[str]:
@@ -438,9 +555,11 @@ def bench_size(args, groups: int, root: Path) -> dict:
         print(f"\n== G={groups:,} P={P} U={U}: {records:,} records (bed up in {res['bed_start_s']} s)", flush=True)
         w = write_checkpoints(bootstrap, groups, P, U, args.compression)
         res["write"] = w
-        print(f"   wrote {w['records']:,} records in {w['write_s']} s (encode {w['encode_s']} s, produce+flush "
-              f"{w['produce_s']} s, {w['records'] / w['produce_s']:,.0f} records/s, compression {w['compression']})",
-              flush=True)
+        print(
+            f"   wrote {w['records']:,} records in {w['write_s']} s (encode {w['encode_s']} s, produce+flush "
+            f"{w['produce_s']} s, {w['records'] / w['produce_s']:,.0f} records/s, compression {w['compression']})",
+            flush=True,
+        )
         end = w["end_offset"]
         out_dir = root / f"g{groups}"
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -453,26 +572,44 @@ def bench_size(args, groups: int, root: Path) -> dict:
                 for j, job in enumerate(args.job):
                     for mp, kind in [(mp, kind) for mp in args.min_partitions for kind in args.stores]:
                         for rep in range(args.repeat):
-                            row = run_spark(args, bootstrap, end, out_dir, mp, f"m{mi}-j{j}-mp{mp}-{kind}-r{rep}", job,
-                                            store_kind=kind)
+                            row = run_spark(
+                                args,
+                                bootstrap,
+                                end,
+                                out_dir,
+                                mp,
+                                f"m{mi}-j{j}-mp{mp}-{kind}-r{rep}",
+                                job,
+                                store_kind=kind,
+                            )
                             row_ours = read_ours(row["output"])
                             row["check"] = check_ours(row_ours, groups, P, U)  # every key against the generator
                             row["answers_ok"] = row["check"]["ok"]
                             if ours is None:
                                 ours = row_ours  # the reference for the baselines' answers
                                 res["ours_check"] = row["check"]
-                            print(f"   {row['variant']} run {rep}: wall {row['wall_s']} s, processing {row['processing_s']} s, "
-                                  f"CPU {row['cpu_s']} s, driver JVM peak RSS {row['driver_java_peak_rss_mb']} MB"
-                                  + (f", executor JVM peak RSS {row['executor_java_peak_rss_mb']} MB"
-                                     if row["executor_java_peak_rss_mb"] is not None else "") + "; "
-                                  f"every key vs expected: {row['check']}", flush=True)
+                            print(
+                                f"   {row['variant']} run {rep}: wall {row['wall_s']} s, processing {row['processing_s']} s, "
+                                f"CPU {row['cpu_s']} s, driver JVM peak RSS {row['driver_java_peak_rss_mb']} MB"
+                                + (
+                                    f", executor JVM peak RSS {row['executor_java_peak_rss_mb']} MB"
+                                    if row["executor_java_peak_rss_mb"] is not None
+                                    else ""
+                                )
+                                + "; "
+                                f"every key vs expected: {row['check']}",
+                                flush=True,
+                            )
                             spark_rows.append(row)
                 if args.dag_task:
                     row = run_dag_task(args, bootstrap, end, root / f"airflow-g{groups}-m{mi}")
                     row["check"] = check_ours(read_ours(row["output"]), groups, P, U)
                     row["answers_ok"] = row["check"]["ok"]
-                    print(f"   {row['variant']}: Airflow task duration {row['wall_s']} s (job processing "
-                          f"{row['processing_s']} s); every key vs expected: {row['check']}", flush=True)
+                    print(
+                        f"   {row['variant']}: Airflow task duration {row['wall_s']} s (job processing "
+                        f"{row['processing_s']} s); every key vs expected: {row['check']}",
+                        flush=True,
+                    )
                     spark_rows.append(row)
         res["spark"] = spark_rows
 
@@ -489,41 +626,68 @@ def bench_size(args, groups: int, root: Path) -> dict:
         per_call, per_call_cpu = statistics.mean(warm), statistics.mean(warm_cpu)
         fixed = pg["wall_s"] - sum(calls)  # JVM start + compiling the source file + exit
         fixed_cpu = pg["cpu_s"] - sum(cpus)
-        pg_res = {"wall_s_sample": pg["wall_s"], "cpu_s_sample": pg["cpu_s"], "calls_s": [round(c, 4) for c in calls],
-                  "calls_cpu_s": [round(c, 4) for c in cpus], "first_call_s": round(calls[0], 4),
-                  "warm_mean_s": round(per_call, 4), "warm_median_s": round(statistics.median(warm), 4),
-                  "warm_mean_cpu_s": round(per_call_cpu, 4), "jvm_fixed_s": round(fixed, 3),
-                  "extrapolated": True,
-                  "extrapolated_wall_s": round(fixed + calls[0] + per_call * (groups - 1), 1),
-                  "extrapolated_processing_s": round(calls[0] + per_call * (groups - 1), 1),
-                  "extrapolated_cpu_s": round(fixed_cpu + cpus[0] + per_call_cpu * (groups - 1), 1),
-                  "check": compare(sample, answers(pg["events"]), ours)}
+        pg_res = {
+            "wall_s_sample": pg["wall_s"],
+            "cpu_s_sample": pg["cpu_s"],
+            "calls_s": [round(c, 4) for c in calls],
+            "calls_cpu_s": [round(c, 4) for c in cpus],
+            "first_call_s": round(calls[0], 4),
+            "warm_mean_s": round(per_call, 4),
+            "warm_median_s": round(statistics.median(warm), 4),
+            "warm_mean_cpu_s": round(per_call_cpu, 4),
+            "jvm_fixed_s": round(fixed, 3),
+            "extrapolated": True,
+            "extrapolated_wall_s": round(fixed + calls[0] + per_call * (groups - 1), 1),
+            "extrapolated_processing_s": round(calls[0] + per_call * (groups - 1), 1),
+            "extrapolated_cpu_s": round(fixed_cpu + cpus[0] + per_call_cpu * (groups - 1), 1),
+            "check": compare(sample, answers(pg["events"]), ours),
+        }
         res["per_group"] = pg_res
-        print(f"   per-group translateOffsets: {len(calls)} calls, first {calls[0]:.3f} s, warm mean {per_call:.3f} s"
-              f" -> extrapolated to {groups:,} groups: {pg_res['extrapolated_wall_s']:,} s; answers {pg_res['check']}",
-              flush=True)
+        print(
+            f"   per-group translateOffsets: {len(calls)} calls, first {calls[0]:.3f} s, warm mean {per_call:.3f} s"
+            f" -> extrapolated to {groups:,} groups: {pg_res['extrapolated_wall_s']:,} s; answers {pg_res['check']}",
+            flush=True,
+        )
 
         bt = run_java("batch", bootstrap, sample)
         be = next(e for e in bt["events"] if e["event"] == "batch")
-        bt_res = {"wall_s": bt["wall_s"], "cpu_s": bt["cpu_s"], "call_cpu_s": round(be["cpu_ms"] / 1000, 3),
-                  "processing_s": round(be["ms"] / 1000, 3), "groups": be["groups"],
-                  "keys": be["keys"], "checksum_ok": be["checksum"] == our_checksum and be["keys"] == our_keys,
-                  "check": compare(sample, answers(bt["events"]), ours)}
+        bt_res = {
+            "wall_s": bt["wall_s"],
+            "cpu_s": bt["cpu_s"],
+            "call_cpu_s": round(be["cpu_ms"] / 1000, 3),
+            "processing_s": round(be["ms"] / 1000, 3),
+            "groups": be["groups"],
+            "keys": be["keys"],
+            "checksum_ok": be["checksum"] == our_checksum and be["keys"] == our_keys,
+            "check": compare(sample, answers(bt["events"]), ours),
+        }
         res["batch"] = bt_res
-        print(f"   batch translateOffsets(Pattern): wall {bt['wall_s']} s, call {bt_res['processing_s']} s; "
-              f"checksum ok {bt_res['checksum_ok']}, sample {bt_res['check']}", flush=True)
+        print(
+            f"   batch translateOffsets(Pattern): wall {bt['wall_s']} s, call {bt_res['processing_s']} s; "
+            f"checksum ok {bt_res['checksum_ok']}, sample {bt_res['check']}",
+            flush=True,
+        )
 
         cs = run_java("consumer", bootstrap, sample)
         ce = next(e for e in cs["events"] if e["event"] == "consumer")
-        cs_res = {"wall_s": cs["wall_s"], "cpu_s": cs["cpu_s"], "call_cpu_s": round(ce["cpu_ms"] / 1000, 3),
-                  "processing_s": round(ce["ms"] / 1000, 3),
-                  "read_s": round(ce["read_ms"] / 1000, 3), "close_s": round(ce["close_ms"] / 1000, 3),
-                  "records": ce["records"], "keys": ce["keys"],
-                  "checksum_ok": ce["checksum"] == our_checksum and ce["keys"] == our_keys and ce["records"] == records,
-                  "check": compare(sample, answers(cs["events"]), ours)}
+        cs_res = {
+            "wall_s": cs["wall_s"],
+            "cpu_s": cs["cpu_s"],
+            "call_cpu_s": round(ce["cpu_ms"] / 1000, 3),
+            "processing_s": round(ce["ms"] / 1000, 3),
+            "read_s": round(ce["read_ms"] / 1000, 3),
+            "close_s": round(ce["close_ms"] / 1000, 3),
+            "records": ce["records"],
+            "keys": ce["keys"],
+            "checksum_ok": ce["checksum"] == our_checksum and ce["keys"] == our_keys and ce["records"] == records,
+            "check": compare(sample, answers(cs["events"]), ours),
+        }
         res["consumer"] = cs_res
-        print(f"   plain KafkaConsumer: wall {cs['wall_s']} s, read {cs_res['read_s']} s + close {cs_res['close_s']} s;"
-              f" checksum ok {cs_res['checksum_ok']}, sample {cs_res['check']}", flush=True)
+        print(
+            f"   plain KafkaConsumer: wall {cs['wall_s']} s, read {cs_res['read_s']} s + close {cs_res['close_s']} s;"
+            f" checksum ok {cs_res['checksum_ok']}, sample {cs_res['check']}",
+            flush=True,
+        )
         res["rows"] = table_rows(res)
     finally:
         bed.stop()
@@ -551,8 +715,11 @@ def bench_state_size(args, groups: int, root: Path) -> dict:
     args.cluster, args.current_master, args.master_label = None, args.masters[0], args.masters[0]
     try:
         bootstrap = bed.target_bootstrap
-        print(f"\n== G={groups:,} P={P} U={U}: {records:,} records, then {pct}% of the keys updated "
-              f"(bed up in {res['bed_start_s']} s)", flush=True)
+        print(
+            f"\n== G={groups:,} P={P} U={U}: {records:,} records, then {pct}% of the keys updated "
+            f"(bed up in {res['bed_start_s']} s)",
+            flush=True,
+        )
         w = write_checkpoints(bootstrap, groups, P, U, args.compression)
         res["write"] = w
         print(f"   wrote {w['records']:,} records in {w['write_s']} s", flush=True)
@@ -560,27 +727,39 @@ def bench_state_size(args, groups: int, root: Path) -> dict:
         out_dir.mkdir(parents=True, exist_ok=True)
         state = out_dir / "state"
         t1 = time.monotonic()
-        server = SparkConnectServer.start(out_dir / "connect", free_port(), master=args.masters[0],
-                                          driver_memory=args.driver_memory)
-        res["connect_server"] = {"start_s": server.started_seconds, "warmup_s": server.warmup_seconds,
-                                 "total_s": round(time.monotonic() - t1, 2), "memory_after_start": server.memory()}
-        print(f"   Spark Connect server {server.url}: port open in {server.started_seconds} s, warm-up "
-              f"{server.warmup_seconds} s, {server.memory()}", flush=True)
+        server = SparkConnectServer.start(
+            out_dir / "connect", free_port(), master=args.masters[0], driver_memory=args.driver_memory
+        )
+        res["connect_server"] = {
+            "start_s": server.started_seconds,
+            "warmup_s": server.warmup_seconds,
+            "total_s": round(time.monotonic() - t1, 2),
+            "memory_after_start": server.memory(),
+        }
+        print(
+            f"   Spark Connect server {server.url}: port open in {server.started_seconds} s, warm-up "
+            f"{server.warmup_seconds} s, {server.memory()}",
+            flush=True,
+        )
 
         def one(tag: str, label: str, end: int, **kw) -> dict:
             row = run_spark(args, bootstrap, end, out_dir, 0, tag, label=label, **kw)
             if not kw.get("refresh"):
                 row["check"] = check_ours(read_ours(row["output"]), groups, P, U, pct if end > w["end_offset"] else 0)
                 row["answers_ok"] = row["check"]["ok"]
-            print(f"   {label}: wall {row['wall_s']} s, job {row['processing_s']} s, tail {row['tail_offsets']:,}, "
-                  f"state {json.dumps((row.get('state') or {}).get('aliases', row.get('state')))[:160]}; "
-                  f"phases {row['phases']}; answers {row.get('check', '-')}", flush=True)
+            print(
+                f"   {label}: wall {row['wall_s']} s, job {row['processing_s']} s, tail {row['tail_offsets']:,}, "
+                f"state {json.dumps((row.get('state') or {}).get('aliases', row.get('state')))[:160]}; "
+                f"phases {row['phases']}; answers {row.get('check', '-')}",
+                flush=True,
+            )
             res["runs"].append(row)
             return row
 
         # the first version as the scheduled refresh writes it where spark_connect_default is defined: on the server
-        one("refresh-initial", "refresh, first version (a full pass, Connect)", 0, refresh=str(state),
-            remote=server.url)
+        one(
+            "refresh-initial", "refresh, first version (a full pass, Connect)", 0, refresh=str(state), remote=server.url
+        )
         tail = write_tail(bootstrap, groups, P, U, pct)
         res["tail"] = tail
         end = tail["end_offset"]
@@ -594,20 +773,31 @@ def bench_state_size(args, groups: int, root: Path) -> dict:
         sample = pick_sample(groups, args.sample if args.sample else (24 if records <= 2_000_000 else 6))
         bt = run_java("batch", bootstrap, sample)
         be = next(e for e in bt["events"] if e["event"] == "batch")
-        res["batch"] = {"wall_s": bt["wall_s"], "cpu_s": bt["cpu_s"], "processing_s": round(be["ms"] / 1000, 3),
-                        "keys": be["keys"],
-                        "checksum_ok": be["checksum"] == sum(o for v in ours.values() for o in v.values())
-                        and be["keys"] == sum(len(v) for v in ours.values()),
-                        "check": compare(sample, answers(bt["events"]), ours)}
+        res["batch"] = {
+            "wall_s": bt["wall_s"],
+            "cpu_s": bt["cpu_s"],
+            "processing_s": round(be["ms"] / 1000, 3),
+            "keys": be["keys"],
+            "checksum_ok": be["checksum"] == sum(o for v in ours.values() for o in v.values())
+            and be["keys"] == sum(len(v) for v in ours.values()),
+            "check": compare(sample, answers(bt["events"]), ours),
+        }
         res["batch"]["answers_ok"] = res["batch"]["checksum_ok"] and res["batch"]["check"]["ok"]
-        print(f"   (d) batch translateOffsets(Pattern): wall {bt['wall_s']} s (call {res['batch']['processing_s']} s);"
-              f" answers ok {res['batch']['answers_ok']}", flush=True)
+        print(
+            f"   (d) batch translateOffsets(Pattern): wall {bt['wall_s']} s (call {res['batch']['processing_s']} s);"
+            f" answers ok {res['batch']['answers_ok']}",
+            flush=True,
+        )
         shutil.copytree(state, out_dir / "state-connect")
         one("e-refresh-submit", "(e) refresh over the tail (spark-submit)", 0, refresh=str(state))
-        one("e-refresh-connect", "(e) refresh over the tail (Connect)", 0, refresh=str(out_dir / "state-connect"),
-            remote=server.url)
-        one("a-after-refresh", "(a) warm Connect + refreshed state (no tail)", end, extra=with_state,
-            remote=server.url)
+        one(
+            "e-refresh-connect",
+            "(e) refresh over the tail (Connect)",
+            0,
+            refresh=str(out_dir / "state-connect"),
+            remote=server.url,
+        )
+        one("a-after-refresh", "(a) warm Connect + refreshed state (no tail)", end, extra=with_state, remote=server.url)
         res["connect_server"]["memory_at_end"] = server.memory()
     finally:
         if server is not None:
@@ -619,23 +809,30 @@ def bench_state_size(args, groups: int, root: Path) -> dict:
 
 
 def print_state_table(results: list[dict]) -> str:
-    hdr = (f"{'records':>11} {'tail':>7} | {'variant':<46} {'wall s':>7} {'job s':>6} {'x batch':>7} {'read':>10} "
-           f"answers")
+    hdr = (
+        f"{'records':>11} {'tail':>7} | {'variant':<46} {'wall s':>7} {'job s':>6} {'x batch':>7} {'read':>10} answers"
+    )
     lines = [hdr, "-" * len(hdr)]
     for r in results:
         bw = r["batch"]["wall_s"]
         for row in r["runs"]:
             ok = "ok" if row.get("answers_ok", True) else "WRONG"
-            lines.append(f"{r['records']:>11,} {r['tail']['records']:>7,} | {row['variant']:<46} {row['wall_s']:>7.2f} "
-                         f"{row['processing_s']:>6.2f} {bw / row['wall_s']:>6.2f}x {row['tail_offsets'] or 0:>10,} "
-                         f"{ok if 'answers_ok' in row else '(refresh)'}")
-        lines.append(f"{r['records']:>11,} {r['tail']['records']:>7,} | {'(d) batch translateOffsets(Pattern)':<46} "
-                     f"{bw:>7.2f} {r['batch']['processing_s']:>6.2f} {1:>6.2f}x {r['records'] + r['tail']['records']:>10,} "
-                     f"{'ok' if r['batch']['answers_ok'] else 'WRONG'}")
+            lines.append(
+                f"{r['records']:>11,} {r['tail']['records']:>7,} | {row['variant']:<46} {row['wall_s']:>7.2f} "
+                f"{row['processing_s']:>6.2f} {bw / row['wall_s']:>6.2f}x {row['tail_offsets'] or 0:>10,} "
+                f"{ok if 'answers_ok' in row else '(refresh)'}"
+            )
+        lines.append(
+            f"{r['records']:>11,} {r['tail']['records']:>7,} | {'(d) batch translateOffsets(Pattern)':<46} "
+            f"{bw:>7.2f} {r['batch']['processing_s']:>6.2f} {1:>6.2f}x {r['records'] + r['tail']['records']:>10,} "
+            f"{'ok' if r['batch']['answers_ok'] else 'WRONG'}"
+        )
         cs = r["connect_server"]
-        lines.append(f"{'':>11} {'':>7} | (Connect server: port {cs['start_s']} s + warm-up {cs['warmup_s']} s; memory "
-                     f"at start {cs['memory_after_start']}, at end {cs.get('memory_at_end')}; write "
-                     f"{r['write']['write_s']} s)")
+        lines.append(
+            f"{'':>11} {'':>7} | (Connect server: port {cs['start_s']} s + warm-up {cs['warmup_s']} s; memory "
+            f"at start {cs['memory_after_start']}, at end {cs.get('memory_at_end')}; write "
+            f"{r['write']['write_s']} s)"
+        )
     return "\n".join(lines)
 
 
@@ -646,36 +843,76 @@ def table_rows(res: dict) -> list[dict]:
     rows = []
     for s in res["spark"]:
         rps = n / s["processing_s"]
-        rows.append({"variant": s["variant"], "wall_s": s["wall_s"], "cpu_s": s["cpu_s"], "processing_s": s["processing_s"],
-                     "startup_s": s["startup_and_stop_s"], "proc_rps": rps, "wall_rps": n / s["wall_s"],
-                     "x_per_group_wall": pg["extrapolated_wall_s"] / s["wall_s"], "x_batch_proc": rps / batch_rps,
-                     "rss_mb": s["driver_java_peak_rss_mb"], "executor_rss_mb": s.get("executor_java_peak_rss_mb"),
-                     "answers": "ok" if s["answers_ok"] else "WRONG"})
-    rows.append({"variant": f"per-group x{G} (extrap.)", "wall_s": pg["extrapolated_wall_s"],
-                 "cpu_s": pg["extrapolated_cpu_s"],
-                 "processing_s": pg["extrapolated_processing_s"], "startup_s": pg["jvm_fixed_s"],
-                 "proc_rps": n / pg["extrapolated_processing_s"], "wall_rps": n / pg["extrapolated_wall_s"],
-                 "x_per_group_wall": 1.0, "x_batch_proc": (n / pg["extrapolated_processing_s"]) / batch_rps,
-                 "rss_mb": None, "answers": "ok" if pg["check"]["ok"] else "WRONG",
-                 "note": f"{len(pg['calls_s'])} calls measured, {pg['warm_mean_s']} s each"})
-    rows.append({"variant": "batch Pattern (KIP-1239)", "wall_s": bt["wall_s"], "cpu_s": bt["cpu_s"],
-                 "processing_s": bt["processing_s"],
-                 "startup_s": round(bt["wall_s"] - bt["processing_s"], 3), "proc_rps": batch_rps,
-                 "wall_rps": n / bt["wall_s"], "x_per_group_wall": pg["extrapolated_wall_s"] / bt["wall_s"],
-                 "x_batch_proc": 1.0, "rss_mb": None,
-                 "answers": "ok" if bt["check"]["ok"] and bt["checksum_ok"] else "WRONG"})
-    rows.append({"variant": "tuned KafkaConsumer", "wall_s": cs["wall_s"], "cpu_s": cs["cpu_s"],
-                 "processing_s": cs["processing_s"],
-                 "startup_s": round(cs["wall_s"] - cs["processing_s"], 3), "proc_rps": n / cs["processing_s"],
-                 "wall_rps": n / cs["wall_s"], "x_per_group_wall": pg["extrapolated_wall_s"] / cs["wall_s"],
-                 "x_batch_proc": (n / cs["processing_s"]) / batch_rps, "rss_mb": None,
-                 "answers": "ok" if cs["check"]["ok"] and cs["checksum_ok"] else "WRONG"})
+        rows.append(
+            {
+                "variant": s["variant"],
+                "wall_s": s["wall_s"],
+                "cpu_s": s["cpu_s"],
+                "processing_s": s["processing_s"],
+                "startup_s": s["startup_and_stop_s"],
+                "proc_rps": rps,
+                "wall_rps": n / s["wall_s"],
+                "x_per_group_wall": pg["extrapolated_wall_s"] / s["wall_s"],
+                "x_batch_proc": rps / batch_rps,
+                "rss_mb": s["driver_java_peak_rss_mb"],
+                "executor_rss_mb": s.get("executor_java_peak_rss_mb"),
+                "answers": "ok" if s["answers_ok"] else "WRONG",
+            }
+        )
+    rows.append(
+        {
+            "variant": f"per-group x{G} (extrap.)",
+            "wall_s": pg["extrapolated_wall_s"],
+            "cpu_s": pg["extrapolated_cpu_s"],
+            "processing_s": pg["extrapolated_processing_s"],
+            "startup_s": pg["jvm_fixed_s"],
+            "proc_rps": n / pg["extrapolated_processing_s"],
+            "wall_rps": n / pg["extrapolated_wall_s"],
+            "x_per_group_wall": 1.0,
+            "x_batch_proc": (n / pg["extrapolated_processing_s"]) / batch_rps,
+            "rss_mb": None,
+            "answers": "ok" if pg["check"]["ok"] else "WRONG",
+            "note": f"{len(pg['calls_s'])} calls measured, {pg['warm_mean_s']} s each",
+        }
+    )
+    rows.append(
+        {
+            "variant": "batch Pattern (KIP-1239)",
+            "wall_s": bt["wall_s"],
+            "cpu_s": bt["cpu_s"],
+            "processing_s": bt["processing_s"],
+            "startup_s": round(bt["wall_s"] - bt["processing_s"], 3),
+            "proc_rps": batch_rps,
+            "wall_rps": n / bt["wall_s"],
+            "x_per_group_wall": pg["extrapolated_wall_s"] / bt["wall_s"],
+            "x_batch_proc": 1.0,
+            "rss_mb": None,
+            "answers": "ok" if bt["check"]["ok"] and bt["checksum_ok"] else "WRONG",
+        }
+    )
+    rows.append(
+        {
+            "variant": "tuned KafkaConsumer",
+            "wall_s": cs["wall_s"],
+            "cpu_s": cs["cpu_s"],
+            "processing_s": cs["processing_s"],
+            "startup_s": round(cs["wall_s"] - cs["processing_s"], 3),
+            "proc_rps": n / cs["processing_s"],
+            "wall_rps": n / cs["wall_s"],
+            "x_per_group_wall": pg["extrapolated_wall_s"] / cs["wall_s"],
+            "x_batch_proc": (n / cs["processing_s"]) / batch_rps,
+            "rss_mb": None,
+            "answers": "ok" if cs["check"]["ok"] and cs["checksum_ok"] else "WRONG",
+        }
+    )
     return rows
 
 
 def print_table(results: list[dict]) -> str:
-    hdr = (f"{'G':>7} {'records':>11} | {'variant':<30} {'wall s':>9} {'CPU s':>8} {'proc s':>8} {'start s':>7} "
-           f"{'proc rec/s':>11} {'wall rec/s':>11} {'x per-grp':>9} {'x batch':>7} {'RSS MB':>6} {'exec MB':>7} answers")
+    hdr = (
+        f"{'G':>7} {'records':>11} | {'variant':<30} {'wall s':>9} {'CPU s':>8} {'proc s':>8} {'start s':>7} "
+        f"{'proc rec/s':>11} {'wall rec/s':>11} {'x per-grp':>9} {'x batch':>7} {'RSS MB':>6} {'exec MB':>7} answers"
+    )
     lines = [hdr, "-" * len(hdr)]
     for r in results:
         for row in r["rows"]:
@@ -686,10 +923,13 @@ def print_table(results: list[dict]) -> str:
                 f"{r['groups']:>7,} {r['records']:>11,} | {row['variant']:<30} {row['wall_s']:>9,.2f} {cpu:>8} "
                 f"{row['processing_s']:>8,.2f} {row['startup_s']:>7.2f} {row['proc_rps']:>11,.0f} "
                 f"{row['wall_rps']:>11,.0f} {row['x_per_group_wall']:>8,.1f}x {row['x_batch_proc']:>6.2f}x "
-                f"{rss:>6} {ex:>7} {row['answers']}")
+                f"{rss:>6} {ex:>7} {row['answers']}"
+            )
         w = r["write"]
-        lines.append(f"{'':>7} {'':>11} | (write: {w['write_s']} s = encode {w['encode_s']} s + produce/flush "
-                     f"{w['produce_s']} s; not part of any figure above)")
+        lines.append(
+            f"{'':>7} {'':>11} | (write: {w['write_s']} s = encode {w['encode_s']} s + produce/flush "
+            f"{w['produce_s']} s; not part of any figure above)"
+        )
     return "\n".join(lines)
 
 
@@ -699,33 +939,63 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="", help="comma-separated group counts (overrides --groups), e.g. 1000,10000")
     ap.add_argument("--partitions", type=int, default=10, help="partitions per group")
     ap.add_argument("--updates", type=int, default=10, help="checkpoints per (group, partition)")
-    ap.add_argument("--master", default="local[2]",
-                    help="comma-separated Spark masters to bench in the same run: a master URL, or cluster:N = start "
-                         "a standalone cluster (one worker, N executor cores), e.g. 'local[2],cluster:1,cluster:2'")
+    ap.add_argument(
+        "--master",
+        default="local[2]",
+        help="comma-separated Spark masters to bench in the same run: a master URL, or cluster:N = start "
+        "a standalone cluster (one worker, N executor cores), e.g. 'local[2],cluster:1,cluster:2'",
+    )
     ap.add_argument("--executor-memory", default="1g", help="executor memory with --master cluster:N")
     ap.add_argument("--driver-memory", default="1g")
-    ap.add_argument("--min-partitions", default="0",
-                    help="comma-separated --min-partitions values for the Spark job (0 = not set), e.g. 0,2,4")
+    ap.add_argument(
+        "--min-partitions",
+        default="0",
+        help="comma-separated --min-partitions values for the Spark job (0 = not set), e.g. 0,2,4",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="Spark runs per --min-partitions value")
-    ap.add_argument("--sample", type=int, default=0,
-                    help="groups sampled for per-group translateOffsets and answer checks (0: 24, or 6 above 2M records)")
-    ap.add_argument("--compression", default="none", choices=["none", "lz4", "zstd", "snappy", "gzip"],
-                    help="producer compression of the checkpoint records (MM2's default producer: none)")
-    ap.add_argument("--job", type=Path, action="append", default=[],
-                    help="Spark job file(s) to bench (repeatable; default spark_jobs/latest_checkpoints.py)")
+    ap.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        help="groups sampled for per-group translateOffsets and answer checks (0: 24, or 6 above 2M records)",
+    )
+    ap.add_argument(
+        "--compression",
+        default="none",
+        choices=["none", "lz4", "zstd", "snappy", "gzip"],
+        help="producer compression of the checkpoint records (MM2's default producer: none)",
+    )
+    ap.add_argument(
+        "--job",
+        type=Path,
+        action="append",
+        default=[],
+        help="Spark job file(s) to bench (repeatable; default spark_jobs/latest_checkpoints.py)",
+    )
     ap.add_argument("--job-arg", action="append", default=[], help="extra argument for the job (repeatable)")
     ap.add_argument("--spark-conf", action="append", default=[], metavar="K=V", help="extra spark-submit --conf")
-    ap.add_argument("--dag-task", action="store_true",
-                    help="also time compute_latest_checkpoints as the DAG runs it (real operator, dag.test()), per master")
-    ap.add_argument("--state", action="store_true",
-                    help="issue 17's comparison: refresh a state, update --tail-pct %% of the keys, then (a) warm "
-                         "Spark Connect + state, (b) spark-submit + state, (c) cold full pass, (d) batch "
-                         "translateOffsets, (e) the refresh over the tail")
-    ap.add_argument("--tail-pct", type=float, default=1.0, help="with --state: %% of the keys updated after the refresh")
-    ap.add_argument("--store", default="local",
-                    help="comma-separated: where each Spark run writes its answers - local (a folder), s3a (Spark "
-                         "writes them into a real S3 server, S3Proxy on loopback, through S3A), stage (a folder, then "
-                         "uploaded to that server; the upload is in the wall time), e.g. local,s3a,stage")
+    ap.add_argument(
+        "--dag-task",
+        action="store_true",
+        help="also time compute_latest_checkpoints as the DAG runs it (real operator, dag.test()), per master",
+    )
+    ap.add_argument(
+        "--state",
+        action="store_true",
+        help="issue 17's comparison: refresh a state, update --tail-pct %% of the keys, then (a) warm "
+        "Spark Connect + state, (b) spark-submit + state, (c) cold full pass, (d) batch "
+        "translateOffsets, (e) the refresh over the tail",
+    )
+    ap.add_argument(
+        "--tail-pct", type=float, default=1.0, help="with --state: %% of the keys updated after the refresh"
+    )
+    ap.add_argument(
+        "--store",
+        default="local",
+        help="comma-separated: where each Spark run writes its answers - local (a folder), s3a (Spark "
+        "writes them into a real S3 server, S3Proxy on loopback, through S3A), stage (a folder, then "
+        "uploaded to that server; the upload is in the wall time), e.g. local,s3a,stage",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the bed's data folders")
     ap.add_argument("--out", type=Path, default=None, help="results JSON (default bench/results/<timestamp>.json)")
     args = ap.parse_args(argv)
@@ -764,12 +1034,18 @@ def spark_master(args, master: str, root: Path):
         cores = int(master.split(":", 1)[1])
         mem = args.executor_memory
         mem_mb = int(mem.rstrip("gGmM")) * (1024 if mem[-1] in "gG" else 1)
-        args.cluster = SparkCluster(root / f"spark-cluster-{cores}-{time.monotonic_ns()}", cores=cores,
-                                    memory=f"{mem_mb + 256}m", executor_memory=mem)
+        args.cluster = SparkCluster(
+            root / f"spark-cluster-{cores}-{time.monotonic_ns()}",
+            cores=cores,
+            memory=f"{mem_mb + 256}m",
+            executor_memory=mem,
+        )
         args.cluster.start()
         args.master_label = f"standalone {cores}c"
-        print(f"   standalone cluster {args.cluster.master_url}: 1 worker, {cores} executor core(s), executor {mem}",
-              flush=True)
+        print(
+            f"   standalone cluster {args.cluster.master_url}: 1 worker, {cores} executor core(s), executor {mem}",
+            flush=True,
+        )
     try:
         yield
     finally:
@@ -783,11 +1059,18 @@ def _bench(args, sizes: list[int], stamp: str, root: Path) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     results = []
-    meta = {"started": stamp, "argv": sys.argv, "master": args.master, "driver_memory": args.driver_memory,
-            "jobs": [str(j) for j in args.job], "cpus": os.cpu_count(), "loadavg_start": os.getloadavg(),
-            "executor_memory_on_clusters": args.executor_memory,
-            "note": "RSS MB = driver JVM peak (VmHWM); with --master cluster:N the executor JVM's peak is in the JSON "
-                    "(executor_java_peak_rss_mb). Compare loadavg_start with the cores: other load skews figures."}
+    meta = {
+        "started": stamp,
+        "argv": sys.argv,
+        "master": args.master,
+        "driver_memory": args.driver_memory,
+        "jobs": [str(j) for j in args.job],
+        "cpus": os.cpu_count(),
+        "loadavg_start": os.getloadavg(),
+        "executor_memory_on_clusters": args.executor_memory,
+        "note": "RSS MB = driver JVM peak (VmHWM); with --master cluster:N the executor JVM's peak is in the JSON "
+        "(executor_java_peak_rss_mb). Compare loadavg_start with the cores: other load skews figures.",
+    }
     for g in sizes:
         results.append(bench_state_size(args, g, root) if args.state else bench_size(args, g, root))
         meta["loadavg_end"] = os.getloadavg()
@@ -795,8 +1078,10 @@ def _bench(args, sizes: list[int], stamp: str, root: Path) -> int:
         out.write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=str))
     table = print_state_table(results) if args.state else print_table(results)
     print("\n" + table)
-    print(f"\nload average at start {meta['loadavg_start']}, at end {meta['loadavg_end']}; bench took "
-          f"{meta['total_s']} s; results in {out}")
+    print(
+        f"\nload average at start {meta['loadavg_start']}, at end {meta['loadavg_end']}; bench took "
+        f"{meta['total_s']} s; results in {out}"
+    )
     meta["table"] = table
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=str))
     if args.state:

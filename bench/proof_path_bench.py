@@ -58,19 +58,32 @@ def make_archive(root: Path, partitions: int, syncs: int, rows_per_file: int, se
         last_up, last_down = ups[-1], downs[-1]
         n = (t1 - t0) * partitions
         first = t0 * partitions
-        table = pa.table({
-            "sync_partition": np.zeros(n, dtype=np.int32), "sync_offset": np.arange(first, first + n, dtype=np.int64),
-            "timestamp_ms": np.full(n, 1_700_000_000_000, dtype=np.int64),
-            "topic": pa.array([TOPIC] * n), "partition": np.tile(np.arange(partitions, dtype=np.int32), t1 - t0),
-            "upstream": ups.reshape(-1), "downstream": downs.reshape(-1)})
+        table = pa.table(
+            {
+                "sync_partition": np.zeros(n, dtype=np.int32),
+                "sync_offset": np.arange(first, first + n, dtype=np.int64),
+                "timestamp_ms": np.full(n, 1_700_000_000_000, dtype=np.int64),
+                "topic": pa.array([TOPIC] * n),
+                "partition": np.tile(np.arange(partitions, dtype=np.int32), t1 - t0),
+                "upstream": ups.reshape(-1),
+                "downstream": downs.reshape(-1),
+            }
+        )
         name = f"bench-p0-{first}-{first + n}.parquet"
         pq.write_table(table, str(d / name))
         files.append(name)
     total = syncs * partitions
-    write_json(d / "manifest.json", {"alias": "primary", "topic": "mm2-offset-syncs.backup.internal",
-                                     "topic_id": "bench", "cluster_id": "bench", "location": "source",
-                                     "partitions": {"0": {"files": files, "archived_to": total,
-                                                          "ranges": [[0, total]]}}})
+    write_json(
+        d / "manifest.json",
+        {
+            "alias": "primary",
+            "topic": "mm2-offset-syncs.backup.internal",
+            "topic_id": "bench",
+            "cluster_id": "bench",
+            "location": "source",
+            "partitions": {"0": {"files": files, "archived_to": total, "ranges": [[0, total]]}},
+        },
+    )
     return [int(x) for x in last_up]
 
 
@@ -84,11 +97,11 @@ def positions(top: list[int], groups: int, seed: int = 7) -> dict[int, list[int]
 def child(mode: str, root: str, partitions: int, groups: int, top: list[int]) -> dict:
     """One measured path, in this (fresh) process."""
     os.environ["MM2_FAILOVER_ARCHIVE"] = root
-    from mm2_failover.stages.translation import archived_syncs, build_index, prove_chunks
-    from mm2_failover import translate as tr
-    from mm2_failover.syncs import SyncArchive, index_rows
-
     import importlib
+
+    from mm2_failover import translate as tr
+    from mm2_failover.stages.translation import archived_syncs, build_index, prove_chunks
+    from mm2_failover.syncs import SyncArchive, index_rows
 
     for m in ("numpy", "pyarrow.parquet", "mm2_failover.syncs"):  # imported before the clock, as in a running task
         importlib.import_module(m)
@@ -115,10 +128,16 @@ def child(mode: str, root: str, partitions: int, groups: int, top: list[int]) ->
             for u in pos[p]:
                 answers[f"{p}:{u}"] = _answer(x.translate(u))
     seconds = time.monotonic() - t0
-    return {"mode": mode, "partitions": partitions, "seconds": round(seconds, 2), "read_seconds": round(t_read, 2),
-            "peak_rss_mib": round(_status_mib("VmHWM"), 1),
-            "rss_before_mib": round(base_rss, 1),
-            "translations": len(answers), "answers": answers}
+    return {
+        "mode": mode,
+        "partitions": partitions,
+        "seconds": round(seconds, 2),
+        "read_seconds": round(t_read, 2),
+        "peak_rss_mib": round(_status_mib("VmHWM"), 1),
+        "rss_before_mib": round(base_rss, 1),
+        "translations": len(answers),
+        "answers": answers,
+    }
 
 
 def _status_mib(field: str) -> float:
@@ -138,9 +157,26 @@ def _answer(t) -> list:
 
 def run_child(mode: str, root: Path, partitions: int, groups: int, top: list[int]) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "plugins"), str(REPO)])}
-    r = subprocess.run([sys.executable, __file__, "--child", mode, "--root", str(root), "--partitions", str(partitions),
-                        "--groups-per-partition", str(groups), "--top", json.dumps(top[:partitions])],
-                       capture_output=True, text=True, env=env, timeout=3600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            mode,
+            "--root",
+            str(root),
+            "--partitions",
+            str(partitions),
+            "--groups-per-partition",
+            str(groups),
+            "--top",
+            json.dumps(top[:partitions]),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=3600,
+    )
     if r.returncode:
         raise RuntimeError(f"{mode} failed: {r.stderr[-3000:]}")
     return json.loads(r.stdout.splitlines()[-1])
@@ -166,20 +202,34 @@ def main() -> int:
         small = make_archive(Path(tmp) / "small", a.old_partitions, a.syncs, a.rows_per_file)
         made = time.monotonic() - t0
         size = sum(f.stat().st_size for f in Path(tmp, "big").rglob("*.parquet"))
-        results = [run_child("dicts", Path(tmp) / "small", a.old_partitions, a.groups_per_partition, small),
-                   run_child("columnar", Path(tmp) / "small", a.old_partitions, a.groups_per_partition, small),
-                   run_child("columnar", Path(tmp) / "big", a.partitions, a.groups_per_partition, big)]
+        results = [
+            run_child("dicts", Path(tmp) / "small", a.old_partitions, a.groups_per_partition, small),
+            run_child("columnar", Path(tmp) / "small", a.old_partitions, a.groups_per_partition, small),
+            run_child("columnar", Path(tmp) / "big", a.partitions, a.groups_per_partition, big),
+        ]
     old, new_small, new_big = results
     assert old["answers"] == new_small["answers"], "the columnar path answered differently"
     print(f"archive: {a.partitions} x {a.syncs} syncs ({size / 2**20:.0f} MiB of Parquet) written in {made:.0f} s")
-    print("| path | partitions | syncs | translations | seconds (of which reading) | peak RSS MiB (before) |\n"
-          "|---|---:|---:|---:|---:|---:|")
+    print(
+        "| path | partitions | syncs | translations | seconds (of which reading) | peak RSS MiB (before) |\n"
+        "|---|---:|---:|---:|---:|---:|"
+    )
     for r in results:
-        print(f"| {r['mode']} | {r['partitions']} | {r['partitions'] * a.syncs:,} | {r['translations']:,} | "
-              f"{r['seconds']} ({r['read_seconds']}) | {r['peak_rss_mib']} ({r['rss_before_mib']}) |")
+        print(
+            f"| {r['mode']} | {r['partitions']} | {r['partitions'] * a.syncs:,} | {r['translations']:,} | "
+            f"{r['seconds']} ({r['read_seconds']}) | {r['peak_rss_mib']} ({r['rss_before_mib']}) |"
+        )
     out = REPO / "bench" / "results" / f"proof-path-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps({"args": vars(a), "archive_mib": round(size / 2**20), "results": [
-        {k: v for k, v in r.items() if k != "answers"} for r in results]}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "args": vars(a),
+                "archive_mib": round(size / 2**20),
+                "results": [{k: v for k, v in r.items() if k != "answers"} for r in results],
+            },
+            indent=2,
+        )
+    )
     print(f"written {out}")
     return 0
 

@@ -58,8 +58,15 @@ def wait_checkpointed(target, topic: str, want: int, most_s: float) -> tuple[int
     return last, time.monotonic() - t0
 
 
-def write_checkpoints(bootstrap: str, topic: str, groups: int, partitions: int, records: int, prefix: str = PREFIX,
-                      source_topic: str = TOPIC) -> int:
+def write_checkpoints(
+    bootstrap: str,
+    topic: str,
+    groups: int,
+    partitions: int,
+    records: int,
+    prefix: str = PREFIX,
+    source_topic: str = TOPIC,
+) -> int:
     """One checkpoint record per (group, partition) of the bench, in MM2's format, at the group's commit (the same
     offsets as :func:`bench.apply_bench.make_plan` with ``prefix``); returns how many."""
     from confluent_kafka import Producer
@@ -71,8 +78,12 @@ def write_checkpoints(bootstrap: str, topic: str, groups: int, partitions: int, 
     for g in range(groups):
         for part in range(partitions):
             o = (g * 7 + part) % records
-            p.produce(topic, key=cpf.encode_key(f"{prefix}-{g:06d}", f"primary.{source_topic}", part),
-                      value=cpf.encode_value(o, o), partition=0)
+            p.produce(
+                topic,
+                key=cpf.encode_key(f"{prefix}-{g:06d}", f"primary.{source_topic}", part),
+                value=cpf.encode_value(o, o),
+                partition=0,
+            )
             n += 1
             if n % 50_000 == 0:
                 p.poll(0)
@@ -87,29 +98,42 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=1000, help="records per source partition")
     ap.add_argument("--intervals", type=int, default=2)
     ap.add_argument("--sample", type=int, default=50, help="groups whose answers are compared one by one")
-    ap.add_argument("--checkpoints", choices=("written", "mm2"), default="written",
-                    help="the bench groups' checkpoint records: written in MM2's format (default), or emitted by MM2 "
-                         "(slow at thousands of groups: see the comment in main)")
-    ap.add_argument("--spark", choices=("connect", "submit"), default="connect",
-                    help="the Spark job on a warm Spark Connect server (the deployment's spark_connect_default) or "
-                         "through spark-submit (a JVM per job)")
+    ap.add_argument(
+        "--checkpoints",
+        choices=("written", "mm2"),
+        default="written",
+        help="the bench groups' checkpoint records: written in MM2's format (default), or emitted by MM2 "
+        "(slow at thousands of groups: see the comment in main)",
+    )
+    ap.add_argument(
+        "--spark",
+        choices=("connect", "submit"),
+        default="connect",
+        help="the Spark job on a warm Spark Connect server (the deployment's spark_connect_default) or "
+        "through spark-submit (a JVM per job)",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     root = REPO / "var" / "bench" / f"readiness-{time.strftime('%Y%m%d-%H%M%S')}"
     os.environ["MM2_FAILOVER_ARTIFACTS"] = str(root / "artifacts")
     os.environ.pop("MM2_FAILOVER_ARCHIVE", None)
-    out: dict = {"groups": args.groups, "partitions": args.partitions, "records_per_partition": args.records,
-                 "cores": os.cpu_count(), "setup": {}, "intervals": []}
+    out: dict = {
+        "groups": args.groups,
+        "partitions": args.partitions,
+        "records_per_partition": args.records,
+        "cores": os.cpu_count(),
+        "setup": {},
+        "intervals": [],
+    }
+    import contextlib
+
     from mm2_failover import cli
     from mm2_failover.kafka_io import Cluster
     from mm2_failover.runfolder import RunFolder
     from mm2_failover.stages.apply import apply_plan
-    from testbed.scenario import produce, wait_replicated
-
-    import contextlib
-
     from testbed import localenv
     from testbed.bed import free_port
+    from testbed.scenario import produce, wait_replicated
     from testbed.spark_connect import SparkConnectServer
 
     with contextlib.ExitStack() as stack:
@@ -127,10 +151,12 @@ def main() -> int:
         # offset 0, no transactions); replication, offset syncs, progress and heartbeats stay real MM2's.
         mm2 = {"groups.exclude": f"{PREFIX}-.*"} if args.checkpoints == "written" else {}
         bed = stack.enter_context(Bed(run_dir=root / "bed", mm2=mm2))
-        os.environ["AIRFLOW_CONN_KAFKA_SOURCE"] = json.dumps({"conn_type": "kafka", "extra": {
-            "bootstrap.servers": bed.source_bootstrap}})
-        os.environ["AIRFLOW_CONN_KAFKA_TARGET"] = json.dumps({"conn_type": "kafka", "extra": {
-            "bootstrap.servers": bed.target_bootstrap}})
+        os.environ["AIRFLOW_CONN_KAFKA_SOURCE"] = json.dumps(
+            {"conn_type": "kafka", "extra": {"bootstrap.servers": bed.source_bootstrap}}
+        )
+        os.environ["AIRFLOW_CONN_KAFKA_TARGET"] = json.dumps(
+            {"conn_type": "kafka", "extra": {"bootstrap.servers": bed.target_bootstrap}}
+        )
         source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source", timeout=60)
         target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target", timeout=60)
         t0 = time.monotonic()
@@ -142,12 +168,16 @@ def main() -> int:
         res = apply_plan(source, make_plan(PREFIX, args.groups, TOPIC, args.partitions, args.records), 64)
         assert not res.refused, list(res.refused.items())[:3]
         out["setup"]["commit_groups_on_source_s"] = round(time.monotonic() - t0, 1)
-        print(f"{args.groups} groups x {args.partitions} partitions committed on the source in "
-              f"{out['setup']['commit_groups_on_source_s']} s; waiting for MM2's checkpoints", flush=True)
+        print(
+            f"{args.groups} groups x {args.partitions} partitions committed on the source in "
+            f"{out['setup']['commit_groups_on_source_s']} s; waiting for MM2's checkpoints",
+            flush=True,
+        )
         if args.checkpoints == "written":
             t0 = time.monotonic()
-            n = write_checkpoints(bed.target_bootstrap, bed.checkpoints_topic, args.groups, args.partitions,
-                                  args.records)
+            n = write_checkpoints(
+                bed.target_bootstrap, bed.checkpoints_topic, args.groups, args.partitions, args.records
+            )
             out["setup"].update(checkpoint_records=n, checkpoints_written_s=round(time.monotonic() - t0, 1))
         else:
             n, s = wait_checkpointed(target, bed.checkpoints_topic, args.groups * args.partitions, 3600)
@@ -162,9 +192,18 @@ def main() -> int:
         out["setup"]["refresh_state_s"] = round(time.monotonic() - t0, 1)
 
         for i in range(args.intervals):
-            a = cli.parser().parse_args([*base, "readiness", "--groups-regex", f"{PREFIX}-.*",
-                                         "--drain-quiet-seconds", "1",
-                                         "--run-dir", str(root / "artifacts" / "mm2_failover_readiness" / f"i{i}")])
+            a = cli.parser().parse_args(
+                [
+                    *base,
+                    "readiness",
+                    "--groups-regex",
+                    f"{PREFIX}-.*",
+                    "--drain-quiet-seconds",
+                    "1",
+                    "--run-dir",
+                    str(root / "artifacts" / "mm2_failover_readiness" / f"i{i}"),
+                ]
+            )
             ctx = cli.context_of(a, "readiness")
             steps = {}
             t_all = time.monotonic()
@@ -176,8 +215,14 @@ def main() -> int:
             total = round(time.monotonic() - t_all, 2)
             r, worse = result
             sizes = {p.name: p.stat().st_size for p in ctx.folder.dir.iterdir() if p.is_file()}
-            row = {"interval": i, "steps_s": steps, "total_s": total, "summary": r.summary,
-                   "degraded": [d.what for d in worse], "files_bytes": sizes}
+            row = {
+                "interval": i,
+                "steps_s": steps,
+                "total_s": total,
+                "summary": r.summary,
+                "degraded": [d.what for d in worse],
+                "files_bytes": sizes,
+            }
             out["intervals"].append(row)
             print(f"interval {i}: {total} s {steps}", flush=True)
             folder = RunFolder(ctx.folder.dir)
@@ -189,35 +234,56 @@ def main() -> int:
             if x.get("downstream_offset") is not None:
                 ours.setdefault(x["group"], {})[(x["topic"], x["partition"])] = x["downstream_offset"]
         groups = sorted(ours)
-        sample = [groups[round(k * (len(groups) - 1) / max(1, args.sample - 1))] for k in range(min(args.sample,
-                                                                                                   len(groups)))]
+        sample = [
+            groups[round(k * (len(groups) - 1) / max(1, args.sample - 1))] for k in range(min(args.sample, len(groups)))
+        ]
         peer = run_java("batch", bed.target_bootstrap, sample)
         batch = next(e for e in peer["events"] if e["event"] == "batch")
         theirs = answers(peer["events"])
         keys = sum(len(v) for v in ours.values())
         checksum = sum(o for v in ours.values() for o in v.values())
-        checks = {"peer_keys": batch["keys"], "our_keys": keys, "peer_checksum": batch["checksum"],
-                  "our_checksum": checksum, "sample_groups": len(sample),
-                  "sample_mismatches": [g for g in sample if theirs.get(g) != ours.get(g)],
-                  "readiness_rows": r.summary["partitions"], "plan_rows": len(rows)}
-        checks["ok"] = (checks["peer_keys"] == keys and checks["peer_checksum"] == checksum
-                        and not checks["sample_mismatches"] and r.summary["partitions"] == len(rows))
-        out["peer"] = {"what": "RemoteClusterUtils.translateOffsets(props, alias, Pattern, timeout), one JVM",
-                       "wall_s": peer["wall_s"], "translate_ms": round(batch["ms"], 1), "groups": batch["groups"],
-                       "keys": batch["keys"]}
+        checks = {
+            "peer_keys": batch["keys"],
+            "our_keys": keys,
+            "peer_checksum": batch["checksum"],
+            "our_checksum": checksum,
+            "sample_groups": len(sample),
+            "sample_mismatches": [g for g in sample if theirs.get(g) != ours.get(g)],
+            "readiness_rows": r.summary["partitions"],
+            "plan_rows": len(rows),
+        }
+        checks["ok"] = (
+            checks["peer_keys"] == keys
+            and checks["peer_checksum"] == checksum
+            and not checks["sample_mismatches"]
+            and r.summary["partitions"] == len(rows)
+        )
+        out["peer"] = {
+            "what": "RemoteClusterUtils.translateOffsets(props, alias, Pattern, timeout), one JVM",
+            "wall_s": peer["wall_s"],
+            "translate_ms": round(batch["ms"], 1),
+            "groups": batch["groups"],
+            "keys": batch["keys"],
+        }
         out["checks"] = checks
 
-    print(f"\nreadiness, {args.groups} groups x {args.partitions} partitions on the real bed ({os.cpu_count()} cores), "
-          f"setup {out['setup']}")
+    print(
+        f"\nreadiness, {args.groups} groups x {args.partitions} partitions on the real bed ({os.cpu_count()} cores), "
+        f"setup {out['setup']}"
+    )
     print("| interval | audit | lag | end offsets | Spark (tail) | plan + assess | total s | of the 300 s interval |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in out["intervals"]:
         s = row["steps_s"]
-        print(f"| {row['interval'] + 1} | {s['preflight_audit']} | {s['measure_replication_lag']} | "
-              f"{s['capture_end_offsets']} | {s['compute_latest_checkpoints']} | {s['assess_readiness']} | "
-              f"{row['total_s']} | {100 * row['total_s'] / 300:.0f} % |")
-    print(f"peer: Kafka's batch translateOffsets, latest checkpoints only: {out['peer']['translate_ms'] / 1000:.2f} s "
-          f"inside its JVM, {out['peer']['wall_s']} s with the JVM; checks: {checks}")
+        print(
+            f"| {row['interval'] + 1} | {s['preflight_audit']} | {s['measure_replication_lag']} | "
+            f"{s['capture_end_offsets']} | {s['compute_latest_checkpoints']} | {s['assess_readiness']} | "
+            f"{row['total_s']} | {100 * row['total_s'] / 300:.0f} % |"
+        )
+    print(
+        f"peer: Kafka's batch translateOffsets, latest checkpoints only: {out['peer']['translate_ms'] / 1000:.2f} s "
+        f"inside its JVM, {out['peer']['wall_s']} s with the JVM; checks: {checks}"
+    )
     path = REPO / "bench" / "results" / f"readiness-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(out, indent=2, default=str))
     print(f"results: {path}")

@@ -42,8 +42,16 @@ def main() -> int:
         prof = cProfile.Profile()
         prof.enable()
     t0 = time.perf_counter()
-    rep = build_report(dag_id="mm2_failover", run_id="r", params={}, plan=plan, committed=committed, log_end=log_end,
-                       mismatches=[], source_commits=src)
+    rep = build_report(
+        dag_id="mm2_failover",
+        run_id="r",
+        params={},
+        plan=plan,
+        committed=committed,
+        log_end=log_end,
+        mismatches=[],
+        source_commits=src,
+    )
     t1 = time.perf_counter()
     md = render_markdown(rep)
     t2 = time.perf_counter()
@@ -65,20 +73,31 @@ def main() -> int:
         w3 = time.perf_counter()
         assert back.as_dict() == rep.as_dict(), "the report read back differs from the one written"
         assert head.groups == rep.groups
-        sizes = {"json_mb": round((Path(tmp) / REPORT_JSON).stat().st_size / 1e6, 2),
-                 "parquet_mb": round((Path(tmp) / REPORT_PARTITIONS).stat().st_size / 1e6, 2)}
+        sizes = {
+            "json_mb": round((Path(tmp) / REPORT_JSON).stat().st_size / 1e6, 2),
+            "parquet_mb": round((Path(tmp) / REPORT_PARTITIONS).stat().st_size / 1e6, 2),
+        }
     if prof:
         import pstats
 
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(15)
-    out = {"groups": a.groups, "partitions": a.groups * a.partitions, "build_report_s": round(t1 - t0, 2),
-           "render_markdown_s": round(t2 - t1, 2), "report_json_s": round(t3 - t2, 2),
-           "total_s": round(t3 - t0, 2), "report_md_mb": round(len(md) / 1e6, 1),
-           "report_json_mb": round(len(js) / 1e6, 1),
-           "save_report_s": round(w1 - w0, 2), "load_report_whole_s": round(w2 - w1, 2),
-           "run_page_read_s": round(w3 - w2, 2), "saved_report_json_mb": sizes["json_mb"],
-           "saved_report_partitions_parquet_mb": sizes["parquet_mb"], "read_back_equal": True}
+    out = {
+        "groups": a.groups,
+        "partitions": a.groups * a.partitions,
+        "build_report_s": round(t1 - t0, 2),
+        "render_markdown_s": round(t2 - t1, 2),
+        "report_json_s": round(t3 - t2, 2),
+        "total_s": round(t3 - t0, 2),
+        "report_md_mb": round(len(md) / 1e6, 1),
+        "report_json_mb": round(len(js) / 1e6, 1),
+        "save_report_s": round(w1 - w0, 2),
+        "load_report_whole_s": round(w2 - w1, 2),
+        "run_page_read_s": round(w3 - w2, 2),
+        "saved_report_json_mb": sizes["json_mb"],
+        "saved_report_partitions_parquet_mb": sizes["parquet_mb"],
+        "read_back_equal": True,
+    }
     print(json.dumps(out))
     return 0
 

@@ -39,8 +39,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins"))
 sys.path.insert(0, str(REPO))
 
-TASKS = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
-         "check_groups_empty", "build_plan", "approve_plan", "apply_group_offsets", "verify_group_offsets"]
+TASKS = [
+    "preflight_audit",
+    "verify_producers_drained",
+    "capture_end_offsets",
+    "compute_latest_checkpoints",
+    "check_groups_empty",
+    "build_plan",
+    "approve_plan",
+    "apply_group_offsets",
+    "verify_group_offsets",
+]
 
 
 def ts(iso: str | None) -> float | None:
@@ -78,8 +87,11 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
     from testbed.airflow_stack import answer, ready_to_answer, run_path, task_states
 
     t_trigger = time.time()
-    run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
-                 {"logical_date": None, "conf": {"groups_regex": regex, "drain_quiet_seconds": quiet}})
+    run = af.api(
+        "POST",
+        "/api/v2/dags/mm2_failover/dagRuns",
+        {"logical_date": None, "conf": {"groups_regex": regex, "drain_quiet_seconds": quiet}},
+    )
     run_id = run["dag_run_id"]
     answered = asked = None
     deadline = time.monotonic() + 1800
@@ -105,8 +117,11 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
     tis = {t["task_id"]: t for t in tis_all if t.get("map_index", -1) == -1}
     assert dr["state"] == "success", {k: v["state"] for k, v in tis.items()}
     folder = af.artifacts / "mm2_failover" / safe_name(run_id)
-    planned = {(g, t, int(p)): int(o) for line in (folder / "plan.csv").read_text().splitlines()
-               for g, t, p, o in [line.split(",")]}
+    planned = {
+        (g, t, int(p)): int(o)
+        for line in (folder / "plan.csv").read_text().splitlines()
+        for g, t, p, o in [line.split(",")]
+    }
     got = bed.client("target").commits_many(groups, 32)
     committed = {(g, t, p): getattr(c, "offset", c) for g, cs in got.items() for (t, p), c in cs.items()}
     assert committed == planned, f"{len(committed)} commits on the target, {len(planned)} planned"
@@ -116,8 +131,16 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
         ti = tis[t]
         s, e = ts(ti["start_date"]), ts(ti["end_date"])
         first_start = first_start or s
-        rows.append({"task": t, "start": s, "end": e, "seconds": round(e - s, 2), "try": ti["try_number"],
-                     "gap_before": round(s - prev_end, 2)})
+        rows.append(
+            {
+                "task": t,
+                "start": s,
+                "end": e,
+                "seconds": round(e - s, 2),
+                "try": ti["try_number"],
+                "gap_before": round(s - prev_end, 2),
+            }
+        )
         prev_end = e
     appr = next(r for r in rows if r["task"] == "approve_plan")
     # the human's share: from the request being up to the answer (here: an automation answering at once, once
@@ -125,16 +148,27 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
     human = round(answered - asked, 2) if answered and asked else 0.0
     end = ts(tis["verify_group_offsets"]["end_date"])  # verified; the Asset events go out after it
     total = round(end - t_trigger, 2)
-    announced = max([ts(t["end_date"]) for t in tis_all if t["task_id"] == "announce_moved_groups" and t["end_date"]],
-                    default=None)
+    announced = max(
+        [ts(t["end_date"]) for t in tis_all if t["task_id"] == "announce_moved_groups" and t["end_date"]], default=None
+    )
     work = round(sum(r["seconds"] for r in rows if r["task"] != "approve_plan"), 2)
     gap = round(sum(r["gap_before"] for r in rows) + (ts(dr["queued_at"]) or t_trigger) - t_trigger, 2)
-    return {"run_id": run_id, "groups": len(groups), "trigger_to_verified_s": total, "human_s": human,
-            "quiet_window_s": quiet, "rto_s": round(total - human - quiet, 2), "work_s": work, "gaps_s": gap,
-            "approval_task_s": appr["seconds"], "seen_s": round(t_seen - t_trigger, 2), "tasks": rows,
-            "announced_s": round(announced - t_trigger, 2) if announced else None,
-            "announce_parts": sum(1 for t in tis_all if t["task_id"] == "announce_moved_groups"),
-            "partitions_committed": len(planned)}
+    return {
+        "run_id": run_id,
+        "groups": len(groups),
+        "trigger_to_verified_s": total,
+        "human_s": human,
+        "quiet_window_s": quiet,
+        "rto_s": round(total - human - quiet, 2),
+        "work_s": work,
+        "gaps_s": gap,
+        "approval_task_s": appr["seconds"],
+        "seen_s": round(t_seen - t_trigger, 2),
+        "tasks": rows,
+        "announced_s": round(announced - t_trigger, 2) if announced else None,
+        "announce_parts": sum(1 for t in tis_all if t["task_id"] == "announce_moved_groups"),
+        "partitions_committed": len(planned),
+    }
 
 
 def main() -> int:
@@ -147,27 +181,40 @@ def main() -> int:
     ap.add_argument("--no-preload", action="store_true", help="Airflow's defaults, not config.preload_settings()")
     ap.add_argument("--lock", choices=("file", "kafka"), default="file", help="MM2_FAILOVER_LOCK of the tasks")
     args = ap.parse_args()
+    # imported here, before the stack boots in a thread: importing it alongside that thread once failed with
+    # "partially initialized module 'typing'" (twice in 20-odd runs, both at this import)
+    import importlib
+
     from testbed import localenv
     from testbed.airflow_stack import AirflowStack
     from testbed.bed import Bed, free_port
     from testbed.spark_connect import SparkConnectServer
 
-    # imported here, before the stack boots in a thread: importing it alongside that thread once failed with
-    # "partially initialized module 'typing'" (twice in 20-odd runs, both at this import)
-    import importlib
-
     importlib.import_module("mm2_failover.config")
 
     root = REPO / "var" / "bench" / f"rto-{time.strftime('%Y%m%d-%H%M%S')}"
-    out: dict = {"groups": args.groups, "partitions": args.partitions, "cores": os.cpu_count(),
-                 "executor": args.executor, "preload": not args.no_preload, "lock": args.lock, "runs": []}
+    out: dict = {
+        "groups": args.groups,
+        "partitions": args.partitions,
+        "cores": os.cpu_count(),
+        "executor": args.executor,
+        "preload": not args.no_preload,
+        "lock": args.lock,
+        "runs": [],
+    }
     # the defaults the preload settings replace: the scheduler's fork, Airflow's own Celery configuration
-    defaults = {"AIRFLOW__SCHEDULER__MP_START_METHOD": "fork", "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "",
-                "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS":
-                    "airflow.providers.celery.executors.default_celery.DEFAULT_CELERY_CONFIG"}
+    defaults = {
+        "AIRFLOW__SCHEDULER__MP_START_METHOD": "fork",
+        "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "",
+        "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS": "airflow.providers.celery.executors.default_celery.DEFAULT_CELERY_CONFIG",
+    }
     with contextlib.ExitStack() as stack:
-        af = AirflowStack(root / "airflow", root / "artifacts", executor=args.executor,
-                          extra_env=defaults if args.no_preload else None)
+        af = AirflowStack(
+            root / "airflow",
+            root / "artifacts",
+            executor=args.executor,
+            extra_env=defaults if args.no_preload else None,
+        )
         stack.callback(af.stop)
         if args.executor == "celery":
             af.home.mkdir(parents=True, exist_ok=True)
@@ -176,41 +223,59 @@ def main() -> int:
         server = SparkConnectServer.start(root / "spark-connect", free_port())
         stack.callback(server.stop)
         # many groups: MM2 itself checkpoints them far too slowly here (readiness_bench.py): excluded from it
-        bed = stack.enter_context(Bed(run_dir=root / "bed", mm2={"groups.exclude": "rto-.*"} if args.groups > 1
-                                      else {}))
+        bed = stack.enter_context(
+            Bed(run_dir=root / "bed", mm2={"groups.exclude": "rto-.*"} if args.groups > 1 else {})
+        )
         af.wait_server_side()
-        extra = {"AIRFLOW_CONN_SPARK_CONNECT_DEFAULT": localenv.spark_connect_conn(server.port),
-                 "MM2_FAILOVER_ARCHIVE": str(root / "archive"), "MM2_FAILOVER_LOCK": args.lock}
+        extra = {
+            "AIRFLOW_CONN_SPARK_CONNECT_DEFAULT": localenv.spark_connect_conn(server.port),
+            "MM2_FAILOVER_ARCHIVE": str(root / "archive"),
+            "MM2_FAILOVER_LOCK": args.lock,
+        }
         af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap, extra)
         af.start_triggerer(bed.source_bootstrap, bed.target_bootstrap, extra)
         if args.executor == "celery":
             af.start_workers(bed.source_bootstrap, bed.target_bootstrap, {"a": "default"}, extra)
-        af.wait(lambda: (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy"
-                and h["triggerer"]["status"] == "healthy", 120, "a healthy scheduler and triggerer")
+        af.wait(
+            lambda: (
+                (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy"
+                and h["triggerer"]["status"] == "healthy"
+            ),
+            120,
+            "a healthy scheduler and triggerer",
+        )
         af.token = af.login("admin")
         af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 90, "the dag-processor to register mm2_failover")
         for i in range(args.runs):
             regex, groups = prepare_groups(bed, args.groups, args.partitions)
             r = one_run(af, bed, regex, groups, args.quiet)
             out["runs"].append(r)
-            print(f"run {i + 1}: trigger -> verified {r['trigger_to_verified_s']} s = human {r['human_s']} + quiet "
-                  f"{r['quiet_window_s']} + work {r['work_s']} + scheduler gaps {r['gaps_s']} (rto {r['rto_s']} s); "
-                  f"the Asset events of {r['announce_parts']} part(s) all stored at {r['announced_s']} s",
-                  flush=True)
+            print(
+                f"run {i + 1}: trigger -> verified {r['trigger_to_verified_s']} s = human {r['human_s']} + quiet "
+                f"{r['quiet_window_s']} + work {r['work_s']} + scheduler gaps {r['gaps_s']} (rto {r['rto_s']} s); "
+                f"the Asset events of {r['announce_parts']} part(s) all stored at {r['announced_s']} s",
+                flush=True,
+            )
     runs = out["runs"]
-    med = {k: statistics.median(r[k] for r in runs) for k in ("trigger_to_verified_s", "rto_s", "work_s", "gaps_s",
-                                                              "human_s")}
+    med = {
+        k: statistics.median(r[k] for r in runs)
+        for k in ("trigger_to_verified_s", "rto_s", "work_s", "gaps_s", "human_s")
+    }
     out["median"] = med
-    print(f"\nmm2_failover on a real scheduler ({args.executor} executor, preload {'off' if args.no_preload else 'on'}, "
-          f"{args.lock} lock), "
-          f"{args.groups} group(s) x {args.partitions} partitions, {args.runs} run(s), {os.cpu_count()} cores (median; RTO = trigger -> verified minus the human's decision and the quiet window)")
+    print(
+        f"\nmm2_failover on a real scheduler ({args.executor} executor, preload {'off' if args.no_preload else 'on'}, "
+        f"{args.lock} lock), "
+        f"{args.groups} group(s) x {args.partitions} partitions, {args.runs} run(s), {os.cpu_count()} cores (median; RTO = trigger -> verified minus the human's decision and the quiet window)"
+    )
     print("| task | work s | scheduler gap before it s |")
     print("|---|---:|---:|")
     for t in TASKS:
         w = statistics.median(next(x["seconds"] for x in r["tasks"] if x["task"] == t) for r in runs)
         g = statistics.median(next(x["gap_before"] for x in r["tasks"] if x["task"] == t) for r in runs)
         print(f"| `{t}` | {w} | {g} |")
-    print(f"| **trigger -> verified** | {med['trigger_to_verified_s']} (human {med['human_s']}, quiet {args.quiet}) | |")
+    print(
+        f"| **trigger -> verified** | {med['trigger_to_verified_s']} (human {med['human_s']}, quiet {args.quiet}) | |"
+    )
     print(f"| **RTO** | **{med['rto_s']}** = work {med['work_s']} + gaps {med['gaps_s']} | |")
     path = REPO / "bench" / "results" / f"rto-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(out, indent=2, default=str))

@@ -84,9 +84,11 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return not (self.unexpected_failures or self.false_alerts or self.not_told_once or self.not_recovered) \
-            and all(v.get("success", 0) for v in self.runs.values()) \
+        return (
+            not (self.unexpected_failures or self.false_alerts or self.not_told_once or self.not_recovered)
+            and all(v.get("success", 0) for v in self.runs.values())
             and (self.final is None or (self.final.get("ran") and not self.final.get("wrong")))
+        )
 
     def as_dict(self) -> dict:
         return {**asdict(self), "ok": self.ok}
@@ -101,8 +103,14 @@ def _ts(iso: str | None) -> float | None:
     return None if not iso else datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def score(result: Result, phases: list[Phase], runs: dict[str, list[dict]], mails: list[tuple[float, str]],
-          interval: float, grace: float) -> Result:
+def score(
+    result: Result,
+    phases: list[Phase],
+    runs: dict[str, list[dict]],
+    mails: list[tuple[float, str]],
+    interval: float,
+    grace: float,
+) -> Result:
     """What the soak saw, against what was injected: ``runs`` per DAG (the REST API's dag runs), ``mails`` as (time
     received, subject). A failure or an alert is expected only within a fault's window widened by ``interval +
     grace`` at both ends (a run that began before the fault and read it, a readiness run that saw it after)."""
@@ -153,12 +161,18 @@ def truth_of(records: list[tuple[int, bytes]]):
     at: dict[bytes, list[int]] = {}
     for o, v in records:
         at.setdefault(v, []).append(o)
-    return Truth(offsets={v: os_[0] for v, os_ in at.items()},
-                 twins={v: tuple(os_) for v, os_ in at.items() if len(os_) > 1})
+    return Truth(
+        offsets={v: os_[0] for v, os_ in at.items()}, twins={v: tuple(os_) for v, os_ in at.items() if len(os_) > 1}
+    )
 
 
-def said_vs_truth(said: list[dict], committed: dict[int, int], positions: dict[int, int],
-                  copies: dict[int, list[tuple[int, bytes]]], truth: dict[int, object]) -> dict:
+def said_vs_truth(
+    said: list[dict],
+    committed: dict[int, int],
+    positions: dict[int, int],
+    copies: dict[int, list[tuple[int, bytes]]],
+    truth: dict[int, object],
+) -> dict:
     """Readiness's last answer for the group (its partition rows: ``partition``, ``kind``, ``planned``, ``reread``,
     ``not_replicated``) against what the failover that followed did (``committed``: partition -> the group's offset
     on the target) and the records (``positions``: the group's source offsets; ``copies``: the replica's records;
@@ -171,8 +185,15 @@ def said_vs_truth(said: list[dict], committed: dict[int, int], positions: dict[i
     for r in sorted(said, key=lambda r: r["partition"]):
         p = int(r["partition"])
         got = committed.get(p)
-        row = {"partition": p, "kind": r.get("kind"), "said_planned": r.get("planned"), "committed": got,
-               "said_reread": r.get("reread"), "said_not_replicated": r.get("not_replicated"), "position": positions.get(p)}
+        row = {
+            "partition": p,
+            "kind": r.get("kind"),
+            "said_planned": r.get("planned"),
+            "committed": got,
+            "said_reread": r.get("reread"),
+            "said_not_replicated": r.get("not_replicated"),
+            "position": positions.get(p),
+        }
         if got is not None and p in positions:
             s = score(got, positions[p], copies.get(p, []), truth[p])
             row.update(lost=s.lost, re_read=s.re_read, phantom=s.phantom)
@@ -184,8 +205,12 @@ def said_vs_truth(said: list[dict], committed: dict[int, int], positions: dict[i
             why.append(f"{row['lost']} record(s) lost")
         if r.get("kind") == "exact" and row.get("re_read") != r.get("reread"):
             why.append(f"called exact with re-read {r.get('reread')}, re-read {row.get('re_read')}")
-        if r.get("kind") not in ("exact", "none") and r.get("reread") is not None and row.get("re_read") is not None \
-                and not near(r["reread"], row["re_read"]):
+        if (
+            r.get("kind") not in ("exact", "none")
+            and r.get("reread") is not None
+            and row.get("re_read") is not None
+            and not near(r["reread"], row["re_read"])
+        ):
             # a figure given for a row not exact is an estimate: within 10 % of the truth, or said unknown (None)
             why.append(f"estimated re-read {r['reread']}, re-read {row['re_read']}")
         if why:
@@ -194,27 +219,38 @@ def said_vs_truth(said: list[dict], committed: dict[int, int], positions: dict[i
 
 
 def render(r: Result) -> str:
-    lines = [f"soak: {r.minutes:.1f} min, every {r.interval_s} s; phases: "
-             + ", ".join(p["name"] for p in r.phases),
-             "| DAG | " + " | ".join(("success", "failed", "other")) + " |", "|---|---:|---:|---:|"]
+    lines = [
+        f"soak: {r.minutes:.1f} min, every {r.interval_s} s; phases: " + ", ".join(p["name"] for p in r.phases),
+        "| DAG | " + " | ".join(("success", "failed", "other")) + " |",
+        "|---|---:|---:|---:|",
+    ]
     for dag_id, states in sorted(r.runs.items()):
         other = sum(v for k, v in states.items() if k not in ("success", "failed"))
         lines.append(f"| {dag_id} | {states.get('success', 0)} | {states.get('failed', 0)} | {other} |")
-    lines += [f"failed runs: {len(r.failed_runs)} (unexpected {len(r.unexpected_failures)}, not told once "
-              f"{len(r.not_told_once)}); faults not recovered from: {len(r.not_recovered)}; alerts: {len(r.alerts)} "
-              f"(false {len(r.false_alerts)}); mails: {r.mails}; {'OK' if r.ok else 'NOT OK'}"]
+    lines += [
+        f"failed runs: {len(r.failed_runs)} (unexpected {len(r.unexpected_failures)}, not told once "
+        f"{len(r.not_told_once)}); faults not recovered from: {len(r.not_recovered)}; alerts: {len(r.alerts)} "
+        f"(false {len(r.false_alerts)}); mails: {r.mails}; {'OK' if r.ok else 'NOT OK'}"
+    ]
     lines += [f"  unexpected: {u['dag_id']} {u['run_id']}" for u in r.unexpected_failures]
     lines += [f"  false alert: {a['subject']}" for a in r.false_alerts]
     lines += [f"  not recovered: {n['dag_id']} after {n['fault']}" for n in r.not_recovered]
     lines += [f"  told {n['told']} times: {n['dag_id']} {n['run_id']}" for n in r.not_told_once]
     if r.final is not None:
         f = r.final
-        lines.append(f"the truth at the end: {f.get('why') or ''}readiness {f.get('readiness_run')} against failover "
-                     f"{f.get('failover_run')} ({f.get('failover_state')}): {len(f.get('wrong') or [])} wrong")
-        lines += ["| partition | readiness said | committed | said re-read | re-read | lost | phantom |",
-                  "|---:|---|---:|---:|---:|---:|---:|"]
-        lines += [f"| {x['partition']} | {x['kind']} {x['said_planned']} | {x['committed']} | {x['said_reread']} | "
-                  f"{x.get('re_read')} | {x.get('lost')} | {x.get('phantom')} |" for x in f.get("partitions", [])]
+        lines.append(
+            f"the truth at the end: {f.get('why') or ''}readiness {f.get('readiness_run')} against failover "
+            f"{f.get('failover_run')} ({f.get('failover_state')}): {len(f.get('wrong') or [])} wrong"
+        )
+        lines += [
+            "| partition | readiness said | committed | said re-read | re-read | lost | phantom |",
+            "|---:|---|---:|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {x['partition']} | {x['kind']} {x['said_planned']} | {x['committed']} | {x['said_reread']} | "
+            f"{x.get('re_read')} | {x.get('lost')} | {x.get('phantom')} |"
+            for x in f.get("partitions", [])
+        ]
         lines += [f"  wrong: partition {w['partition']}: {w['why']}" for w in f.get("wrong", [])]
     return "\n".join(lines)
 
@@ -232,8 +268,9 @@ class Traffic:
         self.hold = threading.Event()  # the consumer closed while set (a broker restart)
         self.stop = threading.Event()
         self.produced = 0
-        self.threads = [threading.Thread(target=f, daemon=True, name=f"soak-{f.__name__}")
-                        for f in (self._produce, self._consume)]
+        self.threads = [
+            threading.Thread(target=f, daemon=True, name=f"soak-{f.__name__}") for f in (self._produce, self._consume)
+        ]
 
     def start(self) -> "Traffic":
         for t in self.threads:
@@ -261,8 +298,14 @@ class Traffic:
     def _consume(self) -> None:
         from confluent_kafka import Consumer
 
-        conf = {"bootstrap.servers": self.bootstrap, "group.id": self.group, "auto.offset.reset": "earliest",
-                "enable.auto.commit": True, "auto.commit.interval.ms": 1000, "log_level": 0}
+        conf = {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": self.group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": True,
+            "auto.commit.interval.ms": 1000,
+            "log_level": 0,
+        }
         c = None
         while not self.stop.is_set():
             if self.hold.is_set():
@@ -317,8 +360,13 @@ def recovery(af, phases: list[Phase], interval: int, log) -> None:
     log(f"[soak] {time.strftime('%H:%M:%S')} phase quiet (recovery from the last fault)")
 
     def recovered() -> bool:
-        return all(any(r["state"] == "success" and (_ts(r.get("start_date")) or 0) >= max(ends)
-                       for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]) for d in DAGS)
+        return all(
+            any(
+                r["state"] == "success" and (_ts(r.get("start_date")) or 0) >= max(ends)
+                for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]
+            )
+            for d in DAGS
+        )
 
     with contextlib.suppress(AssertionError):
         af.wait(recovered, 10 * interval + 300, "each DAG's first success after the last fault", interval=5)
@@ -339,8 +387,10 @@ def final_failover(bed, af, topic: str, group: str, traffic: Traffic, interval: 
     src, tgt = bed.client("source"), bed.client("target")
     replica = f"{bed.source_alias}.{topic}"
     stopped = time.time()
-    log(f"[soak] {time.strftime('%H:%M:%S')} the truth at the end: traffic stopped, waiting for readiness to see "
-        "every record replicated")
+    log(
+        f"[soak] {time.strftime('%H:%M:%S')} the truth at the end: traffic stopped, waiting for readiness to see "
+        "every record replicated"
+    )
     said: dict = {}
 
     def readiness_caught_up() -> bool:
@@ -357,22 +407,37 @@ def final_failover(bed, af, topic: str, group: str, traffic: Traffic, interval: 
         return False
 
     af.wait(readiness_caught_up, 10 * interval + 600, "a readiness run that saw every record replicated", interval=5)
-    run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
-                 {"logical_date": None, "conf": {"groups_regex": f"^{group}$", "require_approval": False,
-                                                  "drain_quiet_seconds": 1}})
+    run = af.api(
+        "POST",
+        "/api/v2/dags/mm2_failover/dagRuns",
+        {
+            "logical_date": None,
+            "conf": {"groups_regex": f"^{group}$", "require_approval": False, "drain_quiet_seconds": 1},
+        },
+    )
     run_id = run["dag_run_id"]
-    log(f"[soak]   readiness {said['run_id']} said {[(x['partition'], x['kind'], x['planned']) for x in said['rows']]};"
-        f" failover {run_id} triggered")
-    af.wait(lambda: af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{run_id}")["state"] in ("success", "failed"),
-            1200, "the final failover to end", interval=5)
+    log(
+        f"[soak]   readiness {said['run_id']} said {[(x['partition'], x['kind'], x['planned']) for x in said['rows']]};"
+        f" failover {run_id} triggered"
+    )
+    af.wait(
+        lambda: af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{run_id}")["state"] in ("success", "failed"),
+        1200,
+        "the final failover to end",
+        interval=5,
+    )
     state = af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{run_id}")["state"]
     tps = sorted(src.partitions([topic]))
     ends = src.offsets(tps)
-    source = {tp: [(r.offset, r.value) for r in recs] for tp, recs in src.records({tp: (0, e) for tp, e in ends.items()},
-                                                                                  timeout=120).items()}
+    source = {
+        tp: [(r.offset, r.value) for r in recs]
+        for tp, recs in src.records({tp: (0, e) for tp, e in ends.items()}, timeout=120).items()
+    }
     rtps = [(replica, p) for _t, p in tps]
-    copies = {tp[1]: [(r.offset, r.value) for r in recs]
-              for tp, recs in tgt.records({tp: (0, e) for tp, e in tgt.offsets(rtps).items()}, timeout=120).items()}
+    copies = {
+        tp[1]: [(r.offset, r.value) for r in recs]
+        for tp, recs in tgt.records({tp: (0, e) for tp, e in tgt.offsets(rtps).items()}, timeout=120).items()
+    }
     positions = {p: o for (t, p), o in src.committed(group).items() if t == topic}
     committed = {p: o for (t, p), o in tgt.committed(group).items() if t == replica}
     out = said_vs_truth(said["rows"], committed, positions, copies, {p: truth_of(source[(topic, p)]) for _t, p in tps})
@@ -382,8 +447,16 @@ def final_failover(bed, af, topic: str, group: str, traffic: Traffic, interval: 
     return out
 
 
-def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str, ...] = CYCLE,
-             phase_intervals: float = 2.0, log=print, truth_at_end: bool = True) -> Result:
+def run_soak(
+    bed,
+    workdir: Path,
+    minutes: float,
+    interval: int,
+    cycle: tuple[str, ...] = CYCLE,
+    phase_intervals: float = 2.0,
+    log=print,
+    truth_at_end: bool = True,
+) -> Result:
     """The soak on a started ``bed`` (its MM2 running; a Spark Connect server's connection in this process's
     environment as ``AIRFLOW_CONN_SPARK_CONNECT_DEFAULT``, or Spark's local route), in ``workdir``."""
     from mm2_failover import store
@@ -394,11 +467,17 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
     workdir.mkdir(parents=True, exist_ok=True)
     s3 = ObjectStore.start(workdir / "s3")
     smtp, inbox = smtp_server()
-    af = AirflowStack(workdir / "airflow", store.as_path(s3.url("artifacts")),
-                      extra_env={"MM2_FAILOVER_INTERVAL_SECONDS": str(interval), **s3.env,
-                                 "MM2_FAILOVER_LOCK": "kafka",  # the final failover's writer lock (an object store)
-                                 "MM2_FAILOVER_NOTIFY_EMAIL": "oncall@example.com",
-                                 "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port)})
+    af = AirflowStack(
+        workdir / "airflow",
+        store.as_path(s3.url("artifacts")),
+        extra_env={
+            "MM2_FAILOVER_INTERVAL_SECONDS": str(interval),
+            **s3.env,
+            "MM2_FAILOVER_LOCK": "kafka",  # the final failover's writer lock (an object store)
+            "MM2_FAILOVER_NOTIFY_EMAIL": "oncall@example.com",
+            "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port),
+        },
+    )
     topic, group = "soak-orders", "soak-app"
     bed.client("source").create_topic(topic, 3)
     traffic = Traffic(bed.source_bootstrap, topic, group).start()
@@ -410,8 +489,11 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
         af.boot_server_side_async()
         af.wait_server_side()
         af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap)
-        af.wait(lambda: af.api("GET", "/api/v2/monitor/health")["scheduler"]["status"] == "healthy", 120,
-                "a healthy scheduler")
+        af.wait(
+            lambda: af.api("GET", "/api/v2/monitor/health")["scheduler"]["status"] == "healthy",
+            120,
+            "a healthy scheduler",
+        )
         af.token = af.login("admin")
         for dag_id in DAGS:
             af.wait(lambda d=dag_id: af.api("GET", f"/api/v2/dags/{d}"), 120, f"the dag-processor to register {dag_id}")
@@ -436,7 +518,7 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
                 bed.start_mm2()
             elif name == "broker_restarted":
                 traffic.hold.set()  # the consumer lets go: a client reconnecting to a port with no listener can
-                bed.stop_source()   # connect to itself (TCP simultaneous open) and hold the broker's port
+                bed.stop_source()  # connect to itself (TCP simultaneous open) and hold the broker's port
                 time.sleep(interval)
                 restart_source(bed, log)
                 traffic.hold.clear()
@@ -457,21 +539,39 @@ def run_soak(bed, workdir: Path, minutes: float, interval: int, cycle: tuple[str
         mark = time.time()
 
         def queued_before_mark() -> list[dict]:
-            return [r for d in DAGS for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]
-                    if (_ts(r.get("queued_at")) or _ts(r.get("start_date")) or 0) < mark]
+            return [
+                r
+                for d in DAGS
+                for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]
+                if (_ts(r.get("queued_at")) or _ts(r.get("start_date")) or 0) < mark
+            ]
 
-        af.wait(lambda: all(r["state"] in ("success", "failed") for r in queued_before_mark()),
-                10 * interval + 600, "the runs queued before the end to end", interval=5)
+        af.wait(
+            lambda: all(r["state"] in ("success", "failed") for r in queued_before_mark()),
+            10 * interval + 600,
+            "the runs queued before the end to end",
+            interval=5,
+        )
         for _rcpt, m in inbox[seen:]:
             received.append((sent_at(m), str(m["subject"])))
-        runs = {d: [r for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]
-                    if (_ts(r.get("queued_at")) or _ts(r.get("start_date")) or 0) < mark] for d in DAGS}
+        runs = {
+            d: [
+                r
+                for r in af.api("GET", f"/api/v2/dags/{d}/dagRuns?limit=1000")["dag_runs"]
+                if (_ts(r.get("queued_at")) or _ts(r.get("start_date")) or 0) < mark
+            ]
+            for d in DAGS
+        }
         final = None
         if truth_at_end:
             try:
                 final = final_failover(bed, af, topic, group, traffic, interval, log, s3.env)
             except Exception as e:  # noqa: BLE001 - the soak's own result stands; the end's check says why it did not run
-                final = {"ran": False, "why": f"{type(e).__name__}: {e} - ", "wrong": [{"partition": -1, "why": str(e)}]}
+                final = {
+                    "ran": False,
+                    "why": f"{type(e).__name__}: {e} - ",
+                    "wrong": [{"partition": -1, "why": str(e)}],
+                }
         for dag_id in DAGS:
             af.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": True})
     finally:
@@ -487,11 +587,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=60.0, help="how long the phases run (default 60)")
     ap.add_argument("--interval", type=int, default=60, help="the DAGs' interval in seconds (default 60)")
-    ap.add_argument("--cycle", default=",".join(CYCLE),
-                    help=f"the phases in order, repeated (default {','.join(CYCLE)})")
+    ap.add_argument(
+        "--cycle", default=",".join(CYCLE), help=f"the phases in order, repeated (default {','.join(CYCLE)})"
+    )
     ap.add_argument("--phase-intervals", type=float, default=2.0, help="a quiet or busy phase's length in intervals")
     ap.add_argument("--workdir", type=Path, default=REPO / "var" / "soak" / time.strftime("%Y%m%d-%H%M%S"))
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / f"soak-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    ap.add_argument(
+        "--out", type=Path, default=REPO / "bench" / "results" / f"soak-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
     a = ap.parse_args(argv)
     a.workdir = a.workdir.resolve()
 
@@ -502,8 +605,9 @@ def main(argv: list[str] | None = None) -> int:
     with Bed(run_dir=a.workdir / "bed") as bed, contextlib.ExitStack() as stack:
         server = SparkConnectServer.start(bed.run_dir / "spark-connect", free_port())
         stack.callback(server.stop)
-        env = localenv.airflow_env(a.workdir / "airflow-cli", bed.source_bootstrap, bed.target_bootstrap,
-                                   spark_conf=localenv.QUICK_JVM_CONF)
+        env = localenv.airflow_env(
+            a.workdir / "airflow-cli", bed.source_bootstrap, bed.target_bootstrap, spark_conf=localenv.QUICK_JVM_CONF
+        )
         env["AIRFLOW_CONN_SPARK_CONNECT_DEFAULT"] = localenv.spark_connect_conn(server.port)
         os.environ.update({k: v for k, v in env.items() if k.startswith(("AIRFLOW_CONN_", "SPARK", "MM2_FAILOVER"))})
         cycle = tuple(c.strip() for c in a.cycle.split(",") if c.strip())
@@ -514,8 +618,12 @@ def main(argv: list[str] | None = None) -> int:
     print(render(result))
     a.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = a.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"command": "bench/soak.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-                               **result.as_dict()}, indent=2))
+    tmp.write_text(
+        json.dumps(
+            {"command": "bench/soak.py " + " ".join(argv if argv is not None else sys.argv[1:]), **result.as_dict()},
+            indent=2,
+        )
+    )
     os.replace(tmp, a.out)
     print(f"result: {a.out}")
     return 0 if result.ok else 1

@@ -14,7 +14,8 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, AssetAlias, task
 
-from mm2_failover.assets import ALIAS as MOVED_GROUPS, PARTS_AT_ONCE
+from mm2_failover.assets import ALIAS as MOVED_GROUPS
+from mm2_failover.assets import PARTS_AT_ONCE
 from mm2_failover.dag_defaults import apply_task_defaults, run_deadline
 from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
 from mm2_failover.operators.plan_approval import PlanApprovalOperator
@@ -37,6 +38,7 @@ with DAG(
     doc_md=__doc__,
     tags=["kafka", "mirrormaker2", "failover"],
 ) as dag:
+
     @task(task_id="preflight_audit")
     def preflight_audit(**context):
         from mm2_failover import tasks
@@ -89,8 +91,17 @@ with DAG(
         return tasks.announce_moved_groups(context, part)
 
     verified = verify_group_offsets()
-    (preflight_audit() >> drained >> capture_end_offsets() >> latest >> empty >> build_plan() >> approve
-     >> apply_group_offsets() >> verified)
+    (
+        preflight_audit()
+        >> drained
+        >> capture_end_offsets()
+        >> latest
+        >> empty
+        >> build_plan()
+        >> approve
+        >> apply_group_offsets()
+        >> verified
+    )
     parts = announcement_parts()
     verified >> parts
     announce_moved_groups.expand(part=parts)

@@ -25,18 +25,30 @@ def drill_params() -> dict:
     p.pop("dry_run")  # a drill is always a dry run
     p.pop("drain_timeout_seconds")  # a drill observes the replication lag once instead of waiting for a drain
     p["source_groups_must_be_empty"] = Param(
-        False, type="boolean", title="Source groups must be stopped too",
+        False,
+        type="boolean",
+        title="Source groups must be stopped too",
         description="Off for a drill: the consumers keep running on the source. Turn on only to rehearse the "
-                    "full gate.")
+        "full gate.",
+    )
     p["groups_empty_timeout_seconds"] = Param(
-        60, type="integer", minimum=10, maximum=86400, title="Empty-group wait (s)",
+        60,
+        type="integer",
+        minimum=10,
+        maximum=86400,
+        title="Empty-group wait (s)",
         description="How long the drill waits for live consumers of the selected groups on the TARGET. On timeout "
-                    "the drill goes on and reports them (a real failover would wait for them).")
+        "the drill goes on and reports them (a real failover would wait for them).",
+    )
     p["allow_drill_writes_for_prefix"] = Param(
-        None, type=["null", "string"], maxLength=249, title="Write offsets for groups starting with (drill)",
+        None,
+        type=["null", "string"],
+        maxLength=249,
+        title="Write offsets for groups starting with (drill)",
         description="Empty (default): the drill writes nothing. A non-empty prefix, e.g. 'drill-': the drill also "
-                    "commits the planned offsets on the target for groups whose id starts with it (test groups "
-                    "that exercise the write path), after a backup. Never for any other group.")
+        "commits the planned offsets on the target for groups whose id starts with it (test groups "
+        "that exercise the write path), after a backup. Never for any other group.",
+    )
     return p
 
 
@@ -77,8 +89,9 @@ with DAG(
 
     latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints", run_params=RUN)
     # soft_fail: live consumers on the target are a finding of the drill, not a reason to stop it
-    empty = GroupsEmptySensor(task_id="check_groups_empty", run_params=RUN, poke_interval=10, timeout=60,
-                              soft_fail=True)
+    empty = GroupsEmptySensor(
+        task_id="check_groups_empty", run_params=RUN, poke_interval=10, timeout=60, soft_fail=True
+    )
 
     @task(task_id="plan_group_offsets", trigger_rule="none_failed")
     def plan_group_offsets(**context):
@@ -92,6 +105,14 @@ with DAG(
 
         return tasks.drill_report(context)
 
-    preflight_audit() >> measure_replication_lag() >> capture_end_offsets() >> latest >> empty >> plan_group_offsets() >> drill_report()
+    (
+        preflight_audit()
+        >> measure_replication_lag()
+        >> capture_end_offsets()
+        >> latest
+        >> empty
+        >> plan_group_offsets()
+        >> drill_report()
+    )
 
 apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py

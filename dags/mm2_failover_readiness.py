@@ -22,9 +22,15 @@ from mm2_failover.params import readiness_params, run_params_template
 
 PARAMS = readiness_params()
 PARAMS["archive_stale_intervals"] = Param(
-    3, type="integer", minimum=1, maximum=1000, title="Archive stale after (intervals)", section="Safety",
+    3,
+    type="integer",
+    minimum=1,
+    maximum=1000,
+    title="Archive stale after (intervals)",
+    section="Safety",
     description="Tell the notifiers when the offset-sync archive has not been written for this many archive "
-                "intervals (mm2_sync_archive not succeeding).")
+    "intervals (mm2_sync_archive not succeeding).",
+)
 RUN = run_params_template(PARAMS)
 
 with DAG(

@@ -29,9 +29,15 @@ with DAG(
     doc_md=__doc__,
     tags=["kafka", "mirrormaker2", "failover", "rollback"],
 ) as dag:
-    empty = GroupsEmptySensor(task_id="check_groups_empty", groups_from="backup", poke_interval=10, timeout=1800,
-                              backup_path=text_template("backup_path"), failover_run_id=text_template("failover_run_id"),
-                              run_params={"groups_empty_timeout_seconds": "{{ params.groups_empty_timeout_seconds }}"})
+    empty = GroupsEmptySensor(
+        task_id="check_groups_empty",
+        groups_from="backup",
+        poke_interval=10,
+        timeout=1800,
+        backup_path=text_template("backup_path"),
+        failover_run_id=text_template("failover_run_id"),
+        run_params={"groups_empty_timeout_seconds": "{{ params.groups_empty_timeout_seconds }}"},
+    )
 
     @task(task_id="rollback_group_offsets")
     def rollback_group_offsets(**context):

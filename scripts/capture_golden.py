@@ -38,7 +38,7 @@ def schema_decode(key: bytes, value: bytes | None) -> dict:
     def string(buf: bytes) -> str:
         nonlocal pos
         (n,) = struct.unpack_from(">h", buf, pos)
-        s = buf[pos + 2: pos + 2 + n]
+        s = buf[pos + 2 : pos + 2 + n]
         assert n >= 0 and len(s) == n, "truncated STRING"
         pos += 2 + n
         return s.decode("utf-8")
@@ -70,9 +70,18 @@ def capture(bootstrap: str, topic: str, group: str | None = None) -> list[dict]:
         got = cpf.decode(k, v)  # cross-check only: the fixture holds the schema decoder's reading
         mine = got.__dict__ if v is not None else {"group": got.group, "topic": got.topic, "partition": got.partition}
         if dict(mine) != want:
-            raise SystemExit(f"mm2_failover.checkpoints disagrees with the schema at {topic}[{p}]@{o}: {mine} != {want}")
-        out.append({"partition": p, "offset": o, "key_hex": k.hex(), "value_hex": None if v is None else v.hex(),
-                    "decoded": want})
+            raise SystemExit(
+                f"mm2_failover.checkpoints disagrees with the schema at {topic}[{p}]@{o}: {mine} != {want}"
+            )
+        out.append(
+            {
+                "partition": p,
+                "offset": o,
+                "key_hex": k.hex(),
+                "value_hex": None if v is None else v.hex(),
+                "decoded": want,
+            }
+        )
     return out
 
 
@@ -86,8 +95,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bootstrap", help="target cluster of a running bed (default: start one and run the scenario)")
     ap.add_argument("--topic", default="primary.checkpoints.internal")
-    ap.add_argument("--group", help="keep only this group's checkpoints (default: all; the fresh bed has only "
-                                    f"{GROUP})")
+    ap.add_argument(
+        "--group", help=f"keep only this group's checkpoints (default: all; the fresh bed has only {GROUP})"
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args()
     from testbed.bed import DEFAULT_JARS, kafka_jars
@@ -101,16 +111,33 @@ def main() -> int:
         from testbed.bed import Bed
 
         with Bed() as bed:
-            prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=GROUP, topic=TOPIC,
-                                    partitions=PARTITIONS, produced=PRODUCED, consumed_upto=dict(CONSUMED_UPTO))
+            prep = scenario.prepare(
+                bed.source_bootstrap,
+                bed.target_bootstrap,
+                group=GROUP,
+                topic=TOPIC,
+                partitions=PARTITIONS,
+                produced=PRODUCED,
+                consumed_upto=dict(CONSUMED_UPTO),
+            )
             records = capture(bed.target_bootstrap, a.topic, a.group)
-        meta["source"] = (f"Apache Kafka {meta['kafka_version']} MirrorMaker 2 (dedicated mode) on the local bed "
-                          "(testbed.bed.Bed)")
-        meta["scenario"] = {"group": GROUP, "topic": TOPIC, "replica_topic": prep.replica_topic,
-                            "partitions": PARTITIONS, "produced_per_partition": PRODUCED,
-                            "committed_on_source": {str(p): o for p, o in sorted(CONSUMED_UPTO.items())}}
-    doc = {**meta, "captured": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "topic": a.topic, "records": records}
+        meta["source"] = (
+            f"Apache Kafka {meta['kafka_version']} MirrorMaker 2 (dedicated mode) on the local bed (testbed.bed.Bed)"
+        )
+        meta["scenario"] = {
+            "group": GROUP,
+            "topic": TOPIC,
+            "replica_topic": prep.replica_topic,
+            "partitions": PARTITIONS,
+            "produced_per_partition": PRODUCED,
+            "committed_on_source": {str(p): o for p, o in sorted(CONSUMED_UPTO.items())},
+        }
+    doc = {
+        **meta,
+        "captured": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "topic": a.topic,
+        "records": records,
+    }
     a.out.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     print(f"{len(records)} record(s) -> {a.out}")
     return 0 if records else 1

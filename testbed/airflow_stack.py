@@ -37,8 +37,14 @@ class AirflowStack:
     process in its own process group, all stopped by :meth:`stop`. ``auth``: (auth manager class, the folder its
     module is in) - default Airflow's simple auth manager; users ``admin`` (admin) and ``outsider`` (viewer)."""
 
-    def __init__(self, home: Path, artifacts, auth: tuple[str, Path] | None = None,
-                 extra_env: dict[str, str] | None = None, executor: str = "local"):
+    def __init__(
+        self,
+        home: Path,
+        artifacts,
+        auth: tuple[str, Path] | None = None,
+        extra_env: dict[str, str] | None = None,
+        executor: str = "local",
+    ):
         from testbed.bed import free_port
 
         self.home, self.artifacts = home, artifacts  # artifacts: a folder, or an object store's URL (UPath)
@@ -51,8 +57,10 @@ class AirflowStack:
         self.base = f"http://127.0.0.1:{self.port}"
         self.procs: dict[str, subprocess.Popen] = {}
         self.airflow = str(Path(sys.executable).with_name("airflow"))
-        self.secrets = {"AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
-                        "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16)}
+        self.secrets = {
+            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
+            "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16),
+        }
         self.passwords = {"admin": secrets.token_urlsafe(12), "outsider": secrets.token_urlsafe(12)}
         self.token: str | None = None  # the admin's JWT, for the REST calls
         self._booted = threading.Event()
@@ -61,32 +69,42 @@ class AirflowStack:
         self._spawner: threading.Thread | None = None
 
     def env(self, source_bootstrap: str, target_bootstrap: str) -> dict[str, str]:
+        from mm2_failover.store import url_of
         from testbed import localenv
 
-        from mm2_failover.store import url_of
-
         env = localenv.airflow_env(self.home, source_bootstrap, target_bootstrap, artifacts=url_of(self.artifacts))
-        celery = {} if self.executor != "celery" else {
-            "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
-            "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{self.redis_port}/0",
-            "AIRFLOW__CELERY__RESULT_BACKEND": f"redis://127.0.0.1:{self.redis_port}/1",
-            "AIRFLOW__CELERY__WORKER_CONCURRENCY": "2",
-            "AIRFLOW__OPERATORS__DEFAULT_QUEUE": "default"}
-        return {**os.environ, **env, **self.secrets,
-                "AIRFLOW__API__BASE_URL": self.base,
-                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
-                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", **celery,
-                # real logins: Airflow's simple auth manager, one DAG hidden from `outsider`
-                "AIRFLOW__CORE__AUTH_MANAGER": self.auth[0] if self.auth else SIMPLE_AUTH,
-                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,outsider:viewer",
-                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
-                "PYTHONPATH": os.pathsep.join([*([str(self.auth[1])] if self.auth else []), env["PYTHONPATH"]]),
-                "AIRFLOW__CORE__PARALLELISM": "4",
-                "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-                "AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC": "2",
-                # how often the scheduler resolves approvals past their deadline (default 15 s)
-                "AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "2",
-                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10", **self.extra_env}
+        celery = (
+            {}
+            if self.executor != "celery"
+            else {
+                "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+                "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+                "AIRFLOW__CELERY__RESULT_BACKEND": f"redis://127.0.0.1:{self.redis_port}/1",
+                "AIRFLOW__CELERY__WORKER_CONCURRENCY": "2",
+                "AIRFLOW__OPERATORS__DEFAULT_QUEUE": "default",
+            }
+        )
+        return {
+            **os.environ,
+            **env,
+            **self.secrets,
+            "AIRFLOW__API__BASE_URL": self.base,
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            **celery,
+            # real logins: Airflow's simple auth manager, one DAG hidden from `outsider`
+            "AIRFLOW__CORE__AUTH_MANAGER": self.auth[0] if self.auth else SIMPLE_AUTH,
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,outsider:viewer",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
+            "PYTHONPATH": os.pathsep.join([*([str(self.auth[1])] if self.auth else []), env["PYTHONPATH"]]),
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            "AIRFLOW__SCHEDULER__JOB_HEARTBEAT_SEC": "2",
+            # how often the scheduler resolves approvals past their deadline (default 15 s)
+            "AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "2",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
+            **self.extra_env,
+        }
 
     def migrate(self) -> float:
         """The separate metadata DB (no cluster needed: runs while the bed starts)."""
@@ -98,14 +116,21 @@ class AirflowStack:
         localenv.migrate_db(self.env("unused:1", "unused:1"))
         return time.monotonic() - t0
 
-    def _spawn(self, name: str, args: list[str], env: dict[str, str], exe: str | None = None,
-               cwd: Path | None = None) -> None:
+    def _spawn(
+        self, name: str, args: list[str], env: dict[str, str], exe: str | None = None, cwd: Path | None = None
+    ) -> None:
         from testbed.bed import _pdeathsig  # own process group + SIGTERM if pytest dies
 
         out = open(self.home / f"{name}.log", "ab")
-        self.procs[name] = subprocess.Popen([exe or self.airflow, *args], env=env, stdout=out,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig,
-                                            cwd=cwd)
+        self.procs[name] = subprocess.Popen(
+            [exe or self.airflow, *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_pdeathsig,
+            cwd=cwd,
+        )
         out.close()
 
     def start_redis(self) -> None:
@@ -114,13 +139,30 @@ class AirflowStack:
 
         exe = shutil.which("redis-server")
         if exe is None:
-            raise AssertionError("redis-server is not installed: run `make setup` (Debian: apt-get install "
-                                 "redis-server)")
-        self._spawn("redis", ["--bind", "127.0.0.1", "--port", str(self.redis_port), "--save", "",
-                              "--appendonly", "no", "--dir", str(self.home)], {**os.environ}, exe=exe)
+            raise AssertionError(
+                "redis-server is not installed: run `make setup` (Debian: apt-get install redis-server)"
+            )
+        self._spawn(
+            "redis",
+            [
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.redis_port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.home),
+            ],
+            {**os.environ},
+            exe=exe,
+        )
 
-    def start_workers(self, source_bootstrap: str, target_bootstrap: str, queues: dict[str, str],
-                      extra: dict | None = None) -> None:
+    def start_workers(
+        self, source_bootstrap: str, target_bootstrap: str, queues: dict[str, str], extra: dict | None = None
+    ) -> None:
         """One Celery worker per ``name -> "queue,queue"``, each in its own working directory (AIRFLOW_HOME, logs,
         TMPDIR - so the Spark job's staging and the private options files -, latest-checkpoint state) with its own
         log server port: the task processes inherit the bed's connections (and ``extra``) from their worker."""
@@ -132,11 +174,21 @@ class AirflowStack:
             (wh / "tmp").mkdir(parents=True, exist_ok=True)
             port = free_port()
             self.workers[name] = {"queues": qs, "home": wh, "log_port": port}
-            env = {**base, "AIRFLOW_HOME": str(wh), "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(wh / "logs"),
-                   "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(port), "TMPDIR": str(wh / "tmp"),
-                   "MM2_FAILOVER_STATE": str(wh / "state"), "HOME": str(wh)}
-            self._spawn(f"worker-{name}", ["celery", "worker", "--queues", qs, "--concurrency", "2",
-                                           "--celery-hostname", f"{name}@%h"], env, cwd=wh)
+            env = {
+                **base,
+                "AIRFLOW_HOME": str(wh),
+                "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(wh / "logs"),
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(port),
+                "TMPDIR": str(wh / "tmp"),
+                "MM2_FAILOVER_STATE": str(wh / "state"),
+                "HOME": str(wh),
+            }
+            self._spawn(
+                f"worker-{name}",
+                ["celery", "worker", "--queues", qs, "--concurrency", "2", "--celery-hostname", f"{name}@%h"],
+                env,
+                cwd=wh,
+            )
 
     def kill_worker(self, name: str) -> None:
         """SIGKILL a worker and everything it started, as a lost host. Its process group is not enough: Airflow's
@@ -213,7 +265,9 @@ class AirflowStack:
             if names is not None and name not in names:
                 continue
             if p.poll() is not None:
-                raise AssertionError(f"airflow {name} exited with {p.returncode}:\n{log_tail(self.home / f'{name}.log')}")
+                raise AssertionError(
+                    f"airflow {name} exited with {p.returncode}:\n{log_tail(self.home / f'{name}.log')}"
+                )
 
     def stop(self, grace: float = 8.0) -> None:
         for p in self.procs.values():  # each was started in its own process group (id = its pid)
@@ -241,9 +295,12 @@ class AirflowStack:
 
     def login(self, user: str) -> str:
         """A JWT for ``user`` from Airflow's own token endpoint (what the login form gets)."""
-        req = urllib.request.Request(self.base + "/auth/token", method="POST",
-                                     data=json.dumps({"username": user, "password": self.passwords[user]}).encode(),
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.base + "/auth/token",
+            method="POST",
+            data=json.dumps({"username": user, "password": self.passwords[user]}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=15) as r:
             return json.loads(r.read())["access_token"]
 
@@ -260,8 +317,9 @@ class AirflowStack:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        req = urllib.request.Request(self.base + path, method=method,
-                                     data=None if body is None else json.dumps(body).encode(), headers=headers)
+        req = urllib.request.Request(
+            self.base + path, method=method, data=None if body is None else json.dumps(body).encode(), headers=headers
+        )
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.loads(r.read() or b"null")
 
@@ -277,8 +335,10 @@ class AirflowStack:
             except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError) as e:
                 last = e
             time.sleep(interval)
-        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last})\n"
-                             + "\n".join(f"--- {n} ---\n{log_tail(self.home / f'{n}.log', 25)}" for n in self.procs))
+        raise AssertionError(
+            f"timed out after {timeout:.0f}s waiting for {what} (last error: {last})\n"
+            + "\n".join(f"--- {n} ---\n{log_tail(self.home / f'{n}.log', 25)}" for n in self.procs)
+        )
 
 
 # ------------------------------------------------------------------------------------------ mm2_failover's runs
@@ -307,13 +367,16 @@ def answer(af: AirflowStack, run_id: str, option: str) -> dict:
 # logged the parked try as finished.
 def parked_try_processed(af: AirflowStack, run_id: str) -> bool:
     line = f"TaskInstance Finished: dag_id=mm2_failover, task_id=approve_plan, run_id={run_id},"
-    return any(line in x and "state=awaiting_input" in x
-               for x in (af.home / "scheduler.log").read_text(errors="replace").splitlines())
+    return any(
+        line in x and "state=awaiting_input" in x
+        for x in (af.home / "scheduler.log").read_text(errors="replace").splitlines()
+    )
 
 
 def ready_to_answer(af: AirflowStack, run_id: str) -> bool:
-    return (task_states(af, run_id).get("approve_plan", (None,))[0] == "awaiting_input"
-            and parked_try_processed(af, run_id))
+    return task_states(af, run_id).get("approve_plan", (None,))[0] == "awaiting_input" and parked_try_processed(
+        af, run_id
+    )
 
 
 def wait_for_approval_request(af: AirflowStack, run_id: str, timeout: float) -> None:

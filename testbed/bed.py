@@ -62,8 +62,13 @@ MM2_PASSWORD = "bed-Mm2-Secret-21d9"
 def scram_conf(bootstrap: str, password: str = SCRAM_PASSWORD, ca: Path | None = None) -> dict:
     """librdkafka settings for a broker's SASL_PLAINTEXT listener (with ``ca``: its SASL_SSL one, verified
     against that CA file)."""
-    conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512",
-            "sasl.username": SCRAM_USER, "sasl.password": password}
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": SCRAM_USER,
+        "sasl.password": password,
+    }
     if ca is not None:
         conf.update({"security.protocol": "SASL_SSL", "ssl.ca.location": str(ca)})
     return conf
@@ -101,25 +106,49 @@ ACL_BROKER = {
 
 
 def set_acls(bed, bindings, create: bool) -> None:
-    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
-                                       ResourcePatternType, ResourceType)
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
 
     from mm2_failover.kafka_io import Cluster
 
-    ops = {"Read": AclOperation.READ, "Describe": AclOperation.DESCRIBE, "Delete": AclOperation.DELETE,
-           "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS, "Write": AclOperation.WRITE,
-           "Create": AclOperation.CREATE}
-    kinds = {"Topic": ResourceType.TOPIC, "Group": ResourceType.GROUP, "Cluster": ResourceType.BROKER,
-             "TransactionalId": ResourceType.TRANSACTIONAL_ID}
+    ops = {
+        "Read": AclOperation.READ,
+        "Describe": AclOperation.DESCRIBE,
+        "Delete": AclOperation.DELETE,
+        "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS,
+        "Write": AclOperation.WRITE,
+        "Create": AclOperation.CREATE,
+    }
+    kinds = {
+        "Topic": ResourceType.TOPIC,
+        "Group": ResourceType.GROUP,
+        "Cluster": ResourceType.BROKER,
+        "TransactionalId": ResourceType.TRANSACTIONAL_ID,
+    }
     by_cluster: dict[str, list] = {}
     for b in bindings:
         kind = AclBinding if create else AclBindingFilter
-        by_cluster.setdefault(b.cluster, []).append(kind(
-            kinds[b.resource], b.name, ResourcePatternType.PREFIXED if b.prefixed else ResourcePatternType.LITERAL,
-            f"User:{SCRAM_USER}", "*", ops[b.operation], AclPermissionType.ALLOW))
+        by_cluster.setdefault(b.cluster, []).append(
+            kind(
+                kinds[b.resource],
+                b.name,
+                ResourcePatternType.PREFIXED if b.prefixed else ResourcePatternType.LITERAL,
+                f"User:{SCRAM_USER}",
+                "*",
+                ops[b.operation],
+                AclPermissionType.ALLOW,
+            )
+        )
     for cluster, acls in by_cluster.items():
-        c = Cluster({"bootstrap.servers": bed.source_bootstrap if cluster == "source" else bed.target_bootstrap},
-                    cluster)
+        c = Cluster(
+            {"bootstrap.servers": bed.source_bootstrap if cluster == "source" else bed.target_bootstrap}, cluster
+        )
         futs = c.admin.create_acls(acls) if create else c.admin.delete_acls(acls)
         for f in futs.values():
             f.result(30)
@@ -148,7 +177,9 @@ def quick_jit() -> list[str]:
 def java_cmd(jars: Path, main: str, *args: str, heap: str = "512m", log4j: Path | None = None) -> list[str]:
     java = shutil.which("java")
     if not java:
-        raise BedError("java not found on PATH: the bed needs Java 17+ (Debian: apt-get install openjdk-17-jre-headless)")
+        raise BedError(
+            "java not found on PATH: the bed needs Java 17+ (Debian: apt-get install openjdk-17-jre-headless)"
+        )
     cmd = [java, f"-Xmx{heap}", "-XX:+UseSerialGC", *quick_jit(), "-Djava.awt.headless=true"]
     if log4j:
         cmd.append(f"-Dlog4j2.configurationFile={log4j}")
@@ -164,8 +195,14 @@ def kafka_jars(jars_root: Path = DEFAULT_JARS) -> Path:
 
 def kafka_consumer_groups(bootstrap: str, *args: str, jars_root: Path | None = None) -> subprocess.CompletedProcess:
     """Kafka's own kafka-consumer-groups (ConsumerGroupCommand from the Maven-fetched tools jar)."""
-    cmd = java_cmd(kafka_jars(jars_root or DEFAULT_JARS), "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-                   "--bootstrap-server", bootstrap, *args, heap="256m")
+    cmd = java_cmd(
+        kafka_jars(jars_root or DEFAULT_JARS),
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "--bootstrap-server",
+        bootstrap,
+        *args,
+        heap="256m",
+    )
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
@@ -230,8 +267,12 @@ class Process:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         out = open(self.log_path, "ab")
         self.popen = subprocess.Popen(
-            self.cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_pdeathsig, env=env,
+            self.cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_pdeathsig,
+            env=env,
         )
         out.close()
         log.info("started %s (pid %s), log %s", self.name, self.popen.pid, self.log_path)
@@ -253,8 +294,9 @@ class Process:
             p.wait(5)
 
     def fail(self, why: str) -> BedError:
-        return BedError(f"{self.name} {why}. Command: {' '.join(self.cmd)}\n--- {self.log_path} (tail) ---\n"
-                        f"{tail(self.log_path)}")
+        return BedError(
+            f"{self.name} {why}. Command: {' '.join(self.cmd)}\n--- {self.log_path} (tail) ---\n{tail(self.log_path)}"
+        )
 
 
 @dataclass
@@ -297,15 +339,16 @@ class Broker:
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
-            "listeners": (f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
-                          f"CONTROLLER://127.0.0.1:{self.controller_port}"),
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+                f"CONTROLLER://127.0.0.1:{self.controller_port}"
+            ),
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
             "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
             "log.dirs": str(self.dir / "data"),
             "num.partitions": "1",
             "auto.create.topics.enable": "false",
@@ -327,8 +370,9 @@ class Broker:
             props["listeners"] += f",SASL_SSL://127.0.0.1:{self.ssl_port}"
             props["advertised.listeners"] += f",SASL_SSL://127.0.0.1:{self.ssl_port}"
             props["listener.security.protocol.map"] += ",SASL_SSL:SASL_SSL"
-            props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"] = \
+            props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"] = (
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            )
             props["ssl.keystore.type"] = "PEM"
             props["ssl.keystore.location"] = str(self.tls.keystore)
         props.update(self.extra)
@@ -336,10 +380,22 @@ class Broker:
 
     def format_cmd(self) -> list[str]:
         cfg = self.dir / "server.properties"
-        return java_cmd(self.jars, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(cfg),
-                        "--standalone", "--add-scram", f"SCRAM-SHA-512=[name={SCRAM_USER},password={SCRAM_PASSWORD}]",
-                        "--add-scram", f"SCRAM-SHA-512=[name={MM2_USER},password={MM2_PASSWORD}]",
-                        heap="256m", log4j=self.dir / "log4j2.properties")
+        return java_cmd(
+            self.jars,
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id(),
+            "-c",
+            str(cfg),
+            "--standalone",
+            "--add-scram",
+            f"SCRAM-SHA-512=[name={SCRAM_USER},password={SCRAM_PASSWORD}]",
+            "--add-scram",
+            f"SCRAM-SHA-512=[name={MM2_USER},password={MM2_PASSWORD}]",
+            heap="256m",
+            log4j=self.dir / "log4j2.properties",
+        )
 
     def prepare(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -349,8 +405,9 @@ class Broker:
     def start(self) -> None:
         self.process = Process(
             f"broker {self.alias}",
-            java_cmd(self.jars, "kafka.Kafka", str(self.dir / "server.properties"),
-                     log4j=self.dir / "log4j2.properties"),
+            java_cmd(
+                self.jars, "kafka.Kafka", str(self.dir / "server.properties"), log4j=self.dir / "log4j2.properties"
+            ),
             self.dir / "broker.log",
         )
         self.process.start()
@@ -458,8 +515,10 @@ class Bed(StartedInContext):
         from mm2_failover.config import RunParams
         from mm2_failover.run import RunContext
 
-        confs = {"target": {"bootstrap.servers": self.target_bootstrap},
-                 "source": {"bootstrap.servers": self.source_bootstrap}}
+        confs = {
+            "target": {"bootstrap.servers": self.target_bootstrap},
+            "source": {"bootstrap.servers": self.source_bootstrap},
+        }
         return RunContext.from_cli(RunParams(**{"drain_quiet_seconds": 1, **params}), folder, confs, timeout)
 
     def info(self) -> dict:
@@ -493,8 +552,14 @@ class Bed(StartedInContext):
             b.start()
         for b in brokers:
             self._wait(lambda b=b: broker_ready(b.bootstrap), b.process, timeout, "did not answer metadata")
-        log.info("brokers ready in %.1fs: %s=%s %s=%s", time.monotonic() - t0, self.source_alias,
-                 self.source_bootstrap, self.target_alias, self.target_bootstrap)
+        log.info(
+            "brokers ready in %.1fs: %s=%s %s=%s",
+            time.monotonic() - t0,
+            self.source_alias,
+            self.source_bootstrap,
+            self.target_alias,
+            self.target_bootstrap,
+        )
         if self.with_mm2:
             self.start_mm2(timeout)
         return self
@@ -530,15 +595,17 @@ class Bed(StartedInContext):
         }
         if self.tls is not None:  # MM2 with its own credentials, over TLS, like production
             for alias, broker in ((s, self.source), (t, self.target)):
-                props.update({
-                    f"{alias}.bootstrap.servers": broker.ssl_bootstrap,
-                    f"{alias}.security.protocol": "SASL_SSL",
-                    f"{alias}.sasl.mechanism": "SCRAM-SHA-512",
-                    f"{alias}.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
-                                                 f'username="{MM2_USER}" password="{MM2_PASSWORD}";',
-                    f"{alias}.ssl.truststore.type": "PEM",
-                    f"{alias}.ssl.truststore.location": str(self.tls.ca),
-                })
+                props.update(
+                    {
+                        f"{alias}.bootstrap.servers": broker.ssl_bootstrap,
+                        f"{alias}.security.protocol": "SASL_SSL",
+                        f"{alias}.sasl.mechanism": "SCRAM-SHA-512",
+                        f"{alias}.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                        f'username="{MM2_USER}" password="{MM2_PASSWORD}";',
+                        f"{alias}.ssl.truststore.type": "PEM",
+                        f"{alias}.ssl.truststore.location": str(self.tls.ca),
+                    }
+                )
         props.update(self.mm2_overrides)
         return props
 
@@ -550,19 +617,24 @@ class Bed(StartedInContext):
         the identity replication policy), for scenarios with several sources. Its offset syncs live on the
         target so that it does not share the source-side sync topic with the main flow."""
         s, t = alias, self.target_alias
-        props = {k: v for k, v in self.mm2_properties().items()
-                 if not k.startswith((f"{self.source_alias}.", f"{self.source_alias}->", f"{t}->"))}
-        props.update({
-            "clusters": f"{s}, {t}",
-            f"{s}.bootstrap.servers": self.source_bootstrap,
-            f"{s}->{t}.enabled": "true",
-            f"{t}->{s}.enabled": "false",
-            f"{s}->{t}.topics": topics,
-            f"{s}->{t}.groups": ".*",
-            f"{s}.plugin.discovery": "service_load",
-            "offset-syncs.topic.location": "target",
-            "emit.heartbeats.enabled": "false",
-        })
+        props = {
+            k: v
+            for k, v in self.mm2_properties().items()
+            if not k.startswith((f"{self.source_alias}.", f"{self.source_alias}->", f"{t}->"))
+        }
+        props.update(
+            {
+                "clusters": f"{s}, {t}",
+                f"{s}.bootstrap.servers": self.source_bootstrap,
+                f"{s}->{t}.enabled": "true",
+                f"{t}->{s}.enabled": "false",
+                f"{s}->{t}.topics": topics,
+                f"{s}->{t}.groups": ".*",
+                f"{s}.plugin.discovery": "service_load",
+                "offset-syncs.topic.location": "target",
+                "emit.heartbeats.enabled": "false",
+            }
+        )
         props.update(overrides or {})
         proc = self._start_mm2_process(f"mm2-{alias}", alias, props, timeout)
         self.extra_mm2.append(proc)
@@ -575,15 +647,23 @@ class Bed(StartedInContext):
         the primary is back; stopped with the bed."""
         s, t = self.source_alias, self.target_alias
         props = self.mm2_properties()
-        props.update({f"{s}->{t}.enabled": "false", f"{t}->{s}.enabled": "true", f"{t}->{s}.topics": ".*",
-                      f"{t}->{s}.groups": ".*", f"{s}.offset.flush.interval.ms": "1000"})
+        props.update(
+            {
+                f"{s}->{t}.enabled": "false",
+                f"{t}->{s}.enabled": "true",
+                f"{t}->{s}.topics": ".*",
+                f"{t}->{s}.groups": ".*",
+                f"{s}.offset.flush.interval.ms": "1000",
+            }
+        )
         props.update(overrides or {})
         self.reverse_mm2 = self._start_mm2_process("mm2-reverse", t, props, timeout, to=(s, self.source))
         self.extra_mm2.append(self.reverse_mm2)
         return self.reverse_mm2
 
-    def _start_mm2_process(self, name: str, alias: str, props: dict, timeout: float,
-                           to: tuple[str, "Broker"] | None = None) -> Process:
+    def _start_mm2_process(
+        self, name: str, alias: str, props: dict, timeout: float, to: tuple[str, "Broker"] | None = None
+    ) -> Process:
         to_alias, to_broker = to or (self.target_alias, self.target)
         d = self.run_dir / name
         d.mkdir(parents=True, exist_ok=True)
@@ -591,8 +671,14 @@ class Bed(StartedInContext):
         (d / "log4j2.properties").write_text(LOG4J2.replace("{level}", "info"))
         proc = Process(
             f"MirrorMaker 2 ({alias}->{to_alias})",
-            java_cmd(self.jars, "org.apache.kafka.connect.mirror.MirrorMaker", str(d / "mm2.properties"),
-                     "--clusters", to_alias, log4j=d / "log4j2.properties"),
+            java_cmd(
+                self.jars,
+                "org.apache.kafka.connect.mirror.MirrorMaker",
+                str(d / "mm2.properties"),
+                "--clusters",
+                to_alias,
+                log4j=d / "log4j2.properties",
+            ),
             d / "mm2.log",
         )
         t0 = time.monotonic()
@@ -607,8 +693,9 @@ class Bed(StartedInContext):
         log.info("%s ready in %.1fs (%s exists)", proc.name, time.monotonic() - t0, cp)
         return proc
 
-    def add_source_cluster(self, alias: str, topics: str = ".*", overrides: dict | None = None,
-                           timeout: float = 90.0) -> Broker:
+    def add_source_cluster(
+        self, alias: str, topics: str = ".*", overrides: dict | None = None, timeout: float = 90.0
+    ) -> Broker:
         """Another source cluster (one more KRaft broker) replicated to the target by its own MM2 flow under
         ``alias``: a second data centre. Stopped with the bed."""
         b = Broker(alias, self.run_dir, self.jars)
@@ -621,11 +708,23 @@ class Bed(StartedInContext):
         self.extra_brokers.append(b)
         self._wait(lambda: broker_ready(b.bootstrap), b.process, timeout, "did not answer metadata")
         s, t = alias, self.target_alias
-        props = {k: v for k, v in self.mm2_properties().items()
-                 if not k.startswith((f"{self.source_alias}.", f"{self.source_alias}->", f"{t}->"))}
-        props.update({"clusters": f"{s}, {t}", f"{s}.bootstrap.servers": b.bootstrap, f"{s}->{t}.enabled": "true",
-                      f"{t}->{s}.enabled": "false", f"{s}->{t}.topics": topics, f"{s}->{t}.groups": ".*",
-                      f"{s}.plugin.discovery": "service_load", "emit.heartbeats.enabled": "false"})
+        props = {
+            k: v
+            for k, v in self.mm2_properties().items()
+            if not k.startswith((f"{self.source_alias}.", f"{self.source_alias}->", f"{t}->"))
+        }
+        props.update(
+            {
+                "clusters": f"{s}, {t}",
+                f"{s}.bootstrap.servers": b.bootstrap,
+                f"{s}->{t}.enabled": "true",
+                f"{t}->{s}.enabled": "false",
+                f"{s}->{t}.topics": topics,
+                f"{s}->{t}.groups": ".*",
+                f"{s}.plugin.discovery": "service_load",
+                "emit.heartbeats.enabled": "false",
+            }
+        )
         props.update(overrides or {})
         self.extra_mm2.append(self._start_mm2_process(f"mm2-{alias}", alias, props, timeout))
         return b
@@ -668,8 +767,7 @@ class Bed(StartedInContext):
     def restart_target(self, timeout: float = 90.0) -> None:
         """Start the target broker again on its data, ports and settings; returns when it answers."""
         self.target.start()
-        self._wait(lambda: broker_ready(self.target_bootstrap), self.target.process, timeout,
-                   "did not answer again")
+        self._wait(lambda: broker_ready(self.target_bootstrap), self.target.process, timeout, "did not answer again")
 
     def grant(self, bindings) -> None:
         """Create ACLs for :data:`SCRAM_USER` (the pipeline's principal) on a bed started with ``acls=True``:
@@ -691,8 +789,13 @@ class Bed(StartedInContext):
         self._wait(lambda: broker_ready(self.source_bootstrap), self.source.process, timeout, "did not answer again")
 
     def stop(self) -> None:
-        for p in (*self.extra_mm2, self.mm2, *(b.process for b in self.extra_brokers), self.source.process,
-                  self.target.process):
+        for p in (
+            *self.extra_mm2,
+            self.mm2,
+            *(b.process for b in self.extra_brokers),
+            self.source.process,
+            self.target.process,
+        ):
             if p is not None:
                 with contextlib.suppress(Exception):
                     p.stop()
@@ -744,8 +847,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(info, indent=2))
         print(f"export AIRFLOW_CONN_KAFKA_SOURCE='{kafka_conn(bed.source_bootstrap)}'")
         print(f"export AIRFLOW_CONN_KAFKA_TARGET='{kafka_conn(bed.target_bootstrap)}'")
-        return run_until_interrupted("bed", lambda: all(p is None or p.alive for p in
-                                                        (bed.mm2, bed.source.process, bed.target.process)))
+        return run_until_interrupted(
+            "bed", lambda: all(p is None or p.alive for p in (bed.mm2, bed.source.process, bed.target.process))
+        )
 
 
 if __name__ == "__main__":

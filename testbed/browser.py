@@ -8,8 +8,15 @@ import shutil
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-dev-shm-usage",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 #: with this set (make screenshots), the screenshots the docs show are copied there under the docs' names
 DOCS_SCREENSHOTS = "MM2_FAILOVER_DOCS_SCREENSHOTS"
 
@@ -20,8 +27,10 @@ def chromium(p):
     from playwright.sync_api import expect
 
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: install it (scripts/setup.sh does, as root: apt-get install chromium "
-                    "chromium-driver)")
+        pytest.fail(
+            f"{CHROMIUM} is missing: install it (scripts/setup.sh does, as root: apt-get install chromium "
+            "chromium-driver)"
+        )
     # Playwright waits 5 s for an element by default; a fresh-clone run's DAG grid (Airflow's React UI, rendered in
     # Chromium beside three workers' beds on 2 cores) had not shown its tasks after 5 s. What is expected is unchanged
     expect.set_options(timeout=30_000)

@@ -22,7 +22,7 @@ def history(seed: int, keys: int = 150) -> list[Record]:
         key = cpf.encode_key(group, f"{alias}.t{i % 5}", rnd.randrange(4))
         r = rnd.random()
         if r < 0.03:
-            key = key[:rnd.randrange(len(key))]  # a key that does not decode: every record of it is quarantined
+            key = key[: rnd.randrange(len(key))]  # a key that does not decode: every record of it is quarantined
         elif r < 0.04:
             key = None  # a record some other producer wrote without a key: quarantined (null_key)
         downs = rnd.sample(range(1000), rnd.randint(1, 8))
@@ -32,8 +32,14 @@ def history(seed: int, keys: int = 150) -> list[Record]:
             if r < 0.12:
                 value = None  # tombstone
             elif r < 0.18:
-                value = rnd.choice([cpf.encode_value(d + 5, d)[:-2], cpf.encode_value(d + 5, d, version=3),
-                                    cpf.encode_value(-1, d), cpf.encode_value(d + 5, d) + b"x"])
+                value = rnd.choice(
+                    [
+                        cpf.encode_value(d + 5, d)[:-2],
+                        cpf.encode_value(d + 5, d, version=3),
+                        cpf.encode_value(-1, d),
+                        cpf.encode_value(d + 5, d) + b"x",
+                    ]
+                )
             else:
                 value = cpf.encode_value(d + rnd.randrange(50), d, rnd.choice(["", "", "m", "\u00e9t\u00e9"]))
             recs.append((alias, key, value))

@@ -37,24 +37,34 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testbed.demo", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--spark", choices=["connect", "local", "cluster"], default="connect",
-                    help="connect: a warm Spark Connect server (local mode) started here, the job runs on it; local: "
-                         "spark-submit in local mode (--spark-master); cluster: start a Spark standalone cluster "
-                         "(master + 1 worker) in the bed's run folder and submit to it (default connect)")
-    ap.add_argument("--spark-master", default=os.environ.get("SPARK_MASTER", "local[2]"),
-                    help="Spark master for spark_default with --spark local (default local[2])")
-    ap.add_argument("--secured", action="store_true",
-                    help="ACLs on both clusters; the DAG connects over SASL/SCRAM with the least-privilege ACLs only")
+    ap.add_argument(
+        "--spark",
+        choices=["connect", "local", "cluster"],
+        default="connect",
+        help="connect: a warm Spark Connect server (local mode) started here, the job runs on it; local: "
+        "spark-submit in local mode (--spark-master); cluster: start a Spark standalone cluster "
+        "(master + 1 worker) in the bed's run folder and submit to it (default connect)",
+    )
+    ap.add_argument(
+        "--spark-master",
+        default=os.environ.get("SPARK_MASTER", "local[2]"),
+        help="Spark master for spark_default with --spark local (default local[2])",
+    )
+    ap.add_argument(
+        "--secured",
+        action="store_true",
+        help="ACLs on both clusters; the DAG connects over SASL/SCRAM with the least-privilege ACLs only",
+    )
     ap.add_argument("--workdir", type=Path, default=REPO_ROOT / "var" / "demo" / time.strftime("%Y%m%d-%H%M%S"))
     args = ap.parse_args(argv)
     args.workdir = args.workdir.resolve()  # Airflow's sqlite URL needs an absolute path
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from testbed import localenv, scenario
-    from testbed.bed import Bed
     from mm2_failover.config import run_dir
     from mm2_failover.kafka_io import Cluster
     from mm2_failover.runfolder import RunFolder
+    from testbed import localenv, scenario
+    from testbed.bed import Bed
 
     t0 = time.monotonic()
     spark = {"mode": args.spark}
@@ -67,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             master, spark_conf = cluster.master_url, cluster.app_conf
             spark.update(cluster.info())
         spark["master"] = master
-        env = localenv.airflow_env(args.workdir / "airflow", bed.source_bootstrap, bed.target_bootstrap, master,
-                                   spark_conf=spark_conf)
+        env = localenv.airflow_env(
+            args.workdir / "airflow", bed.source_bootstrap, bed.target_bootstrap, master, spark_conf=spark_conf
+        )
         if args.spark == "connect":
             from testbed.bed import free_port
             from testbed.spark_connect import SparkConnectServer
@@ -76,10 +87,18 @@ def main(argv: list[str] | None = None) -> int:
             server = SparkConnectServer.start(bed.run_dir / "spark-connect", free_port())
             stack.callback(server.stop)
             env["AIRFLOW_CONN_SPARK_CONNECT_DEFAULT"] = localenv.spark_connect_conn(server.port)
-            spark.update({"connect": server.url, "connect_started_s": server.started_seconds,
-                          "connect_warm_up_s": server.warmup_seconds})
-            print(f"Spark Connect server {server.url}: port open in {server.started_seconds} s, warmed up in "
-                  f"{server.warmup_seconds} s", flush=True)
+            spark.update(
+                {
+                    "connect": server.url,
+                    "connect_started_s": server.started_seconds,
+                    "connect_warm_up_s": server.warmup_seconds,
+                }
+            )
+            print(
+                f"Spark Connect server {server.url}: port open in {server.started_seconds} s, warmed up in "
+                f"{server.warmup_seconds} s",
+                flush=True,
+            )
         os.environ.update(env)  # before Airflow is imported: this process becomes the Airflow "worker"
         localenv.migrate_db(env)
         prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias=bed.source_alias)
@@ -91,14 +110,25 @@ def main(argv: list[str] | None = None) -> int:
             granted = bindings(ReplicationPolicy(bed.source_alias), bed.target_alias, [prep.topic], [prep.group])
             bed.grant(granted)
             os.environ["AIRFLOW_CONN_KAFKA_SOURCE"] = json.dumps(
-                {"conn_type": "kafka", "extra": scram_conf(bed.source.sasl_bootstrap)})
+                {"conn_type": "kafka", "extra": scram_conf(bed.source.sasl_bootstrap)}
+            )
             os.environ["AIRFLOW_CONN_KAFKA_TARGET"] = json.dumps(
-                {"conn_type": "kafka", "extra": scram_conf(bed.target.sasl_bootstrap)})
-            print(f"secured: ACLs on both clusters; the DAG connects as User:{SCRAM_USER} over SASL_PLAINTEXT "
-                  f"(SCRAM-SHA-512) with {len(granted)} ACL(s):\n  " + "\n  ".join(map(str, granted)), flush=True)
-        dagrun = localenv.run_dag("mm2_failover", {"source_alias": bed.source_alias, "groups_regex": prep.group,
-                                                   "drain_quiet_seconds": 2,
-                                                   "mm2_config": str(bed.run_dir / "mm2" / "mm2.properties")})
+                {"conn_type": "kafka", "extra": scram_conf(bed.target.sasl_bootstrap)}
+            )
+            print(
+                f"secured: ACLs on both clusters; the DAG connects as User:{SCRAM_USER} over SASL_PLAINTEXT "
+                f"(SCRAM-SHA-512) with {len(granted)} ACL(s):\n  " + "\n  ".join(map(str, granted)),
+                flush=True,
+            )
+        dagrun = localenv.run_dag(
+            "mm2_failover",
+            {
+                "source_alias": bed.source_alias,
+                "groups_regex": prep.group,
+                "drain_quiet_seconds": 2,
+                "mm2_config": str(bed.run_dir / "mm2" / "mm2.properties"),
+            },
+        )
         target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target")
         committed = target.committed(prep.group)
         first = scenario.first_records_on_target(bed.target_bootstrap, prep.group, prep.replica_topic, prep.partitions)
@@ -113,36 +143,54 @@ def main(argv: list[str] | None = None) -> int:
     loaded = RunFolder(art).load_report()
     report = loaded.as_dict() if loaded else {}
     planned = {(p["topic"], p["partition"]): p["planned_offset"] for p in report.get("partitions", [])}
-    as_planned = bool(planned) and all(planned.get((prep.replica_topic, r.partition)) == r.target_committed
-                                       for r in rows)
-    never_behind_mm2 = all(r.checkpoint_downstream is None or r.target_committed >= r.checkpoint_downstream
-                           for r in rows)
+    as_planned = bool(planned) and all(
+        planned.get((prep.replica_topic, r.partition)) == r.target_committed for r in rows
+    )
+    never_behind_mm2 = all(
+        r.checkpoint_downstream is None or r.target_committed >= r.checkpoint_downstream for r in rows
+    )
     lost = sum(r.lost for r in rows)
     on_cluster = args.spark != "cluster" or spark.get("application", {}).get("state") == "FINISHED"
     on_route = spark.get("route") == ("spark-connect" if args.spark == "connect" else "spark-submit")
     ok = dagrun.state == "success" and as_planned and never_behind_mm2 and lost == 0 and on_cluster and on_route
-    result = {"dag_state": str(dagrun.state), "run_id": dagrun.run_id, "artifacts": str(art),
-              "committed_as_planned": as_planned, "never_behind_mm2": never_behind_mm2, "lost": lost,
-              "re_read": sum(r.re_read for r in rows),
-              "re_read_by_mm2_checkpoints": sum(max(0, r.source_committed - r.checkpoint_downstream)
-                                                for r in rows if r.checkpoint_downstream is not None),
-              "partitions": [r.as_dict() for r in rows], "spark": spark, "secured": args.secured, "seconds": round(time.monotonic() - t0, 1)}
+    result = {
+        "dag_state": str(dagrun.state),
+        "run_id": dagrun.run_id,
+        "artifacts": str(art),
+        "committed_as_planned": as_planned,
+        "never_behind_mm2": never_behind_mm2,
+        "lost": lost,
+        "re_read": sum(r.re_read for r in rows),
+        "re_read_by_mm2_checkpoints": sum(
+            max(0, r.source_committed - r.checkpoint_downstream) for r in rows if r.checkpoint_downstream is not None
+        ),
+        "partitions": [r.as_dict() for r in rows],
+        "spark": spark,
+        "secured": args.secured,
+        "seconds": round(time.monotonic() - t0, 1),
+    }
     (args.workdir / "demo_result.json").write_text(json.dumps(result, indent=2))
     print("\n" + "=" * 78)
     print(f"mm2_failover DAG run {dagrun.run_id}: {dagrun.state}  ({result['seconds']} s in all)")
     print(scenario.render_outcomes(rows))
-    print("\nre-read: records the group had consumed on the source and reads again on the target; lost: records it "
-          "would skip (must be 0).\nMM2 checkpoint / its re-read: where MM2's (conservative) checkpoint alone would "
-          "have resumed, and what it would have re-read;\nthe pipeline resumes where MM2's offset syncs prove the "
-          "group is (translation=exact), checked against the records themselves.")
+    print(
+        "\nre-read: records the group had consumed on the source and reads again on the target; lost: records it "
+        "would skip (must be 0).\nMM2 checkpoint / its re-read: where MM2's (conservative) checkpoint alone would "
+        "have resumed, and what it would have re-read;\nthe pipeline resumes where MM2's offset syncs prove the "
+        "group is (translation=exact), checked against the records themselves."
+    )
     print(f"committed offsets == the plan: {as_planned}; never behind MM2's checkpoints: {never_behind_mm2}")
     if args.spark == "cluster":
         app = spark.get("application") or {}
-        print(f"Spark job on the standalone cluster {spark['master']}: application {app.get('id')} "
-              f"{app.get('state', 'NOT FOUND')} (executor logs under {spark['work_dir']})")
+        print(
+            f"Spark job on the standalone cluster {spark['master']}: application {app.get('id')} "
+            f"{app.get('state', 'NOT FOUND')} (executor logs under {spark['work_dir']})"
+        )
     elif args.spark == "connect":
-        print(f"Spark job on the warm Spark Connect server {spark['connect']} (route in the job's summary: "
-              f"{spark.get('route')})")
+        print(
+            f"Spark job on the warm Spark Connect server {spark['connect']} (route in the job's summary: "
+            f"{spark.get('route')})"
+        )
     else:
         print(f"Spark job in local mode ({spark['master']}, route in the job's summary: {spark.get('route')})")
     print(f"report: {art / 'report.md'}\nresult: {args.workdir / 'demo_result.json'}")

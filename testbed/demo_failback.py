@@ -24,17 +24,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testbed.demo_failback", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workdir", type=Path,
-                    default=REPO_ROOT / "var" / "demo-failback" / time.strftime("%Y%m%d-%H%M%S"))
+    ap.add_argument(
+        "--workdir", type=Path, default=REPO_ROOT / "var" / "demo-failback" / time.strftime("%Y%m%d-%H%M%S")
+    )
     args = ap.parse_args(argv)
     args.workdir = args.workdir.resolve()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
+    from mm2_failover.config import run_dir
+    from mm2_failover.runfolder import RunFolder
     from testbed import failback as fb
     from testbed import localenv
     from testbed.bed import Bed
-    from mm2_failover.config import run_dir
-    from mm2_failover.runfolder import RunFolder
 
     t0 = time.monotonic()
     states = {}
@@ -44,8 +45,20 @@ def main(argv: list[str] | None = None) -> int:
         localenv.migrate_db(env)
 
         def archive(b):  # what the mm2_sync_archive DAG does on its schedule, before the outage
-            r = subprocess.run([sys.executable, "-m", "mm2_failover", "--source-bootstrap", b.source_bootstrap,
-                                "--target-bootstrap", b.target_bootstrap, "archive"], capture_output=True, text=True)
+            r = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mm2_failover",
+                    "--source-bootstrap",
+                    b.source_bootstrap,
+                    "--target-bootstrap",
+                    b.target_bootstrap,
+                    "archive",
+                ],
+                capture_output=True,
+                text=True,
+            )
             if r.returncode:
                 raise RuntimeError(f"archive failed: {r.stderr[-2000:]}")
 
@@ -58,27 +71,44 @@ def main(argv: list[str] | None = None) -> int:
         def fail_back(b):
             os.environ["AIRFLOW_CONN_KAFKA_SOURCE"] = localenv.kafka_conn(b.target_bootstrap)
             os.environ["AIRFLOW_CONN_KAFKA_TARGET"] = localenv.kafka_conn(b.source_bootstrap)
-            return run("failback", {"source_alias": "backup", "home_alias": "primary",
-                                    "on_existing_target_offsets": "overwrite"})
+            return run(
+                "failback",
+                {"source_alias": "backup", "home_alias": "primary", "on_existing_target_offsets": "overwrite"},
+            )
 
         out = fb.drill(bed, archive, lambda b: run("failover", {"source_reachable": "no"}), fail_back)
     report = out.report if RunFolder(out.failback).report_json.exists() else {}
     ok = set(states.values()) == {"success"} and set(out.lost.values()) == {0} and report.get("outcome") == "succeeded"
-    result = {"states": states, "lost": sum(out.lost.values()), "read_twice": sum(out.duplicates.values()),
-              "read_twice_by_the_failback": sum(out.again.values()),
-              "partitions": [{"topic": t, "partition": p, "rule": out.rules.get((t, p)), "lost": out.lost[(t, p)],
-                              "read_twice": out.duplicates[(t, p)], "by_the_failback": out.again[(t, p)]}
-                             for (t, p) in sorted(out.lost)],
-              "mm2_reverse_checkpoints_for": sorted(out.reverse_checkpoint_topics),
-              "never_copied": [w for w in report.get("warnings", []) if "never copied" in w],
-              "failover": str(out.failover), "failback": str(out.failback),
-              "seconds": round(time.monotonic() - t0, 1)}
+    result = {
+        "states": states,
+        "lost": sum(out.lost.values()),
+        "read_twice": sum(out.duplicates.values()),
+        "read_twice_by_the_failback": sum(out.again.values()),
+        "partitions": [
+            {
+                "topic": t,
+                "partition": p,
+                "rule": out.rules.get((t, p)),
+                "lost": out.lost[(t, p)],
+                "read_twice": out.duplicates[(t, p)],
+                "by_the_failback": out.again[(t, p)],
+            }
+            for (t, p) in sorted(out.lost)
+        ],
+        "mm2_reverse_checkpoints_for": sorted(out.reverse_checkpoint_topics),
+        "never_copied": [w for w in report.get("warnings", []) if "never copied" in w],
+        "failover": str(out.failover),
+        "failback": str(out.failback),
+        "seconds": round(time.monotonic() - t0, 1),
+    }
     (args.workdir / "demo_result.json").write_text(json.dumps(result, indent=2))
     print("\n" + "=" * 78)
     print(f"fail over -> consume on backup -> fail back: {states} ({result['seconds']} s in all)")
     print(out.table())
-    print(f"MM2's backup->primary checkpoints for the group: {sorted(out.reverse_checkpoint_topics)} (none for "
-          "primary.orders: its positions went home by the archived primary->backup offset syncs)")
+    print(
+        f"MM2's backup->primary checkpoints for the group: {sorted(out.reverse_checkpoint_topics)} (none for "
+        "primary.orders: its positions went home by the archived primary->backup offset syncs)"
+    )
     print("\n".join(result["never_copied"]))
     print(f"report: {out.failback / 'report.md'}\nresult: {args.workdir / 'demo_result.json'}")
     print("VERIFIED" if ok else "VERIFICATION FAILED")

@@ -79,8 +79,13 @@ NO_PROGRESS = "progress unknown"  # the drain check with mm2_offsets_topic namin
 NON_TRANSACTIONAL = ("burst", "slow", "mixed")
 MAIN_FLOW = PATTERNS[:-1]  # exactly_once: replicated by the drill's exactly-once flow (eos_alias) only
 EOS_MM2 = {"backup.exactly.once.source.support": "enabled"}  # + <alias>.consumer.isolation.level=read_committed
-COMPACTED_CONFIG = {"cleanup.policy": "compact", "segment.ms": "500", "min.cleanable.dirty.ratio": "0.01",
-                    "min.compaction.lag.ms": "0", "delete.retention.ms": "0"}
+COMPACTED_CONFIG = {
+    "cleanup.policy": "compact",
+    "segment.ms": "500",
+    "min.cleanable.dirty.ratio": "0.01",
+    "min.compaction.lag.ms": "0",
+    "delete.retention.ms": "0",
+}
 # the source broker's cleaner looks for work every second (default 15 s), so that compaction happens during the drill
 SOURCE_BROKER = {"log.cleaner.backoff.ms": "1000"}
 ADVISED_MM2 = {"primary.consumer.isolation.level": "read_committed"}  # what the pre-flight audit advises
@@ -181,10 +186,28 @@ def summarize(points: list[PointResult]) -> list[dict]:
     gate refused are counted among the rules as ``drain refused`` (not answered: nothing written)."""
     rows: dict[tuple[str, str], dict] = {}
     for p in points:
-        r = rows.setdefault((p.pattern, p.translation), {
-            "pattern": p.pattern, "translation": p.translation, "points": 0, "answered": 0, "no_checkpoint": 0,
-            "no_checkpoint_answered": 0, "lost": 0, "re_read": 0, "phantom": 0, "said": 0, "said_unknown": 0,
-            "said_off": 0, "rules": {}, "bar_points": 0, "bar_re_read": 0, "re_read_at_bar": 0, "bar_lossy": 0})
+        r = rows.setdefault(
+            (p.pattern, p.translation),
+            {
+                "pattern": p.pattern,
+                "translation": p.translation,
+                "points": 0,
+                "answered": 0,
+                "no_checkpoint": 0,
+                "no_checkpoint_answered": 0,
+                "lost": 0,
+                "re_read": 0,
+                "phantom": 0,
+                "said": 0,
+                "said_unknown": 0,
+                "said_off": 0,
+                "rules": {},
+                "bar_points": 0,
+                "bar_re_read": 0,
+                "re_read_at_bar": 0,
+                "bar_lossy": 0,
+            },
+        )
         r["points"] += 1
         r["answered"] += p.answered
         r["no_checkpoint"] += not p.had_checkpoint
@@ -215,10 +238,16 @@ def gate_summary(verdict: dict, topic: str) -> dict:
     passed, each partition's state, and what the rule before issue 50 item 2 - replica end >= source end - would have
     said of each (None: no source end, as in disaster mode)."""
     rows = [r for r in verdict["rows"] if r["topic"] == topic]
-    return {"drained": bool(verdict["drained"]),
-            "states": {int(r["partition"]): r["state"] for r in rows},
-            "old_rule_drained": {int(r["partition"]): None if r["source_end"] is None or r["replica_end"] is None
-                                 else r["replica_end"] >= r["source_end"] for r in rows}}
+    return {
+        "drained": bool(verdict["drained"]),
+        "states": {int(r["partition"]): r["state"] for r in rows},
+        "old_rule_drained": {
+            int(r["partition"]): None
+            if r["source_end"] is None or r["replica_end"] is None
+            else r["replica_end"] >= r["source_end"]
+            for r in rows
+        },
+    }
 
 
 def refused_by_gate(verdicts: list[dict]) -> bool:
@@ -249,14 +278,18 @@ def bar_text(r: dict) -> str:
 
 def render(summary: list[dict]) -> str:
     """The summary as a Markdown table (docs/architecture.md's)."""
-    head = ("| pattern | translation | points | answered | no checkpoint (answered) | lost | re-read | report said "
-            "| phantom | the newest sync: re-read (ours) | rules |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    head = (
+        "| pattern | translation | points | answered | no checkpoint (answered) | lost | re-read | report said "
+        "| phantom | the newest sync: re-read (ours) | rules |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    )
     lines = [head]
     for r in summary:
         rules = ", ".join(f"{k} {v}" for k, v in sorted(r["rules"].items()))
-        lines.append(f"| {r['pattern']} | {r['translation']} | {r['points']} | {r['answered']} | "
-                     f"{r['no_checkpoint']} ({r['no_checkpoint_answered']}) | {r['lost']} | {r['re_read']} | "
-                     f"{said_text(r)} | {r['phantom']} | {bar_text(r)} | {rules} |")
+        lines.append(
+            f"| {r['pattern']} | {r['translation']} | {r['points']} | {r['answered']} | "
+            f"{r['no_checkpoint']} ({r['no_checkpoint_answered']}) | {r['lost']} | {r['re_read']} | "
+            f"{said_text(r)} | {r['phantom']} | {bar_text(r)} | {rules} |"
+        )
     return "\n".join(lines)
 
 
@@ -276,8 +309,12 @@ class TopicRun:
     twins: dict[int, dict[bytes, list[int]]] = field(default_factory=lambda: defaultdict(dict))
 
     def truth(self, partition: int) -> Truth:
-        return Truth(dict(self.offsets[partition]), frozenset(self.aborted), self.present.get(partition),
-                     {v: tuple(o) for v, o in self.twins[partition].items()})
+        return Truth(
+            dict(self.offsets[partition]),
+            frozenset(self.aborted),
+            self.present.get(partition),
+            {v: tuple(o) for v, o in self.twins[partition].items()},
+        )
 
     def delivered(self, err, msg) -> None:
         if err is None:
@@ -325,8 +362,13 @@ def produce(bootstrap: str, run: TopicRun, count: int, rng: random.Random) -> No
                 sent.append(v)
                 if run.pattern == "twins" and i % TWIN_EVERY == 4 and i > start:
                     # a retry of record i - 1 that reached the log after all: the same key, value and timestamp
-                    p.produce(run.topic, value=scenario.payload(run.topic, part, i - 1), partition=part,
-                              on_delivery=run.delivered, timestamp=stamp + i - 1)
+                    p.produce(
+                        run.topic,
+                        value=scenario.payload(run.topic, part, i - 1),
+                        partition=part,
+                        on_delivery=run.delivered,
+                        timestamp=stamp + i - 1,
+                    )
             p.poll(0)
         return sent
 
@@ -370,19 +412,30 @@ def produce(bootstrap: str, run: TopicRun, count: int, rng: random.Random) -> No
 
 
 # ------------------------------------------------------------------------------------------- consuming the truth
-def consume(bootstrap: str, group: str, topic: str, want: dict[int, int | None], timeout: float = 60.0) -> dict[int, int]:
+def consume(
+    bootstrap: str, group: str, topic: str, want: dict[int, int | None], timeout: float = 60.0
+) -> dict[int, int]:
     """Consume ``want[p]`` more records (None: to the end) of each partition in ``group``, ``read_committed``, from
     its committed offset, and commit the offset after the last record consumed. Returns the committed offsets."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
     from mm2_failover.kafka_io import CONSUME_WAIT_S
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "isolation.level": "read_committed", "enable.partition.eof": True, "log_level": 3})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "log_level": 3,
+        }
+    )
     try:
         committed = {tp.partition: tp.offset for tp in _committed(c, [TopicPartition(topic, p) for p in want])}
-        c.assign([TopicPartition(topic, p, committed[p] if committed.get(p, -1) >= 0 else OFFSET_BEGINNING)
-                  for p in want])
+        c.assign(
+            [TopicPartition(topic, p, committed[p] if committed.get(p, -1) >= 0 else OFFSET_BEGINNING) for p in want]
+        )
         got = {p: 0 for p in want}
         last: dict[int, int] = {}
         todo = {p for p, n in want.items() if n is None or n > 0}
@@ -427,8 +480,12 @@ def _committed(c, tps, tries: int = 20):
     (NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS are transient)."""
     from confluent_kafka import KafkaError, KafkaException
 
-    transient = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                 KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT}
+    transient = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError._TIMED_OUT,
+    }
     for i in range(tries):
         try:
             return c.committed(tps, 15)
@@ -451,8 +508,14 @@ class DrillResult:
         return summarize(self.points)
 
     def as_dict(self) -> dict:
-        return {"tag": self.tag, "mm2": self.mm2, "seconds": round(self.seconds, 1), "facts": self.facts,
-                "summary": self.summary(), "points": [asdict(p) for p in self.points]}
+        return {
+            "tag": self.tag,
+            "mm2": self.mm2,
+            "seconds": round(self.seconds, 1),
+            "facts": self.facts,
+            "summary": self.summary(),
+            "points": [asdict(p) for p in self.points],
+        }
 
 
 def _settled(read, what: str, quiet_s: float, timeout: float, ready=lambda v: True):
@@ -480,14 +543,26 @@ def plan_of(bed, folder: Path, groups: list[str], checkpoints_topic: str | None 
     ctx = bed.run_context(folder, groups_regex=rx, accept_groups_without_checkpoints=True, **params)
     capture_snapshot(ctx)
     times: dict = {}  # each checkpoint's record timestamp, as the Spark job keeps it (plan rule 1a)
-    cps = [c for k, c in scenario.read_checkpoints(target, checkpoints_topic or bed.checkpoints_topic, times).items()
-           if k.group in groups]
+    cps = [
+        c
+        for k, c in scenario.read_checkpoints(target, checkpoints_topic or bed.checkpoints_topic, times).items()
+        if k.group in groups
+    ]
     scenario.write_latest(ctx.folder, cps, params.get("source_alias", "primary"), times)
     return make_plan(ctx), cps
 
 
-def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, seed: int = 16, mm2: str = "advised",
-              kill_mm2: bool = True, eos_alias: str | None = None, extras: bool = False) -> DrillResult:
+def run_drill(
+    bed,
+    root: Path,
+    per_partition: int = 120,
+    partitions: int = 3,
+    seed: int = 16,
+    mm2: str = "advised",
+    kill_mm2: bool = True,
+    eos_alias: str | None = None,
+    extras: bool = False,
+) -> DrillResult:
     """The drill on a started bed (see the module docstring). ``mm2`` only labels the result: the bed's MM2
     configuration decides (``ADVISED_MM2`` or MM2's defaults). The archive of offset syncs is wherever
     ``$MM2_FAILOVER_ARCHIVE`` points (the caller gives each drill its own). ``eos_alias``: also run the
@@ -546,8 +621,12 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     produce_all(first)
     for pat, gs in groups.items():  # the groups consume part of the first half, and commit (MM2 checkpoints that)
         for g in gs:
-            consume(bed.source_bootstrap, g, runs[topic_of[pat]].topic,
-                    {p: rng.randint(1, first // 2) for p in range(partitions)})
+            consume(
+                bed.source_bootstrap,
+                g,
+                runs[topic_of[pat]].topic,
+                {p: rng.randint(1, first // 2) for p in range(partitions)},
+            )
     pid_before = bed.mm2.popen.pid
     produce_all(second)
     positions: dict[tuple[str, str], dict[int, int]] = {}
@@ -558,8 +637,9 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
                 want[rng.randrange(partitions)] = None  # one partition consumed to the end
             positions[(pat, g)] = consume(bed.source_bootstrap, g, runs[topic_of[pat]].topic, want)
     for pat, g in ghosts.items():
-        positions[(pat, g)] = consume(bed.source_bootstrap, g, runs[pat].topic,
-                                      {p: rng.randint(1, per_partition - 1) for p in range(partitions)})
+        positions[(pat, g)] = consume(
+            bed.source_bootstrap, g, runs[pat].topic, {p: rng.randint(1, per_partition - 1) for p in range(partitions)}
+        )
 
     # MM2 has copied everything (the replica ends stop moving) and written its checkpoints (the topic stops growing)
     replicas = {pat: f"{flow[pat]}.{r.topic}" for pat, r in runs.items()}
@@ -568,16 +648,20 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
 
     def caught_up(ends) -> bool:
         src = source.offsets([(runs[pat].topic, p) for pat in plain for p in range(partitions)])
-        if not all(ends.get((replicas[pat], p), 0) >= src[(runs[pat].topic, p)] for pat in plain
-                   for p in range(partitions)):
+        if not all(
+            ends.get((replicas[pat], p), 0) >= src[(runs[pat].topic, p)] for pat in plain for p in range(partitions)
+        ):
             return False
         # a transactional replica's end counts commit markers too: what says it caught up is every committed record
         # there. A restarted exactly-once flow copies nothing until its worker's group has let the killed one go
         # (~60 s on a busy machine: the replica was still empty when this waited for the plain topics alone)
         txn = [(pat, p) for pat in patterns if pat in TRANSACTIONAL for p in range(partitions)]
         got = target.records({(replicas[pat], p): (0, ends.get((replicas[pat], p), 0)) for pat, p in txn}, timeout=60)
-        return all({v for v in runs[pat].offsets[p] if v not in runs[pat].aborted}
-                   <= {r.value for r in got[(replicas[pat], p)]} for pat, p in txn)
+        return all(
+            {v for v in runs[pat].offsets[p] if v not in runs[pat].aborted}
+            <= {r.value for r in got[(replicas[pat], p)]}
+            for pat, p in txn
+        )
 
     _settled(lambda: target.offsets(rtps), "the replicas", 4.0, 240.0, caught_up)
     cp_topics = {f: f"{f}.checkpoints.internal" for f in set(flow.values())}
@@ -598,8 +682,10 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
         tail = tail_never_copied(bed, root / tag / "drain", runs[TAIL], replicas[TAIL], groups[TAIL], rng)
 
     for r in runs.values():  # what the source holds now (read_committed: no aborted record; compaction done)
-        got = source.records({(r.topic, p): (0, e) for (_t, p), e in
-                              source.offsets([(r.topic, p) for p in range(partitions)]).items()}, timeout=120)
+        got = source.records(
+            {(r.topic, p): (0, e) for (_t, p), e in source.offsets([(r.topic, p) for p in range(partitions)]).items()},
+            timeout=120,
+        )
         r.present = {p: frozenset(x.value for x in recs) for (_t, p), recs in got.items()}
     retention = runs["retention"]
     gone_by_retention = 0
@@ -611,32 +697,43 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
             gone_by_retention += start - ahead[0]
     retention.present = {}  # gone from the source, still to be read by the groups behind: all of them count
     points: list[PointResult] = []
-    copies = {tp: [(r.offset, r.value) for r in recs] for tp, recs in
-              target.records({tp: (0, e) for tp, e in target.offsets(rtps).items()}, timeout=120).items()}
+    copies = {
+        tp: [(r.offset, r.value) for r in recs]
+        for tp, recs in target.records({tp: (0, e) for tp, e in target.offsets(rtps).items()}, timeout=120).items()
+    }
     plans = {}
     for f, cp_topic in sorted(cp_topics.items()):
         mine = sorted(g for (pat, g) in positions if flow[topic_of[pat]] == f)
         extra = {} if f == bed.source_alias else {"source_alias": f, "offset_syncs_location": "target"}
         for translation in ("checkpoint", "exact"):
-            plans[(f, translation)] = plan_of(bed, root / tag / f / translation, mine, cp_topic,
-                                              translation=translation, **extra)
+            plans[(f, translation)] = plan_of(
+                bed, root / tag / f / translation, mine, cp_topic, translation=translation, **extra
+            )
         if extras:  # the source lost (disaster mode): the archive and the replica only - first before the archive
             # read the groups' source commits, then after its scheduled run read them (plan rule 1a)
             from mm2_failover.stages.archive import archive_positions, positions_path
 
             positions_path(f).unlink(missing_ok=True)
-            plans[(f, LOST_UNREAD)] = plan_of(bed, root / tag / f / "lost-unread", mine, cp_topic,
-                                              translation="exact", source_reachable="no", **extra)
+            plans[(f, LOST_UNREAD)] = plan_of(
+                bed, root / tag / f / "lost-unread", mine, cp_topic, translation="exact", source_reachable="no", **extra
+            )
             archive_positions(bed.run_context(root / tag / f / "archive", **extra), f)
-            plans[(f, LOST)] = plan_of(bed, root / tag / f / "lost", mine, cp_topic, translation="exact",
-                                       source_reachable="no", **extra)
+            plans[(f, LOST)] = plan_of(
+                bed, root / tag / f / "lost", mine, cp_topic, translation="exact", source_reachable="no", **extra
+            )
     from mm2_failover.report import estimate_reread
     from mm2_failover.runfolder import RunFolder
 
     # the drain gate of each plan's failover (tail_never_copied only): refused, nothing is written
-    refused = {t: tail is not None and refused_by_gate([tail["gates"][k] for k in keys]) for t, keys in (
-        ("checkpoint", ("progress readable", NO_PROGRESS)), ("exact", ("progress readable", NO_PROGRESS)),
-        (LOST, ("source lost",)), (LOST_UNREAD, ("source lost",)))}
+    refused = {
+        t: tail is not None and refused_by_gate([tail["gates"][k] for k in keys])
+        for t, keys in (
+            ("checkpoint", ("progress readable", NO_PROGRESS)),
+            ("exact", ("progress readable", NO_PROGRESS)),
+            (LOST, ("source lost",)),
+            (LOST_UNREAD, ("source lost",)),
+        )
+    }
     lost_if_passed: Counter = Counter()
 
     commits = {(g, replicas[topic_of[pat]], p): u for (pat, g), pos in positions.items() for p, u in pos.items()}
@@ -644,8 +741,12 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
     for (f, translation), (plan, cps) in plans.items():
         have_cp = {(c.group, c.partition) for c in cps}
         rows = {(r.group, r.topic, r.partition): r for r in plan.rows}
-        said = {(e["group"], e["topic"], e["partition"]): (e["reread"], bool(e.get("exact"))) for e in estimate_reread(
-            [r.as_dict() for r in plan.rows if r.writes], {} if translation in (LOST, LOST_UNREAD) else commits)}
+        said = {
+            (e["group"], e["topic"], e["partition"]): (e["reread"], bool(e.get("exact")))
+            for e in estimate_reread(
+                [r.as_dict() for r in plan.rows if r.writes], {} if translation in (LOST, LOST_UNREAD) else commits
+            )
+        }
         for (pat, g), pos in positions.items():
             if flow[topic_of[pat]] != f:
                 continue
@@ -657,20 +758,29 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
                     pr.rule = f"{r.action}: {r.reason}" if r else "no row"
                     if translation == "exact" and not refused[translation]:  # the evidence, to find out why
                         try:
-                            unanswered.append({**_evidence_of(f, runs[topic_of[pat]], rt, p, u, r, copies[(rt, p)]),
-                                               "notes": RunFolder(root / tag / f / translation).load_plan()
-                                               .translation_notes})
+                            unanswered.append(
+                                {
+                                    **_evidence_of(f, runs[topic_of[pat]], rt, p, u, r, copies[(rt, p)]),
+                                    "notes": RunFolder(root / tag / f / translation).load_plan().translation_notes,
+                                }
+                            )
                         except Exception as e:  # noqa: BLE001 - a diagnostic never hides the failure it explains
                             unanswered.append({"group": g, "partition": p, "evidence not gathered": repr(e)})
                 if pat == TAIL and refused[translation]:  # the failover stopped at its drain check: nothing written
                     if pr.answered:  # what it would have lost had the gate let it through (facts)
-                        lost_if_passed[translation] += score(r.planned_offset, u, copies[(rt, p)],
-                                                             runs[TAIL].truth(p), uncopied=True).lost
+                        lost_if_passed[translation] += score(
+                            r.planned_offset, u, copies[(rt, p)], runs[TAIL].truth(p), uncopied=True
+                        ).lost
                     pr.answered, pr.refused = False, True
                 elif pr.answered:
                     s = score(r.planned_offset, u, copies[(rt, p)], runs[topic_of[pat]].truth(p), uncopied=True)
-                    pr.rule, pr.planned, pr.lost, pr.re_read, pr.phantom = (r.rule, r.planned_offset, s.lost, s.re_read,
-                                                                            s.phantom)
+                    pr.rule, pr.planned, pr.lost, pr.re_read, pr.phantom = (
+                        r.rule,
+                        r.planned_offset,
+                        s.lost,
+                        s.re_read,
+                        s.phantom,
+                    )
                     pr.said, pr.said_exact = said.get((g, rt, p), (None, False))
                     if translation in (LOST, LOST_UNREAD):
                         end = copies[(rt, p)][-1][0] + 1 if copies[(rt, p)] else 0
@@ -679,22 +789,38 @@ def run_drill(bed, root: Path, per_partition: int = 120, partitions: int = 3, se
                             b = score(bar, u, copies[(rt, p)], runs[topic_of[pat]].truth(p), uncopied=True)
                             pr.bar_re_read, pr.bar_lost = b.re_read, b.lost
                 points.append(pr)
-    facts = {"mm2_killed": kill_mm2, "mm2_pid_before_kill": pid_before, "mm2_pid_after": bed.mm2.popen.pid,
-             "records_per_partition": per_partition, "partitions": partitions,
-             "copied_twice": {pat: sum(len(c) - len({v for _o, v in c}) for (rt, _p), c in copies.items()
-                                       if rt == replicas[pat]) for pat in patterns},
-             "aborted_records": len(runs["transactions"].aborted),
-             "compacted_away_on_source": _compacted_away(runs["compacted"]),
-             "twins_written": sum(len(v) for v in runs["twins"].twins.values()),
-             "offsets_gone_by_retention": gone_by_retention,
-             "exactly_once_flow": eos_alias,
-             "replica_markers": {pat: sum(e - len(copies[(replicas[pat], p)]) for p, e in (
-                 (p, target.offsets([(replicas[pat], p)])[(replicas[pat], p)]) for p in range(partitions)))
-                 for pat in patterns if pat in TRANSACTIONAL}}
+    facts = {
+        "mm2_killed": kill_mm2,
+        "mm2_pid_before_kill": pid_before,
+        "mm2_pid_after": bed.mm2.popen.pid,
+        "records_per_partition": per_partition,
+        "partitions": partitions,
+        "copied_twice": {
+            pat: sum(len(c) - len({v for _o, v in c}) for (rt, _p), c in copies.items() if rt == replicas[pat])
+            for pat in patterns
+        },
+        "aborted_records": len(runs["transactions"].aborted),
+        "compacted_away_on_source": _compacted_away(runs["compacted"]),
+        "twins_written": sum(len(v) for v in runs["twins"].twins.values()),
+        "offsets_gone_by_retention": gone_by_retention,
+        "exactly_once_flow": eos_alias,
+        "replica_markers": {
+            pat: sum(
+                e - len(copies[(replicas[pat], p)])
+                for p, e in ((p, target.offsets([(replicas[pat], p)])[(replicas[pat], p)]) for p in range(partitions))
+            )
+            for pat in patterns
+            if pat in TRANSACTIONAL
+        },
+    }
     if unanswered:
         facts["exact_unanswered"] = unanswered
-        log.warning("drill %s: %d exact point(s) left without an offset: %s", tag, len(unanswered),
-                    json.dumps(unanswered, default=str))
+        log.warning(
+            "drill %s: %d exact point(s) left without an offset: %s",
+            tag,
+            len(unanswered),
+            json.dumps(unanswered, default=str),
+        )
     if tail is not None:
         facts[TAIL] = {**tail, "refused": refused, "lost_if_passed": dict(lost_if_passed)}
     for r in runs.values():
@@ -714,11 +840,16 @@ def _evidence_of(alias: str, run: TopicRun, replica: str, partition: int, positi
         if v in src:
             where[src[v]].append(o)
     ups, downs = archived_syncs(alias, run.topic, partition)
-    return {"replica": replica, "partition": partition, "position": position,
-            "row": row.as_dict() if row is not None else None, "syncs": list(zip(map(int, ups), map(int, downs))),
-            "copies": {u: where.get(u, []) for u in sorted(src.values())},
-            "aborted": sorted(o for v, o in src.items() if v in truth.aborted),
-            "replica_end": copies[-1][0] + 1 if copies else 0}
+    return {
+        "replica": replica,
+        "partition": partition,
+        "position": position,
+        "row": row.as_dict() if row is not None else None,
+        "syncs": list(zip(map(int, ups), map(int, downs))),
+        "copies": {u: where.get(u, []) for u in sorted(src.values())},
+        "aborted": sorted(o for v, o in src.items() if v in truth.aborted),
+        "replica_end": copies[-1][0] + 1 if copies else 0,
+    }
 
 
 def archived_syncs(alias: str, topic: str, partition: int) -> tuple:
@@ -738,8 +869,14 @@ def recopy(bootstrap: str, topic: str, records: dict[int, list]) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "log_level": 3})
     for part, recs in sorted(records.items()):
         for r in recs:
-            p.produce(topic, value=r.value, key=r.key, partition=part, timestamp=r.timestamp_ms,
-                      headers=list(r.headers) or None)
+            p.produce(
+                topic,
+                value=r.value,
+                key=r.key,
+                partition=part,
+                timestamp=r.timestamp_ms,
+                headers=list(r.headers) or None,
+            )
     if p.flush(30):
         raise RuntimeError(f"could not append the re-copies to {topic}")
 
@@ -762,19 +899,28 @@ def tail_never_copied(bed, folder: Path, run: TopicRun, replica: str, groups: li
     recopy(bed.target_bootstrap, replica, {p: recs for (_t, p), recs in last.items()})
     rx = "|".join(re.escape(g) for g in groups)
     gates = {}
-    for name, params in (("progress readable", {}), (NO_PROGRESS, {"mm2_offsets_topic": f"{run.topic}-no-progress"}),
-                         ("source lost", {"source_reachable": "no"})):
-        ctx = bed.run_context(folder / re.sub(r"\W+", "-", name), groups_regex=rx,
-                              accept_groups_without_checkpoints=True, **params)
+    for name, params in (
+        ("progress readable", {}),
+        (NO_PROGRESS, {"mm2_offsets_topic": f"{run.topic}-no-progress"}),
+        ("source lost", {"source_reachable": "no"}),
+    ):
+        ctx = bed.run_context(
+            folder / re.sub(r"\W+", "-", name), groups_regex=rx, accept_groups_without_checkpoints=True, **params
+        )
         v = drain_check(ctx)
         log.info("drain check on %s, %s:\n%s", run.topic, name, v.table())
         why = {int(r["partition"]): r["why"] for r in v.rows if r["topic"] == run.topic and r.get("why")}
         gates[name] = {**gate_summary(v.as_dict(), run.topic), "why": why}
     src = source.offsets([(run.topic, p) for p in parts])
     rep = target.offsets([(replica, p) for p in parts])
-    return {"topic": run.topic, "never_copied_per_partition": TAIL_NEW, "recopied_per_partition": TAIL_RECOPIED,
-            "source_end": {p: src[(run.topic, p)] for p in parts}, "replica_end": {p: rep[(replica, p)] for p in parts},
-            "gates": gates}
+    return {
+        "topic": run.topic,
+        "never_copied_per_partition": TAIL_NEW,
+        "recopied_per_partition": TAIL_RECOPIED,
+        "source_end": {p: src[(run.topic, p)] for p in parts},
+        "replica_end": {p: rep[(replica, p)] for p in parts},
+        "gates": gates,
+    }
 
 
 def _compacted_away(run: TopicRun) -> int:

@@ -52,11 +52,14 @@ class Outcome:
         return RunFolder(self.failback).load_report().as_dict()
 
     def table(self) -> str:
-        lines = [f"{'topic on primary':<18} {'part':>4} {'rule':<24} {'lost':>5} {'read twice':>10} "
-                 f"{'by the failback':>15}"]
+        lines = [
+            f"{'topic on primary':<18} {'part':>4} {'rule':<24} {'lost':>5} {'read twice':>10} {'by the failback':>15}"
+        ]
         for tp in sorted(self.lost):
-            lines.append(f"{tp[0]:<18} {tp[1]:>4} {self.rules.get(tp, ''):<24} {self.lost[tp]:>5} "
-                         f"{self.duplicates[tp]:>10} {self.again[tp]:>15}")
+            lines.append(
+                f"{tp[0]:<18} {tp[1]:>4} {self.rules.get(tp, ''):<24} {self.lost[tp]:>5} "
+                f"{self.duplicates[tp]:>10} {self.again[tp]:>15}"
+            )
         return "\n".join(lines)
 
 
@@ -64,16 +67,28 @@ def indices(cluster: Cluster, topic: str, partition: int, start: int, end: int) 
     """Payload indices of the records at offsets [start, end) (what a consumer resuming at ``start`` reads)."""
     if end <= start:
         return []
-    return [scenario.index_of(v) for _t, _p, _o, _k, v, _ts in
-            cluster.read({(topic, partition): end}, start={(topic, partition): start})]
+    return [
+        scenario.index_of(v)
+        for _t, _p, _o, _k, v, _ts in cluster.read({(topic, partition): end}, start={(topic, partition): start})
+    ]
 
 
-def drill(bed, archive: Callable[[object], None], fail_over: Callable[[object], Path],
-          fail_back: Callable[[object], Path]) -> Outcome:
+def drill(
+    bed, archive: Callable[[object], None], fail_over: Callable[[object], Path], fail_back: Callable[[object], Path]
+) -> Outcome:
     primary = Cluster({"bootstrap.servers": bed.source_bootstrap}, "primary")
     backup = Cluster({"bootstrap.servers": bed.target_bootstrap}, "backup")
-    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=GROUP, topic="orders", partitions=PARTS,
-                     produced=PRODUCED, consumed_upto=ON_PRIMARY, batches=4, pause_s=0.3)
+    scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=GROUP,
+        topic="orders",
+        partitions=PARTS,
+        produced=PRODUCED,
+        consumed_upto=ON_PRIMARY,
+        batches=4,
+        pause_s=0.3,
+    )
     read = {("orders", p): indices(primary, "orders", p, 0, u) for p, u in ON_PRIMARY.items()}
     bed.stop_mm2()
     archive(bed)
@@ -99,16 +114,22 @@ def drill(bed, archive: Callable[[object], None], fail_over: Callable[[object], 
     failback = fail_back(bed)
     home = primary.committed(GROUP)
     rows = RunFolder(failback).load_plan().plan.rows
-    out = Outcome(failover, failback, home, {k.topic for k in cps if k.group == GROUP},
-                  rules={(r.topic, r.partition): r.rule for r in rows})
+    out = Outcome(
+        failover,
+        failback,
+        home,
+        {k.topic for k in cps if k.group == GROUP},
+        rules={(r.topic, r.partition): r.rule for r in rows},
+    )
     ends = primary.offsets(list(home))
     before = {tp: set(v) for tp, v in read.items()}
     for (t, p), o in home.items():
         got = indices(primary, t, p, o, ends[(t, p)])
         out.again[(t, p)] = len([i for i in got if i in before.get((t, p), set())])
         read.setdefault((t, p), []).extend(got)
-    expected = {("orders", p): PRODUCED + RPO for p in range(PARTS)} | {("backup.orders", p): LOCAL
-                                                                       for p in range(PARTS)}
+    expected = {("orders", p): PRODUCED + RPO for p in range(PARTS)} | {
+        ("backup.orders", p): LOCAL for p in range(PARTS)
+    }
     for tp, n in expected.items():
         got = read.get(tp, [])
         out.lost[tp] = len(set(range(n)) - set(got))

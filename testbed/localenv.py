@@ -37,14 +37,23 @@ def spark_connect_conn(port: int, host: str = "127.0.0.1") -> str:
 # (not the default): the latest-checkpoints job on the standalone bed cluster took 35 s instead of 70 s with it on a
 # loaded 2-core machine. Long or heavy jobs want the default JIT (C2) instead.
 QUICK_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-QUICK_JVM_CONF = {"spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS, "spark.executor.extraJavaOptions": QUICK_JVM_OPTIONS}
+QUICK_JVM_CONF = {
+    "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
+    "spark.executor.extraJavaOptions": QUICK_JVM_OPTIONS,
+}
 
 
 SQLITE_BUSY_TIMEOUT_S = 120  # the bed's metadata DB: how long a writer waits for another (see airflow_env)
 
 
-def airflow_env(home: Path, source_bootstrap: str, target_bootstrap: str, spark_master: str = "local[2]",
-                artifacts: Path | None = None, spark_conf: dict | None = None) -> dict[str, str]:
+def airflow_env(
+    home: Path,
+    source_bootstrap: str,
+    target_bootstrap: str,
+    spark_master: str = "local[2]",
+    artifacts: Path | None = None,
+    spark_conf: dict | None = None,
+) -> dict[str, str]:
     """Everything a local Airflow needs to run the project's DAGs against the bed. ``spark_conf`` is added to
     (and overrides) the job's default Spark conf, e.g. a standalone cluster's ``SparkCluster.app_conf``."""
     from mm2_failover.config import preload_settings
@@ -67,11 +76,19 @@ def airflow_env(home: Path, source_bootstrap: str, target_bootstrap: str, spark_
         "MM2_FAILOVER_ARTIFACTS": str(artifacts or home / "artifacts"),
         # Spark on loopback: the driver must not bind a non-loopback address
         "SPARK_LOCAL_IP": "127.0.0.1",
-        "MM2_FAILOVER_SPARK_CONF": json.dumps({"spark.driver.host": "127.0.0.1", "spark.ui.enabled": "false",
-                                               "spark.sql.shuffle.partitions": "4", **(spark_conf or {})}),
+        "MM2_FAILOVER_SPARK_CONF": json.dumps(
+            {
+                "spark.driver.host": "127.0.0.1",
+                "spark.ui.enabled": "false",
+                "spark.sql.shuffle.partitions": "4",
+                **(spark_conf or {}),
+            }
+        ),
         # the venv's spark-submit (from pyspark) is what SparkSubmitOperator runs
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "plugins"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "plugins"), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
         # the executors' workers import the heavy modules once, not each task (mm2_failover.preload)
         **preload_settings(),
     }
@@ -136,11 +153,19 @@ def task_states(dag_id: str, run_id: str) -> dict[str, str]:
         return {ti.task_id: str(ti.state.value if hasattr(ti.state, "value") else ti.state) for ti in tis}
 
 
-QUIET_COMMANDS = ("plan", "apply", "drain", "snapshot", "drill", "readiness")  # the commands that wait a drain's quiet window
+QUIET_COMMANDS = (
+    "plan",
+    "apply",
+    "drain",
+    "snapshot",
+    "drill",
+    "readiness",
+)  # the commands that wait a drain's quiet window
 
 
-def run_cli(*args: str, bed=None, env: dict | None = None, timeout: float = 600, quiet_s: int | None = 1,
-            popen: bool = False):
+def run_cli(
+    *args: str, bed=None, env: dict | None = None, timeout: float = 600, quiet_s: int | None = 1, popen: bool = False
+):
     """The CLI (``python -m mm2_failover``) in a process of its own, as an operator runs it: the package on
     ``PYTHONPATH``, Airflow's Kafka connections left out of its environment (its flags say which clusters), on
     ``bed``'s clusters when given, ``env`` added; a drain's quiet window of ``quiet_s`` seconds unless the arguments
@@ -153,7 +178,7 @@ def run_cli(*args: str, bed=None, env: dict | None = None, timeout: float = 600,
         argv = ["--source-bootstrap", bed.source_bootstrap, "--target-bootstrap", bed.target_bootstrap, *argv]
     cmd = next((i for i, a in enumerate(argv) if a in QUIET_COMMANDS), None)
     if quiet_s is not None and cmd is not None and "--drain-quiet-seconds" not in argv:
-        argv[cmd + 1:cmd + 1] = ["--drain-quiet-seconds", str(quiet_s)]
+        argv[cmd + 1 : cmd + 1] = ["--drain-quiet-seconds", str(quiet_s)]
     full = [sys.executable, "-m", "mm2_failover", *argv]
     if popen:
         return subprocess.Popen(full, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

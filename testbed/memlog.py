@@ -37,8 +37,12 @@ class Partition:
 class MemoryLog:
     """A :class:`~mm2_failover.evidence.RecordSource` over in-memory partitions."""
 
-    def __init__(self, name: str, partitions: dict[tuple[str, int], Partition],
-                 fail: Callable[[tuple[str, int], int, int], bool] | None = None):
+    def __init__(
+        self,
+        name: str,
+        partitions: dict[tuple[str, int], Partition],
+        fail: Callable[[tuple[str, int], int, int], bool] | None = None,
+    ):
         self.name = name
         self.partitions = partitions
         self.fail = fail or (lambda tp, lo, hi: False)
@@ -65,9 +69,16 @@ class MemoryLog:
                 elif self.fail(tp, lo, hi):
                     read = ev.Read(lo, hi, ev.FAILED, why="broker error")
                 else:
-                    read = ev.Read(lo, hi, ev.COMPLETE, tuple(
-                        ev.Rec(o, part.entries[o][1]) for o in range(lo, min(hi, part.end))
-                        if part.entries[o][0] == DATA))
+                    read = ev.Read(
+                        lo,
+                        hi,
+                        ev.COMPLETE,
+                        tuple(
+                            ev.Rec(o, part.entries[o][1])
+                            for o in range(lo, min(hi, part.end))
+                            if part.entries[o][0] == DATA
+                        ),
+                    )
                 self.reads.append((tp, lo, hi, read.status))
                 out[(tp, lo, hi)] = read
         return out

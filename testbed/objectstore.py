@@ -49,9 +49,13 @@ class ObjectStore:
     @property
     def env(self) -> dict[str, str]:
         """The standard AWS variables every client here reads (botocore, so s3fs; the pipeline's processes)."""
-        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": IDENTITY,
-                "AWS_SECRET_ACCESS_KEY": CREDENTIAL, "AWS_DEFAULT_REGION": "us-east-1",
-                "AWS_EC2_METADATA_DISABLED": "true"}
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": IDENTITY,
+            "AWS_SECRET_ACCESS_KEY": CREDENTIAL,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
 
     def use(self, monkeypatch) -> None:
         """Point this process's clients at this store (the AWS variables, through ``monkeypatch``), dropping the
@@ -66,12 +70,14 @@ class ObjectStore:
     def filesystem(self):
         import s3fs
 
-        return s3fs.S3FileSystem(key=IDENTITY, secret=CREDENTIAL, client_kwargs={"endpoint_url": self.endpoint},
-                                 skip_instance_cache=True)
+        return s3fs.S3FileSystem(
+            key=IDENTITY, secret=CREDENTIAL, client_kwargs={"endpoint_url": self.endpoint}, skip_instance_cache=True
+        )
 
     @classmethod
-    def start(cls, run_dir: Path, bucket: str | None = None, port: int | None = None,
-              timeout: float = 60.0) -> "ObjectStore":
+    def start(
+        cls, run_dir: Path, bucket: str | None = None, port: int | None = None, timeout: float = 60.0
+    ) -> "ObjectStore":
         """A store on its own port with a bucket of its own (default ``mm2-failover-<8 hex>``): a Spark Connect
         server shared by a worker's tests keeps one S3A filesystem per bucket, made with the endpoint of the first
         session that used it (Hadoop's FileSystem cache), so two stores of one server must not share a bucket name
@@ -87,19 +93,38 @@ class ObjectStore:
         data.mkdir(exist_ok=True)
         port = port or free_port()
         props = run_dir / "s3proxy.properties"
-        props.write_text("\n".join([
-            f"s3proxy.endpoint=http://127.0.0.1:{port}",
-            "s3proxy.authorization=aws-v2-or-v4",
-            f"s3proxy.identity={IDENTITY}",
-            f"s3proxy.credential={CREDENTIAL}",
-            "jclouds.provider=filesystem-nio2",
-            f"jclouds.filesystem.basedir={data}",
-            ""]))
+        props.write_text(
+            "\n".join(
+                [
+                    f"s3proxy.endpoint=http://127.0.0.1:{port}",
+                    "s3proxy.authorization=aws-v2-or-v4",
+                    f"s3proxy.identity={IDENTITY}",
+                    f"s3proxy.credential={CREDENTIAL}",
+                    "jclouds.provider=filesystem-nio2",
+                    f"jclouds.filesystem.basedir={data}",
+                    "",
+                ]
+            )
+        )
         log = run_dir / "s3proxy.log"
         with open(log, "ab") as out:
-            proc = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", *quick_jit(),  # as the bed's
-                                     "-cp", str(jars[-1]), MAIN_CLASS, "--properties", str(props)],
-                                    stdout=out, stderr=subprocess.STDOUT, cwd=run_dir, start_new_session=True)
+            proc = subprocess.Popen(
+                [
+                    "java",
+                    "-Xmx256m",
+                    "-XX:+UseSerialGC",
+                    *quick_jit(),  # as the bed's
+                    "-cp",
+                    str(jars[-1]),
+                    MAIN_CLASS,
+                    "--properties",
+                    str(props),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=run_dir,
+                start_new_session=True,
+            )
         store = cls(proc, port, bucket, data, log)
         deadline = time.monotonic() + timeout
         while True:
@@ -111,8 +136,9 @@ class ObjectStore:
             except OSError:
                 if time.monotonic() > deadline:
                     store.stop()
-                    raise RuntimeError(f"S3Proxy did not listen on 127.0.0.1:{port} within {timeout:.0f} s; see {log}") \
-                        from None
+                    raise RuntimeError(
+                        f"S3Proxy did not listen on 127.0.0.1:{port} within {timeout:.0f} s; see {log}"
+                    ) from None
                 time.sleep(0.2)
         fs = store.filesystem()
         try:

@@ -30,8 +30,16 @@ def index_of(value: bytes) -> int:
     return int(value.decode().rsplit("|", 1)[1])
 
 
-def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, start: int = 0,
-            batches: int = 1, pause_s: float = 0.0, conf: dict | None = None) -> None:
+def produce(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    per_partition: int,
+    start: int = 0,
+    batches: int = 1,
+    pause_s: float = 0.0,
+    conf: dict | None = None,
+) -> None:
     """Produce ``per_partition`` numbered records to every partition, in ``batches`` bursts."""
     from confluent_kafka import Producer
 
@@ -53,14 +61,23 @@ def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, sta
         raise RuntimeError(f"could not deliver all records to {topic} at {bootstrap}")
 
 
-def consume_and_commit(bootstrap: str, group: str, topic: str, upto: dict[int, int], timeout: float = 60.0) -> dict[int, int]:
+def consume_and_commit(
+    bootstrap: str, group: str, topic: str, upto: dict[int, int], timeout: float = 60.0
+) -> dict[int, int]:
     """Run a real subscribed consumer in ``group`` until it has consumed records ``[0, upto[p])`` of every
     partition, commit exactly those positions, and leave the group. Returns the payload index of the last
     record consumed per partition."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "log_level": 3})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 3,
+        }
+    )
     last: dict[int, int] = {}
     pos: dict[int, int] = {p: 0 for p in upto}
     try:
@@ -85,8 +102,9 @@ def consume_and_commit(bootstrap: str, group: str, topic: str, upto: dict[int, i
     return last
 
 
-def read_checkpoints(target: Cluster, checkpoints_topic: str, times: dict | None = None
-                     ) -> dict[cpf.CheckpointKey, cpf.Checkpoint]:
+def read_checkpoints(
+    target: Cluster, checkpoints_topic: str, times: dict | None = None
+) -> dict[cpf.CheckpointKey, cpf.Checkpoint]:
     """Latest checkpoint per key, read with the Python decoder (small topics: tests, the demo's waits).
     Records that are not checkpoints are skipped here (the pipeline's Spark job quarantines them). ``times``, when
     given, gets each latest checkpoint's record timestamp (ms), as the Spark job keeps it."""
@@ -119,8 +137,7 @@ class Prepared:
 
 
 @contextlib.contextmanager
-def producing(bootstrap: str, topic: str, start: int, until=lambda: False, most_s: float = 60.0,
-              every_s: float = 0.3):
+def producing(bootstrap: str, topic: str, start: int, until=lambda: False, most_s: float = 60.0, every_s: float = 0.3):
     """Inside the ``with`` block, a producer writes one numbered record to partition 0 of ``topic`` every
     ``every_s`` seconds (from index ``start``), until the block ends, ``until()`` is true or ``most_s`` passed."""
     stop = threading.Event()
@@ -164,16 +181,27 @@ def wait_replicated(source: Cluster, target: Cluster, topic: str, replica: str, 
     return wait_for(caught_up, timeout, f"{replica} on the target to catch up with {topic}")
 
 
-def wait_checkpointed(target: Cluster, checkpoints_topic: str, group: str, replica: str, partitions: int,
-                      timeout: float = 60.0, settle_s: float = 3.0) -> dict[int, cpf.Checkpoint]:
+def wait_checkpointed(
+    target: Cluster,
+    checkpoints_topic: str,
+    group: str,
+    replica: str,
+    partitions: int,
+    timeout: float = 60.0,
+    settle_s: float = 3.0,
+) -> dict[int, cpf.Checkpoint]:
     """Wait until MM2 has written a checkpoint of ``group`` for every replica partition, and then until
     no new checkpoint for the group has arrived for ``settle_s`` (MM2 does not re-emit unchanged ones)."""
-    return wait_checkpointed_groups(target, checkpoints_topic, {group: (replica, partitions)}, timeout,
-                                    settle_s)[group]
+    return wait_checkpointed_groups(target, checkpoints_topic, {group: (replica, partitions)}, timeout, settle_s)[group]
 
 
-def wait_checkpointed_groups(target: Cluster, checkpoints_topic: str, wanted: dict[str, tuple[str, int]],
-                             timeout: float = 60.0, settle_s: float = 3.0) -> dict[str, dict[int, cpf.Checkpoint]]:
+def wait_checkpointed_groups(
+    target: Cluster,
+    checkpoints_topic: str,
+    wanted: dict[str, tuple[str, int]],
+    timeout: float = 60.0,
+    settle_s: float = 3.0,
+) -> dict[str, dict[int, cpf.Checkpoint]]:
     """``wait_checkpointed`` for several groups at once (group -> (replica topic, partitions)): one read of the
     checkpoints topic per poll and one settle window for all of them, not one per group."""
 
@@ -185,8 +213,11 @@ def wait_checkpointed_groups(target: Cluster, checkpoints_topic: str, wanted: di
                 out[k.group][k.partition] = v
         return out
 
-    wait_for(lambda: all(len(m) == wanted[g][1] for g, m in mine().items()), timeout,
-             f"checkpoints of {sorted(wanted)} for all partitions of {sorted({r for r, _ in wanted.values()})}")
+    wait_for(
+        lambda: all(len(m) == wanted[g][1] for g, m in mine().items()),
+        timeout,
+        f"checkpoints of {sorted(wanted)} for all partitions of {sorted({r for r, _ in wanted.values()})}",
+    )
     last = mine()
     stable_since = time.monotonic()
     while time.monotonic() - stable_since < settle_s:
@@ -197,10 +228,20 @@ def wait_checkpointed_groups(target: Cluster, checkpoints_topic: str, wanted: di
     return last
 
 
-def prepare(source_bootstrap: str, target_bootstrap: str, source_alias: str = "primary", group: str = "orders-app",
-            topic: str = "orders", partitions: int = 3, produced: int = 100,
-            consumed_upto: dict[int, int] | None = None, batches: int = 5, pause_s: float = 0.3,
-            replica: str | None = None, separator: str = ".") -> Prepared:
+def prepare(
+    source_bootstrap: str,
+    target_bootstrap: str,
+    source_alias: str = "primary",
+    group: str = "orders-app",
+    topic: str = "orders",
+    partitions: int = 3,
+    produced: int = 100,
+    consumed_upto: dict[int, int] | None = None,
+    batches: int = 5,
+    pause_s: float = 0.3,
+    replica: str | None = None,
+    separator: str = ".",
+) -> Prepared:
     """Create ``topic``, produce, consume part of it in ``group``, and wait for MM2 (replica + checkpoints).
     ``replica``: the replica topic's name when MM2 does not use the default policy."""
     source = Cluster({"bootstrap.servers": source_bootstrap}, "source")
@@ -212,23 +253,38 @@ def prepare(source_bootstrap: str, target_bootstrap: str, source_alias: str = "p
     last = consume_and_commit(source_bootstrap, group, topic, consumed_upto)
     wait_replicated(source, target, topic, replica)
     cps = wait_checkpointed(target, checkpoints_topic(source_alias, separator), group, replica, partitions)
-    log.info("scenario ready: %s consumed %s of %d records per partition; checkpoints %s", group, consumed_upto,
-             produced, {p: (c.upstream_offset, c.downstream_offset) for p, c in sorted(cps.items())})
+    log.info(
+        "scenario ready: %s consumed %s of %d records per partition; checkpoints %s",
+        group,
+        consumed_upto,
+        produced,
+        {p: (c.upstream_offset, c.downstream_offset) for p, c in sorted(cps.items())},
+    )
     return Prepared(group, topic, replica, partitions, produced, consumed_upto, last, cps)
 
 
-def first_records_on_target(target_bootstrap: str, group: str, replica: str, partitions: int,
-                            timeout: float = 60.0) -> dict[int, int | None]:
+def first_records_on_target(
+    target_bootstrap: str, group: str, replica: str, partitions: int, timeout: float = 60.0
+) -> dict[int, int | None]:
     """Join ``group`` on the target and return the payload index of the first record received per partition
     (where the group resumes); None for a partition whose commit is already at the log end (nothing left to
     read). Does not commit."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": target_bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "log_level": 3})
+    c = Consumer(
+        {
+            "bootstrap.servers": target_bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 3,
+        }
+    )
     first: dict[int, int | None] = {}
     try:
-        committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition(replica, p) for p in range(partitions)], 15)}
+        committed = {
+            tp.partition: tp.offset for tp in c.committed([TopicPartition(replica, p) for p in range(partitions)], 15)
+        }
         for p in range(partitions):
             _low, high = c.get_watermark_offsets(TopicPartition(replica, p), 15)
             if committed.get(p, -1) >= high:
@@ -271,23 +327,36 @@ def compare(prep: Prepared, target_committed: dict[TP, int], first: dict[int, in
         cp = prep.checkpoints.get(p)
         if f is None and target_committed.get((prep.replica_topic, p)) is not None:
             f = target_committed[(prep.replica_topic, p)]  # at the log end: resumes with the next record produced
-        out.append(Outcome(prep.group, p, nxt, target_committed.get((prep.replica_topic, p)),
-                           cp.downstream_offset if cp else None, f,
-                           max(0, nxt - f) if f is not None else 0, max(0, f - nxt) if f is not None else 0))
+        out.append(
+            Outcome(
+                prep.group,
+                p,
+                nxt,
+                target_committed.get((prep.replica_topic, p)),
+                cp.downstream_offset if cp else None,
+                f,
+                max(0, nxt - f) if f is not None else 0,
+                max(0, f - nxt) if f is not None else 0,
+            )
+        )
     return out
 
 
 def render_outcomes(rows: list[Outcome]) -> str:
     """The outcome per partition, with what MM2's checkpoint alone would have given (its downstream offset, and the
     records the group would then have read again)."""
-    head = (f"{'group':<14} {'partition':>9} {'source committed':>16} {'target committed':>16} {'re-read':>8} "
-            f"{'lost':>5} {'MM2 checkpoint':>14} {'its re-read':>11}")
+    head = (
+        f"{'group':<14} {'partition':>9} {'source committed':>16} {'target committed':>16} {'re-read':>8} "
+        f"{'lost':>5} {'MM2 checkpoint':>14} {'its re-read':>11}"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         cp = r.checkpoint_downstream
         cp_reread = "" if cp is None else str(max(0, r.source_committed - cp))
-        lines.append(f"{r.group:<14} {r.partition:>9} {r.source_committed:>16} {str(r.target_committed):>16} "
-                     f"{r.re_read:>8} {r.lost:>5} {str(cp):>14} {cp_reread:>11}")
+        lines.append(
+            f"{r.group:<14} {r.partition:>9} {r.source_committed:>16} {str(r.target_committed):>16} "
+            f"{r.re_read:>8} {r.lost:>5} {str(cp):>14} {cp_reread:>11}"
+        )
     return "\n".join(lines)
 
 
@@ -301,11 +370,27 @@ def write_latest(art: RunFolder, checkpoints, alias: str = "primary", times: dic
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = [{"source_alias": alias, "group": c.group, "topic": c.topic, "partition": c.partition,
-             "upstream_offset": c.upstream_offset, "downstream_offset": c.downstream_offset, "metadata": c.metadata}
-            for c in checkpoints]
-    schema = [("source_alias", pa.string()), ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
-              ("upstream_offset", pa.int64()), ("downstream_offset", pa.int64()), ("metadata", pa.string())]
+    rows = [
+        {
+            "source_alias": alias,
+            "group": c.group,
+            "topic": c.topic,
+            "partition": c.partition,
+            "upstream_offset": c.upstream_offset,
+            "downstream_offset": c.downstream_offset,
+            "metadata": c.metadata,
+        }
+        for c in checkpoints
+    ]
+    schema = [
+        ("source_alias", pa.string()),
+        ("group", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("upstream_offset", pa.int64()),
+        ("downstream_offset", pa.int64()),
+        ("metadata", pa.string()),
+    ]
     if times is not None:
         schema.append(("checkpoint_timestamp", pa.timestamp("us", tz="UTC")))
         for r, c in zip(rows, checkpoints):
@@ -314,6 +399,16 @@ def write_latest(art: RunFolder, checkpoints, alias: str = "primary", times: dic
     art.checkpoints.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema(schema)), str(art.checkpoints / "part-0.parquet"))
     # and the job's summary, written last (without it the answers count as a killed job's, never read)
-    art.save(CHECKPOINTS_SUMMARY, {"output": str(art.checkpoints), "records_read": len(rows), "checkpoints": len(rows),
-                                   "groups": len({(r["source_alias"], r["group"]) for r in rows}), "tombstones": 0,
-                                   "quarantined": 0, "quarantined_by_reason": {}, "regressions": 0})
+    art.save(
+        CHECKPOINTS_SUMMARY,
+        {
+            "output": str(art.checkpoints),
+            "records_read": len(rows),
+            "checkpoints": len(rows),
+            "groups": len({(r["source_alias"], r["group"]) for r in rows}),
+            "tombstones": 0,
+            "quarantined": 0,
+            "quarantined_by_reason": {},
+            "regressions": 0,
+        },
+    )

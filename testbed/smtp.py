@@ -29,6 +29,17 @@ def smtp_server():
 
 def smtp_conn(port: int, from_email: str = "mm2-failover@localhost", timeout: int = 10) -> str:
     """``AIRFLOW_CONN_SMTP_DEFAULT`` for a plain SMTP server on loopback (no TLS, no login, no retry)."""
-    return json.dumps({"conn_type": "smtp", "host": "127.0.0.1", "port": port,
-                       "extra": {"disable_tls": True, "disable_ssl": True, "retry_limit": 0, "from_email": from_email,
-                                 "timeout": timeout}})
+    return json.dumps(
+        {
+            "conn_type": "smtp",
+            "host": "127.0.0.1",
+            "port": port,
+            "extra": {
+                "disable_tls": True,
+                "disable_ssl": True,
+                "retry_limit": 0,
+                "from_email": from_email,
+                "timeout": timeout,
+            },
+        }
+    )

@@ -30,8 +30,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from testbed.bed import (BedError, Process, StartedInContext, _install_sigterm, free_port, run_until_interrupted,
-                              tail)
+from testbed.bed import BedError, Process, StartedInContext, _install_sigterm, free_port, run_until_interrupted, tail
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +54,15 @@ def spark_home() -> Path:
 class SparkCluster(StartedInContext):
     """One standalone master and one worker on loopback."""
 
-    def __init__(self, run_dir: Path | str, cores: int = 1, memory: str = "1g", executor_memory: str = "512m",
-                 daemon_memory: str = "512m", timeout: float = 120.0):
+    def __init__(
+        self,
+        run_dir: Path | str,
+        cores: int = 1,
+        memory: str = "1g",
+        executor_memory: str = "512m",
+        daemon_memory: str = "512m",
+        timeout: float = 120.0,
+    ):
         self.run_dir = Path(run_dir)
         self.work_dir = self.run_dir / "work"
         self.cores, self.memory, self.executor_memory = cores, memory, executor_memory
@@ -95,8 +101,13 @@ class SparkCluster(StartedInContext):
             return json.loads(r.read().decode())
 
     def info(self) -> dict:
-        return {"master_url": self.master_url, "webui": self.webui_url, "work_dir": str(self.work_dir),
-                "master_log": str(self.run_dir / "master.log"), "worker_log": str(self.run_dir / "worker.log")}
+        return {
+            "master_url": self.master_url,
+            "webui": self.webui_url,
+            "work_dir": str(self.work_dir),
+            "master_log": str(self.run_dir / "master.log"),
+            "worker_log": str(self.run_dir / "worker.log"),
+        }
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
@@ -135,9 +146,18 @@ class SparkCluster(StartedInContext):
         self._t0 = time.monotonic()
         self.master = Process(
             "Spark master",
-            [self._spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-             "--port", str(self.port), "--webui-port", str(self.webui_port)],
-            self.run_dir / "master.log")
+            [
+                self._spark_class(),
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--webui-port",
+                str(self.webui_port),
+            ],
+            self.run_dir / "master.log",
+        )
         self.master.start(self.env())
         return self
 
@@ -147,18 +167,35 @@ class SparkCluster(StartedInContext):
             self.launch()
         if self.worker is not None and self.worker.alive and self.alive_workers():
             return self
-        self._wait(lambda: (self._json_or_none() or {}).get("status") == "ALIVE", self.master,
-                   "did not answer GET /json/ with status ALIVE")
-        log.info("Spark master ready in %.1fs: %s (web UI %s)", time.monotonic() - self._t0, self.master_url,
-                 self.webui_url)
+        self._wait(
+            lambda: (self._json_or_none() or {}).get("status") == "ALIVE",
+            self.master,
+            "did not answer GET /json/ with status ALIVE",
+        )
+        log.info(
+            "Spark master ready in %.1fs: %s (web UI %s)", time.monotonic() - self._t0, self.master_url, self.webui_url
+        )
         t1 = time.monotonic()
         # started once the master answers: a worker that cannot register retries only after 5-15 s
         self.worker = Process(
             "Spark worker",
-            [self._spark_class(), "org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1",
-             "--cores", str(self.cores), "--memory", self.memory, "--work-dir", str(self.work_dir),
-             "--webui-port", str(self.worker_webui_port)],
-            self.run_dir / "worker.log")
+            [
+                self._spark_class(),
+                "org.apache.spark.deploy.worker.Worker",
+                self.master_url,
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                str(self.cores),
+                "--memory",
+                self.memory,
+                "--work-dir",
+                str(self.work_dir),
+                "--webui-port",
+                str(self.worker_webui_port),
+            ],
+            self.run_dir / "worker.log",
+        )
         self.worker.start(self.env())
         self._wait(lambda: len(self.alive_workers()) == 1, self.worker, "did not register with the master as ALIVE")
         log.info("Spark worker ready in %.1fs (%d core, %s)", time.monotonic() - t1, self.cores, self.memory)
@@ -188,7 +225,9 @@ class SparkCluster(StartedInContext):
     def completed_app(self, name: str = APP_NAME, after: set[str] | None = None) -> dict | None:
         """The newest completed application called ``name`` whose id is not in ``after``."""
         doc = self._json_or_none() or {}
-        apps = [a for a in doc.get("completedapps", []) if a.get("name") == name and a.get("id") not in (after or set())]
+        apps = [
+            a for a in doc.get("completedapps", []) if a.get("name") == name and a.get("id") not in (after or set())
+        ]
         return max(apps, key=lambda a: a.get("starttime", 0)) if apps else None
 
     def wait_completed_app(self, name: str = APP_NAME, after: set[str] | None = None, timeout: float = 60.0) -> dict:
@@ -200,8 +239,10 @@ class SparkCluster(StartedInContext):
             if app:
                 return app
             if time.monotonic() > deadline:
-                raise TimeoutError(f"no completed application {name!r} on {self.webui_url} within {timeout:.0f}s: "
-                                   f"{json.dumps(self._json_or_none(), default=str)[:2000]}")
+                raise TimeoutError(
+                    f"no completed application {name!r} on {self.webui_url} within {timeout:.0f}s: "
+                    f"{json.dumps(self._json_or_none(), default=str)[:2000]}"
+                )
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
 
@@ -244,8 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m testbed.spark_cluster", description=main.__doc__)
-    ap.add_argument("--run-dir", type=Path, default=Path(__file__).resolve().parents[2] / "var" / "spark-cluster"
-                    / time.strftime("%Y%m%d-%H%M%S"))
+    ap.add_argument(
+        "--run-dir",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / "var" / "spark-cluster" / time.strftime("%Y%m%d-%H%M%S"),
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     from testbed.localenv import spark_conn

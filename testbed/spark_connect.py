@@ -41,8 +41,15 @@ class SparkConnectServer:
         return f"sc://127.0.0.1:{self.port}"
 
     @classmethod
-    def start(cls, run_dir: Path, port: int, master: str = "local[2]", timeout: float = 120.0,
-              driver_memory: str = "1g", java_options: str = "") -> "SparkConnectServer":
+    def start(
+        cls,
+        run_dir: Path,
+        port: int,
+        master: str = "local[2]",
+        timeout: float = 120.0,
+        driver_memory: str = "1g",
+        java_options: str = "",
+    ) -> "SparkConnectServer":
         """``java_options``: the server JVM's (e.g. :data:`testbed.localenv.QUICK_JVM_OPTIONS` for the test suite's
         small jobs: measured, its start and warm-up took 21.9 CPU-s against 45.8, a second warm-up 7.5 against 14.8;
         the benchmarks keep the JIT's second tier, as a deployment does)."""
@@ -50,18 +57,40 @@ class SparkConnectServer:
 
         run_dir.mkdir(parents=True, exist_ok=True)
         log = run_dir / "spark-connect.log"
-        cmd = [str(Path(sys.executable).with_name("spark-submit")), *(["--driver-java-options", java_options]
-                                                                      if java_options else []),
-               "--class", SERVER_CLASS, "--master", master,
-               "--name", "mm2-failover-spark-connect", "--driver-memory", driver_memory,
-               "--jars", ",".join(spark_jars(s3a=True)),  # and S3A: a run folder in S3 is written through it
-               "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-               "--conf", f"spark.connect.grpc.binding.port={port}",
-               "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-               "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
-               "--conf", "spark.redaction.regex=(?i)secret|password|token|access[.]?key|jaas|sasl|keystore|truststore"]
-        env = {**os.environ, "SPARK_HOME": spark_home(), "SPARK_LOCAL_IP": "127.0.0.1",
-               "PYSPARK_PYTHON": sys.executable}
+        cmd = [
+            str(Path(sys.executable).with_name("spark-submit")),
+            *(["--driver-java-options", java_options] if java_options else []),
+            "--class",
+            SERVER_CLASS,
+            "--master",
+            master,
+            "--name",
+            "mm2-failover-spark-connect",
+            "--driver-memory",
+            driver_memory,
+            "--jars",
+            ",".join(spark_jars(s3a=True)),  # and S3A: a run folder in S3 is written through it
+            "--conf",
+            "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf",
+            f"spark.connect.grpc.binding.port={port}",
+            "--conf",
+            "spark.driver.host=127.0.0.1",
+            "--conf",
+            "spark.driver.bindAddress=127.0.0.1",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.sql.shuffle.partitions=4",
+            "--conf",
+            "spark.redaction.regex=(?i)secret|password|token|access[.]?key|jaas|sasl|keystore|truststore",
+        ]
+        env = {
+            **os.environ,
+            "SPARK_HOME": spark_home(),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+        }
         t0 = time.monotonic()
         with open(log, "ab") as out:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -93,19 +122,28 @@ class SparkConnectServer:
         t0 = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS_DIR), env.get("PYTHONPATH")]))
-        p = subprocess.run([sys.executable, "-m", "mm2_failover.jobs.warm_up", self.url], env=env,
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [sys.executable, "-m", "mm2_failover.jobs.warm_up", self.url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if p.returncode:
             raise RuntimeError(f"the Spark Connect warm-up failed: {p.stderr[-2000:]}")
-        self.warmup_steps = next((json.loads(x.split(" ", 1)[1]) for x in p.stdout.splitlines()
-                                  if x.startswith("WARM_UP ")), {})
+        self.warmup_steps = next(
+            (json.loads(x.split(" ", 1)[1]) for x in p.stdout.splitlines() if x.startswith("WARM_UP ")), {}
+        )
         self.warmup_seconds = round(time.monotonic() - t0, 2)
 
     def memory(self) -> dict:
         """The server JVM's resident memory (kB), from /proc."""
         try:
-            status = dict(line.split(":", 1) for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines()
-                          if ":" in line)
+            status = dict(
+                line.split(":", 1)
+                for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines()
+                if ":" in line
+            )
             return {k: status[k].strip() for k in ("VmRSS", "VmHWM") if k in status}
         except OSError:
             return {}

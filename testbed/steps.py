@@ -27,7 +27,10 @@ class StepRun:
 
     def snapshot_and_checkpoints(self, **kw):
         snap = capture_snapshot(self.ctx(**kw))
-        cps = [c for k, c in scenario.read_checkpoints(self.target, self.bed.checkpoints_topic).items()
-               if k.group in self.groups]
+        cps = [
+            c
+            for k, c in scenario.read_checkpoints(self.target, self.bed.checkpoints_topic).items()
+            if k.group in self.groups
+        ]
         write_latest(self.art, cps)
         return snap

@@ -51,8 +51,9 @@ class World:
         retention unread) that has a copy on the replica - must still be readable from there, content for content
         (a consumer sees contents: a content twin's copy delivers the same record)."""
         visible = {d: s for d, s in self.copy_of.items() if d >= self.target.start}
-        need = Counter(self.source.entries[s][1] for s in set(visible.values())
-                       if s >= u and self.source.entries[s][0] == DATA)
+        need = Counter(
+            self.source.entries[s][1] for s in set(visible.values()) if s >= u and self.source.entries[s][0] == DATA
+        )
         if not need:
             return self.target.end
         have: Counter = Counter()
@@ -67,8 +68,9 @@ class World:
 def _skips_more(self, u: int, answer: int, baseline: int) -> bool:
     """Whether resuming at ``answer`` loses a record (content) that resuming at ``baseline`` keeps."""
     visible = {d: s for d, s in self.copy_of.items() if d >= self.target.start}
-    need = Counter(self.source.entries[s][1] for s in set(visible.values())
-                   if s >= u and self.source.entries[s][0] == DATA)
+    need = Counter(
+        self.source.entries[s][1] for s in set(visible.values()) if s >= u and self.source.entries[s][0] == DATA
+    )
 
     def kept(frm: int) -> Counter:
         return Counter(self.target.entries[d][1] for d in visible if d >= frm)
@@ -87,8 +89,13 @@ def _lost_behind_a_sync(self, u: int, answer: int) -> list[int]:
     visible = {d: s for d, s in self.copy_of.items() if d >= self.target.start}
     have = {self.target.entries[d][1] for d in visible if d >= answer}
     reach = max((s for s, d in self.syncs if d < answer), default=-1)
-    return sorted({s for d, s in visible.items() if u <= s <= reach and self.source.entries[s][0] == DATA
-                   and self.target.entries[d][1] not in have})
+    return sorted(
+        {
+            s
+            for d, s in visible.items()
+            if u <= s <= reach and self.source.entries[s][0] == DATA and self.target.entries[d][1] not in have
+        }
+    )
 
 
 World.lost_behind_a_sync = _lost_behind_a_sync
@@ -103,8 +110,11 @@ def _reads_in_order(self, u: int, answer: int) -> bool:
     visible = {d: s for d, s in self.copy_of.items() if d >= self.target.start}
     copied = set(visible.values())
     read = iter(self.target.entries[d][1] for d in sorted(visible) if d >= answer)
-    return all(any(c == want for c in read) for s, (k, want) in enumerate(self.source.entries)
-               if s >= u and k == DATA and s in copied)
+    return all(
+        any(c == want for c in read)
+        for s, (k, want) in enumerate(self.source.entries)
+        if s >= u and k == DATA and s in copied
+    )
 
 
 World.reads_in_order = _reads_in_order
@@ -152,8 +162,9 @@ def world(seed: int) -> World:
         src_txn = rnd.randint(2, 5)
         phase = rnd.randrange(src_txn + 1)
         kinds = [MARKER if (i + phase) % (src_txn + 1) == src_txn else DATA for i in range(n)]
-    twin_rate = rnd.choice([0, 0, 0.2]) if shape is None else {RECOPIED: 0, RETRIES: 0.4, PERMUTED: 0.1,
-                                                                UNSYNCED: 0}[shape]
+    twin_rate = (
+        rnd.choice([0, 0, 0.2]) if shape is None else {RECOPIED: 0, RETRIES: 0.4, PERMUTED: 0.1, UNSYNCED: 0}[shape]
+    )
     contents: list[object] = []
     for s in range(n):
         earlier = [contents[i] for i in range(max(0, s - 3), s) if kinds[i] == DATA]
@@ -179,14 +190,17 @@ def world(seed: int) -> World:
     target = Partition()
     copy_of: dict[int, int] = {}
     syncs: list[tuple[int, int]] = []
-    lag_max = rnd.choice([0, 2, 5, 100]) if shape is None else rnd.choice(
-        {RECOPIED: [0, 2], RETRIES: [5, 100], PERMUTED: [100], UNSYNCED: [0, 2, 6, 12]}[shape])
+    lag_max = (
+        rnd.choice([0, 2, 5, 100])
+        if shape is None
+        else rnd.choice({RECOPIED: [0, 2], RETRIES: [5, 100], PERMUTED: [100], UNSYNCED: [0, 2, 6, 12]}[shape])
+    )
     restarts = rnd.randint(0, 2) if shape is None else rnd.randint(1, 3) if shape == UNSYNCED else rnd.randint(1, 2)
     floor_ = 0  # UNSYNCED: MM2's committed progress never goes back, so no restart starts below an earlier one's start
     recopied_ranges: list[tuple[int, int]] = []  # (restart, where the history before it stopped)
     unsynced_below = None  # UNSYNCED: the restarted history writes no sync below this upstream offset
     hidden: list[tuple[int, int]] = []  # UNSYNCED: (restart, the earlier history's last sync below unsynced_below)
-    s, fresh, last_sync_d = 0, True, -10**9
+    s, fresh, last_sync_d = 0, True, -(10**9)
     txn: list[tuple[int, int]] = []  # EOS: (source, target) of the open transaction's copies
     txn_size = rnd.randint(1, 5) if shape != RETRIES else src_txn  # RETRIES: MM2 commits as many copies
     committed_to = 0
@@ -201,7 +215,7 @@ def world(seed: int) -> World:
 
     def restart_now() -> bool:
         if shape == PERMUTED:  # right after copying a record's third write (a record retried twice)
-            third = kinds[s - 1] in copied and contents[:s - 1].count(contents[s - 1]) >= 2
+            third = kinds[s - 1] in copied and contents[: s - 1].count(contents[s - 1]) >= 2
             return rnd.random() < (0.6 if third else 0.01)
         return rnd.random() < (0.06 if shape is None else 0.1)
 
@@ -262,7 +276,7 @@ def world(seed: int) -> World:
         target.start = rnd.randint(0, max(0, target.end // 3))
     archived, every_sync = len(syncs), list(syncs)
     if syncs and rnd.random() < 0.2 and shape not in (RECOPIED, UNSYNCED):
-        syncs = syncs[:rnd.randint(1, len(syncs))]  # the archive ends before the newest syncs
+        syncs = syncs[: rnd.randint(1, len(syncs))]  # the archive ends before the newest syncs
     drained = (n, target.end) if reachable and known_drained else None
     positions = {rnd.randint(0, n) for _ in range(rnd.randint(1, 6))}
     if shape == RECOPIED:  # groups inside the re-copied ranges
@@ -271,19 +285,35 @@ def world(seed: int) -> World:
         for restart, last, first, below in hidden:
             top = min(below, n)
             positions |= {rnd.randint(restart, last), last, rnd.randint(last, top), rnd.randint(top, n)}
-            if first >= len(every_sync) and drained is None:  # the known limit (docs/architecture.md): no sync of the restart
-                positions = {p for p in positions  # and no drained ends - nothing shows it: no group there
-                             if not restart <= next((i for i in range(p, n) if kinds[i] == DATA), n)}
+            if (
+                first >= len(every_sync) and drained is None
+            ):  # the known limit (docs/architecture.md): no sync of the restart
+                positions = {
+                    p
+                    for p in positions  # and no drained ends - nothing shows it: no group there
+                    if not restart <= next((i for i in range(p, n) if kinds[i] == DATA), n)
+                }
     elif shape is not None:  # groups at a retried record's first write, or just before it
-        retried = [i for i in range(n) if contents[i + 1:].count(contents[i]) >= (2 if shape == PERMUTED else 1)]
-        positions |= {max(0, rnd.choice(retried) - rnd.randint(0, shape == RETRIES)) for _ in range(3)} if retried \
-            else set()
-    reads = (rnd.choice([2, 5, 20, 10**6]), rnd.choice([1, 3, 10, 1000]), rnd.choice([0, 0, 0.2])) if shape is None \
-        else (10**6, 1000, 0)  # a shape's evidence is read whole: what the rules make of it is the point
+        retried = [i for i in range(n) if contents[i + 1 :].count(contents[i]) >= (2 if shape == PERMUTED else 1)]
+        positions |= (
+            {max(0, rnd.choice(retried) - rnd.randint(0, shape == RETRIES)) for _ in range(3)} if retried else set()
+        )
+    reads = (
+        (rnd.choice([2, 5, 20, 10**6]), rnd.choice([1, 3, 10, 1000]), rnd.choice([0, 0, 0.2]))
+        if shape is None
+        else (10**6, 1000, 0)
+    )  # a shape's evidence is read whole: what the rules make of it is the point
     w = World(source, target, copy_of, syncs, reachable, drained, sorted(positions), *reads)
-    w.facts = {"twins": twin_rate > 0, "compacted": bool(compacted), "eos": eos, "uncommitted": uncommitted,
-               "recopied": len(set(copy_of.values())) < len(copy_of), "truncated": s < n,
-               "stale_archive": len(syncs) < archived, "shape": shape}
+    w.facts = {
+        "twins": twin_rate > 0,
+        "compacted": bool(compacted),
+        "eos": eos,
+        "uncommitted": uncommitted,
+        "recopied": len(set(copy_of.values())) < len(copy_of),
+        "truncated": s < n,
+        "stale_archive": len(syncs) < archived,
+        "shape": shape,
+    }
     w.mm2_syncs = every_sync
     return w
 
@@ -324,13 +354,23 @@ def violations(seed: int) -> list:
     w = world(seed)
     got = outcomes(w, seed)
     bad = []
-    clean = (w.drained is not None and not any(w.facts[k] for k in ("twins", "compacted", "recopied", "uncommitted"))
-             and w.budget > 10**5 and w.scan > 100 and not w.fail_rate and w.source.start == 0 and w.target.start == 0
-             and len(w.syncs) > 0)
+    clean = (
+        w.drained is not None
+        and not any(w.facts[k] for k in ("twins", "compacted", "recopied", "uncommitted"))
+        and w.budget > 10**5
+        and w.scan > 100
+        and not w.fail_rate
+        and w.source.start == 0
+        and w.target.start == 0
+        and len(w.syncs) > 0
+    )
     # every record a consumer reads on the replica is a copy of one source record, and the archive holds every sync
     # MM2 wrote: an answer called exact (translate.EXACT_RULES: the report's "re-read 0") must be the true limit
-    plain = (w.reachable and not any(w.facts[k] for k in ("twins", "compacted", "eos", "uncommitted", "stale_archive"))
-             and w.target.start == 0)
+    plain = (
+        w.reachable
+        and not any(w.facts[k] for k in ("twins", "compacted", "eos", "uncommitted", "stale_archive"))
+        and w.target.start == 0
+    )
     for u, o in got.items():
         limit = w.limit(u)
         if not w.reachable and o.answer is not None and o.answer[0] > limit:
@@ -389,14 +429,23 @@ def plan_for(w: World, u: int, c: int | None, o: ev.Outcome, archived: int | Non
     key = (GROUP, REP[0], 0)
     try:
         return pm.build_plan(
-            cps, {REP: pm.PartitionBounds(w.target.start, w.target.end)}, {}, {REP[0]: 1},
-            source_commits={GROUP: {("a", REP[0], 0): u}} if w.reachable else
-            None if archived is None else {GROUP: {("a", REP[0], 0): archived}},
+            cps,
+            {REP: pm.PartitionBounds(w.target.start, w.target.end)},
+            {},
+            {REP[0]: 1},
+            source_commits={GROUP: {("a", REP[0], 0): u}}
+            if w.reachable
+            else None
+            if archived is None
+            else {GROUP: {("a", REP[0], 0): archived}},
             exact={key: pm.Proven(resume[0], resume[1], u if w.reachable else c if archived is None else archived)}
-            if resume else None,
+            if resume
+            else None,
             positions_at_least={key: o.position_at_least} if o.position_at_least is not None else None,
-            replica_floors={key: o.replica_start} if o.answer is None and o.position_at_least is None
-            and o.replica_start is not None else None)
+            replica_floors={key: o.replica_start}
+            if o.answer is None and o.position_at_least is None and o.replica_start is not None
+            else None,
+        )
     except pm.PlanError:
         return None
 
@@ -451,8 +500,12 @@ def lost_with_a_reading(w: World, u: int, seed: int, rnd: random.Random) -> Read
     taken = taken.get(GROUP, {}).get(key)
     p = taken.offset if taken is not None else None if last is None else last[0]
     o = None if p is None else outcomes(dataclasses.replace(w, positions=[p]), seed)[p]
-    return Reading(None if last is None else last[0], None if taken is None else taken.offset, o,
-                   r >= moved_last or mm2_looked_last)
+    return Reading(
+        None if last is None else last[0],
+        None if taken is None else taken.offset,
+        o,
+        r >= moved_last or mm2_looked_last,
+    )
 
 
 def reading_violations(w: World, u: int, seed: int, rnd: random.Random) -> list:
@@ -495,15 +548,24 @@ def plan_violations(seed: int) -> list:
             cp = mm2_checkpoint(w, u)
             if cp is not None and cp > limit and not w.skips_more(u, at, cp):
                 limit = at
-        if not w.reachable and at is not None and o.answer is not None and o.answer[1] == tr.ARCHIVE_FLOOR \
-                and w.lost_behind_a_sync(u, at):
+        if (
+            not w.reachable
+            and at is not None
+            and o.answer is not None
+            and o.answer[1] == tr.ARCHIVE_FLOOR
+            and w.lost_behind_a_sync(u, at)
+        ):
             # issue 50 item 7: what the plan commits (MM2's checkpoint included, where it wins) keeps every record an
             # earlier MM2 history copied up to one of its syncs, where the evidence offered a floor that does
             bad.append(("LOST BEHIND A SYNC", u, c, at, w.lost_behind_a_sync(u, at)))
         elif at is not None and at > limit:
             bad.append(("LOST", u, c, at, limit))
-        elif at is None and w.drained is not None and limit < w.target.end and (
-                mm2_checkpoint(w, c) is None or (w.reachable and c is not None and c > u)):
+        elif (
+            at is None
+            and w.drained is not None
+            and limit < w.target.end
+            and (mm2_checkpoint(w, c) is None or (w.reachable and c is not None and c > u))
+        ):
             # issue 50 item 6: a drained group MM2 never checkpointed - or rewound on the source below MM2's
             # checkpoint (plan rule 1b: never the checkpoint) - left without a commit falls to its consumer's
             # auto.offset.reset: with latest (Kafka's default) it skips every record it still had to read

@@ -99,8 +99,9 @@ def _start_connect_server(run_root: Path):
         pool = ThreadPoolExecutor(1, thread_name_prefix="spark-connect-start")
         from testbed.localenv import QUICK_JVM_OPTIONS
 
-        _CONNECT_START["future"] = pool.submit(SparkConnectServer.start, run_root / "spark-connect", free_port(),
-                                               java_options=QUICK_JVM_OPTIONS)  # the suite's jobs are small
+        _CONNECT_START["future"] = pool.submit(
+            SparkConnectServer.start, run_root / "spark-connect", free_port(), java_options=QUICK_JVM_OPTIONS
+        )  # the suite's jobs are small
         pool.shutdown(wait=False)
     return _CONNECT_START["future"]
 
@@ -133,8 +134,13 @@ def bed(run_root, request):
         b.stop()
         raise
     # short-lived Spark JVMs: C1 + serial GC halve each job on 2 cores (localenv.QUICK_JVM_CONF)
-    env = localenv.airflow_env(Path(os.environ["AIRFLOW_HOME"]), b.source_bootstrap, b.target_bootstrap,
-                               artifacts=run_root / "artifacts", spark_conf=localenv.QUICK_JVM_CONF)
+    env = localenv.airflow_env(
+        Path(os.environ["AIRFLOW_HOME"]),
+        b.source_bootstrap,
+        b.target_bootstrap,
+        artifacts=run_root / "artifacts",
+        spark_conf=localenv.QUICK_JVM_CONF,
+    )
     if SPARK_ROUTE == "connect":
         try:
             server = request.getfixturevalue("connect_server")
@@ -156,8 +162,7 @@ def _groups_left_on_the_bed(request):
     took an idle bed from 5.4 to 11.3 CPU-s a minute on this machine, and 3.8 once they were deleted - on 2 cores
     shared by three workers' beds, where the suite is CPU-bound. Groups still in use (a member left) are left as they
     are. Modules without the bed start nothing here."""
-    if not any(i.module is request.module and "bed" in getattr(i, "fixturenames", ())
-               for i in request.session.items):
+    if not any(i.module is request.module and "bed" in getattr(i, "fixturenames", ()) for i in request.session.items):
         yield
         return
     bed = request.getfixturevalue("bed")

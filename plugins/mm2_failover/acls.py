@@ -65,12 +65,31 @@ class Need:
 
 
 NEEDS = (
-    Need(1, "source", "Topic", "<topic>", "Read",
-         "end offsets (drain check); exact translation compares records with their replicas"),
-    Need(2, "source", "Group", "<group>", "Describe", "live check and committed offsets on the source; the sync "
-         "archive's reading of every group's commits (plan rule 1a)"),
-    Need(3, "source", "Topic", "mm2-offset-syncs.<target>.internal", "Read",
-         "MM2's offset syncs: exact translation, the sync archive"),
+    Need(
+        1,
+        "source",
+        "Topic",
+        "<topic>",
+        "Read",
+        "end offsets (drain check); exact translation compares records with their replicas",
+    ),
+    Need(
+        2,
+        "source",
+        "Group",
+        "<group>",
+        "Describe",
+        "live check and committed offsets on the source; the sync "
+        "archive's reading of every group's commits (plan rule 1a)",
+    ),
+    Need(
+        3,
+        "source",
+        "Topic",
+        "mm2-offset-syncs.<target>.internal",
+        "Read",
+        "MM2's offset syncs: exact translation, the sync archive",
+    ),
     Need(4, "target", "Topic", "<a>.checkpoints.internal", "Read", "MM2's checkpoints: the Spark job, end offsets"),
     Need(5, "target", "Topic", "<a>.checkpoints.internal", "DescribeConfigs", "pre-flight audit of its retention"),
     Need(6, "target", "Topic", "mm2-offsets.<a>.internal", "Read", "MM2's replication progress (drain check)"),
@@ -82,12 +101,25 @@ NEEDS = (
 
 LOCK_TOPIC = "<lock topic>"
 LEASE_NEEDS = (
-    Need(10, "target", "Topic", LOCK_TOPIC, "Write", "the writer lock's lease (MM2_FAILOVER_LOCK=kafka only): its claim, renew and release records"),
+    Need(
+        10,
+        "target",
+        "Topic",
+        LOCK_TOPIC,
+        "Write",
+        "the writer lock's lease (MM2_FAILOVER_LOCK=kafka only): its claim, renew and release records",
+    ),
     Need(11, "target", "Topic", LOCK_TOPIC, "Read", "the lease: every writer replays its records"),
     Need(12, "target", "Topic", LOCK_TOPIC, "DescribeConfigs", "the lease: its topic must stamp the broker's time"),
     Need(13, "target", "Topic", LOCK_TOPIC, "Create", "the lease: its topic created on first use (or by an operator)"),
-    Need(14, "target", "TransactionalId", LOCK_TOPIC + ".", "Write",
-         "the lease's holder commits through its transactional id (prefixed): the next holder fences it"),
+    Need(
+        14,
+        "target",
+        "TransactionalId",
+        LOCK_TOPIC + ".",
+        "Write",
+        "the lease's holder commits through its transactional id (prefixed): the next holder fences it",
+    ),
 )
 
 
@@ -117,9 +149,15 @@ class Binding:
         return f"{self.cluster}: {self.operation} on {self.resource} {self.name!r} ({pattern})"
 
 
-def bindings(policy, target_alias: str, topics: list[str], groups: list[str],
-             group_prefix: str | None = None, lock_topic: str | None = None,
-             mm2_offsets_topic: str = "") -> list[Binding]:
+def bindings(
+    policy,
+    target_alias: str,
+    topics: list[str],
+    groups: list[str],
+    group_prefix: str | None = None,
+    lock_topic: str | None = None,
+    mm2_offsets_topic: str = "",
+) -> list[Binding]:
     """The ACLs of :data:`NEEDS` for concrete names: ``policy`` the flow's :class:`~mm2_failover.naming.
     ReplicationPolicy` (it names the replica and MM2 topics), ``topics`` the source topics, ``groups`` the groups
     (or every group starting with ``group_prefix``); with ``lock_topic`` (the lease as the writer lock), those of
@@ -135,5 +173,8 @@ def bindings(policy, target_alias: str, topics: list[str], groups: list[str],
         LOCK_TOPIC: [(lock_topic, False)] if lock_topic else [],
         LOCK_TOPIC + ".": [(lock_topic + ".", True)] if lock_topic else [],
     }
-    return [Binding(n.cluster, n.resource, name, n.operation, prefixed, n.rule)
-            for n in (*NEEDS, *(LEASE_NEEDS if lock_topic else ())) for name, prefixed in names[n.name]]
+    return [
+        Binding(n.cluster, n.resource, name, n.operation, prefixed, n.rule)
+        for n in (*NEEDS, *(LEASE_NEEDS if lock_topic else ()))
+        for name, prefixed in names[n.name]
+    ]

@@ -20,8 +20,16 @@ class Mm2FailoverPlugin(AirflowPlugin):
     fastapi_apps = [{"app": create_app(access=AirflowAccess()), "url_prefix": "/mm2", "name": "mm2-failover reports"}]
     external_views = [
         {"name": "mm2-failover reports", "href": "/mm2/", "destination": "nav", "url_route": "mm2-failover"},
-        {"name": "mm2-failover readiness", "href": "/mm2/readiness", "destination": "nav",
-         "url_route": "mm2-failover-readiness"},
-        {"name": "mm2-failover report", "href": "/mm2/runs/{DAG_ID}/{RUN_ID}", "destination": "dag_run",
-         "url_route": "mm2-failover-run"},
+        {
+            "name": "mm2-failover readiness",
+            "href": "/mm2/readiness",
+            "destination": "nav",
+            "url_route": "mm2-failover-readiness",
+        },
+        {
+            "name": "mm2-failover report",
+            "href": "/mm2/runs/{DAG_ID}/{RUN_ID}",
+            "destination": "dag_run",
+            "url_route": "mm2-failover-run",
+        },
     ]

@@ -63,8 +63,9 @@ def manifest_of(path) -> dict | None:
     try:
         return json.loads(m.read_text())
     except (OSError, ValueError) as e:
-        raise AnswersError(f"{store.url_of(m)}: cannot read the answers' manifest ({e}): run "
-                           "compute_latest_checkpoints again") from None
+        raise AnswersError(
+            f"{store.url_of(m)}: cannot read the answers' manifest ({e}): run compute_latest_checkpoints again"
+        ) from None
 
 
 def _read(path, columns=None):
@@ -91,11 +92,15 @@ def read_table(path, columns: list[str] | None = None):
         try:
             t = _read(root / name, cols)
         except (OSError, pa.ArrowException) as e:
-            raise AnswersError(f"{root / name}: cannot read this part of the answers ({e}); run "
-                               "compute_latest_checkpoints again (it rewrites the folder)") from None
+            raise AnswersError(
+                f"{root / name}: cannot read this part of the answers ({e}); run "
+                "compute_latest_checkpoints again (it rewrites the folder)"
+            ) from None
         if expected is not None and t.num_rows != expected:
-            raise AnswersError(f"{root / name} holds {t.num_rows} rows, the manifest says {expected}: the answers are "
-                               "not whole; run compute_latest_checkpoints again (it rewrites the folder)")
+            raise AnswersError(
+                f"{root / name} holds {t.num_rows} rows, the manifest says {expected}: the answers are "
+                "not whole; run compute_latest_checkpoints again (it rewrites the folder)"
+            )
         return t
 
     with _first_file(root / "delta").open("rb") as fh:
@@ -111,9 +116,11 @@ def read_table(path, columns: list[str] | None = None):
         got = {v["values"]: v["counts"] for v in pc.value_counts(t["source_alias"]).to_pylist()}
         want = {a: n for a, n in b["answers"].items() if n}
         if got != want:
-            raise AnswersError(f"{root / b['dir']} (state version {b['version']}) holds {got} answers per alias, the "
-                               f"manifest says {want}: the answers are not whole; run compute_latest_checkpoints "
-                               "again (it rewrites the folder)")
+            raise AnswersError(
+                f"{root / b['dir']} (state version {b['version']}) holds {got} answers per alias, the "
+                f"manifest says {want}: the answers are not whole; run compute_latest_checkpoints "
+                "again (it rewrites the folder)"
+            )
         if touched.num_rows:
             t = t.join(touched.select(list(KEY_COLUMNS)), list(KEY_COLUMNS), join_type="left anti")
         parts.append(t)
@@ -130,18 +137,24 @@ def is_part(name: str) -> bool:
 def parts_problems(have: dict[str, int], named: dict[str, int]) -> list[str]:
     """Rule 6: what is wrong with the answers' parts found (``have``: relative name -> size) against those the
     summary names, as "<name>: <why>" (empty: they are whole)."""
-    bad = [f"{n}: missing" if n not in have else f"{n}: {have[n]} bytes, the summary says {size}"
-           for n, size in sorted(named.items()) if have.get(n) != size]
-    return bad + [f"{n}: not named by the summary (left by another try?)"
-                  for n in sorted(have) if is_part(n) and n not in named]
+    bad = [
+        f"{n}: missing" if n not in have else f"{n}: {have[n]} bytes, the summary says {size}"
+        for n, size in sorted(named.items())
+        if have.get(n) != size
+    ]
+    return bad + [
+        f"{n}: not named by the summary (left by another try?)" for n in sorted(have) if is_part(n) and n not in named
+    ]
 
 
 def _first_file(folder):
     for n in store.names(folder):
         if n.endswith(".parquet"):
             return folder / n
-    raise AnswersError(f"{folder}: no Parquet file in this part of the answers; run compute_latest_checkpoints again "
-                       "(it rewrites the folder)")
+    raise AnswersError(
+        f"{folder}: no Parquet file in this part of the answers; run compute_latest_checkpoints again "
+        "(it rewrites the folder)"
+    )
 
 
 def checkpoint_rows(path, columns: list[str] | None = None) -> list[dict]:
@@ -195,8 +208,9 @@ def clear(path) -> None:
 FULL, DELTA = "full", "state+delta"
 
 
-def layout_for(policy: str, output: str, state_dir: str, used: dict[str, list[str]],
-               versions_by_path: dict[str, dict]) -> tuple[str, str]:
+def layout_for(
+    policy: str, output: str, state_dir: str, used: dict[str, list[str]], versions_by_path: dict[str, dict]
+) -> tuple[str, str]:
     """The layout a failover-time job writes (rules 1-2) and why: state + delta when every state version it starts
     from holds its answers for the aliases it answers for, under the latest policy, on local paths."""
     if not used:
@@ -209,6 +223,8 @@ def layout_for(policy: str, output: str, state_dir: str, used: dict[str, list[st
         v = versions_by_path[path]
         lacking = sorted(a for a in aliases if "answers" not in (v.get("aliases") or {}).get(a, {}))
         if lacking:
-            return FULL, (f"state version {v['name']} holds no answers for {lacking} (written by an older release; "
-                          "the next refresh writes them)")
+            return FULL, (
+                f"state version {v['name']} holds no answers for {lacking} (written by an older release; "
+                "the next refresh writes them)"
+            )
     return DELTA, "only the answers of the keys the tail touched are written; the others are the state version's"

@@ -73,8 +73,9 @@ def reread_text(t: dict, num=str) -> str:
     unknown = t.get("partitions_reread_unknown") or 0
     floor = t.get("records_reread_at_least") or 0
     if est is None:  # every partition unknown (or a report written before the count existed)
-        return (f"unknown on {unknown} partition(s)" if unknown else "unknown") \
-            + (f" ({num(floor)} offsets from the proven floor)" if floor else "")
+        return (f"unknown on {unknown} partition(s)" if unknown else "unknown") + (
+            f" ({num(floor)} offsets from the proven floor)" if floor else ""
+        )
     more = f" + unknown on {unknown} partition(s)" if unknown else ""
     if t.get("records_reread_exact", True) or est is None:
         return num(est) + more
@@ -106,19 +107,28 @@ class Decision:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Decision":
-        return cls(d["status"], d["plan_hash"], d.get("asked_at"), d.get("decided_at"), d.get("decided_by"),
-                   d.get("timeout_seconds"), d.get("note"))
+        return cls(
+            d["status"],
+            d["plan_hash"],
+            d.get("asked_at"),
+            d.get("decided_at"),
+            d.get("decided_by"),
+            d.get("timeout_seconds"),
+            d.get("note"),
+        )
 
     def describe(self) -> str:
         who = f" by {self.decided_by}" if self.decided_by else ""
         when = f" at {self.decided_at}" if self.decided_at else ""
-        return {AWAITING: f"waiting for approval since {self.asked_at}",
-                APPROVED: f"approved{who}{when}",
-                REJECTED: f"REJECTED{who}{when}{' (' + self.note + ')' if self.note else ''}: nothing was written "
-                          "to the target",
-                TIMED_OUT: f"NOT approved within {self.timeout_seconds} s (asked at {self.asked_at}): nothing was "
-                           "written to the target",
-                NOT_REQUIRED: "no approval asked (require_approval=false)"}[self.status] + f" - plan {self.plan_hash}"
+        return {
+            AWAITING: f"waiting for approval since {self.asked_at}",
+            APPROVED: f"approved{who}{when}",
+            REJECTED: f"REJECTED{who}{when}{' (' + self.note + ')' if self.note else ''}: nothing was written "
+            "to the target",
+            TIMED_OUT: f"NOT approved within {self.timeout_seconds} s (asked at {self.asked_at}): nothing was "
+            "written to the target",
+            NOT_REQUIRED: "no approval asked (require_approval=false)",
+        }[self.status] + f" - plan {self.plan_hash}"
 
 
 def needed(require_approval: bool, dry_run: bool, unconfirmed_disaster: list[str] | tuple = ()) -> bool:
@@ -131,8 +141,16 @@ def plan_hash(plan_bytes: bytes) -> str:
     return "sha256:" + hashlib.sha256(plan_bytes).hexdigest()
 
 
-def decide(chosen: list[str] | None, *, timed_out: bool, plan_hash: str, asked_at: str | None, decided_at: str,
-           decided_by: str | None, timeout_seconds: int | None = None) -> Decision:
+def decide(
+    chosen: list[str] | None,
+    *,
+    timed_out: bool,
+    plan_hash: str,
+    asked_at: str | None,
+    decided_at: str,
+    decided_by: str | None,
+    timeout_seconds: int | None = None,
+) -> Decision:
     """Rule 4, from what Airflow's approval task received (its chosen options, or its timeout)."""
     if timed_out:
         status = TIMED_OUT
@@ -145,17 +163,29 @@ def decide(chosen: list[str] | None, *, timed_out: bool, plan_hash: str, asked_a
     return Decision(status, plan_hash, asked_at, decided_at, None if timed_out else decided_by, timeout_seconds)
 
 
-def self_approved(decision: Decision, triggered_by: str | None, responder: tuple[str | None, ...],
-                  approver_not_triggerer: bool) -> Decision:
+def self_approved(
+    decision: Decision, triggered_by: str | None, responder: tuple[str | None, ...], approver_not_triggerer: bool
+) -> Decision:
     """Rule 6: an approval by the user who triggered the run (``responder``: the answering user's id and name as
     Airflow gives them), where ``approver_not_triggerer`` asks for someone else, becomes a rejection saying why. A
     run nobody triggered by name (a schedule, an API call without a user) has no one to exclude."""
-    if not approver_not_triggerer or decision.status != APPROVED or not triggered_by \
-            or triggered_by not in {r for r in responder if r}:
+    if (
+        not approver_not_triggerer
+        or decision.status != APPROVED
+        or not triggered_by
+        or triggered_by not in {r for r in responder if r}
+    ):
         return decision
-    return Decision(REJECTED, decision.plan_hash, decision.asked_at, decision.decided_at, decision.decided_by,
-                    decision.timeout_seconds, f"approved by {triggered_by}, who triggered the run: "
-                    "approver_not_triggerer asks for someone else; trigger a new run for another approver")
+    return Decision(
+        REJECTED,
+        decision.plan_hash,
+        decision.asked_at,
+        decision.decided_at,
+        decision.decided_by,
+        decision.timeout_seconds,
+        f"approved by {triggered_by}, who triggered the run: "
+        "approver_not_triggerer asks for someone else; trigger a new run for another approver",
+    )
 
 
 def check(decision: Decision | None, current_hash: str) -> Decision:
@@ -164,15 +194,18 @@ def check(decision: Decision | None, current_hash: str) -> Decision:
         raise ApprovalRefused(
             "this run's plan was never approved (no approval.json in its run folder): nothing was written. The "
             "approve_plan task asks for it; clear that task to ask again, or trigger a run with "
-            "require_approval=false if an automation has decided already.")
+            "require_approval=false if an automation has decided already."
+        )
     if decision.status not in LETS_APPLY:
-        raise ApprovalRefused(f"the plan may not be applied: {decision.describe()}. Nothing was written; trigger a "
-                              "new run to plan again.")
+        raise ApprovalRefused(
+            f"the plan may not be applied: {decision.describe()}. Nothing was written; trigger a new run to plan again."
+        )
     if decision.plan_hash != current_hash:
         raise ApprovalRefused(
             f"the plan in the run folder is not the one that was approved (approved {decision.plan_hash}, now "
             f"{current_hash}): nothing was written. A plan changed after its approval needs its own: clear "
-            "approve_plan to ask again.")
+            "approve_plan to ask again."
+        )
     return decision
 
 
@@ -182,8 +215,7 @@ def _num(v) -> str:
 
 #: what a warning's consequence is, worst first (the first pattern a warning matches ranks it; none: last)
 WARNING_RANKS = (
-    ("DISASTER MODE", "never replicated", "lost", "gone", "no commit", "never checkpointed", "NOT rewritten",
-     "refuse"),
+    ("DISASTER MODE", "never replicated", "lost", "gone", "no commit", "never checkpointed", "NOT rewritten", "refuse"),
     ("re-read", "behind", "stale", "not proven", "superseded", "floor", "old when the plan was built"),
 )
 
@@ -192,23 +224,32 @@ def warning_rank(w: str) -> int:
     """Rule 3: warnings ordered by consequence - records lost or groups left without a commit, then re-reads, then
     the rest (a setting not given, notes)."""
     low = w.lower()
-    return next((i for i, pats in enumerate(WARNING_RANKS) if any(p.lower() in low for p in pats)),
-                len(WARNING_RANKS))
+    return next((i for i, pats in enumerate(WARNING_RANKS) if any(p.lower() in low for p in pats)), len(WARNING_RANKS))
 
 
 def worst_groups(groups: list[dict], n: int) -> list[dict]:
     """Rule 3: the groups to name when there are more than ``n``: the most records lost to retention, then those
     whose re-read is unknown on some partition (not counted is not 0), then the most to re-read, then by name."""
-    return sorted(groups, key=lambda g: (-(g.get("retention_lost") or 0), -(g.get("reread_unknown") or 0),
-                                         -(g.get("reread_estimate") or 0), g.get("group") or ""))[:n]
+    return sorted(
+        groups,
+        key=lambda g: (
+            -(g.get("retention_lost") or 0),
+            -(g.get("reread_unknown") or 0),
+            -(g.get("reread_estimate") or 0),
+            g.get("group") or "",
+        ),
+    )[:n]
 
 
 def trigger_line(since_trigger_seconds: float | None, triggered_by: str | None, approver_not_triggerer: bool) -> str:
     """Rule 3: how long the incident has run, by whom it was triggered, and whether that user may approve."""
     when = "" if since_trigger_seconds is None else f" {duration(since_trigger_seconds)} ago"
     who = f" by {triggered_by}" if triggered_by else ""
-    rule = (f" Approval by {triggered_by} is refused (approver_not_triggerer): someone else decides."
-            if approver_not_triggerer and triggered_by else "")
+    rule = (
+        f" Approval by {triggered_by} is refused (approver_not_triggerer): someone else decides."
+        if approver_not_triggerer and triggered_by
+        else ""
+    )
     return f"**Triggered**{when}{who}.{rule}"
 
 
@@ -218,18 +259,35 @@ def moved_line(moved: dict) -> str:
     if moved.get("error"):
         return f"**Since the plan was built:** the target's commits could not be read now ({moved['error']})."
     if not moved.get("partitions"):
-        return (f"**Since the plan was built:** no commit on the target changed ({_num(moved.get('read'))} "
-                "partition(s) read now).")
-    return (f"**Since the plan was built:** {_num(moved['partitions'])} partition(s) of {_num(moved.get('groups'))} "
-            "group(s) were committed on the target by someone else (their consumers read there already): apply "
-            "never overwrites them (apply rule 5) - see the plan's live diff.")
+        return (
+            f"**Since the plan was built:** no commit on the target changed ({_num(moved.get('read'))} "
+            "partition(s) read now)."
+        )
+    return (
+        f"**Since the plan was built:** {_num(moved['partitions'])} partition(s) of {_num(moved.get('groups'))} "
+        "group(s) were committed on the target by someone else (their consumers read there already): apply "
+        "never overwrites them (apply rule 5) - see the plan's live diff."
+    )
 
 
-def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: list[str],
-                 disaster_aliases: list[str], plan_hash: str, page_url: str, max_warnings: int = 20,
-                 unconfirmed: list[str] | tuple = (), groups: list[dict] | tuple = (),
-                 max_groups: int = 20, since_trigger_seconds: float | None = None, triggered_by: str | None = None,
-                 moved_since: dict | None = None, approver_not_triggerer: bool = False) -> tuple[str, str]:
+def request_text(
+    *,
+    run_id: str,
+    totals: dict,
+    rules: dict[str, int],
+    warnings: list[str],
+    disaster_aliases: list[str],
+    plan_hash: str,
+    page_url: str,
+    max_warnings: int = 20,
+    unconfirmed: list[str] | tuple = (),
+    groups: list[dict] | tuple = (),
+    max_groups: int = 20,
+    since_trigger_seconds: float | None = None,
+    triggered_by: str | None = None,
+    moved_since: dict | None = None,
+    approver_not_triggerer: bool = False,
+) -> tuple[str, str]:
     """Rule 3: the subject and the Markdown body of the approval request. ``unconfirmed``: the aliases in disaster
     mode only because their source did not answer (nobody said it is lost); ``groups``: the report's groups (named
     all up to ``max_groups``, else the worst of them). The subject is short (Airflow's Required Actions list cuts
@@ -237,24 +295,30 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
     from mm2_failover.translate import RULE_TEXT
 
     if unconfirmed:
-        mode = (f"DISASTER MODE NOT CONFIRMED: source {', '.join(unconfirmed)} did not answer (source_reachable="
-                "detect) - approve only if it is really lost; a wrong address looks the same")
+        mode = (
+            f"DISASTER MODE NOT CONFIRMED: source {', '.join(unconfirmed)} did not answer (source_reachable="
+            "detect) - approve only if it is really lost; a wrong address looks the same"
+        )
     elif disaster_aliases:
         mode = f"DISASTER MODE (source {', '.join(disaster_aliases)} lost: no source-side checks)"
     else:
         mode = "source reachable, drained"
-    short = ("DISASTER MODE NOT CONFIRMED" if unconfirmed else "DISASTER MODE" if disaster_aliases else "")
+    short = "DISASTER MODE NOT CONFIRMED" if unconfirmed else "DISASTER MODE" if disaster_aliases else ""
     moving = [g for g in groups if (g.get("partitions") or 0) > (g.get("skipped") or 0)]
     # the groups that move (a group the plan skips whole moves nothing: it is counted apart in the body)
     n_moving = len(moving) if groups else totals.get("groups")
-    subject = (f"Move {_num(n_moving)} group(s), {_num(totals.get('planned_commits'))} commit(s)?"
-               + (f" {short}" if short else ""))
+    subject = f"Move {_num(n_moving)} group(s), {_num(totals.get('planned_commits'))} commit(s)?" + (
+        f" {short}" if short else ""
+    )
     reread = reread_text(totals, _num)
     lines = [
         f"**Run** `{run_id}` - {mode}.",
         "",
-        *([trigger_line(since_trigger_seconds, triggered_by, approver_not_triggerer), ""]
-          if since_trigger_seconds is not None or triggered_by else []),
+        *(
+            [trigger_line(since_trigger_seconds, triggered_by, approver_not_triggerer), ""]
+            if since_trigger_seconds is not None or triggered_by
+            else []
+        ),
         *([moved_line(moved_since), ""] if moved_since is not None else []),
         "| groups | partitions | commits | skipped | clamped | re-read | lost to retention |",
         "|---:|---:|---:|---:|---:|---:|---:|",
@@ -265,18 +329,26 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
     ]
     if moving:
         named = moving if len(moving) <= max_groups else worst_groups(moving, max_groups)
-        head = (f"**Groups ({len(moving)}):**" if len(named) == len(moving) else
-                f"**Groups ({len(moving)}), the {len(named)} with the most lost to retention or to re-read (or "
-                f"re-read unknown):**")
+        head = (
+            f"**Groups ({len(moving)}):**"
+            if len(named) == len(moving)
+            else f"**Groups ({len(moving)}), the {len(named)} with the most lost to retention or to re-read (or "
+            f"re-read unknown):**"
+        )
         lines += [head + " " + ", ".join(f"`{g['group']}`" for g in named), ""]
     still = [g for g in groups if g not in moving]
     if still:
-        lines += [f"**Not moved ({len(still)}):** " + ", ".join(f"`{g['group']}` ({g.get('fate') or 'skipped'})"
-                                                                for g in still[:max_groups])
-                  + (" ..." if len(still) > max_groups else ""), ""]
+        lines += [
+            f"**Not moved ({len(still)}):** "
+            + ", ".join(f"`{g['group']}` ({g.get('fate') or 'skipped'})" for g in still[:max_groups])
+            + (" ..." if len(still) > max_groups else ""),
+            "",
+        ]
     lines.append("**Where each group resumes:**" if rules else "**Where each group resumes:** nothing to write")
-    lines += [f"- {n:,} partition(s): {RULE_TEXT.get(r, r + ' (safe at best: not exact)')}"
-              for r, n in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0]))]
+    lines += [
+        f"- {n:,} partition(s): {RULE_TEXT.get(r, r + ' (safe at best: not exact)')}"
+        for r, n in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
     lines.append("")
     if warnings:
         lines.append(f"**Warnings ({len(warnings)}), worst first:**")
@@ -285,7 +357,10 @@ def request_text(*, run_id: str, totals: dict, rules: dict[str, int], warnings: 
             lines.append(f"- ... and {len(warnings) - max_warnings} more on the plan's page")
     else:
         lines.append("**Warnings:** none.")
-    lines += ["", f"Plan `{plan_hash}`: the full plan, per group and partition, on [its page]({page_url}) "
-                  "(plan.json, plan_rows.parquet, plan.csv). **Approve** applies exactly this plan; **Reject** writes "
-                  "nothing."]
+    lines += [
+        "",
+        f"Plan `{plan_hash}`: the full plan, per group and partition, on [its page]({page_url}) "
+        "(plan.json, plan_rows.parquet, plan.csv). **Approve** applies exactly this plan; **Reject** writes "
+        "nothing.",
+    ]
     return subject, "\n".join(lines)

@@ -51,11 +51,23 @@ def events(report: dict, *, target_cluster_id: str, target_conn_id: str) -> list
     for g in sorted(moved):
         name, uri = group_asset(g)
         topics = offsets.get(g, {})
-        out.append((name, uri, {
-            "group": g, "target_cluster_id": target_cluster_id, "target_connection": target_conn_id,
-            "failover_dag_id": report.get("dag_id"), "failover_run_id": report.get("run_id"),
-            "replica_topics": sorted(topics), "offsets": {t: dict(sorted(ps.items(), key=lambda kv: int(kv[0])))
-                                                         for t, ps in sorted(topics.items())}}))
+        out.append(
+            (
+                name,
+                uri,
+                {
+                    "group": g,
+                    "target_cluster_id": target_cluster_id,
+                    "target_connection": target_conn_id,
+                    "failover_dag_id": report.get("dag_id"),
+                    "failover_run_id": report.get("run_id"),
+                    "replica_topics": sorted(topics),
+                    "offsets": {
+                        t: dict(sorted(ps.items(), key=lambda kv: int(kv[0]))) for t, ps in sorted(topics.items())
+                    },
+                },
+            )
+        )
     return out
 
 
@@ -68,4 +80,4 @@ def parts(events_count: int, size: int = PART_SIZE) -> list[dict]:
 def part(all_events: list[tuple[str, str, dict]], arg: dict) -> list[tuple[str, str, dict]]:
     """Rule 4: the events of one part (``all_events`` in :func:`events`' order, sorted by group)."""
     i, size = int(arg["index"]), int(arg["size"])
-    return all_events[i * size:(i + 1) * size]
+    return all_events[i * size : (i + 1) * size]

@@ -77,7 +77,9 @@ class Audit:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Audit":
-        return cls(d["mm2_config"], [Finding(f["rule"], f["severity"], f["message"], f["alias"]) for f in d["findings"]])
+        return cls(
+            d["mm2_config"], [Finding(f["rule"], f["severity"], f["message"], f["alias"]) for f in d["findings"]]
+        )
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,11 @@ class Mm2Settings:
         return DEFAULTS.get(key, ""), "default"
 
     def source_consumer(self, key: str) -> tuple[str, str]:
-        for k in (f"{self.source}.consumer.{key}", f"{self.source}->{self.target}.source.consumer.{key}",
-                  f"source.consumer.{key}"):
+        for k in (
+            f"{self.source}.consumer.{key}",
+            f"{self.source}->{self.target}.source.consumer.{key}",
+            f"source.consumer.{key}",
+        ):
             if k in self.props:
                 return self.props[k], k
         return DEFAULTS.get(key, ""), "default"
@@ -160,37 +165,60 @@ def isolation(s: Mm2Settings, f: Facts) -> Finding:
     v, where = s.source_consumer("isolation.level")
     if v.lower() == "read_committed":
         return Finding("isolation", OK, f"MM2's source consumer reads read_committed ({where})")
-    return Finding("isolation", WARNING,
-                   f"MM2's source consumer reads {v} ({where}): if any producer of the replicated topics uses "
-                   "transactions, records of aborted transactions are copied as plain records and the target's "
-                   "consumers read them (measured: 830 phantom records over 4 transactional runs). Set "
-                   f"{s.source}.consumer.isolation.level=read_committed in MM2's configuration")
+    return Finding(
+        "isolation",
+        WARNING,
+        f"MM2's source consumer reads {v} ({where}): if any producer of the replicated topics uses "
+        "transactions, records of aborted transactions are copied as plain records and the target's "
+        "consumers read them (measured: 830 phantom records over 4 transactional runs). Set "
+        f"{s.source}.consumer.isolation.level=read_committed in MM2's configuration",
+    )
 
 
 def sync_history(s: Mm2Settings, f: Facts) -> Finding:
     emit, where = s.flow("emit.offset-syncs.enabled")
     if not _bool(emit):
-        return Finding("sync_history", WARNING, f"MM2 emits no offset syncs ({where}=false): exact translation is "
-                       "impossible, every group resumes at MM2's conservative checkpoints (measured: 12,866 records "
-                       "re-read on 252 points where the syncs gave 0)")
+        return Finding(
+            "sync_history",
+            WARNING,
+            f"MM2 emits no offset syncs ({where}=false): exact translation is "
+            "impossible, every group resumes at MM2's conservative checkpoints (measured: 12,866 records "
+            "re-read on 252 points where the syncs gave 0)",
+        )
     loc, where = s.flow("offset-syncs.topic.location")
     if loc != f.offset_syncs_location:
-        return Finding("sync_history", WARNING, f"MM2 writes its offset syncs to the {loc} cluster ({where}) but the "
-                       f"pipeline reads them from the {f.offset_syncs_location} cluster: set the param "
-                       f"offset_syncs_location={loc}")
+        return Finding(
+            "sync_history",
+            WARNING,
+            f"MM2 writes its offset syncs to the {loc} cluster ({where}) but the "
+            f"pipeline reads them from the {f.offset_syncs_location} cluster: set the param "
+            f"offset_syncs_location={loc}",
+        )
     if loc == "target":
-        return Finding("sync_history", OK, "MM2 keeps its offset syncs on the target cluster: they survive the loss "
-                       "of the source (the archive still keeps the history compaction removes)")
+        return Finding(
+            "sync_history",
+            OK,
+            "MM2 keeps its offset syncs on the target cluster: they survive the loss "
+            "of the source (the archive still keeps the history compaction removes)",
+        )
     if f.archive_age_seconds is None:
-        return Finding("sync_history", WARNING, "MM2 keeps its offset syncs on the source cluster (offset-syncs."
-                       "topic.location=source, the default) and nothing archives them: in a disaster exact "
-                       "translation has no history and every group resumes at MM2's conservative checkpoints "
-                       "(measured: 12,866 records re-read on 252 points where the syncs gave 0). Unpause the "
-                       "mm2_sync_archive DAG, or run MM2 with offset-syncs.topic.location=target")
+        return Finding(
+            "sync_history",
+            WARNING,
+            "MM2 keeps its offset syncs on the source cluster (offset-syncs."
+            "topic.location=source, the default) and nothing archives them: in a disaster exact "
+            "translation has no history and every group resumes at MM2's conservative checkpoints "
+            "(measured: 12,866 records re-read on 252 points where the syncs gave 0). Unpause the "
+            "mm2_sync_archive DAG, or run MM2 with offset-syncs.topic.location=target",
+        )
     if f.archive_age_seconds > f.archive_max_age_seconds:
-        return Finding("sync_history", WARNING, f"the offset syncs live on the source and the archive is "
-                       f"{f.archive_age_seconds:.0f} s old (more than {f.archive_max_age_seconds} s): is the "
-                       "mm2_sync_archive DAG paused or failing? Syncs newer than the archive are lost with the source")
+        return Finding(
+            "sync_history",
+            WARNING,
+            f"the offset syncs live on the source and the archive is "
+            f"{f.archive_age_seconds:.0f} s old (more than {f.archive_max_age_seconds} s): is the "
+            "mm2_sync_archive DAG paused or failing? Syncs newer than the archive are lost with the source",
+        )
     return Finding("sync_history", OK, f"offset syncs on the source, archived {f.archive_age_seconds:.0f} s ago")
 
 
@@ -200,29 +228,43 @@ def rpo(s: Mm2Settings, f: Facts) -> Finding:
     lag = _int(s.flow("offset.lag.max")[0], 100)
     late = []
     if emit > f.rpo_seconds:
-        late.append(f"emit.checkpoints.interval.seconds={emit}: checkpoints up to {emit} s old, more than the RPO "
-                    f"of {f.rpo_seconds} s")
+        late.append(
+            f"emit.checkpoints.interval.seconds={emit}: checkpoints up to {emit} s old, more than the RPO "
+            f"of {f.rpo_seconds} s"
+        )
     if flush > f.rpo_seconds:
-        late.append(f"{s.target}.offset.flush.interval.ms={flush * 1000:.0f}: MM2 records its progress every "
-                    f"{flush:.0f} s, so the drain check waits up to that long after the last record")
-    tail = (f"offset.lag.max={lag}: one offset sync per {lag} records at most, so the checkpoint rule re-reads up to "
-            f"{lag} records per partition and more after a burst (exact translation closes it where the syncs "
-            "prove it)")
+        late.append(
+            f"{s.target}.offset.flush.interval.ms={flush * 1000:.0f}: MM2 records its progress every "
+            f"{flush:.0f} s, so the drain check waits up to that long after the last record"
+        )
+    tail = (
+        f"offset.lag.max={lag}: one offset sync per {lag} records at most, so the checkpoint rule re-reads up to "
+        f"{lag} records per partition and more after a burst (exact translation closes it where the syncs "
+        "prove it)"
+    )
     if late:
         return Finding("rpo", WARNING, "; ".join(late) + "; " + tail)
-    return Finding("rpo", OK, f"checkpoints every {emit} s, progress every {flush:.0f} s, within the RPO of "
-                   f"{f.rpo_seconds} s; {tail}")
+    return Finding(
+        "rpo",
+        OK,
+        f"checkpoints every {emit} s, progress every {flush:.0f} s, within the RPO of {f.rpo_seconds} s; {tail}",
+    )
 
 
 def second_writer(s: Mm2Settings, f: Facts) -> Finding:
     v, where = s.flow("sync.group.offsets.enabled")
     if _bool(v):
         every = s.flow("sync.group.offsets.interval.seconds")[0]
-        return Finding("second_writer", WARNING, f"{where}=true: MM2 itself writes the target groups' offsets every "
-                       f"{every} s for groups empty on the target - a second writer racing apply_group_offsets and "
-                       "undoing a rollback. Set sync.group.offsets.enabled=false while this pipeline moves groups")
-    return Finding("second_writer", OK, "MM2 does not write the target groups' offsets (sync.group.offsets.enabled"
-                   "=false)")
+        return Finding(
+            "second_writer",
+            WARNING,
+            f"{where}=true: MM2 itself writes the target groups' offsets every "
+            f"{every} s for groups empty on the target - a second writer racing apply_group_offsets and "
+            "undoing a rollback. Set sync.group.offsets.enabled=false while this pipeline moves groups",
+        )
+    return Finding(
+        "second_writer", OK, "MM2 does not write the target groups' offsets (sync.group.offsets.enabled=false)"
+    )
 
 
 def checkpoint_retention(s: Mm2Settings, f: Facts) -> Finding:
@@ -233,14 +275,22 @@ def checkpoint_retention(s: Mm2Settings, f: Facts) -> Finding:
     if "delete" in policy.split(","):
         ms = _int(str(cfg.get("retention.ms", "604800000")), 604800000)
         if ms < 0:
-            return Finding("checkpoint_retention", OK, f"checkpoints topic cleanup.policy={policy} with unlimited "
-                           "retention")
-        return Finding("checkpoint_retention", WARNING, f"checkpoints topic cleanup.policy={policy}, retention.ms={ms}"
-                       f" ({ms / 3_600_000:.1f} h): the checkpoints of a group idle longer than that are deleted and "
-                       "it has no checkpoint on the target (exact translation from the syncs may still answer). Use "
-                       "cleanup.policy=compact (MM2's default)")
-    return Finding("checkpoint_retention", OK, f"checkpoints topic cleanup.policy={policy or 'compact'}: the latest "
-                   "checkpoint of every group is kept")
+            return Finding(
+                "checkpoint_retention", OK, f"checkpoints topic cleanup.policy={policy} with unlimited retention"
+            )
+        return Finding(
+            "checkpoint_retention",
+            WARNING,
+            f"checkpoints topic cleanup.policy={policy}, retention.ms={ms}"
+            f" ({ms / 3_600_000:.1f} h): the checkpoints of a group idle longer than that are deleted and "
+            "it has no checkpoint on the target (exact translation from the syncs may still answer). Use "
+            "cleanup.policy=compact (MM2's default)",
+        )
+    return Finding(
+        "checkpoint_retention",
+        OK,
+        f"checkpoints topic cleanup.policy={policy or 'compact'}: the latest checkpoint of every group is kept",
+    )
 
 
 RULES = (isolation, sync_history, rpo, second_writer, checkpoint_retention)
@@ -252,9 +302,16 @@ def audit(props: dict[str, str] | None, source: str, target: str, facts: Facts) 
     gap is itself a warning."""
     if props is None:
         s = Mm2Settings({"offset-syncs.topic.location": facts.offset_syncs_location}, source, target)
-        return [Finding("mm2_config", WARNING, "MM2's configuration was not given (mm2_config): its isolation level, "
-                        "emit intervals and sync.group.offsets.enabled were not audited"),
-                sync_history(s, facts), checkpoint_retention(s, facts)]
+        return [
+            Finding(
+                "mm2_config",
+                WARNING,
+                "MM2's configuration was not given (mm2_config): its isolation level, "
+                "emit intervals and sync.group.offsets.enabled were not audited",
+            ),
+            sync_history(s, facts),
+            checkpoint_retention(s, facts),
+        ]
     s = Mm2Settings(props, source, target)
     return [rule(s, facts) for rule in RULES]
 
@@ -270,7 +327,7 @@ def target_alias(props: dict[str, str], source: str) -> str | None:
         k = k.strip()
         if not (k.startswith(f"{source}->") and k.endswith(".enabled")):
             continue
-        target = k[len(source) + 2:-len(".enabled")]
+        target = k[len(source) + 2 : -len(".enabled")]
         if (target in clusters) if clusters else ("." not in target):
             if _bool(v):
                 found.add(target)

@@ -17,5 +17,7 @@ from __future__ import annotations
 
 from airflow.providers.celery.executors.default_celery import DEFAULT_CELERY_CONFIG
 
-CELERY_CONFIG = {**DEFAULT_CELERY_CONFIG,
-                 "imports": (*DEFAULT_CELERY_CONFIG.get("imports", ()), "mm2_failover.preload")}
+CELERY_CONFIG = {
+    **DEFAULT_CELERY_CONFIG,
+    "imports": (*DEFAULT_CELERY_CONFIG.get("imports", ()), "mm2_failover.preload"),
+}

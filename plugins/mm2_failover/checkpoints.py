@@ -286,9 +286,11 @@ def sql_value_plain_ok(value: str = "value") -> str:
     nothing, and the caller falls back to :func:`sql_value_columns`. Byte comparisons only (Spark compares
     binary unsigned), none of the hex/conv work of the full decoder."""
     versions = ", ".join("X'" + struct.pack(">h", v).hex().upper() + "'" for v in KNOWN_VERSIONS)
-    return (f"(length({value}) = 20 AND substring({value}, 1, 2) IN ({versions})"
-            f" AND substring({value}, 19, 2) = X'0000'"
-            f" AND substring({value}, 3, 1) < X'80' AND substring({value}, 11, 1) < X'80')")
+    return (
+        f"(length({value}) = 20 AND substring({value}, 1, 2) IN ({versions})"
+        f" AND substring({value}, 19, 2) = X'0000'"
+        f" AND substring({value}, 3, 1) < X'80' AND substring({value}, 11, 1) < X'80')"
+    )
 
 
 _SQL_HELPER = re.compile(r"(?<![\w`.'])(_[A-Za-z]\w*)(?!\w)")

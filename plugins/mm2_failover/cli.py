@@ -84,8 +84,11 @@ def read_config_file(path: str, what: str) -> dict:
     except ValueError as e:
         raise CliError(EXIT_USAGE, f"{what} {p} is not valid JSON: {e}") from None
     if not isinstance(data, dict):
-        raise CliError(EXIT_USAGE, f"{what} {p} must hold a JSON object of librdkafka settings, e.g. "
-                                   f'{{"bootstrap.servers": "host:9092"}}, not a JSON {type(data).__name__}')
+        raise CliError(
+            EXIT_USAGE,
+            f"{what} {p} must hold a JSON object of librdkafka settings, e.g. "
+            f'{{"bootstrap.servers": "host:9092"}}, not a JSON {type(data).__name__}',
+        )
     check_client_settings(data, f"{what} {p}")
     return data
 
@@ -180,6 +183,7 @@ def positive(v: str) -> float:
 
 def bounded_int(low: int, high: int | None):
     """An argparse type: a whole number from ``low`` to ``high`` (None: no upper bound)."""
+
     def parse(v: str) -> int:
         try:
             i = int(v)
@@ -217,8 +221,13 @@ def add_param(p: argparse.ArgumentParser, name: str) -> None:
     help_ = spec.cli_help or spec.help.split(". ")[0].rstrip(".")
     if isinstance(default, bool):  # the flag's meaning is the definition's (--no-x turns x off), its default the
         # deployment's: a switch that only says what is already in force changes nothing
-        p.add_argument(flag, dest=name, action="store_false" if getattr(RunParams(), name) else "store_true",
-                       default=default, help=help_)
+        p.add_argument(
+            flag,
+            dest=name,
+            action="store_false" if getattr(RunParams(), name) else "store_true",
+            default=default,
+            help=help_,
+        )
     elif isinstance(default, int):
         p.add_argument(flag, dest=name, type=bounded_int(*spec.bounds), default=default, help=help_)
     else:
@@ -231,15 +240,23 @@ def add_params(p: argparse.ArgumentParser) -> None:
     turns it on, one that is on has a ``--no-...`` switch; integers are checked against their bounds."""
     from dataclasses import fields
 
-    p.add_argument("--run-dir", type=run_dir_arg, help="the run's artifacts folder, a path or a store's URL "
-                                                       "(s3://bucket/prefix; default: a new one under "
-                                                       "$MM2_FAILOVER_ARTIFACTS/cli/)")
+    p.add_argument(
+        "--run-dir",
+        type=run_dir_arg,
+        help="the run's artifacts folder, a path or a store's URL "
+        "(s3://bucket/prefix; default: a new one under "
+        "$MM2_FAILOVER_ARTIFACTS/cli/)",
+    )
     for f in fields(RunParams):
         add_param(p, f.name)
     p.add_argument("--spark-master", default=None)
-    p.add_argument("--spark-remote", default=None, metavar="sc://HOST:PORT|none",
-                   help="run the Spark job on this warm Spark Connect server (default: the spark_connect_default "
-                        "connection's, when AIRFLOW_CONN_SPARK_CONNECT_DEFAULT is set); none: spark-submit")
+    p.add_argument(
+        "--spark-remote",
+        default=None,
+        metavar="sc://HOST:PORT|none",
+        help="run the Spark job on this warm Spark Connect server (default: the spark_connect_default "
+        "connection's, when AIRFLOW_CONN_SPARK_CONNECT_DEFAULT is set); none: spark-submit",
+    )
 
 
 def run_dir_arg(value: str):
@@ -263,61 +280,96 @@ def add_globals(p: argparse.ArgumentParser, after_command: bool = False) -> None
     p.add_argument("--target-config", help="JSON file of librdkafka settings for the target", **kw)
     p.add_argument("--source-bootstrap", **kw)
     p.add_argument("--target-bootstrap", **kw)
-    p.add_argument("--alias-source-config", action="append", metavar="ALIAS=FILE",
-                   dest="alias_source_config_after" if after_command else "alias_source_config",
-                   help="the source cluster of another alias (repeat); ALIAS= fails it over without checking it",
-                   **(kw or {"default": []}))
-    p.add_argument("--timeout", type=positive, help="seconds for every Kafka request (default 15)",
-                   **(kw or {"default": 15.0}))
+    p.add_argument(
+        "--alias-source-config",
+        action="append",
+        metavar="ALIAS=FILE",
+        dest="alias_source_config_after" if after_command else "alias_source_config",
+        help="the source cluster of another alias (repeat); ALIAS= fails it over without checking it",
+        **(kw or {"default": []}),
+    )
+    p.add_argument(
+        "--timeout", type=positive, help="seconds for every Kafka request (default 15)", **(kw or {"default": 15.0})
+    )
 
 
 def command_parser(sub, name: str, help_: str, description: str | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_, description=description or help_)
     add_globals(p, after_command=True)
-    p.add_argument("-o", "--output", choices=FORMATS, default="table",
-                   help="table (for people, long lists cut), json or csv (every row, for scripts)")
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=FORMATS,
+        default="table",
+        help="table (for people, long lists cut), json or csv (every row, for scripts)",
+    )
     return p
 
 
 def parser() -> argparse.ArgumentParser:
     from mm2_failover import __version__
 
-    ap = argparse.ArgumentParser(prog=prog_name(), description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog=prog_name(), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_globals(ap)
     sub = ap.add_subparsers(dest="command", required=True)
-    for name, help_ in [("drain", "wait until producers stopped and MM2 replicated everything"),
-                        ("snapshot", "drain, then capture the end offsets once"),
-                        ("plan", "drain + snapshot + Spark job + plan (plan.json/plan.csv); never writes offsets"),
-                        ("verify", "read back, compare with the plan, write report.json/report.md"),
-                        ("archive", "append MM2's new offset syncs to the archive (the mm2_sync_archive DAG)"),
-                        ("refresh-state", "fold MM2's new checkpoints into the latest-checkpoint state (Spark; the "
-                                          "mm2_sync_archive DAG)"),
-                        ("audit", "pre-flight audit of MM2's settings (--mm2-config) and what the clusters show")]:
+    for name, help_ in [
+        ("drain", "wait until producers stopped and MM2 replicated everything"),
+        ("snapshot", "drain, then capture the end offsets once"),
+        ("plan", "drain + snapshot + Spark job + plan (plan.json/plan.csv); never writes offsets"),
+        ("verify", "read back, compare with the plan, write report.json/report.md"),
+        ("archive", "append MM2's new offset syncs to the archive (the mm2_sync_archive DAG)"),
+        (
+            "refresh-state",
+            "fold MM2's new checkpoints into the latest-checkpoint state (Spark; the mm2_sync_archive DAG)",
+        ),
+        ("audit", "pre-flight audit of MM2's settings (--mm2-config) and what the clusters show"),
+    ]:
         add_params(command_parser(sub, name, help_))
-    p = command_parser(sub, "apply", "gate, drain, plan (unless done), then with --execute: gate, back up, apply, verify",
-                       "the empty-group gate, the drain, the plan (or the one in --plan's folder) and its table; "
-                       "with --execute, the gate again, a backup of the target's commits, the offsets written and "
-                       "verified. Without --execute nothing is written (as kafka-consumer-groups --reset-offsets "
-                       "without --execute)")
+    p = command_parser(
+        sub,
+        "apply",
+        "gate, drain, plan (unless done), then with --execute: gate, back up, apply, verify",
+        "the empty-group gate, the drain, the plan (or the one in --plan's folder) and its table; "
+        "with --execute, the gate again, a backup of the target's commits, the offsets written and "
+        "verified. Without --execute nothing is written (as kafka-consumer-groups --reset-offsets "
+        "without --execute)",
+    )
     p.add_argument("--execute", action="store_true", help="write the offsets (without it: a dry run)")
-    p.add_argument("--plan", type=run_dir_arg, metavar="RUN_DIR",
-                   help="apply the plan in this run folder, with the parameters it was built with")
+    p.add_argument(
+        "--plan",
+        type=run_dir_arg,
+        metavar="RUN_DIR",
+        help="apply the plan in this run folder, with the parameters it was built with",
+    )
     add_params(p)
     p = command_parser(sub, "drill", "DR drill: lag, dry-run plan and findings; writes only for a drill prefix")
     p.add_argument("--allow-drill-writes-for-prefix", default="")
     add_params(p)
-    p = command_parser(sub, "readiness", "what a failover would do now, read-only (the mm2_failover_readiness DAG)",
-                       "what a failover would do now, per group and partition, read-only: audit, one drain "
-                       "observation, end offsets, latest checkpoints, the plan as a dry run; kept for the Readiness "
-                       "page (the mm2_failover_readiness DAG's files)")
-    p.add_argument("--archive-stale-intervals", type=bounded_int(1, 1000), default=3,
-                   help="say so when mm2_sync_archive has not succeeded for this many 5-minute intervals")
+    p = command_parser(
+        sub,
+        "readiness",
+        "what a failover would do now, read-only (the mm2_failover_readiness DAG)",
+        "what a failover would do now, per group and partition, read-only: audit, one drain "
+        "observation, end offsets, latest checkpoints, the plan as a dry run; kept for the Readiness "
+        "page (the mm2_failover_readiness DAG's files)",
+    )
+    p.add_argument(
+        "--archive-stale-intervals",
+        type=bounded_int(1, 1000),
+        default=3,
+        help="say so when mm2_sync_archive has not succeeded for this many 5-minute intervals",
+    )
     add_params(p)
-    p = command_parser(sub, "rollback", "restore the commits saved in a backup.json, then verify",
-                       "restore the commits a failover's apply overwrote (saved in its backup.json), on the "
-                       "partitions it wrote, then verify")
+    p = command_parser(
+        sub,
+        "rollback",
+        "restore the commits saved in a backup.json, then verify",
+        "restore the commits a failover's apply overwrote (saved in its backup.json), on the "
+        "partitions it wrote, then verify",
+    )
     p.add_argument("--backup", type=Path, required=True)
     p.add_argument("--force", action="store_true", help="also rewind partitions committed since the failover")
     add_param(p, "apply_concurrency")
@@ -329,8 +381,9 @@ def confs_of(a: argparse.Namespace) -> tuple[dict[str, dict], dict[str, str]]:
     """(label -> librdkafka settings, source_connections) from the arguments."""
     tconf = cluster_conf(a.target_config, a.target_bootstrap, "AIRFLOW_CONN_KAFKA_TARGET", "--target-config")
     if not tconf:
-        raise CliError(EXIT_USAGE, "no target cluster: give --target-config, --target-bootstrap or "
-                                   "AIRFLOW_CONN_KAFKA_TARGET")
+        raise CliError(
+            EXIT_USAGE, "no target cluster: give --target-config, --target-bootstrap or AIRFLOW_CONN_KAFKA_TARGET"
+        )
     confs = {"target": tconf}
     sconf = cluster_conf(a.source_config, a.source_bootstrap, "AIRFLOW_CONN_KAFKA_SOURCE", "--source-config")
     if sconf:
@@ -347,10 +400,9 @@ def confs_of(a: argparse.Namespace) -> tuple[dict[str, dict], dict[str, str]]:
 
 
 def context_of(a: argparse.Namespace, command: str):
+    from mm2_failover.config import TOPOLOGY
     from mm2_failover.run import RunContext
     from mm2_failover.stages.preflight import check_inputs
-
-    from mm2_failover.config import TOPOLOGY
 
     confs, conns = confs_of(a)
     # the deployment's topology, those without a flag included (alias_policies, source_connections), then the flags
@@ -358,22 +410,29 @@ def context_of(a: argparse.Namespace, command: str):
     values = {**deployed, **{k: v for k, v in vars(a).items() if v is not None}}
     if getattr(a, "plan", None) is not None:  # apply --plan RUN_DIR: that run's parameters, unless given again
         values = {**values, **planned_params(a)}
-    params = RunParams.from_mapping({**values, "source_connections": {**deployed.get("source_connections", {}),
-                                                                      **conns}})
+    params = RunParams.from_mapping(
+        {**values, "source_connections": {**deployed.get("source_connections", {}), **conns}}
+    )
     check_inputs(params)  # before any cluster work (the group patterns were first used after the Spark job)
     if "source" not in confs:
         # no source configured: the first alias's source is not checked (only allowed as a declared disaster)
-        params = RunParams.from_mapping({**params.as_dict(),
-                                         "source_connections": {params.source_aliases[0]: "",
-                                                                **params.source_connections}})
+        params = RunParams.from_mapping(
+            {**params.as_dict(), "source_connections": {params.source_aliases[0]: "", **params.source_connections}}
+        )
         if params.source_reachable == "yes":
-            raise CliError(EXIT_USAGE, "--source-reachable yes, but no source cluster: give --source-config or "
-                                       "--source-bootstrap")
+            raise CliError(
+                EXIT_USAGE, "--source-reachable yes, but no source cluster: give --source-config or --source-bootstrap"
+            )
         if params.source_reachable == "detect" and command not in ("verify",):
-            log.warning("WARNING: no source cluster given: its producers and groups cannot be checked; the run "
-                        "treats it as LOST (disaster mode). Give --source-config, or --source-reachable no to say so.")
-    default = (config.artifacts_root() / "mm2_failover_readiness" / f"cli-{time.strftime('%Y%m%d-%H%M%S')}"
-               if command == "readiness" else config.artifacts_root() / "cli" / time.strftime("%Y%m%d-%H%M%S"))
+            log.warning(
+                "WARNING: no source cluster given: its producers and groups cannot be checked; the run "
+                "treats it as LOST (disaster mode). Give --source-config, or --source-reachable no to say so."
+            )
+    default = (
+        config.artifacts_root() / "mm2_failover_readiness" / f"cli-{time.strftime('%Y%m%d-%H%M%S')}"
+        if command == "readiness"
+        else config.artifacts_root() / "cli" / time.strftime("%Y%m%d-%H%M%S")
+    )
     folder = getattr(a, "plan", None) or a.run_dir or default
     ctx = RunContext.from_cli(params, folder, confs, a.timeout)
     ctx.folder.bind_params("cli", params.result_params(), list(params.RESULT_PARAMS))
@@ -391,13 +450,17 @@ def planned_params(a: argparse.Namespace) -> dict:
     folder = RunFolder(a.plan)
     bound = folder.record().get("params")
     if not folder.has_plan() or not isinstance(bound, dict):
-        raise CliError(EXIT_USAGE, f"--plan {a.plan}: no plan in that folder. Build one first: {prog_name()} plan "
-                                   f"--run-dir {a.plan} ... (or apply without --plan)")
+        raise CliError(
+            EXIT_USAGE,
+            f"--plan {a.plan}: no plan in that folder. Build one first: {prog_name()} plan "
+            f"--run-dir {a.plan} ... (or apply without --plan)",
+        )
     from mm2_failover.config import PARAMS
 
     typed = {tok.split("=", 1)[0] for tok in (a.argv or []) if tok.startswith("--")}
-    given = {k: getattr(a, k) for k in RunParams.RESULT_PARAMS
-             if hasattr(a, k) and PARAMS[k].cli_flag(k) in typed}  # typed on this command line, default or not
+    given = {
+        k: getattr(a, k) for k in RunParams.RESULT_PARAMS if hasattr(a, k) and PARAMS[k].cli_flag(k) in typed
+    }  # typed on this command line, default or not
     return {**bound, **given}
 
 
@@ -443,12 +506,27 @@ def gate(ctx, groups=None) -> None:
         raise CliError(EXIT_LIVE, describe_live(live) + "\nNothing was written. Stop these consumers and retry.")
 
 
-DRAIN_COLUMNS = [("alias", "ALIAS"), ("topic", "TOPIC"), ("partition", "PARTITION"), ("source_end", "SOURCE-END"),
-                 ("moved", "MOVED"), ("replicated", "REPLICATED"), ("replica_end", "REPLICA-END"), ("state", "STATE")]
+DRAIN_COLUMNS = [
+    ("alias", "ALIAS"),
+    ("topic", "TOPIC"),
+    ("partition", "PARTITION"),
+    ("source_end", "SOURCE-END"),
+    ("moved", "MOVED"),
+    ("replicated", "REPLICATED"),
+    ("replica_end", "REPLICA-END"),
+    ("state", "STATE"),
+]
 AUDIT_COLUMNS = [("severity", "SEVERITY"), ("alias", "ALIAS"), ("rule", "RULE"), ("message", "MESSAGE")]
-VERIFY_COLUMNS = [("group", "GROUP"), ("topic", "TOPIC"), ("partition", "PARTITION"), ("planned_offset", "PLANNED"),
-                  ("committed_after", "COMMITTED"), ("verified", "VERIFIED"), ("reread_estimate", "RE-READ"),
-                  ("rule", "RULE")]
+VERIFY_COLUMNS = [
+    ("group", "GROUP"),
+    ("topic", "TOPIC"),
+    ("partition", "PARTITION"),
+    ("planned_offset", "PLANNED"),
+    ("committed_after", "COMMITTED"),
+    ("verified", "VERIFIED"),
+    ("reread_estimate", "RE-READ"),
+    ("rule", "RULE"),
+]
 
 
 @contextmanager
@@ -473,9 +551,16 @@ def cmd_drain(a, ctx) -> Listing:
 
     with live_status("waiting for the drain") as on_wait:
         v = wait_drained(ctx, on_wait=on_wait)
-    return Listing(DRAIN_COLUMNS, v.rows, [f"drained: {'yes' if v.drained else 'no'}"
-                                           + (f" (lost: {', '.join(v.disaster_aliases)})" if v.disaster else "")]
-                   + v.notes, {k: x for k, x in v.as_dict().items() if k != "rows"})
+    return Listing(
+        DRAIN_COLUMNS,
+        v.rows,
+        [
+            f"drained: {'yes' if v.drained else 'no'}"
+            + (f" (lost: {', '.join(v.disaster_aliases)})" if v.disaster else "")
+        ]
+        + v.notes,
+        {k: x for k, x in v.as_dict().items() if k != "rows"},
+    )
 
 
 def cmd_snapshot(a, ctx) -> Listing:
@@ -486,9 +571,15 @@ def cmd_snapshot(a, ctx) -> Listing:
         cmd_drain(a, ctx)
     snap = capture_snapshot(ctx)
     lost = ", ".join(snap.disaster_aliases) or "none"
-    return Listing([], lines=[f"snapshot: {ctx.folder.snapshot} (captured {snap.captured_at}; lost aliases: {lost})"],
-                   summary={"snapshot": str(ctx.folder.snapshot), "captured_at": snap.captured_at,
-                            "disaster_aliases": list(snap.disaster_aliases)})
+    return Listing(
+        [],
+        lines=[f"snapshot: {ctx.folder.snapshot} (captured {snap.captured_at}; lost aliases: {lost})"],
+        summary={
+            "snapshot": str(ctx.folder.snapshot),
+            "captured_at": snap.captured_at,
+            "disaster_aliases": list(snap.disaster_aliases),
+        },
+    )
 
 
 def cmd_plan(a, ctx) -> Listing:
@@ -512,12 +603,26 @@ def plan_listing(ctx, plan) -> Listing:
 
     f, counts = ctx.folder, plan.counts()
     rows = plan_lines(ctx, plan)
-    lines = [f"plan: {len(plan.groups())} group(s), {len(rows)} partition(s): "
-             + ", ".join(f"{n} {k}" for k, n in counts.items()) + f" -> {f.plan_json}, {f.plan_csv}"]
-    return Listing(PLAN_LINE_COLUMNS, rows, lines, {"run_dir": str(f.dir), "groups": len(plan.groups()),
-                                                     "counts": counts, "plan_json": str(f.plan_json),
-                                                     "plan_csv": str(f.plan_csv)},
-                   more_in=str(f.plan_json), after=by_hand(ctx, plan), data_columns=PLAN_LINE_DATA)
+    lines = [
+        f"plan: {len(plan.groups())} group(s), {len(rows)} partition(s): "
+        + ", ".join(f"{n} {k}" for k, n in counts.items())
+        + f" -> {f.plan_json}, {f.plan_csv}"
+    ]
+    return Listing(
+        PLAN_LINE_COLUMNS,
+        rows,
+        lines,
+        {
+            "run_dir": str(f.dir),
+            "groups": len(plan.groups()),
+            "counts": counts,
+            "plan_json": str(f.plan_json),
+            "plan_csv": str(f.plan_csv),
+        },
+        more_in=str(f.plan_json),
+        after=by_hand(ctx, plan),
+        data_columns=PLAN_LINE_DATA,
+    )
 
 
 def by_hand(ctx, plan) -> list[str]:
@@ -530,19 +635,28 @@ def by_hand(ctx, plan) -> list[str]:
     import shlex
 
     csv_path = shlex.quote(str(ctx.folder.plan_csv))
-    which = (" ".join(f"--group {shlex.quote(g)}" for g in groups) if len(groups) <= 5
-             else f"$(cut -d, -f1 {csv_path} | sort -u | sed 's/^/--group /')")
+    which = (
+        " ".join(f"--group {shlex.quote(g)}" for g in groups)
+        if len(groups) <= 5
+        else f"$(cut -d, -f1 {csv_path} | sort -u | sed 's/^/--group /')"
+    )
     config = " --command-config <the target's client properties>" if set(conf) - {"bootstrap.servers"} else ""
-    return ["Kafka's own tool would write the same offsets (no empty-group gate, no backup, no verification):",
-            f"  kafka-consumer-groups.sh --bootstrap-server {conf.get('bootstrap.servers', '<target>')}{config} "
-            f"--reset-offsets --from-file {csv_path} {which} --execute"]
+    return [
+        "Kafka's own tool would write the same offsets (no empty-group gate, no backup, no verification):",
+        f"  kafka-consumer-groups.sh --bootstrap-server {conf.get('bootstrap.servers', '<target>')}{config} "
+        f"--reset-offsets --from-file {csv_path} {which} --execute",
+    ]
 
 
 def verify_listing(ctx, rep) -> Listing:
     d = rep.as_dict()
-    return Listing(VERIFY_COLUMNS, sorted(d["partitions"], key=lambda r: (r["group"], r["topic"], r["partition"])),
-                   head_text(ctx.folder.report_md).splitlines(), {k: v for k, v in d.items() if k != "partitions"},
-                   more_in=str(ctx.folder.report_md))
+    return Listing(
+        VERIFY_COLUMNS,
+        sorted(d["partitions"], key=lambda r: (r["group"], r["topic"], r["partition"])),
+        head_text(ctx.folder.report_md).splitlines(),
+        {k: v for k, v in d.items() if k != "partitions"},
+        more_in=str(ctx.folder.report_md),
+    )
 
 
 def cmd_apply(a, ctx) -> Listing:
@@ -555,8 +669,10 @@ def cmd_apply(a, ctx) -> Listing:
     plan = build_plan(a, ctx)
     if not a.execute:
         shown = plan_listing(ctx, plan)
-        shown.after = [f"Dry run: nothing was written. To write these offsets (the gate again, a backup, apply, "
-                       f"verify): {prog_name()} apply --plan {ctx.folder.dir} --execute"] + shown.after
+        shown.after = [
+            f"Dry run: nothing was written. To write these offsets (the gate again, a backup, apply, "
+            f"verify): {prog_name()} apply --plan {ctx.folder.dir} --execute"
+        ] + shown.after
         shown.summary["dry_run"] = True
         return shown
     gate(ctx, groups_to_move(ctx))
@@ -566,8 +682,9 @@ def cmd_apply(a, ctx) -> Listing:
     if res.refused:
         raise CliError(EXIT_FAILED, "groups NOT moved: " + "; ".join(f"{g}: {w}" for g, w in res.refused.items()))
     if rep.mismatches:
-        raise CliError(EXIT_FAILED, f"{len(rep.mismatches)} partition(s) differ from the plan; see "
-                                    f"{ctx.folder.report_md}")
+        raise CliError(
+            EXIT_FAILED, f"{len(rep.mismatches)} partition(s) differ from the plan; see {ctx.folder.report_md}"
+        )
     return None
 
 
@@ -590,8 +707,9 @@ def cmd_audit(a, ctx) -> Listing:
     from mm2_failover.stages.preflight import preflight_audit
 
     found = preflight_audit(ctx)
-    rows = [{"severity": f.severity.upper(), "alias": f.alias, "rule": f.rule, "message": f.message}
-            for f in found.findings]
+    rows = [
+        {"severity": f.severity.upper(), "alias": f.alias, "rule": f.rule, "message": f.message} for f in found.findings
+    ]
     return Listing(AUDIT_COLUMNS, rows, summary={"findings": len(rows)})
 
 
@@ -637,8 +755,11 @@ def cmd_drill(a, ctx) -> Listing:
     drill_plan(ctx, a.allow_drill_writes_for_prefix)
     d = drill_report(ctx)
     metrics.emit_drill_metrics(d.as_dict())
-    return Listing([], lines=head_text(ctx.folder.drill_md).splitlines(),
-                   summary={"drill": str(ctx.folder.drill_json), "totals": d.totals, "findings": d.findings})
+    return Listing(
+        [],
+        lines=head_text(ctx.folder.drill_md).splitlines(),
+        summary={"drill": str(ctx.folder.drill_json), "totals": d.totals, "findings": d.findings},
+    )
 
 
 def readiness_steps(a, ctx):
@@ -651,12 +772,18 @@ def readiness_steps(a, ctx):
     from mm2_failover.stages.snapshot import capture_snapshot
 
     ctx.params = replace(ctx.params, dry_run=True)
-    return [("preflight_audit", lambda: cmd_audit(a, ctx)),
-            ("measure_replication_lag", lambda: drill_lag(ctx)),
-            ("capture_end_offsets", lambda: capture_snapshot(ctx)),
-            ("compute_latest_checkpoints", lambda: compute_latest_checkpoints(a, ctx)),
-            ("assess_readiness", lambda: assess_readiness(ctx, interval_seconds=INTERVAL_SECONDS,
-                                                          archive_stale_intervals=a.archive_stale_intervals))]
+    return [
+        ("preflight_audit", lambda: cmd_audit(a, ctx)),
+        ("measure_replication_lag", lambda: drill_lag(ctx)),
+        ("capture_end_offsets", lambda: capture_snapshot(ctx)),
+        ("compute_latest_checkpoints", lambda: compute_latest_checkpoints(a, ctx)),
+        (
+            "assess_readiness",
+            lambda: assess_readiness(
+                ctx, interval_seconds=INTERVAL_SECONDS, archive_stale_intervals=a.archive_stale_intervals
+            ),
+        ),
+    ]
 
 
 def cmd_readiness(a, ctx):
@@ -664,16 +791,21 @@ def cmd_readiness(a, ctx):
     for _name, step in readiness_steps(a, ctx):
         out = step()
     r, worse = out
-    return summary_listing({"readiness": str(ctx.folder.readiness), "summary": r.summary,
-                            "degraded": [{"what": d.what, "text": d.text} for d in worse]})
+    return summary_listing(
+        {
+            "readiness": str(ctx.folder.readiness),
+            "summary": r.summary,
+            "degraded": [{"what": d.what, "text": d.text} for d in worse],
+        }
+    )
 
 
 def cmd_rollback(a):
+    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.runfolder import RunFolder, load_backup
     from mm2_failover.stages.apply import writer_lock
     from mm2_failover.stages.gate import describe_live, live_groups
     from mm2_failover.stages.rollback import rollback, verify_rollback
-    from mm2_failover.kafka_io import Cluster
-    from mm2_failover.runfolder import RunFolder, load_backup
 
     confs, _ = confs_of(a)
     target = Cluster(confs["target"], "target", a.timeout)
@@ -686,19 +818,29 @@ def cmd_rollback(a):
         from mm2_failover import faults
 
         faults.hit("rollback.locked")
-        res = rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup),
-                       held=held)
+        res = rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup), held=held)
     left = verify_rollback(target, backup, a.apply_concurrency)
     folder.save(ROLLBACK, {"backup": str(a.backup), **res.as_dict(), "still_different": left})
     print(render(summary_listing({**res.as_dict(), "still_different": left}), a.output), end="")
     if res.refused or left:
-        raise CliError(EXIT_FAILED, "rollback incomplete: " + "; ".join(
-            [f"{g}: {w}" for g, w in sorted(res.refused.items())] + left))
+        raise CliError(
+            EXIT_FAILED,
+            "rollback incomplete: " + "; ".join([f"{g}: {w}" for g, w in sorted(res.refused.items())] + left),
+        )
 
 
-COMMANDS = {"drain": cmd_drain, "snapshot": cmd_snapshot, "plan": cmd_plan, "apply": cmd_apply, "verify": cmd_verify,
-            "drill": cmd_drill, "readiness": cmd_readiness, "archive": cmd_archive,
-            "refresh-state": cmd_refresh_state, "audit": cmd_audit}
+COMMANDS = {
+    "drain": cmd_drain,
+    "snapshot": cmd_snapshot,
+    "plan": cmd_plan,
+    "apply": cmd_apply,
+    "verify": cmd_verify,
+    "drill": cmd_drill,
+    "readiness": cmd_readiness,
+    "archive": cmd_archive,
+    "refresh-state": cmd_refresh_state,
+    "audit": cmd_audit,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,9 +42,11 @@ def preload_settings() -> dict[str, str]:
     ``[scheduler] mp_start_method`` and ``mp_forkserver_preload``, Airflow 3.3) and the CeleryExecutor's (``[celery]
     celery_config_options``: :mod:`mm2_failover.celery_config`). Importing that module imports them: name it, do not
     import it."""
-    return {"AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
-            "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "mm2_failover.preload",
-            "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS": "mm2_failover.celery_config.CELERY_CONFIG"}
+    return {
+        "AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
+        "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": "mm2_failover.preload",
+        "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS": "mm2_failover.celery_config.CELERY_CONFIG",
+    }
 
 
 def artifacts_root():
@@ -63,9 +65,11 @@ def state_root() -> Path:
 
     if os.environ.get("MM2_FAILOVER_STATE"):
         if is_remote(os.environ["MM2_FAILOVER_STATE"]):
-            raise ValueError(f"MM2_FAILOVER_STATE={os.environ['MM2_FAILOVER_STATE']}: the latest-checkpoint state is "
-                             "written by Spark into a local or shared folder, not an object store; set a folder (the "
-                             "state is kept in the store beside an archive there)")
+            raise ValueError(
+                f"MM2_FAILOVER_STATE={os.environ['MM2_FAILOVER_STATE']}: the latest-checkpoint state is "
+                "written by Spark into a local or shared folder, not an object store; set a folder (the "
+                "state is kept in the store beside an archive there)"
+            )
         return Path(os.environ["MM2_FAILOVER_STATE"])
     arch = archive_root()
     return REPO_ROOT / "var" / "state" if is_remote(arch) else arch / "latest-state"
@@ -97,6 +101,7 @@ class WriterLockSettings:
     ``MM2_FAILOVER_LOCK_MARGIN_SECONDS`` (20; a holder stops writing this long before its lease would run out, more
     than one write's timeout), ``MM2_FAILOVER_LOCK_RENEW_SECONDS`` (10); ``MM2_FAILOVER_LOCK_TOPIC``
     (``mm2-failover.locks``), which also names the holders' transactional ids (:meth:`transactional_id`)."""
+
     kind: str = "file"
     topic: str = "mm2-failover.locks"
     lease_s: float = 60.0
@@ -116,13 +121,17 @@ class WriterLockSettings:
 
         art = env.get("MM2_FAILOVER_ARTIFACTS") or ""
         if kind == "file" and is_remote(art):
-            raise ValueError(f"MM2_FAILOVER_ARTIFACTS={art} is an object store, where a file lock cannot keep one "
-                             "writer per target cluster across hosts: set MM2_FAILOVER_LOCK=kafka (docs/architecture.md, "
-                             "\"Deploying\")")
+            raise ValueError(
+                f"MM2_FAILOVER_ARTIFACTS={art} is an object store, where a file lock cannot keep one "
+                "writer per target cluster across hosts: set MM2_FAILOVER_LOCK=kafka (docs/architecture.md, "
+                '"Deploying")'
+            )
         times = {}
-        for name, var, default in (("lease_s", "MM2_FAILOVER_LOCK_LEASE_SECONDS", cls.lease_s),
-                                   ("margin_s", "MM2_FAILOVER_LOCK_MARGIN_SECONDS", cls.margin_s),
-                                   ("renew_s", "MM2_FAILOVER_LOCK_RENEW_SECONDS", cls.renew_s)):
+        for name, var, default in (
+            ("lease_s", "MM2_FAILOVER_LOCK_LEASE_SECONDS", cls.lease_s),
+            ("margin_s", "MM2_FAILOVER_LOCK_MARGIN_SECONDS", cls.margin_s),
+            ("renew_s", "MM2_FAILOVER_LOCK_RENEW_SECONDS", cls.renew_s),
+        ):
             raw = env.get(var)
             try:
                 times[name] = float(raw) if raw not in (None, "") else default
@@ -144,15 +153,19 @@ def spark_jars(s3a: bool | None = None) -> list[str]:
     d = Path(os.environ.get("MM2_FAILOVER_SPARK_JARS", REPO_ROOT / ".cache" / "jars" / "spark"))
     jars = sorted(str(p) for p in d.glob("*.jar"))
     if not jars:
-        raise FileNotFoundError(f"Spark's Kafka source jars not found in {d}: run scripts/fetch_jars.sh "
-                                "(make setup) or set MM2_FAILOVER_SPARK_JARS")
+        raise FileNotFoundError(
+            f"Spark's Kafka source jars not found in {d}: run scripts/fetch_jars.sh "
+            "(make setup) or set MM2_FAILOVER_SPARK_JARS"
+        )
     if s3a if s3a is not None else spark_io() == "s3a":
         d = Path(os.environ.get("MM2_FAILOVER_S3A_JARS", REPO_ROOT / ".cache" / "jars" / "s3a"))
         more = sorted(str(p) for p in d.glob("*.jar"))
         if not any(Path(j).name.startswith("hadoop-aws-") for j in more):
-            raise FileNotFoundError(f"S3A's jars (hadoop-aws and the AWS SDK's) not found in {d}, and the job "
-                                    "writes through S3A (MM2_FAILOVER_SPARK_IO): run scripts/fetch_jars.sh (make "
-                                    "setup) or set MM2_FAILOVER_S3A_JARS")
+            raise FileNotFoundError(
+                f"S3A's jars (hadoop-aws and the AWS SDK's) not found in {d}, and the job "
+                "writes through S3A (MM2_FAILOVER_SPARK_IO): run scripts/fetch_jars.sh (make "
+                "setup) or set MM2_FAILOVER_S3A_JARS"
+            )
         jars += more
     return jars
 
@@ -182,8 +195,10 @@ def spark_io(env: dict[str, str] | None = None) -> str:
     if raw not in SPARK_IO:
         raise ValueError(f"MM2_FAILOVER_SPARK_IO={raw!r}: use one of {', '.join(SPARK_IO)}")
     if raw == "s3a" and not s3:
-        raise ValueError(f"MM2_FAILOVER_SPARK_IO=s3a, but MM2_FAILOVER_ARTIFACTS is {art or 'a local folder'}, not "
-                         "s3://: S3A writes only to S3 (or an S3-compatible server); unset MM2_FAILOVER_SPARK_IO")
+        raise ValueError(
+            f"MM2_FAILOVER_SPARK_IO=s3a, but MM2_FAILOVER_ARTIFACTS is {art or 'a local folder'}, not "
+            "s3://: S3A writes only to S3 (or an S3-compatible server); unset MM2_FAILOVER_SPARK_IO"
+        )
     return raw
 
 
@@ -343,8 +358,9 @@ class RunParams:
                 continue
             v, (low, high) = getattr(self, name), spec.bounds
             if not isinstance(v, int) or isinstance(v, bool) or v < low or (high is not None and v > high):
-                raise ValueError(f"parameter {name}: {v!r} is not a whole number from {low} to "
-                                 f"{'any' if high is None else high}")
+                raise ValueError(
+                    f"parameter {name}: {v!r} is not a whole number from {low} to {'any' if high is None else high}"
+                )
 
     def policies(self) -> list:
         """One ReplicationPolicy per source alias."""
@@ -355,13 +371,19 @@ class RunParams:
             o = (self.alias_policies or {}).get(a, {})
             unknown = set(o) - {"policy", "separator", "internal_topic_separator_enabled"}
             if unknown:
-                raise ValueError(f"alias_policies[{a!r}]: unknown key(s) {sorted(unknown)}; use 'policy', 'separator' "
-                                 "and 'internal_topic_separator_enabled'")
-            out.append(ReplicationPolicy(a, o.get("policy", self.replication_policy),
-                                         o.get("separator", self.replication_policy_separator),
-                                         bool(o.get("internal_topic_separator_enabled",
-                                                    self.internal_topic_separator_enabled)),
-                                         self.home_alias or None))
+                raise ValueError(
+                    f"alias_policies[{a!r}]: unknown key(s) {sorted(unknown)}; use 'policy', 'separator' "
+                    "and 'internal_topic_separator_enabled'"
+                )
+            out.append(
+                ReplicationPolicy(
+                    a,
+                    o.get("policy", self.replication_policy),
+                    o.get("separator", self.replication_policy_separator),
+                    bool(o.get("internal_topic_separator_enabled", self.internal_topic_separator_enabled)),
+                    self.home_alias or None,
+                )
+            )
         return out
 
     def policy(self, alias: str):
@@ -383,9 +405,10 @@ class RunParams:
             return default
         raise ValueError(
             f"source alias {alias!r} has no source connection, so its producers and live groups could not be checked. "
-            f"Set source_connections, e.g. {{\"{alias}\": \"kafka_source_{alias}\"}} (an Airflow connection of "
-            f"{alias}'s cluster; the CLI: --alias-source-config {alias}=FILE), or {{\"{alias}\": \"\"}} to fail over "
-            f"its groups without checking its source (as in disaster mode).")
+            f'Set source_connections, e.g. {{"{alias}": "kafka_source_{alias}"}} (an Airflow connection of '
+            f'{alias}\'s cluster; the CLI: --alias-source-config {alias}=FILE), or {{"{alias}": ""}} to fail over '
+            f"its groups without checking its source (as in disaster mode)."
+        )
 
     @classmethod
     def from_mapping(cls, m: dict) -> "RunParams":
@@ -400,6 +423,7 @@ class RunParams:
     @classmethod
     def templates(cls) -> dict[str, str]:
         """``{name: "{{ params.name }}"}`` for every parameter: what a DAG passes as an operator's ``run_params``."""
+
         def template(f) -> str:
             if f.default_factory is not MISSING:
                 return "{{ params.%s | tojson }}" % f.name
@@ -420,245 +444,335 @@ class RunParams:
 #: every run parameter's title, help, section, CLI flag, bounds and form keys: the trigger form and the CLI's flags are
 #: generated from these and from RunParams' defaults and choices (params.py, cli.py); one entry per RunParams field
 PARAMS: dict[str, ParamSpec] = {
-    'source_alias': ParamSpec(
+    "source_alias": ParamSpec(
         binds=True,
-        title='Source cluster alias(es)',
-        help=("MM2's alias of the lost/primary cluster: the checkpoints are read from <alias>.checkpoints.internal "
-              'on the target, and replica topics are named <alias>.<topic>. Several aliases, comma-separated, fail '
-              'over groups replicated from several sources in one run (one pass over all their checkpoint topics).'),
-        section='What to move',
-        form={'pattern': '^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$', 'minLength': 1}),
-    'groups_regex': ParamSpec(
+        title="Source cluster alias(es)",
+        help=(
+            "MM2's alias of the lost/primary cluster: the checkpoints are read from <alias>.checkpoints.internal "
+            "on the target, and replica topics are named <alias>.<topic>. Several aliases, comma-separated, fail "
+            "over groups replicated from several sources in one run (one pass over all their checkpoint topics)."
+        ),
+        section="What to move",
+        form={"pattern": "^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$", "minLength": 1},
+    ),
+    "groups_regex": ParamSpec(
         binds=True,
-        title='Groups to fail over (regex)',
-        help=('Consumer groups to move, as a (Python) regular expression matched against the whole group id. Narrow'
-              " it (e.g. 'orders-.*') to fail over some applications only."),
-        section='Decisions',
-        cli_help='groups to move (Python regex, whole id)',
-        form={'format': 'regex', 'minLength': 1}),
-    'groups_exclude_regex': ParamSpec(
+        title="Groups to fail over (regex)",
+        help=(
+            "Consumer groups to move, as a (Python) regular expression matched against the whole group id. Narrow"
+            " it (e.g. 'orders-.*') to fail over some applications only."
+        ),
+        section="Decisions",
+        cli_help="groups to move (Python regex, whole id)",
+        form={"format": "regex", "minLength": 1},
+    ),
+    "groups_exclude_regex": ParamSpec(
         binds=True,
-        title='Groups to leave alone (regex)',
-        help=('Groups matching this (whole id) are never moved, even if groups_regex matches. Empty: none.'),
-        section='What to move',
-        form={'format': 'regex'}),
-    'dry_run': ParamSpec(
-        title='Dry run',
-        help=('Build and export the plan (JSON + CSV for kafka-consumer-groups) and stop: nothing is written.'),
-        section='Decisions',
-        cli=None),
-    'replication_policy': ParamSpec(
+        title="Groups to leave alone (regex)",
+        help=("Groups matching this (whole id) are never moved, even if groups_regex matches. Empty: none."),
+        section="What to move",
+        form={"format": "regex"},
+    ),
+    "dry_run": ParamSpec(
+        title="Dry run",
+        help=("Build and export the plan (JSON + CSV for kafka-consumer-groups) and stop: nothing is written."),
+        section="Decisions",
+        cli=None,
+    ),
+    "replication_policy": ParamSpec(
         binds=True,
-        title='MM2 replication policy',
+        title="MM2 replication policy",
         help=("'default': replica topics are <alias><separator><topic>; 'identity': they keep the source name."),
-        labels={'default': 'default: replica topics are <alias>.<topic> (DefaultReplicationPolicy)',
-                'identity': 'identity: replica topics keep the source name (IdentityReplicationPolicy)'},
-        section='MM2'),
-    'replication_policy_separator': ParamSpec(
+        labels={
+            "default": "default: replica topics are <alias>.<topic> (DefaultReplicationPolicy)",
+            "identity": "identity: replica topics keep the source name (IdentityReplicationPolicy)",
+        },
+        section="MM2",
+    ),
+    "replication_policy_separator": ParamSpec(
         binds=True,
-        title='Replication policy separator',
-        help=("MM2's replication.policy.separator (default '.', several characters allowed). Only used with the "
-              'default policy.'),
-        section='MM2',
-        form={'minLength': 1}),
-    'internal_topic_separator_enabled': ParamSpec(
+        title="Replication policy separator",
+        help=(
+            "MM2's replication.policy.separator (default '.', several characters allowed). Only used with the "
+            "default policy."
+        ),
+        section="MM2",
+        form={"minLength": 1},
+    ),
+    "internal_topic_separator_enabled": ParamSpec(
         binds=True,
         title="Separator in MM2's own topic names",
-        help=("MM2's replication.policy.internal.topic.separator.enabled (default true): with false, MM2 names its "
-              'checkpoints topic <alias>.checkpoints.internal whatever the separator.'),
-        section='MM2',
-        cli='--no-internal-topic-separator',
-        cli_help="MM2's replication.policy.internal.topic.separator.enabled=false"),
-    'alias_policies': ParamSpec(
+        help=(
+            "MM2's replication.policy.internal.topic.separator.enabled (default true): with false, MM2 names its "
+            "checkpoints topic <alias>.checkpoints.internal whatever the separator."
+        ),
+        section="MM2",
+        cli="--no-internal-topic-separator",
+        cli_help="MM2's replication.policy.internal.topic.separator.enabled=false",
+    ),
+    "alias_policies": ParamSpec(
         binds=True,
-        title='Per-alias replication policy',
-        help=('Only when several source aliases use different policies: {"dc2": {"policy": "identity"}, "dc3": '
-              '{"separator": "_", "internal_topic_separator_enabled": false}}. Aliases not listed use the settings '
-              'above.'),
-        section='MM2',
-        cli=None),
-    'source_connections': ParamSpec(
-        binds=True,
-        title='Source connection of each alias',
-        help=('The Kafka connection of each source alias\'s cluster: {"dc3": "kafka_source_dc3"}. The first alias '
-              'uses kafka_source unless listed; every other alias must be listed (its producers and live groups are'
-              ' checked there), or given "" to fail it over without checking its source (as in disaster mode, said '
-              'in the report).'),
-        section='MM2',
-        cli=None),
-    'source_reachable': ParamSpec(
-        binds=True,
-        title='Is the source cluster reachable?',
-        help=('Decided once, at the start of the run. detect: probe each source (3 tries, ~20 s at most); one that '
-              'never answers stops the run, nothing done - disaster mode is never entered by itself (a mistyped '
-              'address looks like a lost cluster); yes: the same, for a source that must answer; no: the sources '
-              'are lost - skip every source-side check (target-side evidence only, with an estimate of the '
-              "data-loss window in the report). A wrong password or bad client setting is an error, never "
-              "'unreachable'."),
-        labels={'detect': 'detect: probe the source; stop if it never answers',
-                'yes': 'yes: the source must answer',
-                'no': 'no: the source is LOST - disaster mode, no source-side checks'},
-        section='Decisions',
-        cli_help='detect: probe the source, stop (exit 4) if it never answers; no: the source is lost (disaster mode)'),
-    'topics_regex': ParamSpec(
-        binds=True,
-        title='Topics to check for drain (regex)',
-        help=('Source topics whose producers must have stopped and whose replication must have caught up. Empty: '
-              'the topics the selected groups consume (their commits on the source); in disaster mode, every '
-              'replica topic of the alias.'),
-        section='What to move',
-        cli_help="drain scope (default: the groups' topics)",
-        form={'format': 'regex'}),
-    'drain_quiet_seconds': ParamSpec(
-        title='Drain quiet window (s)',
-        help=('Source end offsets must not move for this long for producers to count as stopped.'),
-        section='Safety',
-        bounds=(1, 600)),
-    'drain_timeout_seconds': ParamSpec(
-        title='Drain timeout (s)',
-        help=('How long verify_producers_drained waits before failing with the table of what is not drained.'),
-        section='Safety',
-        bounds=(1, 86400)),
-    'groups_empty_timeout_seconds': ParamSpec(
-        title='Empty-group timeout (s)',
-        help=('How long check_groups_empty waits for live consumers on the target to stop.'),
-        section='Safety',
+        title="Per-alias replication policy",
+        help=(
+            'Only when several source aliases use different policies: {"dc2": {"policy": "identity"}, "dc3": '
+            '{"separator": "_", "internal_topic_separator_enabled": false}}. Aliases not listed use the settings '
+            "above."
+        ),
+        section="MM2",
         cli=None,
-        bounds=(1, 86400)),
-    'max_quarantined_records': ParamSpec(
+    ),
+    "source_connections": ParamSpec(
         binds=True,
-        title='Max unusable checkpoint records',
-        help=('Fail compute_latest_checkpoints when more checkpoint records than this cannot be decoded. They are '
-              "always listed in the run's quarantine output."),
-        section='Safety',
-        bounds=(0, None)),
-    'checkpoint_policy': ParamSpec(
+        title="Source connection of each alias",
+        help=(
+            'The Kafka connection of each source alias\'s cluster: {"dc3": "kafka_source_dc3"}. The first alias '
+            "uses kafka_source unless listed; every other alias must be listed (its producers and live groups are"
+            ' checked there), or given "" to fail it over without checking its source (as in disaster mode, said '
+            "in the report)."
+        ),
+        section="MM2",
+        cli=None,
+    ),
+    "source_reachable": ParamSpec(
         binds=True,
-        title='Which checkpoint wins',
-        help=("latest: the last checkpoint per group/partition (MM2's meaning; safe). max: when a checkpoint went "
-              'backwards within the read range (an MM2 restart), keep the highest one. Regressions are always '
-              'reported.'),
-        labels={'latest': "latest: the last checkpoint (MM2's meaning; safe)",
-                'max': 'max: the highest checkpoint when one went backwards'},
-        section='MM2'),
-    'allow_rewind': ParamSpec(
+        title="Is the source cluster reachable?",
+        help=(
+            "Decided once, at the start of the run. detect: probe each source (3 tries, ~20 s at most); one that "
+            "never answers stops the run, nothing done - disaster mode is never entered by itself (a mistyped "
+            "address looks like a lost cluster); yes: the same, for a source that must answer; no: the sources "
+            "are lost - skip every source-side check (target-side evidence only, with an estimate of the "
+            "data-loss window in the report). A wrong password or bad client setting is an error, never "
+            "'unreachable'."
+        ),
+        labels={
+            "detect": "detect: probe the source; stop if it never answers",
+            "yes": "yes: the source must answer",
+            "no": "no: the source is LOST - disaster mode, no source-side checks",
+        },
+        section="Decisions",
+        cli_help="detect: probe the source, stop (exit 4) if it never answers; no: the source is lost (disaster mode)",
+    ),
+    "topics_regex": ParamSpec(
         binds=True,
-        title='Allow rewinding target commits',
-        help=("When a group's commit on the target is already ahead of its checkpoint, move it back anyway (more "
-              're-reads). Default: keep the commit that is ahead.'),
-        section='Safety'),
-    'on_existing_target_offsets': ParamSpec(
+        title="Topics to check for drain (regex)",
+        help=(
+            "Source topics whose producers must have stopped and whose replication must have caught up. Empty: "
+            "the topics the selected groups consume (their commits on the source); in disaster mode, every "
+            "replica topic of the alias."
+        ),
+        section="What to move",
+        cli_help="drain scope (default: the groups' topics)",
+        form={"format": "regex"},
+    ),
+    "drain_quiet_seconds": ParamSpec(
+        title="Drain quiet window (s)",
+        help=("Source end offsets must not move for this long for producers to count as stopped."),
+        section="Safety",
+        bounds=(1, 600),
+    ),
+    "drain_timeout_seconds": ParamSpec(
+        title="Drain timeout (s)",
+        help=("How long verify_producers_drained waits before failing with the table of what is not drained."),
+        section="Safety",
+        bounds=(1, 86400),
+    ),
+    "groups_empty_timeout_seconds": ParamSpec(
+        title="Empty-group timeout (s)",
+        help=("How long check_groups_empty waits for live consumers on the target to stop."),
+        section="Safety",
+        cli=None,
+        bounds=(1, 86400),
+    ),
+    "max_quarantined_records": ParamSpec(
         binds=True,
-        title='Groups that already have commits on the target',
-        help=('fail: refuse the run and name them; skip: leave those groups alone; overwrite: replace their commits'
-              ' (a commit ahead is still kept unless allow_rewind).'),
-        labels={'fail': 'fail: refuse the run and name the groups',
-                'skip': 'skip: leave those groups alone',
-                'overwrite': 'overwrite: replace their commits (backed up first)'},
-        section='Safety'),
-    'accept_groups_without_checkpoints': ParamSpec(
+        title="Max unusable checkpoint records",
+        help=(
+            "Fail compute_latest_checkpoints when more checkpoint records than this cannot be decoded. They are "
+            "always listed in the run's quarantine output."
+        ),
+        section="Safety",
+        bounds=(0, None),
+    ),
+    "checkpoint_policy": ParamSpec(
         binds=True,
-        title='Accept groups without checkpoints',
-        help=('A selected group that commits on the source but has no checkpoint at all refuses the run (its '
-              'consumers would start on the target without a commit). True: move the other groups and list those in'
-              ' the report.'),
-        section='Safety'),
-    'translation': ParamSpec(
+        title="Which checkpoint wins",
+        help=(
+            "latest: the last checkpoint per group/partition (MM2's meaning; safe). max: when a checkpoint went "
+            "backwards within the read range (an MM2 restart), keep the highest one. Regressions are always "
+            "reported."
+        ),
+        labels={
+            "latest": "latest: the last checkpoint (MM2's meaning; safe)",
+            "max": "max: the highest checkpoint when one went backwards",
+        },
+        section="MM2",
+    ),
+    "allow_rewind": ParamSpec(
         binds=True,
-        title='Translation',
-        help=("exact: resume each group at the exact record where MM2's offset syncs prove it (archived on the "
-              "target side, checked against the records themselves), MM2's checkpoint elsewhere; checkpoint: MM2's "
-              'checkpoints as they are (conservative: re-reads).'),
-        labels={'exact': "exact: the record MM2's offset syncs prove, else the checkpoint",
-                'checkpoint': "checkpoint: MM2's checkpoints only"},
-        section='MM2',
-        cli_help="exact: resume where MM2's offset syncs prove the group is; checkpoint: MM2's checkpoints"),
-    'mm2_target_alias': ParamSpec(
+        title="Allow rewinding target commits",
+        help=(
+            "When a group's commit on the target is already ahead of its checkpoint, move it back anyway (more "
+            "re-reads). Default: keep the commit that is ahead."
+        ),
+        section="Safety",
+    ),
+    "on_existing_target_offsets": ParamSpec(
+        binds=True,
+        title="Groups that already have commits on the target",
+        help=(
+            "fail: refuse the run and name them; skip: leave those groups alone; overwrite: replace their commits"
+            " (a commit ahead is still kept unless allow_rewind)."
+        ),
+        labels={
+            "fail": "fail: refuse the run and name the groups",
+            "skip": "skip: leave those groups alone",
+            "overwrite": "overwrite: replace their commits (backed up first)",
+        },
+        section="Safety",
+    ),
+    "accept_groups_without_checkpoints": ParamSpec(
+        binds=True,
+        title="Accept groups without checkpoints",
+        help=(
+            "A selected group that commits on the source but has no checkpoint at all refuses the run (its "
+            "consumers would start on the target without a commit). True: move the other groups and list those in"
+            " the report."
+        ),
+        section="Safety",
+    ),
+    "translation": ParamSpec(
+        binds=True,
+        title="Translation",
+        help=(
+            "exact: resume each group at the exact record where MM2's offset syncs prove it (archived on the "
+            "target side, checked against the records themselves), MM2's checkpoint elsewhere; checkpoint: MM2's "
+            "checkpoints as they are (conservative: re-reads)."
+        ),
+        labels={
+            "exact": "exact: the record MM2's offset syncs prove, else the checkpoint",
+            "checkpoint": "checkpoint: MM2's checkpoints only",
+        },
+        section="MM2",
+        cli_help="exact: resume where MM2's offset syncs prove the group is; checkpoint: MM2's checkpoints",
+    ),
+    "mm2_target_alias": ParamSpec(
         binds=True,
         title="MM2's alias of the target cluster",
-        help=("Names MM2's offset-sync topic (mm2-offset-syncs.<alias>.internal). Empty: found on the cluster, when"
-              ' there is only one.'),
-        section='MM2',
-        cli_help="MM2's alias of the target (names mm2-offset-syncs.<alias>.internal); default: discovered"),
-    'home_alias': ParamSpec(
+        help=(
+            "Names MM2's offset-sync topic (mm2-offset-syncs.<alias>.internal). Empty: found on the cluster, when"
+            " there is only one."
+        ),
+        section="MM2",
+        cli_help="MM2's alias of the target (names mm2-offset-syncs.<alias>.internal); default: discovered",
+    ),
+    "home_alias": ParamSpec(
         binds=True,
         title="Failing back: the target's alias",
-        help=("Only to fail back (e.g. source_alias=backup, home_alias=primary, the connections swapped): MM2's "
-              'alias of the target cluster. Groups that consumed <home_alias>.<topic> on the source (the history '
-              'MM2 copied before the failover) return to <topic> on the target, at offsets read back from the '
-              'archived offset syncs of the home_alias flow (MM2 writes no checkpoint for them); other topics move '
-              'by the checkpoints of the source_alias flow. Empty: a failover.'),
-        section='What to move',
+        help=(
+            "Only to fail back (e.g. source_alias=backup, home_alias=primary, the connections swapped): MM2's "
+            "alias of the target cluster. Groups that consumed <home_alias>.<topic> on the source (the history "
+            "MM2 copied before the failover) return to <topic> on the target, at offsets read back from the "
+            "archived offset syncs of the home_alias flow (MM2 writes no checkpoint for them); other topics move "
+            "by the checkpoints of the source_alias flow. Empty: a failover."
+        ),
+        section="What to move",
         cli_help="failing back: MM2's alias of the target; <home-alias>.<topic> on the source returns to <topic>",
-        form={'pattern': '^([A-Za-z0-9._-]+)?$'}),
-    'offset_syncs_location': ParamSpec(
+        form={"pattern": "^([A-Za-z0-9._-]+)?$"},
+    ),
+    "offset_syncs_location": ParamSpec(
         binds=True,
-        title='Where MM2 keeps offset syncs',
-        help=("MM2's offset-syncs.topic.location (source by default: lost with the source; the archive keeps a copy"
-              ' on the target side).'),
-        labels={'source': "source: on the source cluster (MM2's default)", 'target': 'target: on the target cluster'},
-        section='MM2'),
-    'mm2_config': ParamSpec(
+        title="Where MM2 keeps offset syncs",
+        help=(
+            "MM2's offset-syncs.topic.location (source by default: lost with the source; the archive keeps a copy"
+            " on the target side)."
+        ),
+        labels={"source": "source: on the source cluster (MM2's default)", "target": "target: on the target cluster"},
+        section="MM2",
+    ),
+    "mm2_config": ParamSpec(
         title="MM2's configuration file",
-        help=('Path of the mm2.properties MM2 runs with, as seen by the Airflow workers: the pre-flight audit warns'
-              ' about settings that cost records or re-reads (see the report). Empty: only what the clusters show '
-              'is audited.'),
-        section='MM2',
-        cli_help="MM2's mm2.properties, for the pre-flight audit (warnings in the log and the report)"),
-    'mm2_offsets_topic': ParamSpec(
+        help=(
+            "Path of the mm2.properties MM2 runs with, as seen by the Airflow workers: the pre-flight audit warns"
+            " about settings that cost records or re-reads (see the report). Empty: only what the clusters show "
+            "is audited."
+        ),
+        section="MM2",
+        cli_help="MM2's mm2.properties, for the pre-flight audit (warnings in the log and the report)",
+    ),
+    "mm2_offsets_topic": ParamSpec(
         title="MM2's progress topic",
-        help=("The topic on the target where MM2 keeps its Connect offsets - how far it has copied each source "
-              "partition, which the drain check reads. Empty: mm2-offsets.<alias>.internal (MM2 in dedicated mode). "
-              "MM2's connectors on a Kafka Connect cluster (Strimzi's included) keep them in the worker's "
-              "offset.storage.topic (e.g. connect-offsets): name it here. Without it the drain check looks up the "
-              "source's last record on the replica instead."),
-        section='MM2',
-        form={'maxLength': 249}),
-    'rpo_seconds': ParamSpec(
-        title='Recovery point objective (s)',
+        help=(
+            "The topic on the target where MM2 keeps its Connect offsets - how far it has copied each source "
+            "partition, which the drain check reads. Empty: mm2-offsets.<alias>.internal (MM2 in dedicated mode). "
+            "MM2's connectors on a Kafka Connect cluster (Strimzi's included) keep them in the worker's "
+            "offset.storage.topic (e.g. connect-offsets): name it here. Without it the drain check looks up the "
+            "source's last record on the replica instead."
+        ),
+        section="MM2",
+        form={"maxLength": 249},
+    ),
+    "rpo_seconds": ParamSpec(
+        title="Recovery point objective (s)",
         help=("The audit warns when MM2's checkpoint or progress intervals are longer than this."),
-        section='Safety',
-        bounds=(1, None)),
-    'source_groups_must_be_empty': ParamSpec(
+        section="Safety",
+        bounds=(1, None),
+    ),
+    "source_groups_must_be_empty": ParamSpec(
         binds=True,
-        title='Source groups must be stopped too',
-        help=('When the source is reachable, also wait until the groups have no live members on the source (stop '
-              'the consumers there first). Turn off only if you accept double consumption.'),
-        section='Safety',
-        cli='--no-source-groups-must-be-empty'),
-    'apply_concurrency': ParamSpec(
-        title='Requests in flight',
-        help=('How many groups are read or committed at the same time (one request per group).'),
-        section='Advanced',
-        bounds=(1, 256)),
-    'require_approval': ParamSpec(
-        title='Wait for approval before writing',
-        help=('On (default): after the plan is built the run waits for a human to approve exactly that plan (the '
-              '"approve_plan" task: Approve or Reject in the UI\'s Required Actions, or through the REST API); only '
-              'then are offsets written. Turn off only for an automation that has decided already. A dry run never '
-              'asks.'),
-        section='Decisions',
-        cli=None),
-    'approval_timeout_seconds': ParamSpec(
-        title='Approval wait (s)',
-        help=('How long the plan waits for a decision. No decision in time: nothing is written, the run fails and '
-              'says so (trigger a new run to plan again).'),
-        section='Safety',
+        title="Source groups must be stopped too",
+        help=(
+            "When the source is reachable, also wait until the groups have no live members on the source (stop "
+            "the consumers there first). Turn off only if you accept double consumption."
+        ),
+        section="Safety",
+        cli="--no-source-groups-must-be-empty",
+    ),
+    "apply_concurrency": ParamSpec(
+        title="Requests in flight",
+        help=("How many groups are read or committed at the same time (one request per group)."),
+        section="Advanced",
+        bounds=(1, 256),
+    ),
+    "require_approval": ParamSpec(
+        title="Wait for approval before writing",
+        help=(
+            "On (default): after the plan is built the run waits for a human to approve exactly that plan (the "
+            '"approve_plan" task: Approve or Reject in the UI\'s Required Actions, or through the REST API); only '
+            "then are offsets written. Turn off only for an automation that has decided already. A dry run never "
+            "asks."
+        ),
+        section="Decisions",
         cli=None,
-        bounds=(10, 7 * 86400)),
-    'approver_not_triggerer': ParamSpec(
-        title='Approved by someone else',
-        help=('On: an approval by the user who triggered this run is refused - nothing is written and the report says '
-              'why (four eyes: the person who plans a failover is not the one who lets it write). Off (default): '
-              'anyone allowed to answer Required Actions decides.'),
-        section='Safety',
-        cli=None),
-    'lock_wait_seconds': ParamSpec(
-        title='Writer lock wait (s)',
-        help=('One writer per target cluster (failover, rollback, drill writes, the CLI): how long to wait for '
-              'another writer before failing (naming it).'),
-        section='Advanced',
-        bounds=(0, 86400)),
+    ),
+    "approval_timeout_seconds": ParamSpec(
+        title="Approval wait (s)",
+        help=(
+            "How long the plan waits for a decision. No decision in time: nothing is written, the run fails and "
+            "says so (trigger a new run to plan again)."
+        ),
+        section="Safety",
+        cli=None,
+        bounds=(10, 7 * 86400),
+    ),
+    "approver_not_triggerer": ParamSpec(
+        title="Approved by someone else",
+        help=(
+            "On: an approval by the user who triggered this run is refused - nothing is written and the report says "
+            "why (four eyes: the person who plans a failover is not the one who lets it write). Off (default): "
+            "anyone allowed to answer Required Actions decides."
+        ),
+        section="Safety",
+        cli=None,
+    ),
+    "lock_wait_seconds": ParamSpec(
+        title="Writer lock wait (s)",
+        help=(
+            "One writer per target cluster (failover, rollback, drill writes, the CLI): how long to wait for "
+            "another writer before failing (naming it)."
+        ),
+        section="Advanced",
+        bounds=(0, 86400),
+    ),
 }
 
 RunParams.CHOICES = {name: tuple(spec.labels) for name, spec in PARAMS.items() if spec.labels}
@@ -666,9 +780,18 @@ RunParams.RESULT_PARAMS = tuple(name for name, spec in PARAMS.items() if spec.bi
 
 
 #: the MM2 topology: the run parameters a deployment sets once, in Airflow's configuration (:func:`deployment_defaults`)
-TOPOLOGY = ("source_alias", "source_connections", "replication_policy", "replication_policy_separator",
-            "internal_topic_separator_enabled", "alias_policies", "mm2_target_alias", "offset_syncs_location",
-            "mm2_offsets_topic", "mm2_config")
+TOPOLOGY = (
+    "source_alias",
+    "source_connections",
+    "replication_policy",
+    "replication_policy_separator",
+    "internal_topic_separator_enabled",
+    "alias_policies",
+    "mm2_target_alias",
+    "offset_syncs_location",
+    "mm2_offsets_topic",
+    "mm2_config",
+)
 CONFIG_SECTION = "mm2_failover"
 
 
@@ -734,24 +857,34 @@ def parameters_markdown() -> str:
             return f"{low} to {'any' if high is None else high}"
         return ""
 
-    lines = ["# Run parameters", "",
-             "Generated from their one definition (`plugins/mm2_failover/config.py`: `RunParams` and `PARAMS`) by "
-             "`make reference`; a test fails when this page differs. The trigger forms, the CLI's flags and the "
-             "operators' `run_params` are generated from the same definition. *Set once*: the MM2 topology's default "
-             f"for every DAG and the CLI comes from Airflow's configuration (`[{CONFIG_SECTION}]`, or "
-             f"`AIRFLOW__{CONFIG_SECTION.upper()}__<NAME>`) where the deployment sets it. *Binds a run*: a run folder "
-             "keeps the value, and a later step or retry with another is refused.", ""]
+    lines = [
+        "# Run parameters",
+        "",
+        "Generated from their one definition (`plugins/mm2_failover/config.py`: `RunParams` and `PARAMS`) by "
+        "`make reference`; a test fails when this page differs. The trigger forms, the CLI's flags and the "
+        "operators' `run_params` are generated from the same definition. *Set once*: the MM2 topology's default "
+        f"for every DAG and the CLI comes from Airflow's configuration (`[{CONFIG_SECTION}]`, or "
+        f"`AIRFLOW__{CONFIG_SECTION.upper()}__<NAME>`) where the deployment sets it. *Binds a run*: a run folder "
+        "keeps the value, and a later step or retry with another is refused.",
+        "",
+    ]
     for section in SECTIONS:
         names = [n for n in (f.name for f in fields(RunParams)) if PARAMS[n].section == section]
-        lines += [f"## {section}", "", "| parameter | default | values | CLI | binds a run | what it does |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            f"## {section}",
+            "",
+            "| parameter | default | values | CLI | binds a run | what it does |",
+            "|---|---|---|---|---|---|",
+        ]
         for n in names:
             spec = PARAMS[n]
             flag = spec.cli_flag(n)
             deployed = f"; set once: `[{CONFIG_SECTION}] {n}`" if n in TOPOLOGY else ""
-            lines.append(f"| `{n}` ({spec.title}) | {default_text(n)}{deployed} | {values(n, spec)} | "
-                         f"{f'`{flag}`' if flag else '(not on the command line)'} | {'yes' if spec.binds else ''} | "
-                         f"{' '.join(spec.help.replace('|', '/').split())} |")
+            lines.append(
+                f"| `{n}` ({spec.title}) | {default_text(n)}{deployed} | {values(n, spec)} | "
+                f"{f'`{flag}`' if flag else '(not on the command line)'} | {'yes' if spec.binds else ''} | "
+                f"{' '.join(spec.help.replace('|', '/').split())} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -798,8 +931,13 @@ def _jaas_quote(v) -> str:
 
 
 # librdkafka settings whose names and meaning are the same in the Java client
-_SAME_IN_JAVA = ("security.protocol", "sasl.mechanism", "ssl.endpoint.identification.algorithm",
-                 "sasl.kerberos.service.name", "client.id")
+_SAME_IN_JAVA = (
+    "security.protocol",
+    "sasl.mechanism",
+    "ssl.endpoint.identification.algorithm",
+    "sasl.kerberos.service.name",
+    "client.id",
+)
 
 
 def java_client_options(conf: dict) -> dict[str, str]:
@@ -818,8 +956,11 @@ def java_client_options(conf: dict) -> dict[str, str]:
         out["sasl.mechanism"] = str(conf["sasl.mechanisms"])
     if "sasl.username" in conf:
         mech = out.get("sasl.mechanism", "PLAIN").upper()
-        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mech == "PLAIN"
-                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        module = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule"
+            if mech == "PLAIN"
+            else "org.apache.kafka.common.security.scram.ScramLoginModule"
+        )
         user, pw = _jaas_quote(conf["sasl.username"]), _jaas_quote(conf.get("sasl.password", ""))
         out["sasl.jaas.config"] = f'{module} required username="{user}" password="{pw}";'
     if "ssl.ca.location" in conf:

@@ -22,6 +22,7 @@ from datetime import timedelta
 
 _M = timedelta(minutes=1)
 
+
 # the archive and the readiness check run on the same interval (readiness reads what the archive kept): every 5
 # minutes, or every $MM2_FAILOVER_INTERVAL_SECONDS (read at parse time: the dag-processor's, the scheduler's and the
 # workers' environments must agree) - the soak (bench/soak.py) runs them every minute or less
@@ -32,8 +33,10 @@ def _interval_seconds() -> int:
     except ValueError:
         n = 0
     if n < 10:
-        raise ValueError(f"MM2_FAILOVER_INTERVAL_SECONDS={raw!r}: give a whole number of seconds, 10 or more "
-                         "(the archive's and readiness's interval; unset: 300)")
+        raise ValueError(
+            f"MM2_FAILOVER_INTERVAL_SECONDS={raw!r}: give a whole number of seconds, 10 or more "
+            "(the archive's and readiness's interval; unset: 300)"
+        )
     return n
 
 
@@ -101,8 +104,10 @@ def deadline_seconds(dag_id: str, env: dict[str, str]) -> float | None:
         except ValueError:
             seconds = -1.0
         if not eq or not name.strip() or (seconds <= 0 and not off):
-            raise ValueError(f"{RUN_DEADLINES_VAR}: {entry.strip()!r} is not dag_id=seconds with seconds > 0, or "
-                             "dag_id=off (e.g. mm2_failover=1800)")
+            raise ValueError(
+                f"{RUN_DEADLINES_VAR}: {entry.strip()!r} is not dag_id=seconds with seconds > 0, or "
+                "dag_id=off (e.g. mm2_failover=1800)"
+            )
         if name.strip() == dag_id:
             return None if off else seconds
     return RUN_DEADLINES[dag_id].total_seconds()
@@ -119,26 +124,32 @@ def run_deadline(dag_id: str):
     seconds = deadline_seconds(dag_id, dict(os.environ))
     if seconds is None:
         return None
-    return DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT, interval=timedelta(seconds=seconds),
-                         callback=SyncCallback("mm2_failover.notifications.deadline_missed",
-                                               kwargs={"interval_seconds": seconds}),
-                         name=f"{dag_id} not ended {seconds:g} s after it was queued")
+    return DeadlineAlert(
+        reference=DeadlineReference.DAGRUN_QUEUED_AT,
+        interval=timedelta(seconds=seconds),
+        callback=SyncCallback("mm2_failover.notifications.deadline_missed", kwargs={"interval_seconds": seconds}),
+        name=f"{dag_id} not ended {seconds:g} s after it was queued",
+    )
 
 
 def apply_task_defaults(dag) -> None:
     """Give every task of ``dag`` its row of :data:`EXECUTION_TIMEOUTS` (a task without a row is an error) and the
     failure notifier; a DAG without its deadline alert (:func:`run_deadline`) is an error too."""
-    from mm2_failover.notifications import RunFailureNotifier
-
     import os
 
+    from mm2_failover.notifications import RunFailureNotifier
+
     if not dag.deadline and deadline_seconds(dag.dag_id, dict(os.environ)) is not None:
-        raise KeyError(f"DAG {dag.dag_id}: no deadline alert: pass deadline=run_deadline({dag.dag_id!r}) "
-                       "(mm2_failover.dag_defaults)")
+        raise KeyError(
+            f"DAG {dag.dag_id}: no deadline alert: pass deadline=run_deadline({dag.dag_id!r}) "
+            "(mm2_failover.dag_defaults)"
+        )
     missing = [t.task_id for t in dag.tasks if t.task_id not in EXECUTION_TIMEOUTS]
     if missing:
-        raise KeyError(f"DAG {dag.dag_id}: no execution_timeout for task(s) {', '.join(missing)}: add them to "
-                       "mm2_failover.dag_defaults.EXECUTION_TIMEOUTS")
+        raise KeyError(
+            f"DAG {dag.dag_id}: no execution_timeout for task(s) {', '.join(missing)}: add them to "
+            "mm2_failover.dag_defaults.EXECUTION_TIMEOUTS"
+        )
     notifier = RunFailureNotifier()
     for t in dag.tasks:
         t.execution_timeout = EXECUTION_TIMEOUTS[t.task_id]

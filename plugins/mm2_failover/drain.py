@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timezone
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from mm2_failover import evidence as ev
 from mm2_failover.words import listed
@@ -68,8 +68,9 @@ def unreplicated_gone(replicated: int, log_start: int) -> int:
     return max(0, log_start - (replicated + 1))
 
 
-def after_replicated(source: ev.RecordSource, tp: tuple[str, int], replicated: int, source_end: int,
-                     chunk: int = 1000) -> AfterReplicated:
+def after_replicated(
+    source: ev.RecordSource, tp: tuple[str, int], replicated: int, source_end: int, chunk: int = 1000
+) -> AfterReplicated:
     """Read the source after MM2's last replicated offset, ``read_committed``, a chunk at a time, up to the first data
     record (never the whole backlog); offsets gone below the log start first (never read: a read there is out of
     range). A read that fails (or is not complete) leaves it unknown, with the reason."""
@@ -97,9 +98,17 @@ class TailCheck:
     why: str = ""
 
 
-def last_record_copied(source: ev.RecordSource, replica: ev.RecordSource, source_tp: tuple[str, int],
-                       replica_tp: tuple[str, int], source_end: int, replica_end: int, chunk: int = 1000,
-                       scans: int = 10, window: int = 2000) -> TailCheck:
+def last_record_copied(
+    source: ev.RecordSource,
+    replica: ev.RecordSource,
+    source_tp: tuple[str, int],
+    replica_tp: tuple[str, int],
+    source_end: int,
+    replica_end: int,
+    chunk: int = 1000,
+    scans: int = 10,
+    window: int = 2000,
+) -> TailCheck:
     """The source's last data record (read backwards from its end, ``read_committed``, a chunk at a time, at most
     ``scans`` chunks), looked up by content in the replica's last ``window`` offsets. No data record left on the
     source: nothing to copy (True). Not found in the window: not copied yet, or still being re-copied after a restart
@@ -112,8 +121,9 @@ def last_record_copied(source: ev.RecordSource, replica: ev.RecordSource, source
         lo = max(start, hi - chunk)
         r = source.read_ranges({source_tp: {(lo, hi)}}, chunk).get((source_tp, lo, hi))
         if not ev.is_evidence(r):
-            return TailCheck(None, f"source read {lo}..{hi}: {r.status if r else 'not read'}"
-                                   f"{': ' + r.why if r and r.why else ''}")
+            return TailCheck(
+                None, f"source read {lo}..{hi}: {r.status if r else 'not read'}{': ' + r.why if r and r.why else ''}"
+            )
         if r.records:
             last = r.records[-1]
             break
@@ -123,9 +133,12 @@ def last_record_copied(source: ev.RecordSource, replica: ev.RecordSource, source
             return TailCheck(None, f"no data record in the source's last {source_end - hi} offsets")
     if last is None:
         if start > 0:  # what retention deleted may never have been copied: without MM2's progress, not known
-            return TailCheck(None, f"the source holds no data record above its log start {start}: whether MM2 copied "
-                                   "what retention deleted is not known without its progress (set mm2_offsets_topic, "
-                                   "or, if the source is lost, run with source_reachable=no)")
+            return TailCheck(
+                None,
+                f"the source holds no data record above its log start {start}: whether MM2 copied "
+                "what retention deleted is not known without its progress (set mm2_offsets_topic, "
+                "or, if the source is lost, run with source_reachable=no)",
+            )
         return TailCheck(True, "no data record on the source: nothing to copy")
     rstart, _rend = replica.log_bounds([replica_tp])[replica_tp]
     lo = max(rstart, replica_end - window)
@@ -133,12 +146,16 @@ def last_record_copied(source: ev.RecordSource, replica: ev.RecordSource, source
         return TailCheck(False, f"the source's last record (offset {last.offset}) is not copied: the replica is empty")
     r = replica.read_ranges({replica_tp: {(lo, replica_end)}}, window).get((replica_tp, lo, replica_end))
     if not ev.is_evidence(r):
-        return TailCheck(None, f"replica read {lo}..{replica_end}: {r.status if r else 'not read'}"
-                               f"{': ' + r.why if r and r.why else ''}")
+        return TailCheck(
+            None,
+            f"replica read {lo}..{replica_end}: {r.status if r else 'not read'}{': ' + r.why if r and r.why else ''}",
+        )
     if r.copies(lo, replica_end - 1, last.content):
         return TailCheck(True)
-    return TailCheck(False, f"the source's last record (offset {last.offset}) has no copy in the replica's last "
-                            f"{replica_end - lo} offsets")
+    return TailCheck(
+        False,
+        f"the source's last record (offset {last.offset}) has no copy in the replica's last {replica_end - lo} offsets",
+    )
 
 
 def without_progress(tail: TailCheck | None) -> str:
@@ -208,15 +225,32 @@ class DrainVerdict:
     observed_ms: int | None = None  # when the (second) observation was made
 
     def as_dict(self) -> dict:
-        return {"drained": self.drained, "disaster": self.disaster, "rows": self.rows, "notes": self.notes,
-                "groups": self.groups, "topics": self.topics, "rpo": self.rpo,
-                "disaster_aliases": self.disaster_aliases, "observed_ms": self.observed_ms}
+        return {
+            "drained": self.drained,
+            "disaster": self.disaster,
+            "rows": self.rows,
+            "notes": self.notes,
+            "groups": self.groups,
+            "topics": self.topics,
+            "rpo": self.rpo,
+            "disaster_aliases": self.disaster_aliases,
+            "observed_ms": self.observed_ms,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "DrainVerdict":
         """``drain.json`` back (every field required: a file of another version is refused, not half-read)."""
-        return cls(bool(d["drained"]), bool(d["disaster"]), list(d["rows"]), list(d["notes"]), list(d["groups"]),
-                   list(d["topics"]), d["rpo"], list(d["disaster_aliases"]), d.get("observed_ms"))
+        return cls(
+            bool(d["drained"]),
+            bool(d["disaster"]),
+            list(d["rows"]),
+            list(d["notes"]),
+            list(d["groups"]),
+            list(d["topics"]),
+            d["rpo"],
+            list(d["disaster_aliases"]),
+            d.get("observed_ms"),
+        )
 
     def not_drained(self) -> list[dict]:
         return [r for r in self.rows if r["state"] not in (DRAINED, PROGRESS_UNKNOWN, HOME)]
@@ -229,38 +263,57 @@ class DrainVerdict:
         states: dict[str, int] = {}
         for r in left:
             states[r["state"]] = states.get(r["state"], 0) + 1
-        behind = [(r["source_end"] - 1 - r["replicated"], r) for r in left
-                  if r["state"] == BEHIND and r["source_end"] is not None and r["replicated"] is not None]
-        worst = listed((f"{r['topic']}[{r['partition']}] {n}" for n, r in sorted(behind, key=lambda x: -x[0])),
-                       limit=3, sep=", ")
+        behind = [
+            (r["source_end"] - 1 - r["replicated"], r)
+            for r in left
+            if r["state"] == BEHIND and r["source_end"] is not None and r["replicated"] is not None
+        ]
+        worst = listed(
+            (f"{r['topic']}[{r['partition']}] {n}" for n, r in sorted(behind, key=lambda x: -x[0])), limit=3, sep=", "
+        )
         lag = f"; MM2 {sum(n for n, _r in behind)} record(s) behind ({worst})" if behind else ""
         by_state = " (" + ", ".join(f"{n} {s}" for s, n in sorted(states.items())) + ")" if states else ""
-        return (f"{len(left)} of {len(self.rows)} partition(s) not drained{by_state}{lag}; waited "
-                f"{seconds_waited:.0f} s, {max(0.0, seconds_left):.0f} s left")
+        return (
+            f"{len(left)} of {len(self.rows)} partition(s) not drained{by_state}{lag}; waited "
+            f"{seconds_waited:.0f} s, {max(0.0, seconds_left):.0f} s left"
+        )
 
     def unreplicated_loss(self) -> str | None:
         """The refusal when records never replicated are gone from the source (None: none)."""
         gone = [r for r in self.rows if r["state"] == GONE]
         if not gone:
             return None
-        parts = listed((f"{r['topic']}[{r['partition']}]: {r['gone_unreplicated']} record offset(s) after MM2's last "
-                        f"replicated offset {r['replicated']}" for r in gone), sep="; ")
-        return (f"{sum(r['gone_unreplicated'] for r in gone)} record offset(s) were never replicated and are gone from "
-                f"the source (its log start passed them: retention or DeleteRecords): {parts}"
-                f"{' ...' if len(gone) > 20 else ''}. Nothing was written: no failover with the source up can bring them "
-                "over. To move the groups anyway, accepting that loss, run again with source_reachable=no (disaster "
-                "mode, CLI --source-reachable no); the report then carries the loss window.")
+        parts = listed(
+            (
+                f"{r['topic']}[{r['partition']}]: {r['gone_unreplicated']} record offset(s) after MM2's last "
+                f"replicated offset {r['replicated']}"
+                for r in gone
+            ),
+            sep="; ",
+        )
+        return (
+            f"{sum(r['gone_unreplicated'] for r in gone)} record offset(s) were never replicated and are gone from "
+            f"the source (its log start passed them: retention or DeleteRecords): {parts}"
+            f"{' ...' if len(gone) > 20 else ''}. Nothing was written: no failover with the source up can bring them "
+            "over. To move the groups anyway, accepting that loss, run again with source_reachable=no (disaster "
+            "mode, CLI --source-reachable no); the report then carries the loss window."
+        )
 
     def table(self) -> str:
-        head = (f"{'alias':<10} {'topic':<32} {'part':>4} {'source end':>11} {'moved':>6} {'replicated':>11} "
-                f"{'replica end':>12}  state")
+        head = (
+            f"{'alias':<10} {'topic':<32} {'part':>4} {'source end':>11} {'moved':>6} {'replicated':>11} "
+            f"{'replica end':>12}  state"
+        )
         lines = [head]
         for r in self.rows:
+
             def f(v):
                 return "-" if v is None else str(v)
 
-            lines.append(f"{r.get('alias', ''):<10} {r['topic']:<32} {r['partition']:>4} {f(r['source_end']):>11} "
-                         f"{f(r['moved']):>6} {f(r['replicated']):>11} {f(r['replica_end']):>12}  {r['state']}")
+            lines.append(
+                f"{r.get('alias', ''):<10} {r['topic']:<32} {r['partition']:>4} {f(r['source_end']):>11} "
+                f"{f(r['moved']):>6} {f(r['replicated']):>11} {f(r['replica_end']):>12}  {r['state']}"
+            )
         return "\n".join(lines)
 
 
@@ -289,12 +342,26 @@ def evaluate(obs: list[PartitionObservation], disaster: bool | set[str]) -> Drai
         else:
             state = without_progress(o.tail)
         v.drained &= state in (DRAINED, PROGRESS_UNKNOWN, HOME)
-        v.rows.append({"alias": o.alias, "topic": o.topic, "partition": o.partition, "replica_topic": o.replica_topic,
-                       "source_end": o.source_end, "moved": moved, "replicated": o.replicated,
-                       "replica_end": o.replica_end, "newest_replicated_ms": o.newest_replicated_ms, "state": state,
-                       **({"gone_unreplicated": o.gone_unreplicated} if o.gone_unreplicated else {}),
-                       **({"why": o.after_check_failed or (o.tail.why if o.tail else "")}
-                          if o.after_check_failed or (o.tail and o.tail.why) else {})})
+        v.rows.append(
+            {
+                "alias": o.alias,
+                "topic": o.topic,
+                "partition": o.partition,
+                "replica_topic": o.replica_topic,
+                "source_end": o.source_end,
+                "moved": moved,
+                "replicated": o.replicated,
+                "replica_end": o.replica_end,
+                "newest_replicated_ms": o.newest_replicated_ms,
+                "state": state,
+                **({"gone_unreplicated": o.gone_unreplicated} if o.gone_unreplicated else {}),
+                **(
+                    {"why": o.after_check_failed or (o.tail.why if o.tail else "")}
+                    if o.after_check_failed or (o.tail and o.tail.why)
+                    else {}
+                ),
+            }
+        )
     return v
 
 
@@ -313,9 +380,11 @@ def loss_window_text(rpo: dict | None) -> str:
     if oldest is not None and oldest != newest:
         behind = rpo["seconds_since_newest_replicated_record"] + round((newest - oldest) / 1000, 1)
         furthest = f"; {behind:.1f} s on the partition furthest behind"
-    return (f"records produced on the lost source after {when} (the newest record MM2 copied, "
-            f"{rpo['seconds_since_newest_replicated_record']:.1f} s before the check{furthest}) never reached the "
-            f"target; {beat}")
+    return (
+        f"records produced on the lost source after {when} (the newest record MM2 copied, "
+        f"{rpo['seconds_since_newest_replicated_record']:.1f} s before the check{furthest}) never reached the "
+        f"target; {beat}"
+    )
 
 
 def rpo_estimate(obs: list[PartitionObservation], now_ms: int, heartbeat_ms: int | None) -> dict:
@@ -330,6 +399,6 @@ def rpo_estimate(obs: list[PartitionObservation], now_ms: int, heartbeat_ms: int
         "mm2_heartbeat_ms": heartbeat_ms,
         "seconds_since_mm2_heartbeat": None if heartbeat_ms is None else round((now_ms - heartbeat_ms) / 1000, 1),
         "meaning": "records produced on the source after the newest replicated record (per partition: after "
-                   "its tail time) never reached the target; the loss window is at most 'seconds since newest "
-                   "replicated record' if the source failed just now",
+        "its tail time) never reached the target; the loss window is at most 'seconds since newest "
+        "replicated record' if the source failed just now",
     }

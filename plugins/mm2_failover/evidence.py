@@ -184,13 +184,13 @@ class Read:
     def span(self, lo: int, hi: int) -> list[Rec]:
         """The records at offsets ``lo..hi`` (both included)."""
         offs = self._offsets
-        return list(self.records[bisect.bisect_left(offs, lo):bisect.bisect_right(offs, hi)])
+        return list(self.records[bisect.bisect_left(offs, lo) : bisect.bisect_right(offs, hi)])
 
     def copies(self, lo: int, hi: int, content: Hashable) -> list[int]:
         """The offsets in ``lo..hi`` holding a record of this content (indexed once per read: many groups look up
         their next record in the same bracket)."""
         offs = self._by_content.get(content, [])
-        return offs[bisect.bisect_left(offs, lo):bisect.bisect_right(offs, hi)]
+        return offs[bisect.bisect_left(offs, lo) : bisect.bisect_right(offs, hi)]
 
     def at(self, offset: int) -> Rec | None:
         i = bisect.bisect_left(self._offsets, offset)
@@ -285,12 +285,15 @@ def verified_copy(read: Read | None, lo: int, top: int, at: int, content: Hashab
     return first_copy_verified(read, lo, at, content) and candidates(read, lo, top, content) == [at]
 
 
-def anchored(target: Read | None, start: int, anchor_d: int, source: Read | None, position: int,
-             anchor_u: int) -> bool:
+def anchored(target: Read | None, start: int, anchor_d: int, source: Read | None, position: int, anchor_u: int) -> bool:
     """E6's proof for a later candidate: the target's records ``[start, anchor_d]`` are the source's records
     ``[position, anchor_u]``, record for record (both read whole)."""
-    if not (is_evidence(target) and is_evidence(source)) or target.hi <= anchor_d or source.hi <= anchor_u \
-            or source.lo > position:
+    if (
+        not (is_evidence(target) and is_evidence(source))
+        or target.hi <= anchor_d
+        or source.hi <= anchor_u
+        or source.lo > position
+    ):
         return False
     got = [r.content for r in target.span(start, anchor_d)]
     want = [r.content for r in source.span(position, anchor_u)]
@@ -354,8 +357,13 @@ def resume_at(o: Outcome, checkpointed: bool, checkpoint_at: int | None = None) 
     past every archived sync (MM2 translated it from syncs the archive never saw - of a history that may have been
     cut short: not known, so the floor stands)."""
     if o.answer is not None:
-        if o.answer[1] == tr.ARCHIVE_FLOOR and checkpoint_at is not None and checkpoint_at >= o.answer[0] \
-                and not o.cut_short and (o.archive_top is None or checkpoint_at <= o.archive_top + 1):
+        if (
+            o.answer[1] == tr.ARCHIVE_FLOOR
+            and checkpoint_at is not None
+            and checkpoint_at >= o.answer[0]
+            and not o.cut_short
+            and (o.archive_top is None or checkpoint_at <= o.archive_top + 1)
+        ):
             return None
         return o.answer
     if checkpointed:
@@ -391,8 +399,13 @@ class _Case:
     answer_read: tuple | None = None  # E9, no next record read: the record whose content the answer copies
 
 
-def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], target: RecordSource,
-          budget: int = DEFAULT_BUDGET, scan: int = DEFAULT_SCAN) -> dict[Hashable, Outcome]:
+def prove(
+    wants: Iterable[Want],
+    sources: Mapping[str, RecordSource | None],
+    target: RecordSource,
+    budget: int = DEFAULT_BUDGET,
+    scan: int = DEFAULT_SCAN,
+) -> dict[Hashable, Outcome]:
     """Read what proves (or refutes) each position's translation and decide (E1-E9, translate rules 1-7, 10)."""
     cases = [_Case(w, lost=sources.get(w.alias) is None) for w in wants]
     if not cases:
@@ -437,8 +450,7 @@ def prove(wants: Iterable[Want], sources: Mapping[str, RecordSource | None], tar
     return out
 
 
-def _read_next_records(cases: list[_Case], sources: Mapping[str, RecordSource | None], budget: int,
-                       scan: int) -> None:
+def _read_next_records(cases: list[_Case], sources: Mapping[str, RecordSource | None], budget: int, scan: int) -> None:
     by_alias: dict[str, list[_Case]] = defaultdict(list)
     for c in cases:
         if sources.get(c.want.alias) is not None:
@@ -455,9 +467,12 @@ def _read_next_records(cases: list[_Case], sources: Mapping[str, RecordSource | 
             u = c.want.position
             if below_log_start(u, start):
                 c.source_start = start
-                c.next = Next(False, why=f"below the source's log start: the group's position {u}, the log start "
-                                         f"{start} ({start - u} record offset(s) it had not read are gone from the "
-                                         "source)")
+                c.next = Next(
+                    False,
+                    why=f"below the source's log start: the group's position {u}, the log start "
+                    f"{start} ({start - u} record offset(s) it had not read are gone from the "
+                    "source)",
+                )
             elif u >= end:
                 c.next = Next(True, None, nothing_after=True)
             else:
@@ -501,8 +516,11 @@ def _plan_target_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, int
         # E9: each pair of syncs above the position a restart MM2 wrote no sync for may lie between, for any answer
         # up to the bracket's top
         top_ = _top(t, w)
-        reach = max(x for x in (t.bracket[0].downstream, top_, t.downstream if isinstance(t, tr.Translation) else None)
-                    if x is not None)
+        reach = max(
+            x
+            for x in (t.bracket[0].downstream, top_, t.downstream if isinstance(t, tr.Translation) else None)
+            if x is not None
+        )
         _plan_restart_reads(c, ranges, bounds, reach)
         if c.restart_reads and c.next.record is None:  # no source record: the content of the answer's copy
             if isinstance(t, tr.Translation):
@@ -549,8 +567,9 @@ def _plan_restart_reads(c: _Case, ranges: Ranges, bounds: dict[TP, tuple[int, in
     return added
 
 
-def _plan_anchor_reads(c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges],
-                       sources: Mapping[str, RecordSource | None]) -> None:
+def _plan_anchor_reads(
+    c: _Case, t_reads: Reads, s_ranges: dict[str, Ranges], sources: Mapping[str, RecordSource | None]
+) -> None:
     t, w, nxt = c.translation, c.want, c.next.record
     if nxt is None or sources.get(w.alias) is None:
         return
@@ -597,20 +616,26 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
         ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first)
     else:  # E7: the later copy of a superseded sync's record, by the first copy's content
         first_read = t_reads.get(c.first_copy_read) if c.first_copy_read is not None else None
-        rec = first_read.at(t.superseded.downstream) if t.superseded is not None and is_evidence(first_read) \
-            else None
+        rec = first_read.at(t.superseded.downstream) if t.superseded is not None and is_evidence(first_read) else None
         found, first = None, False
         if rec is not None and is_evidence(read):
             cands = candidates(read, t.bracket[0].downstream, _top(t, w), rec.content)
             found = choose_copy(cands, [])
             first = fell_back(cands, found, [])
         fc = t.first_copy.bracket if t.first_copy is not None and t.first_copy.rule == tr.BRACKET else None
-        ev = tr.Evidence(t, lookup=found, lookup_first_of_many=first,
-                         one_to_one=None if fc is None else one_to_one(read, fc[0].downstream, fc[1].downstream))
+        ev = tr.Evidence(
+            t,
+            lookup=found,
+            lookup_first_of_many=first,
+            one_to_one=None if fc is None else one_to_one(read, fc[0].downstream, fc[1].downstream),
+        )
     answer = tr.decide(ev)
     # a lookup on a drained partition searched the later history's range already (translate rule 7)
-    if answer is not None and (answer[1] != tr.RECORD_LOOKUP or w.drained is None) \
-            and first_copy_only(w.index, answer, translated, replica_end if replica_end is not None else c.replica_end):
+    if (
+        answer is not None
+        and (answer[1] != tr.RECORD_LOOKUP or w.drained is None)
+        and first_copy_only(w.index, answer, translated, replica_end if replica_end is not None else c.replica_end)
+    ):
         # E7: an earlier history's copy, the later one not searched (a lookup's: E6's first copy)
         answer = (answer[0], tr.FIRST_COPY if answer[1] == tr.RECORD_LOOKUP else tr.SUPERSEDED_SYNC)
     if answer is not None and tr.is_exact(answer[1]) and c.restart_reads:
@@ -626,10 +651,23 @@ def _decide(c: _Case, t_reads: Reads, s_reads: Reads) -> Outcome:
     below_every_sync = floor is None and w.drained is not None and translated < w.drained[0]
     why = nxt.why
     if c.target_read is not None and not is_evidence(read):
-        why = (why + "; " if why else "") + f"the evidence range on the target was not read whole ({read.status}" \
-            f"{': ' + read.why if read.why else ''})" if read is not None else why
-    return Outcome(answer, ev, translated, c.source_start, at_least, why,
-                   w.replica_start if below_every_sync else None, cut_short, archive_top)
+        why = (
+            (why + "; " if why else "") + f"the evidence range on the target was not read whole ({read.status}"
+            f"{': ' + read.why if read.why else ''})"
+            if read is not None
+            else why
+        )
+    return Outcome(
+        answer,
+        ev,
+        translated,
+        c.source_start,
+        at_least,
+        why,
+        w.replica_start if below_every_sync else None,
+        cut_short,
+        archive_top,
+    )
 
 
 def first_copy_only(index: tr.SyncIndex, answer: tuple[int, str], translated: int, replica_end: int | None) -> bool:
@@ -638,8 +676,9 @@ def first_copy_only(index: tr.SyncIndex, answer: tuple[int, str], translated: in
     (:meth:`~mm2_failover.translate.SyncIndex.copied_again_after`), where that later copy was not searched (the
     source lost, or replication not known to be finished: the lookup's range ended at the earlier history's sync):
     then it is ``superseded_sync`` (a lookup's, E6's ``first_copy``), never exact."""
-    return answer[1] in (tr.EXACT_SYNC, tr.BRACKET, tr.DRAINED_TAIL, tr.RECORD_LOOKUP) \
-        and index.copied_again_after(translated, answer[0], replica_end)
+    return answer[1] in (tr.EXACT_SYNC, tr.BRACKET, tr.DRAINED_TAIL, tr.RECORD_LOOKUP) and index.copied_again_after(
+        translated, answer[0], replica_end
+    )
 
 
 def later_copy(c: _Case, answer: tuple[int, str], t_reads: Reads, s_reads: Reads) -> tuple[int, str]:
@@ -660,8 +699,9 @@ def later_copy(c: _Case, answer: tuple[int, str], t_reads: Reads, s_reads: Reads
         rec = own.at(own.lo) if is_evidence(own) else None
         content = rec.content if rec is not None else None
     for p, b, key in sorted(c.restart_reads, key=lambda r: (r[1].downstream, r[0].downstream)):
-        if b.downstream <= answer[0] or (b.upstream > p.upstream
-                                         and p.downstream - answer[0] >= 2 * (b.downstream - p.downstream)):
+        if b.downstream <= answer[0] or (
+            b.upstream > p.upstream and p.downstream - answer[0] >= 2 * (b.downstream - p.downstream)
+        ):
             continue  # (restarts_above: no restart between the two can hold a copy of the record past the answer)
         read = t_reads.get(key) if key is not None else None
         if not is_evidence(read) or content is None:
@@ -671,8 +711,11 @@ def later_copy(c: _Case, answer: tuple[int, str], t_reads: Reads, s_reads: Reads
         if not cands:
             continue
         s_read = s_reads.get(c.restart_anchors.get(b)) if nxt is not None else None
-        proven = [x for x in cands + [answer[0]]
-                  if nxt is not None and anchored(read, x, b.downstream, s_read, nxt.offset, b.upstream)]
+        proven = [
+            x
+            for x in cands + [answer[0]]
+            if nxt is not None and anchored(read, x, b.downstream, s_read, nxt.offset, b.upstream)
+        ]
         if proven and max(proven) != answer[0]:
             answer, unproven = (max(proven), tr.RECORD_LOOKUP), False
             c.moved_to = answer[0]
@@ -691,8 +734,11 @@ def _lookup(c: _Case, read: Read | None, s_reads: Reads) -> tuple[int | None, bo
     if top is None:
         return None, False
     cands = candidates(read, t.bracket[0].downstream, top, nxt.content)
-    later = [cand for cand, (_tk, s_key, anchor_d) in c.anchor_reads.items()
-             if anchored(read, cand, anchor_d, s_reads.get(s_key), nxt.offset, s_key[2] - 1)]
+    later = [
+        cand
+        for cand, (_tk, s_key, anchor_d) in c.anchor_reads.items()
+        if anchored(read, cand, anchor_d, s_reads.get(s_key), nxt.offset, s_key[2] - 1)
+    ]
     found = choose_copy(cands, later)
     return found, fell_back(cands, found, later)
 
@@ -713,8 +759,9 @@ class BackWant:
     replica_end: int | None  # the replica's end offset, when the replica side can be read
 
 
-def prove_back(wants: Iterable[BackWant], replica: RecordSource | None, origin: RecordSource,
-               budget: int = DEFAULT_BUDGET) -> dict[Hashable, tr.Back | None]:
+def prove_back(
+    wants: Iterable[BackWant], replica: RecordSource | None, origin: RecordSource, budget: int = DEFAULT_BUDGET
+) -> dict[Hashable, tr.Back | None]:
     """Rules 8-9 on what was read: an exact sync always; a bracket or the tail only where the replica's span was read
     whole and is one to one (E4), and the tail only where the replica's last record is the origin's record the
     arithmetic names; else the sync floor (None: no sync at or below D)."""
@@ -742,8 +789,11 @@ def prove_back(wants: Iterable[BackWant], replica: RecordSource | None, origin: 
     out = {}
     for w in wants:
         b, rk, ok = plans[w.key]
-        if b is not None and b.needs_evidence and not back_proven(b, w, r_reads.get(rk) if rk else None,
-                                                                   o_reads.get(ok) if ok else None):
+        if (
+            b is not None
+            and b.needs_evidence
+            and not back_proven(b, w, r_reads.get(rk) if rk else None, o_reads.get(ok) if ok else None)
+        ):
             b = w.index.floor(w.position)
         out[w.key] = b
     return out

@@ -48,7 +48,7 @@ def hit(point: str) -> None:
             log.error("fault point %s: killing this process (%s=%s)", point, ENV, spec)
             os.kill(os.getpid(), signal.SIGKILL)
         elif action.startswith("sleep"):
-            seconds = float(action[len("sleep"):] or 1)
+            seconds = float(action[len("sleep") :] or 1)
             log.warning("fault point %s: pausing %.0f s (%s=%s)", point, seconds, ENV, spec)
             _pause(seconds, os.environ.get(RELEASE_ENV))
 

@@ -33,8 +33,17 @@ import threading
 import time
 
 from mm2_failover.acls import phrase
-from mm2_failover.kafka_io import (TP, Cluster, Commit, KafkaAuthError, KafkaConfigError, KafkaUnavailable, _unb64,
-                                   commit_lines, java_offsets_program)
+from mm2_failover.kafka_io import (
+    TP,
+    Cluster,
+    Commit,
+    KafkaAuthError,
+    KafkaConfigError,
+    KafkaUnavailable,
+    _unb64,
+    commit_lines,
+    java_offsets_program,
+)
 from mm2_failover.kafka_lock import LockLost
 
 log = logging.getLogger(__name__)
@@ -78,11 +87,17 @@ class FencedWriter:
         self._stderr = tempfile.TemporaryFile()  # never a pipe: a helper that logs much would block on it
         what = "commits under the target's lease (MM2_FAILOVER_LOCK=kafka)"
         # the transaction's timeout: the lease (rule 3 above)
-        with java_offsets_program(target, what, {"transaction.timeout.ms": int(transaction_timeout_ms)}) as (command,
-                                                                                                          props):
-            self._proc = subprocess.Popen([*command, "fenced", str(props), transactional_id], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=self._stderr,
-                                          preexec_fn=_die_with_parent if _PRCTL is not None else None)
+        with java_offsets_program(target, what, {"transaction.timeout.ms": int(transaction_timeout_ms)}) as (
+            command,
+            props,
+        ):
+            self._proc = subprocess.Popen(
+                [*command, "fenced", str(props), transactional_id],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                preexec_fn=_die_with_parent if _PRCTL is not None else None,
+            )
             try:
                 # taking the id may wait for the previous holder's transaction, which a lease bounds (the helper's
                 # takeId)
@@ -94,8 +109,11 @@ class FencedWriter:
             err = self._failure(first, "taking the transactional id")
             self.close()
             raise err
-        log.info("fenced writer of %s ready: transactional id %s (every earlier writer of it is fenced)",
-                 target.name, transactional_id)
+        log.info(
+            "fenced writer of %s ready: transactional id %s (every earlier writer of it is fenced)",
+            target.name,
+            transactional_id,
+        )
 
     def _line(self, timeout_s: float) -> list[str]:
         """The helper's next output line, split on tabs ([] at its end); KafkaUnavailable after ``timeout_s``."""
@@ -105,8 +123,10 @@ class FencedWriter:
             left = deadline - time.monotonic()
             if left <= 0:
                 self._proc.kill()
-                raise KafkaUnavailable(f"{self.target.name}: the fenced writer (Kafka's Java producer, transactional "
-                                       f"id {self.transactional_id}) did not answer within {timeout_s:.0f} s")
+                raise KafkaUnavailable(
+                    f"{self.target.name}: the fenced writer (Kafka's Java producer, transactional "
+                    f"id {self.transactional_id}) did not answer within {timeout_s:.0f} s"
+                )
             ready, _w, _x = select.select([fd], [], [], left)
             if ready:
                 chunk = os.read(fd, 65536)
@@ -118,30 +138,39 @@ class FencedWriter:
 
     def _failure(self, f: list[str], doing: str) -> Exception:
         if f and f[0] == "FENCED":
-            return Fenced(f"a newer writer of target cluster {self.target.name} took its transactional id "
-                          f"{self.transactional_id} while this one was {doing} ({_unb64(f[1])}): this writer lost the "
-                          "target's lock; nothing of this batch was committed, and nothing more will be. Re-run the "
-                          "task: it converges to the plan (apply writes only what differs).")
+            return Fenced(
+                f"a newer writer of target cluster {self.target.name} took its transactional id "
+                f"{self.transactional_id} while this one was {doing} ({_unb64(f[1])}): this writer lost the "
+                "target's lock; nothing of this batch was committed, and nothing more will be. Re-run the "
+                "task: it converges to the plan (apply writes only what differs)."
+            )
         why = _unb64(f[1]) if len(f) > 1 else self._stderr_tail()
         if "InvalidTxnTimeout" in why or "transaction.max.timeout.ms" in why:
             return KafkaConfigError(
                 f"{self.target.name}: the lease's fenced writer could not take transactional id "
                 f"{self.transactional_id}: its transactions time out with the lease ({self._timeout_ms / 1000:g} s), "
                 f"longer than the target's brokers allow ({why}). Lower MM2_FAILOVER_LOCK_LEASE_SECONDS below the "
-                "brokers' transaction.max.timeout.ms (900 s unless changed), or raise that")
+                "brokers' transaction.max.timeout.ms (900 s unless changed), or raise that"
+            )
         if "TransactionalIdAuthorization" in why:
             need = phrase("Write", "TransactionalId", self.transactional_id)
-            return KafkaAuthError(f"{self.target.name}: {doing} as the lease's fenced writer was refused ({why}). The "
-                                  f"connection's principal needs {need} (docs/reference.md, Least-privilege ACLs, row 14)")
-        return KafkaUnavailable(f"{self.target.name}: the fenced writer (transactional id {self.transactional_id}) "
-                                f"failed while {doing}: {why}")
+            return KafkaAuthError(
+                f"{self.target.name}: {doing} as the lease's fenced writer was refused ({why}). The "
+                f"connection's principal needs {need} (docs/reference.md, Least-privilege ACLs, row 14)"
+            )
+        return KafkaUnavailable(
+            f"{self.target.name}: the fenced writer (transactional id {self.transactional_id}) "
+            f"failed while {doing}: {why}"
+        )
 
     def _stderr_tail(self) -> str:
         try:
             self._proc.wait(10)
             self._stderr.seek(0)
-            return " | ".join(self._stderr.read().decode(errors="replace").strip().splitlines()[-5:]) or \
-                f"exit {self._proc.returncode}"
+            return (
+                " | ".join(self._stderr.read().decode(errors="replace").strip().splitlines()[-5:])
+                or f"exit {self._proc.returncode}"
+            )
         except (subprocess.TimeoutExpired, OSError, ValueError):
             return "no answer"
 

@@ -62,8 +62,10 @@ class OutOfRange(RuntimeError):
 
     def __init__(self, cluster: str, tp: TP, offset: int, detail: str = ""):
         self.tp, self.offset = tp, offset
-        super().__init__(f"{cluster}: {tp[0]}[{tp[1]}] holds no record at offset {offset} any more (below its log "
-                         f"start: retention or DeleteRecords){': ' + detail if detail else ''}")
+        super().__init__(
+            f"{cluster}: {tp[0]}[{tp[1]}] holds no record at offset {offset} any more (below its log "
+            f"start: retention or DeleteRecords){': ' + detail if detail else ''}"
+        )
 
 
 #: every bounded read's reset policy: a start below the log start is an error (librdkafka's default, ``largest``,
@@ -82,18 +84,34 @@ class MissingTopics(LookupError):
 
     def __init__(self, cluster: str, topics: Iterable[str]):
         self.topics = sorted(topics)
-        super().__init__(f"{cluster}: topic(s) not found: {', '.join(self.topics)} (on a cluster with ACLs, Kafka "
-                         "also leaves out the topics the principal may not Describe)")
+        super().__init__(
+            f"{cluster}: topic(s) not found: {', '.join(self.topics)} (on a cluster with ACLs, Kafka "
+            "also leaves out the topics the principal may not Describe)"
+        )
 
 
-
-
-_UNREACHABLE = {"_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN", "_RESOLVE", "_DESTROY", "_MSG_TIMED_OUT",
-                "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
-                "COORDINATOR_LOAD_IN_PROGRESS"}
+_UNREACHABLE = {
+    "_TRANSPORT",
+    "_TIMED_OUT",
+    "_ALL_BROKERS_DOWN",
+    "_RESOLVE",
+    "_DESTROY",
+    "_MSG_TIMED_OUT",
+    "REQUEST_TIMED_OUT",
+    "NETWORK_EXCEPTION",
+    "COORDINATOR_NOT_AVAILABLE",
+    "NOT_COORDINATOR",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+}
 # a partition's leadership moving (an election, a topic just created): Kafka names these retriable
-_LEADERSHIP = {"LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION", "UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH",
-               "OFFSET_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE"}
+_LEADERSHIP = {
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_FOR_PARTITION",
+    "UNKNOWN_LEADER_EPOCH",
+    "FENCED_LEADER_EPOCH",
+    "OFFSET_NOT_AVAILABLE",
+    "REPLICA_NOT_AVAILABLE",
+}
 _AUTH = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "ILLEGAL_SASL_STATE", "UNSUPPORTED_SASL_MECHANISM"}
 
 
@@ -124,12 +142,17 @@ def describe_conf(conf: dict) -> str:
 def check_conf(conf, what: str = "client settings") -> dict:
     """``conf`` must be a JSON object of librdkafka settings with ``bootstrap.servers`` (ValueError naming ``what``)."""
     if not isinstance(conf, dict):
-        raise KafkaConfigError(f"{what}: must be a JSON object of librdkafka settings (e.g. {{\"bootstrap.servers\": "
-                               f"\"host:9092\"}}), not a {type(conf).__name__}")
+        raise KafkaConfigError(
+            f'{what}: must be a JSON object of librdkafka settings (e.g. {{"bootstrap.servers": '
+            f'"host:9092"}}), not a {type(conf).__name__}'
+        )
     if not conf.get("bootstrap.servers"):
         raise KafkaConfigError(f"{what}: 'bootstrap.servers' is missing")
-    bad = sorted(str(k) for k, v in conf.items() if not isinstance(v, (str, int, float, bool)) and not callable(v)
-                 and k not in ("logger",))
+    bad = sorted(
+        str(k)
+        for k, v in conf.items()
+        if not isinstance(v, (str, int, float, bool)) and not callable(v) and k not in ("logger",)
+    )
     if bad:
         raise KafkaConfigError(f"{what}: the value of {', '.join(bad)} must be a string, a number or a boolean")
     return conf
@@ -177,8 +200,10 @@ def _construct(factory, conf: dict, name: str):
     try:
         return factory(conf)
     except KafkaException as e:
-        raise KafkaConfigError(f"{name}: the client settings are not valid: {_text(e.args[0])}. Check the connection's "
-                               "extra (or the config file) against librdkafka's CONFIGURATION.md") from None
+        raise KafkaConfigError(
+            f"{name}: the client settings are not valid: {_text(e.args[0])}. Check the connection's "
+            "extra (or the config file) against librdkafka's CONFIGURATION.md"
+        ) from None
     except (TypeError, ValueError) as e:
         raise KafkaConfigError(f"{name}: the client settings are not valid: {e}") from None
 
@@ -191,8 +216,9 @@ def admin(conf: dict, errors: _Errors | None = None, name: str = "cluster"):
     return _construct(AdminClient, c, name)
 
 
-def classify(conf: dict, what: str, err, errors: _Errors | None = None, client=None,
-             need: "str | dict[str, str] | None" = None) -> Exception:
+def classify(
+    conf: dict, what: str, err, errors: _Errors | None = None, client=None, need: "str | dict[str, str] | None" = None
+) -> Exception:
     """The exception for a failed call: authentication/ACL and TLS problems are errors of configuration, never
     'unreachable'; for a timeout or a transport failure, the client's recorded errors say which it was. ``need``:
     the permission the call needs (:func:`mm2_failover.acls.phrase`), or one per resource type
@@ -203,16 +229,22 @@ def classify(conf: dict, what: str, err, errors: _Errors | None = None, client=N
         if isinstance(need, dict):
             need = need.get(code.split("_", 1)[0].capitalize())
         lacks = f"needs {need}" if need else "lacks a permission"
-        return KafkaAuthError(f"{what}: not authorized at {where} ({code}: {text}). The connection's principal "
-                              f"{lacks}: grant it (docs/reference.md, 'Least-privilege ACLs', lists what the pipeline "
-                              "needs), then retry.")
+        return KafkaAuthError(
+            f"{what}: not authorized at {where} ({code}: {text}). The connection's principal "
+            f"{lacks}: grant it (docs/reference.md, 'Least-privilege ACLs', lists what the pipeline "
+            "needs), then retry."
+        )
     if code in _AUTH:
-        return KafkaAuthError(f"{what}: authentication failed at {where} ({text}). Check the connection's sasl.* "
-                              "settings (mechanism, user name, password).")
+        return KafkaAuthError(
+            f"{what}: authentication failed at {where} ({text}). Check the connection's sasl.* "
+            "settings (mechanism, user name, password)."
+        )
     if code in _LEADERSHIP:
-        return KafkaUnavailable(f"{what}: a partition's leader is moving at {where} ({code}: {text}). Kafka elects "
-                                "one within seconds: retry (a task's retries do). If it persists, check the brokers' "
-                                "controller and the topic's under-replicated partitions.")
+        return KafkaUnavailable(
+            f"{what}: a partition's leader is moving at {where} ({code}: {text}). Kafka elects "
+            "one within seconds: retry (a task's retries do). If it persists, check the brokers' "
+            "controller and the topic's under-replicated partitions."
+        )
     if code in _UNREACHABLE or code == "" or code == "_SSL":
         if client is not None:
             try:
@@ -221,21 +253,35 @@ def classify(conf: dict, what: str, err, errors: _Errors | None = None, client=N
                 pass
         seen = errors.worst() if errors else None
         if seen and seen[0] in _AUTH:
-            return KafkaAuthError(f"{what}: authentication failed at {where} ({seen[1]}). Check the connection's "
-                                  "sasl.* settings (mechanism, user name, password).")
-        if code == "_SSL" or (seen and (seen[0] == "_SSL" or "SSL handshake failed" in seen[1]
-                                        or "certificate" in seen[1].lower())):
+            return KafkaAuthError(
+                f"{what}: authentication failed at {where} ({seen[1]}). Check the connection's "
+                "sasl.* settings (mechanism, user name, password)."
+            )
+        if code == "_SSL" or (
+            seen and (seen[0] == "_SSL" or "SSL handshake failed" in seen[1] or "certificate" in seen[1].lower())
+        ):
             detail = seen[1] if seen else text
-            return KafkaConfigError(f"{what}: TLS with {where} failed ({detail}). Check security.protocol and the "
-                                    "ssl.* settings (CA file, listener type).")
+            return KafkaConfigError(
+                f"{what}: TLS with {where} failed ({detail}). Check security.protocol and the "
+                "ssl.* settings (CA file, listener type)."
+            )
         detail = seen[1] if seen else f"{code}: {text}"
-        return KafkaUnavailable(f"{what}: cannot reach {where} ({detail}). Check that the brokers are up and "
-                                "reachable, and the connection's bootstrap servers.")
+        return KafkaUnavailable(
+            f"{what}: cannot reach {where} ({detail}). Check that the brokers are up and "
+            "reachable, and the connection's bootstrap servers."
+        )
     return RuntimeError(f"{what}: {code}: {text}")
 
 
-def _result(fut: Future, conf: dict, what: str, timeout: float = TIMEOUT_S, errors: _Errors | None = None,
-            client=None, need=None):
+def _result(
+    fut: Future,
+    conf: dict,
+    what: str,
+    timeout: float = TIMEOUT_S,
+    errors: _Errors | None = None,
+    client=None,
+    need=None,
+):
     from confluent_kafka import KafkaException
 
     try:
@@ -243,8 +289,9 @@ def _result(fut: Future, conf: dict, what: str, timeout: float = TIMEOUT_S, erro
     except TimeoutError:
         from confluent_kafka import KafkaError
 
-        raise classify(conf, f"{what}: no answer within {timeout:.0f}s", KafkaError(KafkaError._TIMED_OUT),
-                       errors, client) from None
+        raise classify(
+            conf, f"{what}: no answer within {timeout:.0f}s", KafkaError(KafkaError._TIMED_OUT), errors, client
+        ) from None
     except KafkaException as e:
         err = e.args[0] if e.args else e
         c = _code(err)
@@ -343,10 +390,10 @@ class Cluster:
         """The topic's effective configuration (name -> value)."""
         from confluent_kafka.admin import ConfigResource, ResourceType
 
-        futs = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)],
-                                           request_timeout=self.timeout)
-        res = self._result(next(iter(futs.values())), f"describe configs of topic {topic}",
-                           phrase("DescribeConfigs", "Topic", topic))
+        futs = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)], request_timeout=self.timeout)
+        res = self._result(
+            next(iter(futs.values())), f"describe configs of topic {topic}", phrase("DescribeConfigs", "Topic", topic)
+        )
         return {k: e.value for k, e in res.items()}
 
     def partitions(self, topics: Iterable[str]) -> list[TP]:
@@ -373,8 +420,10 @@ class Cluster:
             wait(futs.values(), timeout=self.timeout)
             moving = any(f.done() and _leadership(f.exception()) for f in futs.values())
             if not moving or time.monotonic() + pause > deadline:
-                return {(tp.topic, tp.partition): self._result(f, f"list {spec} offsets", need).offset
-                        for tp, f in futs.items()}
+                return {
+                    (tp.topic, tp.partition): self._result(f, f"list {spec} offsets", need).offset
+                    for tp, f in futs.items()
+                }
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
 
@@ -389,24 +438,30 @@ class Cluster:
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        futs = self.admin.list_offsets({TopicPartition(*tp): OffsetSpec.for_timestamp(timestamp_ms)},
-                                       request_timeout=self.timeout)
-        off = self._result(next(iter(futs.values())), f"find the offset of time {timestamp_ms} in {tp}",
-                           phrase("Describe", "Topic", tp[0])).offset
+        futs = self.admin.list_offsets(
+            {TopicPartition(*tp): OffsetSpec.for_timestamp(timestamp_ms)}, request_timeout=self.timeout
+        )
+        off = self._result(
+            next(iter(futs.values())),
+            f"find the offset of time {timestamp_ms} in {tp}",
+            phrase("Describe", "Topic", tp[0]),
+        ).offset
         return None if off < 0 else off
 
     def create_topic(self, topic: str, partitions: int = 1, config: dict | None = None) -> None:
         from confluent_kafka.admin import NewTopic
 
-        futs = self.admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})],
-                                        request_timeout=self.timeout)
+        futs = self.admin.create_topics(
+            [NewTopic(topic, partitions, 1, config=config or {})], request_timeout=self.timeout
+        )
         self._result(futs[topic], f"create topic {topic}")
 
     def delete_records(self, before: dict[TP, int]) -> None:
         from confluent_kafka import TopicPartition
 
-        futs = self.admin.delete_records([TopicPartition(t, p, o) for (t, p), o in before.items()],
-                                         request_timeout=self.timeout)
+        futs = self.admin.delete_records(
+            [TopicPartition(t, p, o) for (t, p), o in before.items()], request_timeout=self.timeout
+        )
         for f in futs.values():
             self._result(f, "delete records")
 
@@ -423,8 +478,10 @@ class Cluster:
         res = self._result(fut, "list consumer groups")
         if res.errors:
             raise classify(self.conf, f"{self.name}: list consumer groups", res.errors[0], self.errors, self._admin)
-        return {g.group_id: (g.state.name if hasattr(g.state, "name") else str(g.state or "UNKNOWN")).upper()
-                for g in res.valid}
+        return {
+            g.group_id: (g.state.name if hasattr(g.state, "name") else str(g.state or "UNKNOWN")).upper()
+            for g in res.valid
+        }
 
     def describe_groups(self, groups: Iterable[str]) -> dict[str, "GroupState"]:
         """Each group's state and members as its coordinator describes them, ``DESCRIBE_WINDOW`` groups per request
@@ -436,7 +493,7 @@ class Cluster:
             return describe_with_java(self, groups)
         out: dict[str, GroupState] = {}
         for i in range(0, len(groups), DESCRIBE_WINDOW):
-            out.update(self._describe_window(groups[i:i + DESCRIBE_WINDOW]))
+            out.update(self._describe_window(groups[i : i + DESCRIBE_WINDOW]))
         return out
 
     def _describe_window(self, groups: list[str]) -> dict[str, "GroupState"]:
@@ -511,8 +568,13 @@ class Cluster:
             return {}
         what, need = f"{self.name}: committed offsets of {group}", phrase("Describe", "Group", group)
         errors = _Errors()
-        c = _construct(Consumer, _client_conf({**self.conf, "group.id": group, "enable.auto.commit": False,
-                                               "enable.auto.offset.store": False}, errors), self.name)
+        c = _construct(
+            Consumer,
+            _client_conf(
+                {**self.conf, "group.id": group, "enable.auto.commit": False, "enable.auto.offset.store": False}, errors
+            ),
+            self.name,
+        )
         try:
             deadline = time.monotonic() + self.timeout
             while True:
@@ -528,8 +590,9 @@ class Cluster:
                     if _code(err) in _UNREACHABLE | _LEADERSHIP and time.monotonic() < deadline:
                         continue  # the coordinator is moving or loading, or the cluster is not up (yet)
                     if _code(err) in _UNREACHABLE | _LEADERSHIP:
-                        raise classify(self.conf, f"{what}: no answer within {self.timeout:.0f}s", err, errors, c,
-                                       need) from None
+                        raise classify(
+                            self.conf, f"{what}: no answer within {self.timeout:.0f}s", err, errors, c, need
+                        ) from None
                     raise classify(self.conf, what, err, errors, c, need) from None
         finally:
             c.close()
@@ -538,8 +601,11 @@ class Cluster:
                 continue
             need = phrase("Describe", "Topic", tp.topic)
             raise classify(self.conf, f"{what} ({tp.topic}[{tp.partition}])", tp.error, errors, None, need)
-        return {(tp.topic, tp.partition): Commit(tp.offset, _metadata(tp)) for tp in res
-                if tp.error is None and tp.offset >= 0}
+        return {
+            (tp.topic, tp.partition): Commit(tp.offset, _metadata(tp))
+            for tp in res
+            if tp.error is None and tp.offset >= 0
+        }
 
     @staticmethod
     def _request(group: str, offsets: dict[TP, "int | Commit"]):
@@ -548,8 +614,9 @@ class Cluster:
         parts = []
         for (t, p), o in sorted(offsets.items()):
             c = o if isinstance(o, Commit) else Commit(int(o))
-            parts.append(TopicPartition(t, p, c.offset, metadata=c.metadata) if c.metadata
-                         else TopicPartition(t, p, c.offset))
+            parts.append(
+                TopicPartition(t, p, c.offset, metadata=c.metadata) if c.metadata else TopicPartition(t, p, c.offset)
+            )
         return ConsumerGroupTopicPartitions(group, parts)
 
     def alter_many(self, offsets: dict[str, dict[TP, "int | Commit"]], window: int = 32) -> dict[str, str | None]:
@@ -561,8 +628,9 @@ class Cluster:
         offsets = {g: o for g, o in offsets.items() if g not in exact}
 
         def submit(g):
-            return self.admin.alter_consumer_group_offsets([self._request(g, offsets[g])],
-                                                           request_timeout=self.timeout)[g]
+            return self.admin.alter_consumer_group_offsets(
+                [self._request(g, offsets[g])], request_timeout=self.timeout
+            )[g]
 
         for g, fut in _windowed(sorted(offsets), submit, window):
             try:
@@ -588,8 +656,14 @@ class Cluster:
         denied = sorted({tp.topic for tp in parts if tp.error and _code(tp.error).endswith("_AUTHORIZATION_FAILED")})
         if denied:
             err = next(tp.error for tp in parts if tp.error and tp.topic == denied[0])
-            raise classify(self.conf, f"{self.name}: alter offsets of {group}", err, self.errors, self._admin,
-                           {"Group": phrase("Read", "Group", group), "Topic": phrase("Read", "Topic", denied)})
+            raise classify(
+                self.conf,
+                f"{self.name}: alter offsets of {group}",
+                err,
+                self.errors,
+                self._admin,
+                {"Group": phrase("Read", "Group", group), "Topic": phrase("Read", "Topic", denied)},
+            )
 
     def alter_exact(self, offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
         """Commit offsets with their metadata byte for byte, through Kafka's Java AdminClient (``jvm/
@@ -631,8 +705,9 @@ class Cluster:
         holds no record (compaction, markers) gets an empty list."""
         out: dict[TP, list[Record]] = {tp: [] for tp in ranges}
         for m in self._bounded({tp: r for tp, r in ranges.items() if r[1] > r[0]}, timeout, stop_at_eof=True):
-            out[(m.topic(), m.partition())].append(Record(m.offset(), m.key(), m.value(), m.timestamp()[1],
-                                                          tuple(m.headers() or ())))
+            out[(m.topic(), m.partition())].append(
+                Record(m.offset(), m.key(), m.value(), m.timestamp()[1], tuple(m.headers() or ()))
+            )
         return out
 
     def first_records(self, positions: dict[TP, int], scan: int = 1000) -> dict[TP, Record | None]:
@@ -641,19 +716,28 @@ class Cluster:
         got = self.records({tp: (o, min(ends[tp], o + scan)) for tp, o in positions.items()})
         return {tp: (rs[0] if rs else None) for tp, rs in got.items()}
 
-    def read(self, tps_end: dict[TP, int], start: dict[TP, int] | None = None,
-             timeout: float = 60.0, extra: dict | None = None) -> Iterator[tuple[str, int, int, bytes | None, bytes | None, int]]:
+    def read(
+        self,
+        tps_end: dict[TP, int],
+        start: dict[TP, int] | None = None,
+        timeout: float = 60.0,
+        extra: dict | None = None,
+    ) -> Iterator[tuple[str, int, int, bytes | None, bytes | None, int]]:
         """Yield ``(topic, partition, offset, key, value, timestamp_ms)`` from start (default: log start) up to
         (excluding) the given end offsets. A bounded read: records past the end are never returned."""
         from confluent_kafka import OFFSET_BEGINNING
 
-        ranges = {tp: ((start or {}).get(tp, OFFSET_BEGINNING), end) for tp, end in tps_end.items()
-                  if end > (start or {}).get(tp, 0)}
+        ranges = {
+            tp: ((start or {}).get(tp, OFFSET_BEGINNING), end)
+            for tp, end in tps_end.items()
+            if end > (start or {}).get(tp, 0)
+        }
         for m in self._bounded(ranges, timeout, extra):
             yield m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1]
 
-    def read_ranges(self, ranges: dict[TP, set[tuple[int, int]]], budget: int = ev.DEFAULT_BUDGET,
-                    timeout: float = 60.0) -> dict[tuple[TP, int, int], ev.Read]:
+    def read_ranges(
+        self, ranges: dict[TP, set[tuple[int, int]]], budget: int = ev.DEFAULT_BUDGET, timeout: float = 60.0
+    ) -> dict[tuple[TP, int, int], ev.Read]:
         """The evidence stage's reads (:class:`~mm2_failover.evidence.RecordSource`): every asked range ``[lo, hi)``
         as a :class:`~mm2_failover.evidence.Read` - complete (each record's offset and content digest, nothing
         else kept), below the log start, over ``budget`` records (not read), or failed (the partition's readable end
@@ -668,8 +752,9 @@ class Cluster:
                 if hi <= lo:
                     out[(tp, lo, hi)] = ev.Read(lo, hi, ev.COMPLETE)
                 elif hi - lo > budget:
-                    out[(tp, lo, hi)] = ev.Read(lo, hi, ev.OVER_BUDGET, why=f"{hi - lo} records, over the read "
-                                                                             f"budget of {budget}")
+                    out[(tp, lo, hi)] = ev.Read(
+                        lo, hi, ev.OVER_BUDGET, why=f"{hi - lo} records, over the read budget of {budget}"
+                    )
                 else:
                     todo.append((lo, hi))
             for i, (lo, hi, part) in enumerate(_merged(todo, budget)):
@@ -695,9 +780,20 @@ class Cluster:
         got: dict[TP, list[ev.Rec]] = {tp: [] for tp in ranges}
         todo = dict(ranges)
         errors = _Errors()
-        c = _construct(Consumer, _client_conf({**self.conf, "group.id": "mm2-failover-reader",
-                                               "enable.auto.commit": False, "enable.partition.eof": True,
-                                               **BOUNDED_READ_CONF}, errors), self.name)
+        c = _construct(
+            Consumer,
+            _client_conf(
+                {
+                    **self.conf,
+                    "group.id": "mm2-failover-reader",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": True,
+                    **BOUNDED_READ_CONF,
+                },
+                errors,
+            ),
+            self.name,
+        )
         try:
             c.assign([TopicPartition(t, p, lo) for (t, p), (lo, _hi) in ranges.items()])
             deadline = time.monotonic() + timeout
@@ -720,22 +816,38 @@ class Cluster:
                         lo, hi = todo[tp]
                         if code == KafkaError._PARTITION_EOF:
                             del todo[tp]
-                            out[tp] = (lo, hi, ev.COMPLETE, got[tp], "") if m.offset() >= hi else \
-                                (lo, hi, ev.FAILED, (), f"readable only up to offset {m.offset()} (an open "
-                                                        "transaction, or the log was truncated)")
+                            out[tp] = (
+                                (lo, hi, ev.COMPLETE, got[tp], "")
+                                if m.offset() >= hi
+                                else (
+                                    lo,
+                                    hi,
+                                    ev.FAILED,
+                                    (),
+                                    f"readable only up to offset {m.offset()} (an open "
+                                    "transaction, or the log was truncated)",
+                                )
+                            )
                         elif code == KafkaError._AUTO_OFFSET_RESET:
                             del todo[tp]
                             out[tp] = (lo, hi, ev.BELOW_START, (), f"offset {lo} is below the log start")
                         else:
-                            raise classify(self.conf, f"{self.name}: read {tp}", err, errors, c,
-                                           phrase("Read", "Topic", tp[0]) if m.topic() else None)
+                            raise classify(
+                                self.conf,
+                                f"{self.name}: read {tp}",
+                                err,
+                                errors,
+                                c,
+                                phrase("Read", "Topic", tp[0]) if m.topic() else None,
+                            )
                         continue
                     if tp not in todo:
                         continue
                     lo, hi = todo[tp]
                     if m.offset() < hi:
-                        got[tp].append(ev.Rec(m.offset(), ev.content_of(m.key(), m.value(), m.timestamp()[1],
-                                                                        m.headers() or ())))
+                        got[tp].append(
+                            ev.Rec(m.offset(), ev.content_of(m.key(), m.value(), m.timestamp()[1], m.headers() or ()))
+                        )
                     if m.offset() + 1 >= hi:
                         del todo[tp]
                         out[tp] = (lo, hi, ev.COMPLETE, got[tp], "")
@@ -743,8 +855,9 @@ class Cluster:
             c.close()
         return out
 
-    def _bounded(self, ranges: dict[TP, tuple[int, int]], timeout: float, extra: dict | None = None,
-                 stop_at_eof: bool = False) -> Iterator:
+    def _bounded(
+        self, ranges: dict[TP, tuple[int, int]], timeout: float, extra: dict | None = None, stop_at_eof: bool = False
+    ) -> Iterator:
         """The messages of each partition in [start, end), in one consumer that commits nothing. A partition is done
         at its end offset, or at the log end when ``stop_at_eof`` (ranges that end in a compaction or marker gap);
         without it, reaching the log end before the end offset waits (records not yet readable). A start below the
@@ -755,16 +868,33 @@ class Cluster:
         if not todo:
             return
         errors = _Errors()
-        c = _construct(Consumer, _client_conf({**self.conf, "group.id": "mm2-failover-reader",
-                                               "enable.auto.commit": False, "enable.partition.eof": True,
-                                               **(extra or {}), **BOUNDED_READ_CONF}, errors), self.name)
+        c = _construct(
+            Consumer,
+            _client_conf(
+                {
+                    **self.conf,
+                    "group.id": "mm2-failover-reader",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": True,
+                    **(extra or {}),
+                    **BOUNDED_READ_CONF,
+                },
+                errors,
+            ),
+            self.name,
+        )
         try:
             c.assign([TopicPartition(t, p, s) for (t, p), (s, _e) in ranges.items()])
             deadline = time.monotonic() + timeout
             while todo:
                 if time.monotonic() > deadline:
-                    raise classify(self.conf, f"{self.name}: reading {sorted(todo)[:5]} did not reach the end offsets "
-                                              f"within {timeout:.0f}s", KafkaError(KafkaError._TIMED_OUT), errors, c)
+                    raise classify(
+                        self.conf,
+                        f"{self.name}: reading {sorted(todo)[:5]} did not reach the end offsets within {timeout:.0f}s",
+                        KafkaError(KafkaError._TIMED_OUT),
+                        errors,
+                        c,
+                    )
                 for m in c.consume(1000, CONSUME_WAIT_S):
                     tp = (m.topic(), m.partition())
                     if m.error():
@@ -777,8 +907,14 @@ class Cluster:
                             # nothing (explicit offsets): the pipeline's principal needs no ACL on that group
                         if m.error().code() == KafkaError._AUTO_OFFSET_RESET:
                             raise OutOfRange(self.name, tp, m.offset(), m.error().str())
-                        raise classify(self.conf, f"{self.name}: read {tp}", m.error(), errors, c,
-                                       phrase("Read", "Topic", tp[0]) if m.topic() else None)
+                        raise classify(
+                            self.conf,
+                            f"{self.name}: read {tp}",
+                            m.error(),
+                            errors,
+                            c,
+                            phrase("Read", "Topic", tp[0]) if m.topic() else None,
+                        )
                     if tp not in todo:
                         continue
                     if m.offset() >= todo[tp]:
@@ -806,6 +942,7 @@ def _merged(ranges: list[tuple[int, int]], budget: int) -> list[tuple[int, int, 
 
 def _java_properties(d: dict) -> str:
     """A ``java.util.Properties`` file's text for ``d`` (keys and values escaped as Properties.load reads them)."""
+
     def esc(s: str, key: bool) -> str:
         out = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
         if key:
@@ -813,6 +950,7 @@ def _java_properties(d: dict) -> str:
         elif out.startswith(" "):
             out = "\\" + out
         return out
+
     return "".join(f"{esc(str(k), True)}={esc(str(v), False)}\n" for k, v in d.items())
 
 
@@ -852,18 +990,24 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
     javac = shutil.which("javac")
     if not javac:
         return None
-    key = hashlib.sha256(b"\0".join([src.read_bytes(), classpath.encode(),
-                                      os.path.realpath(javac).encode()])).hexdigest()[:20]
+    key = hashlib.sha256(
+        b"\0".join([src.read_bytes(), classpath.encode(), os.path.realpath(javac).encode()])
+    ).hexdigest()[:20]
     final = cache / f"jvm-{src.stem}-{key}"
     if (final / f"{src.stem}.class").is_file():
         return final
     tmp = cache / f".jvm-{src.stem}-{key}-{uuid.uuid4().hex}"
     try:
-        r = subprocess.run([javac, "-nowarn", "-d", str(tmp), "-cp", classpath, str(src)], capture_output=True,
-                           text=True, timeout=120)
+        r = subprocess.run(
+            [javac, "-nowarn", "-d", str(tmp), "-cp", classpath, str(src)], capture_output=True, text=True, timeout=120
+        )
         if r.returncode or not (tmp / f"{src.stem}.class").is_file():
-            log.warning("javac could not compile %s (exit %s: %s): running it from source", src.name, r.returncode,
-                        (r.stderr or "").strip()[-300:])
+            log.warning(
+                "javac could not compile %s (exit %s: %s): running it from source",
+                src.name,
+                r.returncode,
+                (r.stderr or "").strip()[-300:],
+            )
             return None
         try:
             os.rename(tmp, final)  # whole or not at all; a process that won the race made the same bytes
@@ -879,8 +1023,9 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
 
 
 @contextlib.contextmanager
-def java_offsets_program(cluster: "Cluster", what: str,
-                         extra: dict[str, object] | None = None) -> Iterator[tuple[list[str], Path]]:
+def java_offsets_program(
+    cluster: "Cluster", what: str, extra: dict[str, object] | None = None
+) -> Iterator[tuple[list[str], Path]]:
     """``jvm/KafkaOffsets.java``'s command (compiled once, or run from source: Java 11+), without its mode, and the
     cluster's settings translated to the Java client's, plus ``extra`` Java client settings, in a 0600 file of this
     user's private folder, removed when the block ends (the program reads it at its start). ``what``: the
@@ -900,38 +1045,53 @@ def java_offsets_program(cluster: "Cluster", what: str,
     try:
         fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write(_java_properties({**java_client_options(cluster.conf),
-                                      "mm2.failover.timeout.ms": int(cluster.timeout * 1000), **(extra or {})}))
+            f.write(
+                _java_properties(
+                    {
+                        **java_client_options(cluster.conf),
+                        "mm2.failover.timeout.ms": int(cluster.timeout * 1000),
+                        **(extra or {}),
+                    }
+                )
+            )
         src = Path(__file__).with_name("jvm") / "KafkaOffsets.java"
         compiled = compiled_java(src, java_kafka_classpath(), d)
-        program = ["-cp", f"{compiled}{os.pathsep}{java_kafka_classpath()}", src.stem] if compiled else \
-            ["-cp", java_kafka_classpath(), str(src)]
+        program = (
+            ["-cp", f"{compiled}{os.pathsep}{java_kafka_classpath()}", src.stem]
+            if compiled
+            else ["-cp", java_kafka_classpath(), str(src)]
+        )
         yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *program], props
     finally:
         props.unlink(missing_ok=True)
 
 
-def run_java_offsets(cluster: "Cluster", mode: str, lines: list[str], items: int,
-                     decode: bool = True) -> list[list[str]]:
+def run_java_offsets(
+    cluster: "Cluster", mode: str, lines: list[str], items: int, decode: bool = True
+) -> list[list[str]]:
     """Run ``jvm/KafkaOffsets.java`` in ``mode`` (commit | read | describe) on ``lines`` (in a file of this user's
     private folder, removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``:
     as printed, for the caller to decode)."""
     import subprocess
 
-    what = (f"commits with metadata (byte for byte), and the commits of more than {JAVA_BULK_GROUPS} groups at "
-            "once,")
+    what = f"commits with metadata (byte for byte), and the commits of more than {JAVA_BULK_GROUPS} groups at once,"
     with java_offsets_program(cluster, what) as (command, props):
         rows = props.with_suffix(".tsv")
         try:
             rows.write_text("".join(line + "\n" for line in lines))
-            r = subprocess.run([*command, mode, str(props), str(rows)], capture_output=True, text=True,
-                               timeout=java_call_timeout(cluster.timeout, items))
+            r = subprocess.run(
+                [*command, mode, str(props), str(rows)],
+                capture_output=True,
+                text=True,
+                timeout=java_call_timeout(cluster.timeout, items),
+            )
         finally:
             rows.unlink(missing_ok=True)
     if r.returncode:
         tail = (r.stderr or "").strip().splitlines()[-5:]
-        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client ({mode}) failed (exit "
-                               f"{r.returncode}): {' | '.join(tail)}")
+        raise KafkaUnavailable(
+            f"{cluster.name}: Kafka's Java client ({mode}) failed (exit {r.returncode}): {' | '.join(tail)}"
+        )
     kinds = ("OK", "ERR", "ROW", "GROUP")
     if not decode:
         return [f for f in (line.split("\t") for line in r.stdout.splitlines()) if f[0] in kinds]
@@ -980,8 +1140,13 @@ def read_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, dict[TP, 
                 out[g] = rows
         else:
             g = _unb64(f[1])
-            raise classify(cluster.conf, f"{cluster.name}: committed offsets of {g} (Java client)",
-                           _JavaError(_unb64(f[2])), cluster.errors, need=phrase("Describe", "Group", g))
+            raise classify(
+                cluster.conf,
+                f"{cluster.name}: committed offsets of {g} (Java client)",
+                _JavaError(_unb64(f[2])),
+                cluster.errors,
+                need=phrase("Describe", "Group", g),
+            )
     missing = sorted(set(groups) - done)
     if missing:
         raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not read {', '.join(missing[:5])}")
@@ -1000,8 +1165,13 @@ def describe_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, "Grou
         elif f[0] == "OK":
             out[f[1]] = GroupState(f[1], f[2], members.pop(f[1], []))
         else:
-            raise classify(cluster.conf, f"{cluster.name}: describe group {f[1]} (Java client)", _JavaError(f[2]),
-                           cluster.errors, need=phrase("Describe", "Group", f[1]))
+            raise classify(
+                cluster.conf,
+                f"{cluster.name}: describe group {f[1]} (Java client)",
+                _JavaError(f[2]),
+                cluster.errors,
+                need=phrase("Describe", "Group", f[1]),
+            )
     missing = sorted(set(groups) - set(out))
     if missing:
         raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not describe {', '.join(missing[:5])}")
@@ -1064,5 +1234,7 @@ class GroupState:
 
     def describe(self) -> str:
         hosts = ", ".join(sorted({m.host for m in self.members})) or "-"
-        return (f"{self.group}: state {self.state}, {len(self.members)} member(s) "
-                f"[{'; '.join(m.describe() for m in self.members)}] on hosts {hosts}")
+        return (
+            f"{self.group}: state {self.state}, {len(self.members)} member(s) "
+            f"[{'; '.join(m.describe() for m in self.members)}] on hosts {hosts}"
+        )

@@ -21,14 +21,19 @@ import time
 import uuid
 
 from mm2_failover import lease
+from mm2_failover.kafka_io import CONSUME_WAIT_S, KafkaConfigError
 from mm2_failover.locks import Locked
 from mm2_failover.runfolder import now_iso
-from mm2_failover.kafka_io import CONSUME_WAIT_S, KafkaConfigError
 
 log = logging.getLogger(__name__)
 
-TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": str(7 * 24 * 3600 * 1000), "retention.bytes": "-1",
-                "message.timestamp.type": "LogAppendTime", "segment.ms": str(3600 * 1000)}
+TOPIC_CONFIG = {
+    "cleanup.policy": "delete",
+    "retention.ms": str(7 * 24 * 3600 * 1000),
+    "retention.bytes": "-1",
+    "message.timestamp.type": "LogAppendTime",
+    "segment.ms": str(3600 * 1000),
+}
 
 
 class LockLost(RuntimeError):
@@ -42,8 +47,18 @@ class KafkaLease:
     ``lease_s``: how long a granted record holds it; ``margin_s``: how long before that the holder stops writing (rule
     4: more than one write's timeout); ``renew_s``: how often it renews."""
 
-    def __init__(self, conf: dict, topic: str, name: str, owner: dict, lease_s: float = 60.0, margin_s: float = 20.0,
-                 renew_s: float = 10.0, write_timeout_s: float = 15.0, poll_s: float = 1.0):
+    def __init__(
+        self,
+        conf: dict,
+        topic: str,
+        name: str,
+        owner: dict,
+        lease_s: float = 60.0,
+        margin_s: float = 20.0,
+        renew_s: float = 10.0,
+        write_timeout_s: float = 15.0,
+        poll_s: float = 1.0,
+    ):
         lease.check_timing(lease_s, margin_s, renew_s, write_timeout_s)
         self.conf, self.topic, self.name = dict(conf), topic, name
         self.who = {**owner, "host": socket.gethostname(), "pid": os.getpid(), "since": now_iso()}
@@ -81,15 +96,19 @@ class KafkaLease:
                 if "TOPIC_ALREADY_EXISTS" not in str(e):
                     raise KafkaConfigError(
                         f"the writer-lock topic {self.topic} does not exist and could not be created ({e}): create it "
-                        "(docs/architecture.md, 'One writer across hosts') or let the principal create it") from None
+                        "(docs/architecture.md, 'One writer across hosts') or let the principal create it"
+                    ) from None
         cfg = self._topic_config(admin, ConfigResource(ConfigResource.Type.TOPIC, self.topic))
-        problems = lease.topic_problems({k: "" if e.value is None else str(e.value) for k, e in cfg.items()},
-                                        self.lease_ms)
+        problems = lease.topic_problems(
+            {k: "" if e.value is None else str(e.value) for k, e in cfg.items()}, self.lease_ms
+        )
         if problems:
             raise KafkaConfigError(
-                f"the writer-lock topic {self.topic} cannot keep the lease safely: " + "; ".join(problems)
+                f"the writer-lock topic {self.topic} cannot keep the lease safely: "
+                + "; ".join(problems)
                 + f". Set it with kafka-configs --alter --entity-type topics --entity-name {self.topic} --add-config "
-                "<setting>=<value>, or point MM2_FAILOVER_LOCK_TOPIC at a topic of its own")
+                "<setting>=<value>, or point MM2_FAILOVER_LOCK_TOPIC at a topic of its own"
+            )
 
     def _topic_config(self, admin, res, within_s: float = 30.0) -> dict:
         """The topic's configuration. A topic just created (here or by a writer on another host) may be unknown for
@@ -110,19 +129,26 @@ class KafkaLease:
                         f"the writer-lock topic {self.topic} is not known to the target's brokers {within_s:.0f} s "
                         f"after it was created or listed ({err.str()}: UNKNOWN_TOPIC_OR_PART): check the target "
                         "cluster's controller and brokers (kafka-topics --describe --topic "
-                        f"{self.topic}), then re-run") from None
+                        f"{self.topic}), then re-run"
+                    ) from None
             time.sleep(0.25)
 
     def _produce(self, op: str) -> None:
         from confluent_kafka import Producer
 
         if self._producer is None:
-            self._producer = Producer({**self._client_conf(), "acks": "all", "enable.idempotence": True,
-                                       "linger.ms": 0})
+            self._producer = Producer(
+                {**self._client_conf(), "acks": "all", "enable.idempotence": True, "linger.ms": 0}
+            )
         errors: list = []
         value = json.dumps({"op": op, "holder": self.holder, "lease_ms": self.lease_ms, "who": self.who})
-        self._producer.produce(self.topic, key=self.name.encode(), value=value.encode(), partition=0,
-                               on_delivery=lambda err, _m: errors.append(err) if err else None)
+        self._producer.produce(
+            self.topic,
+            key=self.name.encode(),
+            value=value.encode(),
+            partition=0,
+            on_delivery=lambda err, _m: errors.append(err) if err else None,
+        )
         left = self._producer.flush(15)
         if left or errors:
             raise OSError(f"the {op} of the writer lock was not written to {self.topic}: {errors or 'timed out'}")
@@ -134,8 +160,14 @@ class KafkaLease:
 
         tp = TopicPartition(self.topic, 0)
         if self._consumer is None:
-            self._consumer = Consumer({**self._client_conf(), "group.id": f"mm2-failover-lock-reader-{self.holder}",
-                                       "enable.auto.commit": False, "isolation.level": "read_committed"})
+            self._consumer = Consumer(
+                {
+                    **self._client_conf(),
+                    "group.id": f"mm2-failover-lock-reader-{self.holder}",
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                }
+            )
         c = self._consumer
         lo, hi = c.get_watermark_offsets(tp, timeout=15, cached=False)
         if self._pos < lo or self._pos < 0:  # the first read, or retention removed what was read (rule 6)
@@ -153,8 +185,16 @@ class KafkaLease:
                     continue
                 try:
                     v = json.loads(m.value())
-                    self._recs.append(lease.Record(str(v["op"]), str(v["holder"]), int(m.timestamp()[1]),
-                                                   int(v.get("lease_ms") or 0), m.offset(), v.get("who")))
+                    self._recs.append(
+                        lease.Record(
+                            str(v["op"]),
+                            str(v["holder"]),
+                            int(m.timestamp()[1]),
+                            int(v.get("lease_ms") or 0),
+                            m.offset(),
+                            v.get("who"),
+                        )
+                    )
                 except (ValueError, KeyError, TypeError):
                     log.warning("writer-lock record %s@%d is not a lock record: ignored", self.topic, m.offset())
         return list(self._recs)
@@ -185,16 +225,24 @@ class KafkaLease:
                 self._valid_until = lease.valid_until(sent, self.lease_ms, self.margin_s)
                 self._thread = threading.Thread(target=self._renew_loop, name="mm2-lock-renew", daemon=True)
                 self._thread.start()
-                log.info("writer lock of target %s taken (lease %d ms, token %d, topic %s)", self.name,
-                         self.lease_ms, self.token, self.topic)
+                log.info(
+                    "writer lock of target %s taken (lease %d ms, token %d, topic %s)",
+                    self.name,
+                    self.lease_ms,
+                    self.token,
+                    self.topic,
+                )
                 return {**self.who, "token": self.token}
             if time.monotonic() >= deadline:
-                raise Locked(f"another writer holds the lock of target cluster {self.name} (topic {self.topic}): "
-                             f"{s.who}, its lease until {s.expires_ms} (broker time, ms). Waited {wait_s:.0f} s. "
-                             "Let it finish (or stop it: its lease then runs out by itself), then retry.")
+                raise Locked(
+                    f"another writer holds the lock of target cluster {self.name} (topic {self.topic}): "
+                    f"{s.who}, its lease until {s.expires_ms} (broker time, ms). Waited {wait_s:.0f} s. "
+                    "Let it finish (or stop it: its lease then runs out by itself), then retry."
+                )
             if not said:
-                log.warning("waiting up to %.0f s for the writer lock of target %s held by %s", wait_s, self.name,
-                            s.who)
+                log.warning(
+                    "waiting up to %.0f s for the writer lock of target %s held by %s", wait_s, self.name, s.who
+                )
                 said = True
             time.sleep(self.poll_s)
 
@@ -205,12 +253,19 @@ class KafkaLease:
                 self._produce(lease.RENEW)
                 ok, s = self._mine_granted()
             except Exception as e:  # noqa: BLE001 - not renewed: the lease runs out on its own (rule 4)
-                log.warning("writer lock of target %s not renewed (%s): it runs out in %.1f s unless a renewal "
-                            "succeeds", self.name, e, self._valid_until - time.monotonic())
+                log.warning(
+                    "writer lock of target %s not renewed (%s): it runs out in %.1f s unless a renewal succeeds",
+                    self.name,
+                    e,
+                    self._valid_until - time.monotonic(),
+                )
                 continue
             if not ok:
-                self._lost = (f"its renewal was not granted: the lease had run out and {s.who} holds it now"
-                              if s.holder else "its renewal was not granted: the lease had run out")
+                self._lost = (
+                    f"its renewal was not granted: the lease had run out and {s.who} holds it now"
+                    if s.holder
+                    else "its renewal was not granted: the lease had run out"
+                )
                 log.error("writer lock of target %s LOST: %s", self.name, self._lost)
                 return
             self._valid_until = lease.valid_until(sent, self.lease_ms, self.margin_s)
@@ -219,11 +274,15 @@ class KafkaLease:
         """Before every write: :class:`LockLost` once this writer may no longer write (rule 4)."""
         left = self._valid_until - time.monotonic()
         if self._lost or left <= 0:
-            why = self._lost or (f"its lease ran out {-left:.1f} s ago without a renewal (the broker unreachable, or "
-                                 "this process paused)")
-            raise LockLost(f"this writer no longer holds the lock of target cluster {self.name}: {why}. Nothing more "
-                           "was written; another writer may be writing now. Re-run the task: it converges to the plan "
-                           "(apply writes only what differs).")
+            why = self._lost or (
+                f"its lease ran out {-left:.1f} s ago without a renewal (the broker unreachable, or "
+                "this process paused)"
+            )
+            raise LockLost(
+                f"this writer no longer holds the lock of target cluster {self.name}: {why}. Nothing more "
+                "was written; another writer may be writing now. Re-run the task: it converges to the plan "
+                "(apply writes only what differs)."
+            )
 
     def release(self) -> None:
         self._stop.set()
@@ -233,8 +292,9 @@ class KafkaLease:
             if not self._lost:
                 self._produce(lease.RELEASE)
         except Exception as e:  # noqa: BLE001 - not released: it runs out by itself
-            log.warning("writer lock of target %s not released (%s): it runs out within %d ms", self.name, e,
-                        self.lease_ms)
+            log.warning(
+                "writer lock of target %s not released (%s): it runs out within %d ms", self.name, e, self.lease_ms
+            )
         finally:
             if self._producer is not None:
                 self._producer.flush(5)

@@ -86,8 +86,17 @@ def latest_per_key(records: Iterable[Record], policy: str = "latest") -> Result:
         if policy == "max" and regressed:  # rule 5 (ties: the latest of the highest)
             rec, chosen = max(((rec, d) for rec, d in live if d.downstream_offset == top), key=lambda x: x[0].position)
         out.answers[(alias, chosen.group, chosen.topic, chosen.partition)] = Answer(
-            group=chosen.group, topic=chosen.topic, partition=chosen.partition, upstream_offset=chosen.upstream_offset,
-            downstream_offset=chosen.downstream_offset, metadata=chosen.metadata, source_alias=alias,
-            checkpoint_partition=rec.partition, checkpoint_offset=rec.offset, regressed=regressed,
-            latest_downstream_offset=latest.downstream_offset, max_downstream_offset=top)
+            group=chosen.group,
+            topic=chosen.topic,
+            partition=chosen.partition,
+            upstream_offset=chosen.upstream_offset,
+            downstream_offset=chosen.downstream_offset,
+            metadata=chosen.metadata,
+            source_alias=alias,
+            checkpoint_partition=rec.partition,
+            checkpoint_offset=rec.offset,
+            regressed=regressed,
+            latest_downstream_offset=latest.downstream_offset,
+            max_downstream_offset=top,
+        )
     return out

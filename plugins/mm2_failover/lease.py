@@ -46,6 +46,7 @@ MAX_HOLD_MS = 6 * 3600 * 1000
 @dataclass(frozen=True)
 class Record:
     """One record of the lock's key: what ``holder`` (unique per acquisition) asked, at the broker's ``ts_ms``."""
+
     op: str
     holder: str
     ts_ms: int
@@ -58,6 +59,7 @@ class Record:
 class State:
     """After a replay: who holds the lease (None: nobody), since when, until when (broker time), and the offset of
     the claim that granted it (the fencing token, in logs and messages)."""
+
     holder: str | None = None
     since_ms: int = 0
     expires_ms: int = 0
@@ -104,25 +106,33 @@ def topic_problems(config: dict[str, str], lease_ms: int) -> list[str]:
     out = []
     ts = config.get("message.timestamp.type", "")
     if ts != "LogAppendTime":
-        out.append(f"message.timestamp.type={ts}: the lease needs the broker's time on every record (set "
-                   "message.timestamp.type=LogAppendTime)")
+        out.append(
+            f"message.timestamp.type={ts}: the lease needs the broker's time on every record (set "
+            "message.timestamp.type=LogAppendTime)"
+        )
     policy = config.get("cleanup.policy", "")
     if policy != "delete":
-        out.append(f"cleanup.policy={policy}: compaction keeps only the newest record of the lock's one key, so a "
-                   "holder's claim is forgotten while it renews and a second writer's claim is granted (set "
-                   "cleanup.policy=delete)")
+        out.append(
+            f"cleanup.policy={policy}: compaction keeps only the newest record of the lock's one key, so a "
+            "holder's claim is forgotten while it renews and a second writer's claim is granted (set "
+            "cleanup.policy=delete)"
+        )
     need = MAX_HOLD_MS + lease_ms
     try:
         retention = int(config.get("retention.ms", ""))
     except ValueError:
         retention = None
     if retention is None or (retention != -1 and retention < need):
-        out.append(f"retention.ms={config.get('retention.ms', '')}: records younger than the longest hold plus a "
-                   f"lease ({need} ms) must be kept, or a holder's claim is dropped while it renews (set "
-                   "retention.ms=604800000, 7 days)")
+        out.append(
+            f"retention.ms={config.get('retention.ms', '')}: records younger than the longest hold plus a "
+            f"lease ({need} ms) must be kept, or a holder's claim is dropped while it renews (set "
+            "retention.ms=604800000, 7 days)"
+        )
     if config.get("retention.bytes", "-1") != "-1":
-        out.append(f"retention.bytes={config.get('retention.bytes')}: deletion by size can drop a holder's claim "
-                   "while it renews; the lock's records are small and few (set retention.bytes=-1)")
+        out.append(
+            f"retention.bytes={config.get('retention.bytes')}: deletion by size can drop a holder's claim "
+            "while it renews; the lock's records are small and few (set retention.bytes=-1)"
+        )
     return out
 
 
@@ -134,8 +144,12 @@ def valid_until(sent_monotonic: float, lease_ms: int, margin_s: float) -> float:
 def check_timing(lease_s: float, margin_s: float, renew_s: float, write_timeout_s: float) -> None:
     """The settings rule 4 needs; a ValueError naming what to change."""
     if not (0 < renew_s < lease_s - margin_s):
-        raise ValueError(f"the lease's renew interval ({renew_s:g} s) must be above 0 and below the lease "
-                         f"({lease_s:g} s) minus its margin ({margin_s:g} s), or the holder stops between renewals")
+        raise ValueError(
+            f"the lease's renew interval ({renew_s:g} s) must be above 0 and below the lease "
+            f"({lease_s:g} s) minus its margin ({margin_s:g} s), or the holder stops between renewals"
+        )
     if margin_s <= write_timeout_s:
-        raise ValueError(f"the lease's margin ({margin_s:g} s) must exceed one write's timeout "
-                         f"({write_timeout_s:g} s): a write begun in time must end before another writer may begin")
+        raise ValueError(
+            f"the lease's margin ({margin_s:g} s) must exceed one write's timeout "
+            f"({write_timeout_s:g} s): a write begun in time must end before another writer may begin"
+        )

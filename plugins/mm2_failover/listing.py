@@ -41,8 +41,9 @@ def cell(v) -> str:
     return str(v)
 
 
-def table(columns: list[tuple[str, str]], rows: list[dict], limit: int | None = TABLE_LIMIT,
-          more_in: str = "") -> list[str]:
+def table(
+    columns: list[tuple[str, str]], rows: list[dict], limit: int | None = TABLE_LIMIT, more_in: str = ""
+) -> list[str]:
     """``rows`` aligned under their headers (numbers to the right), at most ``limit`` of them (None: all), then
     "... N more in ``more_in``" when some were left out."""
     shown = rows if limit is None else rows[:limit]

@@ -56,8 +56,10 @@ def file_lock(path: Path, what: str, owner: dict, wait_s: float, poll_s: float =
             except BlockingIOError:
                 holder = _read(fd)
                 if time.monotonic() >= deadline:
-                    raise Locked(f"another writer holds the lock of {what} ({path}): {holder}. "
-                                 f"Waited {wait_s:.0f} s. Let it finish (or stop it), then retry.") from None
+                    raise Locked(
+                        f"another writer holds the lock of {what} ({path}): {holder}. "
+                        f"Waited {wait_s:.0f} s. Let it finish (or stop it), then retry."
+                    ) from None
                 if not said:
                     log.warning("waiting for the lock of %s, held by %s", what, holder)
                     said = True

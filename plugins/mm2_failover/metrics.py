@@ -15,7 +15,7 @@ After a failover (``verify_group_offsets``), counters:
 ``mm2_failover.partitions_skipped``         partitions left alone (no checkpoint, target ahead, existing commits)
 ``mm2_failover.partitions_clamped``         checkpoints clamped to the replica's log start/end
 ``mm2_failover.records_lost_to_retention``  records between a checkpoint and the replica's log start
-``mm2_failover.records_reread_estimate``    records the moved groups will read again (see report.py)  
+``mm2_failover.records_reread_estimate``    records the moved groups will read again (see report.py)
 ``mm2_failover.partitions_reread_unknown``  partitions whose re-read is not estimated (the source lost, floors)
 ``mm2_failover.partitions_mismatched``      partitions that did not read back as planned
 ``mm2_failover.groups_refused``             groups the broker refused to move
@@ -69,16 +69,27 @@ DRILL_GAUGES: tuple[tuple[str, str], ...] = (
 )
 
 # gauge names (after PREFIX.readiness.) = keys of the readiness summary (mm2_failover.readiness.summarize)
-READINESS_GAUGES: tuple[str, ...] = ("groups", "groups_not_exact", "worst_exposure_seconds", "not_replicated_records",
-                                     "groups_over_rpo", "reread_records", "archive_age_seconds",
-                                     "checkpoint_age_max_seconds", "findings")
+READINESS_GAUGES: tuple[str, ...] = (
+    "groups",
+    "groups_not_exact",
+    "worst_exposure_seconds",
+    "not_replicated_records",
+    "groups_over_rpo",
+    "reread_records",
+    "archive_age_seconds",
+    "checkpoint_age_max_seconds",
+    "findings",
+)
 
 
 class StatsSink(Protocol):
-    def incr(self, stat: str, count: int | None = None, rate: float | None = None, *, tags: dict | None = None) -> None: ...
+    def incr(
+        self, stat: str, count: int | None = None, rate: float | None = None, *, tags: dict | None = None
+    ) -> None: ...
 
-    def gauge(self, stat: str, value: float, rate: float | None = None, delta: bool | None = None, *,
-              tags: dict | None = None) -> None: ...
+    def gauge(
+        self, stat: str, value: float, rate: float | None = None, delta: bool | None = None, *, tags: dict | None = None
+    ) -> None: ...
 
 
 def airflow_stats() -> StatsSink:
@@ -108,8 +119,11 @@ def drill_metrics(drill: dict) -> list[tuple[str, float, dict[str, str]]]:
 
 def readiness_metrics(summary: dict, dag_id: str) -> list[tuple[str, float, dict[str, str]]]:
     """Pure: the (name, value, tags) gauges for one readiness interval (unknown values are not sent)."""
-    return [(f"{PREFIX}.readiness.{k}", float(summary[k]), {"dag_id": dag_id}) for k in READINESS_GAUGES
-            if summary.get(k) is not None]
+    return [
+        (f"{PREFIX}.readiness.{k}", float(summary[k]), {"dag_id": dag_id})
+        for k in READINESS_GAUGES
+        if summary.get(k) is not None
+    ]
 
 
 def emit_metrics(report: dict, stats: StatsSink | None = None) -> list[tuple[str, int, dict[str, str]]]:

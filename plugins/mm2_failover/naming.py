@@ -83,11 +83,15 @@ class ReplicationPolicy:
             raise ValueError("replication policy separator must not be empty")
         if self.home_alias is not None:
             if self.kind != "default":
-                raise ValueError("failing back (home_alias) needs the default replication policy: with the identity "
-                                 "policy a topic does not say which cluster it came from")
+                raise ValueError(
+                    "failing back (home_alias) needs the default replication policy: with the identity "
+                    "policy a topic does not say which cluster it came from"
+                )
             if not self.home_alias or self.home_alias == self.source_alias:
-                raise ValueError(f"home_alias {self.home_alias!r} must name the target's alias, not be empty or the "
-                                 f"source alias {self.source_alias!r}")
+                raise ValueError(
+                    f"home_alias {self.home_alias!r} must name the target's alias, not be empty or the "
+                    f"source alias {self.source_alias!r}"
+                )
 
     # -- data topics ----------------------------------------------------------------------------------
     def _prefixed(self, source_topic: str) -> bool:
@@ -96,7 +100,7 @@ class ReplicationPolicy:
     def replica_topic(self, source_topic: str) -> str:
         home = self._home_prefix
         if home and source_topic.startswith(home) and len(source_topic) > len(home):
-            return source_topic[len(home):]  # came from the target: goes home (one hop)
+            return source_topic[len(home) :]  # came from the target: goes home (one hop)
         if not self._prefixed(source_topic):
             return source_topic
         return f"{self.source_alias}{self.separator}{source_topic}"
@@ -107,7 +111,7 @@ class ReplicationPolicy:
             return replica_topic
         prefix = f"{self.source_alias}{self.separator}"
         if replica_topic.startswith(prefix) and len(replica_topic) > len(prefix):
-            return replica_topic[len(prefix):]
+            return replica_topic[len(prefix) :]
         if self.is_home_topic(replica_topic):
             return f"{self._home_prefix}{replica_topic}"
         return None
@@ -121,7 +125,9 @@ class ReplicationPolicy:
         ``<home_alias><separator><topic>`` - groups return to it from there, by the offset syncs of the
         ``home_alias`` flow read backwards (:meth:`mm2_failover.translate.SyncIndex.back`), not by checkpoints."""
         prefix = f"{self.source_alias}{self.separator}"
-        return bool(self.home_alias) and not target_topic.startswith(prefix) and not self.is_internal_topic(target_topic)
+        return (
+            bool(self.home_alias) and not target_topic.startswith(prefix) and not self.is_internal_topic(target_topic)
+        )
 
     # -- MM2's own topics -----------------------------------------------------------------------------
     @property
@@ -159,9 +165,10 @@ class ReplicationPolicy:
         """MM2's ``isInternalTopic`` plus heartbeats: never a topic to fail groups over on."""
         # MM2's (mm2-offset-syncs, and the dedicated mode's Connect topics, which always use dots) and checkpoints
         mm2 = topic.startswith("mm2") and topic.endswith((f"{self.internal_separator}internal", ".internal"))
-        return topic.startswith(("__", ".")) or mm2 or self.is_checkpoints_topic(topic) or self.is_heartbeats_topic(topic)
+        return (
+            topic.startswith(("__", ".")) or mm2 or self.is_checkpoints_topic(topic) or self.is_heartbeats_topic(topic)
+        )
 
     def replica_topics(self, target_topics: Iterable[str]) -> list[str]:
         """The topics of ``target_topics`` that are replicas of this alias's data topics, sorted."""
         return sorted(t for t in target_topics if not self.is_internal_topic(t) and self.source_topic(t) is not None)
-

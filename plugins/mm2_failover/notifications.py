@@ -36,8 +36,15 @@ class RunFailureNotifier(BaseNotifier):
 
         ti = context["ti"]
         exc = context.get("exception")
-        failure = rules.Failure(ti.dag_id, ti.run_id, ti.task_id, int(getattr(ti, "try_number", 0) or 0),
-                                str(exc) if exc is not None else "", run_dir(ti.dag_id, ti.run_id).name, base_url())
+        failure = rules.Failure(
+            ti.dag_id,
+            ti.run_id,
+            ti.task_id,
+            int(getattr(ti, "try_number", 0) or 0),
+            str(exc) if exc is not None else "",
+            run_dir(ti.dag_id, ti.run_id).name,
+            base_url(),
+        )
         if ti.dag_id == ARCHIVE_DAG:  # readiness counts the archive's failed runs since its last success
             try:
                 record_failure(ti.run_id, ti.task_id, failure.reason)
@@ -56,8 +63,12 @@ def deliver(msg, context) -> int:
     for why in bad:
         log.error("a notifier is NOT configured right (%s): the others are told of %s", why, msg.subject)
     if ch.none:
-        log.warning("no notifier configured (%s, %s): nobody was told that %s", rules.EMAIL_VAR,
-                    rules.NOTIFIERS_VAR, msg.subject)
+        log.warning(
+            "no notifier configured (%s, %s): nobody was told that %s",
+            rules.EMAIL_VAR,
+            rules.NOTIFIERS_VAR,
+            msg.subject,
+        )
         return 0
     senders = []
     if ch.emails:
@@ -157,11 +168,21 @@ def deadline_missed(context, interval_seconds: float = 0) -> int:
 
     run = dict((context or {}).get("dag_run") or {})
     dl = dict((context or {}).get("deadline") or {})
-    dag_id, run_id, state = str(run.get("dag_id", "?")), str(run.get("dag_run_id") or run.get("run_id") or "?"), \
-        str(run.get("state", "?"))
-    msg = rules.deadline_message(dag_id, run_id, state, str(run.get("queued_at", "?")),
-                                 str(dl.get("deadline_time", "?")), float(interval_seconds),
-                                 run_dir(dag_id, run_id).name, base_url())
+    dag_id, run_id, state = (
+        str(run.get("dag_id", "?")),
+        str(run.get("dag_run_id") or run.get("run_id") or "?"),
+        str(run.get("state", "?")),
+    )
+    msg = rules.deadline_message(
+        dag_id,
+        run_id,
+        state,
+        str(run.get("queued_at", "?")),
+        str(dl.get("deadline_time", "?")),
+        float(interval_seconds),
+        run_dir(dag_id, run_id).name,
+        base_url(),
+    )
     if msg is None:
         log.info("deadline of %s run %s passed after the run ended (%s): nothing to tell", dag_id, run_id, state)
         return 0

@@ -53,6 +53,7 @@ DEFAULT_SMTP_CONN = "smtp_default"
 @dataclass(frozen=True)
 class Failure:
     """What rule 2 needs to know about one failed task."""
+
     dag_id: str
     run_id: str
     task_id: str
@@ -73,8 +74,10 @@ def reason_of(reason: str) -> str:
     """Rule 2: the whole reason, bounded; an empty one says what that usually means."""
     r = (reason or "").strip()
     if not r:
-        return ("no error message: the task's process ended without one (killed, out of memory, or past its "
-                "execution_timeout) - see the task's log")
+        return (
+            "no error message: the task's process ended without one (killed, out of memory, or past its "
+            "execution_timeout) - see the task's log"
+        )
     return r if len(r) <= MAX_REASON else r[:MAX_REASON] + f" ... ({len(r) - MAX_REASON} more characters in the log)"
 
 
@@ -102,8 +105,11 @@ def links(f: Failure) -> dict[str, str]:
     return out
 
 
-LINK_TEXT = {"report": ("Report", "The run's report"), "readiness": ("Readiness", "The Readiness page"),
-             "airflow": ("Airflow", "the run in Airflow")}
+LINK_TEXT = {
+    "report": ("Report", "The run's report"),
+    "readiness": ("Readiness", "The Readiness page"),
+    "airflow": ("Airflow", "the run in Airflow"),
+}
 
 
 def links_text(ln: dict[str, str]) -> str:
@@ -113,7 +119,7 @@ def links_text(ln: dict[str, str]) -> str:
 def links_html(ln: dict[str, str]) -> str:
     from html import escape
 
-    return "<p>" + " - ".join(f"<a href=\"{escape(u)}\">{LINK_TEXT[k][1]}</a>" for k, u in ln.items()) + "</p>"
+    return "<p>" + " - ".join(f'<a href="{escape(u)}">{LINK_TEXT[k][1]}</a>' for k, u in ln.items()) + "</p>"
 
 
 def message(f: Failure) -> Message:
@@ -125,11 +131,15 @@ def message(f: Failure) -> Message:
     first = first if len(first) <= 160 else first[:157] + "..."
     subject = f"[mm2-failover] {f.dag_id} run {f.run_id}: {f.task_id} FAILED - {first}"
     ln = links(f)
-    text = (f"DAG {f.dag_id}, run {f.run_id}: task {f.task_id} failed on try {f.try_number} and will not be retried."
-            f"\n\nReason:\n{reason}\n\n" + links_text(ln))
-    html = (f"<p>DAG <b>{escape(f.dag_id)}</b>, run <b>{escape(f.run_id)}</b>: task <b>{escape(f.task_id)}</b> "
-            f"failed on try {f.try_number} and will not be retried.</p><p>Reason:</p><pre>{escape(reason)}</pre>"
-            + links_html(ln))
+    text = (
+        f"DAG {f.dag_id}, run {f.run_id}: task {f.task_id} failed on try {f.try_number} and will not be retried."
+        f"\n\nReason:\n{reason}\n\n" + links_text(ln)
+    )
+    html = (
+        f"<p>DAG <b>{escape(f.dag_id)}</b>, run <b>{escape(f.run_id)}</b>: task <b>{escape(f.task_id)}</b> "
+        f"failed on try {f.try_number} and will not be retried.</p><p>Reason:</p><pre>{escape(reason)}</pre>"
+        + links_html(ln)
+    )
     return Message(subject, text, html)
 
 
@@ -144,21 +154,33 @@ def readiness_message(dag_id: str, run_id: str, changes: list[str], base_url: st
     more = f" (+{len(changes) - 1} more)" if len(changes) > 1 else ""
     subject = f"[mm2-failover] readiness degraded: {first}{more}"
     body = "\n".join(f"- {reason_of(c)}" for c in changes)
-    text = (f"The readiness check {dag_id} run {run_id} found what a failover would do now worse than at the check "
-            f"before:\n\n{body}\n\nReadiness: {page}\nAirflow: {run}\n")
-    html = (f"<p>The readiness check <b>{escape(dag_id)}</b> run <b>{escape(run_id)}</b> found what a failover would "
-            "do now worse than at the check before:</p><ul>"
-            + "".join(f"<li>{escape(reason_of(c))}</li>" for c in changes)
-            + f"</ul><p><a href=\"{escape(page)}\">The Readiness page</a> - <a href=\"{escape(run)}\">the run in "
-            "Airflow</a></p>")
+    text = (
+        f"The readiness check {dag_id} run {run_id} found what a failover would do now worse than at the check "
+        f"before:\n\n{body}\n\nReadiness: {page}\nAirflow: {run}\n"
+    )
+    html = (
+        f"<p>The readiness check <b>{escape(dag_id)}</b> run <b>{escape(run_id)}</b> found what a failover would "
+        "do now worse than at the check before:</p><ul>"
+        + "".join(f"<li>{escape(reason_of(c))}</li>" for c in changes)
+        + f'</ul><p><a href="{escape(page)}">The Readiness page</a> - <a href="{escape(run)}">the run in '
+        "Airflow</a></p>"
+    )
     return Message(subject, text, html)
 
 
 ENDED = frozenset({"success", "failed"})
 
 
-def deadline_message(dag_id: str, run_id: str, state: str, queued_at: str, deadline_time: str,
-                     interval_seconds: float, run_folder: str, base_url: str = "") -> Message | None:
+def deadline_message(
+    dag_id: str,
+    run_id: str,
+    state: str,
+    queued_at: str,
+    deadline_time: str,
+    interval_seconds: float,
+    run_folder: str,
+    base_url: str = "",
+) -> Message | None:
     """Rule 6; None for a run that had already ended."""
     from html import escape
 
@@ -167,9 +189,11 @@ def deadline_message(dag_id: str, run_id: str, state: str, queued_at: str, deadl
     took = duration_text(interval_seconds)
     ln = links(Failure(dag_id, run_id, "", 0, "", run_folder, base_url))
     subject = f"[mm2-failover] {dag_id} run {run_id}: NOT FINISHED {took} after it was queued (state {state})"
-    what = (f"DAG {dag_id}, run {run_id} was queued at {queued_at} and has not ended {took} later (its deadline, "
-            f"{deadline_time}); its state is {state}. It may be stuck, waiting for an approval, or slower than it "
-            "should be: look at its running task and its log.")
+    what = (
+        f"DAG {dag_id}, run {run_id} was queued at {queued_at} and has not ended {took} later (its deadline, "
+        f"{deadline_time}); its state is {state}. It may be stuck, waiting for an approval, or slower than it "
+        "should be: look at its running task and its log."
+    )
     text, html = f"{what}\n\n" + links_text(ln), f"<p>{escape(what)}</p>" + links_html(ln)
     return Message(subject, text, html)
 
@@ -178,16 +202,17 @@ def _links_of(dag_id: str, run_id: str, run_folder: str, base_url: str) -> dict[
     return links(Failure(dag_id, run_id, "", 0, "", run_folder, base_url))
 
 
-def approval_message(dag_id: str, run_id: str, run_folder: str, subject: str, body: str,
-                     base_url: str = "") -> Message:
+def approval_message(dag_id: str, run_id: str, run_folder: str, subject: str, body: str, base_url: str = "") -> Message:
     """Rule 7: the approval request as it was asked (its subject and Markdown summary), with where to answer."""
     from html import escape
 
     ln = _links_of(dag_id, run_id, run_folder, base_url)
-    where = ("Answer in the run's Required Actions in Airflow (or through the REST API: PATCH .../taskInstances/"
-             "approve_plan/-1/hitlDetails); the plan waits, nothing is written until it is approved.")
+    where = (
+        "Answer in the run's Required Actions in Airflow (or through the REST API: PATCH .../taskInstances/"
+        "approve_plan/-1/hitlDetails); the plan waits, nothing is written until it is approved."
+    )
     text = f"{body}\n\n{where}\n\n" + links_text(ln)
-    html = (f"<pre style=\"white-space:pre-wrap\">{escape(body)}</pre><p>{escape(where)}</p>" + links_html(ln))
+    html = f'<pre style="white-space:pre-wrap">{escape(body)}</pre><p>{escape(where)}</p>' + links_html(ln)
     return Message(f"[mm2-failover] {dag_id} run {run_id}: APPROVAL REQUESTED - {subject}", text, html)
 
 
@@ -198,9 +223,11 @@ def verified_summary(totals: dict) -> str:
 
     committed = totals.get("committed") or 0
     exact = totals.get("partitions_exact") or 0
-    return (f"{totals.get('groups_moved', 0)} group(s) moved, {committed} partition(s) committed: {exact} at an exact "
-            f"position, {max(0, committed - exact)} at MM2's checkpoint or a proven floor; re-read "
-            f"{reread_text(totals)}; lost to retention {lost_text(totals)}")
+    return (
+        f"{totals.get('groups_moved', 0)} group(s) moved, {committed} partition(s) committed: {exact} at an exact "
+        f"position, {max(0, committed - exact)} at MM2's checkpoint or a proven floor; re-read "
+        f"{reread_text(totals)}; lost to retention {lost_text(totals)}"
+    )
 
 
 def verified_message(dag_id: str, run_id: str, run_folder: str, totals: dict, base_url: str = "") -> Message:
@@ -210,25 +237,35 @@ def verified_message(dag_id: str, run_id: str, run_folder: str, totals: dict, ba
     line = verified_summary(totals)
     ln = _links_of(dag_id, run_id, run_folder, base_url)
     what = f"DAG {dag_id}, run {run_id}: the failover is verified - every planned offset is committed on the target."
-    return Message(f"[mm2-failover] {dag_id} run {run_id}: FAILOVER VERIFIED - {line}", f"{what}\n\n{line}\n\n"
-                   + links_text(ln), f"<p>{escape(what)}</p><p>{escape(line)}</p>" + links_html(ln))
+    return Message(
+        f"[mm2-failover] {dag_id} run {run_id}: FAILOVER VERIFIED - {line}",
+        f"{what}\n\n{line}\n\n" + links_text(ln),
+        f"<p>{escape(what)}</p><p>{escape(line)}</p>" + links_html(ln),
+    )
 
 
-def rollback_message(dag_id: str, run_id: str, run_folder: str, backup: str, groups: int,
-                     base_url: str = "") -> Message:
+def rollback_message(
+    dag_id: str, run_id: str, run_folder: str, backup: str, groups: int, base_url: str = ""
+) -> Message:
     """Rule 7: a rollback whose verify passed."""
     from html import escape
 
     ln = _links_of(dag_id, run_id, run_folder, base_url)
-    what = (f"DAG {dag_id}, run {run_id}: the rollback is done - {groups} group(s) hold exactly the commits saved in "
-            f"{backup} again.")
-    return Message(f"[mm2-failover] {dag_id} run {run_id}: ROLLBACK DONE - {groups} group(s) restored", f"{what}\n\n"
-                   + links_text(ln), f"<p>{escape(what)}</p>" + links_html(ln))
+    what = (
+        f"DAG {dag_id}, run {run_id}: the rollback is done - {groups} group(s) hold exactly the commits saved in "
+        f"{backup} again."
+    )
+    return Message(
+        f"[mm2-failover] {dag_id} run {run_id}: ROLLBACK DONE - {groups} group(s) restored",
+        f"{what}\n\n" + links_text(ln),
+        f"<p>{escape(what)}</p>" + links_html(ln),
+    )
 
 
 @dataclass(frozen=True)
 class Channels:
     """Rule 3, read from the environment: who is told."""
+
     emails: tuple[str, ...]
     smtp_conn_id: str
     factories: tuple[str, ...]  # "module:factory"
@@ -249,17 +286,26 @@ def _items(v) -> list[str]:
     return [a.strip() for a in str(v or "").split(",") if a.strip()]
 
 
-def channels(env: dict[str, str], config: dict | None = None, conn_extra: dict | None = None,
-             bad: list[str] | None = None) -> Channels:
+def channels(
+    env: dict[str, str], config: dict | None = None, conn_extra: dict | None = None, bad: list[str] | None = None
+) -> Channels:
     """Rules 3 and 8: the variables, the ``[mm2_failover]`` configuration (``config``: its keys as in
     :data:`CONFIG_KEYS`) and the ``mm2_failover_notify`` connection's extra, merged - every address and notifier
     once, in that order; the first SMTP connection given. A malformed factory spec is a ValueError naming where it
     was set and the entry - or, given ``bad``, said there and left out (the other channels still told)."""
-    sources = [(EMAIL_VAR, NOTIFIERS_VAR, env.get(EMAIL_VAR), env.get(NOTIFIERS_VAR), env.get(SMTP_CONN_VAR)),
-               ("[mm2_failover] notify_email", "[mm2_failover] notifiers", *(
-                   (config or {}).get(CONFIG_KEYS[k]) for k in ("email", "notifiers", "smtp_conn_id"))),
-               (f"connection {NOTIFY_CONN_ID}", f"connection {NOTIFY_CONN_ID}", *(
-                   (conn_extra or {}).get(k) for k in ("email", "notifiers", "smtp_conn_id")))]
+    sources = [
+        (EMAIL_VAR, NOTIFIERS_VAR, env.get(EMAIL_VAR), env.get(NOTIFIERS_VAR), env.get(SMTP_CONN_VAR)),
+        (
+            "[mm2_failover] notify_email",
+            "[mm2_failover] notifiers",
+            *((config or {}).get(CONFIG_KEYS[k]) for k in ("email", "notifiers", "smtp_conn_id")),
+        ),
+        (
+            f"connection {NOTIFY_CONN_ID}",
+            f"connection {NOTIFY_CONN_ID}",
+            *((conn_extra or {}).get(k) for k in ("email", "notifiers", "smtp_conn_id")),
+        ),
+    ]
     emails: dict[str, None] = {}
     factories: dict[str, None] = {}
     smtp = ""

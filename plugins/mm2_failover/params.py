@@ -47,8 +47,7 @@ def form_param(name: str, asked: bool = False, defaults: dict | None = None) -> 
             schema["maximum"] = spec.bounds[1]
     if asked:
         return Param(description=spec.help, **schema, **{"minLength": 1, **spec.form})
-    return Param(dict(default) if isinstance(default, dict) else default, description=spec.help,
-                 **schema, **spec.form)
+    return Param(dict(default) if isinstance(default, dict) else default, description=spec.help, **schema, **spec.form)
 
 
 def failover_params(scheduled: bool = False) -> dict[str, Param]:
@@ -57,23 +56,34 @@ def failover_params(scheduled: bool = False) -> dict[str, Param]:
     order = {sec: i for i, sec in enumerate(SECTIONS)}
     names = [f.name for f in fields(RunParams)]
     deployed = deployment_defaults()  # the topology set once for the deployment: every DAG's defaults
-    return {n: form_param(n, asked=n in ASKED and not scheduled, defaults=deployed)
-            for n in sorted(names, key=lambda n: (order[PARAMS[n].section], names.index(n)))}
+    return {
+        n: form_param(n, asked=n in ASKED and not scheduled, defaults=deployed)
+        for n in sorted(names, key=lambda n: (order[PARAMS[n].section], names.index(n)))
+    }
 
 
 def rollback_params() -> dict[str, Param]:
     return {
         "failover_run_id": Param(
-            None, type=["null", "string"], title="Failover run to undo",
+            None,
+            type=["null", "string"],
+            title="Failover run to undo",
             description="The run id of the mm2_failover run whose backup to restore (see its report). "
-                        "Or give backup_path."),
+            "Or give backup_path.",
+        ),
         "backup_path": Param(
-            None, type=["null", "string"], title="Backup file",
-            description="Path of a backup.json written by apply_group_offsets. Overrides failover_run_id."),
+            None,
+            type=["null", "string"],
+            title="Backup file",
+            description="Path of a backup.json written by apply_group_offsets. Overrides failover_run_id.",
+        ),
         "force": Param(
-            False, type="boolean", title="Force",
+            False,
+            type="boolean",
+            title="Force",
             description="Roll back even partitions whose commits moved since the failover (consumers committed on "
-                        "the target): they are rewound to the backup. Default: refuse and list them."),
+            "the target): they are rewound to the backup. Default: refuse and list them.",
+        ),
         "groups_empty_timeout_seconds": failover_params()["groups_empty_timeout_seconds"],
         "apply_concurrency": failover_params()["apply_concurrency"],
         "lock_wait_seconds": failover_params()["lock_wait_seconds"],
@@ -89,16 +99,33 @@ def run_params_template(params: dict) -> dict[str, str]:
 def archive_params() -> dict[str, Param]:
     """What names the offset-sync topics to archive (the same values as the failover's)."""
     f = failover_params(scheduled=True)
-    return {k: f[k] for k in ("source_alias", "source_connections", "replication_policy",
-                              "replication_policy_separator", "internal_topic_separator_enabled", "alias_policies",
-                              "mm2_target_alias", "offset_syncs_location")}
+    return {
+        k: f[k]
+        for k in (
+            "source_alias",
+            "source_connections",
+            "replication_policy",
+            "replication_policy_separator",
+            "internal_topic_separator_enabled",
+            "alias_policies",
+            "mm2_target_alias",
+            "offset_syncs_location",
+        )
+    }
 
 
 def readiness_params() -> dict[str, Param]:
     """What selects the groups and how a failover would plan them; nothing about waiting, approving or writing (the
     readiness check never writes)."""
     f = failover_params(scheduled=True)
-    for k in ("dry_run", "drain_timeout_seconds", "groups_empty_timeout_seconds", "source_groups_must_be_empty",
-              "require_approval", "approval_timeout_seconds", "lock_wait_seconds"):
+    for k in (
+        "dry_run",
+        "drain_timeout_seconds",
+        "groups_empty_timeout_seconds",
+        "source_groups_must_be_empty",
+        "require_approval",
+        "approval_timeout_seconds",
+        "lock_wait_seconds",
+    ):
         f.pop(k)
     return f

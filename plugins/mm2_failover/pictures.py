@@ -36,10 +36,22 @@ COLOURS = {EXACT: "#12b76a", FLOOR: "#2e90fa", CHECKPOINT: "#f79009", NONE: "#98
 RED, GREY, BLUE = "#f04438", "#98a2b3", "#2e90fa"
 ANSWER_LABELS = {EXACT: "exact", FLOOR: "floor (safe, re-reads)", CHECKPOINT: "MM2's checkpoint", NONE: "not moved"}
 APPROVAL_TASKS = frozenset({"approve_plan"})
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "mm2-failover", "font.family": "sans-serif",
-       "font.sans-serif": ["DejaVu Sans"], "font.size": 10, "axes.edgecolor": INK, "axes.labelcolor": INK,
-       "text.color": INK, "xtick.color": INK, "ytick.color": INK, "axes.titlesize": 11,
-       "axes.titleweight": "bold", "axes.spines.top": False, "axes.spines.right": False}
+_RC = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "mm2-failover",
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    "font.size": 10,
+    "axes.edgecolor": INK,
+    "axes.labelcolor": INK,
+    "text.color": INK,
+    "xtick.color": INK,
+    "ytick.color": INK,
+    "axes.titlesize": 11,
+    "axes.titleweight": "bold",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 
 
 # ------------------------------------------------------------------------------------------ the data of each picture
@@ -48,8 +60,11 @@ _RC = {"svg.fonttype": "none", "svg.hashsalt": "mm2-failover", "font.family": "s
 def top_reread(groups: Iterable[dict], n: int = TOP) -> list[tuple[str, int, int]]:
     """Rule 2: (group, estimated re-read, partitions whose re-read is unknown) of the ``n`` groups that re-read the
     most, the most first; groups re-reading nothing (or nothing known) are left out."""
-    known = [(g["group"], int(g.get("reread_estimate") or 0), int(g.get("reread_unknown") or 0)) for g in groups
-             if (g.get("reread_estimate") or 0) > 0]
+    known = [
+        (g["group"], int(g.get("reread_estimate") or 0), int(g.get("reread_unknown") or 0))
+        for g in groups
+        if (g.get("reread_estimate") or 0) > 0
+    ]
     return sorted(known, key=lambda x: (-x[1], x[0]))[:n]
 
 
@@ -61,8 +76,15 @@ def positions(partitions: Iterable[dict], n: int = TOP) -> list[dict]:
         start, end = p.get("log_start"), p.get("log_end")
         if start is None or end is None:
             continue
-        out.append({"label": f"{p.get('group')} {p.get('topic')}[{p.get('partition')}]", "start": start, "end": end,
-                    "checkpoint": p.get("downstream_offset"), "planned": p.get("planned_offset")})
+        out.append(
+            {
+                "label": f"{p.get('group')} {p.get('topic')}[{p.get('partition')}]",
+                "start": start,
+                "end": end,
+                "checkpoint": p.get("downstream_offset"),
+                "planned": p.get("planned_offset"),
+            }
+        )
         if len(out) == n:
             break
     return out
@@ -98,9 +120,15 @@ def task_bars(tries: Iterable[dict]) -> tuple[list[dict], float, float]:
     for t in started:
         end = t.get("end") or last
         part = f" [{t['map_index']}]" if (t.get("map_index") or -1) >= 0 else ""
-        bars.append({"label": f"{t['task_id']}{part} #{t.get('try_number') or 1}", "from": (t["start"] - t0),
-                     "seconds": max(0.0, end - t["start"]), "state": t.get("state") or "",
-                     "approval": t["task_id"] in APPROVAL_TASKS})
+        bars.append(
+            {
+                "label": f"{t['task_id']}{part} #{t.get('try_number') or 1}",
+                "from": (t["start"] - t0),
+                "seconds": max(0.0, end - t["start"]),
+                "state": t.get("state") or "",
+                "approval": t["task_id"] in APPROVAL_TASKS,
+            }
+        )
         if t["task_id"] in APPROVAL_TASKS:
             waiting += max(0.0, end - t["start"])
     span = last - t0
@@ -139,7 +167,7 @@ def _svg(fig, name: str, title: str, caption: str = "") -> str:
     with matplotlib.rc_context(_RC):
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
     svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]
+    svg = svg[svg.index("<svg") :]
     svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S).replace(INK, "currentColor")
     svg = svg.replace("<svg ", f"<svg role='img' aria-label='{_attr(title)}' ", 1)
     cap = f"<figcaption>{_text(caption)}</figcaption>" if caption else ""
@@ -193,16 +221,26 @@ def _bars(name: str, title: str, bars: list[tuple[str, float, str, str]], xlabel
 def answer_mix(counts: dict[str, int]) -> str:
     """Picture 1: how each partition resumes."""
     title = f"How each partition resumes ({sum(counts.values())} partition(s))"
-    return _bars("answer-mix", title, [(ANSWER_LABELS[k], counts.get(k, 0), str(counts.get(k, 0)), COLOURS[k])
-                                       for k in ANSWER_LABELS], "partitions", 0.12)
+    return _bars(
+        "answer-mix",
+        title,
+        [(ANSWER_LABELS[k], counts.get(k, 0), str(counts.get(k, 0)), COLOURS[k]) for k in ANSWER_LABELS],
+        "partitions",
+        0.12,
+    )
 
 
 @_draw
 def reread_groups(top: list[tuple[str, int, int]], groups_rereading: int) -> str:
     """Picture 2: the groups with the most re-read."""
     title = f"The groups with the most re-read (top {len(top)} of {groups_rereading})"
-    return _bars("reread-groups", title, [(_short(g), r, f"{r:,}" + (f" (+{u} partition(s) unknown)" if u else ""),
-                                           BLUE) for g, r, u in top], "records re-read (estimate)", 0.25)
+    return _bars(
+        "reread-groups",
+        title,
+        [(_short(g), r, f"{r:,}" + (f" (+{u} partition(s) unknown)" if u else ""), BLUE) for g, r, u in top],
+        "records re-read (estimate)",
+        0.25,
+    )
 
 
 @_draw
@@ -250,7 +288,8 @@ def exposure(exposures: list[float], unknown: int, over: int, rpo_seconds: float
     _counts(ax.yaxis)
     _titled(fig, title)
     cap = "What each group would lose if the source were lost now" + (
-        f"; {unknown} group(s) whose exposure is unknown are not drawn." if unknown else ".")
+        f"; {unknown} group(s) whose exposure is unknown are not drawn." if unknown else "."
+    )
     return _svg(fig, "exposure", title, cap)
 
 
@@ -258,8 +297,9 @@ def exposure(exposures: list[float], unknown: int, over: int, rpo_seconds: float
 def interval_strip(hist: list[dict], rpo_seconds: float, now: datetime) -> str:
     """Picture 4b: the last 24 hours' readiness intervals, each coloured by what it found."""
     start = now.timestamp() - 86400
-    day = [(t, interval_state(h, rpo_seconds)) for h in hist
-           if (t := _ts(h.get("computed_at"))) is not None and t >= start]
+    day = [
+        (t, interval_state(h, rpo_seconds)) for h in hist if (t := _ts(h.get("computed_at"))) is not None and t >= start
+    ]
     states = [s for _, s in day]
     title = f"The last 24 hours: {len(day)} interval(s)"
     fig = _figure(7.6, 1.3)
@@ -285,12 +325,23 @@ def timeline(bars: list[dict], span: float, working: float) -> str:
     rows = bars[::-1]
     for i, b in enumerate(rows):
         colour = GREY if b["approval"] else (RED if b["state"] not in ("success", "skipped", "") else BLUE)
-        ax.barh(i, max(b["seconds"], span / 400 if span else 0.01), left=b["from"], color=colour,
-                hatch="//" if b["approval"] else None, edgecolor=INK if b["approval"] else colour, linewidth=0.3)
-        ax.text(b["from"] + b["seconds"], i, f" {b['seconds']:.1f} s" + (" waiting for a person" if b["approval"]
-                                                                          else "" if b["state"] == "success"
-                                                                          else f" ({b['state']})"),
-                va="center", fontsize=8)
+        ax.barh(
+            i,
+            max(b["seconds"], span / 400 if span else 0.01),
+            left=b["from"],
+            color=colour,
+            hatch="//" if b["approval"] else None,
+            edgecolor=INK if b["approval"] else colour,
+            linewidth=0.3,
+        )
+        ax.text(
+            b["from"] + b["seconds"],
+            i,
+            f" {b['seconds']:.1f} s"
+            + (" waiting for a person" if b["approval"] else "" if b["state"] == "success" else f" ({b['state']})"),
+            va="center",
+            fontsize=8,
+        )
     ax.set_yticks(range(len(rows)), [b["label"] for b in rows])
     ax.set_xlabel("seconds since the first task started")
     ax.set_xlim(0, max(span, 1) * 1.22)

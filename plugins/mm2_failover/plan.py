@@ -66,7 +66,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-
 from typing import Any, NamedTuple
 
 from mm2_failover.checkpoints import Checkpoint
@@ -151,24 +150,45 @@ class PlanRow:
     rule: str = "checkpoint"  # what the planned offset comes from: MM2's checkpoint, or a translation rule
     source_position: int | None = None  # the group's position on the source, when translated
     exact_offset: int | None = None  # the replica offset of the record at source_position, when proven
-    position_at_least: int | None = None  # where the exact position is not known: the syncs prove it is at or after this
+    position_at_least: int | None = (
+        None  # where the exact position is not known: the syncs prove it is at or after this
+    )
 
     @property
     def writes(self) -> bool:
         return self.action in (COMMIT, CLAMP)
 
     def as_dict(self) -> dict:
-        return {name: getattr(self, name) for name in _ROW_FIELDS}  # every field a scalar: asdict's deep copy for nothing
+        return {
+            name: getattr(self, name) for name in _ROW_FIELDS
+        }  # every field a scalar: asdict's deep copy for nothing
 
 
 _ROW_FIELDS = tuple(f.name for f in fields(PlanRow))
 
 #: the Arrow type of every :class:`PlanRow` field, in the fields' order: ``plan_rows.parquet``'s schema (an explicit
 #: type per column, so that an all-empty column keeps its type and a value of another type is an error)
-ROW_TYPES = {name: ("int64" if name in ("partition", "upstream_offset", "downstream_offset", "current_offset",
-                                        "planned_offset", "log_start", "log_end", "retention_gap", "source_position",
-                                        "exact_offset", "position_at_least") else "string")
-             for name in _ROW_FIELDS}
+ROW_TYPES = {
+    name: (
+        "int64"
+        if name
+        in (
+            "partition",
+            "upstream_offset",
+            "downstream_offset",
+            "current_offset",
+            "planned_offset",
+            "log_start",
+            "log_end",
+            "retention_gap",
+            "source_position",
+            "exact_offset",
+            "position_at_least",
+        )
+        else "string"
+    )
+    for name in _ROW_FIELDS
+}
 
 
 @dataclass
@@ -266,18 +286,32 @@ class PlanRecord:
 
     def summary(self, rows_file: str, rows_sha256: str) -> dict:
         """``plan.json``: this record without its rows, naming the file that holds them and that file's hash."""
-        return {"built_at": self.built_at, "params": self.params, "counts": self.plan.counts(),
-                "rules": self.plan.rules(), "translation_notes": self.translation_notes,
-                "snapshot_captured_at": self.snapshot_captured_at, "snapshot_age_seconds": self.snapshot_age_seconds,
-                "row_count": len(self.plan.rows), "rows_file": rows_file, "rows_sha256": rows_sha256}
+        return {
+            "built_at": self.built_at,
+            "params": self.params,
+            "counts": self.plan.counts(),
+            "rules": self.plan.rules(),
+            "translation_notes": self.translation_notes,
+            "snapshot_captured_at": self.snapshot_captured_at,
+            "snapshot_age_seconds": self.snapshot_age_seconds,
+            "row_count": len(self.plan.rows),
+            "rows_file": rows_file,
+            "rows_sha256": rows_sha256,
+        }
 
     @classmethod
     def from_summary(cls, d: dict, plan: Plan) -> "PlanRecord":
         """The record from :meth:`summary` and the rows read from the file it names."""
         if int(d["row_count"]) != len(plan.rows):
             raise ValueError(f"plan.json counts {d['row_count']} row(s), its rows file holds {len(plan.rows)}")
-        return cls(plan, d["built_at"], d["params"], list(d["translation_notes"]), d["snapshot_captured_at"],
-                   d["snapshot_age_seconds"])
+        return cls(
+            plan,
+            d["built_at"],
+            d["params"],
+            list(d["translation_notes"]),
+            d["snapshot_captured_at"],
+            d["snapshot_age_seconds"],
+        )
 
 
 def quarantine_refusal(summary: dict | None, max_quarantined: int) -> str | None:
@@ -285,10 +319,12 @@ def quarantine_refusal(summary: dict | None, max_quarantined: int) -> str | None
     (the message an operator gets), else None."""
     if not summary or int(summary.get("quarantined") or 0) <= max_quarantined:
         return None
-    return (f"{summary['quarantined']} checkpoint record(s) are not usable ({summary.get('quarantined_by_reason')}), "
-            f"more than max_quarantined_records={max_quarantined}. They are listed in "
-            f"{summary.get('quarantine_output')}. Inspect them; if the remaining checkpoints are enough, start a new run "
-            "with a higher max_quarantined_records.")
+    return (
+        f"{summary['quarantined']} checkpoint record(s) are not usable ({summary.get('quarantined_by_reason')}), "
+        f"more than max_quarantined_records={max_quarantined}. They are listed in "
+        f"{summary.get('quarantine_output')}. Inspect them; if the remaining checkpoints are enough, start a new run "
+        "with a higher max_quarantined_records."
+    )
 
 
 @dataclass(frozen=True)
@@ -328,7 +364,9 @@ def build_plan(
     is below every offset sync of a drained partition (rule 1b's last floor).
     """
     if on_existing_target_offsets not in ("fail", "skip", "overwrite"):
-        raise PlanError(f"on_existing_target_offsets must be fail, skip or overwrite, not {on_existing_target_offsets!r}")
+        raise PlanError(
+            f"on_existing_target_offsets must be fail, skip or overwrite, not {on_existing_target_offsets!r}"
+        )
     checkpoints = list(checkpoints)
     _one_answer_per_key(checkpoints)
     by_group: dict[str, dict[tuple[str, int], Checkpoint]] = defaultdict(dict)
@@ -336,15 +374,16 @@ def build_plan(
         by_group[cp.group][(cp.topic, cp.partition)] = cp
     committed_on_source: dict[str, dict[tuple[str, int], str]] = defaultdict(dict)  # group -> {(topic, p): alias}
     for g, commits in (source_commits or {}).items():
-        for (alias, t, p) in commits:
+        for alias, t, p in commits:
             if t in topic_partitions:
                 committed_on_source[g][(t, p)] = alias
     rewound: list[str] = []
     floored: list[PlanRow] = []  # rule 1b's rows placed at the floor: their target commits are checked below
 
     missing_topics = sorted({t for cps in by_group.values() for (t, _p) in cps if t not in topic_partitions})
-    missing_parts = sorted({(t, p) for cps in by_group.values() for (t, p) in cps
-                            if t in topic_partitions and p >= topic_partitions[t]})
+    missing_parts = sorted(
+        {(t, p) for cps in by_group.values() for (t, p) in cps if t in topic_partitions and p >= topic_partitions[t]}
+    )
     if missing_topics or missing_parts:
         raise PlanError(
             "checkpoints name replica partitions that do not exist on the target: "
@@ -369,8 +408,20 @@ def build_plan(
                 b = bounds.get((topic, p))
                 cp = cps.get((topic, p))
                 alias = cp.source_alias if cp else src.get((topic, p)) or _alias_of_topic(cps, src, topic)
-                row = PlanRow(alias, group, topic, p, None, None, cur.get((topic, p)), None, SKIP, missing,
-                              b.log_start if b else None, b.log_end if b else None)
+                row = PlanRow(
+                    alias,
+                    group,
+                    topic,
+                    p,
+                    None,
+                    None,
+                    cur.get((topic, p)),
+                    None,
+                    SKIP,
+                    missing,
+                    b.log_start if b else None,
+                    b.log_end if b else None,
+                )
                 ex = exact.get((group, topic, p))
                 if cp is not None:
                     row.upstream_offset, row.downstream_offset = cp.upstream_offset, cp.downstream_offset
@@ -393,8 +444,10 @@ def build_plan(
                         floored.append(row)
                     else:
                         row.reason = CHECKPOINT_AHEAD_OF_SOURCE
-                        rewound.append(f"{group} {topic}[{p}] (source commit {commit}, MM2's checkpoint upstream "
-                                       f"{cp.upstream_offset} -> {cp.downstream_offset})")
+                        rewound.append(
+                            f"{group} {topic}[{p}] (source commit {commit}, MM2's checkpoint upstream "
+                            f"{cp.upstream_offset} -> {cp.downstream_offset})"
+                        )
                 elif cp is not None or ex is not None:
                     _clamp(row, row.exact_offset if ex is not None else row.downstream_offset)
                 group_rows.append(row)
@@ -409,25 +462,37 @@ def build_plan(
             + ". Nothing was written: their consumers would start on the target without a commit. Check MM2's "
             "groups / groups.exclude (the default excludes console-consumer-.*, connect-.* and __.*) and "
             "emit.checkpoints settings; or narrow groups_regex; or re-run with "
-            "accept_groups_without_checkpoints=true to move the other groups and leave these without a commit.")
+            "accept_groups_without_checkpoints=true to move the other groups and leave these without a commit."
+        )
 
     # rule 1b against rules 3-4: a target commit ahead of a rewound group's floor may be MM2's own sync of the
     # position the group was rewound from (sync.group.offsets.enabled): kept, it skips what the group has not read
-    kept = [f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset}, the group's floor "
-            f"{r.position_at_least}, source commit {r.source_position})" for r in floored
-            if r.action == SKIP and r.current_offset is not None and r.current_offset > (r.position_at_least or 0)]
+    kept = [
+        f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset}, the group's floor "
+        f"{r.position_at_least}, source commit {r.source_position})"
+        for r in floored
+        if r.action == SKIP and r.current_offset is not None and r.current_offset > (r.position_at_least or 0)
+    ]
     if kept:
         raise PlanError(
             f"{len(kept)} partition(s) of groups rewound on the source hold a target commit ahead of the group's "
-            "position: " + _first(kept, "; ")
+            "position: "
+            + _first(kept, "; ")
             + ". Nothing was written: kept, the commit (MM2's sync.group.offsets.enabled writes its checkpoints as "
             "commits) would skip the records the group has not read. Re-run with on_existing_target_offsets=overwrite "
-            "and allow_rewind=true to move them back to the floor, or narrow groups_regex.")
+            "and allow_rewind=true to move them back to the floor, or narrow groups_regex."
+        )
     # rule 10 against rules 3-4: a target commit ahead of an archive floor (the source lost) is MM2's own sync of its
     # checkpoint - in a history cut short, or from syncs the archive never saw: kept, it skips what the floor keeps
-    ahead = [f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset}, the archive floor "
-             f"{r.exact_offset})" for r in rows if r.rule == ARCHIVE_FLOOR and r.action == SKIP
-             and r.current_offset is not None and r.exact_offset is not None and r.current_offset > r.exact_offset]
+    ahead = [
+        f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset}, the archive floor {r.exact_offset})"
+        for r in rows
+        if r.rule == ARCHIVE_FLOOR
+        and r.action == SKIP
+        and r.current_offset is not None
+        and r.exact_offset is not None
+        and r.current_offset > r.exact_offset
+    ]
     if ahead:
         raise PlanError(
             f"{len(ahead)} partition(s) of a lost source hold a target commit ahead of their archive floor: "
@@ -435,7 +500,8 @@ def build_plan(
             + ". Nothing was written: kept, the commit (MM2's sync.group.offsets.enabled writes its checkpoints as "
             "commits) would skip records that only an earlier MM2 history copied before the outage. Re-run with "
             "on_existing_target_offsets=overwrite and allow_rewind=true to move them back to the floor, or narrow "
-            "groups_regex.")
+            "groups_regex."
+        )
     if rewound and not accept_groups_without_checkpoints:
         raise PlanError(
             f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint: "
@@ -446,7 +512,8 @@ def build_plan(
             "(it translates the source commit itself, from the offset-sync archive), or, the source reachable, wait "
             "for MM2's next checkpoint (emit.checkpoints.interval.seconds) and re-run, or re-run with "
             "accept_groups_without_checkpoints=true to move the other groups and leave these partitions without a "
-            "commit.")
+            "commit."
+        )
 
     if on_existing_target_offsets == "fail":
         conflicts = sorted({r.group for r in rows if r.reason == EXISTING_TARGET_OFFSETS})
@@ -492,8 +559,9 @@ def archived_positions_taken(
     return out
 
 
-def _reading_answers(offset: int, read: tuple[float, float] | None, cp: tuple[int, float | None] | None,
-                     margin_s: float) -> bool:
+def _reading_answers(
+    offset: int, read: tuple[float, float] | None, cp: tuple[int, float | None] | None, margin_s: float
+) -> bool:
     """The archive's reading is the position where MM2 has no checkpoint, or where it is below MM2's checkpoint and
     that checkpoint is not clearly the newer (a reset backwards MM2 has not checkpointed yet). Never above MM2's
     checkpoint: MM2 writes a checkpoint only for a rewind below its last one or where its translation moves on, so a
@@ -526,31 +594,42 @@ def _one_answer_per_key(checkpoints: list[Checkpoint]) -> None:
     clashes, twice = [], []
     for cp in checkpoints:
         if not cp.source_alias:
-            raise PlanError(f"the checkpoint of {cp.group} {cp.topic}[{cp.partition}] names no source alias: plan only "
-                            "from the latest-checkpoints job's answers, which name the flow each one came from")
+            raise PlanError(
+                f"the checkpoint of {cp.group} {cp.topic}[{cp.partition}] names no source alias: plan only "
+                "from the latest-checkpoints job's answers, which name the flow each one came from"
+            )
         k = (cp.group, cp.topic, cp.partition)
         if k in seen and seen[k].source_alias == cp.source_alias and seen[k] != cp:
             a = seen[k]
-            twice.append(f"{cp.group} {cp.topic}[{cp.partition}]: alias {a.source_alias} says {a.downstream_offset} "
-                         f"(upstream {a.upstream_offset}) and {cp.downstream_offset} (upstream {cp.upstream_offset})")
+            twice.append(
+                f"{cp.group} {cp.topic}[{cp.partition}]: alias {a.source_alias} says {a.downstream_offset} "
+                f"(upstream {a.upstream_offset}) and {cp.downstream_offset} (upstream {cp.upstream_offset})"
+            )
         elif k in seen and seen[k].source_alias != cp.source_alias:
             a, b = seen[k], cp
-            clashes.append(f"{cp.group} {cp.topic}[{cp.partition}]: alias {a.source_alias} says {a.downstream_offset} "
-                           f"(upstream {a.upstream_offset}), alias {b.source_alias} says {b.downstream_offset} "
-                           f"(upstream {b.upstream_offset})")
+            clashes.append(
+                f"{cp.group} {cp.topic}[{cp.partition}]: alias {a.source_alias} says {a.downstream_offset} "
+                f"(upstream {a.upstream_offset}), alias {b.source_alias} says {b.downstream_offset} "
+                f"(upstream {b.upstream_offset})"
+            )
         seen.setdefault(k, cp)
     if twice:
         raise PlanError(
             f"{len(twice)} replica partition(s) have more than one answer from the same source alias: "
-            + "; ".join(twice[:10]) + (" ..." if len(twice) > 10 else "")
+            + "; ".join(twice[:10])
+            + (" ..." if len(twice) > 10 else "")
             + ". The latest-checkpoints job writes one answer per key: these answers were read twice or merged from "
-            "two runs. Nothing was written; start a new run (its job writes its answers afresh).")
+            "two runs. Nothing was written; start a new run (its job writes its answers afresh)."
+        )
     if clashes:
         raise PlanError(
             f"{len(clashes)} replica partition(s) have checkpoints from several source aliases, which cannot both be "
-            "right: " + "; ".join(clashes[:10]) + (" ..." if len(clashes) > 10 else "")
+            "right: "
+            + "; ".join(clashes[:10])
+            + (" ..." if len(clashes) > 10 else "")
             + ". Two flows write the same replica topic (e.g. the identity policy on both). Fail over one alias at "
-            "a time, or narrow groups_regex.")
+            "a time, or narrow groups_regex."
+        )
 
 
 def _clamp(row: PlanRow, planned: int) -> None:
@@ -593,8 +672,11 @@ def _same(got, want: Commit) -> bool:
     return want.same_as(got)
 
 
-def verify(plan: Plan, committed: dict[str, dict[tuple[str, int], int | Commit]],
-           planned: dict[str, dict[tuple[str, int], Commit]] | None = None) -> list[Mismatch]:
+def verify(
+    plan: Plan,
+    committed: dict[str, dict[tuple[str, int], int | Commit]],
+    planned: dict[str, dict[tuple[str, int], Commit]] | None = None,
+) -> list[Mismatch]:
     """Every committing row must read back exactly as planned (offset, and metadata when it was read). ``planned``:
     ``plan.commits()`` when the caller has it already (here and in :func:`moved_since` and :func:`diff_to_apply`:
     0.15 s at 100k rows, which a stage would otherwise pay for each rule it applies)."""
@@ -607,10 +689,12 @@ def verify(plan: Plan, committed: dict[str, dict[tuple[str, int], int | Commit]]
     return out
 
 
-def moved_since(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commit]],
-                before: dict[str, dict[tuple[str, int], Commit | None]],
-                planned: dict[str, dict[tuple[str, int], Commit]] | None = None
-                ) -> dict[str, dict[tuple[str, int], tuple]]:
+def moved_since(
+    plan: Plan,
+    current: dict[str, dict[tuple[str, int], int | Commit]],
+    before: dict[str, dict[tuple[str, int], Commit | None]],
+    planned: dict[str, dict[tuple[str, int], Commit]] | None = None,
+) -> dict[str, dict[tuple[str, int], tuple]]:
     """Rule 5: planned partitions whose target commit is neither the planned one, nor the backup's ``before`` (what
     the target held before the run), nor absent: group -> {tp: (before, now)}. ``planned``: as in :func:`verify`."""
     out: dict[str, dict[tuple[str, int], tuple]] = {}
@@ -624,18 +708,23 @@ def moved_since(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commi
     return out
 
 
-def diff_to_apply(plan: Plan, current: dict[str, dict[tuple[str, int], int | Commit]],
-                  before: dict[str, dict[tuple[str, int], Commit | None]] | None = None,
-                  planned: dict[str, dict[tuple[str, int], Commit]] | None = None
-                  ) -> dict[str, dict[tuple[str, int], Commit]]:
+def diff_to_apply(
+    plan: Plan,
+    current: dict[str, dict[tuple[str, int], int | Commit]],
+    before: dict[str, dict[tuple[str, int], Commit | None]] | None = None,
+    planned: dict[str, dict[tuple[str, int], Commit]] | None = None,
+) -> dict[str, dict[tuple[str, int], Commit]]:
     """What still has to be written: planned commits that the target does not hold yet (idempotent retries), except,
     given the backup's ``before``, partitions that moved since (rule 5). ``planned``: as in :func:`verify`."""
     planned = plan.commits() if planned is None else planned
     moved = moved_since(plan, current, before, planned) if before is not None else {}
     out = {}
     for group, commits in planned.items():
-        todo = {tp: c for tp, c in commits.items()
-                if not _same(current.get(group, {}).get(tp), c) and tp not in moved.get(group, {})}
+        todo = {
+            tp: c
+            for tp, c in commits.items()
+            if not _same(current.get(group, {}).get(tp), c) and tp not in moved.get(group, {})
+        }
         if todo:
             out[group] = todo
     return out

@@ -56,8 +56,7 @@ class Diff:
     groups_left_out: int = 0
 
 
-def diff(writes: list[dict], now: dict[str, dict[tuple[str, int], int]], groups: list[str],
-         left_out: int = 0) -> Diff:
+def diff(writes: list[dict], now: dict[str, dict[tuple[str, int], int]], groups: list[str], left_out: int = 0) -> Diff:
     """Rules 1 and 3. ``writes``: the plan's writing rows (group, topic, partition, current_offset = the commit
     before, planned_offset); ``now``: group -> {(topic, partition): offset} read from the target for ``groups``."""
     read = set(groups)
@@ -68,9 +67,17 @@ def diff(writes: list[dict], now: dict[str, dict[tuple[str, int], int]], groups:
             continue
         tp = (w["topic"], int(w["partition"]))
         cur = (now.get(g) or {}).get(tp)
-        rows.append({"group": g, "topic": tp[0], "partition": tp[1], "before": w.get("current_offset"),
-                     "planned": w["planned_offset"], "now": cur,
-                     "state": state_of(w.get("current_offset"), w["planned_offset"], cur)})
+        rows.append(
+            {
+                "group": g,
+                "topic": tp[0],
+                "partition": tp[1],
+                "before": w.get("current_offset"),
+                "planned": w["planned_offset"],
+                "now": cur,
+                "state": state_of(w.get("current_offset"), w["planned_offset"], cur),
+            }
+        )
     return summarize(rows, len(read), left_out)
 
 

@@ -69,13 +69,15 @@ def decide(mode: str, outcomes: list[str], what: str = "the source cluster", ask
     if mode == "yes":
         raise SourceRequiredUnreachable(
             f"{what} did not answer on any of {len(outcomes)} tries and source_reachable=yes: nothing was done. "
-            "Check that it is up and reachable; if it is lost, re-run with source_reachable=no (disaster mode).")
+            "Check that it is up and reachable; if it is lost, re-run with source_reachable=no (disaster mode)."
+        )
     raise SourceRequiredUnreachable(
         f"{what} did not answer on any of {len(outcomes)} tries: nothing was done. A failover never enters disaster "
         "mode by itself (a mistyped address looks exactly like a lost cluster, and disaster mode skips every "
         "source-side check). Check the source's bootstrap servers and the network; if the source is really lost, "
         "re-run with source_reachable=no (the CLI: --source-reachable no): disaster mode, with the data-loss window "
-        "in the report.")
+        "in the report."
+    )
 
 
 def confirmed(mode: str, decision: str) -> bool:
@@ -84,8 +86,14 @@ def confirmed(mode: str, decision: str) -> bool:
     return not (mode == "detect" and decision == DISASTER)
 
 
-def probe(check: Callable[[], object], tries: int = PROBE_TRIES, pause_s: float = PROBE_PAUSE_S,
-          mode: str = "detect", what: str = "the source cluster", asks: bool = False) -> tuple[str, list[str], str]:
+def probe(
+    check: Callable[[], object],
+    tries: int = PROBE_TRIES,
+    pause_s: float = PROBE_PAUSE_S,
+    mode: str = "detect",
+    what: str = "the source cluster",
+    asks: bool = False,
+) -> tuple[str, list[str], str]:
     """Call ``check`` (e.g. ``cluster.probe``) until it answers, at most ``tries`` times (one try under ``yes``
     still retries: a brief network hiccup must not fail a failover either). Returns ``(decision, outcomes,
     last_error)``. ``SourceUnreachable`` counts as unreachable; any other exception (authentication,

@@ -41,10 +41,33 @@ from mm2_failover.words import listed
 
 EXACT, FLOOR, CHECKPOINT, NONE = "exact", "floor", "checkpoint", "none"
 KINDS = (EXACT, FLOOR, CHECKPOINT, NONE)
-GROUP_COLUMNS = ("group", "answer", "partitions", *KINDS, "rules", "reread", "reread_unknown", "not_replicated",
-                 "exposure_seconds", "exposure_unknown", "checkpoint_age_seconds", "exact_before_lag")
-PARTITION_COLUMNS = ("group", "topic", "partition", "kind", "rule", "reason", "planned", "reread", "not_replicated",
-                     "exposure_seconds", "checkpoint_age_seconds")
+GROUP_COLUMNS = (
+    "group",
+    "answer",
+    "partitions",
+    *KINDS,
+    "rules",
+    "reread",
+    "reread_unknown",
+    "not_replicated",
+    "exposure_seconds",
+    "exposure_unknown",
+    "checkpoint_age_seconds",
+    "exact_before_lag",
+)
+PARTITION_COLUMNS = (
+    "group",
+    "topic",
+    "partition",
+    "kind",
+    "rule",
+    "reason",
+    "planned",
+    "reread",
+    "not_replicated",
+    "exposure_seconds",
+    "checkpoint_age_seconds",
+)
 
 
 def kind_of(row: dict) -> str:
@@ -125,15 +148,34 @@ class Readiness:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Readiness":
-        return cls(d["computed_at"], d["run_id"], int(d["rpo_seconds"]), dict(d["summary"]), list(d["groups"]),
-                   list(d["partitions"]), list(d.get("findings") or []), dict(d.get("archive") or {}))
+        return cls(
+            d["computed_at"],
+            d["run_id"],
+            int(d["rpo_seconds"]),
+            dict(d["summary"]),
+            list(d["groups"]),
+            list(d["partitions"]),
+            list(d.get("findings") or []),
+            dict(d.get("archive") or {}),
+        )
 
 
-def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[dict], reread: Iterable[dict],
-           drain_rows: Iterable[dict], oldest_unreplicated_ms: dict[tuple[str, int], int],
-           checkpoint_ms: dict[tuple[str, str, int], int], archive_updated: dict[str, str | None],
-           findings: Iterable[dict], archive_failures: Iterable[dict] = (),
-           drain_observed_ms: int | None = None, positions_read: dict[str, str | None] | None = None) -> Readiness:
+def assess(
+    *,
+    run_id: str,
+    now_ms: int,
+    rpo_seconds: int,
+    plan_rows: Iterable[dict],
+    reread: Iterable[dict],
+    drain_rows: Iterable[dict],
+    oldest_unreplicated_ms: dict[tuple[str, int], int],
+    checkpoint_ms: dict[tuple[str, str, int], int],
+    archive_updated: dict[str, str | None],
+    findings: Iterable[dict],
+    archive_failures: Iterable[dict] = (),
+    drain_observed_ms: int | None = None,
+    positions_read: dict[str, str | None] | None = None,
+) -> Readiness:
     """Rules 1-4 over one interval's reads, in one pass over the rows. ``drain_rows``: the drain observation's rows
     (replica topic, partition, ...); ``oldest_unreplicated_ms``: (replica topic, partition) -> the timestamp of the
     oldest record not yet replicated, where read; ``checkpoint_ms``: (group, replica topic, partition) -> its newest
@@ -146,8 +188,12 @@ def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[di
     for d in drain_rows:
         n = not_replicated(d)
         key = (d.get("replica_topic"), int(d["partition"]))
-        exposure[key] = (n, exposure_seconds(n, oldest_unreplicated_ms.get(key),
-                                             now_ms if drain_observed_ms is None else drain_observed_ms))
+        exposure[key] = (
+            n,
+            exposure_seconds(
+                n, oldest_unreplicated_ms.get(key), now_ms if drain_observed_ms is None else drain_observed_ms
+            ),
+        )
     parts, groups = [], {}
     for r in plan_rows:
         key = (r["group"], r["topic"], int(r["partition"]))
@@ -155,14 +201,37 @@ def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[di
         n, secs = exposure.get(key[1:], (None, None))
         cp_age = age_seconds(checkpoint_ms.get(key), now_ms)
         reread_n = rr.get(key)
-        parts.append({"group": key[0], "topic": key[1], "partition": key[2], "kind": kind,
-                      "rule": r.get("rule") if kind != NONE else None, "reason": r.get("reason") or "",
-                      "planned": r.get("planned_offset"), "reread": reread_n, "not_replicated": n,
-                      "exposure_seconds": secs, "checkpoint_age_seconds": cp_age})
-        g = groups.setdefault(key[0], {"group": key[0], "partitions": 0, **{k: 0 for k in KINDS}, "reread": 0,
-                                       "reread_unknown": 0, "not_replicated": 0, "exposure_seconds": None,
-                                       "exposure_unknown": 0, "checkpoint_age_seconds": None, "rules": {},
-                                       "exact_before_lag": False})
+        parts.append(
+            {
+                "group": key[0],
+                "topic": key[1],
+                "partition": key[2],
+                "kind": kind,
+                "rule": r.get("rule") if kind != NONE else None,
+                "reason": r.get("reason") or "",
+                "planned": r.get("planned_offset"),
+                "reread": reread_n,
+                "not_replicated": n,
+                "exposure_seconds": secs,
+                "checkpoint_age_seconds": cp_age,
+            }
+        )
+        g = groups.setdefault(
+            key[0],
+            {
+                "group": key[0],
+                "partitions": 0,
+                **{k: 0 for k in KINDS},
+                "reread": 0,
+                "reread_unknown": 0,
+                "not_replicated": 0,
+                "exposure_seconds": None,
+                "exposure_unknown": 0,
+                "checkpoint_age_seconds": None,
+                "rules": {},
+                "exact_before_lag": False,
+            },
+        )
         g["partitions"] += 1
         g[kind] += 1
         if kind != NONE:
@@ -186,8 +255,16 @@ def assess(*, run_id: str, now_ms: int, rpo_seconds: int, plan_rows: Iterable[di
             archive[a].update(positions_read_at=read_at, positions_age_seconds=age_seconds(read_at, now_ms))
     findings = list(findings)
     computed = datetime.fromtimestamp(now_ms / 1000, timezone.utc).isoformat(timespec="seconds")
-    return Readiness(computed, run_id, rpo_seconds, summarize(rows, parts, archive, findings, rpo_seconds), rows,
-                     parts, findings, archive)
+    return Readiness(
+        computed,
+        run_id,
+        rpo_seconds,
+        summarize(rows, parts, archive, findings, rpo_seconds),
+        rows,
+        parts,
+        findings,
+        archive,
+    )
 
 
 def archive_health(updated_at: str | None, failures: Iterable[dict], now_ms: int) -> dict:
@@ -196,8 +273,12 @@ def archive_health(updated_at: str | None, failures: Iterable[dict], now_ms: int
     since = to_ms(updated_at)
     failed = sorted({f["run_id"] for f in failures if since is None or (to_ms(f.get("at")) or 0) > since})
     last = max(failures, key=lambda f: to_ms(f.get("at")) or 0, default=None) if failed else None
-    return {"updated_at": updated_at, "age_seconds": age_seconds(updated_at, now_ms), "failed_runs_since": len(failed),
-            "last_failure": None if last is None else f"{last.get('task_id')}: {last.get('reason', '')[:200]}"}
+    return {
+        "updated_at": updated_at,
+        "age_seconds": age_seconds(updated_at, now_ms),
+        "failed_runs_since": len(failed),
+        "last_failure": None if last is None else f"{last.get('task_id')}: {last.get('reason', '')[:200]}",
+    }
 
 
 def group_answer(g: dict) -> str:
@@ -243,8 +324,9 @@ class Degradation:
     text: str
 
 
-def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: int,
-                 archive_stale_intervals: int) -> list[Degradation]:
+def degradations(
+    prev: Readiness | None, now: Readiness, *, interval_seconds: int, archive_stale_intervals: int
+) -> list[Degradation]:
     """Rule 5: what got worse since the previous interval (``prev``; None: the first interval, which tells what is
     wrong already - but for the archive's absence, whose intervals waited are marked ``deferred`` on ``now``: call it
     before ``now`` is saved)."""
@@ -252,7 +334,9 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
     # a group not exact while records of it are not replicated yet has not fallen back: nothing can prove where it
     # resumes before its records are copied, and a failover waits for them (its exposure is told, by rpo_seconds);
     # it carries "was exact" to the interval where it has caught up (``exact_before_lag``)
-    was_exact = {g["group"] for g in prev.groups if g["answer"] == EXACT or g.get("exact_before_lag")} if prev else set()
+    was_exact = (
+        {g["group"] for g in prev.groups if g["answer"] == EXACT or g.get("exact_before_lag")} if prev else set()
+    )
     fell = []
     for g in now.groups:
         if g["group"] in was_exact and g["answer"] != EXACT:
@@ -261,17 +345,37 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
             else:
                 fell.append(g)
     if fell:
-        out.append(Degradation("fell_back", f"{len(fell)} group(s) no longer provable exactly: " + listed(
-            f"{g['group']} ({g['answer']})" for g in fell)))
-    over = {g["group"]: g["exposure_seconds"] for g in now.groups
-            if g["exposure_seconds"] is not None and g["exposure_seconds"] > now.rpo_seconds}
-    was_over = {g["group"] for g in prev.groups
-                if g["exposure_seconds"] is not None and g["exposure_seconds"] > prev.rpo_seconds} if prev else set()
+        out.append(
+            Degradation(
+                "fell_back",
+                f"{len(fell)} group(s) no longer provable exactly: "
+                + listed(f"{g['group']} ({g['answer']})" for g in fell),
+            )
+        )
+    over = {
+        g["group"]: g["exposure_seconds"]
+        for g in now.groups
+        if g["exposure_seconds"] is not None and g["exposure_seconds"] > now.rpo_seconds
+    }
+    was_over = (
+        {
+            g["group"]
+            for g in prev.groups
+            if g["exposure_seconds"] is not None and g["exposure_seconds"] > prev.rpo_seconds
+        }
+        if prev
+        else set()
+    )
     newly = sorted(set(over) - was_over)
     if newly:
-        out.append(Degradation("over_rpo", f"{len(newly)} group(s) would lose more than rpo_seconds="
-                               f"{now.rpo_seconds} s if the source were lost now (records not yet replicated, the "
-                               "oldest " + f"{max(over[g] for g in newly):.0f} s old): " + listed(newly)))
+        out.append(
+            Degradation(
+                "over_rpo",
+                f"{len(newly)} group(s) would lose more than rpo_seconds="
+                f"{now.rpo_seconds} s if the source were lost now (records not yet replicated, the "
+                "oldest " + f"{max(over[g] for g in newly):.0f} s old): " + listed(newly),
+            )
+        )
     # an archive that has never succeeded nor failed is told once it has been so for archive_stale_intervals
     # intervals, as a stale one: the archive DAG is unpaused with this one and may not have ended its first run yet
     # (the intervals waited are marked ``deferred`` on ``now``; its sync_history finding waits with it)
@@ -294,41 +398,76 @@ def degradations(prev: Readiness | None, now: Readiness, *, interval_seconds: in
     for alias, a in sorted(now.archive.items()):
         before = (prev.archive.get(alias) or {}).get("failed_runs_since") if prev else 0
         if a.get("failed_runs_since") and not before:
-            out.append(Degradation("archive_failing", f"alias {alias}: mm2_sync_archive failed "
-                                   f"{a['failed_runs_since']} run(s) since it last succeeded ({a.get('last_failure')})"))
+            out.append(
+                Degradation(
+                    "archive_failing",
+                    f"alias {alias}: mm2_sync_archive failed "
+                    f"{a['failed_runs_since']} run(s) since it last succeeded ({a.get('last_failure')})",
+                )
+            )
     stale = interval_seconds * archive_stale_intervals
     for alias, a in sorted(now.archive.items()):
         age = a.get("age_seconds")
         before = (prev.archive.get(alias) or {}).get("age_seconds") if prev else None
         if alias in waiting:
             continue
-        told_before = prev and (before is None or before > stale) and alias in prev.archive \
+        told_before = (
+            prev
+            and (before is None or before > stale)
+            and alias in prev.archive
             and not prev.archive[alias].get("deferred")
+        )
         if (age is None or age > stale) and not told_before:
-            out.append(Degradation("archive_stale", f"alias {alias}: mm2_sync_archive "
-                                   + ("has never succeeded" if age is None else f"last succeeded {age:.0f} s ago")
-                                   + f" (more than {archive_stale_intervals} archive intervals): a failover with the "
-                                   "source lost falls back to MM2's checkpoints for the offset syncs it did not keep"))
+            out.append(
+                Degradation(
+                    "archive_stale",
+                    f"alias {alias}: mm2_sync_archive "
+                    + ("has never succeeded" if age is None else f"last succeeded {age:.0f} s ago")
+                    + f" (more than {archive_stale_intervals} archive intervals): a failover with the "
+                    "source lost falls back to MM2's checkpoints for the offset syncs it did not keep",
+                )
+            )
     for alias, a in sorted(now.archive.items()):  # the archive fresh, its reading of the source's commits not
         if "positions_read_at" not in a or alias in waiting or a.get("age_seconds") is None or a["age_seconds"] > stale:
             continue
         age = a.get("positions_age_seconds")
         before = (prev.archive.get(alias) or {}) if prev else {}
-        was = "positions_read_at" in before and (before.get("positions_age_seconds") is None
-                                                 or before["positions_age_seconds"] > stale)
+        was = "positions_read_at" in before and (
+            before.get("positions_age_seconds") is None or before["positions_age_seconds"] > stale
+        )
         if (age is None or age > stale) and not was:
-            out.append(Degradation("positions_stale", f"alias {alias}: mm2_sync_archive "
-                                   + ("has never read" if age is None else f"last read {age:.0f} s ago")
-                                   + " the groups' commits on the source (more than "
-                                   f"{archive_stale_intervals} archive intervals; its log says why): with the source "
-                                   "lost, a failover places a group rewound since at MM2's checkpoints, and a group "
-                                   "MM2 never checkpointed at that older reading (re-reads) or, created since, not at "
-                                   "all (plan rule 1a)"))
+            out.append(
+                Degradation(
+                    "positions_stale",
+                    f"alias {alias}: mm2_sync_archive "
+                    + ("has never read" if age is None else f"last read {age:.0f} s ago")
+                    + " the groups' commits on the source (more than "
+                    f"{archive_stale_intervals} archive intervals; its log says why): with the source "
+                    "lost, a failover places a group rewound since at MM2's checkpoints, and a group "
+                    "MM2 never checkpointed at that older reading (re-reads) or, created since, not at "
+                    "all (plan rule 1a)",
+                )
+            )
     return out
 
 
 def history_line(r: Readiness) -> dict:
     """One interval in the history (the Readiness page's trends): the summary, small whatever the group count."""
-    return {"computed_at": r.computed_at, "run_id": r.run_id, **{k: r.summary.get(k) for k in (
-        "groups", "groups_exact", "groups_not_exact", "worst_exposure_seconds", "not_replicated_records",
-        "groups_over_rpo", "reread_records", "archive_age_seconds", "findings")}}
+    return {
+        "computed_at": r.computed_at,
+        "run_id": r.run_id,
+        **{
+            k: r.summary.get(k)
+            for k in (
+                "groups",
+                "groups_exact",
+                "groups_not_exact",
+                "worst_exposure_seconds",
+                "not_replicated_records",
+                "groups_over_rpo",
+                "reread_records",
+                "archive_age_seconds",
+                "findings",
+            )
+        },
+    }

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
 from mm2_failover import approval
-from mm2_failover.readiness import answer_counts
-from mm2_failover.translate import ARCHIVE_FLOOR, FIRST_COPY, HOME, REPLICA_START, SUPERSEDED_SYNC, is_exact
 from mm2_failover.plan import (
     CHECKPOINT_AHEAD_OF_SOURCE,
     CLAMP,
@@ -31,25 +29,48 @@ from mm2_failover.plan import (
     Mismatch,
     Plan,
 )
+from mm2_failover.readiness import answer_counts
+from mm2_failover.translate import ARCHIVE_FLOOR, FIRST_COPY, HOME, REPLICA_START, SUPERSEDED_SYNC, is_exact
 from mm2_failover.words import listed
 
 #: ``report.json``'s per-partition rows, in ``report_partitions.parquet`` (column -> Arrow type): the plan's row
 #: (:class:`mm2_failover.plan.PlanRow`) and what verify found. ``report.json`` keeps the totals, the groups and the
 #: warnings (kilobytes to a few MB at 10k groups); the 100k rows of 10k groups x 10 partitions were 65-83 MB of JSON.
 PARTITION_COLUMNS: dict[str, str] = {
-    "source_alias": "string", "group": "string", "topic": "string", "partition": "int64",
-    "upstream_offset": "int64", "downstream_offset": "int64", "current_offset": "int64", "planned_offset": "int64",
-    "action": "string", "reason": "string", "log_start": "int64", "log_end": "int64", "retention_gap": "int64",
-    "metadata": "string", "rule": "string", "source_position": "int64", "exact_offset": "int64",
+    "source_alias": "string",
+    "group": "string",
+    "topic": "string",
+    "partition": "int64",
+    "upstream_offset": "int64",
+    "downstream_offset": "int64",
+    "current_offset": "int64",
+    "planned_offset": "int64",
+    "action": "string",
+    "reason": "string",
+    "log_start": "int64",
+    "log_end": "int64",
+    "retention_gap": "int64",
+    "metadata": "string",
+    "rule": "string",
+    "source_position": "int64",
+    "exact_offset": "int64",
     "position_at_least": "int64",
     # verify's
-    "committed_after": "int64", "lag": "int64", "reread_estimate": "int64", "lost_to_retention_exact": "int64",
+    "committed_after": "int64",
+    "lag": "int64",
+    "reread_estimate": "int64",
+    "lost_to_retention_exact": "int64",
     "verified": "bool",
 }
 #: the rows of :func:`stale_checkpoints` (one per partition whose checkpoint lags the source commit: commonly most of
 #: them while the groups consume), in ``report_stale_checkpoints.parquet``
-STALE_COLUMNS: dict[str, str] = {"group": "string", "topic": "string", "partition": "int64",
-                                 "source_committed": "int64", "checkpoint_upstream": "int64"}
+STALE_COLUMNS: dict[str, str] = {
+    "group": "string",
+    "topic": "string",
+    "partition": "int64",
+    "source_committed": "int64",
+    "checkpoint_upstream": "int64",
+}
 #: the report's fields kept as Parquet rows beside report.json (field -> its columns)
 ROW_COLUMNS: dict[str, dict[str, str]] = {"partitions": PARTITION_COLUMNS, "stale_checkpoints": STALE_COLUMNS}
 
@@ -118,14 +139,14 @@ class Report:
 
 _FLOOR_NOTES = {
     SUPERSEDED_SYNC: "first copy of a record MM2 copied again later: re-reads what lies between (this many offsets "
-                       "at least: an offset distance, markers and aborted copies included)",
+    "at least: an offset distance, markers and aborted copies included)",
     FIRST_COPY: "the first of several copies of the group's next record, no later one anchored: may re-read what lies "
-                  "between (counted from the floor the offset syncs prove, in offsets)",
+    "between (counted from the floor the offset syncs prove, in offsets)",
     REPLICA_START: "at the replica's first record (no offset sync at or below the group's position): re-reads what "
-                     "the replica holds before it (not counted); what retention took before it is counted as lost",
+    "the replica holds before it (not counted); what retention took before it is counted as lost",
     ARCHIVE_FLOOR: "the source lost: at the newest archived offset sync at or below the group's position (MM2's own "
-                   "rule over every archived sync): re-reads what lies between (not counted: the source's records "
-                   "cannot be read)",
+    "rule over every archived sync): re-reads what lies between (not counted: the source's records "
+    "cannot be read)",
 }
 
 
@@ -156,42 +177,93 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
         up, planned, exact = r.get("upstream_offset"), r.get("planned_offset"), r.get("exact_offset")
         if planned is not None and exact is not None and r.get("rule") == "home_sync_floor":
             # failing back at the sync floor: safe, but where the group really is was not proven
-            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
-                        "source_committed": r.get("source_position"), "checkpoint_upstream": up, "planned": planned,
-                        "behind_commit": None, "reread": None,
-                        "note": "home at the offset-sync floor: re-reads what the group read after that sync"})
+            out.append(
+                {
+                    "group": r["group"],
+                    "topic": r["topic"],
+                    "partition": int(r["partition"]),
+                    "source_committed": r.get("source_position"),
+                    "checkpoint_upstream": up,
+                    "planned": planned,
+                    "behind_commit": None,
+                    "reread": None,
+                    "note": "home at the offset-sync floor: re-reads what the group read after that sync",
+                }
+            )
             continue
-        at_least = None if planned is None or r.get("position_at_least") is None \
-            else max(0, r["position_at_least"] - planned)
+        at_least = (
+            None if planned is None or r.get("position_at_least") is None else max(0, r["position_at_least"] - planned)
+        )
         if planned is not None and r.get("rule") != "checkpoint" and not is_exact(r.get("rule")):
             # a superseded sync's first copy (the later history's copies between the two are read again), or the
             # sync floor (the records between the sync and the position are read again): counted from below only
-            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
-                        "source_committed": r.get("source_position"), "checkpoint_upstream": up, "planned": planned,
-                        "behind_commit": None, "reread": None, "reread_at_least": at_least, "exact": False,
-                        "note": _FLOOR_NOTES.get(r.get("rule"), "at the offset-sync floor: re-reads what lies "
-                                                 "between the sync and the group's position (not counted)")})
+            out.append(
+                {
+                    "group": r["group"],
+                    "topic": r["topic"],
+                    "partition": int(r["partition"]),
+                    "source_committed": r.get("source_position"),
+                    "checkpoint_upstream": up,
+                    "planned": planned,
+                    "behind_commit": None,
+                    "reread": None,
+                    "reread_at_least": at_least,
+                    "exact": False,
+                    "note": _FLOOR_NOTES.get(
+                        r.get("rule"),
+                        "at the offset-sync floor: re-reads what lies "
+                        "between the sync and the group's position (not counted)",
+                    ),
+                }
+            )
             continue
         key = (r["group"], r["topic"], int(r["partition"]))
-        if planned is not None and exact is not None and is_exact(r.get("rule")) and key not in source_commits \
-                and not str(r.get("rule")).startswith(HOME):
+        if (
+            planned is not None
+            and exact is not None
+            and is_exact(r.get("rule"))
+            and key not in source_commits
+            and not str(r.get("rule")).startswith(HOME)
+        ):
             # the source lost: exact from MM2's checkpoint's upstream offset, which lags the group wherever MM2 did
             # not re-emit (it does only when its translation moves: the drill, a group at 62 checkpointed at 1), or
             # from the archive's reading of the group's commit (plan rule 1a), as old as the archive's last run
-            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
-                        "source_committed": None, "checkpoint_upstream": up, "planned": planned,
-                        "behind_commit": None, "reread": None, "reread_at_least": max(0, exact - planned),
-                        "exact": False, "note": "exact from the group's last known position (MM2's checkpoint, or "
-                        "the archive's reading of its commit: plan rule 1a); its commit now is not known (the source "
-                        "lost): it may have read on since, not counted"})
+            out.append(
+                {
+                    "group": r["group"],
+                    "topic": r["topic"],
+                    "partition": int(r["partition"]),
+                    "source_committed": None,
+                    "checkpoint_upstream": up,
+                    "planned": planned,
+                    "behind_commit": None,
+                    "reread": None,
+                    "reread_at_least": max(0, exact - planned),
+                    "exact": False,
+                    "note": "exact from the group's last known position (MM2's checkpoint, or "
+                    "the archive's reading of its commit: plan rule 1a); its commit now is not known (the source "
+                    "lost): it may have read on since, not counted",
+                }
+            )
             continue
         if planned is not None and exact is not None and is_exact(r.get("rule")):  # known: re-read exactly
-            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
-                        "source_committed": source_commits.get(key, r.get("source_position")),
-                        "checkpoint_upstream": up, "planned": planned, "behind_commit": None,
-                        "reread": max(0, exact - planned), "exact": True,
-                        "reread_by_checkpoint": None if r.get("downstream_offset") is None
-                        else max(0, exact - r["downstream_offset"]), "note": ""})
+            out.append(
+                {
+                    "group": r["group"],
+                    "topic": r["topic"],
+                    "partition": int(r["partition"]),
+                    "source_committed": source_commits.get(key, r.get("source_position")),
+                    "checkpoint_upstream": up,
+                    "planned": planned,
+                    "behind_commit": None,
+                    "reread": max(0, exact - planned),
+                    "exact": True,
+                    "reread_by_checkpoint": None
+                    if r.get("downstream_offset") is None
+                    else max(0, exact - r["downstream_offset"]),
+                    "note": "",
+                }
+            )
             continue
         if planned is None or up is None:
             continue
@@ -199,27 +271,64 @@ def estimate_reread(rows: Iterable[dict], source_commits: SourceCommits) -> list
         src = source_commits.get(key)
         aligned = planned <= up  # MM2 translates conservatively: downstream <= upstream when offsets align
         guess = max(0, src - planned) if aligned and src is not None else None
-        note = "" if guess is not None else "replica offsets differ from the source's: not estimated" if src is not None \
+        note = (
+            ""
+            if guess is not None
+            else "replica offsets differ from the source's: not estimated"
+            if src is not None
             else "the group's source commit is not known (the source lost, or no commit there): not estimated"
+        )
         if at_least is not None and guess is not None and guess < at_least:
-            guess, note = at_least, ("this many offsets from the floor the offset syncs prove (an offset distance): "
-                                     "the checkpoint's offsets undercount")
+            guess, note = (
+                at_least,
+                (
+                    "this many offsets from the floor the offset syncs prove (an offset distance): "
+                    "the checkpoint's offsets undercount"
+                ),
+            )
         elif at_least is not None and guess is None:  # a proven floor is no estimate (the drill: 0 said, 51 read)
             note += f"; at least {at_least} offset(s) from the floor the offset syncs prove"
-        out.append({
-            "group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
-            "source_committed": src, "checkpoint_upstream": up, "planned": planned,
-            "behind_commit": None if src is None else src - up,
-            "reread": guess, "reread_at_least": at_least, "exact": False, "note": note,
-        })
+        out.append(
+            {
+                "group": r["group"],
+                "topic": r["topic"],
+                "partition": int(r["partition"]),
+                "source_committed": src,
+                "checkpoint_upstream": up,
+                "planned": planned,
+                "behind_commit": None if src is None else src - up,
+                "reread": guess,
+                "reread_at_least": at_least,
+                "exact": False,
+                "note": note,
+            }
+        )
     return out
 
 
 #: the plan per partition as the command line prints it: (key, header) of its table, and the keys -o csv writes
-PLAN_LINE_COLUMNS = [("group", "GROUP"), ("topic", "TOPIC"), ("partition", "PARTITION"), ("new_offset", "NEW-OFFSET"),
-                     ("checkpoint", "CHECKPOINT"), ("re_read", "RE-READ"), ("rule", "RULE")]
-PLAN_LINE_DATA = ["group", "topic", "partition", "new_offset", "checkpoint", "reread", "reread_exact",
-                  "reread_at_least", "action", "rule", "reason"]
+PLAN_LINE_COLUMNS = [
+    ("group", "GROUP"),
+    ("topic", "TOPIC"),
+    ("partition", "PARTITION"),
+    ("new_offset", "NEW-OFFSET"),
+    ("checkpoint", "CHECKPOINT"),
+    ("re_read", "RE-READ"),
+    ("rule", "RULE"),
+]
+PLAN_LINE_DATA = [
+    "group",
+    "topic",
+    "partition",
+    "new_offset",
+    "checkpoint",
+    "reread",
+    "reread_exact",
+    "reread_at_least",
+    "action",
+    "rule",
+    "reason",
+]
 
 
 def plan_lines(rows: Iterable[dict], reread: Iterable[dict]) -> list[dict]:
@@ -234,14 +343,33 @@ def plan_lines(rows: Iterable[dict], reread: Iterable[dict]) -> list[dict]:
         e = said.get((r["group"], r["topic"], int(r["partition"])), {})
         n, floor, exact = e.get("reread"), e.get("reread_at_least"), bool(e.get("exact"))
         skipped = r.get("planned_offset") is None
-        shown = ("-" if skipped else str(n) if n is not None and exact else f"~{n}" if n is not None
-                 else f">={floor}" if floor is not None else "?")
-        out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
-                    "new_offset": r.get("planned_offset"), "checkpoint": r.get("downstream_offset"),
-                    "reread": None if skipped else n, "reread_exact": exact and n is not None,
-                    "reread_at_least": None if skipped else floor, "re_read": shown, "action": r.get("action"),
-                    "rule": f"skip: {r.get('reason') or '-'}" if skipped else r.get("rule"),
-                    "reason": r.get("reason") or ""})
+        shown = (
+            "-"
+            if skipped
+            else str(n)
+            if n is not None and exact
+            else f"~{n}"
+            if n is not None
+            else f">={floor}"
+            if floor is not None
+            else "?"
+        )
+        out.append(
+            {
+                "group": r["group"],
+                "topic": r["topic"],
+                "partition": int(r["partition"]),
+                "new_offset": r.get("planned_offset"),
+                "checkpoint": r.get("downstream_offset"),
+                "reread": None if skipped else n,
+                "reread_exact": exact and n is not None,
+                "reread_at_least": None if skipped else floor,
+                "re_read": shown,
+                "action": r.get("action"),
+                "rule": f"skip: {r.get('reason') or '-'}" if skipped else r.get("rule"),
+                "reason": r.get("reason") or "",
+            }
+        )
     return out
 
 
@@ -254,20 +382,31 @@ def stale_checkpoints(rows: Iterable[dict], source_commits: SourceCommits) -> li
             continue
         src = source_commits.get((r["group"], r["topic"], int(r["partition"])))
         if src is not None and src != r["upstream_offset"]:
-            out.append({"group": r["group"], "topic": r["topic"], "partition": int(r["partition"]),
-                        "source_committed": src, "checkpoint_upstream": r["upstream_offset"]})
+            out.append(
+                {
+                    "group": r["group"],
+                    "topic": r["topic"],
+                    "partition": int(r["partition"]),
+                    "source_committed": src,
+                    "checkpoint_upstream": r["upstream_offset"],
+                }
+            )
     return out
 
 
 def checkpoint_warnings(summary: dict) -> list[str]:
     out = []
     if summary.get("quarantined"):
-        out.append(f"{summary['quarantined']} checkpoint record(s) could not be used {summary['quarantined_by_reason']}: "
-                   f"listed in {summary.get('quarantine_output')}")
+        out.append(
+            f"{summary['quarantined']} checkpoint record(s) could not be used {summary['quarantined_by_reason']}: "
+            f"listed in {summary.get('quarantine_output')}"
+        )
     if summary.get("regressions"):
-        out.append(f"{summary['regressions']} checkpoint(s) went backwards within the read range (policy "
-                   f"{summary.get('policy')}: {'the highest was kept' if summary.get('policy') == 'max' else 'the latest was kept'}); "
-                   f"listed in {summary.get('regressions_output')}")
+        out.append(
+            f"{summary['regressions']} checkpoint(s) went backwards within the read range (policy "
+            f"{summary.get('policy')}: {'the highest was kept' if summary.get('policy') == 'max' else 'the latest was kept'}); "
+            f"listed in {summary.get('regressions_output')}"
+        )
     return out
 
 
@@ -277,16 +416,18 @@ _SKIP_WHY = {
     EXISTING_TARGET_OFFSETS: "it already has different commits on the target (on_existing_target_offsets)",
     TARGET_AHEAD: "its commits on the target are ahead of the checkpoints (allow_rewind=false)",
     CHECKPOINT_AHEAD_OF_SOURCE: "rewound on the source after MM2's newest checkpoint, no floor proven (no commit "
-                                "written on the target)",
+    "written on the target)",
 }
 
 
 #: how a group the plan would move is shown while the run's outcome is its approval's (the report is built once, as a
 #: dry run's, before the decision; the outcome changes with it)
-FATE_BY_APPROVAL = {approval.OUTCOMES[approval.AWAITING]: "will move once approved",
-                    approval.OUTCOMES[approval.APPROVED]: "approved: moved once apply succeeds (see the run's tasks)",
-                    approval.OUTCOMES[approval.REJECTED]: "not moved: the plan was rejected",
-                    approval.OUTCOMES[approval.TIMED_OUT]: "not moved: approval timed out"}
+FATE_BY_APPROVAL = {
+    approval.OUTCOMES[approval.AWAITING]: "will move once approved",
+    approval.OUTCOMES[approval.APPROVED]: "approved: moved once apply succeeds (see the run's tasks)",
+    approval.OUTCOMES[approval.REJECTED]: "not moved: the plan was rejected",
+    approval.OUTCOMES[approval.TIMED_OUT]: "not moved: approval timed out",
+}
 DRY_RUN_FATE = "would move (dry run)"
 
 
@@ -348,9 +489,21 @@ def build_report(
     refused = refused or {}
     source_commits = source_commits or {}
     lost_exact = lost_exact or {}
-    per_group: dict[str, dict] = defaultdict(lambda: {
-        "partitions": 0, "committed": 0, "skipped": 0, "clamped": 0, "retention_lost": 0, "lag": 0,
-        "mismatches": 0, "refused": "", "source_aliases": set(), "reread_estimate": None, "reread_unknown": 0})
+    per_group: dict[str, dict] = defaultdict(
+        lambda: {
+            "partitions": 0,
+            "committed": 0,
+            "skipped": 0,
+            "clamped": 0,
+            "retention_lost": 0,
+            "lag": 0,
+            "mismatches": 0,
+            "refused": "",
+            "source_aliases": set(),
+            "reread_estimate": None,
+            "reread_unknown": 0,
+        }
+    )
     partitions = []
     mism = {(m.group, m.topic, m.partition) for m in mismatches}
     row_dicts = [r.as_dict() for r in plan.rows]  # once (read only below): 100k rows at 10k groups x 10 partitions
@@ -389,14 +542,23 @@ def build_report(
             g["reread_unknown"] += 1
         if key in mism:
             g["mismatches"] += 1
-        partitions.append({**row, "committed_after": got, "lag": lag, "reread_estimate": reread.get(key),
-                           "lost_to_retention_exact": lost_exact.get(key),
-                           "verified": key not in mism if r.writes and not dry_run else None})
+        partitions.append(
+            {
+                **row,
+                "committed_after": got,
+                "lag": lag,
+                "reread_estimate": reread.get(key),
+                "lost_to_retention_exact": lost_exact.get(key),
+                "verified": key not in mism if r.writes and not dry_run else None,
+            }
+        )
     for g, why in refused.items():
         per_group[g]["refused"] = why
     fates = group_fates(plan, refused, {m.group for m in mismatches}, dry_run)
-    groups = [{"group": g, **v, "source_aliases": sorted(v["source_aliases"]), "fate": fates.get(g, "")}
-              for g, v in sorted(per_group.items())]
+    groups = [
+        {"group": g, **v, "source_aliases": sorted(v["source_aliases"]), "fate": fates.get(g, "")}
+        for g, v in sorted(per_group.items())
+    ]
     counts = plan.counts()
     rr = [v for v in reread.values() if v is not None]
     totals = {
@@ -419,8 +581,9 @@ def build_report(
         "partitions_reread_unknown": sum(1 for v in reread.values() if v is None),
         # every writing row's re-read counted exactly (else the estimate above is one, and this is proven from below)
         "records_reread_exact": all(e.get("exact") for e in estimates),
-        "records_reread_at_least": sum((e["reread"] if e.get("exact") else e.get("reread_at_least")) or 0
-                                       for e in estimates),
+        "records_reread_at_least": sum(
+            (e["reread"] if e.get("exact") else e.get("reread_at_least")) or 0 for e in estimates
+        ),
         # what MM2's checkpoints alone would have re-read on the partitions whose exact position is known
         "records_reread_by_checkpoints": sum(by_checkpoint) if by_checkpoint else None,
         "partitions_exact": sum(1 for r in plan.rows if r.writes and is_exact(r.rule)),
@@ -431,37 +594,57 @@ def build_report(
     snapshot = snapshot or {}
     if snapshot.get("age_seconds") is not None:
         totals["snapshot_age_seconds"] = snapshot["age_seconds"]
-    outcome = outcome or ("dry_run" if dry_run else
-                          "failed" if mismatches or refused else "succeeded")
+    outcome = outcome or ("dry_run" if dry_run else "failed" if mismatches or refused else "succeeded")
     stale = stale_checkpoints(row_dicts, source_commits)
     warnings = list(warnings or []) + checkpoint_warnings(checkpoints_summary or {})
     never_checkpointed = {r.group for r in plan.rows if r.reason == GROUP_NEVER_CHECKPOINTED}
     never = [g["group"] for g in groups if g["group"] in never_checkpointed]  # one pass (was groups x rows)
     if never:
-        warnings.append(f"{len(never)} selected group(s) commit on the source but MM2 never checkpointed them; they "
-                        "were NOT moved and will start without a commit on the target: " + listed(never))
+        warnings.append(
+            f"{len(never)} selected group(s) commit on the source but MM2 never checkpointed them; they "
+            "were NOT moved and will start without a commit on the target: " + listed(never)
+        )
     no_cp = [r for r in plan.rows if r.reason == NO_CHECKPOINT]
     if no_cp:
-        warnings.append(f"{len(no_cp)} partition(s) of moved groups have no checkpoint and get no commit on the target "
-                        "(consumers fall back to auto.offset.reset): "
-                        + ", ".join(f"{r.group} {r.topic}[{r.partition}]" for r in no_cp[:10]))
+        warnings.append(
+            f"{len(no_cp)} partition(s) of moved groups have no checkpoint and get no commit on the target "
+            "(consumers fall back to auto.offset.reset): "
+            + ", ".join(f"{r.group} {r.topic}[{r.partition}]" for r in no_cp[:10])
+        )
     rewound = [r for r in plan.rows if r.reason == CHECKPOINT_AHEAD_OF_SOURCE]
     if rewound:
-        warnings.append(f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint "
-                        "were NOT moved (accept_groups_without_checkpoints): MM2's checkpoint would skip records the "
-                        "group has not read and no offset sync proves a floor; their consumers keep the target's commit "
-                        "or fall back to auto.offset.reset: "
-                        + ", ".join(f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset})"
-                                    for r in rewound[:10]))
+        warnings.append(
+            f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint "
+            "were NOT moved (accept_groups_without_checkpoints): MM2's checkpoint would skip records the "
+            "group has not read and no offset sync proves a floor; their consumers keep the target's commit "
+            "or fall back to auto.offset.reset: "
+            + ", ".join(f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset})" for r in rewound[:10])
+        )
     if stale:
-        warnings.append(f"{len(stale)} partition(s) have a checkpoint behind the group's last commit on the source "
-                        f"(MM2 had not checkpointed the newest commit): {stale[:10]}")
+        warnings.append(
+            f"{len(stale)} partition(s) have a checkpoint behind the group's last commit on the source "
+            f"(MM2 had not checkpointed the newest commit): {stale[:10]}"
+        )
     if (snapshot.get("age_seconds") or 0) > STALE_SNAPSHOT_S:
-        warnings.append(f"the end-offset snapshot was {snapshot['age_seconds']:.0f} s old when the plan was built "
-                        f"(captured {snapshot.get('captured_at')}): checkpoints written since were not used")
-    return Report(dag_id=dag_id, run_id=run_id, outcome=outcome, dry_run=dry_run, params=params, snapshot=snapshot,
-                  totals=totals, checkpoints=checkpoints_summary or {}, warnings=warnings, groups=groups,
-                  partitions=partitions, stale_checkpoints=stale, mismatches=[m.__dict__ for m in mismatches])
+        warnings.append(
+            f"the end-offset snapshot was {snapshot['age_seconds']:.0f} s old when the plan was built "
+            f"(captured {snapshot.get('captured_at')}): checkpoints written since were not used"
+        )
+    return Report(
+        dag_id=dag_id,
+        run_id=run_id,
+        outcome=outcome,
+        dry_run=dry_run,
+        params=params,
+        snapshot=snapshot,
+        totals=totals,
+        checkpoints=checkpoints_summary or {},
+        warnings=warnings,
+        groups=groups,
+        partitions=partitions,
+        stale_checkpoints=stale,
+        mismatches=[m.__dict__ for m in mismatches],
+    )
 
 
 def run_summary(dag_id: str, run_id: str, rep: dict | None, drill: dict | None, time: str) -> dict:
@@ -472,16 +655,23 @@ def run_summary(dag_id: str, run_id: str, rep: dict | None, drill: dict | None, 
     kind = "drill" if drill is not None or "drill" in dag_id else "failover"
     outcome = "drill" if drill is not None else (rep or {}).get("outcome", "unknown")
     return {
-        "dag_id": dag_id, "run_id": run_id, "kind": kind, "outcome": outcome,
+        "dag_id": dag_id,
+        "run_id": run_id,
+        "kind": kind,
+        "outcome": outcome,
         "time": (drill or {}).get("captured_at") or time,
-        "groups": dt.get("groups_covered", t.get("groups")), "moved": t.get("groups_moved"),
-        "partitions": t.get("partitions", dt.get("partitions")), "committed": t.get("committed"),
-        "skipped": t.get("skipped"), "clamped": t.get("clamped", dt.get("partitions_clamped")),
+        "groups": dt.get("groups_covered", t.get("groups")),
+        "moved": t.get("groups_moved"),
+        "partitions": t.get("partitions", dt.get("partitions")),
+        "committed": t.get("committed"),
+        "skipped": t.get("skipped"),
+        "clamped": t.get("clamped", dt.get("partitions_clamped")),
         "lost": t.get("records_lost_to_retention", dt.get("records_lost_to_retention")),
         "mismatches": t.get("mismatches"),
         "reread": dt.get("records_reread_estimate", t.get("records_reread_estimate")),
         "reread_unknown": dt.get("partitions_reread_unknown", t.get("partitions_reread_unknown")) or 0,
-        "findings": dt.get("findings"), "drill_totals": dt,
+        "findings": dt.get("findings"),
+        "drill_totals": dt,
     }
 
 
@@ -493,9 +683,10 @@ def md_table(columns: Iterable[tuple[str, str]], rows: Iterable[Iterable[Any]]) 
     def cell(v: Any) -> str:
         return "" if v is None else str(v).replace("|", "\\|").replace("\n", "\\n")
 
-    return (["| " + " | ".join(t for t, _ in columns) + " |",
-             "|" + "|".join("---:" if a == "r" else "---" for _, a in columns) + "|"]
-            + ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows])
+    return [
+        "| " + " | ".join(t for t, _ in columns) + " |",
+        "|" + "|".join("---:" if a == "r" else "---" for _, a in columns) + "|",
+    ] + ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
 
 
 def state_lines(checkpoints_summary: dict) -> list[str]:
@@ -506,12 +697,15 @@ def state_lines(checkpoints_summary: dict) -> list[str]:
     st = checkpoints_summary.get("state")
     if not st:
         return route + ["latest checkpoints by a full pass over the captured range (no latest-checkpoint state)"]
-    out = route + [f"latest checkpoints of {alias}: {c['reason']}"
-                   for alias, c in sorted((st.get("aliases") or {}).items())]
+    out = route + [
+        f"latest checkpoints of {alias}: {c['reason']}" for alias, c in sorted((st.get("aliases") or {}).items())
+    ]
     lay = checkpoints_summary.get("output_layout") or {}
     if lay.get("layout") == "state+delta":
-        out.append(f"answers written as state+delta: {lay['delta_answers']} answer(s) of the {lay['touched_keys']} "
-                   f"key(s) the tail touched, the others the state version's ({lay['base_files']})")
+        out.append(
+            f"answers written as state+delta: {lay['delta_answers']} answer(s) of the {lay['touched_keys']} "
+            f"key(s) the tail touched, the others the state version's ({lay['base_files']})"
+        )
     elif lay:
         out.append(f"answers written in full: {lay['why']}")
     return out
@@ -533,11 +727,18 @@ def worst_first(groups: Iterable[dict]) -> list[dict]:
     records lost to retention (most first), then by re-read (most first; a group whose re-read is not known before
     those that re-read nothing), then by name - never alphabetically alone, where at 10,000 groups the few that matter
     sit in the middle."""
+
     def key(g: dict):
         rr = g.get("reread_estimate")
         unknown = bool(g.get("reread_unknown"))
-        return (not g.get("refused"), not g.get("mismatches"), -(g.get("retention_lost") or 0),
-                -(rr or 0), not unknown, str(g.get("group")))
+        return (
+            not g.get("refused"),
+            not g.get("mismatches"),
+            -(g.get("retention_lost") or 0),
+            -(rr or 0),
+            not unknown,
+            str(g.get("group")),
+        )
 
     return sorted(groups, key=key)
 
@@ -545,10 +746,19 @@ def worst_first(groups: Iterable[dict]) -> list[dict]:
 def worst_partitions_first(partitions: Iterable[dict]) -> list[dict]:
     """The report's partitions in the same spirit: not as planned after apply first, then lost to retention (most
     first), skipped, clamped, then by re-read (most first), then group, topic, partition."""
+
     def key(p: dict):
         lost = p.get("lost_to_retention_exact") or p.get("retention_gap") or 0
-        return (p.get("verified") is not False, -lost, p.get("action") != SKIP, p.get("action") != CLAMP,
-                -(p.get("reread_estimate") or 0), str(p.get("group")), str(p.get("topic")), int(p.get("partition") or 0))
+        return (
+            p.get("verified") is not False,
+            -lost,
+            p.get("action") != SKIP,
+            p.get("action") != CLAMP,
+            -(p.get("reread_estimate") or 0),
+            str(p.get("group")),
+            str(p.get("topic")),
+            int(p.get("partition") or 0),
+        )
 
     return sorted(partitions, key=key)
 
@@ -557,9 +767,15 @@ def markdown_partitions(partitions: list[dict], limit: int = MD_PARTITION_ROWS) 
     """The rows report.md lists, in the report's order, and how many it leaves out: every row that is not a plain
     commit read back as planned (a skip, a clamp, a reason, a mismatch, records lost), then plain rows up to
     ``limit`` in all. At 10k groups x 10 partitions the whole table was 11.7 MB of Markdown, rendered twice a run."""
+
     def notable(p: dict) -> bool:
-        return (p.get("action") != COMMIT or bool(p.get("reason")) or p.get("verified") is False
-                or bool(p.get("retention_gap")) or bool(p.get("lost_to_retention_exact")))
+        return (
+            p.get("action") != COMMIT
+            or bool(p.get("reason"))
+            or p.get("verified") is False
+            or bool(p.get("retention_gap"))
+            or bool(p.get("lost_to_retention_exact"))
+        )
 
     if len(partitions) <= limit:
         return list(partitions), 0
@@ -602,21 +818,60 @@ def render_markdown(report: Report | dict) -> str:
         "",
     ]
     if snap.get("captured_at"):
-        lines += [f"End offsets captured at {snap['captured_at']}"
-                  + (f" ({snap['age_seconds']:.0f} s before the plan was built)" if snap.get("age_seconds") is not None
-                     else "") + ".", ""]
+        lines += [
+            f"End offsets captured at {snap['captured_at']}"
+            + (
+                f" ({snap['age_seconds']:.0f} s before the plan was built)"
+                if snap.get("age_seconds") is not None
+                else ""
+            )
+            + ".",
+            "",
+        ]
     if t.get("records_reread_by_checkpoints") is not None:
-        lines += [f"Exact translation: {t.get('partitions_exact', 0)} partition(s) resume at the exact record their "
-                  f"offset syncs prove (estimated re-read {approval.reread_text(t)}; MM2's checkpoints alone: "
-                  f"{t['records_reread_by_checkpoints']} offsets further back - an offset distance: transaction "
-                  "markers and aborted copies in it are not records a read_committed consumer reads).", ""]
+        lines += [
+            f"Exact translation: {t.get('partitions_exact', 0)} partition(s) resume at the exact record their "
+            f"offset syncs prove (estimated re-read {approval.reread_text(t)}; MM2's checkpoints alone: "
+            f"{t['records_reread_by_checkpoints']} offsets further back - an offset distance: transaction "
+            "markers and aborted copies in it are not records a read_committed consumer reads).",
+            "",
+        ]
     lines += [
-        *md_table([(c, "r") for c in ("groups", "moved", "skipped", "partitions", "committed", "skipped partitions",
-                                       "clamped", "refused groups", "mismatches", "lost to retention", "est. re-read",
-                                       "lag")],
-                  [[t["groups"], t["groups_moved"], t.get("groups_skipped"), t["partitions"], t["committed"],
-                    t["skipped"], t["clamped"], t["refused_groups"], t["mismatches"],
-                    approval.lost_text(t), approval.reread_text(t), t["lag"]]]),
+        *md_table(
+            [
+                (c, "r")
+                for c in (
+                    "groups",
+                    "moved",
+                    "skipped",
+                    "partitions",
+                    "committed",
+                    "skipped partitions",
+                    "clamped",
+                    "refused groups",
+                    "mismatches",
+                    "lost to retention",
+                    "est. re-read",
+                    "lag",
+                )
+            ],
+            [
+                [
+                    t["groups"],
+                    t["groups_moved"],
+                    t.get("groups_skipped"),
+                    t["partitions"],
+                    t["committed"],
+                    t["skipped"],
+                    t["clamped"],
+                    t["refused_groups"],
+                    t["mismatches"],
+                    approval.lost_text(t),
+                    approval.reread_text(t),
+                    t["lag"],
+                ]
+            ],
+        ),
         "",
         "Lost to retention: records the group had not read whose replicas are gone; where the source offset of the "
         "replica's first record could not be found, it is at most log start - checkpoint (the checkpoint is "
@@ -627,30 +882,91 @@ def render_markdown(report: Report | dict) -> str:
         lines.append(f"> WARNING: {w}")
     cs = report.get("checkpoints") or {}
     if cs:
-        lines += ["", f"Checkpoints read: {cs.get('records_read', '?')} records, {cs.get('checkpoints', '?')} latest, "
-                      f"{cs.get('tombstones', 0)} tombstones, {cs.get('quarantined', 0)} quarantined "
-                      f"{cs.get('quarantined_by_reason') or ''}".rstrip(), ""]
+        lines += [
+            "",
+            f"Checkpoints read: {cs.get('records_read', '?')} records, {cs.get('checkpoints', '?')} latest, "
+            f"{cs.get('tombstones', 0)} tombstones, {cs.get('quarantined', 0)} quarantined "
+            f"{cs.get('quarantined_by_reason') or ''}".rstrip(),
+            "",
+        ]
         lines += [f"- {line}" for line in state_lines(cs)] + ([""] if state_lines(cs) else [])
     lines += ["## Groups", ""]
-    lines += md_table([("group", "l"), ("aliases", "l"), ("fate", "l"), ("partitions", "r"), ("committed", "r"),
-                       ("skipped", "r"), ("clamped", "r"), ("lost to retention", "r"), ("est. re-read", "r"),
-                       ("lag", "r")],
-                      ([g["group"], ",".join(g.get("source_aliases") or []), g.get("fate"), g["partitions"],
-                        g["committed"], g["skipped"], g["clamped"], g["retention_lost"], approval.group_reread_text(g),
-                        g["lag"]] for g in worst_first(report["groups"])))
+    lines += md_table(
+        [
+            ("group", "l"),
+            ("aliases", "l"),
+            ("fate", "l"),
+            ("partitions", "r"),
+            ("committed", "r"),
+            ("skipped", "r"),
+            ("clamped", "r"),
+            ("lost to retention", "r"),
+            ("est. re-read", "r"),
+            ("lag", "r"),
+        ],
+        (
+            [
+                g["group"],
+                ",".join(g.get("source_aliases") or []),
+                g.get("fate"),
+                g["partitions"],
+                g["committed"],
+                g["skipped"],
+                g["clamped"],
+                g["retention_lost"],
+                approval.group_reread_text(g),
+                g["lag"],
+            ]
+            for g in worst_first(report["groups"])
+        ),
+    )
     shown, left_out = markdown_partitions(worst_partitions_first(report["partitions"]))
     lines += ["", "## Partitions", ""]
-    lines += md_table([("group", "l"), ("topic", "l"), ("partition", "r"), ("upstream", "r"), ("checkpoint", "r"),
-                       ("exact", "r"), ("rule", "l"), ("before", "r"), ("planned", "r"), ("after", "r"),
-                       ("action", "l"), ("reason", "l"), ("lag", "r")],
-                      ([p["group"], p["topic"], p["partition"], p["upstream_offset"], p["downstream_offset"],
-                        p.get("exact_offset"), p.get("rule"), p["current_offset"], p["planned_offset"],
-                        p["committed_after"], p["action"], p["reason"], p["lag"]] for p in shown))
+    lines += md_table(
+        [
+            ("group", "l"),
+            ("topic", "l"),
+            ("partition", "r"),
+            ("upstream", "r"),
+            ("checkpoint", "r"),
+            ("exact", "r"),
+            ("rule", "l"),
+            ("before", "r"),
+            ("planned", "r"),
+            ("after", "r"),
+            ("action", "l"),
+            ("reason", "l"),
+            ("lag", "r"),
+        ],
+        (
+            [
+                p["group"],
+                p["topic"],
+                p["partition"],
+                p["upstream_offset"],
+                p["downstream_offset"],
+                p.get("exact_offset"),
+                p.get("rule"),
+                p["current_offset"],
+                p["planned_offset"],
+                p["committed_after"],
+                p["action"],
+                p["reason"],
+                p["lag"],
+            ]
+            for p in shown
+        ),
+    )
     if left_out:
-        lines += ["", f"... and {left_out} more partition(s) committed and read back as planned, not listed here: every "
-                      f"row is in report_partitions.parquet and on the run's page, every planned offset in plan.csv."]
+        lines += [
+            "",
+            f"... and {left_out} more partition(s) committed and read back as planned, not listed here: every "
+            f"row is in report_partitions.parquet and on the run's page, every planned offset in plan.csv.",
+        ]
     if report["mismatches"]:
         lines += ["", "## Mismatches (committed != planned)", ""]
         for m in report["mismatches"]:
-            lines.append(f"- {m['group']} {m['topic']}[{m['partition']}]: planned {m['planned']}, committed {m['committed']}")
+            lines.append(
+                f"- {m['group']} {m['topic']}[{m['partition']}]: planned {m['planned']}, committed {m['committed']}"
+            )
     return "\n".join(lines) + "\n"

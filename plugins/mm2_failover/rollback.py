@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +50,23 @@ class Backup:
     groups: dict[str, dict[TP, BackupEntry]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {"taken_at": self.taken_at, "cluster": self.cluster, "cluster_id": self.cluster_id,
-                "dag_id": self.dag_id, "run_id": self.run_id, "format": 2,
-                "groups": {g: tp_map_to_json({tp: {"before": commit_to_json(e.before),
-                                                   "after": commit_to_json(e.after)} for tp, e in parts.items()})
-                           for g, parts in sorted(self.groups.items())}}
+        return {
+            "taken_at": self.taken_at,
+            "cluster": self.cluster,
+            "cluster_id": self.cluster_id,
+            "dag_id": self.dag_id,
+            "run_id": self.run_id,
+            "format": 2,
+            "groups": {
+                g: tp_map_to_json(
+                    {
+                        tp: {"before": commit_to_json(e.before), "after": commit_to_json(e.after)}
+                        for tp, e in parts.items()
+                    }
+                )
+                for g, parts in sorted(self.groups.items())
+            },
+        }
 
     @classmethod
     def from_dict(cls, d: Any, path: Path | str = "backup") -> "Backup":
@@ -70,8 +81,14 @@ class Backup:
                         raise ValueError(f"group {g!r} {tp[0]}[{tp[1]}]: expected {{before, after}}, got {e!r}")
                     parts[tp] = BackupEntry(commit_from_json(e["before"]), commit_from_json(e["after"]))
                 groups[g] = parts
-            return cls(str(d.get("taken_at", "")), str(d.get("cluster", "")), str(d.get("cluster_id", "")),
-                       str(d.get("dag_id", "")), str(d.get("run_id", "")), groups)
+            return cls(
+                str(d.get("taken_at", "")),
+                str(d.get("cluster", "")),
+                str(d.get("cluster_id", "")),
+                str(d.get("dag_id", "")),
+                str(d.get("run_id", "")),
+                groups,
+            )
         except (AttributeError, KeyError, TypeError, ValueError) as e:
             raise ValueError(f"backup {path} is not a backup written by apply_group_offsets: {e}") from None
 
@@ -111,8 +128,9 @@ def actions(backup: Backup, current: dict[str, dict[TP, Commit]]) -> dict[str, G
     return out
 
 
-def moved_since_failover(backup: Backup, current: dict[str, dict[TP, Commit]],
-                         skip: set[str] = frozenset()) -> list[tuple[str, TP, BackupEntry, Commit | None]]:
+def moved_since_failover(
+    backup: Backup, current: dict[str, dict[TP, Commit]], skip: set[str] = frozenset()
+) -> list[tuple[str, TP, BackupEntry, Commit | None]]:
     """Rule 3: partitions whose commit is neither what the failover wrote nor what was there before."""
     out = []
     for g, parts in sorted(backup.groups.items()):
@@ -130,8 +148,13 @@ def describe_moved(moved) -> str:
     def c(x: Commit | None) -> str:
         return "no commit" if x is None else str(x.offset) + (f" ({x.metadata!r})" if x.metadata else "")
 
-    return listed((f"{g} {t}[{p}]: the failover wrote {c(e.after)}, now {c(got)} (before the failover: "
-                   f"{c(e.before)})" for g, (t, p), e, got in moved), sep="; ")
+    return listed(
+        (
+            f"{g} {t}[{p}]: the failover wrote {c(e.after)}, now {c(got)} (before the failover: {c(e.before)})"
+            for g, (t, p), e, got in moved
+        ),
+        sep="; ",
+    )
 
 
 def recommit_after_delete(backup: Backup, group: str, current: dict[TP, Commit]) -> dict[TP, Commit]:

@@ -45,8 +45,14 @@ class RunContext:
 
     # -- construction ---------------------------------------------------------------------------------
     @classmethod
-    def from_airflow(cls, context, *, target_conn_id: str = TARGET_CONN_ID, source_conn_id: str = SOURCE_CONN_ID,
-                     params: dict | None = None) -> "RunContext":
+    def from_airflow(
+        cls,
+        context,
+        *,
+        target_conn_id: str = TARGET_CONN_ID,
+        source_conn_id: str = SOURCE_CONN_ID,
+        params: dict | None = None,
+    ) -> "RunContext":
         """``params``: the run parameters (templated operator arguments); default: the DAG run's params."""
         from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
 
@@ -57,8 +63,16 @@ class RunContext:
             return KafkaClusterHook(conn_id, role, timeout).cluster()
 
         asks = APPROVAL_TASK in getattr(context["dag"], "task_ids", ())  # a DAG without the task never asks
-        return cls(p, RunFolder(run_dir(dag_id, run_id)), dag_id, run_id, connect, target_conn_id, source_conn_id,
-                   asks_before_writing=asks)
+        return cls(
+            p,
+            RunFolder(run_dir(dag_id, run_id)),
+            dag_id,
+            run_id,
+            connect,
+            target_conn_id,
+            source_conn_id,
+            asks_before_writing=asks,
+        )
 
     @classmethod
     def from_cli(cls, params: RunParams, folder: Path, confs: dict[str, dict], timeout: float) -> "RunContext":
@@ -107,26 +121,48 @@ class RunContext:
             conn = self.source_conn_of(alias)
             if conn is None:
                 out[alias] = reachability.DISASTER
-                detail[alias] = {"decision": out[alias], "why": "no source connection given for this alias: not "
-                                                                "checked", "connection": None}
-                log.warning("WARNING: source alias %s has no source connection: it is treated as LOST (disaster mode) "
-                            "and nothing is checked on its cluster", alias)
+                detail[alias] = {
+                    "decision": out[alias],
+                    "why": "no source connection given for this alias: not checked",
+                    "connection": None,
+                }
+                log.warning(
+                    "WARNING: source alias %s has no source connection: it is treated as LOST (disaster mode) "
+                    "and nothing is checked on its cluster",
+                    alias,
+                )
                 continue
             what = f"source cluster of alias {alias} (connection {conn})"
             probe_cluster = self.connect(conn, f"source {alias}", PROBE_TIMEOUT_S) if mode != "no" else None
-            decision, outcomes, err = reachability.probe(probe_cluster.probe if probe_cluster else (lambda: None),
-                                                         mode=mode, what=what, asks=self.asks_before_writing)
+            decision, outcomes, err = reachability.probe(
+                probe_cluster.probe if probe_cluster else (lambda: None),
+                mode=mode,
+                what=what,
+                asks=self.asks_before_writing,
+            )
             out[alias] = decision
             sure = reachability.confirmed(mode, decision)
-            detail[alias] = {"decision": decision, "outcomes": outcomes, "last_error": err, "connection": conn,
-                             "confirmed": sure,
-                             "why": {"no": "source_reachable=no: declared lost by the operator"}.get(mode, "") or (
-                                 "" if sure else f"source_reachable=detect and it did not answer on any of "
-                                                 f"{len(outcomes)} tries - NOT confirmed lost: the approval asks")}
+            detail[alias] = {
+                "decision": decision,
+                "outcomes": outcomes,
+                "last_error": err,
+                "connection": conn,
+                "confirmed": sure,
+                "why": {"no": "source_reachable=no: declared lost by the operator"}.get(mode, "")
+                or (
+                    ""
+                    if sure
+                    else f"source_reachable=detect and it did not answer on any of "
+                    f"{len(outcomes)} tries - NOT confirmed lost: the approval asks"
+                ),
+            }
             if decision == reachability.DISASTER:
-                log.warning("WARNING: DISASTER MODE for alias %s: %s. Source-side checks are skipped for it; only "
-                            "target-side evidence is used, and the report carries the data-loss window.", alias,
-                            detail[alias]["why"] or f"its source did not answer on any of {len(outcomes)} tries ({err})")
+                log.warning(
+                    "WARNING: DISASTER MODE for alias %s: %s. Source-side checks are skipped for it; only "
+                    "target-side evidence is used, and the report carries the data-loss window.",
+                    alias,
+                    detail[alias]["why"] or f"its source did not answer on any of {len(outcomes)} tries ({err})",
+                )
         self.folder.save_decision(REACHABILITY, {"mode": mode, "decided_at": now_iso(), "aliases": detail})
         return out
 
@@ -138,8 +174,11 @@ class RunContext:
         are lost yet (reachability rule 3a; the approval asks). Read from the run's record (decided by its first
         task); none recorded yet: none."""
         rec = self.folder.decision(REACHABILITY) or {}
-        return sorted(a for a, v in (rec.get("aliases") or {}).items()
-                      if v.get("decision") == reachability.DISASTER and v.get("confirmed") is False)
+        return sorted(
+            a
+            for a, v in (rec.get("aliases") or {}).items()
+            if v.get("decision") == reachability.DISASTER and v.get("confirmed") is False
+        )
 
     def source(self, alias: str) -> Cluster | None:
         """The source cluster of ``alias``, or None when the run decided it is lost (disaster mode)."""

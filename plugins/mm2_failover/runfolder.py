@@ -49,7 +49,6 @@ from mm2_failover import store
 from mm2_failover.approval import Decision, plan_hash
 from mm2_failover.audit import Audit
 from mm2_failover.drill import DrillReport
-from mm2_failover.readiness import Readiness
 from mm2_failover.plan import (
     TP,
     Commit,
@@ -59,9 +58,10 @@ from mm2_failover.plan import (
     tp_map_from_json,
     tp_map_to_json,
 )
+from mm2_failover.readiness import Readiness
 from mm2_failover.report import Report
-from mm2_failover.store import fsync_path
 from mm2_failover.rollback import Backup
+from mm2_failover.store import fsync_path
 
 if TYPE_CHECKING:  # drain needs the evidence rules (numpy): imported where a drain file is read, not by every reader
     from mm2_failover.drain import DrainVerdict
@@ -178,8 +178,9 @@ def typed_table(columns: dict[str, list], types: dict[str, str]):
     type is an error."""
     import pyarrow as pa
 
-    return pa.table({c: columns[c] for c in types}, schema=pa.schema([(c, pa.type_for_alias(t))
-                                                                      for c, t in types.items()]))
+    return pa.table(
+        {c: columns[c] for c in types}, schema=pa.schema([(c, pa.type_for_alias(t)) for c, t in types.items()])
+    )
 
 
 def write_rows_parquet(path, rows: list[dict], columns: list[str] | dict[str, str]) -> None:
@@ -239,27 +240,41 @@ class SourceState:
     archived_read: dict | None = None
 
     def as_dict(self) -> dict:
-        return {"alias": self.alias, "reachable": self.reachable,
-                "end_offsets": None if self.end_offsets is None else tp_map_to_json(self.end_offsets),
-                "group_commits": commits_to_json(self.group_commits),
-                "archived_commits": commits_to_json(self.archived_commits), "archived_read": self.archived_read}
+        return {
+            "alias": self.alias,
+            "reachable": self.reachable,
+            "end_offsets": None if self.end_offsets is None else tp_map_to_json(self.end_offsets),
+            "group_commits": commits_to_json(self.group_commits),
+            "archived_commits": commits_to_json(self.archived_commits),
+            "archived_read": self.archived_read,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "SourceState":
-        return cls(d["alias"], bool(d["reachable"]),
-                   None if d.get("end_offsets") is None else tp_map_from_json(d["end_offsets"]),
-                   commits_from_json(d.get("group_commits")), commits_from_json(d.get("archived_commits")),
-                   d.get("archived_read"))
+        return cls(
+            d["alias"],
+            bool(d["reachable"]),
+            None if d.get("end_offsets") is None else tp_map_from_json(d["end_offsets"]),
+            commits_from_json(d.get("group_commits")),
+            commits_from_json(d.get("archived_commits")),
+            d.get("archived_read"),
+        )
 
 
 def commits_to_json(commits: dict[str, dict[TP, Commit]] | None) -> dict | None:
-    return None if commits is None else {g: tp_map_to_json({tp: commit_to_json(c) for tp, c in cs.items()})
-                                         for g, cs in commits.items()}
+    return (
+        None
+        if commits is None
+        else {g: tp_map_to_json({tp: commit_to_json(c) for tp, c in cs.items()}) for g, cs in commits.items()}
+    )
 
 
 def commits_from_json(d: dict | None) -> dict[str, dict[TP, Commit]] | None:
-    return None if d is None else {g: {tp: commit_from_json(c) for tp, c in tp_map_from_json(cs).items()}
-                                   for g, cs in d.items()}
+    return (
+        None
+        if d is None
+        else {g: {tp: commit_from_json(c) for tp, c in tp_map_from_json(cs).items()} for g, cs in d.items()}
+    )
 
 
 @dataclass
@@ -288,23 +303,34 @@ class Snapshot:
         return [a for a, s in self.sources.items() if not s.reachable]
 
     def as_dict(self) -> dict:
-        return {"captured_at": self.captured_at, "checkpoints_topics": self.checkpoints_topics,
-                "checkpoints_end_offsets": tp_map_to_json(self.checkpoints_end),
-                "checkpoints_log_start": tp_map_to_json(self.checkpoints_start),
-                "replica_partitions": self.replica_partitions,
-                "replica_log_start": tp_map_to_json(self.replica_start),
-                "replica_log_end": tp_map_to_json(self.replica_end),
-                "sources": {a: s.as_dict() for a, s in self.sources.items()},
-                "disaster_aliases": self.disaster_aliases, "target_cluster_id": self.target_cluster_id,
-                "syncs": self.syncs}
+        return {
+            "captured_at": self.captured_at,
+            "checkpoints_topics": self.checkpoints_topics,
+            "checkpoints_end_offsets": tp_map_to_json(self.checkpoints_end),
+            "checkpoints_log_start": tp_map_to_json(self.checkpoints_start),
+            "replica_partitions": self.replica_partitions,
+            "replica_log_start": tp_map_to_json(self.replica_start),
+            "replica_log_end": tp_map_to_json(self.replica_end),
+            "sources": {a: s.as_dict() for a, s in self.sources.items()},
+            "disaster_aliases": self.disaster_aliases,
+            "target_cluster_id": self.target_cluster_id,
+            "syncs": self.syncs,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "Snapshot":
-        return cls(d["captured_at"], dict(d["checkpoints_topics"]), tp_map_from_json(d["checkpoints_end_offsets"]),
-                   tp_map_from_json(d.get("checkpoints_log_start")), dict(d["replica_partitions"]),
-                   tp_map_from_json(d["replica_log_start"]), tp_map_from_json(d["replica_log_end"]),
-                   {a: SourceState.from_dict(s) for a, s in d["sources"].items()}, d.get("target_cluster_id", ""),
-                   d.get("syncs") or {})
+        return cls(
+            d["captured_at"],
+            dict(d["checkpoints_topics"]),
+            tp_map_from_json(d["checkpoints_end_offsets"]),
+            tp_map_from_json(d.get("checkpoints_log_start")),
+            dict(d["replica_partitions"]),
+            tp_map_from_json(d["replica_log_start"]),
+            tp_map_from_json(d["replica_log_end"]),
+            {a: SourceState.from_dict(s) for a, s in d["sources"].items()},
+            d.get("target_cluster_id", ""),
+            d.get("syncs") or {},
+        )
 
 
 @dataclass
@@ -391,7 +417,8 @@ class RunFolder:
             raise RunFolderError(
                 f"the run folder {self.dir} was started with other parameters: "
                 + ", ".join(f"{k}={old.get(k)!r} (now {params.get(k)!r})" for k in diff)
-                + ". Use the same values to continue this run, or a new run folder for a new run.")
+                + ". Use the same values to continue this run, or a new run folder for a new run."
+            )
 
     def save_decision(self, key: str, value: dict) -> None:
         rec = self.record() or {"created_at": now_iso()}
@@ -452,8 +479,9 @@ class RunFolder:
             try:
                 return Snapshot.from_dict(self.load(SNAPSHOT))
             except (KeyError, TypeError) as e:
-                raise RunFolderError(f"{self.snapshot} is not a snapshot of this version ({e}): start a new "
-                                     "run") from None
+                raise RunFolderError(
+                    f"{self.snapshot} is not a snapshot of this version ({e}): start a new run"
+                ) from None
 
         return self._recall(SNAPSHOT, load)
 
@@ -523,8 +551,9 @@ class RunFolder:
         except RunFolderError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise RunFolderError(f"{p} is not a plan of this version ({type(e).__name__}: {e}): start a new run "
-                                 "folder") from None
+            raise RunFolderError(
+                f"{p} is not a plan of this version ({type(e).__name__}: {e}): start a new run folder"
+            ) from None
         record.plan_hash = plan_hash(data)
         return record
 
@@ -534,8 +563,10 @@ class RunFolder:
 
         from mm2_failover.plan import Plan
 
-        fix = ("the plan cannot be trusted: start a new run folder (or delete plan.json to build the plan again in "
-               "this one; a plan built again needs its own approval)")
+        fix = (
+            "the plan cannot be trusted: start a new run folder (or delete plan.json to build the plan again in "
+            "this one; a plan built again needs its own approval)"
+        )
         if d["rows_file"] != PLAN_ROWS:  # the rows are this folder's file, never a path plan.json points elsewhere
             raise RunFolderError(f"{self.plan_json} names its rows {d['rows_file']!r}, not {PLAN_ROWS}; {fix}")
         p = self.dir / PLAN_ROWS
@@ -544,8 +575,10 @@ class RunFolder:
         except OSError as e:
             raise RunFolderError(f"{p}, the rows {self.plan_json} names, cannot be read ({e}); {fix}") from None
         if hashlib.sha256(data).hexdigest() != d["rows_sha256"]:
-            raise RunFolderError(f"{p} is not the rows {self.plan_json} names (another SHA-256): it was changed or "
-                                 f"damaged after the plan was written; {fix}")
+            raise RunFolderError(
+                f"{p} is not the rows {self.plan_json} names (another SHA-256): it was changed or "
+                f"damaged after the plan was written; {fix}"
+            )
         try:
             cols = pq.read_table(pa.BufferReader(data)).to_pydict()
         except (OSError, ValueError) as e:
@@ -573,16 +606,21 @@ class RunFolder:
         else:
             missing = [name for name in REPORT_ROW_FILES.values() if not (self.dir / name).exists()]
             if missing:
-                raise RunFolderError(f"{self.dir}: the report's rows ({', '.join(missing)}) are not there to keep; "
-                                     f"{REPORT_FIX}")
+                raise RunFolderError(
+                    f"{self.dir}: the report's rows ({', '.join(missing)}) are not there to keep; {REPORT_FIX}"
+                )
         self.save(REPORT_JSON, {**d, **REPORT_ROW_FILES})
 
     def load_report(self, partitions: bool = True) -> Report | None:
         """The verified report (None: verify did not run in this folder); ``partitions`` false leaves its rows
         per partition out (read from the Parquet files that report.json names)."""
+
         def load(d: dict) -> Report:
-            rows = {k: (self.parquet_rows(d[k], REPORT_FIX) if partitions else [])
-                    for k in REPORT_ROW_FILES if isinstance(d[k], str)}
+            rows = {
+                k: (self.parquet_rows(d[k], REPORT_FIX) if partitions else [])
+                for k in REPORT_ROW_FILES
+                if isinstance(d[k], str)
+            }
             return Report.from_dict({**d, **rows})
 
         return self._typed(REPORT_JSON, load, "report")
@@ -619,14 +657,21 @@ class RunFolder:
         from mm2_failover.readiness import GROUP_COLUMNS, PARTITION_COLUMNS
 
         write_rows_parquet(self.dir / READINESS_PARTITIONS, r.partitions, list(PARTITION_COLUMNS))
-        write_rows_parquet(self.dir / READINESS_GROUPS, [{**g, "rules": json.dumps(g["rules"], sort_keys=True)}
-                                                         for g in r.groups], list(GROUP_COLUMNS))
-        write_json(self.dir / READINESS, {**r.as_dict(), "partitions": READINESS_PARTITIONS,
-                                          "groups": READINESS_GROUPS}, compact=True)
+        write_rows_parquet(
+            self.dir / READINESS_GROUPS,
+            [{**g, "rules": json.dumps(g["rules"], sort_keys=True)} for g in r.groups],
+            list(GROUP_COLUMNS),
+        )
+        write_json(
+            self.dir / READINESS,
+            {**r.as_dict(), "partitions": READINESS_PARTITIONS, "groups": READINESS_GROUPS},
+            compact=True,
+        )
 
     def load_readiness(self, groups: bool = True, partitions: bool = True) -> Readiness | None:
         """One readiness interval's answer (None: not assessed in this folder); ``groups``/``partitions`` false leave
         those rows out (the page reads the groups only; the history, neither)."""
+
         def rows(name: str) -> list[dict]:
             return self.parquet_rows(name, "the next readiness interval writes new ones")
 
@@ -646,17 +691,19 @@ class RunFolder:
         except RunFolderError:
             raise  # names its own file (a Parquet file of the artifact's rows)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise RunFolderError(f"{p} is not a {what} of this version ({type(e).__name__}: {e}): start a new run "
-                                 "folder") from None
+            raise RunFolderError(
+                f"{p} is not a {what} of this version ({type(e).__name__}: {e}): start a new run folder"
+            ) from None
 
 
 def load_backup(path) -> Backup:
     path = store.as_path(path)
     if not path.exists():
-        raise RunFolderError(f"no backup at {path}: apply_group_offsets writes it before its first write; a run that "
-                             "never reached that point changed nothing")
+        raise RunFolderError(
+            f"no backup at {path}: apply_group_offsets writes it before its first write; a run that "
+            "never reached that point changed nothing"
+        )
     try:
         return Backup.from_dict(read_json(path, "backup"), path)
     except ValueError as e:
         raise RunFolderError(str(e)) from None
-

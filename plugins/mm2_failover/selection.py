@@ -37,7 +37,9 @@ class GroupSelection:
         if self.include == "":
             raise ValueError("groups_regex is empty: give '.*' to select every group, or a pattern for some")
         object.__setattr__(self, "_inc", compile_pattern(self.include, "groups_regex"))
-        object.__setattr__(self, "_exc", compile_pattern(self.exclude, "groups_exclude_regex") if self.exclude else None)
+        object.__setattr__(
+            self, "_exc", compile_pattern(self.exclude, "groups_exclude_regex") if self.exclude else None
+        )
 
     @classmethod
     def of(cls, params) -> "GroupSelection":

@@ -42,9 +42,10 @@ def check_spark_connection(conn_id: str) -> str:
     except Exception as e:
         raise SparkConnectionMissing(
             f"Airflow connection {conn_id!r} is not defined, and the Spark provider would silently submit to "
-            f"master 'yarn'. Define it, e.g. AIRFLOW_CONN_{conn_id.upper()}='{{\"conn_type\": \"spark\", "
-            f"\"host\": \"local[2]\"}}' (or host spark://<master>, port 7077), or "
-            f"'airflow connections add {conn_id} --conn-type spark --conn-host \"local[2]\"'.") from e
+            f'master \'yarn\'. Define it, e.g. AIRFLOW_CONN_{conn_id.upper()}=\'{{"conn_type": "spark", '
+            f'"host": "local[2]"}}\' (or host spark://<master>, port 7077), or '
+            f"'airflow connections add {conn_id} --conn-type spark --conn-host \"local[2]\"'."
+        ) from e
     master = conn.host or ""
     if conn.port:
         master = f"{master}:{conn.port}"
@@ -96,8 +97,9 @@ def cli_spark_route(remote: str | None, conn_id: str) -> tuple[str | None, str]:
         return spark_connect_url(conn_id)
     u = urlparse(remote)
     if u.scheme != "sc" or not u.hostname:
-        raise ValueError(f"--spark-remote {remote.split(';')[0]!r}: expected sc://host:port (a Spark Connect "
-                         "server) or 'none'")
+        raise ValueError(
+            f"--spark-remote {remote.split(';')[0]!r}: expected sc://host:port (a Spark Connect server) or 'none'"
+        )
     return answering(remote, "of --spark-remote")
 
 
@@ -157,12 +159,15 @@ class JobSubmission:
             if not store.exists(marker):
                 from mm2_failover.runfolder import RunFolderError
 
-                raise RunFolderError(f"the latest-checkpoints job ended, but its answers at {store.url_of(marker)} "
-                                     "have no commit marker (_SUCCESS): Spark did not commit them whole, and they "
-                                     "are not read. Run compute_latest_checkpoints again.")
+                raise RunFolderError(
+                    f"the latest-checkpoints job ended, but its answers at {store.url_of(marker)} "
+                    "have no commit marker (_SUCCESS): Spark did not commit them whole, and they "
+                    "are not read. Run compute_latest_checkpoints again."
+                )
             summary = json.loads((self.staged / CHECKPOINTS_SUMMARY).read_text())
-            summary["output_files"] = {n: size for n, size in store.listing(self.folder.checkpoints).items()
-                                       if is_part(n)}  # what Spark committed: the reader checks it (rule 6)
+            summary["output_files"] = {
+                n: size for n, size in store.listing(self.folder.checkpoints).items() if is_part(n)
+            }  # what Spark committed: the reader checks it (rule 6)
             store.write_bytes(self.folder.checkpoints_summary, json.dumps(summary, sort_keys=True).encode())
             return True
         out = self.staged / CHECKPOINTS
@@ -179,7 +184,7 @@ class JobSubmission:
         for k in ("output", "quarantine_output", "regressions_output"):  # named where they are now, not staged
             v = summary.get(k)
             if isinstance(v, str) and v.startswith(str(out)):
-                summary[k] = published + v[len(str(out)):]
+                summary[k] = published + v[len(str(out)) :]
         summary["output_files"] = {n: size for n, size in files.items() if is_part(n)}
         store.write_bytes(self.folder.checkpoints_summary, json.dumps(summary, sort_keys=True).encode())
         return True
@@ -222,10 +227,12 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
     from mm2_failover.config import state_root
 
     topics = snapshot.checkpoints_topics  # alias -> topic
-    ends = {t: {str(p): o for (tt, p), o in sorted(snapshot.checkpoints_end.items()) if tt == t}
-            for t in topics.values()}
-    starts = {t: {str(p): o for (tt, p), o in sorted(snapshot.checkpoints_start.items()) if tt == t}
-              for t in topics.values()}
+    ends = {
+        t: {str(p): o for (tt, p), o in sorted(snapshot.checkpoints_end.items()) if tt == t} for t in topics.values()
+    }
+    starts = {
+        t: {str(p): o for (tt, p), o in sorted(snapshot.checkpoints_start.items()) if tt == t} for t in topics.values()
+    }
     # the summary says the answers are complete (the job writes it last): an old one must never vouch for the
     # new, maybe partial, answers of a job that is killed (the plan reads answers only with their summary)
     from mm2_failover import store
@@ -254,13 +261,20 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
     for alias, t in topics.items():
         args += ["--checkpoints-topic", f"{alias}={t}"]
     args += [
-        "--end-offsets", json.dumps(ends),
-        "--start-offsets", json.dumps(starts),
-        "--policy", params.checkpoint_policy,
-        "--output", str(output),
-        "--summary", str(summary),
-        "--max-quarantined", str(params.max_quarantined_records),
-        "--kafka-options-file", str(options),
+        "--end-offsets",
+        json.dumps(ends),
+        "--start-offsets",
+        json.dumps(starts),
+        "--policy",
+        params.checkpoint_policy,
+        "--output",
+        str(output),
+        "--summary",
+        str(summary),
+        "--max-quarantined",
+        str(params.max_quarantined_records),
+        "--kafka-options-file",
+        str(options),
     ]
     pull_state()
     if (state_root() / "CURRENT.json").exists():  # start from the newest usable state version, read the tail
@@ -288,8 +302,17 @@ def refresh_submission(aliases_topics: dict[str, str], target_conf: dict) -> Job
     args = ["--bootstrap-servers", str(target_conf["bootstrap.servers"])]
     for alias, t in sorted(aliases_topics.items()):
         args += ["--checkpoints-topic", f"{alias}={t}"]
-    args += ["--end-offsets", "latest", "--state-dir", str(root), "--refresh-state",
-             "--summary", str(root / "last-refresh.json"), "--kafka-options-file", str(options)]
+    args += [
+        "--end-offsets",
+        "latest",
+        "--state-dir",
+        str(root),
+        "--refresh-state",
+        "--summary",
+        str(root / "last-refresh.json"),
+        "--kafka-options-file",
+        str(options),
+    ]
     if url:
         args += ["--state-url", url]
     sub = submission_of(args, options)
@@ -324,8 +347,11 @@ def state_url() -> str | None:
     here = {d.name for d in state_root().glob("v-*") if (d / "version.json").is_file()}
     there = {n for n in store.names(remote) if n in here and store.exists(store.as_path(remote) / n / "version.json")}
     if here - there:
-        log.warning("the state versions %s are on this host only (not pushed to %s): Spark reads this host's copy",
-                    sorted(here - there), store.url_of(remote))
+        log.warning(
+            "the state versions %s are on this host only (not pushed to %s): Spark reads this host's copy",
+            sorted(here - there),
+            store.url_of(remote),
+        )
         return None
     return s3a_url(store.url_of(remote))
 
@@ -357,22 +383,37 @@ def submission_of(args: list[str], options: Path) -> JobSubmission:
 
     env = {"PYTHONPATH": str(PLUGINS_DIR), "PYSPARK_PYTHON": sys.executable}
     # redact anything that looks like a credential in Spark's UI, logs and event log too
-    conf = {"spark.pyspark.python": sys.executable,
-            "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas|sasl|keystore|truststore",
-            **spark_conf()}
+    conf = {
+        "spark.pyspark.python": sys.executable,
+        "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas|sasl|keystore|truststore",
+        **spark_conf(),
+    }
     return JobSubmission(args, env, conf, options)
 
 
-def spark_submit_cmd(master: str, conf: dict[str, str], args: list[str], job=None,
-                     name: str = "mm2-failover-latest-checkpoints", driver_memory: str | None = None,
-                     s3a: bool | None = None) -> list[str]:
+def spark_submit_cmd(
+    master: str,
+    conf: dict[str, str],
+    args: list[str],
+    job=None,
+    name: str = "mm2-failover-latest-checkpoints",
+    driver_memory: str | None = None,
+    s3a: bool | None = None,
+) -> list[str]:
     """The venv's spark-submit command line for the job (default: the package's job) with the Maven-fetched Kafka
     source jars (and S3A's: ``s3a``, default :func:`mm2_failover.config.spark_io`): one place for the CLI and the
     benchmarks."""
     from mm2_failover.config import SPARK_JOB, spark_jars
 
-    cmd = [str(Path(sys.executable).with_name("spark-submit")), "--master", master, "--jars", ",".join(spark_jars(s3a)),
-           "--name", name]
+    cmd = [
+        str(Path(sys.executable).with_name("spark-submit")),
+        "--master",
+        master,
+        "--jars",
+        ",".join(spark_jars(s3a)),
+        "--name",
+        name,
+    ]
     if driver_memory:
         cmd += ["--driver-memory", driver_memory]
     for k, v in conf.items():

@@ -65,9 +65,17 @@ STATE_DIR = "latest-state"
 def version_name(covers: dict[str, dict[str, Offsets]]) -> str:
     """``v-<total offsets covered>-<sha8 of what is covered>``: sorts oldest first for one topic; the same coverage
     gives the same name (a retried refresh converges on the same folder)."""
-    canon = json.dumps({a: {"topic": v["topic"], "topic_id": v["topic_id"],
-                            "covers": {str(p): o for p, o in sorted(v["covers"].items())}}
-                        for a, v in sorted(covers.items())}, sort_keys=True)
+    canon = json.dumps(
+        {
+            a: {
+                "topic": v["topic"],
+                "topic_id": v["topic_id"],
+                "covers": {str(p): o for p, o in sorted(v["covers"].items())},
+            }
+            for a, v in sorted(covers.items())
+        },
+        sort_keys=True,
+    )
     total = sum(o for v in covers.values() for o in v["covers"].values())
     return f"v-{total:015d}-{hashlib.sha256(canon.encode()).hexdigest()[:8]}"
 
@@ -81,8 +89,11 @@ class AliasChoice:
     read_from: Offsets  # where the tail starts, per partition
 
     def as_dict(self) -> dict:
-        return {"version": self.version, "reason": self.reason,
-                "read_from": {str(p): o for p, o in sorted(self.read_from.items())}}
+        return {
+            "version": self.version,
+            "reason": self.reason,
+            "read_from": {str(p): o for p, o in sorted(self.read_from.items())},
+        }
 
 
 def _alias_reason(v: dict, alias: str, topic: str, topic_id: str, start: Offsets, end: Offsets) -> str | None:
@@ -91,22 +102,33 @@ def _alias_reason(v: dict, alias: str, topic: str, topic_id: str, start: Offsets
     if not mine:
         return f"version {v['name']} does not cover alias {alias!r}"
     if mine["topic"] != topic or mine["topic_id"] != topic_id:  # rule 2
-        return (f"version {v['name']} was built from {mine['topic']} (topic id {mine['topic_id']}), not "
-                f"{topic} (topic id {topic_id}): the topic was recreated")
+        return (
+            f"version {v['name']} was built from {mine['topic']} (topic id {mine['topic_id']}), not "
+            f"{topic} (topic id {topic_id}): the topic was recreated"
+        )
     covers = {int(p): int(o) for p, o in mine["covers"].items()}
     past = sorted(p for p, o in covers.items() if o > end.get(p, 0))  # rule 3
     if past:
-        return (f"version {v['name']} covers {topic}[{past[0]}] up to {covers[past[0]]}, past the captured end "
-                f"offset {end.get(past[0], 0)}")
+        return (
+            f"version {v['name']} covers {topic}[{past[0]}] up to {covers[past[0]]}, past the captured end "
+            f"offset {end.get(past[0], 0)}"
+        )
     lost = sorted(p for p, o in covers.items() if start.get(p, 0) > o)  # rule 4
     if lost:
-        return (f"version {v['name']} covers {topic}[{lost[0]}] up to {covers[lost[0]]} but the log now starts at "
-                f"{start[lost[0]]}: the records in between were deleted")
+        return (
+            f"version {v['name']} covers {topic}[{lost[0]}] up to {covers[lost[0]]} but the log now starts at "
+            f"{start[lost[0]]}: the records in between were deleted"
+        )
     return None
 
 
-def choose(versions: list[dict], topics: dict[str, str], topic_ids: dict[str, str],
-           start: dict[str, Offsets], end: dict[str, Offsets]) -> list[AliasChoice]:
+def choose(
+    versions: list[dict],
+    topics: dict[str, str],
+    topic_ids: dict[str, str],
+    start: dict[str, Offsets],
+    end: dict[str, Offsets],
+) -> list[AliasChoice]:
     """Per alias, the newest version that can answer for it and where its tail starts (rules 1-5). ``versions``: the
     ``version.json`` contents (with ``name``), any order; ``topics``: alias -> checkpoints topic; ``start``/``end``:
     per topic the captured log start and end offsets."""
@@ -125,8 +147,11 @@ def choose(versions: list[dict], topics: dict[str, str], topic_ids: dict[str, st
                 covers = {int(p): int(o) for p, o in v["aliases"][alias]["covers"].items()}
                 frm = {p: covers.get(p, s.get(p, 0)) for p in e}  # rule 5
                 behind = sum(e[p] - frm[p] for p in e)
-                out.append(AliasChoice(alias, topic, v["name"], f"state version {v['name']} + a tail of {behind} "
-                                       "offset(s)", frm))
+                out.append(
+                    AliasChoice(
+                        alias, topic, v["name"], f"state version {v['name']} + a tail of {behind} offset(s)", frm
+                    )
+                )
                 break
             reasons.append(why)
         else:
@@ -166,8 +191,10 @@ class StateRoot:
                     continue
                 bad = unreadable_files(d, v.get("files"))
                 if bad:
-                    self.said.append(f"WARNING: state version {d.name} ignored, its files do not verify: "
-                                     f"{'; '.join(bad[:3])} (an older version or a full pass is used instead)")
+                    self.said.append(
+                        f"WARNING: state version {d.name} ignored, its files do not verify: "
+                        f"{'; '.join(bad[:3])} (an older version or a full pass is used instead)"
+                    )
                     continue
                 out.append({**v, "name": d.name, "path": str(d)})
         return out
@@ -186,9 +213,7 @@ class StateRoot:
         """Complete ``staging`` with its ``version.json``, rename it into place, point ``CURRENT.json`` at it, and
         prune versions beyond the newest :attr:`keep` and staging folders left by crashed refreshes."""
         from mm2_failover import faults
-        from mm2_failover.runfolder import fsync_path, write_json
-
-        from mm2_failover.runfolder import fsync_tree
+        from mm2_failover.runfolder import fsync_path, fsync_tree, write_json
 
         name = meta["name"]
         final = self.dir / name
@@ -214,7 +239,7 @@ class StateRoot:
 
     def prune(self, current: str) -> None:
         versions = [v["name"] for v in self.versions()]
-        for name in versions[:-self.keep]:
+        for name in versions[: -self.keep]:
             if name != current:
                 shutil.rmtree(self.dir / name, ignore_errors=True)
         for d in self.dir.glob(".tmp-v-*"):
@@ -284,14 +309,18 @@ def pull(remote, local: Path) -> list[str]:
             store.download_tree(store.as_path(remote) / name, tmp, meta.get("files") or {})
             (tmp / "version.json").write_bytes(meta_path.read_bytes())
         except (OSError, ValueError) as e:
-            said.append(f"WARNING: state version {name} could not be read from {store.url_of(remote)} ({e}): left "
-                        "out (an older version or a full pass is used instead)")
+            said.append(
+                f"WARNING: state version {name} could not be read from {store.url_of(remote)} ({e}): left "
+                "out (an older version or a full pass is used instead)"
+            )
             continue
         bad = unreadable_files(tmp, meta.get("files"))
         if bad:
             shutil.rmtree(tmp, ignore_errors=True)
-            said.append(f"WARNING: state version {name} in {store.url_of(remote)} does not verify: "
-                        f"{'; '.join(bad[:3])} (an older version or a full pass is used instead)")
+            said.append(
+                f"WARNING: state version {name} in {store.url_of(remote)} does not verify: "
+                f"{'; '.join(bad[:3])} (an older version or a full pass is used instead)"
+            )
             continue
         os.rename(tmp, local / name)
     for pointer in ("CURRENT.json", "last-refresh.json"):
@@ -312,8 +341,11 @@ def publish_in_store(remote, meta: dict, keep: int = KEEP) -> None:
 
     name = meta["name"]
     folder = store.as_path(remote) / name
-    files = {n: size for n, size in store.listing(folder).items()
-             if n != "version.json" and not any(p.startswith((".", "_")) for p in n.split("/"))}
+    files = {
+        n: size
+        for n, size in store.listing(folder).items()
+        if n != "version.json" and not any(p.startswith((".", "_")) for p in n.split("/"))
+    }
     faults.hit("state.before_publish")
     store.write_bytes(folder / "version.json", json.dumps({**meta, "files": files}, sort_keys=True).encode())
     faults.hit("state.before_current")
@@ -326,8 +358,10 @@ def point_in_store(remote, name: str, meta: dict, keep: int = KEEP) -> None:
     from mm2_failover import store
 
     base = store.as_path(remote)
-    store.write_bytes(base / "CURRENT.json",
-                      json.dumps({"version": name, "published_at": meta.get("created_at")}, sort_keys=True).encode())
+    store.write_bytes(
+        base / "CURRENT.json",
+        json.dumps({"version": name, "published_at": meta.get("created_at")}, sort_keys=True).encode(),
+    )
     names = [n for n in store.names(base) if n.startswith("v-")]
     complete = [n for n in names if store.exists(base / n / "version.json")]
     for n in names:

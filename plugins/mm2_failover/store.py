@@ -107,8 +107,10 @@ def write_bytes(path: Any, data: bytes) -> None:
     try:
         p.fs.pipe_file(p.path, data)
     except OSError as e:
-        raise StoreError(f"cannot write {url_of(p)} ({e}): check the store's credentials (AWS_* variables) and that "
-                         "the bucket exists and allows PutObject") from None
+        raise StoreError(
+            f"cannot write {url_of(p)} ({e}): check the store's credentials (AWS_* variables) and that "
+            "the bucket exists and allows PutObject"
+        ) from None
 
 
 def create(path: Any, data: bytes) -> bool:
@@ -133,11 +135,17 @@ def create(path: Any, data: bytes) -> bool:
         said = str(e).lower()
         # 412 Precondition Failed: the name is taken; AWS answers 409 ConditionalRequestConflict to the loser of two
         # conditional writes in flight at once - either way another writer has it
-        if "precondition" in said or "conditionalrequestconflict" in said or \
-                getattr(e, "errno", None) == 22 and p.fs.exists(p.path):
+        if (
+            "precondition" in said
+            or "conditionalrequestconflict" in said
+            or getattr(e, "errno", None) == 22
+            and p.fs.exists(p.path)
+        ):
             return False
-        raise StoreError(f"cannot create {url_of(p)} ({e}): the store must support conditional writes "
-                         "(If-None-Match); check its credentials and the bucket") from None
+        raise StoreError(
+            f"cannot create {url_of(p)} ({e}): the store must support conditional writes "
+            "(If-None-Match); check its credentials and the bucket"
+        ) from None
 
 
 def read_bytes(path: Any) -> bytes:
@@ -160,8 +168,11 @@ def listing(folder: Any) -> dict[str, int]:
         found = p.fs.find(base, detail=True)
     except FileNotFoundError:
         return {}
-    return {k[len(base) + 1:]: int(v.get("size") or 0) for k, v in sorted(found.items())
-            if v.get("type") != "directory" and k.startswith(base + "/")}
+    return {
+        k[len(base) + 1 :]: int(v.get("size") or 0)
+        for k, v in sorted(found.items())
+        if v.get("type") != "directory" and k.startswith(base + "/")
+    }
 
 
 def names(folder: Any) -> list[str]:
@@ -170,8 +181,13 @@ def names(folder: Any) -> list[str]:
     if not _is_upath_remote(p):
         return sorted(c.name for c in p.iterdir()) if p.is_dir() else []
     try:
-        return sorted({e.rstrip("/").rsplit("/", 1)[-1] for e in p.fs.ls(p.path.rstrip("/"), detail=False)
-                       if e.rstrip("/") != p.path.rstrip("/")})
+        return sorted(
+            {
+                e.rstrip("/").rsplit("/", 1)[-1]
+                for e in p.fs.ls(p.path.rstrip("/"), detail=False)
+                if e.rstrip("/") != p.path.rstrip("/")
+            }
+        )
     except FileNotFoundError:
         return []
 
@@ -195,8 +211,11 @@ def upload_tree(local: Path, dest: Any, skip_hidden: bool = True, skip: tuple[st
     out: dict[str, int] = {}
     for f in sorted(Path(local).rglob("*")):
         rel = f.relative_to(local)
-        if not f.is_file() or (skip_hidden and any(part.startswith((".", "_")) for part in rel.parts)) \
-                or rel.as_posix() in skip:
+        if (
+            not f.is_file()
+            or (skip_hidden and any(part.startswith((".", "_")) for part in rel.parts))
+            or rel.as_posix() in skip
+        ):
             continue
         data = f.read_bytes()
         write_bytes(as_path(dest) / rel.as_posix(), data)

@@ -42,9 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mm2_failover import checkpoints as cpf
-from mm2_failover import faults
+from mm2_failover import faults, store
 from mm2_failover.kafka_io import TP, Cluster
-from mm2_failover import store
 from mm2_failover.runfolder import RunFolderError, now_iso, read_json, write_json
 from mm2_failover.translate import MalformedSync, Sync, decode_sync
 
@@ -55,12 +54,23 @@ KEEP_MANIFESTS = 10  # older generations are removed after a new one is created
 CONFLICT_TRIES = 5
 
 COLUMNS = ("sync_partition", "sync_offset", "timestamp_ms", "topic", "partition", "upstream", "downstream")
-CHECKPOINT_COLUMNS = ("record_partition", "record_offset", "timestamp_ms", "group", "topic", "partition", "upstream",
-                      "downstream", "metadata", "tombstone")
+CHECKPOINT_COLUMNS = (
+    "record_partition",
+    "record_offset",
+    "timestamp_ms",
+    "group",
+    "topic",
+    "partition",
+    "upstream",
+    "downstream",
+    "metadata",
+    "tombstone",
+)
 
 
-def _read_decoded(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int], decode,
-                  malformed: type[Exception]) -> tuple[list[dict], int]:
+def _read_decoded(
+    cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int], decode, malformed: type[Exception]
+) -> tuple[list[dict], int]:
     """``decode(partition, offset, key, value, timestamp)`` of every record of ``topic`` in [start, end) per
     partition, and how many raised ``malformed`` (skipped, counted)."""
     rows, bad = [], 0
@@ -77,17 +87,32 @@ def _read_decoded(cluster: Cluster, topic: str, start: dict[int, int], end: dict
 
 def _sync_row(p: int, o: int, k, v, ts: int) -> dict:
     src_topic, src_p, s = decode_sync(k, v)
-    return {"sync_partition": p, "sync_offset": o, "timestamp_ms": ts, "topic": src_topic, "partition": src_p,
-            "upstream": s.upstream, "downstream": s.downstream}
+    return {
+        "sync_partition": p,
+        "sync_offset": o,
+        "timestamp_ms": ts,
+        "topic": src_topic,
+        "partition": src_p,
+        "upstream": s.upstream,
+        "downstream": s.downstream,
+    }
 
 
 def _checkpoint_row(p: int, o: int, k, v, ts: int) -> dict:
     rec = cpf.decode(k, v)
     tomb = isinstance(rec, cpf.CheckpointKey)
-    return {"record_partition": p, "record_offset": o, "timestamp_ms": ts, "group": rec.group, "topic": rec.topic,
-            "partition": rec.partition, "upstream": None if tomb else rec.upstream_offset,
-            "downstream": None if tomb else rec.downstream_offset, "metadata": None if tomb else rec.metadata,
-            "tombstone": tomb}
+    return {
+        "record_partition": p,
+        "record_offset": o,
+        "timestamp_ms": ts,
+        "group": rec.group,
+        "topic": rec.topic,
+        "partition": rec.partition,
+        "upstream": None if tomb else rec.upstream_offset,
+        "downstream": None if tomb else rec.downstream_offset,
+        "metadata": None if tomb else rec.metadata,
+        "tombstone": tomb,
+    }
 
 
 def read_syncs(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int]) -> tuple[list[dict], int]:
@@ -96,8 +121,9 @@ def read_syncs(cluster: Cluster, topic: str, start: dict[int, int], end: dict[in
     return _read_decoded(cluster, topic, start, end, _sync_row, MalformedSync)
 
 
-def read_checkpoint_records(cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int]
-                            ) -> tuple[list[dict], int]:
+def read_checkpoint_records(
+    cluster: Cluster, topic: str, start: dict[int, int], end: dict[int, int]
+) -> tuple[list[dict], int]:
     """The checkpoint records of ``topic`` in [start, end) per partition, decoded (rows of
     :data:`CHECKPOINT_COLUMNS`; a tombstone keeps its key and position, offsets None), and how many records were not
     checkpoints (skipped, counted; the Spark job quarantines and reports them)."""
@@ -172,22 +198,39 @@ class TopicArchive:
                 p = self.manifest_path
                 m = read_json(p, "sync archive manifest") if p.exists() else {}
                 nxt = self.dir / MANIFESTS / f"{int(p.name[:-5]) + 1:012d}.json"
-                res = self._append(cluster, topic, location, m, lambda data, nxt=nxt: store.create(
-                    nxt, json.dumps(data, sort_keys=True, indent=2).encode()))
+                res = self._append(
+                    cluster,
+                    topic,
+                    location,
+                    m,
+                    lambda data, nxt=nxt: store.create(nxt, json.dumps(data, sort_keys=True, indent=2).encode()),
+                )
                 if res is not None:
                     for old in self._generations()[:-KEEP_MANIFESTS]:
                         store.remove_tree(self.dir / MANIFESTS / old)
                     return res
-                log.warning("%s archive of alias %s: another writer archived at the same time (%s was taken): "
-                            "appending again from its manifest", self.kind, self.alias, store.url_of(nxt))
-            raise RunFolderError(f"the {self.kind} archive of alias {self.alias} ({store.url_of(self.dir)}) kept "
-                                 f"changing under this writer ({CONFLICT_TRIES} tries): another archive writer runs "
-                                 "in a loop; retry later")
+                log.warning(
+                    "%s archive of alias %s: another writer archived at the same time (%s was taken): "
+                    "appending again from its manifest",
+                    self.kind,
+                    self.alias,
+                    store.url_of(nxt),
+                )
+            raise RunFolderError(
+                f"the {self.kind} archive of alias {self.alias} ({store.url_of(self.dir)}) kept "
+                f"changing under this writer ({CONFLICT_TRIES} tries): another archive writer runs "
+                "in a loop; retry later"
+            )
         from mm2_failover.locks import file_lock
 
         self.dir.mkdir(parents=True, exist_ok=True)
-        with file_lock(self.dir / ".writer.lock", f"the {self.kind} archive of alias {self.alias}",
-                       {"writer": "archive append"}, lock_wait_s):
+        with file_lock(
+            self.dir / ".writer.lock",
+            f"the {self.kind} archive of alias {self.alias}",
+            {"writer": "archive append"},
+            lock_wait_s,
+        ):
+
             def save(data: dict) -> bool:
                 write_json(self.manifest_path, data)
                 return True
@@ -204,12 +247,23 @@ class TopicArchive:
         cluster_id = cluster.cluster_id()
         if m and (m.get("topic_id"), m.get("cluster_id")) != (topic_id, cluster_id):
             res.new_topic = True
-            log.warning("%s topic %s is not the one archived (topic id %s on cluster %s, was %s on %s): it "
-                        "was recreated, or the alias now names another cluster. A new segment of history starts; the "
-                        "old one is kept but no longer used", self.kind, topic, topic_id, cluster_id, m.get("topic_id"),
-                        m.get("cluster_id"))
-            m = {"segments": [*m.get("segments", []), {k: m[k] for k in ("topic_id", "cluster_id", "partitions")
-                                                        if k in m}]}
+            log.warning(
+                "%s topic %s is not the one archived (topic id %s on cluster %s, was %s on %s): it "
+                "was recreated, or the alias now names another cluster. A new segment of history starts; the "
+                "old one is kept but no longer used",
+                self.kind,
+                topic,
+                topic_id,
+                cluster_id,
+                m.get("topic_id"),
+                m.get("cluster_id"),
+            )
+            m = {
+                "segments": [
+                    *m.get("segments", []),
+                    {k: m[k] for k in ("topic_id", "cluster_id", "partitions") if k in m},
+                ]
+            }
         parts = {p for (_t, p) in cluster.partitions([topic])}
         lo = cluster.offsets([(topic, p) for p in parts], "earliest")
         hi = cluster.offsets([(topic, p) for p in parts], "latest")
@@ -222,8 +276,15 @@ class TopicArchive:
                 gap = {"partition": p, "from": done, "to": log_start, "noticed_at": now_iso()}
                 res.gaps.append(gap)
                 state.setdefault(p, {}).setdefault("gaps", []).append(gap)
-                log.warning("%s %s[%d] [%d, %d) were gone before they could be archived: the archive has no "
-                            "history for that range", self.kind, topic, p, done, log_start)
+                log.warning(
+                    "%s %s[%d] [%d, %d) were gone before they could be archived: the archive has no "
+                    "history for that range",
+                    self.kind,
+                    topic,
+                    p,
+                    done,
+                    log_start,
+                )
                 done = log_start
             start[p] = done
         end = {p: hi[(topic, p)] for p in parts}
@@ -245,11 +306,19 @@ class TopicArchive:
                 s.setdefault("ranges", []).append([start[p], end[p]])
             s["archived_to"] = max(end[p], s.get("archived_to", 0))
         res.appended = len(rows)
-        saved = save({**m, "alias": self.alias, "topic": topic, "topic_id": topic_id,
-                                        "cluster_id": cluster_id,
-                                        "location": location, "updated_at": now_iso(), "undecodable": bad + int(
-                                            m.get("undecodable") or 0),
-                                        "partitions": {str(p): v for p, v in sorted(state.items())}})
+        saved = save(
+            {
+                **m,
+                "alias": self.alias,
+                "topic": topic,
+                "topic_id": topic_id,
+                "cluster_id": cluster_id,
+                "location": location,
+                "updated_at": now_iso(),
+                "undecodable": bad + int(m.get("undecodable") or 0),
+                "partitions": {str(p): v for p, v in sorted(state.items())},
+            }
+        )
         return res if saved else None
 
     def read(self) -> "ArchiveRead":
@@ -301,8 +370,13 @@ class SyncArchive(TopicArchive):
     partition_column = "sync_partition"
     reader = staticmethod(read_syncs)
 
-    def partition_syncs(self, wanted: Iterable[TP] | None = None, end: dict[int, int] | None = None,
-                        batch_rows: int = 1 << 20, spill_rows: int = SPILL_ROWS) -> tuple["SyncColumns", list[str]]:
+    def partition_syncs(
+        self,
+        wanted: Iterable[TP] | None = None,
+        end: dict[int, int] | None = None,
+        batch_rows: int = 1 << 20,
+        spill_rows: int = SPILL_ROWS,
+    ) -> tuple["SyncColumns", list[str]]:
         """The syncs of each wanted source partition (all: ``None``) as two int64 arrays ``(upstream, downstream)``,
         from the records below ``end`` per sync-topic partition (when given), and the files that could not be read.
         Columnar and streaming: each file is read a batch of ``batch_rows`` rows at a time, six columns, and only the
@@ -412,8 +486,11 @@ def _keep_batch(b, want, end, out: SyncColumns, np) -> None:
         keep &= ok[key]
     if not keep.any():
         return
-    key, up, down = key[keep], b.column("upstream").to_numpy(zero_copy_only=False)[keep], \
-        b.column("downstream").to_numpy(zero_copy_only=False)[keep]
+    key, up, down = (
+        key[keep],
+        b.column("upstream").to_numpy(zero_copy_only=False)[keep],
+        b.column("downstream").to_numpy(zero_copy_only=False)[keep],
+    )
     order = np.argsort(key, kind="stable")
     key, up, down = key[order], up[order], down[order]
     keys, starts = np.unique(key, return_index=True)

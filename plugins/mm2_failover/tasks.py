@@ -50,8 +50,11 @@ def capture_end_offsets(context) -> dict:
 
     ctx = _ctx(context)
     snap = capture_snapshot(ctx)
-    return {"snapshot": str(ctx.folder.snapshot), "captured_at": snap.captured_at,
-            "disaster_aliases": snap.disaster_aliases}
+    return {
+        "snapshot": str(ctx.folder.snapshot),
+        "captured_at": snap.captured_at,
+        "disaster_aliases": snap.disaster_aliases,
+    }
 
 
 @_outcomes
@@ -63,8 +66,13 @@ def build_plan(context) -> dict:
     plan, rep = plan_and_preview(ctx)
     if rep is not None:
         log.info("report of the plan before any write: %s (%s)", ctx.folder.report_md, rep.outcome)
-    return {"plan": str(ctx.folder.plan_json), "plan_csv": str(ctx.folder.plan_csv), "plan_hash": current_hash(ctx),
-            "counts": plan.counts(), "rules": plan.rules()}
+    return {
+        "plan": str(ctx.folder.plan_json),
+        "plan_csv": str(ctx.folder.plan_csv),
+        "plan_hash": current_hash(ctx),
+        "counts": plan.counts(),
+        "rules": plan.rules(),
+    }
 
 
 @_outcomes
@@ -80,8 +88,10 @@ def apply_group_offsets(context) -> dict:
     plan = record.plan
     counts = plan.counts()
     if ctx.params.dry_run:
-        raise AirflowSkipException(f"dry run: plan written to {ctx.folder.plan_json} and {ctx.folder.plan_csv} "
-                                   f"({counts}); nothing was written to the target.")
+        raise AirflowSkipException(
+            f"dry run: plan written to {ctx.folder.plan_json} and {ctx.folder.plan_csv} "
+            f"({counts}); nothing was written to the target."
+        )
     decision = approved_plan(ctx, record)  # exactly the approved plan, or nothing (approval rule 5)
     log.info("writing the plan: %s", decision.describe())
     res = backup_and_apply(ctx, plan)  # another writer's lock: retried, the other writer may be done by then
@@ -90,7 +100,8 @@ def apply_group_offsets(context) -> dict:
             f"{len(res.refused)} group(s) were NOT moved: "
             + "; ".join(f"{g}: {why}" for g, why in sorted(res.refused.items()))
             + ". All other groups were moved. Stop the consumers of these groups on the target; a retry of this "
-            "task moves only what is still missing.")
+            "task moves only what is still missing."
+        )
     return {"plan": str(ctx.folder.plan_json), "counts": counts, **res.as_dict()}
 
 
@@ -98,9 +109,9 @@ def apply_group_offsets(context) -> dict:
 def verify_group_offsets(context) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
+    from mm2_failover.metrics import emit_metrics
     from mm2_failover.stages.plan import make_plan
     from mm2_failover.stages.verify import verify_run
-    from mm2_failover.metrics import emit_metrics
 
     ctx = _ctx(context)
     plan = make_plan(ctx)
@@ -113,9 +124,15 @@ def verify_group_offsets(context) -> dict:
     if rep.mismatches:
         raise AirflowFailException(
             f"{t['mismatches']} partition(s) do not hold the planned offset after apply: "
-            + listed((f"{m['group']} {m['topic']}[{m['partition']}] planned {m['planned']} got {m['committed']}"
-                      for m in rep.mismatches), sep="; ")
-            + f". See {ctx.folder.report_md}. A consumer may have committed since; check the group before re-running.")
+            + listed(
+                (
+                    f"{m['group']} {m['topic']}[{m['partition']}] planned {m['planned']} got {m['committed']}"
+                    for m in rep.mismatches
+                ),
+                sep="; ",
+            )
+            + f". See {ctx.folder.report_md}. A consumer may have committed since; check the group before re-running."
+        )
     if rep.outcome == "succeeded":  # notify rule 7: on-call hears that it is done, and how it went
         from mm2_failover.notifications import base_url, tell
         from mm2_failover.notify import verified_message
@@ -145,8 +162,14 @@ def announcement_parts(context) -> list[dict]:
     events = assets.events(rep.as_dict(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
     ctx.folder.save(ANNOUNCEMENTS, [list(e) for e in events])
     out = assets.parts(len(events))
-    log.info("%d moved group(s) to announce as Asset events (alias %s): %d part(s) of at most %d, in %s", len(events),
-             assets.ALIAS, len(out), assets.PART_SIZE, ctx.folder.dir / ANNOUNCEMENTS)
+    log.info(
+        "%d moved group(s) to announce as Asset events (alias %s): %d part(s) of at most %d, in %s",
+        len(events),
+        assets.ALIAS,
+        len(out),
+        assets.PART_SIZE,
+        ctx.folder.dir / ANNOUNCEMENTS,
+    )
     return out
 
 
@@ -163,8 +186,14 @@ def announce_moved_groups(context, arg: dict) -> int:
     alias = context["outlet_events"][AssetAlias(assets.ALIAS)]
     for name, uri, extra in events:
         alias.add(Asset(name=name, uri=uri), extra=extra)
-    log.info("asset events for %d moved group(s) (part %d of %d, alias %s), e.g. %s", len(events), arg["index"] + 1,
-             arg["of"], assets.ALIAS, events[0][1] if events else "none")
+    log.info(
+        "asset events for %d moved group(s) (part %d of %d, alias %s), e.g. %s",
+        len(events),
+        arg["index"] + 1,
+        arg["of"],
+        assets.ALIAS,
+        events[0][1] if events else "none",
+    )
     return len(events)
 
 
@@ -201,13 +230,21 @@ def rollback_group_offsets(context) -> dict:
     backup = load_backup(path)
     log.info("restoring %d group(s) to the state saved at %s (%s)", len(backup.groups), backup.taken_at, path)
     with writer_lock(ctx, "rollback", float(p.get("lock_wait_seconds") or 120)) as held:
-        res = rollback(ctx.target, backup, int(p.get("apply_concurrency") or 32), force=bool(p.get("force")),
-                       backup_path=str(path), held=held)
+        res = rollback(
+            ctx.target,
+            backup,
+            int(p.get("apply_concurrency") or 32),
+            force=bool(p.get("force")),
+            backup_path=str(path),
+            held=held,
+        )
     ctx.folder.save(ROLLBACK, {"backup": str(path), **res.as_dict()})
     if res.refused:
-        raise RuntimeError(f"{len(res.refused)} group(s) were NOT rolled back: "
-                           + "; ".join(f"{g}: {w}" for g, w in sorted(res.refused.items()))
-                           + ". Stop their consumers on the target and retry this task (it resumes from its journal).")
+        raise RuntimeError(
+            f"{len(res.refused)} group(s) were NOT rolled back: "
+            + "; ".join(f"{g}: {w}" for g, w in sorted(res.refused.items()))
+            + ". Stop their consumers on the target and retry this task (it resumes from its journal)."
+        )
     return {"backup": str(path), **res.as_dict()}
 
 
@@ -215,9 +252,9 @@ def rollback_group_offsets(context) -> dict:
 def verify_rollback(context) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from mm2_failover.stages import rollback as rollback_stage
     from mm2_failover.run import RunContext
     from mm2_failover.runfolder import load_backup
+    from mm2_failover.stages import rollback as rollback_stage
 
     p = dict(context["params"])
     path = rollback_stage.backup_path_of(p.get("backup_path"), p.get("failover_run_id"))
@@ -231,8 +268,11 @@ def verify_rollback(context) -> dict:
     from mm2_failover.notify import rollback_message
 
     ti = context["ti"]
-    tell(rollback_message(ti.dag_id, ti.run_id, run_dir(ti.dag_id, ti.run_id).name, str(path),
-                          len(backup.groups), base_url()))
+    tell(
+        rollback_message(
+            ti.dag_id, ti.run_id, run_dir(ti.dag_id, ti.run_id).name, str(path), len(backup.groups), base_url()
+        )
+    )
     return {"backup": str(path), "verified": True}
 
 
@@ -257,8 +297,12 @@ def assess_readiness(context) -> dict:
         for d in worse:
             log.warning("readiness degraded (%s): %s", d.what, d.text)
         told = deliver(notify.readiness_message(ctx.dag_id, ctx.run_id, [d.text for d in worse], base_url()), context)
-    return {"readiness": str(ctx.folder.readiness), "summary": r.summary,
-            "degraded": [d.what for d in worse], "notified": told}
+    return {
+        "readiness": str(ctx.folder.readiness),
+        "summary": r.summary,
+        "degraded": [d.what for d in worse],
+        "notified": told,
+    }
 
 
 # ------------------------------------------------------------------------------------------ DR drill

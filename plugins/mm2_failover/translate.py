@@ -166,8 +166,9 @@ class SyncIndex:
     def __len__(self) -> int:
         return len(self._ups)
 
-    def translate(self, upstream: int, drained: tuple[int, int] | None = None,
-                  replica_start: int | None = None) -> Translation | Unproven:
+    def translate(
+        self, upstream: int, drained: tuple[int, int] | None = None, replica_start: int | None = None
+    ) -> Translation | Unproven:
         """The replica offset of the source record at ``upstream`` (rules 1-3), or why not (rule 4) with the range a
         lookup searches (rule 7). ``drained``: the (source end, replica end) offsets once replication is finished,
         if known; ``replica_start``: the replica's log start (the search's floor below the first sync)."""
@@ -194,16 +195,23 @@ class SyncIndex:
             # arithmetic names the first copy (the group would re-read what the later history repeats), so on a
             # drained partition the later history's range is searched for the copy instead (rule 7)
             return self.search_range(upstream, i, drained, replica_start)
-        bracket = Translation(lo.downstream + (upstream - lo.upstream), BRACKET, (lo, hi)) \
-            if lo is not None and hi is not None and hi.upstream - lo.upstream == hi.downstream - lo.downstream \
-            and hi.downstream >= lo.downstream else None
-        reach = self._next_reached_again(i, lo.downstream, drained[1]) if lo is not None and drained is not None \
+        bracket = (
+            Translation(lo.downstream + (upstream - lo.upstream), BRACKET, (lo, hi))
+            if lo is not None
+            and hi is not None
+            and hi.upstream - lo.upstream == hi.downstream - lo.downstream
+            and hi.downstream >= lo.downstream
             else None
+        )
+        reach = (
+            self._next_reached_again(i, lo.downstream, drained[1]) if lo is not None and drained is not None else None
+        )
         if reach is not None:
             # the same, where the later history's first sync is not archived: its copy of U, if it made one, lies
             # below its sync at or below the bracket's top - the range searched ends there
-            return Unproven((self.search_range(upstream, i, drained, replica_start).bracket[0], reach),
-                            first_copy=bracket)
+            return Unproven(
+                (self.search_range(upstream, i, drained, replica_start).bracket[0], reach), first_copy=bracket
+            )
         if bracket is not None:
             return bracket
         if lo is not None and hi is None and drained is not None:
@@ -248,11 +256,19 @@ class SyncIndex:
         exact sync, bracket or tail is then its first copy: safe, not exact."""
         i = int(np.searchsorted(self._ups, upstream, side="right"))
         end = np.iinfo(np.int64).max if replica_end is None else replica_end
-        return bool(i) and (self.recopied_since(i, Sync(upstream, downstream), end)
-                            or self._next_reached_again(i, downstream, end) is not None)
+        return bool(i) and (
+            self.recopied_since(i, Sync(upstream, downstream), end)
+            or self._next_reached_again(i, downstream, end) is not None
+        )
 
-    def restarts_above(self, upstream: int, downstream: int, replica_end: int | None = None,
-                       drained: tuple[int, int] | None = None, reach: int | None = None) -> list[tuple[Sync, Sync]]:
+    def restarts_above(
+        self,
+        upstream: int,
+        downstream: int,
+        replica_end: int | None = None,
+        drained: tuple[int, int] | None = None,
+        reach: int | None = None,
+    ) -> list[tuple[Sync, Sync]]:
         """The pairs of syncs ``(p, b)`` written one after the other (in downstream order: the order MM2 wrote them)
         between which an MM2 restart MM2 wrote no sync for may have copied the record at ``upstream`` - whose copy an
         answer places at ``downstream`` or above - again (E9). MM2 keeps one pending sync per partition and replaces
@@ -283,15 +299,18 @@ class SyncIndex:
         j1 = min(n, j0 + int(np.searchsorted(self._close_until[j0:], reach, side="right")))
         js = set()
         if j0 < j1:
-            p_d, b_d, b_u = downs[j0 - 1:j1 - 1], downs[j0:j1], ups[j0:j1]
+            p_d, b_d, b_u = downs[j0 - 1 : j1 - 1], downs[j0:j1], ups[j0:j1]
             js.update((np.nonzero((b_u >= upstream) & (p_d - reach < 2 * (b_d - p_d)))[0] + j0).tolist())
-        back = self._back_at[np.searchsorted(self._back_at, j0):np.searchsorted(self._back_at, n)]
+        back = self._back_at[np.searchsorted(self._back_at, j0) : np.searchsorted(self._back_at, n)]
         js.update(int(j) for j in back if downs[j] > downstream and ups[j] >= upstream)
         out = [pair(j) for j in sorted(js)]
         if drained is not None and n and drained[0] > 0 and drained[1] - 1 > downs[n - 1]:
             p, b = Sync(int(ups[n - 1]), int(downs[n - 1])), Sync(drained[0] - 1, drained[1] - 1)
-            if b.downstream > downstream and b.upstream >= upstream and (
-                    b.upstream <= p.upstream or p.downstream - reach < 2 * (b.downstream - p.downstream)):
+            if (
+                b.downstream > downstream
+                and b.upstream >= upstream
+                and (b.upstream <= p.upstream or p.downstream - reach < 2 * (b.downstream - p.downstream))
+            ):
                 out.append((p, b))
         return out
 
@@ -309,8 +328,11 @@ class SyncIndex:
         recreated replica topic's predecessor) are no history of this replica and are left out. ``archive top``:
         the highest downstream offset of the syncs taken into account (a checkpoint past it was translated from
         syncs the archive does not hold)."""
-        n = len(self._by_d_downs) if replica_end is None else \
-            int(np.searchsorted(self._by_d_downs, replica_end, side="left"))
+        n = (
+            len(self._by_d_downs)
+            if replica_end is None
+            else int(np.searchsorted(self._by_d_downs, replica_end, side="left"))
+        )
         if not n:
             return None
         (ok_u, ok_d, ok_top), (all_u, all_d, all_top) = self._floor_index(n)
@@ -342,8 +364,9 @@ class SyncIndex:
             got = self._floor_cache[n] = (by_upstream(after >= before), by_upstream(np.ones(n, dtype=bool)))
         return got
 
-    def search_range(self, upstream: int, i: int, drained: tuple[int, int] | None,
-                     replica_start: int | None) -> Unproven:
+    def search_range(
+        self, upstream: int, i: int, drained: tuple[int, int] | None, replica_start: int | None
+    ) -> Unproven:
         """Rule 7's range: where some copy of the record at ``upstream`` (the next record the group reads) must be.
         After any sync ``(u, d)`` with ``u <= upstream`` the record is copied - by that sync's history, or, if MM2
         died before reaching it, by the next history, which resumes at or before where the last one stopped - so
@@ -465,8 +488,9 @@ CHECKPOINT = "checkpoint"
 #: An allow-list: every other rule (MM2's checkpoint, a sync floor failing over or back, a superseded sync's first
 #: copy, any rule added later) is safe at best and never called exact
 HOME = "home_"  # failing back: the row's rule is home_<rule> (stages.failback)
-EXACT_RULES = frozenset({EXACT_SYNC, BRACKET, DRAINED_TAIL, RECORD_LOOKUP, AT_END,
-                         HOME + EXACT_SYNC, HOME + BRACKET, HOME + DRAINED_TAIL})
+EXACT_RULES = frozenset(
+    {EXACT_SYNC, BRACKET, DRAINED_TAIL, RECORD_LOOKUP, AT_END, HOME + EXACT_SYNC, HOME + BRACKET, HOME + DRAINED_TAIL}
+)
 
 
 #: each rule in words, for the people who approve a plan or read its report (the counts stand beside them)
@@ -476,16 +500,16 @@ RULE_TEXT = {
     DRAINED_TAIL: "exact: after the last sync, the finished replication copied one record per offset",
     RECORD_LOOKUP: "exact: the group's next record was found on the replica",
     FIRST_COPY: "safe, may re-read: the first of several copies of the group's next record on the replica (a later "
-                "one, MM2's copy after a restart, could not be anchored record for record)",
+    "one, MM2's copy after a restart, could not be anchored record for record)",
     AT_END: "exact: nothing left to read - the replica's end",
     SUPERSEDED_SYNC: "safe, re-reads: the first copy of a record MM2 copied again after a restart",
     ARCHIVE_FLOOR: "conservative, re-reads: the source lost, the newest archived offset sync at or below the group's "
-                   "position in an MM2 history that got as far as every earlier one (MM2's own rule, over every "
-                   "archived sync)",
+    "position in an MM2 history that got as far as every earlier one (MM2's own rule, over every "
+    "archived sync)",
     "sync_floor": "safe, re-reads: the newest offset sync at or below the group's position",
     "home_sync_floor": "safe, re-reads: failing back, the newest offset sync at or below the position",
     REPLICA_START: "safe, re-reads: the replica's first record - no offset sync at or below the group's position "
-                   "(behind retention: MM2 never checkpointed it)",
+    "(behind retention: MM2 never checkpointed it)",
     HOME + EXACT_SYNC: "exact: failing back, MM2 recorded the copy the group read last",
     HOME + BRACKET: "exact: failing back, between two offset syncs one record per offset",
     HOME + DRAINED_TAIL: "exact: failing back, the replica's tail one record per offset",
@@ -549,10 +573,10 @@ def decode_sync(key: bytes | None, value: bytes | None) -> tuple[str, int, Sync]
     if n < 0 or len(key) != 2 + n + 4:
         raise MalformedSync("key truncated or with trailing bytes")
     try:
-        topic = key[2:2 + n].decode("utf-8")
+        topic = key[2 : 2 + n].decode("utf-8")
     except UnicodeDecodeError:
         raise MalformedSync("topic not UTF-8") from None
-    partition = struct.unpack(">i", key[2 + n:])[0]
+    partition = struct.unpack(">i", key[2 + n :])[0]
     if len(value) != 16:
         raise MalformedSync(f"value of {len(value)} bytes, not 16")
     up, down = struct.unpack(">qq", value)

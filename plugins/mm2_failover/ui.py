@@ -47,8 +47,14 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Res
 from mm2_failover import pictures
 from mm2_failover.approval import Decision, group_reread_text, reread_text
 from mm2_failover.notify import READINESS_DAG, REPORT_DAGS
-from mm2_failover.report import (APPROVAL_OUTCOMES, fate_shown, outcome_note, run_summary, worst_first,
-                                  worst_partitions_first)
+from mm2_failover.report import (
+    APPROVAL_OUTCOMES,
+    fate_shown,
+    outcome_note,
+    run_summary,
+    worst_first,
+    worst_partitions_first,
+)
 from mm2_failover.runfolder import (
     APPROVAL,
     DRILL_JSON,
@@ -68,24 +74,42 @@ from mm2_failover.runfolder import (
     RunFolderError,
 )
 
-SERVED_FILES = {REPORT_JSON: "application/json", REPORT_MD: "text/plain; charset=utf-8",
-                DRILL_JSON: "application/json", DRILL_MD: "text/plain; charset=utf-8",
-                APPROVAL: "application/json", PLAN_JSON: "application/json", PLAN_CSV: "text/csv; charset=utf-8",
-                PLAN_ROWS: "application/vnd.apache.parquet", READINESS: "application/json",
-                READINESS_GROUPS: "application/vnd.apache.parquet", READINESS_PARTITIONS: "application/vnd.apache.parquet",
-                REPORT_PARTITIONS: "application/vnd.apache.parquet", REPORT_STALE: "application/vnd.apache.parquet"}
+SERVED_FILES = {
+    REPORT_JSON: "application/json",
+    REPORT_MD: "text/plain; charset=utf-8",
+    DRILL_JSON: "application/json",
+    DRILL_MD: "text/plain; charset=utf-8",
+    APPROVAL: "application/json",
+    PLAN_JSON: "application/json",
+    PLAN_CSV: "text/csv; charset=utf-8",
+    PLAN_ROWS: "application/vnd.apache.parquet",
+    READINESS: "application/json",
+    READINESS_GROUPS: "application/vnd.apache.parquet",
+    READINESS_PARTITIONS: "application/vnd.apache.parquet",
+    REPORT_PARTITIONS: "application/vnd.apache.parquet",
+    REPORT_STALE: "application/vnd.apache.parquet",
+}
 #: served as written, never parsed here (the plan's rows at 10k groups are 100k): they hold the run's parameters and
 #: rows only - RunParams has no field for a connection setting or a credential (tests/unit/test_ui_pages.py)
-STREAMED_FILES = {PLAN_JSON, PLAN_CSV, PLAN_ROWS, READINESS_GROUPS, READINESS_PARTITIONS, REPORT_PARTITIONS,
-                  REPORT_STALE}
+STREAMED_FILES = {
+    PLAN_JSON,
+    PLAN_CSV,
+    PLAN_ROWS,
+    READINESS_GROUPS,
+    READINESS_PARTITIONS,
+    REPORT_PARTITIONS,
+    REPORT_STALE,
+}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential|bootstrap|keytab|oauth", re.I)
 MAX_RUNS = 500
 MAX_ROWS = 2000
 
-FOOTER = ("Read-only view of the run reports under the artifacts folder (inside Airflow: the runs of the DAGs your "
-          "login may read). Report data only - group and topic names, offsets, counts - never connection settings "
-          "or credentials.")
+FOOTER = (
+    "Read-only view of the run reports under the artifacts folder (inside Airflow: the runs of the DAGs your "
+    "login may read). Report data only - group and topic names, offsets, counts - never connection settings "
+    "or credentials."
+)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.2rem;color:#1d2939;font-size:14px}
@@ -113,7 +137,7 @@ figure.picture{color:#e4e7ec} figcaption{color:#98a2b3}
 
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-                               "frame-ancestors 'self'; base-uri 'none'; form-action 'self'",
+    "frame-ancestors 'self'; base-uri 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
@@ -186,16 +210,47 @@ def _valid(summary: Any) -> bool:
     for k, ty in _SUMMARY_TYPES.items():
         if k in summary and not isinstance(summary[k], ty):
             return False
-    num = ("groups", "moved", "partitions", "committed", "skipped", "clamped", "lost", "mismatches", "reread",
-           "findings")
+    num = (
+        "groups",
+        "moved",
+        "partitions",
+        "committed",
+        "skipped",
+        "clamped",
+        "lost",
+        "mismatches",
+        "reread",
+        "findings",
+    )
     return all(summary.get(k) is None or isinstance(summary[k], (int, float)) for k in num)
 
 
 def _unreadable(dag_id: str, folder: str, mtime: float, why: str) -> dict:
-    return {"dag_id": dag_id, "folder": folder, "run_id": folder, "kind": "failover", "outcome": "unreadable",
-            "time": _iso(mtime), "why": why, "drill_totals": {}, **{k: None for k in (
-                "groups", "moved", "partitions", "committed", "skipped", "clamped", "lost", "mismatches", "reread",
-                "findings")}}
+    return {
+        "dag_id": dag_id,
+        "folder": folder,
+        "run_id": folder,
+        "kind": "failover",
+        "outcome": "unreadable",
+        "time": _iso(mtime),
+        "why": why,
+        "drill_totals": {},
+        **{
+            k: None
+            for k in (
+                "groups",
+                "moved",
+                "partitions",
+                "committed",
+                "skipped",
+                "clamped",
+                "lost",
+                "mismatches",
+                "reread",
+                "findings",
+            )
+        },
+    }
 
 
 def scan_runs(root: Path, cache: _JsonCache, limit: int = MAX_RUNS) -> list[dict]:
@@ -247,15 +302,22 @@ def summarize_folder(dag_id: str, run: Path, cache: _JsonCache, mtime: float) ->
 
 
 def page(title: str, body: str, base: str) -> str:
-    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
-            f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>"
-            f"<nav><a href='{esc(base)}/'>All runs</a><a href='{esc(base)}/readiness'>Readiness</a>"
-            f"<a href='{esc(base)}/drills'>Drill trend</a></nav>"
-            f"<h1>{esc(title)}</h1>{body}<footer>{esc(FOOTER)}</footer></body></html>")
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
+        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>"
+        f"<nav><a href='{esc(base)}/'>All runs</a><a href='{esc(base)}/readiness'>Readiness</a>"
+        f"<a href='{esc(base)}/drills'>Drill trend</a></nav>"
+        f"<h1>{esc(title)}</h1>{body}<footer>{esc(FOOTER)}</footer></body></html>"
+    )
 
 
-def table(headers: list[str], rows: list[list[Any]], numeric: set[int] | None = None, raw: set[int] | None = None,
-          cls: str = "") -> str:
+def table(
+    headers: list[str],
+    rows: list[list[Any]],
+    numeric: set[int] | None = None,
+    raw: set[int] | None = None,
+    cls: str = "",
+) -> str:
     """``raw``: column indexes whose cells are already-safe HTML (built with esc())."""
     numeric, raw = numeric or set(), raw or set()
     h = "".join(f"<th>{esc(x)}</th>" for x in headers)
@@ -296,22 +358,54 @@ def _num(v: Any) -> str:
 
 def render_index(runs: list[dict], base: str, root_exists: bool) -> str:
     if not runs:
-        msg = ("No failover or drill run has written a report yet." if root_exists
-               else "The artifacts folder does not exist yet: no run has written a report.")
+        msg = (
+            "No failover or drill run has written a report yet."
+            if root_exists
+            else "The artifacts folder does not exist yet: no run has written a report."
+        )
         return page("mm2-failover reports", f"<p class=muted>{esc(msg)}</p>", base)
     rows = []
     for r in runs:
         link = f"<a href='{esc(run_href(base, r['dag_id'], r['folder']))}'>{esc(r['run_id'])}</a>"
-        outcome = (f"{badge('drill')} {esc(r['findings'])} finding(s)" if r["kind"] == "drill" else badge(r["outcome"]))
+        outcome = f"{badge('drill')} {esc(r['findings'])} finding(s)" if r["kind"] == "drill" else badge(r["outcome"])
         if r["outcome"] == "unreadable":
             outcome += f" <span class=muted>{esc(r.get('why'))}</span>"
-        rows.append([r["time"], r["dag_id"], link, outcome, r["groups"], r["moved"], r["partitions"], r["committed"],
-                     r["skipped"], r["clamped"], r["lost"],
-                     group_reread_text({"reread_estimate": r["reread"], "reread_unknown": r.get("reread_unknown")})])
-    body = (f"<p class=muted>{len(runs)} run(s) under the artifacts folder, newest first.</p>"
-            + table(["time (UTC)", "DAG", "run", "outcome", "groups", "moved", "partitions", "committed", "skipped",
-                     "clamped", "lost to retention", "est. re-read"], rows, numeric=set(range(4, 12)), raw={2, 3},
-                    cls="runs"))
+        rows.append(
+            [
+                r["time"],
+                r["dag_id"],
+                link,
+                outcome,
+                r["groups"],
+                r["moved"],
+                r["partitions"],
+                r["committed"],
+                r["skipped"],
+                r["clamped"],
+                r["lost"],
+                group_reread_text({"reread_estimate": r["reread"], "reread_unknown": r.get("reread_unknown")}),
+            ]
+        )
+    body = f"<p class=muted>{len(runs)} run(s) under the artifacts folder, newest first.</p>" + table(
+        [
+            "time (UTC)",
+            "DAG",
+            "run",
+            "outcome",
+            "groups",
+            "moved",
+            "partitions",
+            "committed",
+            "skipped",
+            "clamped",
+            "lost to retention",
+            "est. re-read",
+        ],
+        rows,
+        numeric=set(range(4, 12)),
+        raw={2, 3},
+        cls="runs",
+    )
     return page("mm2-failover reports", body, base)
 
 
@@ -319,56 +413,138 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
     t = rep.get("totals") or {}
     pending = rep.get("outcome") in APPROVAL_OUTCOMES
     note = outcome_note(rep) if pending else dry_note if rep.get("dry_run") else ""
-    parts = [f"<p>Outcome: {badge(rep.get('outcome', 'unknown'))}"
-             + (f" <span class=muted>({esc(note)})</span>" if note else "") + "</p>"]
+    parts = [
+        f"<p>Outcome: {badge(rep.get('outcome', 'unknown'))}"
+        + (f" <span class=muted>({esc(note)})</span>" if note else "")
+        + "</p>"
+    ]
     if rep.get("approval") and not pending:
         parts.append(f"<p class=approval>Approval: {esc(Decision.from_dict(rep['approval']).describe())}</p>")
-    keys = [("groups", "groups"), ("groups_moved", "moved"), ("partitions", "partitions"), ("committed", "committed"),
-            ("skipped", "skipped"), ("clamped", "clamped"), ("refused_groups", "refused groups"),
-            ("mismatches", "mismatches"), ("records_lost_to_retention", "lost to retention"),
-            ("records_lost_to_retention_upper_bound", "lost to retention (at most)"),
-            ("records_reread_estimate", "est. re-read"), ("lag", "lag")]
+    keys = [
+        ("groups", "groups"),
+        ("groups_moved", "moved"),
+        ("partitions", "partitions"),
+        ("committed", "committed"),
+        ("skipped", "skipped"),
+        ("clamped", "clamped"),
+        ("refused_groups", "refused groups"),
+        ("mismatches", "mismatches"),
+        ("records_lost_to_retention", "lost to retention"),
+        ("records_lost_to_retention_upper_bound", "lost to retention (at most)"),
+        ("records_reread_estimate", "est. re-read"),
+        ("lag", "lag"),
+    ]
     shown = {"records_reread_estimate": reread_text(t)}  # a count, an estimate, or unknown: said as what it is
-    parts.append(table([h for _, h in keys], [[shown.get(k, t.get(k)) for k, _ in keys]],
-                       numeric=set(range(len(keys))), cls="totals"))
+    parts.append(
+        table(
+            [h for _, h in keys],
+            [[shown.get(k, t.get(k)) for k, _ in keys]],
+            numeric=set(range(len(keys))),
+            cls="totals",
+        )
+    )
     for w in rep.get("warnings") or []:
         parts.append(f"<div class=warn>WARNING: {esc(w)}</div>")
     if rep.get("mismatches"):  # the worst first: what is not as planned, before the groups
-        parts.append("<h2>Mismatches (committed != planned)</h2>" + table(
-            ["group", "topic", "partition", "planned", "committed"],
-            [[m.get("group"), m.get("topic"), m.get("partition"), m.get("planned"), m.get("committed")]
-             for m in rep["mismatches"][:MAX_ROWS]], numeric={2, 3, 4}, cls="mismatches"))
+        parts.append(
+            "<h2>Mismatches (committed != planned)</h2>"
+            + table(
+                ["group", "topic", "partition", "planned", "committed"],
+                [
+                    [m.get("group"), m.get("topic"), m.get("partition"), m.get("planned"), m.get("committed")]
+                    for m in rep["mismatches"][:MAX_ROWS]
+                ],
+                numeric={2, 3, 4},
+                cls="mismatches",
+            )
+        )
     groups = worst_first(rep.get("groups") or [])
     prow = rep.get("partitions") or []
     if isinstance(prow, str):  # a report.json that names its rows' file, and no rows were read
         prow = []
     prow = worst_partitions_first(prow)
     parts.append(report_pictures(t, groups, prow))
-    heads = ["group", "aliases", "fate", "partitions", "committed", "skipped", "clamped", "refused", "lag",
-             "lost to retention", "re-read (est.)"]
+    heads = [
+        "group",
+        "aliases",
+        "fate",
+        "partitions",
+        "committed",
+        "skipped",
+        "clamped",
+        "refused",
+        "lag",
+        "lost to retention",
+        "re-read (est.)",
+    ]
     rows = []
     for g in groups[:MAX_ROWS]:
         aliases = g.get("source_aliases", [g.get("source_alias")] if g.get("source_alias") else [])
-        rows.append([g.get("group"), ", ".join(str(a) for a in aliases or []),
-                     fate_shown(g.get("fate"), rep.get("outcome")), g.get("partitions"),
-                     g.get("committed"), g.get("skipped"), g.get("clamped"), g.get("refused") or "", g.get("lag"),
-                     g.get("retention_lost"), group_reread_text(g)])
-    parts.append(f"<h2>Groups ({len(groups)})</h2><p class=muted>Worst first: refused, not as planned, lost to "
-                 "retention, then by re-read.</p>")
+        rows.append(
+            [
+                g.get("group"),
+                ", ".join(str(a) for a in aliases or []),
+                fate_shown(g.get("fate"), rep.get("outcome")),
+                g.get("partitions"),
+                g.get("committed"),
+                g.get("skipped"),
+                g.get("clamped"),
+                g.get("refused") or "",
+                g.get("lag"),
+                g.get("retention_lost"),
+                group_reread_text(g),
+            ]
+        )
+    parts.append(
+        f"<h2>Groups ({len(groups)})</h2><p class=muted>Worst first: refused, not as planned, lost to "
+        "retention, then by re-read.</p>"
+    )
     if len(groups) > MAX_ROWS:
         parts.append(f"<p class=muted>First {MAX_ROWS} shown; report.json has them all.</p>")
     parts.append(table(heads, rows, numeric={3, 4, 5, 6, 8, 9, 10}, cls="groups"))
     if prow:
-        cols = ["group", "topic", "partition", "upstream_offset", "downstream_offset", "current_offset",
-                "planned_offset", "committed_after", "action", "reason", "lag"]
+        cols = [
+            "group",
+            "topic",
+            "partition",
+            "upstream_offset",
+            "downstream_offset",
+            "current_offset",
+            "planned_offset",
+            "committed_after",
+            "action",
+            "reason",
+            "lag",
+        ]
         total = max(int(t.get("partitions") or 0), len(prow))
-        more = (f"<p class=muted>First {MAX_ROWS} shown; {REPORT_PARTITIONS} has all {total}.</p>"
-                if total > MAX_ROWS else "")
-        parts.append(f"<details><summary>Partitions ({total})</summary>" + more
-                     + table(["group", "topic", "partition", "upstream", "downstream", "before", "planned", "after",
-                              "action", "reason", "lag"], [[p.get(c) for c in cols] for p in prow[:MAX_ROWS]],
-                             numeric={2, 3, 4, 5, 6, 7, 10}, cls="partitions")
-                     + "</details>")
+        more = (
+            f"<p class=muted>First {MAX_ROWS} shown; {REPORT_PARTITIONS} has all {total}.</p>"
+            if total > MAX_ROWS
+            else ""
+        )
+        parts.append(
+            f"<details><summary>Partitions ({total})</summary>"
+            + more
+            + table(
+                [
+                    "group",
+                    "topic",
+                    "partition",
+                    "upstream",
+                    "downstream",
+                    "before",
+                    "planned",
+                    "after",
+                    "action",
+                    "reason",
+                    "lag",
+                ],
+                [[p.get(c) for c in cols] for p in prow[:MAX_ROWS]],
+                numeric={2, 3, 4, 5, 6, 7, 10},
+                cls="partitions",
+            )
+            + "</details>"
+        )
     return "".join(parts)
 
 
@@ -394,86 +570,199 @@ def report_pictures(totals: dict, groups: list[dict], partitions: list[dict]) ->
 def render_drill(d: dict) -> str:
     t = d.get("totals") or {}
     w = d.get("writes") or {}
-    parts = ["<h2>Drill</h2>",
-             f"<p>Captured at {esc(d.get('captured_at'))}, source alias {esc(d.get('source_alias'))}. "
-             + (f"Writes allowed for groups starting with <code>{esc(w.get('prefix'))}</code>: "
-                f"{esc(len(w.get('applied') or {}))} group(s) written." if w.get("prefix") else "Nothing was written.")
-             + "</p>"]
-    keys = [("groups_covered", "groups covered"), ("groups_without_checkpoints", "groups w/o checkpoints"),
-            ("partitions_without_checkpoints", "partitions w/o checkpoint"),
-            ("checkpoint_age_max_seconds", "max checkpoint age (s)"),
-            ("replication_lag_max_records", "max replication lag"), ("records_reread_estimate", "est. re-read"),
-            ("partitions_clamped", "clamped"), ("records_lost_to_retention", "lost to retention"),
-            ("live_groups_on_target", "live on target")]
-    parts.append(table([h for _, h in keys], [[t.get(k) for k, _ in keys]], numeric=set(range(len(keys))),
-                       cls="drill-totals"))
-    parts.append("<h3>Findings</h3><ul>" + ("".join(f"<li>{esc(f)}</li>" for f in d.get("findings") or [])
-                                           or "<li>none</li>") + "</ul>")
-    parts.append("<h3>Groups</h3>" + table(
-        ["group", "partitions", "without checkpoint", "max checkpoint age (s)", "est. re-read", "clamped",
-         "lost to retention", "live on target"],
-        [[g.get("group"), g.get("partitions"), g.get("without_checkpoint"), g.get("checkpoint_age_max_seconds"),
-          g.get("reread_estimate"), g.get("clamped"), g.get("retention_lost"), "yes" if g.get("live_on_target") else ""]
-         for g in (d.get("groups") or [])[:MAX_ROWS]], numeric={1, 2, 3, 4, 5, 6}, cls="drill-groups"))
-    parts.append("<details><summary>Estimated re-read per partition</summary>" + table(
-        ["group", "topic", "partition", "source commit", "checkpoint upstream", "planned", "re-read", "note"],
-        [[x.get("group"), x.get("topic"), x.get("partition"), x.get("source_committed"), x.get("checkpoint_upstream"),
-          x.get("planned"), x.get("reread"), x.get("note")] for x in (d.get("reread") or [])[:MAX_ROWS]],
-        numeric={2, 3, 4, 5, 6}) + "</details>")
-    parts.append("<details><summary>Replication lag (snapshot)</summary>" + table(
-        ["topic", "partition", "source end", "replica end", "MM2 replicated", "lag", "producers active"],
-        [[x.get("topic"), x.get("partition"), x.get("source_end"), x.get("replica_end"), x.get("replicated"),
-          x.get("lag_records"), "yes" if x.get("producers_active") else ""]
-         for x in (d.get("replication_lag") or [])[:MAX_ROWS]], numeric={1, 2, 3, 4, 5}) + "</details>")
+    parts = [
+        "<h2>Drill</h2>",
+        f"<p>Captured at {esc(d.get('captured_at'))}, source alias {esc(d.get('source_alias'))}. "
+        + (
+            f"Writes allowed for groups starting with <code>{esc(w.get('prefix'))}</code>: "
+            f"{esc(len(w.get('applied') or {}))} group(s) written."
+            if w.get("prefix")
+            else "Nothing was written."
+        )
+        + "</p>",
+    ]
+    keys = [
+        ("groups_covered", "groups covered"),
+        ("groups_without_checkpoints", "groups w/o checkpoints"),
+        ("partitions_without_checkpoints", "partitions w/o checkpoint"),
+        ("checkpoint_age_max_seconds", "max checkpoint age (s)"),
+        ("replication_lag_max_records", "max replication lag"),
+        ("records_reread_estimate", "est. re-read"),
+        ("partitions_clamped", "clamped"),
+        ("records_lost_to_retention", "lost to retention"),
+        ("live_groups_on_target", "live on target"),
+    ]
+    parts.append(
+        table([h for _, h in keys], [[t.get(k) for k, _ in keys]], numeric=set(range(len(keys))), cls="drill-totals")
+    )
+    parts.append(
+        "<h3>Findings</h3><ul>"
+        + ("".join(f"<li>{esc(f)}</li>" for f in d.get("findings") or []) or "<li>none</li>")
+        + "</ul>"
+    )
+    parts.append(
+        "<h3>Groups</h3>"
+        + table(
+            [
+                "group",
+                "partitions",
+                "without checkpoint",
+                "max checkpoint age (s)",
+                "est. re-read",
+                "clamped",
+                "lost to retention",
+                "live on target",
+            ],
+            [
+                [
+                    g.get("group"),
+                    g.get("partitions"),
+                    g.get("without_checkpoint"),
+                    g.get("checkpoint_age_max_seconds"),
+                    g.get("reread_estimate"),
+                    g.get("clamped"),
+                    g.get("retention_lost"),
+                    "yes" if g.get("live_on_target") else "",
+                ]
+                for g in (d.get("groups") or [])[:MAX_ROWS]
+            ],
+            numeric={1, 2, 3, 4, 5, 6},
+            cls="drill-groups",
+        )
+    )
+    parts.append(
+        "<details><summary>Estimated re-read per partition</summary>"
+        + table(
+            ["group", "topic", "partition", "source commit", "checkpoint upstream", "planned", "re-read", "note"],
+            [
+                [
+                    x.get("group"),
+                    x.get("topic"),
+                    x.get("partition"),
+                    x.get("source_committed"),
+                    x.get("checkpoint_upstream"),
+                    x.get("planned"),
+                    x.get("reread"),
+                    x.get("note"),
+                ]
+                for x in (d.get("reread") or [])[:MAX_ROWS]
+            ],
+            numeric={2, 3, 4, 5, 6},
+        )
+        + "</details>"
+    )
+    parts.append(
+        "<details><summary>Replication lag (snapshot)</summary>"
+        + table(
+            ["topic", "partition", "source end", "replica end", "MM2 replicated", "lag", "producers active"],
+            [
+                [
+                    x.get("topic"),
+                    x.get("partition"),
+                    x.get("source_end"),
+                    x.get("replica_end"),
+                    x.get("replicated"),
+                    x.get("lag_records"),
+                    "yes" if x.get("producers_active") else "",
+                ]
+                for x in (d.get("replication_lag") or [])[:MAX_ROWS]
+            ],
+            numeric={1, 2, 3, 4, 5},
+        )
+        + "</details>"
+    )
     return "".join(parts)
 
 
-def render_run(dag_id: str, folder: str, rep: dict | None, drill: dict | None, files: list[str], base: str,
-               tries: list[dict] | None = None) -> str:
+def render_run(
+    dag_id: str,
+    folder: str,
+    rep: dict | None,
+    drill: dict | None,
+    files: list[str],
+    base: str,
+    tries: list[dict] | None = None,
+) -> str:
     """One run's page; ``tries``: its task tries from Airflow (the timeline picture; None outside Airflow)."""
     links = " ".join(f"<a href='{esc(run_href(base, dag_id, folder))}/{esc(f)}'>{esc(f)}</a>" for f in files)
     body = [f"<p class=muted>DAG {esc(dag_id)}, run {esc((rep or drill or {}).get('run_id', folder))}</p>"]
     if rep is not None:  # the outcome first, the files after what they hold
         written = ((drill or {}).get("writes") or {}).get("applied")
-        body.append(render_report(rep, f"dry run of the whole plan; the drill wrote {len(written)} group(s) starting "
-                                       "with its prefix, see below" if written else "dry run: nothing was written"))
+        body.append(
+            render_report(
+                rep,
+                f"dry run of the whole plan; the drill wrote {len(written)} group(s) starting "
+                "with its prefix, see below"
+                if written
+                else "dry run: nothing was written",
+            )
+        )
     if drill is not None:
         body.append(render_drill(drill))
     bars, span, working = pictures.task_bars(tries or [])
     if bars:
         body.append("<h2>Time per task</h2>" + picture(pictures.timeline, bars, span, working))
     if PLAN_JSON in files:
-        body.append(f"<p><a class=livediff href='{esc(run_href(base, dag_id, folder))}/live-diff'>The plan against "
-                    "the target's commits now</a> (read when you open it)</p>")
+        body.append(
+            f"<p><a class=livediff href='{esc(run_href(base, dag_id, folder))}/live-diff'>The plan against "
+            "the target's commits now</a> (read when you open it)</p>"
+        )
     body.append(f"<p class=files>Files: {links}</p>")
     run_id = (drill or rep or {}).get("run_id", folder)
     return page(f"{'Drill' if drill is not None else 'Failover'} report: {dag_id} / {run_id}", "".join(body), base)
 
 
-def render_live_diff(dag_id: str, folder: str, run_id: str, d, contains: str, read_at: str, base: str,
-                     error: str = "") -> str:
+def render_live_diff(
+    dag_id: str, folder: str, run_id: str, d, contains: str, read_at: str, base: str, error: str = ""
+) -> str:
     """The live diff page (:mod:`mm2_failover.plandiff`)."""
     from mm2_failover import plandiff
 
     back = f"<p><a href='{esc(run_href(base, dag_id, folder))}'>The run's report</a></p>"
-    form = (f"<form method=get><label>groups containing <input name=group value='{esc(contains)}'></label> "
-            "<button>Read again</button></form>")
+    form = (
+        f"<form method=get><label>groups containing <input name=group value='{esc(contains)}'></label> "
+        "<button>Read again</button></form>"
+    )
     if error:
         return page(f"Live diff: {dag_id} / {run_id}", back + form + f"<div class=warn>{esc(error)}</div>", base)
-    counts = table(list(plandiff.STATES), [[d.counts.get(s, 0) for s in plandiff.STATES]],
-                   numeric=set(range(len(plandiff.STATES))), cls="diffcounts")
-    left = (f"<p class=muted>{d.groups_left_out} more matching group(s) not read: at most {plandiff.MAX_GROUPS} a "
-            "page; narrow the filter.</p>" if d.groups_left_out else "")
-    off = (f"<div class=warn>Not where the plan puts them: {esc(', '.join(d.groups_off_plan[:50]))}"
-           + (f" (+{len(d.groups_off_plan) - 50} more)" if len(d.groups_off_plan) > 50 else "") + "</div>"
-           if d.groups_off_plan else "<p>Every partition read is where the plan puts it.</p>")
-    rows = [[r["group"], r["topic"], r["partition"], r["before"], r["planned"], r["now"], r["state"]]
-            for r in d.rows[:MAX_ROWS]]
+    counts = table(
+        list(plandiff.STATES),
+        [[d.counts.get(s, 0) for s in plandiff.STATES]],
+        numeric=set(range(len(plandiff.STATES))),
+        cls="diffcounts",
+    )
+    left = (
+        f"<p class=muted>{d.groups_left_out} more matching group(s) not read: at most {plandiff.MAX_GROUPS} a "
+        "page; narrow the filter.</p>"
+        if d.groups_left_out
+        else ""
+    )
+    off = (
+        f"<div class=warn>Not where the plan puts them: {esc(', '.join(d.groups_off_plan[:50]))}"
+        + (f" (+{len(d.groups_off_plan) - 50} more)" if len(d.groups_off_plan) > 50 else "")
+        + "</div>"
+        if d.groups_off_plan
+        else "<p>Every partition read is where the plan puts it.</p>"
+    )
+    rows = [
+        [r["group"], r["topic"], r["partition"], r["before"], r["planned"], r["now"], r["state"]]
+        for r in d.rows[:MAX_ROWS]
+    ]
     more = f"<p class=muted>First {MAX_ROWS} of {len(d.rows)} rows shown.</p>" if len(d.rows) > MAX_ROWS else ""
-    body = (back + form + f"<p class=muted>The plan's writes against the target's commits read at {esc(read_at)} "
-            f"({d.groups_read} group(s)); read-only.</p>" + counts + left + off + more
-            + table(["group", "topic", "partition", "before the run", "planned", "now", "state"], rows,
-                    numeric={2, 3, 4, 5}, cls="livediff"))
+    body = (
+        back + form + f"<p class=muted>The plan's writes against the target's commits read at {esc(read_at)} "
+        f"({d.groups_read} group(s)); read-only.</p>"
+        + counts
+        + left
+        + off
+        + more
+        + table(
+            ["group", "topic", "partition", "before the run", "planned", "now", "state"],
+            rows,
+            numeric={2, 3, 4, 5},
+            cls="livediff",
+        )
+    )
     return page(f"Live diff: {dag_id} / {run_id}", body, base)
 
 
@@ -498,13 +787,17 @@ def target_read_error(e: Exception) -> str:
     from mm2_failover.config import TARGET_CONN_ID
 
     if any(c.__name__ == "AirflowNotFoundException" for c in type(e).__mro__):
-        return (f"The API server has no connection {TARGET_CONN_ID!r}: the live diff reads the target's commits "
-                "through it from the API server's own process (the tasks find theirs on the workers). Define it where "
-                f"the API server reads connections - Admin > Connections, a secrets backend, or "
-                f"AIRFLOW_CONN_{TARGET_CONN_ID.upper()} in the API server's environment - and reload this page. The "
-                "run's report shows what verify read back.")
-    return (f"The target's commits could not be read now ({type(e).__name__}); the API server's log has the detail. "
-            "The run's report shows what verify read back.")
+        return (
+            f"The API server has no connection {TARGET_CONN_ID!r}: the live diff reads the target's commits "
+            "through it from the API server's own process (the tasks find theirs on the workers). Define it where "
+            f"the API server reads connections - Admin > Connections, a secrets backend, or "
+            f"AIRFLOW_CONN_{TARGET_CONN_ID.upper()} in the API server's environment - and reload this page. The "
+            "run's report shows what verify read back."
+        )
+    return (
+        f"The target's commits could not be read now ({type(e).__name__}); the API server's log has the detail. "
+        "The run's report shows what verify read back."
+    )
 
 
 def target_commits(groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
@@ -518,138 +811,311 @@ def target_commits(groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
 
 def render_trend(drills: list[dict], base: str) -> str:
     if not drills:
-        return page("DR drill trend", "<p class=muted>No drill run has written a drill.json yet. Trigger (or "
-                                      "unpause) the mm2_failover_drill DAG.</p>", base)
+        return page(
+            "DR drill trend",
+            "<p class=muted>No drill run has written a drill.json yet. Trigger (or "
+            "unpause) the mm2_failover_drill DAG.</p>",
+            base,
+        )
     drills = sorted(drills, key=lambda r: r["time"])
-    series = [("Estimated re-read (records)", "records_reread_estimate", ""),
-              ("Max checkpoint age", "checkpoint_age_max_seconds", " s"),
-              ("Max replication lag (records)", "replication_lag_max_records", ""),
-              ("Partitions without checkpoint", "partitions_without_checkpoints", ""),
-              ("Groups covered", "groups_covered", "")]
-    charts = "".join(picture(pictures.trend, title, [(f"{r['time']} {r['run_id']}", r["drill_totals"].get(k))
-                                                     for r in drills], unit)
-                     for title, k, unit in series)
+    series = [
+        ("Estimated re-read (records)", "records_reread_estimate", ""),
+        ("Max checkpoint age", "checkpoint_age_max_seconds", " s"),
+        ("Max replication lag (records)", "replication_lag_max_records", ""),
+        ("Partitions without checkpoint", "partitions_without_checkpoints", ""),
+        ("Groups covered", "groups_covered", ""),
+    ]
+    charts = "".join(
+        picture(pictures.trend, title, [(f"{r['time']} {r['run_id']}", r["drill_totals"].get(k)) for r in drills], unit)
+        for title, k, unit in series
+    )
     rows = []
     for r in reversed(drills):
         t = r["drill_totals"]
-        rows.append([r["time"], f"<a href='{esc(run_href(base, r['dag_id'], r['folder']))}'>{esc(r['run_id'])}</a>",
-                     t.get("groups_covered"), t.get("groups_without_checkpoints"),
-                     t.get("partitions_without_checkpoints"), t.get("checkpoint_age_max_seconds"),
-                     t.get("replication_lag_max_records"), t.get("records_reread_estimate"),
-                     t.get("partitions_clamped"), t.get("records_lost_to_retention"), t.get("findings")])
-    body = (f"<p class=muted>{len(drills)} drill run(s), oldest to newest in the plots.</p>"
-            f"<div class=pictures>{charts}</div>"
-            + table(["time (UTC)", "run", "groups covered", "groups w/o checkpoints", "partitions w/o checkpoint",
-                     "max checkpoint age (s)", "max replication lag", "est. re-read", "clamped", "lost to retention",
-                     "findings"], rows, numeric=set(range(2, 11)), raw={1}, cls="trend"))
+        rows.append(
+            [
+                r["time"],
+                f"<a href='{esc(run_href(base, r['dag_id'], r['folder']))}'>{esc(r['run_id'])}</a>",
+                t.get("groups_covered"),
+                t.get("groups_without_checkpoints"),
+                t.get("partitions_without_checkpoints"),
+                t.get("checkpoint_age_max_seconds"),
+                t.get("replication_lag_max_records"),
+                t.get("records_reread_estimate"),
+                t.get("partitions_clamped"),
+                t.get("records_lost_to_retention"),
+                t.get("findings"),
+            ]
+        )
+    body = (
+        f"<p class=muted>{len(drills)} drill run(s), oldest to newest in the plots.</p>"
+        f"<div class=pictures>{charts}</div>"
+        + table(
+            [
+                "time (UTC)",
+                "run",
+                "groups covered",
+                "groups w/o checkpoints",
+                "partitions w/o checkpoint",
+                "max checkpoint age (s)",
+                "max replication lag",
+                "est. re-read",
+                "clamped",
+                "lost to retention",
+                "findings",
+            ],
+            rows,
+            numeric=set(range(2, 11)),
+            raw={1},
+            cls="trend",
+        )
+    )
     return page("DR drill trend", body, base)
 
 
 NO_REPORT = {
     READINESS_DAG: "A readiness interval has no report of its own: the Readiness page shows the newest one and the "
-                   "trend.",
+    "trend.",
     "mm2_sync_archive": "The archive keeps no per-run report: its tasks' logs in Airflow say what each run appended "
-                        "and refreshed, and the Readiness page shows the archive's age.",
+    "and refreshed, and the Readiness page shows the archive's age.",
     "mm2_failover_rollback": "A rollback keeps no report page: its tasks' logs in Airflow name every group restored, "
-                             "and rollback.json is in its run folder.",
+    "and rollback.json is in its run folder.",
 }
 
 
 def render_no_report(dag_id: str, base: str) -> str:
     """The run tab of a DAG run without a report (Airflow 3.3 adds a plugin's run tab to every DAG's runs)."""
-    why = NO_REPORT.get(dag_id, f"{dag_id} is not one of mm2-failover's DAGs: mm2-failover keeps no report of its "
-                                "runs.")
-    more = (f" <a href='{esc(base)}/readiness'>Readiness</a>." if dag_id == READINESS_DAG else "")
-    return page(f"No mm2-failover report: {dag_id}", f"<p>{esc(why)}{more}</p><p class=muted>Reports are kept for "
-                f"the runs of {', '.join(sorted(REPORT_DAGS))}.</p>", base)
+    why = NO_REPORT.get(
+        dag_id, f"{dag_id} is not one of mm2-failover's DAGs: mm2-failover keeps no report of its runs."
+    )
+    more = f" <a href='{esc(base)}/readiness'>Readiness</a>." if dag_id == READINESS_DAG else ""
+    return page(
+        f"No mm2-failover report: {dag_id}",
+        f"<p>{esc(why)}{more}</p><p class=muted>Reports are kept for the runs of {', '.join(sorted(REPORT_DAGS))}.</p>",
+        base,
+    )
+
+
 ANSWERS = ("exact", "floor", "checkpoint", "none")
 ANSWER_FILTERS = {"": "any answer", "not_exact": "not exact", **{a: a for a in ANSWERS}}
 
 
-def readiness_rows(groups: list[dict], answer: str = "", group: str = "", over_rpo: bool = False,
-                   rpo_seconds: int = 0) -> list[dict]:
+def readiness_rows(
+    groups: list[dict], answer: str = "", group: str = "", over_rpo: bool = False, rpo_seconds: int = 0
+) -> list[dict]:
     """The per-group table's rows after the filters, the worst first: the longest exposure, then not exact, then
     the most re-read."""
-    out = [g for g in groups
-           if (not answer or (g["answer"] != "exact" if answer == "not_exact" else g["answer"] == answer))
-           and (not group or group.lower() in g["group"].lower())
-           and (not over_rpo or (g["exposure_seconds"] or 0) > rpo_seconds)]
-    return sorted(out, key=lambda g: (-(g["exposure_seconds"] or 0), g["answer"] == "exact", -(g["reread"] or 0),
-                                      g["group"]))
+    out = [
+        g
+        for g in groups
+        if (not answer or (g["answer"] != "exact" if answer == "not_exact" else g["answer"] == answer))
+        and (not group or group.lower() in g["group"].lower())
+        and (not over_rpo or (g["exposure_seconds"] or 0) > rpo_seconds)
+    ]
+    return sorted(
+        out, key=lambda g: (-(g["exposure_seconds"] or 0), g["answer"] == "exact", -(g["reread"] or 0), g["group"])
+    )
 
 
-def render_readiness(r: dict | None, hist: list[dict], base: str, answer: str = "", group: str = "",
-                     over_rpo: bool = False, folder: str = "") -> str:
+def render_readiness(
+    r: dict | None,
+    hist: list[dict],
+    base: str,
+    answer: str = "",
+    group: str = "",
+    over_rpo: bool = False,
+    folder: str = "",
+) -> str:
     title = "Readiness: if we failed over now"
     if r is None:
-        return page(title, "<p class=muted>No readiness interval has been computed yet: unpause the "
-                           "mm2_failover_readiness DAG (with mm2_sync_archive).</p>", base)
+        return page(
+            title,
+            "<p class=muted>No readiness interval has been computed yet: unpause the "
+            "mm2_failover_readiness DAG (with mm2_sync_archive).</p>",
+            base,
+        )
     s, rpo = r["summary"], r["rpo_seconds"]
     warn = []
     if s.get("groups_over_rpo"):
-        warn.append(f"{s['groups_over_rpo']} group(s) would lose more than the RPO ({rpo} s) if the source were "
-                    f"lost now (worst: {_num(s['worst_exposure_seconds'])} s)")
+        warn.append(
+            f"{s['groups_over_rpo']} group(s) would lose more than the RPO ({rpo} s) if the source were "
+            f"lost now (worst: {_num(s['worst_exposure_seconds'])} s)"
+        )
     if s.get("groups_not_exact"):
-        warn.append(f"{s['groups_not_exact']} group(s) are not provable exactly (they would resume at MM2's "
-                    "checkpoint or the sync floor, or not move)")
-    head = (f"<p>Computed {esc(r['computed_at'])} by run {esc(r['run_id'])} "
-            f"(<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS}'>readiness.json</a>, the rows "
-            f"<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS_GROUPS}'>per group</a> and "
-            f"<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS_PARTITIONS}'>per partition</a>, "
-            "Parquet); "
-            f"RPO {esc(rpo)} s.</p>"
-            + "".join(f"<p class=warn>{esc(w)}</p>" for w in warn))
-    summary = table(["groups", "exact", "floor", "checkpoint", "none", "partitions", "re-read (records)",
-                     "not replicated (records)", "worst exposure (s)", "over RPO", "exposure unknown",
-                     "archive age (s)", "oldest checkpoint (s)", "findings"],
-                    [[s.get(k) for k in ("groups", "groups_exact", "groups_floor", "groups_checkpoint", "groups_none",
-                                         "partitions", "reread_records", "not_replicated_records",
-                                         "worst_exposure_seconds", "groups_over_rpo", "groups_exposure_unknown",
-                                         "archive_age_seconds", "checkpoint_age_max_seconds", "findings")]],
-                    numeric=set(range(14)), cls="summary")
-    findings = ("<h2>Findings</h2><ul>" + "".join(f"<li>{esc(f['text'])}</li>" for f in r["findings"]) + "</ul>"
-                if r["findings"] else "")
-    archive = table(["alias", "archive last succeeded (UTC)", "age (s)", "mm2_sync_archive runs failed since",
-                     "last failure", "source commits read (UTC)", "their age (s)"],
-                    [[a, v.get("updated_at") or "never", v.get("age_seconds"), v.get("failed_runs_since", 0),
-                      v.get("last_failure") or "",
-                      (v.get("positions_read_at") or "never") if "positions_read_at" in v else "no source connection",
-                      v.get("positions_age_seconds")] for a, v in sorted(r["archive"].items())],
-                    numeric={2, 3, 6}, cls="archive")
+        warn.append(
+            f"{s['groups_not_exact']} group(s) are not provable exactly (they would resume at MM2's "
+            "checkpoint or the sync floor, or not move)"
+        )
+    head = (
+        f"<p>Computed {esc(r['computed_at'])} by run {esc(r['run_id'])} "
+        f"(<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS}'>readiness.json</a>, the rows "
+        f"<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS_GROUPS}'>per group</a> and "
+        f"<a href='{esc(run_href(base, READINESS_DAG, folder))}/{READINESS_PARTITIONS}'>per partition</a>, "
+        "Parquet); "
+        f"RPO {esc(rpo)} s.</p>" + "".join(f"<p class=warn>{esc(w)}</p>" for w in warn)
+    )
+    summary = table(
+        [
+            "groups",
+            "exact",
+            "floor",
+            "checkpoint",
+            "none",
+            "partitions",
+            "re-read (records)",
+            "not replicated (records)",
+            "worst exposure (s)",
+            "over RPO",
+            "exposure unknown",
+            "archive age (s)",
+            "oldest checkpoint (s)",
+            "findings",
+        ],
+        [
+            [
+                s.get(k)
+                for k in (
+                    "groups",
+                    "groups_exact",
+                    "groups_floor",
+                    "groups_checkpoint",
+                    "groups_none",
+                    "partitions",
+                    "reread_records",
+                    "not_replicated_records",
+                    "worst_exposure_seconds",
+                    "groups_over_rpo",
+                    "groups_exposure_unknown",
+                    "archive_age_seconds",
+                    "checkpoint_age_max_seconds",
+                    "findings",
+                )
+            ]
+        ],
+        numeric=set(range(14)),
+        cls="summary",
+    )
+    findings = (
+        "<h2>Findings</h2><ul>" + "".join(f"<li>{esc(f['text'])}</li>" for f in r["findings"]) + "</ul>"
+        if r["findings"]
+        else ""
+    )
+    archive = table(
+        [
+            "alias",
+            "archive last succeeded (UTC)",
+            "age (s)",
+            "mm2_sync_archive runs failed since",
+            "last failure",
+            "source commits read (UTC)",
+            "their age (s)",
+        ],
+        [
+            [
+                a,
+                v.get("updated_at") or "never",
+                v.get("age_seconds"),
+                v.get("failed_runs_since", 0),
+                v.get("last_failure") or "",
+                (v.get("positions_read_at") or "never") if "positions_read_at" in v else "no source connection",
+                v.get("positions_age_seconds"),
+            ]
+            for a, v in sorted(r["archive"].items())
+        ],
+        numeric={2, 3, 6},
+        cls="archive",
+    )
     hist = sorted(hist, key=lambda h: h.get("computed_at") or "")
-    exposure = picture(pictures.exposure, pictures.known_exposures(r["groups"]), s.get("groups_exposure_unknown") or 0,
-                       s.get("groups_over_rpo") or 0, rpo)
-    charts = (picture(pictures.interval_strip, hist, rpo, datetime.now(timezone.utc))
-              + picture(pictures.trend, "Groups not provable exactly",
-                      [(h["computed_at"], h.get("groups_not_exact")) for h in hist])
-              + picture(pictures.trend, "Worst exposure (oldest record not replicated)",
-                        [(h["computed_at"], h.get("worst_exposure_seconds")) for h in hist], " s"))
+    exposure = picture(
+        pictures.exposure,
+        pictures.known_exposures(r["groups"]),
+        s.get("groups_exposure_unknown") or 0,
+        s.get("groups_over_rpo") or 0,
+        rpo,
+    )
+    charts = (
+        picture(pictures.interval_strip, hist, rpo, datetime.now(timezone.utc))
+        + picture(
+            pictures.trend, "Groups not provable exactly", [(h["computed_at"], h.get("groups_not_exact")) for h in hist]
+        )
+        + picture(
+            pictures.trend,
+            "Worst exposure (oldest record not replicated)",
+            [(h["computed_at"], h.get("worst_exposure_seconds")) for h in hist],
+            " s",
+        )
+    )
     rows = readiness_rows(r["groups"], answer, group, over_rpo, rpo)
-    options = "".join(f"<option value='{esc(k)}'{' selected' if k == answer else ''}>{esc(v)}</option>"
-                      for k, v in ANSWER_FILTERS.items())
-    form = (f"<form method=get action='{esc(base)}/readiness'><label>answer <select name=answer>{options}</select>"
-            f"</label> <label>group contains <input name=group value='{esc(group)}'></label> "
-            f"<label><input type=checkbox name=over_rpo value=true{' checked' if over_rpo else ''}> over the RPO only"
-            "</label> <button type=submit>Filter</button></form>")
-    cells = [[g["group"], g["answer"], ", ".join(f"{k} {v}" for k, v in sorted(g["rules"].items())), g["partitions"],
-              g["none"], g["reread"], g["reread_unknown"], g["not_replicated"], g["exposure_seconds"],
-              g["exposure_unknown"], g["checkpoint_age_seconds"]] for g in rows[:MAX_ROWS]]
-    more = (f"<p class=muted>{len(rows)} group(s) match; the first {MAX_ROWS} are shown (all of them are in "
-            "readiness.json).</p>" if len(rows) > MAX_ROWS else f"<p class=muted>{len(rows)} group(s) match.</p>")
-    body = (head + summary + f"<div class=pictures>{exposure}</div>" + findings + archive
-            + f"<h2>Over the last day ({len(hist)} interval(s))</h2><div class=pictures>{charts}</div>"
-            + "<h2>Groups</h2>" + form + more
-            + table(["group", "answer", "rules (partitions)", "partitions", "not moved", "re-read", "re-read unknown",
-                     "not replicated", "exposure (s)", "exposure unknown", "newest checkpoint age (s)"], cells,
-                    numeric=set(range(3, 11)), cls="groups"))
+    options = "".join(
+        f"<option value='{esc(k)}'{' selected' if k == answer else ''}>{esc(v)}</option>"
+        for k, v in ANSWER_FILTERS.items()
+    )
+    form = (
+        f"<form method=get action='{esc(base)}/readiness'><label>answer <select name=answer>{options}</select>"
+        f"</label> <label>group contains <input name=group value='{esc(group)}'></label> "
+        f"<label><input type=checkbox name=over_rpo value=true{' checked' if over_rpo else ''}> over the RPO only"
+        "</label> <button type=submit>Filter</button></form>"
+    )
+    cells = [
+        [
+            g["group"],
+            g["answer"],
+            ", ".join(f"{k} {v}" for k, v in sorted(g["rules"].items())),
+            g["partitions"],
+            g["none"],
+            g["reread"],
+            g["reread_unknown"],
+            g["not_replicated"],
+            g["exposure_seconds"],
+            g["exposure_unknown"],
+            g["checkpoint_age_seconds"],
+        ]
+        for g in rows[:MAX_ROWS]
+    ]
+    more = (
+        f"<p class=muted>{len(rows)} group(s) match; the first {MAX_ROWS} are shown (all of them are in "
+        "readiness.json).</p>"
+        if len(rows) > MAX_ROWS
+        else f"<p class=muted>{len(rows)} group(s) match.</p>"
+    )
+    body = (
+        head
+        + summary
+        + f"<div class=pictures>{exposure}</div>"
+        + findings
+        + archive
+        + f"<h2>Over the last day ({len(hist)} interval(s))</h2><div class=pictures>{charts}</div>"
+        + "<h2>Groups</h2>"
+        + form
+        + more
+        + table(
+            [
+                "group",
+                "answer",
+                "rules (partitions)",
+                "partitions",
+                "not moved",
+                "re-read",
+                "re-read unknown",
+                "not replicated",
+                "exposure (s)",
+                "exposure unknown",
+                "newest checkpoint age (s)",
+            ],
+            cells,
+            numeric=set(range(3, 11)),
+            cls="groups",
+        )
+    )
     return page(title, body, base)
 
 
 # ------------------------------------------------------------------------------------------ app
 
 
-def create_app(root: Path | Callable[[], Path] | None = None, access=None,
-               commits: Callable[[list[str]], dict] | None = None):
+def create_app(
+    root: Path | Callable[[], Path] | None = None, access=None, commits: Callable[[list[str]], dict] | None = None
+):
     """The FastAPI app. ``root``: the artifacts folder (default: ``$MM2_FAILOVER_ARTIFACTS`` at request time);
     ``access``: who may read what (:mod:`mm2_failover.ui_access`; the Airflow plugin passes ``AirflowAccess()``,
     default ``OpenAccess()``); ``commits``: the live diff's read of the target (default :func:`target_commits`)."""
@@ -724,34 +1190,54 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None,
         try:
             r = RunFolder(folder).load_readiness(partitions=False) if folder is not None else None
         except RunFolderError as e:
-            return HTMLResponse(page("Readiness", f"<p class=warn>The newest interval cannot be read: {esc(e)}</p>",
-                                     base(request)), status_code=500)
+            return HTMLResponse(
+                page("Readiness", f"<p class=warn>The newest interval cannot be read: {esc(e)}</p>", base(request)),
+                status_code=500,
+            )
         hist = history(base_dir, since_s=86400) if base_dir.is_dir() else []
         answer = answer if answer in ANSWER_FILTERS else ""
-        return HTMLResponse(render_readiness(r.as_dict() if r else None, hist, base(request), answer, group[:200],
-                                             over_rpo, folder.name if folder else ""))
+        return HTMLResponse(
+            render_readiness(
+                r.as_dict() if r else None,
+                hist,
+                base(request),
+                answer,
+                group[:200],
+                over_rpo,
+                folder.name if folder else "",
+            )
+        )
 
     @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
     def run(request: Request, dag_id: str, run_id: str, user=reader):
         must_read(user, dag_id)
         if dag_id not in REPORT_DAGS:  # Airflow shows the plugin's run tab on every DAG's runs: say what is where
-            return HTMLResponse(render_no_report(dag_id, base(request)),
-                                status_code=200 if dag_id in NO_REPORT else 404)
+            return HTMLResponse(
+                render_no_report(dag_id, base(request)), status_code=200 if dag_id in NO_REPORT else 404
+            )
         folder = run_folder(dag_id, run_id)
         if folder is None:
-            return not_found(request, f"No report for run {run_id} of {dag_id} under the artifacts folder (runs of "
-                                      "other DAGs, and failover runs that stopped before verify, have none).")
+            return not_found(
+                request,
+                f"No report for run {run_id} of {dag_id} under the artifacts folder (runs of "
+                "other DAGs, and failover runs that stopped before verify, have none).",
+            )
         rep = cache.get(folder / REPORT_JSON) if (folder / REPORT_JSON).is_file() else None
         if rep is not None and isinstance(rep.get("partitions"), str):  # the first rows only, from the Parquet file
             try:
                 rep = {**rep, "partitions": RunFolder(folder).parquet_rows(REPORT_PARTITIONS, "", MAX_ROWS)}
             except RunFolderError:
-                rep = {**rep, "partitions": [], "warnings": [*(rep.get("warnings") or []),
-                                                             f"{REPORT_PARTITIONS} cannot be read"]}
+                rep = {
+                    **rep,
+                    "partitions": [],
+                    "warnings": [*(rep.get("warnings") or []), f"{REPORT_PARTITIONS} cannot be read"],
+                }
         drill = cache.get(folder / DRILL_JSON) if (folder / DRILL_JSON).is_file() else None
         if rep is None and drill is None:
-            return not_found(request, f"Run {run_id} of {dag_id} has no report yet (it is still running, or stopped "
-                                      "before its last task).")
+            return not_found(
+                request,
+                f"Run {run_id} of {dag_id} has no report yet (it is still running, or stopped before its last task).",
+            )
         files = [f for f in SERVED_FILES if (folder / f).is_file()]
         tries = run_tries(access, dag_id, str((rep or drill or {}).get("run_id") or run_id))
         return HTMLResponse(render_run(folder.parent.name, folder.name, rep, drill, files, base(request), tries))
@@ -766,26 +1252,32 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None,
         must_read(user, dag_id)
         folder = run_folder(dag_id, run_id)
         if folder is None or not (folder / PLAN_JSON).is_file():
-            return not_found(request, f"Run {run_id} of {dag_id} has no plan (build_plan has not run, or this DAG "
-                                      "builds none).")
+            return not_found(
+                request, f"Run {run_id} of {dag_id} has no plan (build_plan has not run, or this DAG builds none)."
+            )
         contains = group[:200]
         try:
             rec = RunFolder(folder).load_plan()
         except RunFolderError as e:
             logging.getLogger(__name__).warning("live diff of %s/%s: %s", dag_id, folder.name, e)
-            return not_found(request, f"The plan of run {run_id} of {dag_id} cannot be read (the API server's log "
-                                      "says why).")
+            return not_found(
+                request, f"The plan of run {run_id} of {dag_id} cannot be read (the API server's log says why)."
+            )
         writes = [r.as_dict() for r in rec.plan.rows if r.writes]
         groups, left_out = plandiff.select_groups([w["group"] for w in writes], contains)
         read_at = now_iso()
         try:
             now = (commits or target_commits)(groups) if groups else {}
         except Exception as e:  # noqa: BLE001 - the page says so; the detail (it may name the cluster) is logged
-            logging.getLogger(__name__).warning("live diff of %s/%s: the target's commits could not be read: %s",
-                                                dag_id, folder.name, e)
-            return HTMLResponse(render_live_diff(
-                dag_id, folder.name, run_id, None, contains, read_at, base(request), error=target_read_error(e)),
-                status_code=502)
+            logging.getLogger(__name__).warning(
+                "live diff of %s/%s: the target's commits could not be read: %s", dag_id, folder.name, e
+            )
+            return HTMLResponse(
+                render_live_diff(
+                    dag_id, folder.name, run_id, None, contains, read_at, base(request), error=target_read_error(e)
+                ),
+                status_code=502,
+            )
         d = plandiff.diff(writes, now, groups, left_out)
         return HTMLResponse(render_live_diff(dag_id, folder.name, run_id, d, contains, read_at, base(request)))
 
@@ -806,8 +1298,11 @@ def create_app(root: Path | Callable[[], Path] | None = None, access=None,
                     while chunk := fh.read(1 << 20):
                         yield chunk
 
-            return StreamingResponse(chunks(), media_type=SERVED_FILES[name],
-                                     headers={"Content-Disposition": f'attachment; filename="{name}"'})
+            return StreamingResponse(
+                chunks(),
+                media_type=SERVED_FILES[name],
+                headers={"Content-Disposition": f'attachment; filename="{name}"'},
+            )
         if name.endswith(".json"):
             data = cache.get(folder / name)
             return Response(json.dumps(scrub(data), indent=2, sort_keys=True), media_type=SERVED_FILES[name])

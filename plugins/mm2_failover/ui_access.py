@@ -37,9 +37,11 @@ class AirflowAccess:
         from airflow.api_fastapi.app import get_auth_manager
         from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
 
-        return bool(get_auth_manager().is_authorized_dag(method="GET", access_entity=DagAccessEntity.RUN,
-                                                         details=DagDetails(id=dag_id), user=user))
-
+        return bool(
+            get_auth_manager().is_authorized_dag(
+                method="GET", access_entity=DagAccessEntity.RUN, details=DagDetails(id=dag_id), user=user
+            )
+        )
 
     @staticmethod
     def task_tries(dag_id: str, run_id: str) -> list[dict]:
@@ -51,17 +53,22 @@ class AirflowAccess:
         from sqlalchemy import select
 
         def of(model):
-            return select(model.task_id, model.map_index, model.try_number, model.state, model.start_date,
-                          model.end_date).where(model.dag_id == dag_id, model.run_id == run_id)
+            return select(
+                model.task_id, model.map_index, model.try_number, model.state, model.start_date, model.end_date
+            ).where(model.dag_id == dag_id, model.run_id == run_id)
 
         seen: dict[tuple, dict] = {}
         with create_session() as session:
             for model in (TaskInstanceHistory, TaskInstance):  # the current try last: it wins over its history
                 for task_id, map_index, try_number, state, start, end in session.execute(of(model)):
                     seen[(task_id, map_index, try_number)] = {
-                        "task_id": task_id, "map_index": map_index, "try_number": try_number,
+                        "task_id": task_id,
+                        "map_index": map_index,
+                        "try_number": try_number,
                         "state": str(getattr(state, "value", state) or ""),
-                        "start": start.timestamp() if start else None, "end": end.timestamp() if end else None}
+                        "start": start.timestamp() if start else None,
+                        "end": end.timestamp() if end else None,
+                    }
         return list(seen.values())
 
 

@@ -25,6 +25,9 @@ QUEUES = {
 
 
 def task_policy(task) -> None:
-    if os.environ.get("MM2_FAILOVER_TEST_ALTERNATE_QUEUES") and task.dag_id == "mm2_failover" \
-            and task.task_id in QUEUES:
+    if (
+        os.environ.get("MM2_FAILOVER_TEST_ALTERNATE_QUEUES")
+        and task.dag_id == "mm2_failover"
+        and task.task_id in QUEUES
+    ):
         task.queue = QUEUES[task.task_id]

@@ -24,7 +24,6 @@ from urllib.parse import quote
 
 import pytest
 
-from testbed.browser import chromium, keep_for_docs, picture_shown
 from testbed.airflow_stack import (
     AirflowStack,
     answer,
@@ -35,6 +34,7 @@ from testbed.airflow_stack import (
     task_states,
     wait_for_approval_request,
 )
+from testbed.browser import chromium, keep_for_docs, picture_shown
 
 # Airflow's simple auth manager with one DAG hidden from `outsider` (tests/e2e/restricted_auth_manager.py)
 AUTH = ("restricted_auth_manager.OneDagHiddenAuthManager", Path(__file__).parent)
@@ -49,11 +49,25 @@ AUTH = ("restricted_auth_manager.OneDagHiddenAuthManager", Path(__file__).parent
 # wait: a fast machine does not spend it
 BUDGET_S = int(os.environ.get("MM2_FAILOVER_UI_TEST_TIMEOUT", "600"))
 BED_START_S = 240
-pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow, pytest.mark.ui,
-              pytest.mark.timeout(BUDGET_S + BED_START_S)]
+pytestmark = [
+    pytest.mark.bed,
+    pytest.mark.spark,
+    pytest.mark.airflow,
+    pytest.mark.ui,
+    pytest.mark.timeout(BUDGET_S + BED_START_S),
+]
 
-FAILOVER_TASKS = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
-                  "check_groups_empty", "build_plan", "approve_plan", "apply_group_offsets", "verify_group_offsets"]
+FAILOVER_TASKS = [
+    "preflight_audit",
+    "verify_producers_drained",
+    "capture_end_offsets",
+    "compute_latest_checkpoints",
+    "check_groups_empty",
+    "build_plan",
+    "approve_plan",
+    "apply_group_offsets",
+    "verify_group_offsets",
+]
 
 
 # each once (MM2_FAILOVER_FAULT_ONCE_DIR): the first try's task process is SIGKILLed after the backup; the second try
@@ -80,19 +94,31 @@ def failover_run(run_root, request):
     s3 = ObjectStore.start(run_root / "e2e-ui" / "s3")
     env_patch = pytest.MonkeyPatch()
     s3.use(env_patch)  # this process reads the store too
-    lease = {"MM2_FAILOVER_LOCK": "kafka", "MM2_FAILOVER_LOCK_LEASE_SECONDS": "25",  # the margin must exceed one
-             "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "17", "MM2_FAILOVER_LOCK_RENEW_SECONDS": "2"}  # write's timeout (15 s)
+    lease = {
+        "MM2_FAILOVER_LOCK": "kafka",
+        "MM2_FAILOVER_LOCK_LEASE_SECONDS": "25",  # the margin must exceed one
+        "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "17",
+        "MM2_FAILOVER_LOCK_RENEW_SECONDS": "2",
+    }  # write's timeout (15 s)
     # issue 33, deadline alerts: mm2_failover's runs get DEADLINE_S instead of 30 min (read at parse time)
-    af = AirflowStack(run_root / "e2e-ui" / "airflow", store.as_path(s3.url("artifacts")), auth=AUTH,
-                      extra_env={"MM2_FAILOVER_RUN_DEADLINES": f"mm2_failover={DEADLINE_S}", **s3.env, **lease,
-                                 "MM2_FAILOVER_TEST_ALTERNATE_QUEUES": "1",
-                                 # a worker SIGKILLed is noticed by its task's missing heartbeats (default 300 s)
-                                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "15",
-                                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "3",
-                                 # the forms test unpauses the scheduled DAGs (their forms' "Unpause on trigger"):
-                                 # no catch-up run ahead of the form's own (max_active_runs=1 queued it behind)
-                                 "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False"},
-                      executor="celery")
+    af = AirflowStack(
+        run_root / "e2e-ui" / "airflow",
+        store.as_path(s3.url("artifacts")),
+        auth=AUTH,
+        extra_env={
+            "MM2_FAILOVER_RUN_DEADLINES": f"mm2_failover={DEADLINE_S}",
+            **s3.env,
+            **lease,
+            "MM2_FAILOVER_TEST_ALTERNATE_QUEUES": "1",
+            # a worker SIGKILLed is noticed by its task's missing heartbeats (default 300 s)
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "15",
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "3",
+            # the forms test unpauses the scheduled DAGs (their forms' "Unpause on trigger"):
+            # no catch-up run ahead of the form's own (max_active_runs=1 queued it behind)
+            "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
+        },
+        executor="celery",
+    )
     once = run_root / "e2e-ui" / "faults-fired"  # the drills' instrumentation (not the pipeline's): both workers
     once.mkdir(parents=True, exist_ok=True)
     smtp, mails = smtp_server()  # issue 33: the failure notifications, received by a real SMTP server
@@ -107,35 +133,68 @@ def failover_run(run_root, request):
         from testbed.bed import free_port
         from testbed.localenv import kafka_conn
 
-        task_env = {"MM2_FAILOVER_FAULT": FAULTS, "MM2_FAILOVER_FAULT_ONCE_DIR": str(once),
-                    # a source connection nobody answers on (a mistyped address looks exactly like this)
-                    "AIRFLOW_CONN_KAFKA_SOURCE_MISTYPED": kafka_conn(f"127.0.0.1:{free_port()}"),
-                    "MM2_FAILOVER_NOTIFY_EMAIL": ONCALL, "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port)}
+        task_env = {
+            "MM2_FAILOVER_FAULT": FAULTS,
+            "MM2_FAILOVER_FAULT_ONCE_DIR": str(once),
+            # a source connection nobody answers on (a mistyped address looks exactly like this)
+            "AIRFLOW_CONN_KAFKA_SOURCE_MISTYPED": kafka_conn(f"127.0.0.1:{free_port()}"),
+            "MM2_FAILOVER_NOTIFY_EMAIL": ONCALL,
+            "AIRFLOW_CONN_SMTP_DEFAULT": smtp_conn(smtp.port),
+        }
         af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap, task_env)
         af.start_workers(bed.source_bootstrap, bed.target_bootstrap, WORKERS, task_env)
         print(f"[ui] Airflow processes started at {time.monotonic() - t0:.1f}s on {af.base}")
         tag = uuid.uuid4().hex[:6]
         names = {"topic": f"t-ui-{tag}", "group": f"g-ui-{tag}"}
-        prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"],
-                                topic=names["topic"], partitions=3, produced=60, consumed_upto={0: 20, 1: 45, 2: 60},
-                                batches=2, pause_s=0.2)
-        print(f"[ui] scenario ready at {time.monotonic() - t0:.1f}s: checkpoints "
-              f"{ {p: (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()} }")
+        prep = scenario.prepare(
+            bed.source_bootstrap,
+            bed.target_bootstrap,
+            group=names["group"],
+            topic=names["topic"],
+            partitions=3,
+            produced=60,
+            consumed_upto={0: 20, 1: 45, 2: 60},
+            batches=2,
+            pause_s=0.2,
+        )
+        print(
+            f"[ui] scenario ready at {time.monotonic() - t0:.1f}s: checkpoints "
+            f"{ {p: (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()} }"
+        )
 
-        health = af.wait(lambda: (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy"
-                         and h, 90, "the API server and a healthy scheduler")
+        health = af.wait(
+            lambda: (h := af.api("GET", "/api/v2/monitor/health"))["scheduler"]["status"] == "healthy" and h,
+            90,
+            "the API server and a healthy scheduler",
+        )
         af.token = af.login("admin")
         af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 60, "the dag-processor to register mm2_failover")
         print(f"[ui] Airflow up at {time.monotonic() - t0:.1f}s: {health}")
         # on demand, so not paused at creation (issue 33): the REST trigger runs without anyone unpausing it
         assert af.api("GET", "/api/v2/dags/mm2_failover")["is_paused"] is False
-        run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
-                     {"logical_date": None, "conf": {"groups_regex": names["group"], "drain_quiet_seconds": 1}})
+        run = af.api(
+            "POST",
+            "/api/v2/dags/mm2_failover/dagRuns",
+            {"logical_date": None, "conf": {"groups_regex": names["group"], "drain_quiet_seconds": 1}},
+        )
         run_id = run["dag_run_id"]
         target = bed.client("target")
-        ns = types.SimpleNamespace(af=af, run_id=run_id, names=names, target=target, t0=t0, seen=[], backups=[],
-                                   folder=af.artifacts / "mm2_failover" / safe_name(run_id), mails=mails,
-                                   request=None, bed=bed, s3=s3, victim=None, task_env=task_env)
+        ns = types.SimpleNamespace(
+            af=af,
+            run_id=run_id,
+            names=names,
+            target=target,
+            t0=t0,
+            seen=[],
+            backups=[],
+            folder=af.artifacts / "mm2_failover" / safe_name(run_id),
+            mails=mails,
+            request=None,
+            bed=bed,
+            s3=s3,
+            victim=None,
+            task_env=task_env,
+        )
         watch_apply(ns, BUDGET_S - 60 - (time.monotonic() - t_bed))
         yield ns
     finally:
@@ -189,14 +248,16 @@ def decide_in_browser(af, run_id: str, option: str, shots: Path) -> dict:
             expect(page.get_by_role("link", name="its page").first).to_be_visible()  # the plan page, from the body
             page.screenshot(path=str(shots / f"approval-{option.lower()}-asked.png"), full_page=True)
             page.get_by_role("button", name=option, exact=True).click()
-            af.wait(lambda: af.api("GET", hitl_path(run_id))["response_received"], 30,
-                    f"the browser's {option} to reach Airflow", interval=1)
+            af.wait(
+                lambda: af.api("GET", hitl_path(run_id))["response_received"],
+                30,
+                f"the browser's {option} to reach Airflow",
+                interval=1,
+            )
             page.screenshot(path=str(shots / f"approval-{option.lower()}-answered.png"), full_page=True)
         finally:
             browser.close()
     return asked
-
-
 
 
 def watch_apply(ns, budget: float) -> None:
@@ -212,8 +273,11 @@ def watch_apply(ns, budget: float) -> None:
             print(f"[ui] the API server did not answer ({e}); asking again")
             time.sleep(2)
             continue
-        if ns.request is None and states.get("approve_plan", (None,))[0] == "awaiting_input" \
-                and parked_try_processed(af, ns.run_id):
+        if (
+            ns.request is None
+            and states.get("approve_plan", (None,))[0] == "awaiting_input"
+            and parked_try_processed(af, ns.run_id)
+        ):
             ns.approval_on_disk = json.loads((ns.folder / "approval.json").read_text())
             ns.report_while_waiting = json.loads((ns.folder / "report.json").read_text())
             ns.request = answer(af, ns.run_id, "Approve")  # issue 33: approved through the HITL REST API
@@ -227,8 +291,15 @@ def watch_apply(ns, budget: float) -> None:
         if state == "up_for_retry" and tries not in [t for t, *_ in ns.seen]:
             backup = ns.folder / "backup.json"
             ns.backups.append(json.loads(backup.read_text()) if backup.exists() else None)
-            ns.seen.append((tries, ns.target.committed(ns.names["group"]), backup.exists(),
-                            report_outcome(ns.folder), states.get("verify_group_offsets", (None,))[0]))
+            ns.seen.append(
+                (
+                    tries,
+                    ns.target.committed(ns.names["group"]),
+                    backup.exists(),
+                    report_outcome(ns.folder),
+                    states.get("verify_group_offsets", (None,))[0],
+                )
+            )
             print(f"[ui] apply attempt {tries} killed at {time.monotonic() - ns.t0:.1f}s: {ns.seen[-1]}")
         if dr["state"] in ("success", "failed"):
             ns.final, ns.states = dr, states
@@ -246,8 +317,14 @@ def apply_log(ns, try_number: int) -> str:
     w = ns.af.worker_of("mm2_failover", ns.run_id, "apply_group_offsets", try_number)
     if w is None:
         return ""
-    return (ns.af.workers[w]["home"] / "logs" / "dag_id=mm2_failover" / f"run_id={ns.run_id}" /
-            "task_id=apply_group_offsets" / f"attempt={try_number}.log").read_text(errors="replace")
+    return (
+        ns.af.workers[w]["home"]
+        / "logs"
+        / "dag_id=mm2_failover"
+        / f"run_id={ns.run_id}"
+        / "task_id=apply_group_offsets"
+        / f"attempt={try_number}.log"
+    ).read_text(errors="replace")
 
 
 def paused_after_commits(ns) -> bool:
@@ -269,8 +346,9 @@ def kill_the_worker_running_apply(ns) -> None:
     while (survivors := [q for q in tree if alive(q)]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not survivors, f"still running 10 s after the worker {ns.victim} was SIGKILLed: {survivors}"
-    ns.af.start_workers(ns.bed.source_bootstrap, ns.bed.target_bootstrap, {f"{ns.victim}2": WORKERS[ns.victim]},
-                        ns.task_env)
+    ns.af.start_workers(
+        ns.bed.source_bootstrap, ns.bed.target_bootstrap, {f"{ns.victim}2": WORKERS[ns.victim]}, ns.task_env
+    )
     print(f"[ui] worker {ns.victim} SIGKILLed mid-apply at {time.monotonic() - ns.t0:.1f}s; {ns.victim}2 replaces it")
 
 
@@ -289,12 +367,16 @@ def report_outcome(folder: Path) -> str | None:
 
 
 def planned_offsets(folder: Path) -> dict[tuple[str, int], int]:
-    return {(t, int(p)): int(o) for line in (folder / "plan.csv").read_text().splitlines()
-            for (_g, t, p, o) in [line.split(",")]}
+    return {
+        (t, int(p)): int(o)
+        for line in (folder / "plan.csv").read_text().splitlines()
+        for (_g, t, p, o) in [line.split(",")]
+    }
 
 
 def test_airflow_task_process_killed_after_backup_then_after_commits_converges_and_a_clear_changes_nothing(
-        failover_run):
+    failover_run,
+):
     """Fault drill 3 (issue 18) with Airflow's real task processes (on Celery workers): the apply task's process is
     SIGKILLed after its backup, before any commit, then the worker running its retry is SIGKILLed, with it, after the
     commits, before the verify task (issue 34); Airflow's own retry finishes the run. Then the apply and verify tasks are cleared (drill 8): the
@@ -321,11 +403,23 @@ def test_airflow_task_process_killed_after_backup_then_after_commits_converges_a
     assert [(t["try_number"], t["state"]) for t in tries][:2] == [(1, "failed"), (2, "failed")], tries
 
     # drill 8: apply and verify cleared after the success, run again by the scheduler
-    af.api("POST", "/api/v2/dags/mm2_failover/clearTaskInstances",
-           {"dry_run": False, "dag_run_id": r.run_id, "task_ids": ["apply_group_offsets"],
-            "include_downstream": True, "only_failed": False})
-    again = af.wait(lambda: (s := task_states(af, r.run_id))["verify_group_offsets"] == ("success", 2) and s,
-                    90, "the cleared apply and verify tasks to run again", interval=2)
+    af.api(
+        "POST",
+        "/api/v2/dags/mm2_failover/clearTaskInstances",
+        {
+            "dry_run": False,
+            "dag_run_id": r.run_id,
+            "task_ids": ["apply_group_offsets"],
+            "include_downstream": True,
+            "only_failed": False,
+        },
+    )
+    again = af.wait(
+        lambda: (s := task_states(af, r.run_id))["verify_group_offsets"] == ("success", 2) and s,
+        90,
+        "the cleared apply and verify tasks to run again",
+        interval=2,
+    )
     assert again["apply_group_offsets"] == ("success", 4), again
     af.wait(lambda: af.api("GET", run_path(r.run_id))["state"] == "success", 30, "the run to be success again")
     assert r.target.committed(grp) == planned
@@ -408,24 +502,38 @@ def test_failover_run_in_the_real_ui(failover_run, run_root):
                 expect(mix).to_contain_text(label)
             expect(picture_shown(page, "resume-positions", shots)).to_contain_text(f"{names['topic']}[0]")
             timeline = picture_shown(page, "timeline", shots)
-            for bar in ("apply_group_offsets #1", "apply_group_offsets #2", "apply_group_offsets #3",
-                        "verify_group_offsets #1", "approve_plan #1", "waiting for a person"):
+            for bar in (
+                "apply_group_offsets #1",
+                "apply_group_offsets #2",
+                "apply_group_offsets #3",
+                "verify_group_offsets #1",
+                "approve_plan #1",
+                "waiting for a person",
+            ):
                 expect(timeline).to_contain_text(bar)
             page.emulate_media(color_scheme="dark")  # the pictures take the page's theme
             page.screenshot(path=str(shots / "5-report-page-dark.png"), full_page=True)
-            assert page.locator("figure[data-picture=timeline]").evaluate("e => getComputedStyle(e).color") \
+            assert (
+                page.locator("figure[data-picture=timeline]").evaluate("e => getComputedStyle(e).color")
                 == "rgb(228, 231, 236)"
+            )
             page.emulate_media(color_scheme="light")
         finally:
             browser.close()
     for s in sorted(shots.glob("*.png")):
         assert s.stat().st_size > 5_000, f"{s} looks empty"
         print(f"[ui] screenshot: {s}")
-    keep_for_docs(shots, {"3-run-report-tab.png": "run-report-tab.png",
-                          "picture-answer-mix.png": "picture-answer-mix.png",
-                          "picture-resume-positions.png": "picture-resume-positions.png",
-                          "picture-timeline.png": "picture-timeline.png", "2-plugin-runs.png": "runs.png",
-                          "5-report-page-dark.png": "report-page-dark.png"})
+    keep_for_docs(
+        shots,
+        {
+            "3-run-report-tab.png": "run-report-tab.png",
+            "picture-answer-mix.png": "picture-answer-mix.png",
+            "picture-resume-positions.png": "picture-resume-positions.png",
+            "picture-timeline.png": "picture-timeline.png",
+            "2-plugin-runs.png": "runs.png",
+            "5-report-page-dark.png": "report-page-dark.png",
+        },
+    )
     print(f"[ui] done at {time.monotonic() - t0:.1f}s")
 
 
@@ -439,16 +547,20 @@ def test_a_refused_run_is_mailed_naming_the_run_the_task_the_reason_and_its_repo
     af, r = failover_run.af, failover_run
     assert failures(r.mails) == [], [m["Subject"] for _, m in r.mails]
     missing = "/nonexistent/mm2-failover/mm2.properties"
-    run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
-                 {"logical_date": None, "conf": {"groups_regex": r.names["group"], "mm2_config": missing}})
+    run = af.api(
+        "POST",
+        "/api/v2/dags/mm2_failover/dagRuns",
+        {"logical_date": None, "conf": {"groups_regex": r.names["group"], "mm2_config": missing}},
+    )
     run_id = r.refused_run_id = run["dag_run_id"]
     af.wait(lambda: af.api("GET", run_path(run_id))["state"] == "failed", 120, "the refused run to fail", interval=2)
     af.wait(lambda: failures(r.mails), 60, "the failure's e-mail", interval=1)
     assert len(failures(r.mails)) == 1, [m["Subject"] for _, m in r.mails]
     rcpt, mail = failures(r.mails)[0]
     assert rcpt == [ONCALL] and mail["From"] == "mm2-failover@localhost"
-    assert mail["Subject"].startswith(f"[mm2-failover] mm2_failover run {run_id}: preflight_audit FAILED - "), \
-        mail["Subject"]
+    assert mail["Subject"].startswith(f"[mm2-failover] mm2_failover run {run_id}: preflight_audit FAILED - "), mail[
+        "Subject"
+    ]
     body = mail.get_body(("html",)).get_content()
     assert missing in body
     assert f"{af.base}/mm2/runs/mm2_failover/{quote(safe_name(run_id), safe='')}" in body
@@ -463,14 +575,19 @@ def test_a_run_not_ended_by_its_deadline_is_mailed_once_while_it_runs(failover_r
     from mm2_failover.ui import safe_name
 
     af, r = failover_run.af, failover_run
-    af.wait(lambda: [m for _, m in deadlines(r.mails) if r.run_id in m["Subject"]], 60,
-            "the main run's deadline e-mail", interval=1)
+    af.wait(
+        lambda: [m for _, m in deadlines(r.mails) if r.run_id in m["Subject"]],
+        60,
+        "the main run's deadline e-mail",
+        interval=1,
+    )
     mine = [(rcpt, m) for rcpt, m in deadlines(r.mails) if r.run_id in m["Subject"]]
     assert len(mine) == 1, [m["Subject"] for _, m in r.mails]
     rcpt, mail = mine[0]
     assert rcpt == [ONCALL]
-    assert mail["Subject"] == (f"[mm2-failover] mm2_failover run {r.run_id}: NOT FINISHED {DEADLINE_S} s after it was "
-                               "queued (state running)"), mail["Subject"]
+    assert mail["Subject"] == (
+        f"[mm2-failover] mm2_failover run {r.run_id}: NOT FINISHED {DEADLINE_S} s after it was queued (state running)"
+    ), mail["Subject"]
     body = mail.get_body(("html",)).get_content()
     assert f"{af.base}/mm2/runs/mm2_failover/{quote(safe_name(r.run_id), safe='')}" in body
     assert f"{af.base}/dags/mm2_failover/runs/{quote(r.run_id, safe='')}" in body
@@ -508,23 +625,32 @@ def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_p
     # issue 53 items 2-3: the request said who triggered and how long ago, and what moved since the plan (nothing);
     # on-call was mailed the request and, once verified, the outcome - each with a text and an HTML part
     assert " ago by admin." in body and "**Since the plan was built:** no commit on the target changed" in body, body
+
     def mine(kind: str) -> list:
         return [(rc, m) for rc, m in r.mails if f"run {r.run_id}: {kind} - " in m["Subject"]]
 
-    told = af.wait(lambda: mine("APPROVAL REQUESTED") + mine("FAILOVER VERIFIED") if mine("FAILOVER VERIFIED")
-                   else None, 60, "the approval's and the verified run's e-mails", interval=1)
+    told = af.wait(
+        lambda: mine("APPROVAL REQUESTED") + mine("FAILOVER VERIFIED") if mine("FAILOVER VERIFIED") else None,
+        60,
+        "the approval's and the verified run's e-mails",
+        interval=1,
+    )
     asked = [m for _, m in told if "APPROVAL REQUESTED" in m["Subject"]]
     done = [m for _, m in told if "FAILOVER VERIFIED" in m["Subject"]]
     assert asked and asked[0]["Subject"].endswith("APPROVAL REQUESTED - Move 1 group(s), 3 commit(s)?")
-    assert h in asked[0].get_body(("plain",)).get_content() and "Required Actions" in asked[0].get_body(
-        ("html",)).get_content()
-    assert done and "FAILOVER VERIFIED - 1 group(s) moved, 3 partition(s) committed: " in done[0]["Subject"], \
-        [m["Subject"] for m in done]
+    assert (
+        h in asked[0].get_body(("plain",)).get_content()
+        and "Required Actions" in asked[0].get_body(("html",)).get_content()
+    )
+    assert done and "FAILOVER VERIFIED - 1 group(s) moved, 3 partition(s) committed: " in done[0]["Subject"], [
+        m["Subject"] for m in done
+    ]
     assert all(rc == [ONCALL] for rc, _m in told), [rc for rc, _m in told]
 
 
-def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in_time_writes_nothing(failover_run,
-                                                                                                      run_root):
+def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in_time_writes_nothing(
+    failover_run, run_root
+):
     """Issue 33, two runs of a new group. The first one's source never answers under ``source_reachable=detect`` (its
     connection names a port nobody listens on - a mistyped address looks exactly like this): it is not put in disaster
     mode silently but plans read-only and asks in its approval - even though the trigger opted out of approvals - and
@@ -532,19 +658,31 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
     report says REJECTED and by whom. The second run gets no answer within ``approval_timeout_seconds``: the scheduler
     times the approval out, the task fails and mails on-call, nothing is written, the report says APPROVAL TIMED
     OUT."""
-    from testbed import scenario
     from mm2_failover.ui import safe_name
+    from testbed import scenario
 
     af, r = failover_run.af, failover_run
     tag = uuid.uuid4().hex[:6]
     grp, topic = f"g-ui-reject-{tag}", f"t-ui-reject-{tag}"
-    scenario.prepare(r.bed.source_bootstrap, r.bed.target_bootstrap, group=grp, topic=topic, partitions=2, produced=40,
-                     consumed_upto={0: 15, 1: 30}, batches=1, pause_s=0.2)
+    scenario.prepare(
+        r.bed.source_bootstrap,
+        r.bed.target_bootstrap,
+        group=grp,
+        topic=topic,
+        partitions=2,
+        produced=40,
+        consumed_upto={0: 15, 1: 30},
+        batches=1,
+        pause_s=0.2,
+    )
     failures_before = len(failures(r.mails))
 
     def trigger(**conf) -> tuple[str, Path]:
-        run = af.api("POST", "/api/v2/dags/mm2_failover/dagRuns",
-                     {"logical_date": None, "conf": {"groups_regex": grp, "drain_quiet_seconds": 1, **conf}})
+        run = af.api(
+            "POST",
+            "/api/v2/dags/mm2_failover/dagRuns",
+            {"logical_date": None, "conf": {"groups_regex": grp, "drain_quiet_seconds": 1, **conf}},
+        )
         return run["dag_run_id"], af.artifacts / "mm2_failover" / safe_name(run["dag_run_id"])
 
     rejected, folder = trigger(source_connections={"primary": "kafka_source_mistyped"}, require_approval=False)
@@ -579,12 +717,14 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
     assert json.loads((folder / "report.json").read_text())["outcome"] == "approval_timed_out"
     af.wait(lambda: len(failures(r.mails)) > failures_before, 60, "the timed-out approval's e-mail", interval=1)
     _rcpt, mail = failures(r.mails)[-1]
-    assert mail["Subject"].startswith(f"[mm2-failover] mm2_failover run {timed_out}: approve_plan FAILED - NOT approved "
-                                      "within 10 s"), mail["Subject"]
+    assert mail["Subject"].startswith(
+        f"[mm2-failover] mm2_failover run {timed_out}: approve_plan FAILED - NOT approved within 10 s"
+    ), mail["Subject"]
     # rule 6 said nothing of the refused run: it had failed (and was told) long before its deadline passed
     refused = getattr(r, "refused_run_id", None)
-    assert refused and not [m for _, m in deadlines(r.mails) if refused in m["Subject"]], \
-        [m["Subject"] for _, m in r.mails]
+    assert refused and not [m for _, m in deadlines(r.mails) if refused in m["Subject"]], [
+        m["Subject"] for _, m in r.mails
+    ]
 
 
 def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):
@@ -604,7 +744,11 @@ def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):
     for e in evs:
         assert (e["name"], e["uri"]) == (name, uri)
         x = e["extra"]
-        assert (x["group"], x["target_connection"], x["failover_run_id"]) == (r.names["group"], "kafka_target", r.run_id)
+        assert (x["group"], x["target_connection"], x["failover_run_id"]) == (
+            r.names["group"],
+            "kafka_target",
+            r.run_id,
+        )
         assert x["target_cluster_id"] == r.target.cluster_id() and x["replica_topics"] == [topic]
         assert {(topic, int(p)): o for p, o in x["offsets"][topic].items()} == planned
 
@@ -623,8 +767,15 @@ def test_the_live_diff_reads_the_targets_commits_when_asked_and_shows_a_partitio
     page = f"/mm2/runs/mm2_failover/{quote(safe_name(r.run_id), safe='')}"
     status, body = af.get(page, af.token)
     assert status == 200 and "/live-diff'>The plan against the target's commits now</a>" in body
-    af.api("POST", "/api/v2/connections", {"connection_id": "kafka_target", "conn_type": "kafka",
-                                           "extra": json.dumps({"bootstrap.servers": r.bed.target_bootstrap})})
+    af.api(
+        "POST",
+        "/api/v2/connections",
+        {
+            "connection_id": "kafka_target",
+            "conn_type": "kafka",
+            "extra": json.dumps({"bootstrap.servers": r.bed.target_bootstrap}),
+        },
+    )
 
     def states(html: str) -> dict[str, int]:
         row = html.split("class='diffcounts'", 1)[1].split("</table>", 1)[0]
@@ -665,9 +816,20 @@ def test_tasks_alternate_between_two_workers_and_a_worker_killed_mid_apply_is_re
     third = af.worker_of("mm2_failover", r.run_id, "apply_group_offsets", 3)
     assert third is not None and third != r.victim, (r.victim, third)
     for w in af.workers.values():  # nothing of the run on a worker's disk: only logs and temporary files
-        local = [p.name for p in w["home"].rglob("*") if p.name in (
-            "plan.json", "plan_rows.parquet", "report.json", "backup.json", "snapshot.json", "approval.json",
-            "manifest.json")]
+        local = [
+            p.name
+            for p in w["home"].rglob("*")
+            if p.name
+            in (
+                "plan.json",
+                "plan_rows.parquet",
+                "report.json",
+                "backup.json",
+                "snapshot.json",
+                "approval.json",
+                "manifest.json",
+            )
+        ]
         assert local == [], (w["home"], local)
     from mm2_failover import store
     from mm2_failover.store import url_of
@@ -675,17 +837,32 @@ def test_tasks_alternate_between_two_workers_and_a_worker_killed_mid_apply_is_re
     assert (r.folder / "report.json").exists() and url_of(r.folder).startswith(r.s3.url())  # in the store
     assert report_outcome(r.folder) == "succeeded"
     objs = store.listing(r.folder)
-    for want in ("run.json", "snapshot.json", "drain.json", "audit.json", "plan.json", "plan_rows.parquet", "plan.csv",
-                 "approval.json",
-                 "backup.json", "apply.json", "report.json", "report.md", "report_partitions.parquet", "summary.json",
-                 "latest_checkpoints.summary.json"):
+    for want in (
+        "run.json",
+        "snapshot.json",
+        "drain.json",
+        "audit.json",
+        "plan.json",
+        "plan_rows.parquet",
+        "plan.csv",
+        "approval.json",
+        "backup.json",
+        "apply.json",
+        "report.json",
+        "report.md",
+        "report_partitions.parquet",
+        "summary.json",
+        "latest_checkpoints.summary.json",
+    ):
         assert want in objs, (want, sorted(objs))
     assert any(n.startswith("latest_checkpoints.parquet/") and n.endswith(".parquet") for n in objs)
     # written into the store by Spark itself (S3A, the default for s3://): its job commit's marker is there, and the
     # summary names the s3a:// answers (a staged upload leaves no marker)
     assert "latest_checkpoints.parquet/_SUCCESS" in objs, sorted(objs)
-    assert json.loads(store.read_bytes(r.folder / "latest_checkpoints.summary.json"))["output"] == \
-        "s3a://" + url_of(r.folder / "latest_checkpoints.parquet").split("://", 1)[1]
+    assert (
+        json.loads(store.read_bytes(r.folder / "latest_checkpoints.summary.json"))["output"]
+        == "s3a://" + url_of(r.folder / "latest_checkpoints.parquet").split("://", 1)[1]
+    )
     # the capture appended to the sync archive in the store: its files, then a manifest generation naming them
     from mm2_failover.syncs import SyncArchive
 
@@ -773,23 +950,34 @@ def test_every_dags_trigger_form_submits_as_it_opens_and_the_runs_it_starts_succ
         try:
             page = login(browser, af)
             runs = {
-                "mm2_failover": trigger_in_browser(page, af, "mm2_failover", {"groups_regex": grp}, ("dry_run",),
-                                                   shots),
+                "mm2_failover": trigger_in_browser(
+                    page, af, "mm2_failover", {"groups_regex": grp}, ("dry_run",), shots
+                ),
                 "mm2_sync_archive": trigger_in_browser(page, af, "mm2_sync_archive", {}, (), shots),
-                "mm2_failover_readiness": trigger_in_browser(page, af, "mm2_failover_readiness",
-                                                             {"groups_regex": grp}, (), shots),
-                "mm2_failover_drill": trigger_in_browser(page, af, "mm2_failover_drill", {"groups_regex": grp}, (),
-                                                         shots),
+                "mm2_failover_readiness": trigger_in_browser(
+                    page, af, "mm2_failover_readiness", {"groups_regex": grp}, (), shots
+                ),
+                "mm2_failover_drill": trigger_in_browser(
+                    page, af, "mm2_failover_drill", {"groups_regex": grp}, (), shots
+                ),
             }
             for dag_id, run_id in runs.items():  # the form's conf: the typed values, the untouched texts null
                 conf = af.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}")["conf"]
                 if dag_id != "mm2_sync_archive":
                     assert conf["groups_regex"] == grp, (dag_id, conf)
                 assert conf.get("mm2_target_alias") is None, (dag_id, conf)
-            assert af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{quote(runs['mm2_failover'], safe='')}")[
-                "conf"]["dry_run"] is True
-            ended = af.wait(lambda: all(run_state(af, d, i) in ("success", "failed") for d, i in runs.items()),
-                            420, "the four runs the forms started to end", interval=3)
+            assert (
+                af.api("GET", f"/api/v2/dags/mm2_failover/dagRuns/{quote(runs['mm2_failover'], safe='')}")["conf"][
+                    "dry_run"
+                ]
+                is True
+            )
+            ended = af.wait(
+                lambda: all(run_state(af, d, i) in ("success", "failed") for d, i in runs.items()),
+                420,
+                "the four runs the forms started to end",
+                interval=3,
+            )
             assert ended
             states = {d: (run_state(af, d, i), failed_tasks(af, d, i)) for d, i in runs.items()}
             assert all(s == "success" for s, _ in states.values()), states
@@ -803,10 +991,15 @@ def test_every_dags_trigger_form_submits_as_it_opens_and_the_runs_it_starts_succ
             page.screenshot(path=str(shots / "readiness-page.png"), full_page=True)
 
             run_id = trigger_in_browser(page, af, "mm2_failover_rollback", {"failover_run_id": r.run_id}, (), shots)
-            af.wait(lambda: run_state(af, "mm2_failover_rollback", run_id) in ("success", "failed"), 180,
-                    "the rollback the form started to end", interval=3)
-            assert run_state(af, "mm2_failover_rollback", run_id) == "success", \
-                failed_tasks(af, "mm2_failover_rollback", run_id)
+            af.wait(
+                lambda: run_state(af, "mm2_failover_rollback", run_id) in ("success", "failed"),
+                180,
+                "the rollback the form started to end",
+                interval=3,
+            )
+            assert run_state(af, "mm2_failover_rollback", run_id) == "success", failed_tasks(
+                af, "mm2_failover_rollback", run_id
+            )
         finally:
             browser.close()
     # undone exactly: the group had no commit on the target before the failover, and has none now
@@ -815,6 +1008,12 @@ def test_every_dags_trigger_form_submits_as_it_opens_and_the_runs_it_starts_succ
     assert r.target.committed(grp) == {}
     for s in sorted(shots.glob("*.png")):
         print(f"[ui] screenshot: {s}")
-    keep_for_docs(shots, {"mm2_failover-form.png": "trigger-form.png", "readiness-page.png": "readiness-page.png",
-                          "picture-exposure.png": "picture-exposure.png",
-                          "picture-interval-strip.png": "picture-interval-strip.png"})
+    keep_for_docs(
+        shots,
+        {
+            "mm2_failover-form.png": "trigger-form.png",
+            "readiness-page.png": "readiness-page.png",
+            "picture-exposure.png": "picture-exposure.png",
+            "picture-interval-strip.png": "picture-interval-strip.png",
+        },
+    )

@@ -15,8 +15,15 @@ from testbed.steps import StepRun
 @pytest.fixture
 def prepared(bed, source, target, names, run_root):
     """One group (names['group']) on a 3-partition topic: 100 records, consumed 20/50/100."""
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
-                            partitions=3, produced=100, consumed_upto={0: 20, 1: 50, 2: 100})
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=names["group"],
+        topic=names["topic"],
+        partitions=3,
+        produced=100,
+        consumed_upto={0: 20, 1: 50, 2: 100},
+    )
     return StepRun(bed, source, target, names, run_root, [names["group"]], {names["group"]: prep})
 
 
@@ -26,8 +33,16 @@ class LiveConsumer:
     def __init__(self, bootstrap: str, group: str, topic: str, client_id: str = "live-consumer"):
         from confluent_kafka import Consumer
 
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
-                           "enable.auto.commit": False, "auto.offset.reset": "latest", "log_level": 3})
+        self.c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": client_id,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "latest",
+                "log_level": 3,
+            }
+        )
         self.c.subscribe([topic])
         self._stop = threading.Event()
         self.t = threading.Thread(target=self._run, daemon=True)

@@ -34,13 +34,21 @@ def secured(bed, run_root):
     b = Bed(run_dir=run_root / "bed-acls", acls=True, tls=True)
     with b:
         target = b.client("target")
-        prep = scenario.prepare(b.source_bootstrap, b.target_bootstrap, group=GROUPS[0], topic=TOPIC, partitions=2,
-                                produced=60, consumed_upto={0: 40, 1: 25})
+        prep = scenario.prepare(
+            b.source_bootstrap,
+            b.target_bootstrap,
+            group=GROUPS[0],
+            topic=TOPIC,
+            partitions=2,
+            produced=60,
+            consumed_upto={0: 40, 1: 25},
+        )
         for g in GROUPS[1:]:
             scenario.consume_and_commit(b.source_bootstrap, g, TOPIC, {0: 30, 1: 10})
         scenario.wait_checkpointed_groups(target, b.checkpoints_topic, {g: (prep.replica_topic, 2) for g in GROUPS[1:]})
-        granted = acls.bindings(ReplicationPolicy(b.source_alias), b.target_alias, [TOPIC], GROUPS,
-                                lock_topic=LOCK_TOPIC)
+        granted = acls.bindings(
+            ReplicationPolicy(b.source_alias), b.target_alias, [TOPIC], GROUPS, lock_topic=LOCK_TOPIC
+        )
         b.grant(granted)
         yield b, prep, target, granted
 
@@ -52,16 +60,21 @@ def as_pipeline(secured, monkeypatch, spark_submit_route):
     from testbed.bed import scram_conf
 
     b = secured[0]
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", json.dumps(
-        {"conn_type": "kafka", "extra": scram_conf(b.source.ssl_bootstrap, ca=b.tls.ca)}))
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TARGET", json.dumps(
-        {"conn_type": "kafka", "extra": scram_conf(b.target.ssl_bootstrap, ca=b.tls.ca)}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KAFKA_SOURCE",
+        json.dumps({"conn_type": "kafka", "extra": scram_conf(b.source.ssl_bootstrap, ca=b.tls.ca)}),
+    )
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KAFKA_TARGET",
+        json.dumps({"conn_type": "kafka", "extra": scram_conf(b.target.ssl_bootstrap, ca=b.tls.ca)}),
+    )
     return secured
 
 
 def run(group: str):
-    return localenv.run_dag("mm2_failover", {"groups_regex": group, "drain_quiet_seconds": 1,
-                                             "drain_timeout_seconds": 60})
+    return localenv.run_dag(
+        "mm2_failover", {"groups_regex": group, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60}
+    )
 
 
 def test_with_exactly_the_documented_acls_the_dag_fails_over_end_to_end(as_pipeline, monkeypatch):
@@ -83,14 +96,18 @@ def test_with_exactly_the_documented_acls_the_dag_fails_over_end_to_end(as_pipel
     assert LOCK_TOPIC in target.admin.list_topics(timeout=15).topics  # created by the run, as the principal
 
 
-@pytest.mark.parametrize("missing, task", [
-    # the Spark job's Java consumer reads the checkpoints topic: Describe kept (the capture's end offsets), Read gone
-    (4, "compute_latest_checkpoints"),
-    # committing the group's offsets on the target (Describe kept for the live check and the backup)
-    (8, "apply_group_offsets"),
-])
-def test_one_acl_missing_fails_the_task_that_needs_it_naming_the_permission_and_the_resource(as_pipeline, capfd,
-                                                                                           missing, task):
+@pytest.mark.parametrize(
+    "missing, task",
+    [
+        # the Spark job's Java consumer reads the checkpoints topic: Describe kept (the capture's end offsets), Read gone
+        (4, "compute_latest_checkpoints"),
+        # committing the group's offsets on the target (Describe kept for the live check and the backup)
+        (8, "apply_group_offsets"),
+    ],
+)
+def test_one_acl_missing_fails_the_task_that_needs_it_naming_the_permission_and_the_resource(
+    as_pipeline, capfd, missing, task
+):
     b, _prep, target, granted = as_pipeline
     g = GROUPS[1] if missing == 4 else GROUPS[2]
     need = next(x for x in granted if x.rule == missing and (x.resource != "Group" or x.name == g))
@@ -136,15 +153,18 @@ def test_without_the_transactional_id_acl_the_leases_writer_is_refused_naming_it
     assert "row 14" in str(e.value)
 
 
-def test_a_source_certificate_signed_by_another_ca_is_a_tls_error_never_disaster_mode(as_pipeline, monkeypatch,
-                                                                                      capfd, tmp_path):
+def test_a_source_certificate_signed_by_another_ca_is_a_tls_error_never_disaster_mode(
+    as_pipeline, monkeypatch, capfd, tmp_path
+):
     from testbed.bed import scram_conf
     from testbed.tls import make
 
     b, _prep, target, _granted = as_pipeline
     other = make(tmp_path / "other-ca", cn="not the bed's CA")
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", json.dumps(
-        {"conn_type": "kafka", "extra": scram_conf(b.source.ssl_bootstrap, ca=other.ca)}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KAFKA_SOURCE",
+        json.dumps({"conn_type": "kafka", "extra": scram_conf(b.source.ssl_bootstrap, ca=other.ca)}),
+    )
     capfd.readouterr()
     dr = run(GROUPS[2])
     out = capfd.readouterr()

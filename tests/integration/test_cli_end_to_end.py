@@ -21,8 +21,15 @@ def cli(bed, *args):
 
 def test_cli_plan_apply_and_drill(bed, target, names, run_root):
     g = names["group"]
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=2,
-                            produced=40, consumed_upto={0: 40, 1: 10})
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g,
+        topic=names["topic"],
+        partitions=2,
+        produced=40,
+        consumed_upto={0: 40, 1: 10},
+    )
     run = run_root / "cli" / g
     r = cli(bed, "plan", "--run-dir", str(run), "--groups-regex", g, "--drain-quiet-seconds", "1")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -39,11 +46,11 @@ def test_cli_plan_apply_and_drill(bed, target, names, run_root):
     out = r.stdout.splitlines()
     head = out.index(next(line for line in out if line.startswith("GROUP ")))
     assert out[head].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET", "CHECKPOINT", "RE-READ", "RULE"]
-    shown = {tuple(line.split()[:4]) for line in out[head + 1:head + 3]}
+    shown = {tuple(line.split()[:4]) for line in out[head + 1 : head + 3]}
     assert shown == {tuple(line.split(",")) for line in (run / "plan.csv").read_text().splitlines()}, r.stdout
     [by_hand] = [line.split() for line in out if "kafka-consumer-groups.sh" in line]
     assert by_hand[-1] == "--execute" and by_hand[by_hand.index("--from-file") + 1] == str(run / "plan.csv")
-    k = kafka_consumer_groups(bed.target_bootstrap, *by_hand[by_hand.index("--reset-offsets"):-1], "--dry-run")
+    k = kafka_consumer_groups(bed.target_bootstrap, *by_hand[by_hand.index("--reset-offsets") : -1], "--dry-run")
     assert k.returncode == 0, k.stderr
     assert {tuple(line.split()) for line in k.stdout.splitlines() if line.startswith(g)} == shown, k.stdout
     # apply the plan of that folder with its own parameters: without --execute a dry run, nothing written
@@ -60,10 +67,21 @@ def test_cli_plan_apply_and_drill(bed, target, names, run_root):
     assert r.returncode == 0, r.stderr[-3000:]
     said = json.loads(r.stdout)
     assert said["outcome"] == "succeeded" and {(x["partition"], x["committed_after"]) for x in said["rows"]} == {
-        (p, o) for p, o in prep.consumed_upto.items()}
+        (p, o) for p, o in prep.consumed_upto.items()
+    }
     drill_dir = run_root / "cli" / "drills" / g
-    r = cli(bed, "drill", "--run-dir", str(drill_dir), "--groups-regex", g, "--on-existing-target-offsets", "overwrite",
-            "--drain-quiet-seconds", "1")
+    r = cli(
+        bed,
+        "drill",
+        "--run-dir",
+        str(drill_dir),
+        "--groups-regex",
+        g,
+        "--on-existing-target-offsets",
+        "overwrite",
+        "--drain-quiet-seconds",
+        "1",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     d = json.loads((drill_dir / "drill.json").read_text())
     assert d["totals"]["groups_covered"] == 1

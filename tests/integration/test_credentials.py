@@ -11,8 +11,13 @@ PASSWORD = "S3cret-Pw-0f-The-Target"
 
 
 def target_conf(bootstrap: str, password: str = PASSWORD) -> dict:
-    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512",
-            "sasl.username": "failover", "sasl.password": password}
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "failover",
+        "sasl.password": password,
+    }
 
 
 def test_yarn_and_kubernetes_submissions_carry_no_secret_on_the_command_line(monkeypatch, tmp_path):
@@ -29,8 +34,10 @@ def test_yarn_and_kubernetes_submissions_carry_no_secret_on_the_command_line(mon
         # YARN; Kubernetes turns the same env_vars into spark.kubernetes.driverEnv.* (its hook needs the kubernetes
         # package, not installed here): the environment carries no secret, so neither command line can
         assert not any(PASSWORD in v for v in sub.env.values())
-        monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "yarn",
-                                                                  "extra": {"deploy-mode": "client"}}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_SPARK_TEST",
+            json.dumps({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "client"}}),
+        )
         hook = SparkSubmitHook(conn_id="spark_test", conf=sub.conf, env_vars=sub.env, application_args=sub.args)
         cmd = " ".join(hook._build_spark_submit_command(str(config.SPARK_JOB)))
         assert "spark.yarn.appMasterEnv.PYSPARK_PYTHON" in cmd  # the route that exposed the old secret variable

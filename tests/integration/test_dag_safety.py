@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from mm2_failover.stages.apply import backup_and_apply
-from mm2_failover.stages.plan import make_plan
 from mm2_failover.config import run_dir
 from mm2_failover.runfolder import RunFolder
+from mm2_failover.stages.apply import backup_and_apply
+from mm2_failover.stages.plan import make_plan
 
 pytestmark = [pytest.mark.bed, pytest.mark.airflow, pytest.mark.spark]
 
@@ -31,8 +31,9 @@ def test_dry_run_exports_a_plan_kafka_tools_accept_and_writes_nothing(prepared):
     csv_lines = art.plan_csv.read_text().splitlines()
     assert len(csv_lines) == 3 and all(line.startswith(f"{g},{rt},") for line in csv_lines)
     # Kafka's own tool reads the exported plan back, unchanged
-    r = kafka_consumer_groups(p.bed.target_bootstrap, "--reset-offsets", "--from-file", str(art.plan_csv),
-                                       "--group", g, "--dry-run")
+    r = kafka_consumer_groups(
+        p.bed.target_bootstrap, "--reset-offsets", "--from-file", str(art.plan_csv), "--group", g, "--dry-run"
+    )
     assert r.returncode == 0, r.stderr
     rows = sorted(tuple(line.split()) for line in r.stdout.splitlines() if line.startswith(g))
     assert rows == sorted(tuple(line.split(",")) for line in csv_lines), r.stdout
@@ -46,8 +47,9 @@ def test_gate_waits_for_a_live_target_consumer_then_fails_naming_it(prepared, li
     g = p.names["group"]
     lc = live_consumer(p.bed.target_bootstrap, g, p.prep[g].replica_topic, client_id="still-running-on-backup")
     lc.wait_stable(p.target, g)
-    dr = localenv.run_dag("mm2_failover", {"groups_regex": g, "drain_quiet_seconds": 1,
-                                           "groups_empty_timeout_seconds": 10})
+    dr = localenv.run_dag(
+        "mm2_failover", {"groups_regex": g, "drain_quiet_seconds": 1, "groups_empty_timeout_seconds": 10}
+    )
     assert dr.state == "failed"
     states = localenv.task_states("mm2_failover", dr.run_id)
     assert states["check_groups_empty"] == "failed"
@@ -76,5 +78,8 @@ def test_rollback_dag_restores_the_backup(prepared):
     assert dr.state == "success"
     assert p.target.committed(g) == {}  # the group had no commits on the target before
     assert localenv.task_states("mm2_failover_rollback", dr.run_id) == {
-        "check_groups_empty": "success", "rollback_group_offsets": "success", "verify_rollback": "success"}
+        "check_groups_empty": "success",
+        "rollback_group_offsets": "success",
+        "verify_rollback": "success",
+    }
     assert rt

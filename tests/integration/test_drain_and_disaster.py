@@ -10,16 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from testbed import localenv, scenario
 from mm2_failover.config import artifacts_root, run_dir
+from testbed import localenv, scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
 
 def test_sensor_waits_while_producers_write_then_succeeds(bed, target, names, capfd):
     g, topic = names["group"], names["topic"]
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=1,
-                            produced=30, consumed_upto={0: 30})
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g,
+        topic=topic,
+        partitions=1,
+        produced=30,
+        consumed_upto={0: 30},
+    )
     t0 = time.time()
 
     def a_poke_saw_writes() -> bool:  # this run's drain.json says "not drained" (the sensor poked while we wrote)
@@ -52,10 +59,29 @@ def test_detect_with_a_mistyped_source_stops_the_run_and_says_how_to_declare_the
 
     typo = f"127.0.0.1:{free_port()}"  # nothing listens there
     g = names["group"]
-    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=1,
-                     produced=10, consumed_upto={0: 10})
-    r = localenv.run_cli("--source-bootstrap", typo, "--target-bootstrap", bed.target_bootstrap, "--timeout", "3",
-                         "plan", "--groups-regex", g, "--run-dir", str(tmp_path / "run"), timeout=180)
+    scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g,
+        topic=names["topic"],
+        partitions=1,
+        produced=10,
+        consumed_upto={0: 10},
+    )
+    r = localenv.run_cli(
+        "--source-bootstrap",
+        typo,
+        "--target-bootstrap",
+        bed.target_bootstrap,
+        "--timeout",
+        "3",
+        "plan",
+        "--groups-regex",
+        g,
+        "--run-dir",
+        str(tmp_path / "run"),
+        timeout=180,
+    )
     assert r.returncode == 4, (r.returncode, r.stderr[-3000:])
     assert typo in r.stderr and "never enters disaster mode by itself" in r.stderr, r.stderr[-3000:]
     assert "--source-reachable no" in r.stderr
@@ -92,21 +118,49 @@ def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(
     b = on_own_bed
     target = b.client("target")
     groups = ["brk-a", "brk-b", "brk-c"]
-    prep = scenario.prepare(b.source_bootstrap, b.target_bootstrap, group=groups[0], topic="brk", partitions=2,
-                            produced=30, consumed_upto={0: 30, 1: 12})
+    prep = scenario.prepare(
+        b.source_bootstrap,
+        b.target_bootstrap,
+        group=groups[0],
+        topic="brk",
+        partitions=2,
+        produced=30,
+        consumed_upto={0: 30, 1: 12},
+    )
     for g in groups[1:]:
         scenario.consume_and_commit(b.source_bootstrap, g, "brk", {0: 20, 1: 5})
     scenario.wait_checkpointed_groups(target, b.checkpoints_topic, {g: (prep.replica_topic, 2) for g in groups[1:]})
     run = b.run_dir / "killed-broker-run"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_KAFKA_")}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "plugins")
-    cmd = [sys.executable, "-m", "mm2_failover", "--source-bootstrap", b.source_bootstrap, "--target-bootstrap",
-           b.target_bootstrap, "--timeout", "8", "apply", "--execute", "--run-dir", str(run), "--groups-regex", "brk-.*",
-           "--drain-quiet-seconds", "1", "--translation", "checkpoint", "--apply-concurrency", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mm2_failover",
+        "--source-bootstrap",
+        b.source_bootstrap,
+        "--target-bootstrap",
+        b.target_bootstrap,
+        "--timeout",
+        "8",
+        "apply",
+        "--execute",
+        "--run-dir",
+        str(run),
+        "--groups-regex",
+        "brk-.*",
+        "--drain-quiet-seconds",
+        "1",
+        "--translation",
+        "checkpoint",
+        "--apply-concurrency",
+        "1",
+    ]
     log = run.parent / "killed-broker-run.log"
     with open(log, "wb") as out:
-        p = subprocess.Popen(cmd, env={**env, "MM2_FAILOVER_FAULT": "sleep12@alter.after_group"}, stdout=out,
-                             stderr=subprocess.STDOUT)
+        p = subprocess.Popen(
+            cmd, env={**env, "MM2_FAILOVER_FAULT": "sleep12@alter.after_group"}, stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         deadline = time.monotonic() + 240
         while not target.committed(groups[0]):  # the first group written; the apply pauses after it
@@ -178,12 +232,19 @@ def test_commit_reads_while_the_target_broker_restarts_never_take_the_process_do
         time.sleep(1)
     del target
     stop = tmp_path / "stop"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(Path(__file__).resolve().parents[2] / d)
-                                                       for d in ("plugins", "."))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(str(Path(__file__).resolve().parents[2] / d) for d in ("plugins", ".")),
+    }
     err = tmp_path / "reader.err"  # a file, not a pipe: the reader's log lines must never make it wait
     with open(err, "wb") as err_out:
-        reader = subprocess.Popen([sys.executable, "-c", READER, b.target_bootstrap, str(stop), ",".join(groups)],
-                                  env=env, stdout=subprocess.PIPE, stderr=err_out, text=True)
+        reader = subprocess.Popen(
+            [sys.executable, "-c", READER, b.target_bootstrap, str(stop), ",".join(groups)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err_out,
+            text=True,
+        )
     try:
         for _ in range(2):
             time.sleep(2)
@@ -199,12 +260,14 @@ def test_commit_reads_while_the_target_broker_restarts_never_take_the_process_do
             reader.kill()
     assert reader.returncode == 0, f"the reader died (exit {reader.returncode}): {_tail(err)}"
     res = json.loads(out.strip().splitlines()[-1])
-    assert res["reads"] > 0 and res["last"] == {g: sorted([t, p, o] for (t, p), o in c.items())
-                                                for g, c in groups.items()}, res
+    assert res["reads"] > 0 and res["last"] == {
+        g: sorted([t, p, o] for (t, p), o in c.items()) for g, c in groups.items()
+    }, res
 
 
 def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_and_passes_once_restarted(
-        on_own_bed, capfd, monkeypatch, tmp_path):
+    on_own_bed, capfd, monkeypatch, tmp_path
+):
     """The failover's drain check while MM2 is stopped, and (issue 33 item 1) what the readiness check says then, once
     the archive DAG has failed: the records not replicated and their age on the Readiness page, and one message to
     on-call naming what got worse."""
@@ -222,12 +285,20 @@ def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_a
 
 
 def _mm2_stopped(b, capfd, mails):
-    scenario.prepare(b.source_bootstrap, b.target_bootstrap, group="lost-app", topic="payments", partitions=2,
-                     produced=40, consumed_upto={0: 40, 1: 20})
+    scenario.prepare(
+        b.source_bootstrap,
+        b.target_bootstrap,
+        group="lost-app",
+        topic="payments",
+        partitions=2,
+        produced=40,
+        consumed_upto={0: 40, 1: 20},
+    )
     b.stop_mm2()
     scenario.produce(b.source_bootstrap, "payments", 2, 15, start=40)  # never replicated
-    dr = localenv.run_dag("mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
-                                           "drain_timeout_seconds": 12})
+    dr = localenv.run_dag(
+        "mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1, "drain_timeout_seconds": 12}
+    )
     assert dr.state == "failed"
     states = localenv.task_states("mm2_failover", dr.run_id)
     assert states["verify_producers_drained"] == "failed"
@@ -236,7 +307,9 @@ def _mm2_stopped(b, capfd, mails):
     drained = json.loads((run_dir("mm2_failover", dr.run_id) / "drain.json").read_text())
     rows = {r["partition"]: r for r in drained["rows"]}
     assert {p: (r["source_end"], r["replica_end"], r["state"]) for p, r in rows.items()} == {
-        0: (55, 40, "replication behind"), 1: (55, 40, "replication behind")}
+        0: (55, 40, "replication behind"),
+        1: (55, 40, "replication behind"),
+    }
     assert all(r["replicated"] == 39 for r in rows.values())  # MM2's own progress record
     readiness_while_mm2_is_stopped(b, mails)
 
@@ -253,8 +326,10 @@ def _mm2_stopped(b, capfd, mails):
     restarter = threading.Thread(target=restart_mm2_while_the_sensor_waits)
     restarter.start()
     try:
-        dr = localenv.run_dag("mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
-                                               "drain_timeout_seconds": 150, "dry_run": True})
+        dr = localenv.run_dag(
+            "mm2_failover",
+            {"groups_regex": "lost-app", "drain_quiet_seconds": 1, "drain_timeout_seconds": 150, "dry_run": True},
+        )
     finally:
         done.set()
         restarter.join()
@@ -291,8 +366,9 @@ def readiness_while_mm2_is_stopped(b, mails) -> None:
     (failed,) = new_mails(1)
     assert "mm2_sync_archive" in failed["Subject"] and "archive_offset_syncs FAILED" in failed["Subject"]
     seen = len(mails)
-    rd = localenv.run_dag("mm2_failover_readiness", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
-                                                     "rpo_seconds": 5})
+    rd = localenv.run_dag(
+        "mm2_failover_readiness", {"groups_regex": "lost-app", "drain_quiet_seconds": 1, "rpo_seconds": 5}
+    )
     assert rd.state == "success", localenv.task_states("mm2_failover_readiness", rd.run_id)
     folder = RunFolder(run_dir("mm2_failover_readiness", rd.run_id))
     r = folder.load_readiness()
@@ -321,20 +397,49 @@ def test_records_never_replicated_and_gone_from_the_source_refuse_the_run_at_onc
 
     b = on_own_bed
     source = b.client("source")
-    scenario.prepare(b.source_bootstrap, b.target_bootstrap, group="gone-app", topic="gone", partitions=1,
-                     produced=40, consumed_upto={0: 40})
+    scenario.prepare(
+        b.source_bootstrap,
+        b.target_bootstrap,
+        group="gone-app",
+        topic="gone",
+        partitions=1,
+        produced=40,
+        consumed_upto={0: 40},
+    )
     time.sleep(3)  # MM2 flushes its progress every second on the bed
     b.stop_mm2()
     try:
         scenario.produce(b.source_bootstrap, "gone", 1, 15, start=40)  # never replicated
         source.delete_records({("gone", 0): 50})
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(Path(__file__).resolve().parents[2] / d)
-                                                           for d in ("plugins", "."))}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(str(Path(__file__).resolve().parents[2] / d) for d in ("plugins", ".")),
+        }
         t0 = time.monotonic()
-        r = subprocess.run([sys.executable, "-m", "mm2_failover", "--source-bootstrap", b.source_bootstrap,
-                            "--target-bootstrap", b.target_bootstrap, "drain", "--run-dir", str(tmp_path / "run"),
-                            "--groups-regex", "gone-app", "--drain-quiet-seconds", "1", "--drain-timeout-seconds", "300"],
-                           capture_output=True, text=True, env=env, timeout=300)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mm2_failover",
+                "--source-bootstrap",
+                b.source_bootstrap,
+                "--target-bootstrap",
+                b.target_bootstrap,
+                "drain",
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--groups-regex",
+                "gone-app",
+                "--drain-quiet-seconds",
+                "1",
+                "--drain-timeout-seconds",
+                "300",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
         assert "10 record offset(s) were never replicated and are gone from the source" in r.stderr
         assert "gone[0]" in r.stderr and "source_reachable=no" in r.stderr
@@ -346,7 +451,8 @@ def test_records_never_replicated_and_gone_from_the_source_refuse_the_run_at_onc
 
 
 def test_without_mm2_progress_a_replica_longer_than_the_source_is_not_drained_until_the_last_record_is_copied(
-        bed, names, tmp_path):
+    bed, names, tmp_path
+):
     """Issue 50 item 2 on real brokers: a flow of this test's own (alias ``np<tag>``: its checkpoints topic, its
     replica topic, no MM2 progress topic - as MM2 on a Connect cluster keeps it in the worker's offset.storage.topic)
     whose copies the test writes as MM2 does (key, value, timestamp, headers). The source holds 0..109; 0..89 were
@@ -390,6 +496,7 @@ def test_without_mm2_progress_a_replica_longer_than_the_source_is_not_drained_un
     v = drain_status(ctx)
     assert v.drained and v.rows[0]["state"] == drainmod.PROGRESS_UNKNOWN, v.table()
 
+
 def test_source_lost_mid_run_fails_the_run_and_an_explicit_disaster_re_trigger_completes(on_own_bed, capfd):
     """Fault drill 6 (issue 18): the run decided at its drain check that the source is reachable; the source broker is
     then stopped (a real process, mid-run, while the Spark job runs). The run fails at the next gate that needs the
@@ -397,8 +504,15 @@ def test_source_lost_mid_run_fails_the_run_and_an_explicit_disaster_re_trigger_c
     disaster mode and reports the loss window."""
     b = on_own_bed
     g = "mid-app"
-    scenario.prepare(b.source_bootstrap, b.target_bootstrap, group=g, topic="midrun", partitions=1, produced=20,
-                     consumed_upto={0: 12})
+    scenario.prepare(
+        b.source_bootstrap,
+        b.target_bootstrap,
+        group=g,
+        topic="midrun",
+        partitions=1,
+        produced=20,
+        consumed_upto={0: 12},
+    )
     t0 = time.time()
     stopped = threading.Event()
 
@@ -452,8 +566,10 @@ def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own
     b = on_own_bed
     target = b.client("target")
     b.stop_source()
-    dr = localenv.run_dag("mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
-                                           "drain_timeout_seconds": 60, "dry_run": True})
+    dr = localenv.run_dag(
+        "mm2_failover",
+        {"groups_regex": "lost-app", "drain_quiet_seconds": 1, "drain_timeout_seconds": 60, "dry_run": True},
+    )
     states = localenv.task_states("mm2_failover", dr.run_id)
     assert dr.state == "success" and states["approve_plan"] == "skipped", states
     report = json.loads((run_dir("mm2_failover", dr.run_id) / "report.json").read_text())
@@ -462,8 +578,10 @@ def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own
     assert target.committed("lost-app") == {}  # nothing written
     capfd.readouterr()
 
-    dr = localenv.run_dag("mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1,
-                                           "drain_timeout_seconds": 60, "source_reachable": "no"})
+    dr = localenv.run_dag(
+        "mm2_failover",
+        {"groups_regex": "lost-app", "drain_quiet_seconds": 1, "drain_timeout_seconds": 60, "source_reachable": "no"},
+    )
     assert dr.state == "success"
     out = capfd.readouterr().out
     assert "DISASTER MODE" in out
@@ -475,10 +593,15 @@ def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own
     assert report["rpo"]["seconds_since_newest_replicated_record"] >= 0
     snap = json.loads((art / "snapshot.json").read_text())
     # nothing read from the lost source; no scheduled archive ran here, so no reading of the groups' commits either
-    assert snap["sources"]["primary"] == {"alias": "primary", "reachable": False, "end_offsets": None,
-                                          "group_commits": None, "archived_commits": None, "archived_read": None}
+    assert snap["sources"]["primary"] == {
+        "alias": "primary",
+        "reachable": False,
+        "end_offsets": None,
+        "group_commits": None,
+        "archived_commits": None,
+        "archived_read": None,
+    }
     assert snap["disaster_aliases"] == ["primary"]
     committed = target.committed("lost-app")
     assert set(committed) == {("primary.payments", 0), ("primary.payments", 1)}
     assert all(o <= 40 for o in committed.values())  # never past what was replicated and consumed
-

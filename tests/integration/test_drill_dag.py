@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from testbed import scenario
 from mm2_failover.config import run_dir
+from testbed import scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
@@ -21,13 +21,37 @@ def test_drill_dry_run_records_findings_and_writes_only_the_prefixed_groups(bed,
     from testbed import localenv
 
     drill_group, other_group = f"drill-{names['group']}", names["group"]
-    prep_d = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=drill_group, topic=names["topic"] + "-d",
-                              partitions=2, produced=50, consumed_upto={0: 20, 1: 50}, batches=2, pause_s=0.2)
-    prep_o = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=other_group, topic=names["topic"] + "-o",
-                              partitions=2, produced=50, consumed_upto={0: 30, 1: 10}, batches=2, pause_s=0.2)
+    prep_d = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=drill_group,
+        topic=names["topic"] + "-d",
+        partitions=2,
+        produced=50,
+        consumed_upto={0: 20, 1: 50},
+        batches=2,
+        pause_s=0.2,
+    )
+    prep_o = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=other_group,
+        topic=names["topic"] + "-o",
+        partitions=2,
+        produced=50,
+        consumed_upto={0: 30, 1: 10},
+        batches=2,
+        pause_s=0.2,
+    )
 
-    dr = localenv.run_dag("mm2_failover_drill", {"groups_regex": f"{drill_group}|{other_group}",
-                                                 "drain_quiet_seconds": 1, "allow_drill_writes_for_prefix": "drill-"})
+    dr = localenv.run_dag(
+        "mm2_failover_drill",
+        {
+            "groups_regex": f"{drill_group}|{other_group}",
+            "drain_quiet_seconds": 1,
+            "allow_drill_writes_for_prefix": "drill-",
+        },
+    )
     assert dr.state == "success"
     art = run_dir("mm2_failover_drill", dr.run_id)
 
@@ -44,10 +68,12 @@ def test_drill_dry_run_records_findings_and_writes_only_the_prefixed_groups(bed,
     assert t["checkpoint_age_max_seconds"] is not None and t["checkpoint_age_max_seconds"] >= 0
     assert t["replication_lag_max_records"] == 0  # produced, consumed and replicated before the drill
     # re-read: none where the plan resumes at the exact position; what MM2's real checkpoints alone would re-read
-    by_checkpoint = {(g, prep.replica_topic, p): prep.consumed_upto[p] - c.downstream_offset
-                     for g, prep in ((drill_group, prep_d), (other_group, prep_o)) for p, c in prep.checkpoints.items()}
-    assert {(x["group"], x["topic"], x["partition"]): x["reread"] for x in d["reread"]} == \
-        {k: 0 for k in by_checkpoint}
+    by_checkpoint = {
+        (g, prep.replica_topic, p): prep.consumed_upto[p] - c.downstream_offset
+        for g, prep in ((drill_group, prep_d), (other_group, prep_o))
+        for p, c in prep.checkpoints.items()
+    }
+    assert {(x["group"], x["topic"], x["partition"]): x["reread"] for x in d["reread"]} == {k: 0 for k in by_checkpoint}
     assert {(x["group"], x["topic"], x["partition"]): x["reread_by_checkpoint"] for x in d["reread"]} == by_checkpoint
     assert t["records_reread_estimate"] == 0
     rep = json.loads((art / "report.json").read_text())

@@ -15,31 +15,50 @@ from pathlib import Path
 
 import pytest
 
-from testbed import scenario
 from mm2_failover.config import run_dir
+from testbed import scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
 
-def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, target, names, monkeypatch, capfd,
-                                                                      spark_submit_route):
+def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(
+    bed, target, names, monkeypatch, capfd, spark_submit_route
+):
     import pyarrow.parquet as pq
 
     from testbed import localenv
     from testbed.bed import SCRAM_PASSWORD, scram_conf
 
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
-                            partitions=3, produced=120, consumed_upto={0: 30, 1: 75, 2: 120})
-    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TARGET", json.dumps(
-        {"conn_type": "kafka", "extra": scram_conf(bed.target.sasl_bootstrap)}))
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=names["group"],
+        topic=names["topic"],
+        partitions=3,
+        produced=120,
+        consumed_upto={0: 30, 1: 75, 2: 120},
+    )
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KAFKA_TARGET", json.dumps({"conn_type": "kafka", "extra": scram_conf(bed.target.sasl_bootstrap)})
+    )
     events = bed.run_dir / f"spark-events-{names['group']}"  # Spark's event log, on: it must not show it either
     events.mkdir()
-    conf = {**json.loads(os.environ.get("MM2_FAILOVER_SPARK_CONF") or "{}"), "spark.eventLog.enabled": "true",
-            "spark.eventLog.compress": "false", "spark.eventLog.dir": events.as_uri()}  # plain text: searchable
+    conf = {
+        **json.loads(os.environ.get("MM2_FAILOVER_SPARK_CONF") or "{}"),
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.dir": events.as_uri(),
+    }  # plain text: searchable
     monkeypatch.setenv("MM2_FAILOVER_SPARK_CONF", json.dumps(conf))
     with PasswordWatch(SCRAM_PASSWORD) as seen:
-        dr = localenv.run_dag("mm2_failover", {"groups_regex": names["group"], "drain_quiet_seconds": 2,
-                                               "mm2_config": str(bed.run_dir / "mm2" / "mm2.properties")})
+        dr = localenv.run_dag(
+            "mm2_failover",
+            {
+                "groups_regex": names["group"],
+                "drain_quiet_seconds": 2,
+                "mm2_config": str(bed.run_dir / "mm2" / "mm2.properties"),
+            },
+        )
     assert dr.state == "success"
     art = run_dir("mm2_failover", dr.run_id)
     assert_password_nowhere(SCRAM_PASSWORD, seen, capfd, art, dr.run_id, events)
@@ -48,16 +67,24 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, targ
 
     # the group resumes at the exact record after the last it consumed: MM2's offset syncs prove where it is (one
     # producer, so replica offsets equal the source's), where MM2's own checkpoints lag behind
-    latest = {k.partition: v for k, v in scenario.read_checkpoints(target, bed.checkpoints_topic).items()
-              if k.group == names["group"]}
+    latest = {
+        k.partition: v
+        for k, v in scenario.read_checkpoints(target, bed.checkpoints_topic).items()
+        if k.group == names["group"]
+    }
     committed = target.committed(names["group"])
     assert committed == {(prep.replica_topic, p): o for p, o in prep.consumed_upto.items()}
     assert any(cp.downstream_offset < prep.consumed_upto[p] for p, cp in latest.items())
 
     # the Spark job's Parquet output holds the same latest checkpoints, named by replica topic
-    rows = [r for r in pq.read_table(str(art / "latest_checkpoints.parquet")).to_pylist() if r["group"] == names["group"]]
-    assert sorted((r["group"], r["topic"], r["partition"], r["upstream_offset"], r["downstream_offset"]) for r in rows) == \
-        sorted((names["group"], prep.replica_topic, p, cp.upstream_offset, cp.downstream_offset) for p, cp in latest.items())
+    rows = [
+        r for r in pq.read_table(str(art / "latest_checkpoints.parquet")).to_pylist() if r["group"] == names["group"]
+    ]
+    assert sorted(
+        (r["group"], r["topic"], r["partition"], r["upstream_offset"], r["downstream_offset"]) for r in rows
+    ) == sorted(
+        (names["group"], prep.replica_topic, p, cp.upstream_offset, cp.downstream_offset) for p, cp in latest.items()
+    )
     assert {r["source_alias"] for r in rows} == {"primary"}
 
     # a consumer of the group on the target starts at the committed offset, never after the consumed position
@@ -75,7 +102,8 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, targ
     assert report["totals"]["committed"] == 3 and report["totals"]["mismatches"] == 0
     assert report["totals"]["records_reread_estimate"] == 0
     assert report["totals"]["records_reread_by_checkpoints"] == sum(
-        prep.consumed_upto[p] - cp.downstream_offset for p, cp in latest.items())
+        prep.consumed_upto[p] - cp.downstream_offset for p, cp in latest.items()
+    )
     from mm2_failover.runfolder import RunFolder
 
     rows = RunFolder(art).load_report().partitions  # report_partitions.parquet, named by report.json
@@ -87,12 +115,16 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(bed, targ
     # the pre-flight audit read the bed's mm2.properties: MM2 copies aborted transactions (read_uncommitted, the
     # default) - a warning carried into the report -, and it does not write the groups itself
     audit = {f["rule"]: f for f in json.loads((art / "audit.json").read_text())["findings"]}
-    assert audit["isolation"]["severity"] == "warning" and "primary.consumer.isolation.level" in audit["isolation"]["message"]
+    assert (
+        audit["isolation"]["severity"] == "warning"
+        and "primary.consumer.isolation.level" in audit["isolation"]["message"]
+    )
     assert audit["second_writer"]["severity"] == "ok" and audit["checkpoint_retention"]["severity"] == "ok"
     assert audit["rpo"]["severity"] == "ok"  # the bed emits every second
     assert any("pre-flight audit" in w and "isolation" in w for w in report["warnings"])
     assert (art / "plan.csv").read_text().splitlines() == [
-        f"{names['group']},{prep.replica_topic},{p},{prep.consumed_upto[p]}" for p in range(3)]
+        f"{names['group']},{prep.replica_topic},{p},{prep.consumed_upto[p]}" for p in range(3)
+    ]
 
 
 class PasswordWatch:

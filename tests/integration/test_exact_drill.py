@@ -35,9 +35,12 @@ def drill(run_root):
 
 def brief(points) -> str:
     """Points as one line each (pytest cuts a long repr): what was asked, what the plan did and what it cost."""
-    return "\n".join(f"{p.pattern} {p.translation} {p.group}[{p.partition}] at {p.position}: checkpoint "
-                     f"{'yes' if p.had_checkpoint else 'no'}, {p.rule or '-'} -> {p.planned}, lost {p.lost}, "
-                     f"re-read {p.re_read}" for p in points)
+    return "\n".join(
+        f"{p.pattern} {p.translation} {p.group}[{p.partition}] at {p.position}: checkpoint "
+        f"{'yes' if p.had_checkpoint else 'no'}, {p.rule or '-'} -> {p.planned}, lost {p.lost}, "
+        f"re-read {p.re_read}"
+        for p in points
+    )
 
 
 def why_unanswered(points, result) -> str:
@@ -93,8 +96,11 @@ def test_with_the_audits_advice_followed_no_aborted_record_reaches_a_consumer(dr
     from mm2_failover import audit
 
     result, props = drill
-    [finding] = [f for f in audit.audit(audit.parse_properties(props), "primary", "backup", audit.Facts())
-                 if f.rule == "isolation"]
+    [finding] = [
+        f
+        for f in audit.audit(audit.parse_properties(props), "primary", "backup", audit.Facts())
+        if f.rule == "isolation"
+    ]
     assert finding.severity == audit.OK, finding
     assert result.facts["aborted_records"] > 0
     assert sum(p.phantom for p in result.points) == 0
@@ -107,8 +113,11 @@ def test_issue_31s_patterns_lose_nothing_and_really_happened(drill, pattern):
     markers and aborted copies on the replica: a bracket must be contiguous): 0 lost, every point answered."""
     result, _ = drill
     facts = result.facts
-    assert {"twins": facts["twins_written"], "retention": facts["offsets_gone_by_retention"],
-            "exactly_once": facts["replica_markers"].get("exactly_once", 0)}[pattern] > 0, facts
+    assert {
+        "twins": facts["twins_written"],
+        "retention": facts["offsets_gone_by_retention"],
+        "exactly_once": facts["replica_markers"].get("exactly_once", 0),
+    }[pattern] > 0, facts
     points = [p for p in result.points if p.pattern == pattern]
     unanswered = [p for p in points if not p.answered and (p.had_checkpoint or p.translation == "exact")]
     assert points and not unanswered, why_unanswered(unanswered or points, result)

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from mm2_failover import translate as tr
 from mm2_failover.stages.apply import backup_and_apply
 from mm2_failover.stages.plan import make_plan
 from mm2_failover.stages.snapshot import capture_snapshot
 from mm2_failover.stages.verify import verify_run
-from mm2_failover import translate as tr
 from mm2_failover.syncs import index_rows, read_syncs
 from testbed import scenario
 from testbed.scenario import write_latest
@@ -45,11 +45,25 @@ def burst(bed, run_root):
 
     tag = uuid.uuid4().hex[:6]
     g, topic = f"exact-{tag}", f"t-exact-{tag}"
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=3,
-                            produced=300, consumed_upto={0: 50, 1: 150, 2: 300}, batches=3, pause_s=0.5)
-    return SimpleNamespace(g=g, topic=topic, prep=prep, root=run_root / "exact" / tag,
-                           source=bed.client("source"),
-                           target=bed.client("target"))
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g,
+        topic=topic,
+        partitions=3,
+        produced=300,
+        consumed_upto={0: 50, 1: 150, 2: 300},
+        batches=3,
+        pause_s=0.5,
+    )
+    return SimpleNamespace(
+        g=g,
+        topic=topic,
+        prep=prep,
+        root=run_root / "exact" / tag,
+        source=bed.client("source"),
+        target=bed.client("target"),
+    )
 
 
 def test_exact_translation_resumes_at_the_next_record_where_checkpoints_re_read(bed, burst):
@@ -60,15 +74,17 @@ def test_exact_translation_resumes_at_the_next_record_where_checkpoints_re_read(
     assert {p: r.planned_offset for p, r in rows.items()} == b.prep.consumed_upto  # replica offsets == source's here
     # a partition consumed to its end has nothing left to read on the source: at_end (the replica's end)
     assert all(r.rule in (tr.EXACT_SYNC, tr.BRACKET, tr.DRAINED_TAIL, tr.AT_END) for r in rows.values()), rows
-    assert {r.partition: r.planned_offset for r in by_checkpoint.rows} == \
-        {p: c.downstream_offset for p, c in b.prep.checkpoints.items()}
+    assert {r.partition: r.planned_offset for r in by_checkpoint.rows} == {
+        p: c.downstream_offset for p, c in b.prep.checkpoints.items()
+    }
     assert any(c.downstream_offset < b.prep.consumed_upto[p] for p, c in b.prep.checkpoints.items())  # MM2 re-reads
     # apply, then a consumer of the group on the target: nothing re-read, nothing lost
     backup_and_apply(ctx, exact)
     rep = verify_run(ctx, exact)
     assert rep.outcome == "succeeded" and rep.totals["records_reread_estimate"] == 0
     assert rep.totals["records_reread_by_checkpoints"] == sum(
-        b.prep.consumed_upto[p] - c.downstream_offset for p, c in b.prep.checkpoints.items())
+        b.prep.consumed_upto[p] - c.downstream_offset for p, c in b.prep.checkpoints.items()
+    )
     first = scenario.first_records_on_target(bed.target_bootstrap, b.g, b.prep.replica_topic, 3)
     for o in scenario.compare(b.prep, b.target.committed(b.g), first):
         assert (o.re_read, o.lost) == (0, 0), o
@@ -101,8 +117,11 @@ def test_a_group_mm2_never_checkpointed_is_translated_from_the_syncs(bed, burst)
     scenario.consume_and_commit(bed.source_bootstrap, ghost, b.topic, {0: 120, 1: 10, 2: 299})
     ctx, plan = plan_of(bed, b.target, b.root / "ghost", [ghost])
     rows = {r.partition: r for r in plan.rows}
-    assert {p: (r.action, r.planned_offset) for p, r in rows.items()} == {0: ("commit", 120), 1: ("commit", 10),
-                                                                          2: ("commit", 299)}
+    assert {p: (r.action, r.planned_offset) for p, r in rows.items()} == {
+        0: ("commit", 120),
+        1: ("commit", 10),
+        2: ("commit", 299),
+    }
     assert all(r.downstream_offset is None and r.rule != "checkpoint" for r in rows.values())
 
 
@@ -129,8 +148,9 @@ def test_transactions_break_brackets_and_the_record_lookup_finds_the_copy(bed, n
             p.commit_transaction(30)
     replica = f"primary.{topic}"
     end = source.offsets([(topic, 0)])[(topic, 0)]
-    scenario.wait_for(lambda: replica in target.topics() and target.offsets([(replica, 0)])[(replica, 0)] >= 300,
-                      60, "the replica")
+    scenario.wait_for(
+        lambda: replica in target.topics() and target.offsets([(replica, 0)])[(replica, 0)] >= 300, 60, "the replica"
+    )
     committed = [r.offset for r in source.records({(topic, 0): (0, end)})[(topic, 0)]]  # read_committed: no aborts
     assert len(committed) == 270  # 9 committed transactions of 30
     source_commit = committed[200]  # the group read 200 committed records: the next is at this offset
@@ -154,16 +174,25 @@ def test_without_the_archive_a_lost_source_leaves_only_mm2s_checkpoints(bed, bur
     (they lived on the source), so every partition falls back to MM2's checkpoints and re-reads."""
     b = burst
     monkeypatch.setenv("MM2_FAILOVER_ARCHIVE", str(tmp_path / "never-archived"))
-    ctx, plan = plan_of(bed, b.target, b.root / "no-archive", [b.g], source_reachable="no",
-                        on_existing_target_offsets="overwrite", allow_rewind=True)  # the first test applied
+    ctx, plan = plan_of(
+        bed,
+        b.target,
+        b.root / "no-archive",
+        [b.g],
+        source_reachable="no",
+        on_existing_target_offsets="overwrite",
+        allow_rewind=True,
+    )  # the first test applied
     assert "never archived" in ctx.folder.load_snapshot().syncs["primary"]["why"]
-    assert {r.partition: (r.rule, r.planned_offset) for r in plan.rows} == \
-        {p: ("checkpoint", c.downstream_offset) for p, c in b.prep.checkpoints.items()}
+    assert {r.partition: (r.rule, r.planned_offset) for r in plan.rows} == {
+        p: ("checkpoint", c.downstream_offset) for p, c in b.prep.checkpoints.items()
+    }
     assert sum(b.prep.consumed_upto[p] - c.downstream_offset for p, c in b.prep.checkpoints.items()) > 0
 
 
 def test_with_the_source_lost_the_archived_source_commits_place_a_group_reset_after_mm2s_checkpoint(
-        bed, run_root, tmp_path, monkeypatch):
+    bed, run_root, tmp_path, monkeypatch
+):
     """Issue 50 item 7: with the source lost, the group's position was MM2's checkpoint alone, which skips what a
     group reset backwards after it will read again (48 lost in the drill). The scheduled archive now keeps the
     groups' source commits with when it read them; a reading below MM2's checkpoint is the position (plan rule 1a),
@@ -181,13 +210,25 @@ def test_with_the_source_lost_the_archived_source_commits_place_a_group_reset_af
     tag = uuid.uuid4().hex[:6]
     topic, moved, reset = f"t-positions-{tag}", f"moved-{tag}", f"reset-{tag}"
     target = bed.client("target")
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=moved, topic=topic, partitions=2,
-                            produced=300, consumed_upto={0: 60, 1: 90}, batches=3, pause_s=0.5)
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=moved,
+        topic=topic,
+        partitions=2,
+        produced=300,
+        consumed_upto={0: 60, 1: 90},
+        batches=3,
+        pause_s=0.5,
+    )
     scenario.consume_and_commit(bed.source_bootstrap, reset, topic, {0: 240, 1: 200})
     scenario.wait_checkpointed(target, bed.checkpoints_topic, reset, prep.replica_topic, 2)
     times: dict = {}
-    cps = [c for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic, times).items()
-           if k.group in (moved, reset)]
+    cps = [
+        c
+        for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic, times).items()
+        if k.group in (moved, reset)
+    ]
     checkpointed = {(c.group, c.partition): c.upstream_offset for c in cps}
     assert checkpointed == {(moved, 0): 60, (moved, 1): 90, (reset, 0): 240, (reset, 1): 200}
     time.sleep(1.5)
@@ -208,7 +249,11 @@ def test_with_the_source_lost_the_archived_source_commits_place_a_group_reset_af
     for k, r in rows.items():
         assert r.writes and r.planned_offset <= truth[k], r  # nothing the group has not read is skipped
     assert {k: rows[k].source_position for k in truth} == {
-        (moved, 0): 60, (moved, 1): 90, (reset, 0): 30, (reset, 1): 45}  # the moved group: MM2's checkpoint's
+        (moved, 0): 60,
+        (moved, 1): 90,
+        (reset, 0): 30,
+        (reset, 1): 45,
+    }  # the moved group: MM2's checkpoint's
     notes = " ".join(ctx.folder.load_plan().translation_notes)
     assert "(source lost): the archive read the groups' source commits" in notes and "2 of their 4" in notes, notes
     # what the archived commits save: without them, MM2's checkpoints answer - the reset group skips what it replays
@@ -234,9 +279,22 @@ def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, nam
     env = {**os.environ, "MM2_FAILOVER_ARCHIVE": str(tmp_path / "archive"), "PYTHONPATH": os.pathsep.join(sys.path)}
 
     def archive(fault: str = ""):
-        return subprocess.run([sys.executable, "-m", "mm2_failover", "--source-bootstrap", bed.source_bootstrap,
-                               "--target-bootstrap", bed.target_bootstrap, "archive"], capture_output=True, text=True,
-                              env={**env, "MM2_FAILOVER_FAULT": fault}, timeout=120)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mm2_failover",
+                "--source-bootstrap",
+                bed.source_bootstrap,
+                "--target-bootstrap",
+                bed.target_bootstrap,
+                "archive",
+            ],
+            capture_output=True,
+            text=True,
+            env={**env, "MM2_FAILOVER_FAULT": fault},
+            timeout=120,
+        )
 
     def on_topic() -> list[tuple[int, int]]:
         end = {p: o for (_t, p), o in source.offsets(source.partitions([sync_topic])).items()}
@@ -270,8 +328,9 @@ def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, nam
     upto = c.archived_to()
     rows, _bad = read_checkpoint_records(target, bed.checkpoints_topic, {}, upto)
     assert held and held == sorted((r["record_partition"], r["record_offset"]) for r in rows)
-    assert all(r["group"] and r["topic"].startswith("primary.") and (r["tombstone"] or r["downstream"] >= 0)
-               for r in c.rows())  # decoded: group, replica topic, offsets
+    assert all(
+        r["group"] and r["topic"].startswith("primary.") and (r["tombstone"] or r["downstream"] >= 0) for r in c.rows()
+    )  # decoded: group, replica topic, offsets
     assert c.manifest()["location"] == "target" and c.manifest()["topic"] == bed.checkpoints_topic
 
 
@@ -284,8 +343,9 @@ def commit_at(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -
 
 
 @pytest.mark.parametrize("transactional", [False, True], ids=["plain", "transactional"])
-def test_a_group_behind_the_source_log_start_changes_nothing_for_the_others_on_its_partition(bed, names, run_root,
-                                                                                           transactional):
+def test_a_group_behind_the_source_log_start_changes_nothing_for_the_others_on_its_partition(
+    bed, names, run_root, transactional
+):
     """Issue 31 item 1, as a new user met it: three groups on one partition - one behind the source's log start
     (DeleteRecords moved it after MM2 copied the records: they are gone from the source, still on the replica), one
     in the middle, one caught up near the end - planned in ONE run. The caught-up and the middle groups resume exactly
@@ -311,7 +371,9 @@ def test_a_group_behind_the_source_log_start_changes_nothing_for_the_others_on_i
             p.begin_transaction()
         sent = [scenario.payload(topic, 0, i * 10 + j) for j in range(10)]
         for v in sent:
-            p.produce(topic, value=v, partition=0, on_delivery=lambda err, m: offsets.__setitem__(m.value(), m.offset()))
+            p.produce(
+                topic, value=v, partition=0, on_delivery=lambda err, m: offsets.__setitem__(m.value(), m.offset())
+            )
         p.flush(30)
         if transactional and i % 4 == 3:
             p.abort_transaction(30)
@@ -320,9 +382,17 @@ def test_a_group_behind_the_source_log_start_changes_nothing_for_the_others_on_i
             p.commit_transaction(30)
     live = sorted(o for v, o in offsets.items() if v not in aborted)  # the records a read_committed group reads
     last_payload = max((v for v in offsets if v not in aborted), key=offsets.get)
-    scenario.wait_for(lambda: replica in target.topics() and any(
-        r.value == last_payload for r in target.records({(replica, 0): (0, target.offsets([(replica, 0)])[(replica, 0)])})
-        [(replica, 0)]), 60, "the replica to hold the last record")
+    scenario.wait_for(
+        lambda: (
+            replica in target.topics()
+            and any(
+                r.value == last_payload
+                for r in target.records({(replica, 0): (0, target.offsets([(replica, 0)])[(replica, 0)])})[(replica, 0)]
+            )
+        ),
+        60,
+        "the replica to hold the last record",
+    )
     behind, middle, caught_up = (f"{names['group']}-{x}" for x in ("behind", "middle", "caught-up"))
     positions = {behind: live[20], middle: live[len(live) // 2], caught_up: live[-5]}
     for g, u in positions.items():
@@ -333,8 +403,10 @@ def test_a_group_behind_the_source_log_start_changes_nothing_for_the_others_on_i
     source.delete_records({(topic, 0): log_start})
     assert positions[behind] < log_start == source.offsets([(topic, 0)], "earliest")[(topic, 0)]
     ctx, plan = plan_of(bed, target, run_root / "behind" / topic, list(positions))
-    copies = [(r.offset, r.value) for r in target.records(
-        {(replica, 0): (0, target.offsets([(replica, 0)])[(replica, 0)])})[(replica, 0)]]
+    copies = [
+        (r.offset, r.value)
+        for r in target.records({(replica, 0): (0, target.offsets([(replica, 0)])[(replica, 0)])})[(replica, 0)]
+    ]
     truth = Truth(offsets, frozenset(aborted))
     rows = {r.group: r for r in plan.rows}
     assert set(rows) == set(positions) and all(r.writes for r in rows.values()), plan.rows  # every group has a commit

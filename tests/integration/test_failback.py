@@ -20,8 +20,9 @@ from testbed.localenv import run_cli as cli
 pytestmark = [pytest.mark.bed]
 
 
-def test_fail_over_consume_on_backup_then_fail_back_loses_nothing_and_counts_the_re_reads(bed, run_root, tmp_path,
-                                                                                          monkeypatch):
+def test_fail_over_consume_on_backup_then_fail_back_loses_nothing_and_counts_the_re_reads(
+    bed, run_root, tmp_path, monkeypatch
+):
     from mm2_failover.config import run_dir
     from testbed import localenv
     from testbed.bed import Bed
@@ -34,15 +35,32 @@ def test_fail_over_consume_on_backup_then_fail_back_loses_nothing_and_counts_the
         assert r.returncode == 0, (args, r.stdout[-3000:], r.stderr[-3000:])
 
     def fail_over(b):
-        on(b, "apply", "--execute", "--groups-regex", fb.GROUP, "--source-reachable", "no", "--run-dir", str(tmp_path / "over"))
+        on(
+            b,
+            "apply",
+            "--execute",
+            "--groups-regex",
+            fb.GROUP,
+            "--source-reachable",
+            "no",
+            "--run-dir",
+            str(tmp_path / "over"),
+        )
         return tmp_path / "over"
 
     def fail_back(b):  # the DAG, its connections swapped
         monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", localenv.kafka_conn(b.target_bootstrap))
         monkeypatch.setenv("AIRFLOW_CONN_KAFKA_TARGET", localenv.kafka_conn(b.source_bootstrap))
-        dr = localenv.run_dag("mm2_failover", {"source_alias": "backup", "home_alias": "primary",
-                                               "groups_regex": fb.GROUP, "on_existing_target_offsets": "overwrite",
-                                               "drain_quiet_seconds": 1})
+        dr = localenv.run_dag(
+            "mm2_failover",
+            {
+                "source_alias": "backup",
+                "home_alias": "primary",
+                "groups_regex": fb.GROUP,
+                "on_existing_target_offsets": "overwrite",
+                "drain_quiet_seconds": 1,
+            },
+        )
         assert dr.state == "success", localenv.task_states("mm2_failover", dr.run_id)
         return run_dir("mm2_failover", dr.run_id)
 
@@ -56,7 +74,10 @@ def test_fail_over_consume_on_backup_then_fail_back_loses_nothing_and_counts_the
     report = out.report
     assert report["outcome"] == "succeeded", report.get("outcome")
     for p in range(fb.PARTS):  # the records MM2 never copied before the outage, per partition, in the report
-        assert any(f"orders[{p}] holds {fb.RPO} record(s) (offsets {fb.PRODUCED}-{fb.PRODUCED + fb.RPO - 1}) that "
-                   "MM2 never copied" in w for w in report["warnings"]), report["warnings"]
+        assert any(
+            f"orders[{p}] holds {fb.RPO} record(s) (offsets {fb.PRODUCED}-{fb.PRODUCED + fb.RPO - 1}) that "
+            "MM2 never copied" in w
+            for w in report["warnings"]
+        ), report["warnings"]
         if out.rules[("orders", p)] != "home_sync_floor":  # where the offset syncs prove it, nothing read twice
             assert out.again[("orders", p)] == 0, out.table()

@@ -75,8 +75,18 @@ def compute(bed, topics, end, out, state_dir=None, remote=None) -> dict:
     args = ["--bootstrap-servers", bed.target_bootstrap]
     for a, t in topics.items():
         args += ["--checkpoints-topic", f"{a}={t}"]
-    args += ["--end-offsets", json.dumps(end), "--output", str(out), "--summary", str(out) + ".json",
-             "--max-quarantined", "1000000", "--kafka-options-file", str(options)]
+    args += [
+        "--end-offsets",
+        json.dumps(end),
+        "--output",
+        str(out),
+        "--summary",
+        str(out) + ".json",
+        "--max-quarantined",
+        "1000000",
+        "--kafka-options-file",
+        str(options),
+    ]
     if state_dir:
         args += ["--state-dir", str(state_dir)]
     with submission_of(args, options) as sub:
@@ -88,8 +98,9 @@ def compute(bed, topics, end, out, state_dir=None, remote=None) -> dict:
     return json.loads((out.parent / (out.name + ".json")).read_text())
 
 
-def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(bed, target, names, tmp_path,
-                                                                               monkeypatch, connect_server):
+def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(
+    bed, target, names, tmp_path, monkeypatch, connect_server
+):
     rnd = random.Random(17)
     topics = {}
     for i in (1, 2):
@@ -138,8 +149,7 @@ def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(be
 
     for t in topics.values():
         produce(bed.target_bootstrap, t, batch(rnd, t[:4], 100))
-    end = {t: {str(p): o for (_t, p), o in target.offsets([(t, 0), (t, 1)], "latest").items()}
-           for t in topics.values()}
+    end = {t: {str(p): o for (_t, p), o in target.offsets([(t, 0), (t, 1)], "latest").items()} for t in topics.values()}
     # the tail on the state against a full pass, both over the warm Connect server (the DAG's route when
     # spark_connect_default is defined; the killed refresh above went through spark-submit): the same answers
     got = compute(bed, topics, end, tmp_path / "from-state", state_dir, remote=connect_server.url)
@@ -149,8 +159,15 @@ def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(be
     # only the touched keys' answers written; the others are the version's, linked into the output
     assert got["output_layout"]["layout"] == "state+delta" and want["output_layout"]["layout"] == "full"
     assert 0 < got["output_layout"]["delta_answers"] <= got["output_layout"]["touched_keys"]
-    same = ("records_read", "tombstones", "quarantined", "quarantined_by_reason", "checkpoints", "groups",
-            "regressions")
+    same = (
+        "records_read",
+        "tombstones",
+        "quarantined",
+        "quarantined_by_reason",
+        "checkpoints",
+        "groups",
+        "regressions",
+    )
     assert {f: got[f] for f in same} == {f: want[f] for f in same}
     assert want["quarantined"] and want["regressions"] and want["tombstones"] and want["checkpoints"]
     assert rows(got["output"]) == rows(want["output"])
@@ -158,8 +175,11 @@ def test_state_then_tail_answers_as_a_full_pass_and_survives_a_killed_refresh(be
     assert rows(got["regressions_output"]) == rows(want["regressions_output"])
     assert any(r["metadata"] for r in rows(want["output"]))
 
-    assert got["spark"] == {"route": "spark-connect", "remote": connect_server.url,
-                            "session_seconds": got["spark"]["session_seconds"]}
+    assert got["spark"] == {
+        "route": "spark-connect",
+        "remote": connect_server.url,
+        "session_seconds": got["spark"]["session_seconds"],
+    }
     assert want["spark"]["route"] == "spark-connect"
 
 
@@ -167,8 +187,14 @@ def readable_offsets(bootstrap: str, topic: str, end: int) -> int:
     """How many offsets of [0, end) partition 0 of ``topic`` still holds (compaction removes some)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "compaction-probe", "enable.auto.commit": False,
-                  "enable.partition.eof": True})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "compaction-probe",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     c.assign([TopicPartition(topic, 0, 0)])
     n = 0
     try:
@@ -181,13 +207,25 @@ def readable_offsets(bootstrap: str, topic: str, end: int) -> int:
         c.close()
 
 
-ANSWER_COLUMNS = ("source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata",
-                  "checkpoint_partition", "checkpoint_offset", "checkpoint_timestamp", "latest_downstream_offset",
-                  "latest_checkpoint_offset")
+ANSWER_COLUMNS = (
+    "source_alias",
+    "group",
+    "topic",
+    "partition",
+    "upstream_offset",
+    "downstream_offset",
+    "metadata",
+    "checkpoint_partition",
+    "checkpoint_offset",
+    "checkpoint_timestamp",
+    "latest_downstream_offset",
+    "latest_checkpoint_offset",
+)
 
 
-def test_compaction_between_the_refresh_and_the_failover_changes_no_answer(bed, target, names, tmp_path,
-                                                                          connect_server):
+def test_compaction_between_the_refresh_and_the_failover_changes_no_answer(
+    bed, target, names, tmp_path, connect_server
+):
     """MM2's checkpoint topic is compacted: records the state version folded in may be gone by the failover, and
     so may records of the tail. The failover from the version plus the (compacted) tail gives the same answer per
     key as a full pass over what the topic still holds. (What may differ, by design: the counts of records read,
@@ -195,25 +233,59 @@ def test_compaction_between_the_refresh_and_the_failover_changes_no_answer(bed, 
     rnd = random.Random(23)
     alias = f"cp{names['group'][-6:]}"
     topic = f"{alias}.checkpoints.internal"
-    target.create_topic(topic, 1, {"cleanup.policy": "compact", "segment.ms": "200", "min.compaction.lag.ms": "0",
-                                   "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"})
+    target.create_topic(
+        topic,
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.ms": "200",
+            "min.compaction.lag.ms": "0",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "100",
+        },
+    )
     keys = [cpf.encode_key(f"gc-{i % 5}", f"primary.t{i % 3}", i % 4) for i in range(20)]
 
     def write(n: int) -> None:
-        produce(bed.target_bootstrap, topic, [(0, rnd.choice(keys), None if rnd.random() < 0.05 else
-                                               cpf.encode_value(d + 1, d, rnd.choice(["", "m"])))
-                                              for d in (rnd.randrange(10**6) for _ in range(n))])
+        produce(
+            bed.target_bootstrap,
+            topic,
+            [
+                (
+                    0,
+                    rnd.choice(keys),
+                    None if rnd.random() < 0.05 else cpf.encode_value(d + 1, d, rnd.choice(["", "m"])),
+                )
+                for d in (rnd.randrange(10**6) for _ in range(n))
+            ],
+        )
 
     write(400)
     state_dir = tmp_path / "latest-state"
     conf = {"bootstrap.servers": bed.target_bootstrap}
     options = write_options_file(conf, str(tmp_path / "refresh"))
-    args = ["--bootstrap-servers", bed.target_bootstrap, "--checkpoints-topic", f"{alias}={topic}", "--end-offsets",
-            "latest", "--state-dir", str(state_dir), "--refresh-state", "--kafka-options-file", str(options)]
+    args = [
+        "--bootstrap-servers",
+        bed.target_bootstrap,
+        "--checkpoints-topic",
+        f"{alias}={topic}",
+        "--end-offsets",
+        "latest",
+        "--state-dir",
+        str(state_dir),
+        "--refresh-state",
+        "--kafka-options-file",
+        str(options),
+    ]
     with submission_of(args, options) as sub:
         env = {**os.environ, **sub.env}
-        p = subprocess.run([sys.executable, str(SPARK_JOB), *sub.args, "--remote", connect_server.url], env=env,
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [sys.executable, str(SPARK_JOB), *sub.args, "--remote", connect_server.url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert p.returncode == 0, p.stderr[-3000:]
     covered = int(StateRoot(state_dir).current()["aliases"][alias]["covers"]["0"])
     # more updates of the same keys, written over a few seconds so that segments roll and the cleaner runs
@@ -232,6 +304,7 @@ def test_compaction_between_the_refresh_and_the_failover_changes_no_answer(bed, 
     assert got["state"]["full_pass"] == [] and got["tail_offsets"] == end - covered
     assert want["records_read"] < end  # the full pass reads what compaction left
     assert got["checkpoints"] == want["checkpoints"] > 0 and got["groups"] == want["groups"]
+
     def answers(path):
         return sorted(([r[c] for c in ANSWER_COLUMNS] for r in rows(path)), key=lambda r: r[:4])
 
@@ -240,7 +313,8 @@ def test_compaction_between_the_refresh_and_the_failover_changes_no_answer(bed, 
 
 @pytest.mark.airflow
 def test_the_dags_run_the_job_on_the_warm_server_and_the_failover_reads_only_the_tail(
-        prepared, connect_server, tmp_path, monkeypatch):
+    prepared, connect_server, tmp_path, monkeypatch
+):
     """Through the real DAGs (Airflow dag.test()) with ``spark_connect_default`` pointing at the warm server: the
     scheduled ``mm2_sync_archive`` DAG's refresh_latest_state publishes a version covering MM2's checkpoint topic up
     to its end (beside the archive task); then a failover DAG run (dry run) computes the latest checkpoints on the
@@ -267,8 +341,10 @@ def test_the_dags_run_the_job_on_the_warm_server_and_the_failover_reads_only_the
 
 def _dags_on_two_hosts(prepared, connect_server, tmp_path, monkeypatch, s3, store, localenv, bed, target, g):
     monkeypatch.setenv("MM2_FAILOVER_STATE", str(tmp_path / "host-a" / "state"))
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
-        {"conn_type": "spark_connect", "host": "127.0.0.1", "port": connect_server.port}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_CONNECT_DEFAULT",
+        json.dumps({"conn_type": "spark_connect", "host": "127.0.0.1", "port": connect_server.port}),
+    )
     before = target.offsets([(bed.checkpoints_topic, 0)], "latest")[(bed.checkpoints_topic, 0)]
     dr = localenv.run_dag("mm2_sync_archive")
     states = localenv.task_states("mm2_sync_archive", dr.run_id)
@@ -293,12 +369,16 @@ def _dags_on_two_hosts(prepared, connect_server, tmp_path, monkeypatch, s3, stor
     summary = art.load_summary().raw
     assert summary["spark"]["route"] == "spark-connect"
     assert summary["state"]["full_pass"] == [] and summary["state"]["aliases"]["primary"]["version"] in [
-        x["name"] for x in StateRoot(state_dir).versions()]
+        x["name"] for x in StateRoot(state_dir).versions()
+    ]
     assert summary["tail_offsets"] < before, summary["tail_offsets"]  # only what MM2 wrote since the refresh
     assert summary["output_layout"]["layout"] == "state+delta", summary["output_layout"]
     # the answers from version + tail are MM2's latest checkpoints of the group, as Python decodes them
-    want = {(k.topic, k.partition): c.downstream_offset
-            for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic).items() if k.group == g}
+    want = {
+        (k.topic, k.partition): c.downstream_offset
+        for k, c in scenario.read_checkpoints(target, bed.checkpoints_topic).items()
+        if k.group == g
+    }
     got = {(r["topic"], r["partition"]): r["downstream_offset"] for r in rows(art.checkpoints) if r["group"] == g}
     assert got == want and len(got) == 3
     assert len(art.plan_csv.read_text().splitlines()) == 3  # the dry run's plan (it writes no report)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from testbed import scenario
 from mm2_failover.config import run_dir
+from testbed import scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 
@@ -16,11 +16,15 @@ pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 @pytest.fixture(scope="module")
 def extra_flows(bed):
     mark = bed.mark()
-    bed.start_extra_mm2("dc2", "ident-.*", {
-        "replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"})
+    bed.start_extra_mm2(
+        "dc2", "ident-.*", {"replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"}
+    )
     bed.start_extra_mm2("dc3", "sep-.*", {"replication.policy.separator": "_"})  # -> dc3_checkpoints_internal
-    bed.start_extra_mm2("legacy", "legacy-.*", {"replication.policy.separator": "_",
-                                               "replication.policy.internal.topic.separator.enabled": "false"})
+    bed.start_extra_mm2(
+        "legacy",
+        "legacy-.*",
+        {"replication.policy.separator": "_", "replication.policy.internal.topic.separator.enabled": "false"},
+    )
     yield bed
     bed.stop_extras(mark)  # the session's bed as this module found it
 
@@ -34,8 +38,17 @@ def test_identity_policy_names_the_replica_topic_by_its_source_name(extra_flows,
 
     bed = extra_flows
     topic, g = "ident-" + names["topic"], names["group"]
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias="dc2", group=g, topic=topic,
-                            partitions=2, produced=50, consumed_upto={0: 50, 1: 50}, replica=topic)
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        source_alias="dc2",
+        group=g,
+        topic=topic,
+        partitions=2,
+        produced=50,
+        consumed_upto={0: 50, 1: 50},
+        replica=topic,
+    )
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__SOURCE_ALIAS", "dc2")
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__REPLICATION_POLICY", "identity")
     before = last_scheduled().get("dc2")
@@ -57,17 +70,40 @@ def test_one_run_over_two_source_aliases_says_where_each_row_came_from(extra_flo
     bed = extra_flows
     topic, g = "sep-" + names["topic"], names["group"]
     # the same source topic is replicated by two flows: primary.<topic> (separator '.') and dc3_<topic> ('_')
-    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias="dc3", group=g, topic=topic,
-                     partitions=1, produced=40, consumed_upto={0: 40}, separator="_")
+    scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        source_alias="dc3",
+        group=g,
+        topic=topic,
+        partitions=1,
+        produced=40,
+        consumed_upto={0: 40},
+        separator="_",
+    )
     scenario.wait_checkpointed(target, bed.checkpoints_topic, g, f"primary.{topic}", 1)
     # both flows read the same source cluster: dc3's source connection is kafka_source too
-    dr = localenv.run_dag("mm2_failover", {"source_alias": "primary,dc3", "alias_policies": {"dc3": {"separator": "_"}},
-                                           "source_connections": {"dc3": "kafka_source"},
-                                           "groups_regex": g, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60})
+    dr = localenv.run_dag(
+        "mm2_failover",
+        {
+            "source_alias": "primary,dc3",
+            "alias_policies": {"dc3": {"separator": "_"}},
+            "source_connections": {"dc3": "kafka_source"},
+            "groups_regex": g,
+            "drain_quiet_seconds": 1,
+            "drain_timeout_seconds": 60,
+        },
+    )
     assert dr.state == "success"
-    rows = [r for r in pq.read_table(str(run_dir("mm2_failover", dr.run_id) / "latest_checkpoints.parquet")).to_pylist()
-            if r["group"] == g]
-    assert sorted((r["source_alias"], r["topic"]) for r in rows) == [("dc3", f"dc3_{topic}"), ("primary", f"primary.{topic}")]
+    rows = [
+        r
+        for r in pq.read_table(str(run_dir("mm2_failover", dr.run_id) / "latest_checkpoints.parquet")).to_pylist()
+        if r["group"] == g
+    ]
+    assert sorted((r["source_alias"], r["topic"]) for r in rows) == [
+        ("dc3", f"dc3_{topic}"),
+        ("primary", f"primary.{topic}"),
+    ]
     assert target.committed(g) == {(f"dc3_{topic}", 0): 40, (f"primary.{topic}", 0): 40}
 
 
@@ -79,21 +115,42 @@ def east(bed):
     bed.stop_extras(mark)
 
 
-def test_every_source_alias_is_checked_on_its_own_cluster(extra_flows, east, target, names, monkeypatch, capfd,
-                                                         live_consumer):
+def test_every_source_alias_is_checked_on_its_own_cluster(
+    extra_flows, east, target, names, monkeypatch, capfd, live_consumer
+):
     """Issue 14 item 16: a group live on the second source cluster must not be moved as if it had been checked."""
     from testbed import localenv
 
     bed = extra_flows
     g, topic = names["group"], names["topic"]
-    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=1, produced=20,
-                     consumed_upto={0: 20})
-    scenario.prepare(east.bootstrap, bed.target_bootstrap, source_alias="east", group=g, topic=topic + "-e",
-                     partitions=1, produced=20, consumed_upto={0: 20})
+    scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g,
+        topic=topic,
+        partitions=1,
+        produced=20,
+        consumed_upto={0: 20},
+    )
+    scenario.prepare(
+        east.bootstrap,
+        bed.target_bootstrap,
+        source_alias="east",
+        group=g,
+        topic=topic + "-e",
+        partitions=1,
+        produced=20,
+        consumed_upto={0: 20},
+    )
     lc = live_consumer(east.bootstrap, g, topic + "-e", client_id="still-on-east")
     lc.wait_stable(steps_cluster(east.bootstrap), g)
-    conf = {"source_alias": "primary,east", "groups_regex": g, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60,
-            "groups_empty_timeout_seconds": 10}
+    conf = {
+        "source_alias": "primary,east",
+        "groups_regex": g,
+        "drain_quiet_seconds": 1,
+        "drain_timeout_seconds": 60,
+        "groups_empty_timeout_seconds": 10,
+    }
     dr = localenv.run_dag("mm2_failover", conf)  # no connection for east: refused, not silently unchecked
     assert dr.state == "failed"
     assert "east" in capfd.readouterr().out
@@ -127,10 +184,27 @@ def test_internal_topic_separator_disabled(extra_flows, target, names):
 
     bed = extra_flows
     topic, g = "legacy-" + names["topic"], names["group"]
-    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias="legacy", group=g, topic=topic,
-                     partitions=1, produced=30, consumed_upto={0: 30}, replica=f"legacy_{topic}")
-    dr = localenv.run_dag("mm2_failover", {
-        "source_alias": "legacy", "replication_policy_separator": "_", "internal_topic_separator_enabled": False,
-        "groups_regex": g, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60})
+    scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        source_alias="legacy",
+        group=g,
+        topic=topic,
+        partitions=1,
+        produced=30,
+        consumed_upto={0: 30},
+        replica=f"legacy_{topic}",
+    )
+    dr = localenv.run_dag(
+        "mm2_failover",
+        {
+            "source_alias": "legacy",
+            "replication_policy_separator": "_",
+            "internal_topic_separator_enabled": False,
+            "groups_regex": g,
+            "drain_quiet_seconds": 1,
+            "drain_timeout_seconds": 60,
+        },
+    )
     assert dr.state == "success"
     assert target.committed(g) == {(f"legacy_{topic}", 0): 30}

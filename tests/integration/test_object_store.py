@@ -25,9 +25,7 @@ pytestmark = [pytest.mark.bed]
 
 @pytest.fixture(scope="module")
 def s3(bed):
-    from testbed.objectstore import ObjectStore
-
-    from testbed.objectstore import forget_filesystems
+    from testbed.objectstore import ObjectStore, forget_filesystems
 
     store = ObjectStore.start(bed.run_dir / "s3proxy")
     yield store
@@ -55,8 +53,9 @@ def keys(s3, url: str) -> dict[str, int]:
     return store.listing(url)
 
 
-def test_two_archive_writers_racing_in_the_store_archive_every_record_once(bed, source, names, s3, in_store,
-                                                                          monkeypatch, caplog):
+def test_two_archive_writers_racing_in_the_store_archive_every_record_once(
+    bed, source, names, s3, in_store, monkeypatch, caplog
+):
     """No lock in the store: each append creates the manifest's next generation exclusively; the loser of a race
     reads the winner's manifest and appends from it. Both writers pause between their files and their manifest
     (a fault point), so both read the same generation: exactly one loses and says so. After both, every sync
@@ -69,8 +68,15 @@ def test_two_archive_writers_racing_in_the_store_archive_every_record_once(bed, 
     caplog.set_level(logging.WARNING, logger="mm2_failover.syncs")
 
     _art, arch = in_store
-    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
-                     partitions=2, produced=60, consumed_upto={0: 10, 1: 20})
+    scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=names["group"],
+        topic=names["topic"],
+        partitions=2,
+        produced=60,
+        consumed_upto={0: 10, 1: 20},
+    )
     topic = SYNC_TOPIC
     results, errors = [], []
     barrier = threading.Barrier(2)
@@ -97,7 +103,8 @@ def test_two_archive_writers_racing_in_the_store_archive_every_record_once(bed, 
     assert a.archived_to() == {p: e for (_t, p), e in ends.items()}
     # compaction may have removed records before the first append read them; everything readable is archived
     assert len(keys_) >= sum(ends.values()) - sum(starts.values()) - sum(
-        g["to"] - g["from"] for v in a.manifest()["partitions"].values() for g in v.get("gaps", []))
+        g["to"] - g["from"] for v in a.manifest()["partitions"].values() for g in v.get("gaps", [])
+    )
     lost_races = [r for r in caplog.records if "another writer archived at the same time" in r.getMessage()]
     assert len(lost_races) == 1, [r.getMessage() for r in caplog.records]
     gens = a._generations()
@@ -105,8 +112,7 @@ def test_two_archive_writers_racing_in_the_store_archive_every_record_once(bed, 
     assert sum(r.appended for r in results) == len(keys_)  # the loser appended only what the winner had not
 
 
-def test_a_writer_killed_between_its_files_and_its_manifest_leaves_nothing_archived(bed, source, names, s3,
-                                                                                  in_store):
+def test_a_writer_killed_between_its_files_and_its_manifest_leaves_nothing_archived(bed, source, names, s3, in_store):
     """SIGKILLed (a fault point) after its Parquet files are in the store and before the manifest's generation: a
     reader finds no manifest naming them; the next append converges."""
     import os
@@ -117,14 +123,27 @@ def test_a_writer_killed_between_its_files_and_its_manifest_leaves_nothing_archi
     from mm2_failover.syncs import SyncArchive
 
     _art, arch = in_store
-    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
-                     partitions=1, produced=30, consumed_upto={0: 10})
-    code = ("import sys; from mm2_failover.kafka_io import Cluster; from mm2_failover.syncs import SyncArchive; "
-            "SyncArchive(sys.argv[1], 'primary').append(Cluster({'bootstrap.servers': sys.argv[2]}, 'source'), "
-            "sys.argv[3], 'source')")
-    p = subprocess.run([sys.executable, "-c", code, arch, bed.source_bootstrap, SYNC_TOPIC], timeout=120,
-                       env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "plugins"),
-                            "MM2_FAILOVER_FAULT": "kill@archive.after_files"}, capture_output=True, text=True)
+    scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=names["group"],
+        topic=names["topic"],
+        partitions=1,
+        produced=30,
+        consumed_upto={0: 10},
+    )
+    code = (
+        "import sys; from mm2_failover.kafka_io import Cluster; from mm2_failover.syncs import SyncArchive; "
+        "SyncArchive(sys.argv[1], 'primary').append(Cluster({'bootstrap.servers': sys.argv[2]}, 'source'), "
+        "sys.argv[3], 'source')"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, arch, bed.source_bootstrap, SYNC_TOPIC],
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT / "plugins"), "MM2_FAILOVER_FAULT": "kill@archive.after_files"},
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == -9, p.stderr[-2000:]
     a = SyncArchive(arch, "primary")
     files = [k for k in keys(s3, arch) if k.endswith(".parquet")]
@@ -135,8 +154,9 @@ def test_a_writer_killed_between_its_files_and_its_manifest_leaves_nothing_archi
 
 
 @pytest.mark.spark
-def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(bed, names, s3, in_store,
-                                                                               connect_server, tmp_path):
+def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(
+    bed, names, s3, in_store, connect_server, tmp_path
+):
     """Issue 34 item 1, the Spark job on the store's URIs: with run folders in ``s3://`` the job's answers are written
     by Spark itself through S3A (``s3a://``: Hadoop's S3 filesystem, its jars from Maven Central), through
     spark-submit and on the warm Spark Connect server; the task uploads only the summary, once Spark's commit
@@ -151,22 +171,46 @@ def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(b
     from testbed.localenv import run_cli
 
     g = names["group"]
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=2,
-                            produced=40, consumed_upto={0: 40, 1: 10})
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g,
+        topic=names["topic"],
+        partitions=2,
+        produced=40,
+        consumed_upto={0: 40, 1: 10},
+    )
     want = {(c.topic, p): (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()}
     art, _arch = in_store
     from testbed.objectstore import CREDENTIAL
 
     events = tmp_path / "spark-events"  # Spark's event log of the spark-submit run, plain text: searchable
     events.mkdir()
-    logged = json.dumps({**json.loads(os.environ.get("MM2_FAILOVER_SPARK_CONF") or "{}"),
-                         "spark.eventLog.enabled": "true", "spark.eventLog.compress": "false",
-                         "spark.eventLog.dir": events.as_uri()})
-    for io, route, remote in (("s3a", "spark-submit", "none"), ("s3a", "spark-connect", connect_server.url),
-                              ("stage", "spark-connect", connect_server.url)):
+    logged = json.dumps(
+        {
+            **json.loads(os.environ.get("MM2_FAILOVER_SPARK_CONF") or "{}"),
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.compress": "false",
+            "spark.eventLog.dir": events.as_uri(),
+        }
+    )
+    for io, route, remote in (
+        ("s3a", "spark-submit", "none"),
+        ("s3a", "spark-connect", connect_server.url),
+        ("stage", "spark-connect", connect_server.url),
+    ):
         run = f"{art}/cli-{io}-{route}"
-        r = run_cli("plan", "--run-dir", run, "--groups-regex", g, "--spark-remote", remote, bed=bed,
-                    env={"MM2_FAILOVER_SPARK_IO": io, "MM2_FAILOVER_SPARK_CONF": logged})
+        r = run_cli(
+            "plan",
+            "--run-dir",
+            run,
+            "--groups-regex",
+            g,
+            "--spark-remote",
+            remote,
+            bed=bed,
+            env={"MM2_FAILOVER_SPARK_IO": io, "MM2_FAILOVER_SPARK_CONF": logged},
+        )
         assert r.returncode == 0, (io, route, r.stderr[-3000:])
         assert CREDENTIAL not in r.stdout + r.stderr
         folder = RunFolder(store.as_path(run))
@@ -177,8 +221,11 @@ def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(b
             assert summary["output"] == s3a_url(store.url_of(folder.checkpoints)) and marker, summary["output"]
         else:
             assert not summary["output"].startswith("s3a://") and not marker, summary["output"]
-        got = {(c["topic"], c["partition"]): (c["upstream_offset"], c["downstream_offset"])
-               for c in checkpoint_rows(folder.checkpoints) if c["group"] == g}
+        got = {
+            (c["topic"], c["partition"]): (c["upstream_offset"], c["downstream_offset"])
+            for c in checkpoint_rows(folder.checkpoints)
+            if c["group"] == g
+        }
         assert got == want, (io, route, got, want)
         assert len(store.read_bytes(folder.dir / "plan.csv").decode().splitlines()) == 2  # the plan read them
     files = [f for f in events.rglob("*") if f.is_file()]
@@ -187,8 +234,9 @@ def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(b
 
 
 @pytest.mark.spark
-def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_hosts(bed, names, s3, in_store,
-                                                                                     connect_server, tmp_path):
+def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_hosts(
+    bed, names, s3, in_store, connect_server, tmp_path
+):
     """The latest-checkpoint state through S3A: the refresh on "host" A (its own state folder) has Spark write its
     version into the store, ``s3a://<archive>/latest-state/<version>``, completed by its ``version.json`` there, and
     nothing on A's disk; the failover's job on "host" B (another, empty, state folder) starts from that version, and
@@ -204,15 +252,27 @@ def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_h
     from testbed.localenv import run_cli
 
     g = names["group"]
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=2,
-                            produced=40, consumed_upto={0: 40, 1: 10})
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g,
+        topic=names["topic"],
+        partitions=2,
+        produced=40,
+        consumed_upto={0: 40, 1: 10},
+    )
     want = {(c.topic, p): (c.upstream_offset, c.downstream_offset) for p, c in prep.checkpoints.items()}
     art, arch = in_store
     host_a, host_b = ({"MM2_FAILOVER_STATE": str(tmp_path / h)} for h in ("host-a", "host-b"))
     # the refresh's job SIGKILLed (a fault point) once Spark wrote the version's tables, before its version.json:
     # nothing is published - no CURRENT.json, and a folder without version.json, which is never a version
-    r = run_cli("refresh-state", "--spark-remote", connect_server.url, bed=bed,
-                env={**host_a, "MM2_FAILOVER_FAULT": "kill@state.before_publish"})
+    r = run_cli(
+        "refresh-state",
+        "--spark-remote",
+        connect_server.url,
+        bed=bed,
+        env={**host_a, "MM2_FAILOVER_FAULT": "kill@state.before_publish"},
+    )
     assert r.returncode != 0 and not store.exists(f"{arch}/latest-state/CURRENT.json"), r.stderr[-3000:]
     killed = [n for n in store.names(f"{arch}/latest-state") if n.startswith("v-")]
     assert killed and not any(store.exists(f"{arch}/latest-state/{n}/version.json") for n in killed), killed
@@ -221,7 +281,9 @@ def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_h
     version = json.loads(store.read_bytes(f"{arch}/latest-state/CURRENT.json"))["version"]
     assert [n for n in store.names(f"{arch}/latest-state") if n.startswith("v-")] == [version]  # the killed one's gone
     objs = store.listing(f"{arch}/latest-state/{version}")
-    assert "buffers/_SUCCESS" in objs and "version.json" in objs, sorted(objs)  # Spark's own commit (an upload skips it)
+    assert "buffers/_SUCCESS" in objs and "version.json" in objs, sorted(
+        objs
+    )  # Spark's own commit (an upload skips it)
     named = json.loads(store.read_bytes(f"{arch}/latest-state/{version}/version.json"))["files"]
     assert named and all(objs[n] == size for n, size in named.items())  # the files it names, as they are
     assert not list((tmp_path / "host-a").glob("v-*"))  # written in the store, not on the host first
@@ -239,8 +301,11 @@ def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_h
     st = json.loads(store.read_bytes(folder.checkpoints_summary))["state"]
     assert {a["version"] for a in st["aliases"].values()} == {version}, st  # every alias from the refresh's version
     assert st["read_from"] == [f"{s3a_url(arch)}/latest-state/{version}"], st
-    got = {(c["topic"], c["partition"]): (c["upstream_offset"], c["downstream_offset"])
-           for c in checkpoint_rows(folder.checkpoints) if c["group"] == g}
+    got = {
+        (c["topic"], c["partition"]): (c["upstream_offset"], c["downstream_offset"])
+        for c in checkpoint_rows(folder.checkpoints)
+        if c["group"] == g
+    }
     assert got == want, (got, want)
 
 
@@ -249,6 +314,8 @@ def test_the_file_lock_is_refused_with_artifacts_in_a_store(s3):
 
     with pytest.raises(ValueError, match="MM2_FAILOVER_LOCK=kafka"):
         WriterLockSettings.from_env({"MM2_FAILOVER_ARTIFACTS": s3.url("artifacts")})
-    assert WriterLockSettings.from_env({"MM2_FAILOVER_ARTIFACTS": s3.url("a"), "MM2_FAILOVER_LOCK": "kafka"}).kind \
+    assert (
+        WriterLockSettings.from_env({"MM2_FAILOVER_ARTIFACTS": s3.url("a"), "MM2_FAILOVER_LOCK": "kafka"}).kind
         == "kafka"
+    )
     assert json.dumps(s3.env)  # the store's settings are plain AWS variables

@@ -17,8 +17,11 @@ TEST_TOOLS = {"pytest", "pytest-xdist", "pytest-timeout", "hypothesis", "aiosmtp
 
 
 def pins(path: Path) -> dict[str, str]:
-    return {m.group(1).lower(): m.group(2) for line in path.read_text().splitlines()
-            if (m := re.match(r"^([A-Za-z0-9_.\-]+)==([^ \\;]+)", line))}
+    return {
+        m.group(1).lower(): m.group(2)
+        for line in path.read_text().splitlines()
+        if (m := re.match(r"^([A-Za-z0-9_.\-]+)==([^ \\;]+)", line))
+    }
 
 
 def test_the_runtime_lock_is_the_full_locks_pins_without_the_test_tools():
@@ -40,28 +43,42 @@ def test_the_wheel_in_a_fresh_venv_gives_airflow_the_plugin_the_dags_and_the_com
     run(UV, "venv", "-q", "--python", REPO / ".venv" / "bin" / "python", venv)
     import os
 
-    env_uv = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
-              "VIRTUAL_ENV": str(venv)}
+    env_uv = {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
+        "VIRTUAL_ENV": str(venv),
+    }
     run(UV, "pip", "sync", "-q", "--require-hashes", REPO / "requirements-runtime.txt", env=env_uv)
     run(UV, "pip", "install", "-q", "--no-deps", wheel, env=env_uv)
     (tmp_path / "plugins").mkdir()
     (tmp_path / "home").mkdir()
-    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), "AIRFLOW_HOME": str(tmp_path / "home"),
-           "AIRFLOW__CORE__PLUGINS_FOLDER": str(tmp_path / "plugins"), "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
-           "MM2_FAILOVER_ARTIFACTS": str(tmp_path / "artifacts")}
+    env = {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "AIRFLOW_HOME": str(tmp_path / "home"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(tmp_path / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
+        "MM2_FAILOVER_ARTIFACTS": str(tmp_path / "artifacts"),
+    }
     plugins = json.loads(run(venv / "bin" / "airflow", "plugins", "-o", "json", env=env, cwd=tmp_path).stdout)
     [mine] = [p for p in plugins if p["name"] == "mm2_failover"]
     assert mine["source"].startswith("mm2-failover==") and "group='airflow.plugins'" in mine["source"], mine["source"]
     assert [a["url_prefix"] for a in mine["fastapi_apps"]] == ["/mm2"]
-    script = ("import json, mm2_failover; from airflow.dag_processing.dagbag import DagBag; "
-              f"b = DagBag(dag_folder={str(REPO / 'dags')!r}); "
-              "import importlib.util as u; "
-              "print(json.dumps({'module': mm2_failover.__file__, 'dags': sorted(b.dags), 'errors': b.import_errors, "
-              "'pytest': u.find_spec('pytest') is not None}))")
+    script = (
+        "import json, mm2_failover; from airflow.dag_processing.dagbag import DagBag; "
+        f"b = DagBag(dag_folder={str(REPO / 'dags')!r}); "
+        "import importlib.util as u; "
+        "print(json.dumps({'module': mm2_failover.__file__, 'dags': sorted(b.dags), 'errors': b.import_errors, "
+        "'pytest': u.find_spec('pytest') is not None}))"
+    )
     got = json.loads(run(venv / "bin" / "python", "-c", script, env=env, cwd=tmp_path).stdout.strip().splitlines()[-1])
     assert got["module"].startswith(str(venv)) and "site-packages" in got["module"], got["module"]
-    assert got["errors"] == {} and got["dags"] == ["mm2_failover", "mm2_failover_drill", "mm2_failover_readiness",
-                                                   "mm2_failover_rollback", "mm2_sync_archive"], got
+    assert got["errors"] == {} and got["dags"] == [
+        "mm2_failover",
+        "mm2_failover_drill",
+        "mm2_failover_readiness",
+        "mm2_failover_rollback",
+        "mm2_sync_archive",
+    ], got
     assert got["pytest"] is False  # no test tools in the runtime
     help_text = run(venv / "bin" / "mm2-failover", "--help", env=env, cwd=tmp_path).stdout
     assert "readiness" in help_text and "rollback" in help_text

@@ -44,8 +44,9 @@ def _values(read: ev.Read, contents: dict) -> list[tuple[int, str]]:
     return [(r.offset, contents[r.content]) for r in read.records]
 
 
-def test_markers_and_aborted_records_are_offsets_without_records_and_an_open_transaction_is_not_read_whole(bed, source,
-                                                                                                          names):
+def test_markers_and_aborted_records_are_offsets_without_records_and_an_open_transaction_is_not_read_whole(
+    bed, source, names
+):
     topic = names["topic"]
     source.create_topic(topic, 1)
     tp = (topic, 0)
@@ -102,14 +103,23 @@ def test_a_compacted_partitions_cleaned_offsets_are_offsets_without_records(bed,
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
     topic = names["topic"]
-    source.create_topic(topic, 1, {"cleanup.policy": "compact", "segment.ms": "100",
-                                   "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0"})
+    source.create_topic(
+        topic,
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01",
+            "min.compaction.lag.ms": "0",
+        },
+    )
     tp = (topic, 0)
 
     def backoff(op: AlterConfigOpType) -> None:  # the bed's one broker (node.id 1)
         entry = ConfigEntry("log.cleaner.backoff.ms", "200", incremental_operation=op)
         for f in source.admin.incremental_alter_configs(
-                [ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[entry])]).values():
+            [ConfigResource(ConfigResource.Type.BROKER, "1", incremental_configs=[entry])]
+        ).values():
             f.result(30)
 
     p = Producer({"bootstrap.servers": bed.source_bootstrap, "log_level": 3})
@@ -120,8 +130,10 @@ def test_a_compacted_partitions_cleaned_offsets_are_offsets_without_records(bed,
     # be cleaned
     p.produce(topic, key=b"k9", value=b"z", timestamp=1_700_000_001_000)
     p.flush(30)
-    contents = {ev.content_of(k.encode(), v.encode(), 1_700_000_000_000): v
-                for k, v in [("k1", "a"), ("k2", "b"), ("k1", "c"), ("k3", "d"), ("k2", "e")]}
+    contents = {
+        ev.content_of(k.encode(), v.encode(), 1_700_000_000_000): v
+        for k, v in [("k1", "a"), ("k2", "b"), ("k1", "c"), ("k3", "d"), ("k2", "e")]
+    }
     contents[ev.content_of(b"k9", b"z", 1_700_000_001_000)] = "z"
     backoff(AlterConfigOpType.SET)
     try:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from mm2_failover import plan as planmod
+from mm2_failover.kafka_io import Commit
+from mm2_failover.runfolder import load_backup
 from mm2_failover.stages.apply import apply_plan, backup_and_apply, take_backup
 from mm2_failover.stages.gate import live_groups
 from mm2_failover.stages.plan import make_plan
 from mm2_failover.stages.rollback import rollback, verify_rollback
 from mm2_failover.stages.verify import verify_run
-from mm2_failover.kafka_io import Commit
-from mm2_failover.runfolder import load_backup
 
 pytestmark = [pytest.mark.bed]
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
@@ -36,14 +36,22 @@ def test_live_consumer_on_target_is_named_and_refused_by_the_broker(prepared, li
     assert p.target.committed(p.names["group"]) == {}
 
 
-def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_finishes(bed, source, target, names,
-                                                                                        run_root, live_consumer):
+def test_group_joining_between_gate_and_apply_is_refused_others_move_and_retry_finishes(
+    bed, source, target, names, run_root, live_consumer
+):
     from testbed import scenario
     from testbed.steps import StepRun
 
     g1, g2 = names["group"] + "-a", names["group"] + "-b"
-    prep1 = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g1, topic=names["topic"], partitions=2,
-                             produced=60, consumed_upto={0: 60, 1: 60})
+    prep1 = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g1,
+        topic=names["topic"],
+        partitions=2,
+        produced=60,
+        consumed_upto={0: 60, 1: 60},
+    )
     last = scenario.consume_and_commit(bed.source_bootstrap, g2, names["topic"], {0: 60, 1: 60})
     assert last == {0: 59, 1: 59}
     scenario.wait_checkpointed(target, bed.checkpoints_topic, g2, prep1.replica_topic, 2)
@@ -88,8 +96,9 @@ def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared, monke
     plan = make_plan(ctx)
     reads = []  # the target's commits are read once per try: the first try's apply starts from its backup's read
     real_read = type(ctx.target).commits_many
-    monkeypatch.setattr(type(ctx.target), "commits_many", lambda self, *a, **k: reads.append(a[0]) or
-                        real_read(self, *a, **k))
+    monkeypatch.setattr(
+        type(ctx.target), "commits_many", lambda self, *a, **k: reads.append(a[0]) or real_read(self, *a, **k)
+    )
     backup_and_apply(ctx, plan)
     assert reads == [[g]], reads
     planned = plan.writes()[g]
@@ -97,8 +106,9 @@ def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared, monke
     res = backup_and_apply(ctx, plan)  # the retry
     assert reads == [[g], [g]], reads  # its backup is the first try's: what the target holds now is read again
     assert p.target.committed(g)[(rt, 0)] == planned[(rt, 0)] + 5  # not rewound
-    assert res.moved_since == {g: [f"{rt}[0]: was none before the run, planned {planned[(rt, 0)]}, now "
-                                   f"{planned[(rt, 0)] + 5}"]}
+    assert res.moved_since == {
+        g: [f"{rt}[0]: was none before the run, planned {planned[(rt, 0)]}, now {planned[(rt, 0)] + 5}"]
+    }
     assert ctx.folder.load("apply.json")["moved_since"] == res.moved_since
     rep = verify_run(ctx, plan)
     assert rep.mismatches == [] and rep.moved_since == res.moved_since
@@ -147,8 +157,12 @@ def test_records_deleted_by_retention_clamp_to_log_start(prepared):
     ctx = p.ctx(translation="checkpoint")  # MM2's checkpoint as it is: the lost count must be found another way
     plan = make_plan(ctx)
     row0 = next(r for r in plan.rows if r.partition == 0)
-    assert (row0.action, row0.reason, row0.planned_offset, row0.retention_gap) == ("clamp", "retention_gap", gone,
-                                                                                  gone - cp0)
+    assert (row0.action, row0.reason, row0.planned_offset, row0.retention_gap) == (
+        "clamp",
+        "retention_gap",
+        gone,
+        gone - cp0,
+    )
     backup_and_apply(ctx, plan)
     rep = verify_run(ctx, plan)
     assert rep.outcome == "succeeded" and rep.totals["clamped"] == 1
@@ -213,8 +227,7 @@ def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(be
     target.create_topic(topic, 3)
     other = topic + "-other"
     target.create_topic(other, 1)
-    groups = {f"{names['group']}-{i}": {(topic, p): 10 * i + p for p in range(3) if (i + p) % 2 == 0}
-              for i in range(5)}
+    groups = {f"{names['group']}-{i}": {(topic, p): 10 * i + p for p in range(3) if (i + p) % 2 == 0} for i in range(5)}
     groups[f"{names['group']}-meta"] = {(topic, 0): Commit(4, "state:é\u00a0x"), (other, 0): Commit(9, "")}
     groups[f"{names['group']}-other"] = {(other, 0): 2}
     import time
@@ -232,8 +245,9 @@ def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(be
     assert by_java == {**want, f"{names['group']}-never": {}}
 
 
-def test_groups_described_by_librdkafka_and_by_the_java_client_are_the_same(bed, target, names, live_consumer,
-                                                                           monkeypatch):
+def test_groups_described_by_librdkafka_and_by_the_java_client_are_the_same(
+    bed, target, names, live_consumer, monkeypatch
+):
     """Groups are described two ways (kafka_io.describe_groups): librdkafka, one request per group, or, above
     JAVA_BULK_GROUPS groups, Kafka's Java client in one JVM (one request per coordinator). Both must give the same
     states and members - a live group with its member, empty groups, a group that never existed - and the gate must
@@ -264,8 +278,7 @@ def test_groups_described_by_librdkafka_and_by_the_java_client_are_the_same(bed,
     assert gate_java == gate_librdkafka and [s.group for s in gate_java] == [live]
 
 
-def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and_a_paused_one_is_fenced(bed,
-                                                                                                        run_root):
+def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and_a_paused_one_is_fenced(bed, run_root):
     """Issue 34 item 2, the target's lease (MM2_FAILOVER_LOCK=kafka): three writers, each a process on its own "host"
     (its own working directory and artifacts folder: no shared disk, so no file lock between them), take the
     target's writer lock through stages.apply.writer_lock - the one apply and rollback use - and commit offsets as
@@ -283,18 +296,24 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
     import time
     import uuid
 
-    from mm2_failover.kafka_lock import KafkaLease
     from mm2_failover import lease as L
+    from mm2_failover.kafka_lock import KafkaLease
 
     tag = uuid.uuid4().hex[:6]
     topic, group, lock_topic = f"t-lock-{tag}", f"g-lock-{tag}", f"mm2-failover.locks-{tag}"
     target = bed.client("target")
     target.create_topic(topic, 3)
     lease_s = 6.0
-    env = {**os.environ, "MM2_FAILOVER_LOCK": "kafka", "MM2_FAILOVER_LOCK_TOPIC": lock_topic,
-           "MM2_FAILOVER_LOCK_LEASE_SECONDS": str(lease_s), "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "2",
-           "MM2_FAILOVER_LOCK_RENEW_SECONDS": "1", "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": os.pathsep.join([str(REPO / "plugins"), str(REPO)])}
+    env = {
+        **os.environ,
+        "MM2_FAILOVER_LOCK": "kafka",
+        "MM2_FAILOVER_LOCK_TOPIC": lock_topic,
+        "MM2_FAILOVER_LOCK_LEASE_SECONDS": str(lease_s),
+        "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "2",
+        "MM2_FAILOVER_LOCK_RENEW_SECONDS": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": os.pathsep.join([str(REPO / "plugins"), str(REPO)]),
+    }
     procs: dict[str, subprocess.Popen] = {}
     logs: dict[str, object] = {}
 
@@ -303,11 +322,31 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
         host.mkdir(parents=True)
         logs[name] = open(host / "events.jsonl", "w+")
         procs[name] = subprocess.Popen(
-            [sys.executable, "-m", "testbed.lock_writer", "--bootstrap", bed.target_bootstrap, "--group", group,
-             "--topic", topic, "--partition", str(partition), "--name", name, "--wait", "60", "--every", str(every),
-             *(["--stop-at-write", str(stop_at)] if stop_at else [])],
-            cwd=host, env={**env, "MM2_FAILOVER_ARTIFACTS": str(host / "artifacts")}, stdout=logs[name],
-            stderr=open(host / "stderr.log", "w"))
+            [
+                sys.executable,
+                "-m",
+                "testbed.lock_writer",
+                "--bootstrap",
+                bed.target_bootstrap,
+                "--group",
+                group,
+                "--topic",
+                topic,
+                "--partition",
+                str(partition),
+                "--name",
+                name,
+                "--wait",
+                "60",
+                "--every",
+                str(every),
+                *(["--stop-at-write", str(stop_at)] if stop_at else []),
+            ],
+            cwd=host,
+            env={**env, "MM2_FAILOVER_ARTIFACTS": str(host / "artifacts")},
+            stdout=logs[name],
+            stderr=open(host / "stderr.log", "w"),
+        )
 
     def events(name: str) -> list[dict]:
         f = logs[name]
@@ -324,8 +363,10 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
             if procs[name].poll() is not None and event != "lost":
                 break
             time.sleep(0.05)
-        raise AssertionError(f"{name}: no {event!r} in {timeout:.0f} s: {events(name)}; "
-                             f"stderr: {(run_root / 'lock-hosts' / f'{name}-{tag}' / 'stderr.log').read_text()[-2000:]}")
+        raise AssertionError(
+            f"{name}: no {event!r} in {timeout:.0f} s: {events(name)}; "
+            f"stderr: {(run_root / 'lock-hosts' / f'{name}-{tag}' / 'stderr.log').read_text()[-2000:]}"
+        )
 
     try:
         start("A", 0)
@@ -351,8 +392,10 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
         stop = when("B", "stopping", 30)
         t_stop = stop["t"]
         c = when("C", "acquired", 30)
-        print(f"\n[lock] B got it {waited:.2f} s after A was killed; C {c['t'] - t_stop:.2f} s after B was paused "
-              f"(lease {lease_s:g} s); tokens {a['token']} < {b['token']} < {c['token']}")
+        print(
+            f"\n[lock] B got it {waited:.2f} s after A was killed; C {c['t'] - t_stop:.2f} s after B was paused "
+            f"(lease {lease_s:g} s); tokens {a['token']} < {b['token']} < {c['token']}"
+        )
         assert c["t"] - t_stop <= lease_s + 5.0 and c["token"] > b["token"]
         when("C", "wrote", 15)
         procs["B"].send_signal(signal.SIGCONT)
@@ -395,8 +438,9 @@ def test_the_approvers_preview_shows_the_plans_own_read_of_the_target(prepared, 
     ctx = p.ctx(require_approval=True, on_existing_target_offsets="overwrite")
     reads = []
     real_read = type(ctx.target).commits_many
-    monkeypatch.setattr(type(ctx.target), "commits_many", lambda self, *a, **k: reads.append(a[0]) or
-                        real_read(self, *a, **k))
+    monkeypatch.setattr(
+        type(ctx.target), "commits_many", lambda self, *a, **k: reads.append(a[0]) or real_read(self, *a, **k)
+    )
     plan, rep = plan_and_preview(ctx)
     assert len(reads) == 1 and rep.outcome == "awaiting_approval", (reads, rep.outcome)
     shown = {(r["topic"], r["partition"]): r["committed_after"] for r in rep.partitions if r["group"] == g}
@@ -407,7 +451,8 @@ def test_the_approvers_preview_shows_the_plans_own_read_of_the_target(prepared, 
 
 
 def test_the_fenced_writer_commits_byte_for_byte_refuses_a_live_group_and_once_fenced_commits_nothing(
-        bed, target, names, live_consumer):
+    bed, target, names, live_consumer
+):
     """mm2_failover.fenced, the lease's writer: a batch commits every group's offsets (metadata byte for byte); a
     group with a live member in the batch is refused by name - Kafka accepts a transactional commit of generation -1
     even for a live group, so the writer describes the batch before committing it - and the others land; a second

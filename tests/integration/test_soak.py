@@ -17,8 +17,15 @@ import soak  # noqa: E402
 
 def test_the_scheduled_dags_run_unattended_through_quiet_busy_and_a_store_outage(bed, run_root):
     # the truth at the end (a failover scored record by record) is the long form's: about 3 min more here
-    result = soak.run_soak(bed, run_root / "soak", minutes=1.5, interval=20,
-                           cycle=("quiet", "busy", "store_unreachable"), phase_intervals=1.5, truth_at_end=False)
+    result = soak.run_soak(
+        bed,
+        run_root / "soak",
+        minutes=1.5,
+        interval=20,
+        cycle=("quiet", "busy", "store_unreachable"),
+        phase_intervals=1.5,
+        truth_at_end=False,
+    )
     print(soak.render(result))
     # the last quiet phase is the recovery: until each DAG succeeded after the outage
     assert [p["name"] for p in result.phases] == ["quiet", "busy", "store_unreachable", "quiet"], result.phases
@@ -26,4 +33,6 @@ def test_the_scheduled_dags_run_unattended_through_quiet_busy_and_a_store_outage
     assert not result.false_alerts, result.false_alerts
     assert not result.not_told_once, result.not_told_once
     assert not result.not_recovered, result.not_recovered
-    assert all(states.get("success", 0) >= 1 for states in result.runs.values()), result.runs  # the recovery: one at least
+    assert all(states.get("success", 0) >= 1 for states in result.runs.values()), (
+        result.runs
+    )  # the recovery: one at least

@@ -11,12 +11,12 @@ import uuid
 
 import pytest
 
-from mm2_failover.stages.checkpoints import load_latest_checkpoints
-from mm2_failover.stages.snapshot import capture_snapshot
-from testbed import localenv, scenario
 from mm2_failover.config import run_dir, spark_conf
 from mm2_failover.runfolder import RunFolder
 from mm2_failover.spark import job_submission, spark_submit
+from mm2_failover.stages.checkpoints import load_latest_checkpoints
+from mm2_failover.stages.snapshot import capture_snapshot
+from testbed import localenv, scenario
 from testbed.spark_cluster import APP_NAME, SparkCluster
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
@@ -24,7 +24,9 @@ pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 # the decisive columns of the job's output (checkpoint_offset/timestamp name the checkpoint record, not the result)
 COLS = ("source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata", "regressed")
 # Spark's Kafka source logs, in the executor that ran the task, each bounded read of a topic-partition
-KAFKA_READ = re.compile(r"KafkaDataConsumer: From Kafka topicPartition=(?P<tp>\S+) groupId=(?P<rel>\S+) read (?P<n>\d+) records")
+KAFKA_READ = re.compile(
+    r"KafkaDataConsumer: From Kafka topicPartition=(?P<tp>\S+) groupId=(?P<rel>\S+) read (?P<n>\d+) records"
+)
 
 
 @pytest.fixture(scope="session")
@@ -51,8 +53,15 @@ def scene(bed):
     """One group on a 3-partition topic, 100 records, consumed 20/50/100 (the `prepared` scenario), shared by the
     tests of this module: each run here reads the same checkpoints."""
     tag = uuid.uuid4().hex[:6]
-    return scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=f"g-spark-cluster-{tag}",
-                            topic=f"t-spark-cluster-{tag}", partitions=3, produced=100, consumed_upto={0: 20, 1: 50, 2: 100})
+    return scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=f"g-spark-cluster-{tag}",
+        topic=f"t-spark-cluster-{tag}",
+        partitions=3,
+        produced=100,
+        consumed_upto={0: 20, 1: 50, 2: 100},
+    )
 
 
 @pytest.fixture
@@ -63,16 +72,19 @@ def same_spark_conf(spark_cluster, monkeypatch, spark_submit_route):
 
 
 def expected_rows(prep: scenario.Prepared) -> list[tuple]:
-    return sorted(("primary", prep.group, prep.replica_topic, part, c.upstream_offset, c.downstream_offset, c.metadata,
-                   False) for part, c in prep.checkpoints.items())
+    return sorted(
+        ("primary", prep.group, prep.replica_topic, part, c.upstream_offset, c.downstream_offset, c.metadata, False)
+        for part, c in prep.checkpoints.items()
+    )
 
 
 def rows(path, group: str | None = None) -> list[tuple]:
     """The job's answers (of one group: the job answers for every group, the pipeline selects in Python)."""
     import pyarrow.parquet as pq
 
-    return sorted(tuple(r[c] for c in COLS) for r in pq.read_table(str(path)).to_pylist()
-                  if group is None or r["group"] == group)
+    return sorted(
+        tuple(r[c] for c in COLS) for r in pq.read_table(str(path)).to_pylist() if group is None or r["group"] == group
+    )
 
 
 def assert_ran_on(cluster: SparkCluster, before: set[str], snapshot: dict) -> dict:
@@ -89,7 +101,9 @@ def assert_ran_on(cluster: SparkCluster, before: set[str], snapshot: dict) -> di
     reads = [m for p in logs.values() for m in KAFKA_READ.finditer(p.read_text(errors="replace"))]
     assert reads, f"no Kafka read in the executor logs {sorted(map(str, logs.values()))}"
     starts = snapshot["checkpoints_log_start"]
-    ends = {f"{t}-{p}": o - starts[t][p] for t, ps in snapshot["checkpoints_end_offsets"].items() for p, o in ps.items()}
+    ends = {
+        f"{t}-{p}": o - starts[t][p] for t, ps in snapshot["checkpoints_end_offsets"].items() for p, o in ps.items()
+    }
     passes: dict[str, dict[str, int]] = {}
     for m in reads:
         assert int(m["n"]) > 0, m.group(0)
@@ -101,8 +115,9 @@ def assert_ran_on(cluster: SparkCluster, before: set[str], snapshot: dict) -> di
     return app
 
 
-def test_same_dag_same_result_in_local_mode_and_on_a_standalone_cluster(spark_cluster, scene, target,
-                                                                         same_spark_conf, monkeypatch):
+def test_same_dag_same_result_in_local_mode_and_on_a_standalone_cluster(
+    spark_cluster, scene, target, same_spark_conf, monkeypatch
+):
     cluster, g = spark_cluster, scene.group
     conf = {"groups_regex": g, "drain_quiet_seconds": 1}
 
@@ -116,8 +131,11 @@ def test_same_dag_same_result_in_local_mode_and_on_a_standalone_cluster(spark_cl
     assert target.committed(g) == {}
     local = RunFolder(run_dir("mm2_failover", dr.run_id))
     assert rows(local.checkpoints, g) == expected_rows(scene)
-    plan = {(t, int(p)): int(o) for gr, t, p, o in (line.split(",") for line in local.plan_csv.read_text().splitlines())
-            if gr == g}
+    plan = {
+        (t, int(p)): int(o)
+        for gr, t, p, o in (line.split(",") for line in local.plan_csv.read_text().splitlines())
+        if gr == g
+    }
     assert len(plan) == 3
 
     # 2. the standalone cluster, for real: only spark_default changes
@@ -154,12 +172,14 @@ def test_job_writes_a_file_uri_output_on_the_cluster(spark_cluster, scene, bed, 
     # every key of the range answered (the job does not select groups): as many as the pure rule finds
     from mm2_failover.latest import Record, latest_per_key
 
-    oracle = latest_per_key(Record("primary", k, v, p, o) for _t, p, o, k, v, _ts in
-                            target.read(snap.checkpoints_end, start=snap.checkpoints_start))
+    oracle = latest_per_key(
+        Record("primary", k, v, p, o)
+        for _t, p, o, k, v, _ts in target.read(snap.checkpoints_end, start=snap.checkpoints_start)
+    )
     assert summary["output"] == uri and summary["checkpoints"] == len(oracle.answers)
     assert (out / "_SUCCESS").exists()
     assert rows(out, scene.group) == expected_rows(scene)
     # the DAG's reader takes the URI as it is (pyarrow understands file://; s3a:// would need mapping to s3://)
-    assert sorted((c.topic, c.partition, c.downstream_offset) for c in load_latest_checkpoints(uri)
-                  if c.group == scene.group) == \
-        sorted((scene.replica_topic, part, c.downstream_offset) for part, c in scene.checkpoints.items())
+    assert sorted(
+        (c.topic, c.partition, c.downstream_offset) for c in load_latest_checkpoints(uri) if c.group == scene.group
+    ) == sorted((scene.replica_topic, part, c.downstream_offset) for part, c in scene.checkpoints.items())

@@ -63,19 +63,40 @@ def failed_over(bed, run_root):
     g = {k: f"w{tag}-{k}" for k in ("rb0", "rb1", "rb2", "rb3", "rb4", "names", "meta", "scope", "bystander")}
     g["ghost"] = f"console-consumer-w{tag}"
     topic, names_topic = f"t-w-{tag}", f"t-w-{tag}-heartbeats"
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g["rb0"], topic=topic, partitions=2,
-                            produced=40, consumed_upto={0: 40, 1: 10})
-    names_prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g["names"], topic=names_topic,
-                                  partitions=2, produced=30, consumed_upto={0: 30, 1: 30})
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g["rb0"],
+        topic=topic,
+        partitions=2,
+        produced=40,
+        consumed_upto={0: 40, 1: 10},
+    )
+    names_prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g["names"],
+        topic=names_topic,
+        partitions=2,
+        produced=30,
+        consumed_upto={0: 30, 1: 30},
+    )
     with ThreadPoolExecutor(6) as pool:  # six consumers of their own at once: each waits for its group's join
-        list(pool.map(lambda k: scenario.consume_and_commit(bed.source_bootstrap, g[k], topic, {0: 40, 1: 10}),
-                      ("rb1", "rb2", "rb3", "rb4", "scope", "bystander")))
+        list(
+            pool.map(
+                lambda k: scenario.consume_and_commit(bed.source_bootstrap, g[k], topic, {0: 40, 1: 10}),
+                ("rb1", "rb2", "rb3", "rb4", "scope", "bystander"),
+            )
+        )
     meta = "streams-state-\u00e9"
     assert source.alter_exact({g["meta"]: {(topic, 0): Commit(25, meta)}}) == {g["meta"]: None}  # as Java commits
     scenario.consume_and_commit(bed.source_bootstrap, g["ghost"], topic, {0: 20, 1: 5})
     rt = prep.replica_topic
-    cps = scenario.wait_checkpointed_groups(target, bed.checkpoints_topic, {
-        **{g[k]: (rt, 2) for k in ("rb1", "rb2", "rb3", "rb4", "scope", "bystander")}, g["meta"]: (rt, 1)})
+    cps = scenario.wait_checkpointed_groups(
+        target,
+        bed.checkpoints_topic,
+        {**{g[k]: (rt, 2) for k in ("rb1", "rb2", "rb3", "rb4", "scope", "bystander")}, g["meta"]: (rt, 1)},
+    )
     meta_cp = cps[g["meta"]][0]
     other = f"{topic}-other"
     target.create_topic(other, 1)
@@ -83,11 +104,22 @@ def failed_over(bed, run_root):
         target.alter_offsets(g[k], {(other, 0): 777})
     target.alter_offsets(g["bystander"], {(rt, 0): 3})  # an application already running on the target
     run = run_root / "worst" / f"failed-over-{tag}"
-    r = on_bed(bed, "apply", "--execute", "--run-dir", str(run), "--groups-regex", f"w{tag}-.*|console-consumer-w{tag}",
-               "--on-existing-target-offsets", "skip", "--accept-groups-without-checkpoints",
-               # issue 14's guarantees on MM2's checkpoints alone; exact translation (which also moves the ghost
-               # group from the offset syncs) is tested in test_exact_translation.py
-               "--translation", "checkpoint")
+    r = on_bed(
+        bed,
+        "apply",
+        "--execute",
+        "--run-dir",
+        str(run),
+        "--groups-regex",
+        f"w{tag}-.*|console-consumer-w{tag}",
+        "--on-existing-target-offsets",
+        "skip",
+        "--accept-groups-without-checkpoints",
+        # issue 14's guarantees on MM2's checkpoints alone; exact translation (which also moves the ghost
+        # group from the offset syncs) is tested in test_exact_translation.py
+        "--translation",
+        "checkpoint",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     backup = json.loads((run / "backup.json").read_text())
     for k in ("rb0", "rb1", "rb2", "rb3", "rb4"):
@@ -99,8 +131,19 @@ def failed_over(bed, run_root):
         path.write_text(json.dumps({**backup, "groups": {group: backup["groups"][group]}}))
         return path
 
-    return SimpleNamespace(g=g, groups=[g["rb0"], g["rb1"], g["rb2"]], prep=prep, names_prep=names_prep, rt=rt,
-                           other=other, run=run, backup=backup, backup_of=backup_of, meta=meta, meta_cp=meta_cp)
+    return SimpleNamespace(
+        g=g,
+        groups=[g["rb0"], g["rb1"], g["rb2"]],
+        prep=prep,
+        names_prep=names_prep,
+        rt=rt,
+        other=other,
+        run=run,
+        backup=backup,
+        backup_of=backup_of,
+        meta=meta,
+        meta_cp=meta_cp,
+    )
 
 
 def test_rollback_retry_after_a_crash_between_delete_and_recommit_restores_every_commit(bed, target, failed_over):
@@ -125,11 +168,21 @@ def test_a_dag_rollback_killed_between_delete_and_recommit_is_finished_by_the_cl
     g, g2, other = failed_over.g["rb3"], failed_over.g["rb4"], failed_over.other
     backup, backup2 = failed_over.backup_of(g), failed_over.backup_of(g2)
     moved2 = target.committed(g2)
-    dag = ("import sys\nfrom testbed import localenv\n"
-           "localenv.run_dag('mm2_failover_rollback', {'backup_path': sys.argv[1]})")
-    r = subprocess.run([sys.executable, "-c", dag, str(backup)], capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
-                            "MM2_FAILOVER_FAULT": "kill@rollback.after_delete_group"})
+    dag = (
+        "import sys\nfrom testbed import localenv\n"
+        "localenv.run_dag('mm2_failover_rollback', {'backup_path': sys.argv[1]})"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", dag, str(backup)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(sys.path),
+            "MM2_FAILOVER_FAULT": "kill@rollback.after_delete_group",
+        },
+    )
     assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-3000:])
     assert target.committed(g) == {}  # the DAG's rollback deleted the group and died
     r = on_bed(bed, "rollback", "--backup", str(backup2))
@@ -143,8 +196,9 @@ def test_a_dag_rollback_killed_between_delete_and_recommit_is_finished_by_the_cl
     assert target.committed(g2) == {(other, 0): 777}
 
 
-def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_on_retry(target, failed_over,
-                                                                                        monkeypatch):
+def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_on_retry(
+    target, failed_over, monkeypatch
+):
     """Item 1, in process: the re-commit after the delete fails once (a timeout); the retry reads the journal."""
     from mm2_failover import kafka_io
     from mm2_failover.stages.rollback import rollback
@@ -200,11 +254,26 @@ def _backup(target, groups: dict, after: int):
         from mm2_failover.rollback import Backup
     except ImportError:  # the previous version: {group: {topic: {partition: offset or None}}}
         return {"taken_at": "t", "cluster": target.conf["bootstrap.servers"], "groups": groups}
-    return Backup.from_dict({"taken_at": "t", "cluster": target.conf["bootstrap.servers"],
-                             "cluster_id": target.cluster_id(), "groups": {
-                                 g: {t: {p: {"before": None if o is None else {"offset": o, "metadata": ""},
-                                             "after": {"offset": after, "metadata": ""}} for p, o in ps.items()}
-                                     for t, ps in ts.items()} for g, ts in groups.items()}})
+    return Backup.from_dict(
+        {
+            "taken_at": "t",
+            "cluster": target.conf["bootstrap.servers"],
+            "cluster_id": target.cluster_id(),
+            "groups": {
+                g: {
+                    t: {
+                        p: {
+                            "before": None if o is None else {"offset": o, "metadata": ""},
+                            "after": {"offset": after, "metadata": ""},
+                        }
+                        for p, o in ps.items()
+                    }
+                    for t, ps in ts.items()
+                }
+                for g, ts in groups.items()
+            },
+        }
+    )
 
 
 # ------------------------------------------------------------------------------------------ 2. source gates
@@ -216,8 +285,20 @@ def test_wrong_source_password_is_an_error_never_disaster_mode(bed, names, tmp_p
 
     cfg = tmp_path / "source.json"
     cfg.write_text(json.dumps(scram_conf(bed.source.sasl_bootstrap, password="wrong-password")))
-    r = cli("--source-config", str(cfg), "--target-bootstrap", bed.target_bootstrap, "--timeout", "5",
-            "plan", "--run-dir", str(tmp_path / "run"), "--groups-regex", names["group"], timeout=300)
+    r = cli(
+        "--source-config",
+        str(cfg),
+        "--target-bootstrap",
+        bed.target_bootstrap,
+        "--timeout",
+        "5",
+        "plan",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--groups-regex",
+        names["group"],
+        timeout=300,
+    )
     assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
     assert "authentication" in r.stderr.lower() and "DISASTER" not in r.stderr
     assert not (tmp_path / "run" / "snapshot.json").exists()
@@ -227,8 +308,18 @@ def test_mistyped_source_property_is_a_configuration_error(bed, names, tmp_path)
     """Item 2/12: a librdkafka property that does not exist is named; it is not 'unreachable' (exit 4)."""
     cfg = tmp_path / "source.json"
     cfg.write_text(json.dumps({"bootstrap.servers": bed.source_bootstrap, "sasl.mechanismz": "PLAIN"}))
-    r = cli("--source-config", str(cfg), "--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir",
-            str(tmp_path / "run"), "--groups-regex", names["group"], timeout=300)
+    r = cli(
+        "--source-config",
+        str(cfg),
+        "--target-bootstrap",
+        bed.target_bootstrap,
+        "plan",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--groups-regex",
+        names["group"],
+        timeout=300,
+    )
     assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
     assert "sasl.mechanismz" in r.stderr and str(cfg) in r.stderr
 
@@ -250,8 +341,14 @@ def test_groups_empty_gate_fails_when_a_source_decided_reachable_stops_answering
     monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(run_root / "gate-artifacts"))
     folder = RunFolder(config.run_dir("mm2_failover", f"gate-{g}"))
     write_latest(folder, [cpf.Checkpoint(g, "primary.t", 0, 5, 5, "")])
-    folder.save_decision(REACHABILITY, {"mode": "detect", "decided_at": "t", "aliases": {
-        "primary": {"decision": "reachable", "outcomes": ["ok"], "connection": "kafka_source"}}})
+    folder.save_decision(
+        REACHABILITY,
+        {
+            "mode": "detect",
+            "decided_at": "t",
+            "aliases": {"primary": {"decision": "reachable", "outcomes": ["ok"], "connection": "kafka_source"}},
+        },
+    )
     monkeypatch.setenv("AIRFLOW_CONN_KAFKA_SOURCE", localenv.kafka_conn("127.0.0.1:1"))  # the source is gone now
     sensor = GroupsEmptySensor(task_id="check_groups_empty", run_params={"groups_regex": g})
     ctx = {"params": {}, "dag": SimpleNamespace(dag_id="mm2_failover"), "run_id": f"gate-{g}"}
@@ -264,8 +361,7 @@ def test_groups_empty_gate_fails_when_a_source_decided_reachable_stops_answering
 # ------------------------------------------------------------------------------------------ 3. selected groups
 
 
-def test_selected_group_that_mm2_never_checkpointed_refuses_the_run_unless_accepted(bed, target, failed_over,
-                                                                                     run_root):
+def test_selected_group_that_mm2_never_checkpointed_refuses_the_run_unless_accepted(bed, target, failed_over, run_root):
     """Item 3: MM2 never checkpoints groups matching its default groups.exclude (console-consumer-.*); such a group,
     selected and committing on the source, must not vanish from the run. Accepted (the shared apply): it is listed as
     skipped and warned about. Not accepted: the same snapshot and checkpoints in a fresh run folder refuse the plan."""
@@ -284,8 +380,9 @@ def test_selected_group_that_mm2_never_checkpointed_refuses_the_run_unless_accep
     for name in ("snapshot.json", "latest_checkpoints.parquet", "latest_checkpoints.summary.json", "drain.json"):
         src = f.run / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, run / name)
-    r = on_bed(bed, "plan", "--run-dir", str(run), "--groups-regex", f"{f.g['rb1']}|{ghost}",
-               "--translation", "checkpoint")
+    r = on_bed(
+        bed, "plan", "--run-dir", str(run), "--groups-regex", f"{f.g['rb1']}|{ghost}", "--translation", "checkpoint"
+    )
     assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
     assert ghost in r.stderr and "no checkpoint" in r.stderr and "accept_groups_without_checkpoints" in r.stderr
     assert not (run / "plan.json").exists()
@@ -299,14 +396,30 @@ def test_group_selection_is_python_regex_everywhere(bed, target, names, run_root
     alias, rt, _g = _isolated_checkpoints(bed, target, names, bad=0)
     tag = names["group"][-6:]
     cafe, newline = f"caf\u00e9-{tag}-app", f"app-{tag}-x\n"
-    produce_raw(bed.target_bootstrap, f"{alias}.checkpoints.internal",
-                [(cpf.encode_key(cafe, rt, 0), cpf.encode_value(5, 5)),
-                 (cpf.encode_key(newline, rt, 0), cpf.encode_value(6, 6))])
+    produce_raw(
+        bed.target_bootstrap,
+        f"{alias}.checkpoints.internal",
+        [
+            (cpf.encode_key(cafe, rt, 0), cpf.encode_value(5, 5)),
+            (cpf.encode_key(newline, rt, 0), cpf.encode_value(6, 6)),
+        ],
+    )
     run = run_root / "worst" / (names["group"] + "-regex")
     # (?P<name>...) is Python-only; \w matches the non-ASCII letter only in Python; app-.* must not match "...-x\n"
     rx = rf"(?P<name>\w+)-{tag}-app|app-{tag}-.*"
-    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run), "--source-alias", alias,
-            "--groups-regex", rx, "--source-reachable", "no")
+    r = cli(
+        "--target-bootstrap",
+        bed.target_bootstrap,
+        "plan",
+        "--run-dir",
+        str(run),
+        "--source-alias",
+        alias,
+        "--groups-regex",
+        rx,
+        "--source-reachable",
+        "no",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     from mm2_failover.runfolder import RunFolder
 
@@ -317,8 +430,9 @@ def test_group_selection_is_python_regex_everywhere(bed, target, names, run_root
 # ------------------------------------------------------------------------------------------ 5. rollback scope
 
 
-def test_rollback_leaves_alone_what_the_run_never_wrote_and_refuses_moved_commits_unless_forced(bed, target,
-                                                                                               failed_over):
+def test_rollback_leaves_alone_what_the_run_never_wrote_and_refuses_moved_commits_unless_forced(
+    bed, target, failed_over
+):
     """Item 5: the backup holds only what apply wrote; a rollback after consumers committed on the target refuses
     (naming the difference) unless forced; a backup of another cluster is refused."""
     f = failed_over
@@ -349,8 +463,9 @@ def test_rollback_leaves_alone_what_the_run_never_wrote_and_refuses_moved_commit
 def test_replicated_topic_whose_name_merely_looks_internal_fails_over(target, failed_over):
     """Item 6: 'user-heartbeats', 'orders_replica' are ordinary topics for MM2."""
     g, rt = failed_over.g["names"], failed_over.names_prep.replica_topic
-    assert [line for line in (failed_over.run / "plan.csv").read_text().splitlines() if line.startswith(g + ",")] == \
-        [f"{g},{rt},{p},30" for p in range(2)]
+    assert [line for line in (failed_over.run / "plan.csv").read_text().splitlines() if line.startswith(g + ",")] == [
+        f"{g},{rt},{p},30" for p in range(2)
+    ]
     assert target.committed(g) == {(rt, 0): 30, (rt, 1): 30}
 
 
@@ -366,9 +481,12 @@ def _isolated_checkpoints(bed, target, names, bad: int):
     target.create_topic(rt, 1)
     produce_raw(bed.target_bootstrap, rt, [(None, b"x")] * 10)
     g = names["group"]
-    produce_raw(bed.target_bootstrap, f"{alias}.checkpoints.internal",
-                [(cpf.encode_key(g, rt, 0), cpf.encode_value(8, 8))]
-                + [(cpf.encode_key(g, rt, 0)[:3], cpf.encode_value(1, 1))] * bad)
+    produce_raw(
+        bed.target_bootstrap,
+        f"{alias}.checkpoints.internal",
+        [(cpf.encode_key(g, rt, 0), cpf.encode_value(8, 8))]
+        + [(cpf.encode_key(g, rt, 0)[:3], cpf.encode_value(1, 1))] * bad,
+    )
     return alias, rt, g
 
 
@@ -384,15 +502,41 @@ def test_quarantine_limit_and_plan_params_hold_on_every_cli_path(bed, target, na
     r = cli("--target-bootstrap", bed.target_bootstrap, "apply", "--execute", "--run-dir", str(run), *args)
     assert r.returncode == 5, (r.returncode, r.stderr[-3000:])
     assert target.committed(g) == {}
-    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run), *args,
-            "--max-quarantined-records", "2")
+    r = cli(
+        "--target-bootstrap",
+        bed.target_bootstrap,
+        "plan",
+        "--run-dir",
+        str(run),
+        *args,
+        "--max-quarantined-records",
+        "2",
+    )
     assert r.returncode == 2 and "max_quarantined_records" in r.stderr  # the folder's run was built with 0
     run2 = run_root / "worst" / (g + "-params")
-    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(run2), *args,
-            "--max-quarantined-records", "2")
+    r = cli(
+        "--target-bootstrap",
+        bed.target_bootstrap,
+        "plan",
+        "--run-dir",
+        str(run2),
+        *args,
+        "--max-quarantined-records",
+        "2",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
-    r = cli("--target-bootstrap", bed.target_bootstrap, "apply", "--execute", "--run-dir", str(run2), *args,
-            "--max-quarantined-records", "2", "--allow-rewind")
+    r = cli(
+        "--target-bootstrap",
+        bed.target_bootstrap,
+        "apply",
+        "--execute",
+        "--run-dir",
+        str(run2),
+        *args,
+        "--max-quarantined-records",
+        "2",
+        "--allow-rewind",
+    )
     assert r.returncode == 2 and "allow_rewind" in r.stderr
     assert target.committed(g) == {}
 
@@ -421,7 +565,9 @@ def test_a_second_writer_on_the_same_target_waits_then_refuses_naming_the_first(
     """Item 10: a rollback and a failover (or two of either) never write the same target at once."""
     g, other = failed_over.groups[2], failed_over.other
     backup = failed_over.backup_of(g)
-    holder = on_bed_popen(bed, "rollback", "--backup", str(backup), env={"MM2_FAILOVER_FAULT": "sleep10@rollback.locked"})
+    holder = on_bed_popen(
+        bed, "rollback", "--backup", str(backup), env={"MM2_FAILOVER_FAULT": "sleep10@rollback.locked"}
+    )
     try:
         time.sleep(5)  # the rollback holds the target's writer lock now
         r = on_bed(bed, "rollback", "--backup", str(backup), "--lock-wait-seconds", "1")
@@ -470,19 +616,26 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
         released.append((time.time(), seen))
         release.touch()
 
-    holder = on_bed_popen(bed, "rollback", "--backup", str(f.backup_of(g)),
-                          env={"MM2_FAILOVER_FAULT": "sleep300@rollback.locked",
-                               "MM2_FAILOVER_FAULT_RELEASE": str(release)})
+    holder = on_bed_popen(
+        bed,
+        "rollback",
+        "--backup",
+        str(f.backup_of(g)),
+        env={"MM2_FAILOVER_FAULT": "sleep300@rollback.locked", "MM2_FAILOVER_FAULT_RELEASE": str(release)},
+    )
     seen, releaser = SeenWaiting(), threading.Thread(target=release_once_the_apply_waits)
     logging.getLogger("mm2_failover.locks").addHandler(seen)
     try:
         lock = locks.lock_path(artifacts_root(), target.cluster_id())
-        scenario.wait_for(lambda: lock.exists() and "rollback (cli)" in lock.read_text(), 60,
-                          "the rollback to hold the lock")
+        scenario.wait_for(
+            lambda: lock.exists() and "rollback (cli)" in lock.read_text(), 60, "the rollback to hold the lock"
+        )
         held = json.loads(lock.read_text())
         releaser.start()
-        dr = localenv.run_dag("mm2_failover", {"groups_regex": grp, "drain_quiet_seconds": 1, "lock_wait_seconds": 60,
-                                               "translation": "checkpoint"})
+        dr = localenv.run_dag(
+            "mm2_failover",
+            {"groups_regex": grp, "drain_quiet_seconds": 1, "lock_wait_seconds": 60, "translation": "checkpoint"},
+        )
     finally:
         if releaser.is_alive():
             releaser.join()  # at most 241 s: only when the apply never said it waited
@@ -500,14 +653,18 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
     ready = ts(json.loads((art / "approval.json").read_text())["decided_at"])
     wrote = ts(json.loads((art / "backup.json").read_text())["taken_at"])
     assert ready < released[0][0] <= wrote, (ready, released, wrote)
-    planned = {(t, int(p)): int(o) for line in (art / "plan.csv").read_text().splitlines()
-               for (_g, t, p, o) in [line.split(",")]}
+    planned = {
+        (t, int(p)): int(o)
+        for line in (art / "plan.csv").read_text().splitlines()
+        for (_g, t, p, o) in [line.split(",")]
+    }
     assert len(planned) == 2 and target.committed(grp) == planned
     assert json.loads((art / "report.json").read_text())["outcome"] == "succeeded"
 
 
-def test_a_run_killed_between_backup_and_apply_converges_and_a_rerun_after_success_changes_nothing(bed, target,
-                                                                                                    failed_over):
+def test_a_run_killed_between_backup_and_apply_converges_and_a_rerun_after_success_changes_nothing(
+    bed, target, failed_over
+):
     """Fault drills 3 and 8 (issue 18), with the CLI's real processes: the run's process SIGKILLed after its backup,
     before any commit (fault point ``apply.after_backup``), then its retry SIGKILLed after the commits, before the
     verify (``apply.after_commits``); the next retry keeps the backup from before the run and reports; the whole run
@@ -526,8 +683,11 @@ def test_a_run_killed_between_backup_and_apply_converges_and_a_rerun_after_succe
     # the retry, killed in turn between its commits and the verify (fault point ``apply.after_commits``)
     r = on_bed(bed, *args, env={"MM2_FAILOVER_FAULT": "kill@apply.after_commits"})
     assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-2000:])
-    planned = {(t, int(p)): int(o) for line in (run / "plan.csv").read_text().splitlines()
-               for (_g, t, p, o) in [line.split(",")]}
+    planned = {
+        (t, int(p)): int(o)
+        for line in (run / "plan.csv").read_text().splitlines()
+        for (_g, t, p, o) in [line.split(",")]
+    }
     assert target.committed(grp) == planned and len(planned) == 2 and not (run / "report.json").exists()
 
     r = on_bed(bed, *args)  # and its retry
@@ -564,8 +724,10 @@ def test_commit_metadata_is_committed_byte_for_byte_and_backed_up(bed, failed_ov
     [row] = [r.as_dict() for r in RunFolder(f.run).load_plan().plan.rows if r.group == g and r.partition == 0]
     assert row["metadata"] == meta and row["planned_offset"] >= cp.downstream_offset
     assert raw_commit(bed.target_bootstrap, g, rt, 0) == (row["planned_offset"], meta)
-    assert f.backup["groups"][g][rt]["0"] == {"before": None, "after": {"offset": row["planned_offset"],
-                                                                      "metadata": meta}}
+    assert f.backup["groups"][g][rt]["0"] == {
+        "before": None,
+        "after": {"offset": row["planned_offset"], "metadata": meta},
+    }
     report = json.loads((f.run / "report.json").read_text())
     assert report["outcome"] == "succeeded" and report["totals"]["mismatches"] == 0
 
@@ -579,13 +741,24 @@ def raw_commit(bootstrap: str, group: str, topic: str, partition: int) -> tuple[
 
     from mm2_failover.kafka_io import Cluster
 
-    want = struct.pack(">h", len(group.encode())) + group.encode() + struct.pack(">h", len(topic.encode())) + \
-        topic.encode() + struct.pack(">i", partition)
+    want = (
+        struct.pack(">h", len(group.encode()))
+        + group.encode()
+        + struct.pack(">h", len(topic.encode()))
+        + topic.encode()
+        + struct.pack(">i", partition)
+    )
     c = Cluster({"bootstrap.servers": bootstrap}, "raw")
     parts = c.partitions(["__consumer_offsets"])
     ends = c.offsets(parts)
-    r = Consumer({"bootstrap.servers": bootstrap, "group.id": "raw-reader", "enable.auto.commit": False,
-                  "enable.partition.eof": True})
+    r = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "raw-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     r.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in parts])
     last, todo, deadline = None, {p for (_t, p), e in ends.items() if e > 0}, time.monotonic() + 30
     while todo and time.monotonic() < deadline:
@@ -610,9 +783,9 @@ def raw_commit(bootstrap: str, group: str, topic: str, partition: int) -> tuple[
                     shift, pos = shift + 7, pos + 1
                 size = n - 1
             else:
-                size = struct.unpack(">h", v[pos:pos + 2])[0]
+                size = struct.unpack(">h", v[pos : pos + 2])[0]
                 pos += 2
-            last = (offset, v[pos:pos + size].decode())
+            last = (offset, v[pos : pos + size].decode())
         if m.offset() + 1 >= ends[(m.topic(), m.partition())]:
             todo.discard(m.partition())
     r.close()
@@ -626,8 +799,15 @@ def raw_commit(bootstrap: str, group: str, topic: str, partition: int) -> tuple[
 def test_live_group_is_refused_before_the_spark_job_runs(bed, target, names, run_root, live_consumer):
     """Item 18: the empty-group gate runs first, then the (slow) computation."""
     g = names["group"]
-    prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=names["topic"], partitions=1,
-                            produced=20, consumed_upto={0: 20})
+    prep = scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g,
+        topic=names["topic"],
+        partitions=1,
+        produced=20,
+        consumed_upto={0: 20},
+    )
     lc = live_consumer(bed.target_bootstrap, g, prep.replica_topic, client_id="early-bird")
     lc.wait_stable(target, g)
     run = run_root / "worst" / (g + "-live")
@@ -641,8 +821,17 @@ def test_live_group_is_refused_before_the_spark_job_runs(bed, target, names, run
 
 def test_unknown_source_alias_is_a_configuration_error(bed, tmp_path):
     """Item 18: exit 2 (configuration), naming the checkpoint topics that exist."""
-    r = cli("--target-bootstrap", bed.target_bootstrap, "plan", "--run-dir", str(tmp_path / "run"),
-            "--source-alias", "nosuchalias", "--source-reachable", "no")
+    r = cli(
+        "--target-bootstrap",
+        bed.target_bootstrap,
+        "plan",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--source-alias",
+        "nosuchalias",
+        "--source-reachable",
+        "no",
+    )
     assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
     assert "nosuchalias.checkpoints.internal" in r.stderr and "primary.checkpoints.internal" in r.stderr
 
@@ -651,11 +840,19 @@ def test_a_mistyped_source_alias_is_refused_at_once_not_after_the_drain_timeout(
     """Issue 31 item 6: with the source up, '--source-alias nosuch' waited out the whole drain timeout ("replica topic
     missing on the target" per partition) before anything was said. Now: exit 2 at once, naming the aliases whose
     checkpoints topics exist."""
-    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=names["group"], topic=names["topic"],
-                     partitions=1, produced=5, consumed_upto={0: 5})
+    scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=names["group"],
+        topic=names["topic"],
+        partitions=1,
+        produced=5,
+        consumed_upto={0: 5},
+    )
     t0 = time.monotonic()
-    r = on_bed(bed, "drain", "--groups-regex", names["group"], "--source-alias", "nosuch",
-               "--drain-timeout-seconds", "300")
+    r = on_bed(
+        bed, "drain", "--groups-regex", names["group"], "--source-alias", "nosuch", "--drain-timeout-seconds", "300"
+    )
     assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
     assert "nosuch.checkpoints.internal" in r.stderr and "primary.checkpoints.internal (alias primary)" in r.stderr
     assert time.monotonic() - t0 < 60
@@ -667,11 +864,29 @@ def test_a_mistyped_source_alias_is_refused_at_once_not_after_the_drain_timeout(
 def test_cli_apply_waits_for_the_drain_and_refuses_while_producers_write(bed, target, names, run_root):
     """Item 19: 'apply' from a shell checks that producers stopped and MM2 replicated everything."""
     g, topic = names["group"], names["topic"]
-    scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, group=g, topic=topic, partitions=1, produced=20,
-                     consumed_upto={0: 20})
+    scenario.prepare(
+        bed.source_bootstrap,
+        bed.target_bootstrap,
+        group=g,
+        topic=topic,
+        partitions=1,
+        produced=20,
+        consumed_upto={0: 20},
+    )
     with scenario.producing(bed.source_bootstrap, topic, 20, most_s=600):
-        r = on_bed(bed, "apply", "--execute", "--run-dir", str(run_root / "worst" / (g + "-drain")), "--groups-regex", g,
-                   "--drain-quiet-seconds", "2", "--drain-timeout-seconds", "8")
+        r = on_bed(
+            bed,
+            "apply",
+            "--execute",
+            "--run-dir",
+            str(run_root / "worst" / (g + "-drain")),
+            "--groups-regex",
+            g,
+            "--drain-quiet-seconds",
+            "2",
+            "--drain-timeout-seconds",
+            "8",
+        )
     assert r.returncode == 6, (r.returncode, r.stderr[-3000:])
     assert "producers still writing" in r.stderr and topic in r.stderr
     # while it waits, each check says what is left and how long (not one line repeated for the whole wait)

@@ -15,15 +15,18 @@ def spark():
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
-    s = (SparkSession.builder.master("local[1]").appName("mm2-failover-spark-tests")
-         .config("spark.driver.host", "127.0.0.1")
-         .config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "1")
-         .config("spark.ui.showConsoleProgress", "false")
-         # a short-lived test JVM: the C1 compiler only starts Spark about twice as fast on a busy machine
-         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-         .getOrCreate())
+    s = (
+        SparkSession.builder.master("local[1]")
+        .appName("mm2-failover-spark-tests")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.ui.showConsoleProgress", "false")
+        # a short-lived test JVM: the C1 compiler only starts Spark about twice as fast on a busy machine
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .getOrCreate()
+    )
     try:
         yield s
     finally:

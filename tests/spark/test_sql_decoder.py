@@ -39,11 +39,50 @@ def s_value(up: int, down: int, metadata="", version: int = 0) -> bytes:
     return struct.pack(">hqq", version, up, down) + s_string(metadata)
 
 
-ALPHABET = ["a", "b", "Z", "0", "9", "-", ".", "_", " ", "'", '"', "\\", "%", "\x00", "\x7f", "\u00e9", "\u00ff",
-            "\u0800", "\u6f22", "\ufffd", "\uffff", "\U00010000", "\U0001f642", "\U0010ffff"]
-INVALID_UTF8 = [b"\x80", b"\xbf", b"\xc3\x28", b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x80\xaf", b"\xf0\x80\x80\xaf",
-                b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xfe", b"\xff",
-                b"\xe2\x82", b"\xf0\x9f\x99", b"\xc3"]
+ALPHABET = [
+    "a",
+    "b",
+    "Z",
+    "0",
+    "9",
+    "-",
+    ".",
+    "_",
+    " ",
+    "'",
+    '"',
+    "\\",
+    "%",
+    "\x00",
+    "\x7f",
+    "\u00e9",
+    "\u00ff",
+    "\u0800",
+    "\u6f22",
+    "\ufffd",
+    "\uffff",
+    "\U00010000",
+    "\U0001f642",
+    "\U0010ffff",
+]
+INVALID_UTF8 = [
+    b"\x80",
+    b"\xbf",
+    b"\xc3\x28",
+    b"\xc0\xaf",
+    b"\xc1\xbf",
+    b"\xe0\x80\xaf",
+    b"\xf0\x80\x80\xaf",
+    b"\xed\xa0\x80",
+    b"\xed\xbf\xbf",
+    b"\xf4\x90\x80\x80",
+    b"\xf5\x80\x80\x80",
+    b"\xfe",
+    b"\xff",
+    b"\xe2\x82",
+    b"\xf0\x9f\x99",
+    b"\xc3",
+]
 BOUNDARY_OFFSETS = [0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**53 + 1, 2**62, 2**63 - 1]
 BOUNDARY_PARTITIONS = [0, 1, 255, 256, 2**15, 2**16, 2**31 - 1]
 
@@ -75,8 +114,7 @@ def generate() -> list[tuple[str, bytes | None, bytes | None]]:
     out.append(("tombstone-empty-strings", s_key("", "", 0), None))
 
     k, v = s_key("orders-app", "primary.orders", 2), s_value(50, 1, "meta")
-    out += [("null-key", None, v), ("null-key-null-value", None, None), ("empty-key", b"", v),
-            ("empty-value", k, b"")]
+    out += [("null-key", None, v), ("null-key-null-value", None, None), ("empty-key", b"", v), ("empty-value", k, b"")]
     for rec_k, rec_v in [(k, v), valid(), valid(), (s_key("\U0001f642", "\u6f22", 3), s_value(7, 8, "\u00e9"))]:
         out += [(f"key-cut-{c}", rec_k[:c], rec_v) for c in range(len(rec_k))]
         out += [(f"key-cut-{c}-tombstone", rec_k[:c], None) for c in range(0, len(rec_k), 3)]
@@ -84,45 +122,73 @@ def generate() -> list[tuple[str, bytes | None, bytes | None]]:
     for _ in range(10):
         extra = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 9)))
         vk, vv = valid()
-        out += [("key-trailing", vk + extra, vv), ("key-trailing-tombstone", vk + extra, None),
-                ("value-trailing", vk, vv + extra)]
+        out += [
+            ("key-trailing", vk + extra, vv),
+            ("key-trailing-tombstone", vk + extra, None),
+            ("value-trailing", vk, vv + extra),
+        ]
     for ver in [1, 2, 255, 256, 2**15 - 1, -1, -2, -(2**15)] + [rnd.randint(1, 2**15 - 1) for _ in range(5)]:
-        out += [(f"version-{ver}", k, s_value(1, 1, "m", ver)), (f"version-{ver}-short", k, s_value(1, 1, "", ver)[:2]),
-                (f"version-{ver}-cut", k, s_value(1, 1, "", ver)[:7])]
+        out += [
+            (f"version-{ver}", k, s_value(1, 1, "m", ver)),
+            (f"version-{ver}-short", k, s_value(1, 1, "", ver)[:2]),
+            (f"version-{ver}-cut", k, s_value(1, 1, "", ver)[:7]),
+        ]
     for up, down in [(-1, 0), (0, -1), (-1, -1), (-(2**63), 5), (5, -(2**63)), (-(2**31), 2**63 - 1)]:
         out.append((f"negative-offset-{up}-{down}", k, s_value(up, down, "m")))
     for p in [-1, -2, -(2**31), -256, rnd.randint(-(2**31), -1)]:
-        out += [(f"negative-partition-{p}", s_key("g", "t", p), v), (f"negative-partition-{p}-tombstone", s_key("g", "t", p), None)]
+        out += [
+            (f"negative-partition-{p}", s_key("g", "t", p), v),
+            (f"negative-partition-{p}-tombstone", s_key("g", "t", p), None),
+        ]
     for frag in INVALID_UTF8:
         bad = text(5).encode() + frag + text(5).encode()
-        out += [(f"utf8-group-{frag.hex()}", s_key(bad, "t", 0), v),
-                (f"utf8-topic-{frag.hex()}", s_key("g", bad, 0), v),
-                (f"utf8-group-{frag.hex()}-tombstone", s_key(bad, "t", 0), None),
-                (f"utf8-metadata-{frag.hex()}", k, s_value(1, 1, bad))]
+        out += [
+            (f"utf8-group-{frag.hex()}", s_key(bad, "t", 0), v),
+            (f"utf8-topic-{frag.hex()}", s_key("g", bad, 0), v),
+            (f"utf8-group-{frag.hex()}-tombstone", s_key(bad, "t", 0), None),
+            (f"utf8-metadata-{frag.hex()}", k, s_value(1, 1, bad)),
+        ]
     for n in [0x8000, 0xFFFF]:
         neg = struct.pack(">H", n)
-        out += [(f"neg-len-group-{n}", neg + b"abcd" + s_string("t") + b"\0" * 4, v),
-                (f"neg-len-topic-{n}", s_string("g") + neg + b"abcd" + b"\0" * 4, v),
-                (f"neg-len-metadata-{n}", k, struct.pack(">hqq", 0, 1, 1) + neg + b"abcd")]
+        out += [
+            (f"neg-len-group-{n}", neg + b"abcd" + s_string("t") + b"\0" * 4, v),
+            (f"neg-len-topic-{n}", s_string("g") + neg + b"abcd" + b"\0" * 4, v),
+            (f"neg-len-metadata-{n}", k, struct.pack(">hqq", 0, 1, 1) + neg + b"abcd"),
+        ]
     # the usual value (no metadata), which the job recognises by byte comparisons: offsets whose bytes have
     # the high bit set in every position, and negative ones that must not pass
     for o in BOUNDARY_OFFSETS + [0x80, 0x8080808080808080 & (2**63 - 1), 2**56, 2**56 - 1]:
-        out += [(f"plain-{o}", k, s_value(o, o, "")), (f"plain-up-{o}", k, s_value(o, 1, "")),
-                (f"plain-down-{o}", k, s_value(1, o, ""))]
-    out += [("plain-negative-up", k, s_value(-1, 1, "")), ("plain-negative-down", k, s_value(1, -(2**63), "")),
-            ("plain-version-1", k, s_value(1, 1, "", 1)), ("plain-version-256", k, s_value(1, 1, "", 256)),
-            ("plain-21-bytes", k, s_value(1, 1, "") + b"\0"), ("plain-19-bytes", k, s_value(1, 1, "")[:-1])]
+        out += [
+            (f"plain-{o}", k, s_value(o, o, "")),
+            (f"plain-up-{o}", k, s_value(o, 1, "")),
+            (f"plain-down-{o}", k, s_value(1, o, "")),
+        ]
+    out += [
+        ("plain-negative-up", k, s_value(-1, 1, "")),
+        ("plain-negative-down", k, s_value(1, -(2**63), "")),
+        ("plain-version-1", k, s_value(1, 1, "", 1)),
+        ("plain-version-256", k, s_value(1, 1, "", 256)),
+        ("plain-21-bytes", k, s_value(1, 1, "") + b"\0"),
+        ("plain-19-bytes", k, s_value(1, 1, "")[:-1]),
+    ]
     # precedence between reasons
-    out += [("prec-utf8-over-trailing", s_key(b"\xff", "t", -1) + b"\0", v),
-            ("prec-trailing-over-negative-partition", s_key("g", "t", -1) + b"\0", v),
-            ("prec-key-over-value", k[:-1], v[:-1]),
-            ("prec-version-over-truncated", k, s_value(1, 1, "", 3)[:5]),
-            ("prec-value-utf8-over-trailing", k, s_value(-1, -1, b"\xff") + b"\0"),
-            ("prec-value-trailing-over-negative", k, s_value(-1, -1, "m") + b"\0")]
+    out += [
+        ("prec-utf8-over-trailing", s_key(b"\xff", "t", -1) + b"\0", v),
+        ("prec-trailing-over-negative-partition", s_key("g", "t", -1) + b"\0", v),
+        ("prec-key-over-value", k[:-1], v[:-1]),
+        ("prec-version-over-truncated", k, s_value(1, 1, "", 3)[:5]),
+        ("prec-value-utf8-over-trailing", k, s_value(-1, -1, b"\xff") + b"\0"),
+        ("prec-value-trailing-over-negative", k, s_value(-1, -1, "m") + b"\0"),
+    ]
     # golden bytes from real MM2
     for r in json.loads(GOLDEN.read_text())["records"]:
-        out.append((f"golden-p{r['partition']}@{r['offset']}", bytes.fromhex(r["key_hex"]),
-                    None if r["value_hex"] is None else bytes.fromhex(r["value_hex"])))
+        out.append(
+            (
+                f"golden-p{r['partition']}@{r['offset']}",
+                bytes.fromhex(r["key_hex"]),
+                None if r["value_hex"] is None else bytes.fromhex(r["value_hex"]),
+            )
+        )
     # fuzz: random edits of valid records, and random bytes
     for i in range(250):
         kk, vv = (bytearray(b) for b in valid())
@@ -140,8 +206,13 @@ def generate() -> list[tuple[str, bytes | None, bytes | None]]:
                     buf[j] = rnd.randrange(256)
         out.append((f"mutated-{i}", bytes(kk), None if rnd.random() < 0.1 else bytes(vv)))
     for i in range(60):
-        out.append((f"random-{i}", bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 30))),
-                    bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 40)))))
+        out.append(
+            (
+                f"random-{i}",
+                bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 30))),
+                bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 40))),
+            )
+        )
     return out
 
 
@@ -154,22 +225,42 @@ def python_view(key, value) -> dict:
     except cpf.MalformedCheckpoint as e:
         return {"reason": e.reason}
     if isinstance(rec, cpf.CheckpointKey):
-        return {"reason": None, "is_tombstone": True, "group": rec.group, "topic": rec.topic, "partition": rec.partition}
-    return {"reason": None, "is_tombstone": False, "group": rec.group, "topic": rec.topic, "partition": rec.partition,
-            "upstream_offset": rec.upstream_offset, "downstream_offset": rec.downstream_offset, "metadata": rec.metadata}
+        return {
+            "reason": None,
+            "is_tombstone": True,
+            "group": rec.group,
+            "topic": rec.topic,
+            "partition": rec.partition,
+        }
+    return {
+        "reason": None,
+        "is_tombstone": False,
+        "group": rec.group,
+        "topic": rec.topic,
+        "partition": rec.partition,
+        "upstream_offset": rec.upstream_offset,
+        "downstream_offset": rec.downstream_offset,
+        "metadata": rec.metadata,
+    }
 
 
 def spark_view(row) -> dict:
     if row["reason"] is not None:
         # a refused record exposes no decoded text
         return {"reason": row["reason"], "_leak": (row["group"], row["topic"], row["metadata"])}
-    got = {"reason": None, "is_tombstone": row["is_tombstone"], "group": row["group"], "topic": row["topic"],
-           "partition": row["partition"]}
+    got = {
+        "reason": None,
+        "is_tombstone": row["is_tombstone"],
+        "group": row["group"],
+        "topic": row["topic"],
+        "partition": row["partition"],
+    }
     if row["is_tombstone"]:
         assert (row["upstream_offset"], row["downstream_offset"], row["metadata"]) == (None, None, None)
     else:
-        got.update(upstream_offset=row["upstream_offset"], downstream_offset=row["downstream_offset"],
-                   metadata=row["metadata"])
+        got.update(
+            upstream_offset=row["upstream_offset"], downstream_offset=row["downstream_offset"], metadata=row["metadata"]
+        )
     return got
 
 
@@ -178,12 +269,22 @@ def decoded(spark):
     """Every generated record through the SQL expressions, in one Spark job: index -> Row."""
     from pyspark.sql import functions as F
 
-    df = spark.createDataFrame([(i, k, v) for i, (_label, k, v) in enumerate(RECORDS)],
-                               "i INT, key BINARY, value BINARY")
+    df = spark.createDataFrame(
+        [(i, k, v) for i, (_label, k, v) in enumerate(RECORDS)], "i INT, key BINARY, value BINARY"
+    )
     cols = cpf.sql_decode_columns()
     for name, sql in cols.items():  # in order: later expressions refer to earlier columns
         df = df.withColumn(name, F.expr(sql))
-    final = ["group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata", "is_tombstone", "reason"]
+    final = [
+        "group",
+        "topic",
+        "partition",
+        "upstream_offset",
+        "downstream_offset",
+        "metadata",
+        "is_tombstone",
+        "reason",
+    ]
     assert set(final) <= set(cols)
     rows = {r["i"]: r for r in df.select("i", *final).collect()}
     assert len(rows) == len(RECORDS)
@@ -204,8 +305,10 @@ def test_sql_decoder_agrees_with_the_python_decoder(decoded):
         want, got = python_view(k, v), spark_view(decoded[i])
         leak = got.pop("_leak", None)
         if got != want or (leak is not None and leak != (None, None, None)):
-            mismatches.append(f"{label}: key={None if k is None else k.hex()} value={None if v is None else v.hex()}"
-                              f"\n    python={want}\n    spark ={got} leaked={leak}")
+            mismatches.append(
+                f"{label}: key={None if k is None else k.hex()} value={None if v is None else v.hex()}"
+                f"\n    python={want}\n    spark ={got} leaked={leak}"
+            )
     assert not mismatches, f"{len(mismatches)} of {len(RECORDS)} records differ:\n" + "\n".join(mismatches[:25])
 
 
@@ -223,11 +326,14 @@ def value_path(spark):
     """The job's per-record value expressions (the plain-value test, and the value checks inlined into one
     expression each, as the job evaluates them): index -> Row, for every record with a value."""
     vcols = cpf.sql_value_columns()
-    df = spark.createDataFrame([(i, v) for i, (_label, _k, v) in enumerate(RECORDS) if v is not None],
-                               "i INT, value BINARY")
-    rows = df.selectExpr("i", f"{cpf.sql_value_plain_ok()} AS plain",
-                         *(f"{cpf.sql_inline(vcols, c)} AS {c}" for c in ("value_reason", "upstream_offset",
-                                                                          "downstream_offset"))).collect()
+    df = spark.createDataFrame(
+        [(i, v) for i, (_label, _k, v) in enumerate(RECORDS) if v is not None], "i INT, value BINARY"
+    )
+    rows = df.selectExpr(
+        "i",
+        f"{cpf.sql_value_plain_ok()} AS plain",
+        *(f"{cpf.sql_inline(vcols, c)} AS {c}" for c in ("value_reason", "upstream_offset", "downstream_offset")),
+    ).collect()
     return {r["i"]: r for r in rows}
 
 
@@ -260,7 +366,9 @@ def test_inlined_value_checks_agree_with_the_python_decoder(value_path):
         val, row = python_value(v), value_path[i]
         if isinstance(val, cpf.CheckpointValue):
             ok = row["value_reason"] is None and (row["upstream_offset"], row["downstream_offset"]) == (
-                val.upstream_offset, val.downstream_offset)
+                val.upstream_offset,
+                val.downstream_offset,
+            )
         else:
             ok = row["value_reason"] == val
         if not ok:

@@ -20,23 +20,40 @@ from testbed.checkpoint_histories import TOPICS, history
 
 pytestmark = [pytest.mark.spark]
 IDS = {t: f"id-{t}" for t in TOPICS.values()}
-SCHEMA = ("source_alias string, key binary, value binary, checkpoint_partition int, checkpoint_offset bigint, "
-          "checkpoint_timestamp timestamp")
+SCHEMA = (
+    "source_alias string, key binary, value binary, checkpoint_partition int, checkpoint_offset bigint, "
+    "checkpoint_timestamp timestamp"
+)
 
 
 def frame(spark, records):
-    rows = [(r.source_alias, r.key, r.value, r.partition, r.offset,
-             datetime.fromtimestamp(r.timestamp_ms / 1000, timezone.utc)) for r in records]
+    rows = [
+        (
+            r.source_alias,
+            r.key,
+            r.value,
+            r.partition,
+            r.offset,
+            datetime.fromtimestamp(r.timestamp_ms / 1000, timezone.utc),
+        )
+        for r in records
+    ]
     return spark.createDataFrame(rows, SCHEMA)
 
 
 def ends_of(records) -> dict[str, dict[int, int]]:
-    return {TOPICS[a]: {p: 1 + max([r.offset for r in records if (r.source_alias, r.partition) == (a, p)], default=-1)
-                        for p in (0, 1)} for a in TOPICS}
+    return {
+        TOPICS[a]: {
+            p: 1 + max([r.offset for r in records if (r.source_alias, r.partition) == (a, p)], default=-1)
+            for p in (0, 1)
+        }
+        for a in TOPICS
+    }
 
 
-def step(spark, root: Path, records, upto: dict[str, dict[int, int]], out: Path | None, policy: str,
-         refresh: bool) -> dict:
+def step(
+    spark, root: Path, records, upto: dict[str, dict[int, int]], out: Path | None, policy: str, refresh: bool
+) -> dict:
     """One run of the job over the records below ``upto``: a refresh (writes a version) or a failover (answers),
     from the newest usable version of ``root`` and its tail, exactly as ``main`` plans it."""
     sroot = st.StateRoot(root)
@@ -46,10 +63,14 @@ def step(spark, root: Path, records, upto: dict[str, dict[int, int]], out: Path 
     plan = job.StatePlan(sroot, refresh, IDS, start, choices, {v["name"]: v for v in versions})
     tail_start = {c.topic: dict(c.read_from) for c in choices}
     by_topic = {a: t for a, t in TOPICS.items()}
-    tail = [r for r in records
-            if tail_start[by_topic[r.source_alias]][r.partition] <= r.offset < upto[by_topic[r.source_alias]][r.partition]]
-    args = argparse.Namespace(output=str(out) if out else "", policy=policy, min_partitions=2, max_quarantined=0,
-                              summary="")
+    tail = [
+        r
+        for r in records
+        if tail_start[by_topic[r.source_alias]][r.partition] <= r.offset < upto[by_topic[r.source_alias]][r.partition]
+    ]
+    args = argparse.Namespace(
+        output=str(out) if out else "", policy=policy, min_partitions=2, max_quarantined=0, summary=""
+    )
     df = frame(spark, tail)
     return job.run(spark, args, TOPICS, upto, tail_start, read=lambda: df, state=plan)
 
@@ -77,10 +98,15 @@ def position_key(r):
     return (r["source_alias"], r["checkpoint_partition"], r["checkpoint_offset"])
 
 
-@pytest.mark.parametrize("seed,refreshes,policy,merge", [(12, 1, "max", "tail keys broadcast"),
-                                                         (13, 2, "latest", "tail keys broadcast"),
-                                                         (14, 2, "max", "all keys"),
-                                                         (15, 1, "latest", "all keys")])
+@pytest.mark.parametrize(
+    "seed,refreshes,policy,merge",
+    [
+        (12, 1, "max", "tail keys broadcast"),
+        (13, 2, "latest", "tail keys broadcast"),
+        (14, 2, "max", "all keys"),
+        (15, 1, "latest", "all keys"),
+    ],
+)
 def test_state_plus_tail_answers_as_the_full_pass(spark, tmp_path, monkeypatch, seed, refreshes, policy, merge):
     if merge == "all keys":  # the merge of a long tail, on these short ones
         monkeypatch.setattr(job, "BROADCAST_TAIL_RECORDS", -1)
@@ -106,10 +132,20 @@ def test_state_plus_tail_answers_as_the_full_pass(spark, tmp_path, monkeypatch, 
         with pytest.raises(Exception, match="(?i)parquet|magic|footer|schema"):
             spark.read.parquet(got["output"]).collect()
     if refreshes:
-        assert got["state"]["full_pass"] == [] and got["tail_offsets"] < want["tail_offsets"] or \
-            got["tail_offsets"] == want["tail_offsets"] == 0
-    for f in ("records_read", "tombstones", "quarantined", "quarantined_by_reason", "checkpoints", "groups",
-              "regressions"):
+        assert (
+            got["state"]["full_pass"] == []
+            and got["tail_offsets"] < want["tail_offsets"]
+            or got["tail_offsets"] == want["tail_offsets"] == 0
+        )
+    for f in (
+        "records_read",
+        "tombstones",
+        "quarantined",
+        "quarantined_by_reason",
+        "checkpoints",
+        "groups",
+        "regressions",
+    ):
         assert got[f] == want[f], f
     assert rows(got["output"], answer_key) == rows(want["output"], answer_key)
     assert rows(got["quarantine_output"], position_key) == rows(want["quarantine_output"], position_key)

@@ -28,10 +28,11 @@ class Err:  # a librdkafka KafkaError's shape (name/str), for classify
 
 def test_the_reference_pages_table_is_the_code_table():
     text = README.read_text()
-    section = text[text.index("## Least-privilege ACLs"):]
+    section = text[text.index("## Least-privilege ACLs") :]
     rows = re.findall(r"^\| (\d+) \| (\w+) \| (\w+) \| `([^`]+)` \| (\w+) \| ([^|]+) \|$", section, re.M)
-    assert [(int(r[0]), r[1], r[2], r[3], r[4], r[5].strip()) for r in rows] == \
-        [(n.rule, n.cluster, n.resource, n.name, n.operation, n.why) for n in (*acls.NEEDS, *acls.LEASE_NEEDS)]
+    assert [(int(r[0]), r[1], r[2], r[3], r[4], r[5].strip()) for r in rows] == [
+        (n.rule, n.cluster, n.resource, n.name, n.operation, n.why) for n in (*acls.NEEDS, *acls.LEASE_NEEDS)
+    ]
 
 
 def test_least_privilege_no_write_no_cluster_no_create():
@@ -40,8 +41,10 @@ def test_least_privilege_no_write_no_cluster_no_create():
 
 
 def test_bindings_name_every_resource_by_the_flows_policy():
-    got = {(b.rule, b.cluster, b.resource, b.name, b.operation, b.prefixed)
-           for b in acls.bindings(ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"])}
+    got = {
+        (b.rule, b.cluster, b.resource, b.name, b.operation, b.prefixed)
+        for b in acls.bindings(ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"])
+    }
     assert got == {
         (1, "source", "Topic", "orders", "Read", False),
         (2, "source", "Group", "app", "Describe", False),
@@ -67,11 +70,17 @@ def test_phrase_names_the_operation_and_the_resources():
         acls.phrase("Alter", "Topic", "t")  # no row of the table asks for it
 
 
-@pytest.mark.parametrize("code, named", [("GROUP_AUTHORIZATION_FAILED", "Read on Group 'g'"),
-                                         ("TOPIC_AUTHORIZATION_FAILED", "Read on Topic 't'")])
+@pytest.mark.parametrize(
+    "code, named",
+    [("GROUP_AUTHORIZATION_FAILED", "Read on Group 'g'"), ("TOPIC_AUTHORIZATION_FAILED", "Read on Topic 't'")],
+)
 def test_a_refusal_names_the_permission_its_code_points_at(code, named):
-    e = classify({"bootstrap.servers": "h:1"}, "target: alter offsets of g", Err(code),
-                 need={"Group": "Read on Group 'g'", "Topic": "Read on Topic 't'"})
+    e = classify(
+        {"bootstrap.servers": "h:1"},
+        "target: alter offsets of g",
+        Err(code),
+        need={"Group": "Read on Group 'g'", "Topic": "Read on Topic 't'"},
+    )
     assert isinstance(e, KafkaAuthError)
     assert f"needs {named}" in str(e) and "Least-privilege ACLs" in str(e) and "h:1" in str(e)
 
@@ -80,8 +89,10 @@ def test_the_spark_sources_refusal_names_read_on_the_checkpoints_topic():
     from mm2_failover.jobs.latest_checkpoints import not_authorized
 
     topics = {"primary": "primary.checkpoints.internal"}
-    e = RuntimeError("Job aborted ... org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to "
-                     "access topics: [primary.checkpoints.internal]\n\tat org.apache...")
+    e = RuntimeError(
+        "Job aborted ... org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to "
+        "access topics: [primary.checkpoints.internal]\n\tat org.apache..."
+    )
     msg = not_authorized(e, topics)
     assert "needs Read on Topic 'primary.checkpoints.internal'" in msg and "Least-privilege ACLs" in msg
     assert not_authorized(RuntimeError("java.lang.OutOfMemoryError"), topics) is None
@@ -91,16 +102,21 @@ def test_the_lease_adds_its_topic_only_when_it_is_the_lock():
     """Issue 34 item 5: the lease's topic and ACLs are in the table, granted only with MM2_FAILOVER_LOCK=kafka."""
     plain = acls.bindings(ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"])
     leased = acls.bindings(ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"], lock_topic="mm2-failover.locks")
-    assert set(leased) - set(plain) == {acls.Binding("target", "Topic", "mm2-failover.locks", op, False, rule)
-                                        for rule, op in ((10, "Write"), (11, "Read"), (12, "DescribeConfigs"),
-                                                         (13, "Create"))} | {
-        acls.Binding("target", "TransactionalId", "mm2-failover.locks.", "Write", True, 14)}
+    assert set(leased) - set(plain) == {
+        acls.Binding("target", "Topic", "mm2-failover.locks", op, False, rule)
+        for rule, op in ((10, "Write"), (11, "Read"), (12, "DescribeConfigs"), (13, "Create"))
+    } | {acls.Binding("target", "TransactionalId", "mm2-failover.locks.", "Write", True, 14)}
     assert not [b for b in plain if b.operation in ("Write", "Create")]
 
 
 def test_the_progress_topic_named_by_the_run_parameter_is_the_one_granted():
     """The review: with mm2_offsets_topic set (MM2 on a Connect cluster), the bindings still named
     mm2-offsets.<alias>.internal, and a least-privilege drain check was refused reading the real one."""
-    got = {b.name for b in acls.bindings(ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"],
-                                         mm2_offsets_topic="connect-offsets") if b.rule == 6}
+    got = {
+        b.name
+        for b in acls.bindings(
+            ReplicationPolicy("dc1"), "dc2", ["orders"], ["app"], mm2_offsets_topic="connect-offsets"
+        )
+        if b.rule == 6
+    }
     assert got == {"connect-offsets"}

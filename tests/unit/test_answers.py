@@ -17,12 +17,14 @@ COLUMNS = ("source_alias", "group", "topic", "partition", "downstream_offset", "
 
 def table(rows: list[tuple], with_key: bool = True) -> pa.Table:
     """(alias, key, group, partition, offset) rows as answers."""
-    data = {"source_alias": pa.array([r[0] for r in rows], pa.string()),
-            "group": pa.array([r[2] for r in rows], pa.string()),
-            "topic": pa.array(["primary.orders"] * len(rows), pa.string()),
-            "partition": pa.array([r[3] for r in rows], pa.int32()),
-            "downstream_offset": pa.array([r[4] for r in rows], pa.int64()),
-            "regressed": pa.array([False] * len(rows), pa.bool_())}
+    data = {
+        "source_alias": pa.array([r[0] for r in rows], pa.string()),
+        "group": pa.array([r[2] for r in rows], pa.string()),
+        "topic": pa.array(["primary.orders"] * len(rows), pa.string()),
+        "partition": pa.array([r[3] for r in rows], pa.int32()),
+        "downstream_offset": pa.array([r[4] for r in rows], pa.int64()),
+        "regressed": pa.array([False] * len(rows), pa.bool_()),
+    }
     if with_key:
         data["key"] = pa.array([r[1] for r in rows], pa.binary())
     return pa.table(data)
@@ -39,13 +41,27 @@ def delta_folder(tmp_path, base_rows, touched, delta_rows, answers=None, aliases
     version = write(tmp_path / "state" / "v-1" / "answers", table(base_rows))
     (tmp_path / "state" / "v-1" / "answers" / "_SUCCESS").write_text("")
     out = tmp_path / "out"
-    write(out / "touched", pa.table({"source_alias": pa.array([t[0] for t in touched], pa.string()),
-                                     "key": pa.array([t[1] for t in touched], pa.binary())}))
+    write(
+        out / "touched",
+        pa.table(
+            {
+                "source_alias": pa.array([t[0] for t in touched], pa.string()),
+                "key": pa.array([t[1] for t in touched], pa.binary()),
+            }
+        ),
+    )
     write(out / "delta", table(delta_rows))
     how = am.link_tree(version, out / "base" / "0")
     counts = answers or {a: sum(1 for r in base_rows if r[0] == a) for a in aliases}
-    am.write_manifest(out, {"layout": am.DELTA, "bases": [{"dir": "base/0", "version": "v-1", "answers": counts}],
-                            "touched": len(touched), "delta": len(delta_rows)})
+    am.write_manifest(
+        out,
+        {
+            "layout": am.DELTA,
+            "bases": [{"dir": "base/0", "version": "v-1", "answers": counts}],
+            "touched": len(touched),
+            "delta": len(delta_rows),
+        },
+    )
     return out, version, how
 
 
@@ -69,8 +85,12 @@ def test_a_folder_without_manifest_is_read_as_a_plain_dataset_and_missing_column
 def test_the_answers_are_the_untouched_base_rows_plus_the_delta(tmp_path):
     base = [("a", b"k1", "g1", 0, 10), ("a", b"k2", "g1", 1, 20), ("a", b"k3", "g2", 0, 30), ("a", b"k4", "g3", 0, 1)]
     # k2 moved on, k3 ended in a tombstone (touched, no answer), k5 is new; k1 and k4 untouched
-    out, _, _ = delta_folder(tmp_path, base, [("a", b"k2"), ("a", b"k3"), ("a", b"k5")],
-                             [("a", b"k2", "g1", 1, 25), ("a", b"k5", "g4", 2, 50)])
+    out, _, _ = delta_folder(
+        tmp_path,
+        base,
+        [("a", b"k2"), ("a", b"k3"), ("a", b"k5")],
+        [("a", b"k2", "g1", 1, 25), ("a", b"k5", "g4", 2, 50)],
+    )
     got = am.read_table(out, list(COLUMNS))
     assert offsets(got) == {("a", "g1", 0): 10, ("a", "g1", 1): 25, ("a", "g3", 0): 1, ("a", "g4", 2): 50}
     assert "key" not in got.column_names and got.column_names == list(COLUMNS)
@@ -158,27 +178,36 @@ def test_in_a_store_the_parts_must_be_those_the_summary_names_with_their_sizes()
     assert parts_problems({"part-0.parquet": 10}, named) == ["delta/part-0.parquet: missing"]
     assert parts_problems({**named, "part-0.parquet": 4}, named) == ["part-0.parquet: 4 bytes, the summary says 10"]
     assert parts_problems({**named, "part-7.parquet": 4}, named) == [
-        "part-7.parquet: not named by the summary (left by another try?)"]
-    assert [n for n in ("a.parquet", "_x/a.parquet", ".a.parquet.crc", "b/.a.parquet", "answers.manifest.json")
-            if is_part(n)] == ["a.parquet"]
+        "part-7.parquet: not named by the summary (left by another try?)"
+    ]
+    assert [
+        n
+        for n in ("a.parquet", "_x/a.parquet", ".a.parquet.crc", "b/.a.parquet", "answers.manifest.json")
+        if is_part(n)
+    ] == ["a.parquet"]
 
 
 # ------------------------------------------------------------------------------------------ which layout
 
 
-V = {"/s/v-1": {"name": "v-1", "aliases": {"a": {"answers": 3}, "b": {"answers": 0}}},
-     "/s/v-0": {"name": "v-0", "aliases": {"a": {}}}}
+V = {
+    "/s/v-1": {"name": "v-1", "aliases": {"a": {"answers": 3}, "b": {"answers": 0}}},
+    "/s/v-0": {"name": "v-0", "aliases": {"a": {}}},
+}
 
 
-@pytest.mark.parametrize("policy,output,state_dir,used,layout,why", [
-    ("latest", "/r/out", "/s", {"/s/v-1": ["a", "b"]}, am.DELTA, "touched"),
-    ("latest", "/r/out", "/s", {}, am.FULL, "full pass"),
-    ("max", "/r/out", "/s", {"/s/v-1": ["a"]}, am.FULL, "--policy max"),
-    ("latest", "s3a://bucket/out", "/s", {"/s/v-1": ["a"]}, am.FULL, "not a local"),
-    ("latest", "/r/out", "hdfs://nn/s", {"/s/v-1": ["a"]}, am.FULL, "not a local"),
-    ("latest", "file:/r/out", "/s", {"/s/v-1": ["a"]}, am.DELTA, "touched"),
-    ("latest", "/r/out", "/s", {"/s/v-0": ["a"]}, am.FULL, "state version v-0 holds no answers for ['a']"),
-])
+@pytest.mark.parametrize(
+    "policy,output,state_dir,used,layout,why",
+    [
+        ("latest", "/r/out", "/s", {"/s/v-1": ["a", "b"]}, am.DELTA, "touched"),
+        ("latest", "/r/out", "/s", {}, am.FULL, "full pass"),
+        ("max", "/r/out", "/s", {"/s/v-1": ["a"]}, am.FULL, "--policy max"),
+        ("latest", "s3a://bucket/out", "/s", {"/s/v-1": ["a"]}, am.FULL, "not a local"),
+        ("latest", "/r/out", "hdfs://nn/s", {"/s/v-1": ["a"]}, am.FULL, "not a local"),
+        ("latest", "file:/r/out", "/s", {"/s/v-1": ["a"]}, am.DELTA, "touched"),
+        ("latest", "/r/out", "/s", {"/s/v-0": ["a"]}, am.FULL, "state version v-0 holds no answers for ['a']"),
+    ],
+)
 def test_the_layout_is_decided_by_the_policy_the_paths_and_the_versions(policy, output, state_dir, used, layout, why):
     got, reason = am.layout_for(policy, output, state_dir, used, V)
     assert got == layout and why in reason, reason

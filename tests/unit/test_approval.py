@@ -14,8 +14,9 @@ def decision(status: str, h: str = H) -> ap.Decision:
 
 
 # rule 1: who must approve
-@pytest.mark.parametrize("require, dry, want", [(True, False, True), (False, False, False), (True, True, False),
-                                                (False, True, False)])
+@pytest.mark.parametrize(
+    "require, dry, want", [(True, False, True), (False, False, False), (True, True, False), (False, True, False)]
+)
 def test_rule1_a_run_that_writes_waits_unless_it_opted_out_and_a_dry_run_never_asks(require, dry, want):
     assert ap.needed(require, dry) is want
 
@@ -77,13 +78,27 @@ def test_rule5_a_plan_changed_after_its_approval_is_refused_naming_both_hashes()
 
 # rule 3: what the approver sees
 def test_rule3_the_request_summarises_the_plan_and_links_to_it():
-    totals = {"groups": 12, "partitions": 120, "planned_commits": 118, "skipped": 2, "clamped": 1,
-              "records_reread_estimate": 5, "records_reread_exact": False, "records_reread_at_least": 3,
-              "records_lost_to_retention": 7}
+    totals = {
+        "groups": 12,
+        "partitions": 120,
+        "planned_commits": 118,
+        "skipped": 2,
+        "clamped": 1,
+        "records_reread_estimate": 5,
+        "records_reread_exact": False,
+        "records_reread_at_least": 3,
+        "records_lost_to_retention": 7,
+    }
     warnings = [f"w{i}" for i in range(25)]
-    subject, body = ap.request_text(run_id="manual__1", totals=totals, rules={"checkpoint": 18, "E1": 100},
-                                    warnings=warnings, disaster_aliases=["primary"], plan_hash=H,
-                                    page_url="http://af/mm2/runs/mm2_failover/manual__1")
+    subject, body = ap.request_text(
+        run_id="manual__1",
+        totals=totals,
+        rules={"checkpoint": 18, "E1": 100},
+        warnings=warnings,
+        disaster_aliases=["primary"],
+        plan_hash=H,
+        page_url="http://af/mm2/runs/mm2_failover/manual__1",
+    )
     assert "12 group(s)" in subject and "118 commit(s)" in subject and "manual__1" in body
     assert subject.endswith("DISASTER MODE") and "DISASTER MODE (source primary lost" in body
     assert "| 12 | 120 | 118 | 2 | 1 | 5 (estimate; 3 offsets from the proven floor) | 7 |" in body
@@ -91,12 +106,24 @@ def test_rule3_the_request_summarises_the_plan_and_links_to_it():
     assert "- 18 partition(s): MM2's checkpoint as it is: conservative (re-reads), not proven" in body
     assert "- w0" in body and "- w19" in body and "- w20" not in body and "and 5 more" in body
     assert H in body and "(http://af/mm2/runs/mm2_failover/manual__1)" in body
-    s2, b2 = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=["primary"], plan_hash=H,
-                             page_url="u", unconfirmed=["primary"])
-    assert s2.endswith("DISASTER MODE NOT CONFIRMED") and "DISASTER MODE NOT CONFIRMED: source primary did not answer" \
-        in b2 and "really lost" in b2
-    _s, quiet = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
-                                page_url="u")
+    s2, b2 = ap.request_text(
+        run_id="r",
+        totals={},
+        rules={},
+        warnings=[],
+        disaster_aliases=["primary"],
+        plan_hash=H,
+        page_url="u",
+        unconfirmed=["primary"],
+    )
+    assert (
+        s2.endswith("DISASTER MODE NOT CONFIRMED")
+        and "DISASTER MODE NOT CONFIRMED: source primary did not answer" in b2
+        and "really lost" in b2
+    )
+    _s, quiet = ap.request_text(
+        run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H, page_url="u"
+    )
     assert "source reachable" in quiet and "Warnings:** none" in quiet and "nothing to write" in quiet
 
 
@@ -137,27 +164,42 @@ def test_rule3_the_request_says_what_will_happen_in_words_worst_first_under_a_sh
     """Issue 49 item 5: the request never named a group ("2 group(s)"), "offsets by rule: at_end 1, gap_free_bracket
     4" was internal vocabulary, the boilerplate warning came before the one that matters, and Airflow's Required
     Actions list cut the subject before its counts."""
-    groups = [{"group": f"app-{i:02d}", "partitions": 3, "skipped": 0, "reread_estimate": i, "retention_lost": 0}
-              for i in range(30)] + [{"group": "lossy", "partitions": 2, "skipped": 0, "reread_estimate": 0,
-                                      "retention_lost": 40},
-                                     {"group": "left-alone", "partitions": 1, "skipped": 1}]
-    warnings = ["pre-flight audit, alias primary, mm2_config: MM2's configuration was not given (mm2_config)",
-                "3 partition(s) have a checkpoint behind the group's last commit on the source: they re-read",
-                "2 partition(s) of moved groups have no checkpoint and get no commit on the target"]
+    groups = [
+        {"group": f"app-{i:02d}", "partitions": 3, "skipped": 0, "reread_estimate": i, "retention_lost": 0}
+        for i in range(30)
+    ] + [
+        {"group": "lossy", "partitions": 2, "skipped": 0, "reread_estimate": 0, "retention_lost": 40},
+        {"group": "left-alone", "partitions": 1, "skipped": 1},
+    ]
+    warnings = [
+        "pre-flight audit, alias primary, mm2_config: MM2's configuration was not given (mm2_config)",
+        "3 partition(s) have a checkpoint behind the group's last commit on the source: they re-read",
+        "2 partition(s) of moved groups have no checkpoint and get no commit on the target",
+    ]
     subject, body = ap.request_text(
-        run_id="manual__2026-11-27T19:27:30.137523+00:00", totals={"groups": 32, "planned_commits": 92},
-        rules={"at_end": 1, "gap_free_bracket": 4, "superseded_sync": 2}, warnings=warnings, disaster_aliases=[],
-        plan_hash=H, page_url="u", groups=groups)
+        run_id="manual__2026-11-27T19:27:30.137523+00:00",
+        totals={"groups": 32, "planned_commits": 92},
+        rules={"at_end": 1, "gap_free_bracket": 4, "superseded_sync": 2},
+        warnings=warnings,
+        disaster_aliases=[],
+        plan_hash=H,
+        page_url="u",
+        groups=groups,
+    )
     assert subject == "Move 31 group(s), 92 commit(s)?" and len(subject) <= 60  # left-alone moves nothing
     assert "**Not moved (1):** `left-alone`" in body
-    assert "**Groups (31), the 20 with the most lost to retention or to re-read (or re-read unknown):** `lossy`, `app-29`" in body
+    assert (
+        "**Groups (31), the 20 with the most lost to retention or to re-read (or re-read unknown):** `lossy`, `app-29`"
+        in body
+    )
     assert "`app-09`" not in body  # beyond the 20
     assert "- 4 partition(s): exact: between two offset syncs MM2 copied one record per offset" in body
     assert "- 2 partition(s): safe, re-reads: the first copy of a record MM2 copied again after a restart" in body
     order = [body.index(w) for w in warnings]
     assert order[2] < order[1] < order[0], body  # no commit, then re-reads, then the setting
-    _s, few = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
-                              page_url="u", groups=groups[:2])
+    _s, few = ap.request_text(
+        run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H, page_url="u", groups=groups[:2]
+    )
     assert "**Groups (2):** `app-00`, `app-01`" in few
 
 
@@ -166,35 +208,66 @@ def test_rule3_a_group_whose_re_read_is_unknown_is_named_before_those_with_a_sma
     re-read is unknown on some partition are named right after those that lose records."""
     from mm2_failover.approval import worst_groups
 
-    groups = [{"group": f"g{i}", "reread_estimate": i, "retention_lost": 0} for i in range(5)] + \
-        [{"group": "unknown", "reread_estimate": None, "reread_unknown": 2, "retention_lost": 0},
-         {"group": "lossy", "reread_estimate": 0, "retention_lost": 3}]
+    groups = [{"group": f"g{i}", "reread_estimate": i, "retention_lost": 0} for i in range(5)] + [
+        {"group": "unknown", "reread_estimate": None, "reread_unknown": 2, "retention_lost": 0},
+        {"group": "lossy", "reread_estimate": 0, "retention_lost": 3},
+    ]
     assert [g["group"] for g in worst_groups(groups, 3)] == ["lossy", "unknown", "g4"]
 
 
 # rule 3: how long the incident has run, who triggered it, and what moved since the plan
 def test_rule3_the_request_says_when_and_by_whom_the_run_was_triggered_and_what_moved_since_the_plan():
-    _s, body = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
-                               page_url="u", since_trigger_seconds=252.2, triggered_by="alice",
-                               moved_since={"partitions": 3, "groups": 2, "read": 40}, approver_not_triggerer=True)
+    _s, body = ap.request_text(
+        run_id="r",
+        totals={},
+        rules={},
+        warnings=[],
+        disaster_aliases=[],
+        plan_hash=H,
+        page_url="u",
+        since_trigger_seconds=252.2,
+        triggered_by="alice",
+        moved_since={"partitions": 3, "groups": 2, "read": 40},
+        approver_not_triggerer=True,
+    )
     assert "**Triggered** 4 min 12 s ago by alice. Approval by alice is refused (approver_not_triggerer)" in body
     assert "**Since the plan was built:** 3 partition(s) of 2 group(s) were committed on the target" in body
-    _s, body = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
-                               page_url="u", since_trigger_seconds=7300, moved_since={"partitions": 0, "read": 40})
+    _s, body = ap.request_text(
+        run_id="r",
+        totals={},
+        rules={},
+        warnings=[],
+        disaster_aliases=[],
+        plan_hash=H,
+        page_url="u",
+        since_trigger_seconds=7300,
+        moved_since={"partitions": 0, "read": 40},
+    )
     assert "**Triggered** 2 h 1 min ago." in body and "no commit on the target changed (40 partition(s)" in body
-    _s, body = ap.request_text(run_id="r", totals={}, rules={}, warnings=[], disaster_aliases=[], plan_hash=H,
-                               page_url="u", moved_since={"error": "target: cannot reach b:9092"})
+    _s, body = ap.request_text(
+        run_id="r",
+        totals={},
+        rules={},
+        warnings=[],
+        disaster_aliases=[],
+        plan_hash=H,
+        page_url="u",
+        moved_since={"error": "target: cannot reach b:9092"},
+    )
     assert "could not be read now (target: cannot reach b:9092)" in body and "Triggered" not in body
 
 
 # rule 6: four eyes, where asked
-@pytest.mark.parametrize("required, triggered_by, responder, status", [
-    (True, "alice", ("alice", "Alice A."), ap.REJECTED),  # the triggerer's id
-    (True, "Alice A.", ("u-17", "Alice A."), ap.REJECTED),  # or name
-    (True, "alice", ("bob", "Bob"), ap.APPROVED),  # someone else
-    (True, None, ("alice", "alice"), ap.APPROVED),  # a scheduled run: nobody to exclude
-    (False, "alice", ("alice", "alice"), ap.APPROVED),  # not asked for
-])
+@pytest.mark.parametrize(
+    "required, triggered_by, responder, status",
+    [
+        (True, "alice", ("alice", "Alice A."), ap.REJECTED),  # the triggerer's id
+        (True, "Alice A.", ("u-17", "Alice A."), ap.REJECTED),  # or name
+        (True, "alice", ("bob", "Bob"), ap.APPROVED),  # someone else
+        (True, None, ("alice", "alice"), ap.APPROVED),  # a scheduled run: nobody to exclude
+        (False, "alice", ("alice", "alice"), ap.APPROVED),  # not asked for
+    ],
+)
 def test_rule6_an_approval_by_the_user_who_triggered_is_refused_where_asked(required, triggered_by, responder, status):
     d = ap.self_approved(decision(ap.APPROVED), triggered_by, responder, required)
     assert d.status == status

@@ -10,8 +10,12 @@ import pytest
 
 from mm2_failover.stages import archive as arc
 
-GOOD = {"read_from": "2026-11-28T10:00:00.000+00:00", "read_to": "2026-11-28T10:00:01.000+00:00",
-        "cluster_id": "src-1", "groups": {"app": {"orders": {"0": {"offset": 7, "metadata": ""}}}}}
+GOOD = {
+    "read_from": "2026-11-28T10:00:00.000+00:00",
+    "read_to": "2026-11-28T10:00:01.000+00:00",
+    "cluster_id": "src-1",
+    "groups": {"app": {"orders": {"0": {"offset": 7, "metadata": ""}}}},
+}
 
 
 @pytest.fixture
@@ -35,13 +39,16 @@ def test_no_reading_is_none(archive):
     assert arc.archived_positions("primary") is None
 
 
-@pytest.mark.parametrize("damage, what", [
-    ({"groups": None}, "groups is NoneType"),
-    ({"read_from": "yesterday"}, "Invalid isoformat"),
-    ({"read_to": None}, "read_to None"),
-    ({"read_from": "2026-11-28T10:00:00"}, "is not a time with its zone"),
-    ({"groups": {"app": {"orders": {"x": {"offset": 1}}}}}, "ValueError"),
-])
+@pytest.mark.parametrize(
+    "damage, what",
+    [
+        ({"groups": None}, "groups is NoneType"),
+        ({"read_from": "yesterday"}, "Invalid isoformat"),
+        ({"read_to": None}, "read_to None"),
+        ({"read_from": "2026-11-28T10:00:00"}, "is not a time with its zone"),
+        ({"groups": {"app": {"orders": {"x": {"offset": 1}}}}}, "ValueError"),
+    ],
+)
 def test_a_damaged_reading_is_named_and_never_used(archive, caplog, damage, what):
     write(archive, {**GOOD, **damage})
     with caplog.at_level(logging.WARNING):
@@ -59,8 +66,9 @@ def test_a_file_that_is_not_json_is_named_and_never_used(archive, caplog):
 def test_a_reading_of_another_cluster_than_the_archived_syncs_source_is_never_used(archive, caplog):
     sync_dir = archive / "primary" / "offset-syncs"
     sync_dir.mkdir()
-    (sync_dir / "manifest.json").write_text(json.dumps({"topic": "mm2-offset-syncs.backup.internal",
-                                                        "cluster_id": "src-2", "location": "source"}))
+    (sync_dir / "manifest.json").write_text(
+        json.dumps({"topic": "mm2-offset-syncs.backup.internal", "cluster_id": "src-2", "location": "source"})
+    )
     write(archive, GOOD)
     with caplog.at_level(logging.WARNING):
         assert arc.archived_positions("primary") is None

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from mm2_failover import audit, plan as planmod
+from mm2_failover import audit
+from mm2_failover import plan as planmod
 from mm2_failover.drain import DrainVerdict
 from mm2_failover.plan import Commit, Plan, PlanRecord, PlanRow
 from mm2_failover.rollback import Backup, BackupEntry
@@ -17,49 +18,116 @@ from mm2_failover.runfolder import RunFolder, RunFolderError, Snapshot, SourceSt
 
 def snapshot() -> Snapshot:
     return Snapshot(
-        captured_at="2026-11-25T23:00:00+00:00", checkpoints_topics={"primary": "primary.checkpoints.internal"},
-        checkpoints_end={("primary.checkpoints.internal", 0): 12}, checkpoints_start={("primary.checkpoints.internal", 0): 3},
-        replica_partitions={"primary.orders": 2}, replica_start={("primary.orders", 0): 0, ("primary.orders", 1): 5},
+        captured_at="2026-11-25T23:00:00+00:00",
+        checkpoints_topics={"primary": "primary.checkpoints.internal"},
+        checkpoints_end={("primary.checkpoints.internal", 0): 12},
+        checkpoints_start={("primary.checkpoints.internal", 0): 3},
+        replica_partitions={"primary.orders": 2},
+        replica_start={("primary.orders", 0): 0, ("primary.orders", 1): 5},
         replica_end={("primary.orders", 0): 40, ("primary.orders", 1): 41},
-        sources={"primary": SourceState("primary", True, {("orders", 0): 40}, {"app": {("orders", 0): Commit(7, "m")}}),
-                 "dc2": SourceState("dc2", False)},
-        target_cluster_id="abc", syncs={"primary": {"topic": "mm2-offset-syncs.backup.internal", "end": {"0": 9}}})
+        sources={
+            "primary": SourceState("primary", True, {("orders", 0): 40}, {"app": {("orders", 0): Commit(7, "m")}}),
+            "dc2": SourceState("dc2", False),
+        },
+        target_cluster_id="abc",
+        syncs={"primary": {"topic": "mm2-offset-syncs.backup.internal", "end": {"0": 9}}},
+    )
 
 
 def drain() -> DrainVerdict:
-    return DrainVerdict(True, True, rows=[{"alias": "primary", "topic": "orders", "partition": 0, "state": "drained"}],
-                        notes=["a note"], groups=["app"], topics=["orders"], rpo={"seconds": 3},
-                        disaster_aliases=["dc2"])
+    return DrainVerdict(
+        True,
+        True,
+        rows=[{"alias": "primary", "topic": "orders", "partition": 0, "state": "drained"}],
+        notes=["a note"],
+        groups=["app"],
+        topics=["orders"],
+        rpo={"seconds": 3},
+        disaster_aliases=["dc2"],
+    )
 
 
 def audited() -> audit.Audit:
-    return audit.Audit("/etc/mm2.properties", [audit.Finding("isolation", audit.WARNING, "reads uncommitted", "primary"),
-                                               audit.Finding("rpo", audit.OK, "fine", "dc2")])
+    return audit.Audit(
+        "/etc/mm2.properties",
+        [
+            audit.Finding("isolation", audit.WARNING, "reads uncommitted", "primary"),
+            audit.Finding("rpo", audit.OK, "fine", "dc2"),
+        ],
+    )
 
 
 def plan_record() -> PlanRecord:
-    rows = [PlanRow("primary", "app", "primary.orders", 0, 7, 6, None, 6, planmod.COMMIT, rule="exact_sync",
-                    source_position=7, exact_offset=6),
-            PlanRow("primary", "app", "primary.orders", 1, None, None, 3, None, planmod.SKIP,
-                    reason=planmod.NO_CHECKPOINT, position_at_least=4)]
-    return PlanRecord(Plan(rows), "2026-11-25T23:01:00+00:00", {"groups_regex": "app"}, ["not proven: x"],
-                      "2026-11-25T23:00:00+00:00", 60.5)
+    rows = [
+        PlanRow(
+            "primary",
+            "app",
+            "primary.orders",
+            0,
+            7,
+            6,
+            None,
+            6,
+            planmod.COMMIT,
+            rule="exact_sync",
+            source_position=7,
+            exact_offset=6,
+        ),
+        PlanRow(
+            "primary",
+            "app",
+            "primary.orders",
+            1,
+            None,
+            None,
+            3,
+            None,
+            planmod.SKIP,
+            reason=planmod.NO_CHECKPOINT,
+            position_at_least=4,
+        ),
+    ]
+    return PlanRecord(
+        Plan(rows),
+        "2026-11-25T23:01:00+00:00",
+        {"groups_regex": "app"},
+        ["not proven: x"],
+        "2026-11-25T23:00:00+00:00",
+        60.5,
+    )
 
 
 def backup() -> Backup:
-    return Backup("2026-11-25T23:02:00+00:00", "127.0.0.1:9092", "abc", "mm2_failover", "r1",
-                  {"app": {("primary.orders", 0): BackupEntry(None, Commit(6, "")),
-                           ("primary.orders", 1): BackupEntry(Commit(2, "x"), Commit(3, ""))}})
+    return Backup(
+        "2026-11-25T23:02:00+00:00",
+        "127.0.0.1:9092",
+        "abc",
+        "mm2_failover",
+        "r1",
+        {
+            "app": {
+                ("primary.orders", 0): BackupEntry(None, Commit(6, "")),
+                ("primary.orders", 1): BackupEntry(Commit(2, "x"), Commit(3, "")),
+            }
+        },
+    )
 
 
 def report():
     from mm2_failover.report import build_report
 
     rec = plan_record()
-    rep = build_report(dag_id="mm2_failover", run_id="r1", params={"groups_regex": "app"}, plan=rec.plan,
-                       committed={"app": {("primary.orders", 0): 6}}, log_end={("primary.orders", 0): 40},
-                       mismatches=[planmod.Mismatch("app", "primary.orders", 0, 6, 5)], warnings=["w"],
-                       snapshot={"captured_at": "2026-11-25T23:00:00+00:00", "age_seconds": 60.5})
+    rep = build_report(
+        dag_id="mm2_failover",
+        run_id="r1",
+        params={"groups_regex": "app"},
+        plan=rec.plan,
+        committed={"app": {("primary.orders", 0): 6}},
+        log_end={("primary.orders", 0): 40},
+        mismatches=[planmod.Mismatch("app", "primary.orders", 0, 6, 5)],
+        warnings=["w"],
+        snapshot={"captured_at": "2026-11-25T23:00:00+00:00", "age_seconds": 60.5},
+    )
     rep.artifacts, rep.rpo, rep.moved_since = "/runs/r1", {"seconds_since_newest_replicated_record": 3}, {"g": ["x"]}
     return rep
 
@@ -68,18 +136,33 @@ def drill_report():
     from mm2_failover import drill
 
     return drill.build_drill_report(
-        dag_id="mm2_failover_drill", run_id="d1", params={"groups_regex": ".*"}, snapshot=snapshot().as_dict(),
-        plan_rows=plan_record().plan.as_dicts(), checkpoints=[], drain_rows=drain().rows, live_target_groups=["app"],
-        source_commits={("app", "primary.orders", 0): 7}, selected_source_groups=["app", "never"],
-        writes={"prefix": "drill-", "applied": {}}, finished_at="2026-11-25T23:03:00+00:00",
-        source_aliases=["primary"])
+        dag_id="mm2_failover_drill",
+        run_id="d1",
+        params={"groups_regex": ".*"},
+        snapshot=snapshot().as_dict(),
+        plan_rows=plan_record().plan.as_dicts(),
+        checkpoints=[],
+        drain_rows=drain().rows,
+        live_target_groups=["app"],
+        source_commits={("app", "primary.orders", 0): 7},
+        selected_source_groups=["app", "never"],
+        writes={"prefix": "drill-", "applied": {}},
+        finished_at="2026-11-25T23:03:00+00:00",
+        source_aliases=["primary"],
+    )
 
 
 def approval_decision():
     from mm2_failover import approval
 
-    return approval.Decision(approval.APPROVED, approval.plan_hash(b"plan"), "2026-11-25T23:01:30+00:00",
-                             "2026-11-25T23:01:50+00:00", "admin", 3600)
+    return approval.Decision(
+        approval.APPROVED,
+        approval.plan_hash(b"plan"),
+        "2026-11-25T23:01:30+00:00",
+        "2026-11-25T23:01:50+00:00",
+        "admin",
+        3600,
+    )
 
 
 CASES = {  # kind: (an instance, save, load, its path, a field it cannot do without)
@@ -120,7 +203,9 @@ def test_the_plans_counts_and_rules_are_derived_from_its_rows_not_read_back(tmp_
     f = RunFolder(tmp_path)
     f.save_plan(plan_record())
     data = json.loads(f.plan_json.read_text())
-    assert data["counts"] == {planmod.COMMIT: 1, planmod.CLAMP: 0, planmod.SKIP: 1} and data["rules"] == {"exact_sync": 1}
+    assert data["counts"] == {planmod.COMMIT: 1, planmod.CLAMP: 0, planmod.SKIP: 1} and data["rules"] == {
+        "exact_sync": 1
+    }
     data["counts"] = {"commit": 99}
     f.plan_json.write_text(json.dumps(data))
     assert f.load_plan().plan.counts()[planmod.COMMIT] == 1
@@ -189,8 +274,10 @@ def test_a_plan_whose_rows_are_not_the_file_plan_json_names_is_refused_naming_th
 
 def test_absent_optional_artifacts_are_none_and_a_missing_plan_says_which_step_makes_it(tmp_path):
     f = RunFolder(tmp_path)
-    assert all(load() is None for load in (f.load_drain, f.load_audit, f.load_backup, f.load_report, f.load_drill,
-                                             f.load_approval))
+    assert all(
+        load() is None
+        for load in (f.load_drain, f.load_audit, f.load_backup, f.load_report, f.load_drill, f.load_approval)
+    )
     with pytest.raises(RunFolderError, match="plan.json"):
         f.load_plan()
 
@@ -201,26 +288,26 @@ def test_the_reports_rows_per_partition_are_a_typed_parquet_file_named_by_report
     column (report.PARTITION_COLUMNS: every key of a row, no other), and read back equal - None, False and 0 kept."""
     import pyarrow.parquet as pq
 
-    from mm2_failover.report import PARTITION_COLUMNS
-    from mm2_failover.runfolder import REPORT_PARTITIONS
-
-    from mm2_failover.report import STALE_COLUMNS
-    from mm2_failover.runfolder import REPORT_STALE
+    from mm2_failover.report import PARTITION_COLUMNS, STALE_COLUMNS
+    from mm2_failover.runfolder import REPORT_PARTITIONS, REPORT_STALE
 
     rep = report()
     assert all(set(p) == set(PARTITION_COLUMNS) for p in rep.partitions) and rep.partitions
-    rep.stale_checkpoints = [{"group": "app", "topic": "primary.orders", "partition": 0, "source_committed": 9,
-                              "checkpoint_upstream": 7}]
+    rep.stale_checkpoints = [
+        {"group": "app", "topic": "primary.orders", "partition": 0, "source_committed": 9, "checkpoint_upstream": 7}
+    ]
     f = RunFolder(tmp_path)
     f.save_report(rep)
     data = json.loads(f.report_json.read_text())
     assert data["partitions"] == REPORT_PARTITIONS and data["totals"] == rep.totals
-    assert data["stale_checkpoints"] == REPORT_STALE and pq.read_schema(tmp_path / REPORT_STALE).names == \
-        list(STALE_COLUMNS)
+    assert data["stale_checkpoints"] == REPORT_STALE and pq.read_schema(tmp_path / REPORT_STALE).names == list(
+        STALE_COLUMNS
+    )
     assert f.load_report().stale_checkpoints == rep.stale_checkpoints
     schema = pq.read_schema(tmp_path / REPORT_PARTITIONS)
-    assert {n: str(schema.field(n).type) for n in schema.names} == \
-        {n: {"string": "string", "int64": "int64", "bool": "bool"}[t] for n, t in PARTITION_COLUMNS.items()}
+    assert {n: str(schema.field(n).type) for n in schema.names} == {
+        n: {"string": "string", "int64": "int64", "bool": "bool"}[t] for n, t in PARTITION_COLUMNS.items()
+    }
     assert f.load_report().partitions == rep.partitions
     assert [p["verified"] for p in f.load_report().partitions] == [False, None]
     assert f.load_report(partitions=False).partitions == [] and f.load_report(partitions=False).groups == rep.groups
@@ -233,7 +320,9 @@ def test_a_report_whose_rows_are_gone_or_damaged_is_refused_naming_the_file(tmp_
     f = RunFolder(tmp_path)
     f.save_report(report())
     (tmp_path / REPORT_PARTITIONS).write_bytes(b"PAR1 not parquet")
-    with pytest.raises(RunFolderError, match=f"{REPORT_PARTITIONS}.*its rows are gone or damaged; clear verify_group_offsets"):
+    with pytest.raises(
+        RunFolderError, match=f"{REPORT_PARTITIONS}.*its rows are gone or damaged; clear verify_group_offsets"
+    ):
         f.load_report()
     (tmp_path / REPORT_PARTITIONS).unlink()
     with pytest.raises(RunFolderError, match=REPORT_PARTITIONS):

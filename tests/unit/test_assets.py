@@ -9,20 +9,33 @@ from mm2_failover import assets
 from mm2_failover.plan import COMMIT, SKIP, Mismatch, Plan, PlanRow
 from mm2_failover.report import build_report
 
-ROWS = [PlanRow("primary", "orders", "primary.orders", 0, 10, 9, None, 9, COMMIT),
-        PlanRow("primary", "orders", "primary.orders", 1, 20, 18, None, 18, COMMIT),
-        PlanRow("primary", "orders", "primary.payments", 0, 5, 5, None, 5, COMMIT),
-        PlanRow("primary", "idle", "primary.orders", 0, None, None, None, None, SKIP, "no_checkpoint"),
-        PlanRow("primary", "broken", "primary.orders", 0, 7, 7, None, 7, COMMIT),
-        PlanRow("primary", "refused", "primary.orders", 0, 3, 3, None, 3, COMMIT)]
+ROWS = [
+    PlanRow("primary", "orders", "primary.orders", 0, 10, 9, None, 9, COMMIT),
+    PlanRow("primary", "orders", "primary.orders", 1, 20, 18, None, 18, COMMIT),
+    PlanRow("primary", "orders", "primary.payments", 0, 5, 5, None, 5, COMMIT),
+    PlanRow("primary", "idle", "primary.orders", 0, None, None, None, None, SKIP, "no_checkpoint"),
+    PlanRow("primary", "broken", "primary.orders", 0, 7, 7, None, 7, COMMIT),
+    PlanRow("primary", "refused", "primary.orders", 0, 3, 3, None, 3, COMMIT),
+]
 
 
 def report(dry_run: bool = False, outcome: str | None = None) -> dict:
-    committed = {"orders": {("primary.orders", 0): 9, ("primary.orders", 1): 18, ("primary.payments", 0): 5},
-                 "broken": {("primary.orders", 0): 6}}
-    return build_report(dag_id="mm2_failover", run_id="manual__1", params={}, plan=Plan(ROWS), committed=committed,
-                        log_end={}, mismatches=[] if dry_run else [Mismatch("broken", "primary.orders", 0, 7, 6)],
-                        refused={"refused": "GROUP_SUBSCRIBED_TO_TOPIC"}, dry_run=dry_run, outcome=outcome).as_dict()
+    committed = {
+        "orders": {("primary.orders", 0): 9, ("primary.orders", 1): 18, ("primary.payments", 0): 5},
+        "broken": {("primary.orders", 0): 6},
+    }
+    return build_report(
+        dag_id="mm2_failover",
+        run_id="manual__1",
+        params={},
+        plan=Plan(ROWS),
+        committed=committed,
+        log_end={},
+        mismatches=[] if dry_run else [Mismatch("broken", "primary.orders", 0, 7, 6)],
+        refused={"refused": "GROUP_SUBSCRIBED_TO_TOPIC"},
+        dry_run=dry_run,
+        outcome=outcome,
+    ).as_dict()
 
 
 # rule 1
@@ -46,20 +59,28 @@ def test_rule2_nothing_for_a_dry_run_or_a_plan_not_applied():
 
 # rule 3
 def test_rule3_the_event_names_the_target_the_run_the_topics_and_the_offsets():
-    (name, uri, extra), = assets.events(report(), target_cluster_id="abc", target_conn_id="kafka_target")
+    ((name, uri, extra),) = assets.events(report(), target_cluster_id="abc", target_conn_id="kafka_target")
     assert (name, uri) == assets.group_asset("orders")
-    assert extra == {"group": "orders", "target_cluster_id": "abc", "target_connection": "kafka_target",
-                     "failover_dag_id": "mm2_failover", "failover_run_id": "manual__1",
-                     "replica_topics": ["primary.orders", "primary.payments"],
-                     "offsets": {"primary.orders": {"0": 9, "1": 18}, "primary.payments": {"0": 5}}}
+    assert extra == {
+        "group": "orders",
+        "target_cluster_id": "abc",
+        "target_connection": "kafka_target",
+        "failover_dag_id": "mm2_failover",
+        "failover_run_id": "manual__1",
+        "replica_topics": ["primary.orders", "primary.payments"],
+        "offsets": {"primary.orders": {"0": 9, "1": 18}, "primary.payments": {"0": 5}},
+    }
 
 
 # rule 4
 def test_rule4_every_event_goes_out_in_exactly_one_part_of_at_most_part_size():
     events = [assets.group_asset(f"g{i:04d}") + ({"group": f"g{i:04d}"},) for i in range(1203)]
     args = assets.parts(len(events), size=500)
-    assert args == [{"index": 0, "of": 3, "size": 500}, {"index": 1, "of": 3, "size": 500},
-                    {"index": 2, "of": 3, "size": 500}]
+    assert args == [
+        {"index": 0, "of": 3, "size": 500},
+        {"index": 1, "of": 3, "size": 500},
+        {"index": 2, "of": 3, "size": 500},
+    ]
     sent = [e for a in args for e in assets.part(events, a)]
     assert sent == events  # each once, in order
     assert [len(assets.part(events, a)) for a in args] == [500, 500, 203]

@@ -17,10 +17,16 @@ def run(rule, props=None, **facts):
 
 
 def test_properties_are_parsed_like_java_properties():
-    text = ("# comment\n! also a comment\nclusters = primary, backup\nprimary.bootstrap.servers:host:9092\n"
-            "primary->backup.topics  orders, \\\n    payments\n\nempty=\n")
-    assert audit.parse_properties(text) == {"clusters": "primary, backup", "primary.bootstrap.servers": "host:9092",
-                                            "primary->backup.topics": "orders, payments", "empty": ""}
+    text = (
+        "# comment\n! also a comment\nclusters = primary, backup\nprimary.bootstrap.servers:host:9092\n"
+        "primary->backup.topics  orders, \\\n    payments\n\nempty=\n"
+    )
+    assert audit.parse_properties(text) == {
+        "clusters": "primary, backup",
+        "primary.bootstrap.servers": "host:9092",
+        "primary->backup.topics": "orders, payments",
+        "empty": "",
+    }
 
 
 def test_flow_setting_beats_top_level_beats_default():
@@ -33,8 +39,10 @@ def test_flow_setting_beats_top_level_beats_default():
 
 
 def test_target_alias_is_the_one_enabled_flow_from_the_source():
-    assert audit.target_alias({"primary->backup.enabled": "true", "backup->primary.enabled": "true"}, "primary") \
+    assert (
+        audit.target_alias({"primary->backup.enabled": "true", "backup->primary.enabled": "true"}, "primary")
         == "backup"
+    )
     assert audit.target_alias({"primary->backup.enabled": "false"}, "primary") is None
     assert audit.target_alias({"primary->a.enabled": "true", "primary->b.enabled": "true"}, "primary") is None
 
@@ -50,11 +58,15 @@ def test_flow_settings_do_not_hide_the_flow_and_mm2_as_a_second_writer_is_found(
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[2] / "compose" / "mm2.properties").read_text()
-    props = audit.parse_properties(text + "\nprimary->backup.sync.group.offsets.enabled=true\n"
-                                          "primary->backup.emit.offset-syncs.enabled=true\n")
+    props = audit.parse_properties(
+        text + "\nprimary->backup.sync.group.offsets.enabled=true\nprimary->backup.emit.offset-syncs.enabled=true\n"
+    )
     assert audit.target_alias(props, "primary") == "backup"
-    [writer] = [f for f in audit.audit(props, "primary", audit.target_alias(props, "primary"), audit.Facts())
-                if f.rule == "second_writer"]
+    [writer] = [
+        f
+        for f in audit.audit(props, "primary", audit.target_alias(props, "primary"), audit.Facts())
+        if f.rule == "second_writer"
+    ]
     assert writer.severity == audit.WARNING and "primary->backup.sync.group.offsets.enabled" in writer.message
     # without a clusters list, a flow's switch is the key with no dot between '->' and '.enabled'
     assert audit.target_alias({"a->b.enabled": "true", "a->b.sync.group.offsets.enabled": "true"}, "a") == "b"
@@ -115,21 +127,32 @@ def test_intervals_within_the_rpo_are_ok_and_longer_ones_named():
 def test_mm2_writing_the_groups_itself_is_a_warning():
     f = run(audit.second_writer, {"sync.group.offsets.enabled": "true", "sync.group.offsets.interval.seconds": "5"})
     assert f.severity == WARNING and "every 5 s" in f.message
-    assert run(audit.second_writer, {"sync.group.offsets.enabled": "true",
-                                     "primary->backup.sync.group.offsets.enabled": "false"}).severity == OK
+    assert (
+        run(
+            audit.second_writer,
+            {"sync.group.offsets.enabled": "true", "primary->backup.sync.group.offsets.enabled": "false"},
+        ).severity
+        == OK
+    )
 
 
 # -- rule 5: checkpoint retention
 
 
 def test_a_deleting_checkpoints_topic_is_a_warning_with_its_retention():
-    f = run(audit.checkpoint_retention, checkpoint_topic_config={"cleanup.policy": "compact,delete",
-                                                                  "retention.ms": "86400000"})
+    f = run(
+        audit.checkpoint_retention,
+        checkpoint_topic_config={"cleanup.policy": "compact,delete", "retention.ms": "86400000"},
+    )
     assert f.severity == WARNING and "24.0 h" in f.message
     assert run(audit.checkpoint_retention).severity == OK
     assert run(audit.checkpoint_retention, checkpoint_topic_config=None).severity == WARNING
-    assert run(audit.checkpoint_retention, checkpoint_topic_config={"cleanup.policy": "delete",
-                                                                    "retention.ms": "-1"}).severity == OK
+    assert (
+        run(
+            audit.checkpoint_retention, checkpoint_topic_config={"cleanup.policy": "delete", "retention.ms": "-1"}
+        ).severity
+        == OK
+    )
 
 
 # -- the whole audit

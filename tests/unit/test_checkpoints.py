@@ -276,10 +276,10 @@ def oracle(key: bytes | None, value: bytes | None):
     def read_string(buf, pos, truncated):
         if pos + 2 > len(buf):
             raise _Bad(truncated)
-        n = int.from_bytes(buf[pos:pos + 2], "big", signed=True)
+        n = int.from_bytes(buf[pos : pos + 2], "big", signed=True)
         if n < 0 or pos + 2 + n > len(buf):
             raise _Bad(truncated)
-        return buf[pos + 2:pos + 2 + n], pos + 2 + n
+        return buf[pos + 2 : pos + 2 + n], pos + 2 + n
 
     def text(raw):
         try:
@@ -292,7 +292,7 @@ def oracle(key: bytes | None, value: bytes | None):
         t, pos = read_string(key, pos, cpf.KEY_TRUNCATED)
         if pos + 4 > len(key):
             raise _Bad(cpf.KEY_TRUNCATED)
-        p = int.from_bytes(key[pos:pos + 4], "big", signed=True)
+        p = int.from_bytes(key[pos : pos + 4], "big", signed=True)
         g, t = text(g), text(t)
         if pos + 4 != len(key):
             raise _Bad(cpf.KEY_TRAILING_BYTES)

@@ -32,17 +32,30 @@ def ctx(tmp_path, monkeypatch):
 
     monkeypatch.setattr("mm2_failover.spark.job_submission", submission)
     monkeypatch.setattr(RunFolder, "load_snapshot", lambda self: None)
-    c = types.SimpleNamespace(folder=folder, params=RunParams(max_quarantined_records=2),
-                              target=types.SimpleNamespace(conf={"bootstrap.servers": "b:9092"}))
+    c = types.SimpleNamespace(
+        folder=folder,
+        params=RunParams(max_quarantined_records=2),
+        target=types.SimpleNamespace(conf={"bootstrap.servers": "b:9092"}),
+    )
     c.published = published
     return c
 
 
 def summary(folder: RunFolder, quarantined: int = 0):
     folder.checkpoints.mkdir(parents=True, exist_ok=True)
-    folder.checkpoints_summary.write_text(json.dumps({
-        "records_read": 10, "checkpoints": 3, "groups": 1, "tombstones": 0, "quarantined": quarantined,
-        "quarantined_by_reason": {"bad_value": quarantined} if quarantined else {}, "quarantine_output": "/q"}))
+    folder.checkpoints_summary.write_text(
+        json.dumps(
+            {
+                "records_read": 10,
+                "checkpoints": 3,
+                "groups": 1,
+                "tombstones": 0,
+                "quarantined": quarantined,
+                "quarantined_by_reason": {"bad_value": quarantined} if quarantined else {},
+                "quarantine_output": "/q",
+            }
+        )
+    )
 
 
 def test_a_job_that_ends_well_gives_its_summary_and_a_finished_run_is_kept_only_where_asked(ctx):
@@ -55,9 +68,16 @@ def test_a_job_that_ends_well_gives_its_summary_and_a_finished_run_is_kept_only_
     assert ran == [1, 3]
 
 
-@pytest.mark.parametrize("rc, error, outcome", [
-    (2, ConfigurationError, outcomes.USAGE), (4, JobUnreachable, outcomes.UNREACHABLE),
-    (1, JobFailed, outcomes.FAILED), (137, JobFailed, outcomes.FAILED), (5, None, None)])
+@pytest.mark.parametrize(
+    "rc, error, outcome",
+    [
+        (2, ConfigurationError, outcomes.USAGE),
+        (4, JobUnreachable, outcomes.UNREACHABLE),
+        (1, JobFailed, outcomes.FAILED),
+        (137, JobFailed, outcomes.FAILED),
+        (5, None, None),
+    ],
+)
 def test_each_failing_exit_is_one_error_the_outcome_table_decides(ctx, rc, error, outcome):
     from mm2_failover.plan import PlanError
 
@@ -69,7 +89,9 @@ def test_each_failing_exit_is_one_error_the_outcome_table_decides(ctx, rc, error
 
 
 def test_too_many_unusable_records_is_the_plans_quarantine_refusal_whatever_the_exit(ctx):
-    with pytest.raises(QuarantineRefused, match=r"5 checkpoint record\(s\) are not usable .* max_quarantined_records=2"):
+    with pytest.raises(
+        QuarantineRefused, match=r"5 checkpoint record\(s\) are not usable .* max_quarantined_records=2"
+    ):
         stage.compute(ctx, lambda sub: summary(ctx.folder, quarantined=5) or 3)
     assert outcomes.outcome_of(QuarantineRefused("x")) is outcomes.REFUSED
     with pytest.raises(QuarantineRefused, match="more unusable records than max_quarantined_records=2"):

@@ -43,8 +43,14 @@ def test_logging_stays_on_stderr_when_a_connection_is_read_the_airflow_way(tmp_p
     # a URI-form connection is parsed by Airflow, whose first import takes over logging and sends it to stdout,
     # where the CLI prints its results; the CLI's warnings must stay on stderr, in its format
     uri = "kafka://?bootstrap.servers=127.0.0.1%3A1"
-    r = cli("--timeout", "2", "plan", "--run-dir", str(tmp_path / "run"),
-            env={"AIRFLOW_CONN_KAFKA_TARGET": uri, "AIRFLOW_HOME": str(tmp_path / "airflow")})
+    r = cli(
+        "--timeout",
+        "2",
+        "plan",
+        "--run-dir",
+        str(tmp_path / "run"),
+        env={"AIRFLOW_CONN_KAFKA_TARGET": uri, "AIRFLOW_HOME": str(tmp_path / "airflow")},
+    )
     assert r.returncode == 4, r.stderr
     assert r.stdout == ""
     assert "WARNING WARNING: no source cluster given" in r.stderr, r.stderr
@@ -58,15 +64,25 @@ def test_the_readiness_command_runs_the_readiness_dags_tasks_in_their_order(tmp_
 
     from mm2_failover import cli
 
-    a = cli.parser().parse_args(["--target-bootstrap", "127.0.0.1:1", "readiness", "--archive-stale-intervals", "5",
-                                 "--run-dir", str(tmp_path / "r")])
+    a = cli.parser().parse_args(
+        [
+            "--target-bootstrap",
+            "127.0.0.1:1",
+            "readiness",
+            "--archive-stale-intervals",
+            "5",
+            "--run-dir",
+            str(tmp_path / "r"),
+        ]
+    )
     assert a.archive_stale_intervals == 5
     ctx = type("Ctx", (), {"params": cli.RunParams()})()
     steps = [name for name, _ in cli.readiness_steps(a, ctx)]
     assert ctx.params.dry_run is True  # never writes
     dag = Path(__file__).resolve().parents[2] / "dags" / "mm2_failover_readiness.py"
-    chain = next(n for n in ast.walk(ast.parse(dag.read_text())) if isinstance(n, ast.Expr)
-                 and isinstance(n.value, ast.BinOp))
+    chain = next(
+        n for n in ast.walk(ast.parse(dag.read_text())) if isinstance(n, ast.Expr) and isinstance(n.value, ast.BinOp)
+    )
     wired = []
     node = chain.value
     while isinstance(node, ast.BinOp):
@@ -91,8 +107,13 @@ def test_version_and_the_name_it_was_run_by(tmp_path):
     script = tmp_path / "mm2-failover"  # as the wheel's console script is named
     script.write_text(f"#!{sys.executable}\nimport sys\nfrom mm2_failover.cli import main\nsys.exit(main())\n")
     script.chmod(0o755)
-    r = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60,
-                       env={"PYTHONPATH": str(REPO_ROOT / "plugins"), "PATH": "/usr/bin:/bin"})
+    r = subprocess.run(
+        [str(script), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(REPO_ROOT / "plugins"), "PATH": "/usr/bin:/bin"},
+    )
     assert r.returncode == 0 and r.stdout.strip() == f"mm2-failover {__version__}", r.stderr
 
 
@@ -107,8 +128,19 @@ def test_cluster_options_after_the_command_as_kafkas_tools_take_them(tmp_path):
 
 def test_a_bad_group_pattern_is_refused_before_any_cluster_work(tmp_path):
     # with the source lost, a bad pattern surfaced only after the target's groups were read and the Spark job ran
-    r = cli("--target-bootstrap", "127.0.0.1:1", "--timeout", "30", "apply", "--source-reachable", "no",
-            "--run-dir", str(tmp_path), "--groups-regex", "orders-(")
+    r = cli(
+        "--target-bootstrap",
+        "127.0.0.1:1",
+        "--timeout",
+        "30",
+        "apply",
+        "--source-reachable",
+        "no",
+        "--run-dir",
+        str(tmp_path),
+        "--groups-regex",
+        "orders-(",
+    )
     assert r.returncode == 2, r.stderr
     assert "groups_regex 'orders-(' is not a valid (Python) regular expression" in r.stderr
     # before the run folder is even started (the old code bound its parameters, then asked the clusters)
@@ -134,10 +166,12 @@ def test_a_wait_on_a_terminal_is_one_status_line_and_elsewhere_log_lines(tmp_pat
 
     from testbed.localenv import REPO_ROOT
 
-    script = ("import time\nfrom mm2_failover.cli import live_status\n"
-              "with live_status('waiting for the drain') as on_wait:\n"
-              "    print('tty' if on_wait else 'no tty', flush=True)\n"
-              "    if on_wait:\n        on_wait('2 of 3 partition(s) not drained'); time.sleep(0.5)\n")
+    script = (
+        "import time\nfrom mm2_failover.cli import live_status\n"
+        "with live_status('waiting for the drain') as on_wait:\n"
+        "    print('tty' if on_wait else 'no tty', flush=True)\n"
+        "    if on_wait:\n        on_wait('2 of 3 partition(s) not drained'); time.sleep(0.5)\n"
+    )
     env = {"PYTHONPATH": str(REPO_ROOT / "plugins"), "PATH": "/usr/bin:/bin", "TERM": "xterm", "COLUMNS": "120"}
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0 and r.stdout == "no tty\n" and r.stderr == "", r.stderr
@@ -160,11 +194,29 @@ def test_a_wait_on_a_terminal_is_one_status_line_and_elsewhere_log_lines(tmp_pat
 
 
 def test_a_missing_mm2_config_or_bad_topic_pattern_is_refused_before_any_cluster_work(tmp_path):
-    r = cli("--target-bootstrap", "127.0.0.1:1", "--timeout", "30", "apply", "--run-dir", str(tmp_path / "a"),
-            "--mm2-config", str(tmp_path / "mm2.properties"))
+    r = cli(
+        "--target-bootstrap",
+        "127.0.0.1:1",
+        "--timeout",
+        "30",
+        "apply",
+        "--run-dir",
+        str(tmp_path / "a"),
+        "--mm2-config",
+        str(tmp_path / "mm2.properties"),
+    )
     assert r.returncode == 2 and f"mm2_config: no file {tmp_path / 'mm2.properties'}" in r.stderr, r.stderr
-    r = cli("--target-bootstrap", "127.0.0.1:1", "--timeout", "30", "plan", "--run-dir", str(tmp_path / "b"),
-            "--topics-regex", "orders[")
+    r = cli(
+        "--target-bootstrap",
+        "127.0.0.1:1",
+        "--timeout",
+        "30",
+        "plan",
+        "--run-dir",
+        str(tmp_path / "b"),
+        "--topics-regex",
+        "orders[",
+    )
     assert r.returncode == 2 and "topics_regex 'orders[' is not a valid" in r.stderr, r.stderr
     assert not list(tmp_path.iterdir())
 
@@ -195,8 +247,19 @@ def test_a_review_the_cli_keeps_what_the_deployment_and_the_command_line_say(mon
         ap = cli.parser()
         assert ap.parse_args(["plan"]).internal_topic_separator_enabled is False
         assert ap.parse_args(["plan", "--no-internal-topic-separator"]).internal_topic_separator_enabled is False
-        a = ap.parse_args(["--alias-source-config", "a=", "--target-bootstrap", "127.0.0.1:1", "plan",
-                           "--alias-source-config", "b=", "--run-dir", str(tmp_path / "r")])
+        a = ap.parse_args(
+            [
+                "--alias-source-config",
+                "a=",
+                "--target-bootstrap",
+                "127.0.0.1:1",
+                "plan",
+                "--alias-source-config",
+                "b=",
+                "--run-dir",
+                str(tmp_path / "r"),
+            ]
+        )
         a.argv = []
         confs, conns = cli.confs_of(a)
         assert conns == {"a": "", "b": ""}

@@ -64,8 +64,13 @@ def test_a_leader_moving_while_offsets_are_listed_is_retried_not_a_failure():
     names the leadership codes retriable; the read is idempotent, so it is asked again."""
     from confluent_kafka import KafkaError
 
-    for code in (KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH, KafkaError.NOT_LEADER_FOR_PARTITION,
-                 KafkaError.LEADER_NOT_AVAILABLE, KafkaError.OFFSET_NOT_AVAILABLE):
+    for code in (
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+    ):
         cluster = _listing_cluster([code, code])
         assert cluster.offsets([("t", 0), ("t", 1)]) == {("t", 0): 7, ("t", 1): 7}, code
         assert cluster._admin.calls == 3

@@ -28,8 +28,17 @@ DOCKERFILE = REPO / "compose" / "airflow" / "Dockerfile"
 MM2_PROPERTIES_MOUNT = "/etc/mm2/mm2.properties"
 
 AIRFLOW_SERVICES = ("airflow-init", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor")
-SERVICES = ("kafka-primary", "kafka-backup", "mm2", "postgres", "spark-master", "spark-worker", "spark-connect",
-            "spark-connect-warm-up", *AIRFLOW_SERVICES)
+SERVICES = (
+    "kafka-primary",
+    "kafka-backup",
+    "mm2",
+    "postgres",
+    "spark-master",
+    "spark-worker",
+    "spark-connect",
+    "spark-connect-warm-up",
+    *AIRFLOW_SERVICES,
+)
 # which compose service serves which MM2 alias / connection
 CLUSTERS = {"primary": "kafka-primary", "backup": "kafka-backup"}
 CONNECTIONS = {config.SOURCE_CONN_ID: "primary", config.TARGET_CONN_ID: "backup"}
@@ -87,8 +96,11 @@ def env_of(service: dict, variables: dict[str, str] | None = None) -> dict[str, 
 
 
 def env_file(path: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if line.strip() and
-                not line.lstrip().startswith("#"))
+    return dict(
+        line.split("=", 1)
+        for line in path.read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    )
 
 
 def depends_of(service: dict) -> dict[str, str]:
@@ -104,8 +116,14 @@ def mounts(service: dict) -> list[dict]:
     out = []
     for v in service.get("volumes") or []:
         if isinstance(v, dict):
-            out.append({"type": v.get("type", "volume"), "source": v.get("source"), "target": v["target"],
-                        "read_only": bool(v.get("read_only"))})
+            out.append(
+                {
+                    "type": v.get("type", "volume"),
+                    "source": v.get("source"),
+                    "target": v["target"],
+                    "read_only": bool(v.get("read_only")),
+                }
+            )
             continue
         parts = v.split(":")
         src, tgt = (parts[0], parts[1]) if len(parts) > 1 else (None, parts[0])
@@ -148,7 +166,7 @@ def kafka_env_to_properties(env: dict[str, str]) -> dict[str, str]:
     for k, v in env.items():
         if not k.startswith("KAFKA_") or k in ("KAFKA_HEAP_OPTS", "KAFKA_OPTS", "KAFKA_JMX_OPTS", "KAFKA_LOG4J_OPTS"):
             continue
-        name = k[len("KAFKA_"):].lower().replace("___", "\0").replace("__", "-").replace("_", ".").replace("\0", "_")
+        name = k[len("KAFKA_") :].lower().replace("___", "\0").replace("__", "-").replace("_", ".").replace("\0", "_")
         out[name] = v
     return out
 
@@ -172,12 +190,21 @@ def test_compose_file_is_valid_against_the_compose_specification():
     (requirements.in): missing, this FAILS. CHECK_JSONSCHEMA may point at another binary."""
     exe = os.environ.get("CHECK_JSONSCHEMA") or str(Path(sys.executable).with_name("check-jsonschema"))
     if not Path(exe).is_file():
-        pytest.fail(f"check-jsonschema not found at {exe}: it is a dependency of this project (add "
-                    "check-jsonschema to requirements.in and recompile requirements.txt, then reinstall the venv), "
-                    "or point CHECK_JSONSCHEMA at the executable")
-    r = subprocess.run([exe, "--builtin-schema", "vendor.compose-spec", str(COMPOSE.name)], cwd=REPO,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, f"docker-compose.yaml is not valid against the Compose specification:\n{r.stdout}\n{r.stderr}"
+        pytest.fail(
+            f"check-jsonschema not found at {exe}: it is a dependency of this project (add "
+            "check-jsonschema to requirements.in and recompile requirements.txt, then reinstall the venv), "
+            "or point CHECK_JSONSCHEMA at the executable"
+        )
+    r = subprocess.run(
+        [exe, "--builtin-schema", "vendor.compose-spec", str(COMPOSE.name)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, (
+        f"docker-compose.yaml is not valid against the Compose specification:\n{r.stdout}\n{r.stderr}"
+    )
 
 
 def test_docker_compose_accepts_the_file():
@@ -185,9 +212,14 @@ def test_docker_compose_accepts_the_file():
     exe = shutil.which("docker-compose")
     assert exe is not None, "docker-compose is not on PATH: run scripts/setup.sh (apt-get install docker-compose)"
     for extra in ([], ["--env-file", str(MULTI_WORKER_ENV.relative_to(REPO))]):  # both shapes
-        r = subprocess.run([exe, *extra, "-f", str(COMPOSE.name), "config", "-q"], cwd=REPO, capture_output=True,
-                           text=True, timeout=120,
-                           env={**os.environ, "AIRFLOW_UID": os.environ.get("AIRFLOW_UID", "50000")})
+        r = subprocess.run(
+            [exe, *extra, "-f", str(COMPOSE.name), "config", "-q"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "AIRFLOW_UID": os.environ.get("AIRFLOW_UID", "50000")},
+        )
         assert r.returncode == 0, f"docker-compose {extra} config rejected the file:\n{r.stdout}\n{r.stderr}"
 
 
@@ -205,10 +237,13 @@ def test_depends_on_names_services_with_valid_conditions(services):
             assert dep != name, f"{name} depends on itself"
             assert cond in conditions, f"{name} -> {dep}: unknown condition {cond!r}"
             if cond == "service_healthy":
-                assert "healthcheck" in services[dep], f"{name} waits for {dep} to be healthy, but it has no healthcheck"
+                assert "healthcheck" in services[dep], (
+                    f"{name} waits for {dep} to be healthy, but it has no healthcheck"
+                )
             if cond == "service_completed_successfully":
-                assert services[dep].get("restart", "no") in ("no", "on-failure"), \
+                assert services[dep].get("restart", "no") in ("no", "on-failure"), (
                     f"{name} waits for {dep} to complete, but {dep} restarts"
+                )
 
 
 def test_depends_on_has_no_cycle(services):
@@ -239,10 +274,16 @@ def test_long_running_services_have_healthchecks(services):
 
 def test_the_pipeline_waits_for_what_it_uses(services):
     deps = depends_of(services["airflow-scheduler"])
-    for dep, cond in {"postgres": "service_healthy", "airflow-init": "service_completed_successfully",
-                      "airflow-apiserver": "service_healthy", "kafka-primary": "service_healthy",
-                      "kafka-backup": "service_healthy", "mm2": "service_healthy",
-                      "spark-worker": "service_healthy", "fetch-spark-jars": "service_completed_successfully"}.items():
+    for dep, cond in {
+        "postgres": "service_healthy",
+        "airflow-init": "service_completed_successfully",
+        "airflow-apiserver": "service_healthy",
+        "kafka-primary": "service_healthy",
+        "kafka-backup": "service_healthy",
+        "mm2": "service_healthy",
+        "spark-worker": "service_healthy",
+        "fetch-spark-jars": "service_completed_successfully",
+    }.items():
         assert deps.get(dep) == cond, f"airflow-scheduler should wait for {dep} ({cond}), has {deps.get(dep)}"
     for name in ("airflow-apiserver", "airflow-dag-processor"):
         assert depends_of(services[name]).get("airflow-init") == "service_completed_successfully", name
@@ -256,8 +297,9 @@ def test_every_image_tag_is_pinned(services):
         assert "image" in svc, f"{name} has no image (a built service needs a tagged name too)"
         repo, tag = split_image(svc["image"])
         assert tag and tag != "latest" and "$" not in svc["image"], f"{name}: image {svc['image']!r} is not pinned"
-        assert tag.startswith("sha256:") or re.match(r"\d+\.\d+", tag), \
+        assert tag.startswith("sha256:") or re.match(r"\d+\.\d+", tag), (
             f"{name}: tag {tag!r} of {repo} is not a version (major.minor at least)"
+        )
     from_lines = [ln for ln in DOCKERFILE.read_text().splitlines() if ln.strip().upper().startswith("FROM ")]
     for ln in from_lines:
         repo, tag = split_image(ln.split()[1])
@@ -286,11 +328,13 @@ def test_airflow_image_is_the_pinned_airflow_on_the_locks_python(services):
             assert tag.endswith(f"-python{python}"), f"requirements.txt is compiled for Python {python}; image {tag}"
     text = DOCKERFILE.read_text()
     # issue 34 item 4: the runtime lock (no test tools), then the wheel alone
-    assert re.search(r"pip install\b.*-r\s+\S*requirements-runtime\.txt", text), \
+    assert re.search(r"pip install\b.*-r\s+\S*requirements-runtime\.txt", text), (
         "the Dockerfile must install requirements-runtime.txt"
+    )
     assert re.search(r"COPY\b.*\brequirements-runtime\.txt\b", text)
-    assert re.search(r"pip wheel\b.*--no-deps", text) and re.search(r"pip install\b.*--no-deps\s+\S*mm2_failover-\S*\.whl",
-                                                                     text), "the Dockerfile must build and install the wheel"
+    assert re.search(r"pip wheel\b.*--no-deps", text) and re.search(
+        r"pip install\b.*--no-deps\s+\S*mm2_failover-\S*\.whl", text
+    ), "the Dockerfile must build and install the wheel"
     assert re.search(r"\bjre\b|openjdk|temurin", text, re.I), "the Dockerfile must install a JRE for spark-submit"
     for name in AIRFLOW_SERVICES:
         svc = services[name]
@@ -301,8 +345,11 @@ def test_airflow_image_is_the_pinned_airflow_on_the_locks_python(services):
         assert (ctx / build.get("dockerfile", "Dockerfile")).resolve() == DOCKERFILE.resolve()
         for f in ("requirements-runtime.txt", "pyproject.toml", "plugins/mm2_failover/__init__.py"):
             assert (ctx / f).is_file(), f"the build context must contain {f}"
-        assert svc.get("command") == {"airflow-apiserver": "api-server", "airflow-scheduler": "scheduler",
-                                      "airflow-dag-processor": "dag-processor"}.get(name, svc.get("command"))
+        assert svc.get("command") == {
+            "airflow-apiserver": "api-server",
+            "airflow-scheduler": "scheduler",
+            "airflow-dag-processor": "dag-processor",
+        }.get(name, svc.get("command"))
         env = env_of(svc)
         assert env.get("AIRFLOW__CORE__EXECUTOR") == "LocalExecutor", name
         assert env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "").startswith("postgresql"), name
@@ -318,8 +365,10 @@ def test_airflow_image_is_the_pinned_airflow_on_the_locks_python(services):
 
 def test_spark_images_are_the_pinned_pyspark(services):
     want = pinned("pyspark")
-    for name, cls in (("spark-master", "org.apache.spark.deploy.master.Master"),
-                      ("spark-worker", "org.apache.spark.deploy.worker.Worker")):
+    for name, cls in (
+        ("spark-master", "org.apache.spark.deploy.master.Master"),
+        ("spark-worker", "org.apache.spark.deploy.worker.Worker"),
+    ):
         repo, tag = split_image(services[name]["image"])
         assert repo in ("apache/spark", "spark"), f"{name}: {repo}"
         assert tag.split("-")[0] == want, f"{name}: {repo}:{tag}, but requirements.txt pins pyspark {want}"
@@ -331,9 +380,13 @@ def test_spark_images_are_the_pinned_pyspark(services):
 def test_connections_are_the_projects_ids_in_the_local_beds_format(services):
     for name in AIRFLOW_SERVICES:
         env = env_of(services[name])
-        conns = {k[len("AIRFLOW_CONN_"):].lower(): v for k, v in env.items() if k.startswith("AIRFLOW_CONN_")}
-        assert set(conns) == {config.SOURCE_CONN_ID, config.TARGET_CONN_ID, config.SPARK_CONN_ID,
-                              config.SPARK_CONNECT_CONN_ID}, name
+        conns = {k[len("AIRFLOW_CONN_") :].lower(): v for k, v in env.items() if k.startswith("AIRFLOW_CONN_")}
+        assert set(conns) == {
+            config.SOURCE_CONN_ID,
+            config.TARGET_CONN_ID,
+            config.SPARK_CONN_ID,
+            config.SPARK_CONNECT_CONN_ID,
+        }, name
         for conn_id, alias in CONNECTIONS.items():
             bootstrap = json.loads(conns[conn_id])["extra"]["bootstrap.servers"]
             assert json.loads(conns[conn_id]) == json.loads(localenv.kafka_conn(bootstrap)), conn_id
@@ -402,13 +455,18 @@ def test_artifacts_and_jars_are_where_the_pipeline_and_spark_look(services):
     sched = {m["target"]: m for m in mounts(services["airflow-scheduler"])}
     worker = {m["target"]: m for m in mounts(services["spark-worker"])}
     art = env_of(services["airflow-scheduler"])["MM2_FAILOVER_ARTIFACTS"]
-    assert art in worker and worker[art]["source"] == sched[art]["source"], \
+    assert art in worker and worker[art]["source"] == sched[art]["source"], (
         "spark-worker must mount the artifacts volume at the same path as Airflow"
+    )
     # the jars volume is filled by fetch-spark-jars from the project's pom
-    jars_src = [m for t, m in sched.items() if env_of(services["airflow-scheduler"])["MM2_FAILOVER_SPARK_JARS"].startswith(t)][0]
+    jars_src = [
+        m for t, m in sched.items() if env_of(services["airflow-scheduler"])["MM2_FAILOVER_SPARK_JARS"].startswith(t)
+    ][0]
     fetch = services["fetch-spark-jars"]
     assert jars_src["source"] in {m["source"] for m in mounts(fetch)}
-    assert "jvm/spark-kafka/pom.xml" in " ".join(fetch["command"] if isinstance(fetch["command"], list) else [fetch["command"]])
+    assert "jvm/spark-kafka/pom.xml" in " ".join(
+        fetch["command"] if isinstance(fetch["command"], list) else [fetch["command"]]
+    )
 
 
 def test_mm2_runs_dedicated_mode_with_the_beds_properties(services):
@@ -426,9 +484,14 @@ def test_mm2_runs_dedicated_mode_with_the_beds_properties(services):
     assert props["sync.group.offsets.enabled"] == "false"
     assert props["primary->backup.enabled"] == "true"
     # exactly the bed's settings, with the compose services as bootstrap servers
-    bed = types.SimpleNamespace(source_alias="primary", target_alias="backup", mm2_overrides={}, tls=None,
-                                source_bootstrap=props.get("primary.bootstrap.servers"),
-                                target_bootstrap=props.get("backup.bootstrap.servers"))
+    bed = types.SimpleNamespace(
+        source_alias="primary",
+        target_alias="backup",
+        mm2_overrides={},
+        tls=None,
+        source_bootstrap=props.get("primary.bootstrap.servers"),
+        target_bootstrap=props.get("backup.bootstrap.servers"),
+    )
     assert props == Bed.mm2_properties(bed)
     for alias, svc in CLUSTERS.items():
         assert props[f"{alias}.bootstrap.servers"] == advertised(env_of(services[svc]), "PLAINTEXT")
@@ -437,12 +500,18 @@ def test_mm2_runs_dedicated_mode_with_the_beds_properties(services):
 
 def test_brokers_have_the_beds_settings_in_kraft_combined_mode(services):
     want = Broker("x", Path("/nonexistent"), Path("/nonexistent")).properties()
-    addressing = {"controller.quorum.bootstrap.servers", "listeners", "advertised.listeners",
-                  "listener.security.protocol.map", "log.dirs",
-                  # the bed's second listener (SASL_PLAINTEXT, SCRAM) exists for the tests of credentials
-                  "sasl.enabled.mechanisms", "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config",
-                  # the bed's CPU on a 2-core test machine, not a setting of the deployment (Kafka's default there)
-                  "metadata.max.idle.interval.ms"}
+    addressing = {
+        "controller.quorum.bootstrap.servers",
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "log.dirs",
+        # the bed's second listener (SASL_PLAINTEXT, SCRAM) exists for the tests of credentials
+        "sasl.enabled.mechanisms",
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config",
+        # the bed's CPU on a 2-core test machine, not a setting of the deployment (Kafka's default there)
+        "metadata.max.idle.interval.ms",
+    }
     cluster_ids = set()
     for _alias, name in CLUSTERS.items():
         env = env_of(services[name])

@@ -10,9 +10,17 @@ from mm2_failover.config import java_client_options
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
-JAVA_KEYS = {"bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.truststore.type",
-             "ssl.truststore.location", "ssl.endpoint.identification.algorithm", "sasl.kerberos.service.name",
-             "client.id"}
+JAVA_KEYS = {
+    "bootstrap.servers",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.jaas.config",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.endpoint.identification.algorithm",
+    "sasl.kerberos.service.name",
+    "client.id",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -44,8 +52,15 @@ def test_plaintext():
 
 
 def test_sasl_plain():
-    out = java_client_options({"bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL",
-                               "sasl.mechanisms": "PLAIN", "sasl.username": "alice", "sasl.password": "s3cret"})
+    out = java_client_options(
+        {
+            "bootstrap.servers": "b:9093",
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": "alice",
+            "sasl.password": "s3cret",
+        }
+    )
     assert out == {
         "bootstrap.servers": "b:9093",
         "security.protocol": "SASL_SSL",
@@ -63,8 +78,9 @@ def test_sasl_plain_is_the_default_mechanism():
 @pytest.mark.parametrize("key", ["sasl.mechanisms", "sasl.mechanism"])
 @pytest.mark.parametrize("mech", ["SCRAM-SHA-256", "SCRAM-SHA-512", "scram-sha-512"])
 def test_sasl_scram(key, mech):
-    out = java_client_options({"security.protocol": "SASL_PLAINTEXT", key: mech, "sasl.username": "bob",
-                               "sasl.password": "pw"})
+    out = java_client_options(
+        {"security.protocol": "SASL_PLAINTEXT", key: mech, "sasl.username": "bob", "sasl.password": "pw"}
+    )
     assert out["sasl.mechanism"] == mech
     assert out["sasl.jaas.config"] == f'{SCRAM} required username="bob" password="pw";'
     assert out["security.protocol"] == "SASL_PLAINTEXT"
@@ -76,7 +92,9 @@ def test_java_style_mechanism_wins_over_librdkafka_style():
 
 
 def test_missing_password_is_empty():
-    assert java_client_options({"sasl.username": "u"})["sasl.jaas.config"] == f'{PLAIN} required username="u" password="";'
+    assert (
+        java_client_options({"sasl.username": "u"})["sasl.jaas.config"] == f'{PLAIN} required username="u" password="";'
+    )
 
 
 @pytest.mark.parametrize("password", ['with"quote', '"', "pl@in:;=,{}'", "\u00e9\u20ac\U0001f642"])
@@ -95,35 +113,63 @@ def test_jaas_values_with_backslashes_read_back_as_given(password):
 
 def test_pem_ca():
     out = java_client_options({"security.protocol": "SSL", "ssl.ca.location": "/etc/kafka/ca.pem"})
-    assert out == {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
-                   "ssl.truststore.location": "/etc/kafka/ca.pem"}
+    assert out == {
+        "security.protocol": "SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/etc/kafka/ca.pem",
+    }
 
 
 def test_same_named_settings_pass_through_as_strings():
-    out = java_client_options({"ssl.endpoint.identification.algorithm": "https", "sasl.kerberos.service.name": "kafka",
-                               "client.id": 42})
-    assert out == {"ssl.endpoint.identification.algorithm": "https", "sasl.kerberos.service.name": "kafka",
-                   "client.id": "42"}
+    out = java_client_options(
+        {"ssl.endpoint.identification.algorithm": "https", "sasl.kerberos.service.name": "kafka", "client.id": 42}
+    )
+    assert out == {
+        "ssl.endpoint.identification.algorithm": "https",
+        "sasl.kerberos.service.name": "kafka",
+        "client.id": "42",
+    }
 
 
 def test_endpoint_identification_none_is_translated():
-    assert java_client_options({"ssl.endpoint.identification.algorithm": "none"}) == \
-        {"ssl.endpoint.identification.algorithm": ""}
+    assert java_client_options({"ssl.endpoint.identification.algorithm": "none"}) == {
+        "ssl.endpoint.identification.algorithm": ""
+    }
 
 
 def test_no_unrelated_librdkafka_keys_leak():
     conf = {
-        "bootstrap.servers": "b:9093", "security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
-        "sasl.username": "u", "sasl.password": "p", "ssl.ca.location": "/ca.pem",
+        "bootstrap.servers": "b:9093",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "u",
+        "sasl.password": "p",
+        "ssl.ca.location": "/ca.pem",
         # librdkafka-only or meaningless for Spark's source: must not be passed on
-        "enable.ssl.certificate.verification": "false", "ssl.key.location": "/k.pem", "ssl.certificate.location": "/c.pem",
-        "ssl.key.password": "kp", "debug": "all", "socket.keepalive.enable": "true", "statistics.interval.ms": "1000",
-        "group.id": "g", "enable.auto.commit": "false", "api.version.request": "true", "log_level": 7,
-        "client.rack": "r1", "topic.metadata.refresh.interval.ms": "1000", "sasl.oauthbearer.config": "x",
+        "enable.ssl.certificate.verification": "false",
+        "ssl.key.location": "/k.pem",
+        "ssl.certificate.location": "/c.pem",
+        "ssl.key.password": "kp",
+        "debug": "all",
+        "socket.keepalive.enable": "true",
+        "statistics.interval.ms": "1000",
+        "group.id": "g",
+        "enable.auto.commit": "false",
+        "api.version.request": "true",
+        "log_level": 7,
+        "client.rack": "r1",
+        "topic.metadata.refresh.interval.ms": "1000",
+        "sasl.oauthbearer.config": "x",
     }
     out = java_client_options(conf)
-    assert set(out) == {"bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.jaas.config",
-                        "ssl.truststore.type", "ssl.truststore.location"}
+    assert set(out) == {
+        "bootstrap.servers",
+        "security.protocol",
+        "sasl.mechanism",
+        "sasl.jaas.config",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+    }
     assert set(out) <= JAVA_KEYS
     assert all(isinstance(v, str) for v in out.values())
     assert "sasl.username" not in out and "sasl.password" not in out and "sasl.mechanisms" not in out
@@ -132,9 +178,16 @@ def test_no_unrelated_librdkafka_keys_leak():
 
 def test_env_override_is_merged_over(monkeypatch):
     conf = {"bootstrap.servers": "b:9093", "sasl.username": "u", "sasl.password": "p", "ssl.ca.location": "/ca.pem"}
-    monkeypatch.setenv("MM2_FAILOVER_SPARK_KAFKA_OPTIONS", json.dumps({
-        "ssl.truststore.location": "/other.pem", "kafka.request.timeout.ms": 60000,
-        "sasl.login.callback.handler.class": "com.example.Handler"}))
+    monkeypatch.setenv(
+        "MM2_FAILOVER_SPARK_KAFKA_OPTIONS",
+        json.dumps(
+            {
+                "ssl.truststore.location": "/other.pem",
+                "kafka.request.timeout.ms": 60000,
+                "sasl.login.callback.handler.class": "com.example.Handler",
+            }
+        ),
+    )
     out = java_client_options(conf)
     assert out["ssl.truststore.location"] == "/other.pem"  # overridden
     assert out["kafka.request.timeout.ms"] == "60000"  # added, as a string
@@ -180,10 +233,20 @@ def test_credentials_go_to_one_private_folder_whose_owner_and_mode_are_checked(t
     assert list(d.iterdir()) == []
 
 
-@pytest.mark.parametrize("name,value", [
-    ("translation", "exactt"), ("source_reachable", "maybe"), ("replication_policy", "Identity "),
-    ("checkpoint_policy", "newest"), ("on_existing_target_offsets", "replace"), ("offset_syncs_location", "both"),
-    ("apply_concurrency", 0), ("drain_timeout_seconds", -1), ("rpo_seconds", 0)])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("translation", "exactt"),
+        ("source_reachable", "maybe"),
+        ("replication_policy", "Identity "),
+        ("checkpoint_policy", "newest"),
+        ("on_existing_target_offsets", "replace"),
+        ("offset_syncs_location", "both"),
+        ("apply_concurrency", 0),
+        ("drain_timeout_seconds", -1),
+        ("rpo_seconds", 0),
+    ],
+)
 def test_a_value_outside_a_parameters_allowed_values_is_refused_whatever_the_entry_point(name, value):
     """Issue 32: allowed values were checked by the trigger form and the CLI's argparse only; a value that bypassed
     them (a REST trigger's conf, an operator's templated argument) silently meant something else - translation
@@ -201,9 +264,15 @@ def test_the_writer_lock_is_the_file_lock_unless_the_environment_says_kafka_and_
     from mm2_failover.config import WriterLockSettings as W
 
     assert W.from_env({}) == W("file", "mm2-failover.locks", 60.0, 20.0, 10.0)
-    got = W.from_env({"MM2_FAILOVER_LOCK": "Kafka", "MM2_FAILOVER_LOCK_TOPIC": "ops.locks",
-                      "MM2_FAILOVER_LOCK_LEASE_SECONDS": "30", "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "12",
-                      "MM2_FAILOVER_LOCK_RENEW_SECONDS": "5"})
+    got = W.from_env(
+        {
+            "MM2_FAILOVER_LOCK": "Kafka",
+            "MM2_FAILOVER_LOCK_TOPIC": "ops.locks",
+            "MM2_FAILOVER_LOCK_LEASE_SECONDS": "30",
+            "MM2_FAILOVER_LOCK_MARGIN_SECONDS": "12",
+            "MM2_FAILOVER_LOCK_RENEW_SECONDS": "5",
+        }
+    )
     assert got == W("kafka", "ops.locks", 30.0, 12.0, 5.0)
     with pytest.raises(ValueError, match="MM2_FAILOVER_LOCK='zookeeper': use one of file, kafka"):
         W.from_env({"MM2_FAILOVER_LOCK": "zookeeper"})

@@ -20,8 +20,17 @@ def bag():
 
 def test_failover_dag_has_its_tasks_in_order_all_retryable_but_the_approval(bag):
     dag = bag.dags["mm2_failover"]
-    order = ["preflight_audit", "verify_producers_drained", "capture_end_offsets", "compute_latest_checkpoints",
-             "check_groups_empty", "build_plan", "approve_plan", "apply_group_offsets", "verify_group_offsets"]
+    order = [
+        "preflight_audit",
+        "verify_producers_drained",
+        "capture_end_offsets",
+        "compute_latest_checkpoints",
+        "check_groups_empty",
+        "build_plan",
+        "approve_plan",
+        "apply_group_offsets",
+        "verify_group_offsets",
+    ]
     assert sorted(dag.task_ids) == sorted(order + ["announcement_parts", "announce_moved_groups"])
     for up, down in zip(order, order[1:]):
         assert dag.get_task(down).upstream_task_ids == {up}
@@ -49,8 +58,13 @@ def test_readiness_dag_reads_on_the_archives_interval_and_never_writes(bag):
     from mm2_failover.dag_defaults import INTERVAL_SCHEDULE
 
     dag = bag.dags["mm2_failover_readiness"]
-    order = ["preflight_audit", "measure_replication_lag", "capture_end_offsets", "compute_latest_checkpoints",
-             "assess_readiness"]
+    order = [
+        "preflight_audit",
+        "measure_replication_lag",
+        "capture_end_offsets",
+        "compute_latest_checkpoints",
+        "assess_readiness",
+    ]
     assert sorted(dag.task_ids) == sorted(order)
     for up, down in zip(order, order[1:]):
         assert dag.get_task(down).upstream_task_ids == {up}
@@ -138,12 +152,15 @@ def test_every_param_has_a_title_and_a_description(bag):
             assert p.schema.get("title") and p.description, name
 
 
-@pytest.mark.parametrize("conf, bad", [
-    ({"groups_regex": "orders-("}, "groups_regex"),
-    ({"on_existing_target_offsets": "maybe"}, "on_existing_target_offsets"),
-    ({"apply_concurrency": 0}, "apply_concurrency"),
-    ({"source_alias": "bad alias"}, "source_alias"),
-])
+@pytest.mark.parametrize(
+    "conf, bad",
+    [
+        ({"groups_regex": "orders-("}, "groups_regex"),
+        ({"on_existing_target_offsets": "maybe"}, "on_existing_target_offsets"),
+        ({"apply_concurrency": 0}, "apply_concurrency"),
+        ({"source_alias": "bad alias"}, "source_alias"),
+    ],
+)
 def test_bad_trigger_values_are_refused_before_any_task_runs(bag, conf, bad):
     import copy
 
@@ -159,8 +176,9 @@ def test_bad_trigger_values_are_refused_before_any_task_runs(bag, conf, bad):
     assert f"Invalid input for param {bad}" in str(e.value)
 
 
-@pytest.mark.parametrize("dag_id", ["mm2_failover_rollback", "mm2_sync_archive", "mm2_failover_readiness",
-                                    "mm2_failover_drill"])
+@pytest.mark.parametrize(
+    "dag_id", ["mm2_failover_rollback", "mm2_sync_archive", "mm2_failover_readiness", "mm2_failover_drill"]
+)
 def test_every_other_dags_defaults_are_valid_as_the_form_opens(bag, dag_id):
     """Issue 49: no optional text defaults to an empty string that the trigger form holds invalid."""
     import copy
@@ -173,11 +191,13 @@ def test_every_other_dags_defaults_are_valid_as_the_form_opens(bag, dag_id):
 
 
 def test_dag_files_import_nothing_heavy_at_parse_time():
-    code = ("import sys, importlib.util\n"
-            f"sys.path.insert(0, {str(REPO / 'plugins')!r})\n"
-            f"spec = importlib.util.spec_from_file_location('d', {str(REPO / 'dags' / 'mm2_failover_dag.py')!r})\n"
-            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
-            "print(sorted(k for k in ('pyspark', 'confluent_kafka', 'pyarrow', 'pandas') if k in sys.modules))\n")
+    code = (
+        "import sys, importlib.util\n"
+        f"sys.path.insert(0, {str(REPO / 'plugins')!r})\n"
+        f"spec = importlib.util.spec_from_file_location('d', {str(REPO / 'dags' / 'mm2_failover_dag.py')!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "print(sorted(k for k in ('pyspark', 'confluent_kafka', 'pyarrow', 'pandas') if k in sys.modules))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
@@ -207,7 +227,9 @@ def test_no_task_renders_a_null_parameter_as_none(bag):
             for f in getattr(t, "template_fields", ()):
                 for s in strings(getattr(t, f, None)):
                     for name in set(re.findall(r"params\.(\w+)", s)) & nullable:
-                        given = {n: p.value if (p := dag.params.get_param(n)).has_value else "typed" for n in dag.params}
+                        given = {
+                            n: p.value if (p := dag.params.get_param(n)).has_value else "typed" for n in dag.params
+                        }
                         got = Template(s).render(params={**given, name: None})
                         assert "None" not in got, (dag_id, t.task_id, f, s, got)
 

@@ -3,8 +3,17 @@ from mm2_failover.drain import PartitionObservation as O
 
 
 def obs(**kw):
-    base = dict(topic="orders", partition=0, replica_topic="primary.orders", source_end_before=100, source_end=100,
-                replicated=99, data_after_replicated=None, replica_end_before=100, replica_end=100)
+    base = dict(
+        topic="orders",
+        partition=0,
+        replica_topic="primary.orders",
+        source_end_before=100,
+        source_end=100,
+        replicated=99,
+        data_after_replicated=None,
+        replica_end_before=100,
+        replica_end=100,
+    )
     base.update(kw)
     return O(**base)
 
@@ -52,8 +61,19 @@ def test_a_replica_longer_than_the_source_whose_last_records_were_never_copied_i
     rep = MemoryLog("target", {("primary.orders", 0): Partition([(DATA, i) for i in [*range(90), *range(60, 90)]])})
     tail = drain.last_record_copied(src, rep, ("orders", 0), ("primary.orders", 0), 110, 120)
     assert tail.copied is False and "offset 109" in tail.why
-    v = drain.evaluate([obs(replicated=None, source_end=110, source_end_before=110, replica_end=120,
-                            replica_end_before=120, tail=tail)], False)
+    v = drain.evaluate(
+        [
+            obs(
+                replicated=None,
+                source_end=110,
+                source_end_before=110,
+                replica_end=120,
+                replica_end_before=120,
+                tail=tail,
+            )
+        ],
+        False,
+    )
     assert not v.drained and v.rows[0]["state"] == drain.BEHIND
     # once MM2 re-copied to the end (its restarted history got there): drained, whatever the replica's length
     done = MemoryLog("target", {("primary.orders", 0): Partition([(DATA, i) for i in [*range(90), *range(60, 110)]])})
@@ -85,8 +105,11 @@ def test_disaster_mode_needs_a_stable_replica_and_stable_progress():
 
 
 def test_rpo_estimate_from_the_newest_replicated_record():
-    r = drain.rpo_estimate([obs(newest_replicated_ms=1_000), obs(partition=1, newest_replicated_ms=4_000)],
-                           now_ms=10_000, heartbeat_ms=9_000)
+    r = drain.rpo_estimate(
+        [obs(newest_replicated_ms=1_000), obs(partition=1, newest_replicated_ms=4_000)],
+        now_ms=10_000,
+        heartbeat_ms=9_000,
+    )
     assert r["newest_replicated_record_ms"] == 4_000 and r["oldest_partition_tail_ms"] == 1_000
     assert r["seconds_since_newest_replicated_record"] == 6.0 and r["seconds_since_mm2_heartbeat"] == 1.0
     assert drain.rpo_estimate([obs()], 10_000, None)["seconds_since_newest_replicated_record"] is None
@@ -98,14 +121,23 @@ def test_table_lists_every_partition():
 
 
 def test_a_wait_says_what_is_left_how_far_behind_and_how_long_each_time_it_checks():
-    v = drain.evaluate([obs(), obs(partition=1, source_end_before=90), obs(partition=2, replicated=80,
-                                                                          data_after_replicated=True),
-                        obs(partition=3, replicated=49, source_end=100, data_after_replicated=True)], False)
+    v = drain.evaluate(
+        [
+            obs(),
+            obs(partition=1, source_end_before=90),
+            obs(partition=2, replicated=80, data_after_replicated=True),
+            obs(partition=3, replicated=49, source_end=100, data_after_replicated=True),
+        ],
+        False,
+    )
     line = v.progress(seconds_left=118.4, seconds_waited=62.0)
-    assert line == ("3 of 4 partition(s) not drained (1 producers still writing, 2 replication behind); MM2 69 "
-                    "record(s) behind (orders[3] 50, orders[2] 19); waited 62 s, 118 s left")
+    assert line == (
+        "3 of 4 partition(s) not drained (1 producers still writing, 2 replication behind); MM2 69 "
+        "record(s) behind (orders[3] 50, orders[2] 19); waited 62 s, 118 s left"
+    )
     assert drain.evaluate([obs(source_end_before=90)], False).progress(-3) == (
-        "1 of 1 partition(s) not drained (1 producers still writing); waited 0 s, 0 s left")
+        "1 of 1 partition(s) not drained (1 producers still writing); waited 0 s, 0 s left"
+    )
     assert drain.evaluate([obs()], False).progress(5) == "0 of 1 partition(s) not drained; waited 0 s, 5 s left"
 
 
@@ -140,8 +172,9 @@ def test_the_check_after_the_last_replicated_offset_stops_at_the_first_data_reco
 def test_a_failed_read_after_the_last_replicated_offset_is_its_own_state():
     from testbed.memlog import MemoryLog, Partition
 
-    src = MemoryLog("source", {("orders", 0): Partition([("data", i) for i in range(20)])},
-                    fail=lambda tp, lo, hi: True)
+    src = MemoryLog(
+        "source", {("orders", 0): Partition([("data", i) for i in range(20)])}, fail=lambda tp, lo, hi: True
+    )
     after = drain.after_replicated(src, ("orders", 0), 9, 20)
     assert after.data is None and "failed" in after.why
     v = drain.evaluate([obs(replicated=9, source_end=20, source_end_before=20, after_check_failed=after.why)], False)
@@ -206,8 +239,14 @@ def tail_violations(seed: int) -> list:
         return []
     src, rep = MemoryLog("source", {SRC: w.source}), MemoryLog("target", {REP: w.target})
     tail = drain.last_record_copied(src, rep, SRC, REP, w.source.end, w.target.end, chunk=7, window=40)
-    o = obs(replicated=None, source_end=w.source.end, source_end_before=w.source.end, replica_end=w.target.end,
-            replica_end_before=w.target.end, tail=tail)
+    o = obs(
+        replicated=None,
+        source_end=w.source.end,
+        source_end_before=w.source.end,
+        replica_end=w.target.end,
+        replica_end_before=w.target.end,
+        tail=tail,
+    )
     if not drain.evaluate([o], False).drained:
         return []
     # every record ever produced - those retention deleted too: one never copied is lost either way, and a drain
@@ -259,14 +298,18 @@ def test_mutation_7_a_source_emptied_by_retention_taken_as_nothing_to_copy_is_ca
 def test_the_data_loss_window_is_said_in_words_never_as_a_dict():
     """Issue 53: the approval request and the report showed the disaster-mode window as a Python dict ("Data-loss
     window: {'meaning': ..."): said in words, with the figures it has, and what is not known said so."""
-    r = drain.rpo_estimate([obs(newest_replicated_ms=1_000), obs(partition=1, newest_replicated_ms=4_000)], 10_000,
-                           9_000)
+    r = drain.rpo_estimate(
+        [obs(newest_replicated_ms=1_000), obs(partition=1, newest_replicated_ms=4_000)], 10_000, 9_000
+    )
     said = drain.loss_window_text(r)
     assert "{" not in said and "'" not in said.replace("MM2's", "")
-    assert said == ("records produced on the lost source after 1970-01-01T00:00:04+00:00 (the newest record MM2 "
-                    "copied, 6.0 s before the check; 9.0 s on the partition furthest behind) never reached the target; "
-                    "MM2's heartbeat was 1.0 s old")
+    assert said == (
+        "records produced on the lost source after 1970-01-01T00:00:04+00:00 (the newest record MM2 "
+        "copied, 6.0 s before the check; 9.0 s on the partition furthest behind) never reached the target; "
+        "MM2's heartbeat was 1.0 s old"
+    )
     none = drain.loss_window_text(drain.rpo_estimate([obs()], 10_000, None))
-    assert none == ("not known: no record MM2 copied from the lost source was found on the target, and no heartbeat "
-                    "of MM2's")
+    assert none == (
+        "not known: no record MM2 copied from the lost source was found on the target, and no heartbeat of MM2's"
+    )
     assert drain.loss_window_text(None) == "not known"

@@ -45,51 +45,117 @@ def test_prefix_must_be_a_string():
 
 def test_checkpoint_ages_accept_datetimes_naive_or_aware_and_epoch_ms():
     cap = "2026-11-23T10:00:00.000+00:00"
-    ages = drill.checkpoint_ages([
-        {"group": "g", "topic": "t", "partition": 0, "checkpoint_timestamp": datetime(2026, 11, 23, 9, 59, 30)},
-        {"group": "g", "topic": "t", "partition": 1,
-         "checkpoint_timestamp": datetime(2026, 11, 23, 8, 0, tzinfo=timezone.utc)},
-        {"group": "g", "topic": "t", "partition": 2, "checkpoint_timestamp": 1795427940000},  # 09:59:00Z
-        {"group": "g", "topic": "t", "partition": 3, "checkpoint_timestamp": None},
-    ], cap)
+    ages = drill.checkpoint_ages(
+        [
+            {"group": "g", "topic": "t", "partition": 0, "checkpoint_timestamp": datetime(2026, 11, 23, 9, 59, 30)},
+            {
+                "group": "g",
+                "topic": "t",
+                "partition": 1,
+                "checkpoint_timestamp": datetime(2026, 11, 23, 8, 0, tzinfo=timezone.utc),
+            },
+            {"group": "g", "topic": "t", "partition": 2, "checkpoint_timestamp": 1795427940000},  # 09:59:00Z
+            {"group": "g", "topic": "t", "partition": 3, "checkpoint_timestamp": None},
+        ],
+        cap,
+    )
     assert [a["age_seconds"] for a in ages] == [30.0, 7200.0, 60.0, None]
 
 
 def test_replication_lag_from_a_drain_observation():
-    lag = drill.replication_lag([
-        {"topic": "t", "partition": 0, "replica_topic": "primary.t", "source_end": 100, "moved": 4, "replicated": 89,
-         "replica_end": 95, "state": "producers still writing"},
-        {"topic": "t", "partition": 1, "replica_topic": "primary.t", "source_end": 50, "moved": 0, "replicated": None,
-         "replica_end": 50, "state": "drained"},
-    ])
-    assert [(x["lag_records"], x["mm2_progress_lag"], x["producers_active"]) for x in lag] == [(5, 10, True), (0, None, False)]
+    lag = drill.replication_lag(
+        [
+            {
+                "topic": "t",
+                "partition": 0,
+                "replica_topic": "primary.t",
+                "source_end": 100,
+                "moved": 4,
+                "replicated": 89,
+                "replica_end": 95,
+                "state": "producers still writing",
+            },
+            {
+                "topic": "t",
+                "partition": 1,
+                "replica_topic": "primary.t",
+                "source_end": 50,
+                "moved": 0,
+                "replicated": None,
+                "replica_end": 50,
+                "state": "drained",
+            },
+        ]
+    )
+    assert [(x["lag_records"], x["mm2_progress_lag"], x["producers_active"]) for x in lag] == [
+        (5, 10, True),
+        (0, None, False),
+    ]
 
 
 def test_partitions_without_checkpoints_include_source_commits_never_checkpointed():
     plan_rows = [r.as_dict() for r in rows()]
-    src = {("drill-a", "primary.t", 0): 45, ("drill-a", "primary.t", 3): 7, ("drill-a", "primary.v", 0): 1,
-           ("unknown", "primary.t", 0): 1}
+    src = {
+        ("drill-a", "primary.t", 0): 45,
+        ("drill-a", "primary.t", 3): 7,
+        ("drill-a", "primary.v", 0): 1,
+        ("unknown", "primary.t", 0): 1,
+    }
     missing = drill.partitions_without_checkpoints(plan_rows, src)
     assert [(m["group"], m["topic"], m["partition"]) for m in missing] == [
-        ("drill-a", "primary.t", 2), ("drill-a", "primary.t", 3), ("drill-a", "primary.v", 0)]
+        ("drill-a", "primary.t", 2),
+        ("drill-a", "primary.t", 3),
+        ("drill-a", "primary.v", 0),
+    ]
 
 
 def test_build_drill_report_totals_findings_and_markdown():
     plan_rows = [r.as_dict() for r in rows()]
-    snap = {"captured_at": "2026-11-23T10:00:00+00:00", "checkpoints_topics": {"primary": "primary.checkpoints.internal"}}
-    src = {("drill-a", "primary.t", 0): 45, ("drill-a", "primary.t", 1): 50, ("orders", "primary.u", 0): 10,
-           ("lost-group", "primary.t", 0): 3}
-    cps = [{"group": r.group, "topic": r.topic, "partition": r.partition,
-            "checkpoint_timestamp": datetime(2026, 11, 23, 9, 58, tzinfo=timezone.utc)}
-           for r in rows() if r.upstream_offset is not None]
+    snap = {
+        "captured_at": "2026-11-23T10:00:00+00:00",
+        "checkpoints_topics": {"primary": "primary.checkpoints.internal"},
+    }
+    src = {
+        ("drill-a", "primary.t", 0): 45,
+        ("drill-a", "primary.t", 1): 50,
+        ("orders", "primary.u", 0): 10,
+        ("lost-group", "primary.t", 0): 3,
+    }
+    cps = [
+        {
+            "group": r.group,
+            "topic": r.topic,
+            "partition": r.partition,
+            "checkpoint_timestamp": datetime(2026, 11, 23, 9, 58, tzinfo=timezone.utc),
+        }
+        for r in rows()
+        if r.upstream_offset is not None
+    ]
     d = drill.build_drill_report(
-        dag_id="mm2_failover_drill", run_id="scheduled__x", params={"groups_regex": ".*"}, snapshot=snap,
-        plan_rows=plan_rows, checkpoints=cps,
-        drain_rows=[{"topic": "t", "partition": 0, "replica_topic": "primary.t", "source_end": 100, "moved": 3,
-                     "replicated": 96, "replica_end": 97, "state": "producers still writing"}],
-        live_target_groups=["orders"], source_commits=src, selected_source_groups=["drill-a", "lost-group", "orders"],
+        dag_id="mm2_failover_drill",
+        run_id="scheduled__x",
+        params={"groups_regex": ".*"},
+        snapshot=snap,
+        plan_rows=plan_rows,
+        checkpoints=cps,
+        drain_rows=[
+            {
+                "topic": "t",
+                "partition": 0,
+                "replica_topic": "primary.t",
+                "source_end": 100,
+                "moved": 3,
+                "replicated": 96,
+                "replica_end": 97,
+                "state": "producers still writing",
+            }
+        ],
+        live_target_groups=["orders"],
+        source_commits=src,
+        selected_source_groups=["drill-a", "lost-group", "orders"],
         plan_refusal=None,
-        writes={"prefix": "", "applied": {}})
+        writes={"prefix": "", "applied": {}},
+    )
     t = d.totals
     assert t["groups_covered"] == 3 and t["groups_without_checkpoints"] == 1
     assert t["partitions_without_checkpoints"] == 1
@@ -99,8 +165,15 @@ def test_build_drill_report_totals_findings_and_markdown():
     assert t["partitions_clamped"] == 1 and t["records_lost_to_retention"] == 7
     assert t["live_groups_on_target"] == 1 and t["findings"] == len(d.findings)
     text = " | ".join(d.findings)
-    for needle in ("lost-group", "no checkpoint", "oldest checkpoint", "replication lag", "re-read", "clamped",
-                   "live members on the TARGET"):
+    for needle in (
+        "lost-group",
+        "no checkpoint",
+        "oldest checkpoint",
+        "replication lag",
+        "re-read",
+        "clamped",
+        "live members on the TARGET",
+    ):
         assert needle in text, needle
     g = {x["group"]: x for x in d.groups}
     assert g["drill-a"]["reread_estimate"] == 54 and g["drill-a"]["without_checkpoint"] == 1
@@ -127,15 +200,19 @@ class FakeTarget:
         return "fake-cluster"
 
     def commits_many(self, groups, window=32):
-        return {g: {tp: c if isinstance(c, Commit) else Commit(c) for tp, c in self.commits.get(g, {}).items()}
-                for g in groups}
+        return {
+            g: {tp: c if isinstance(c, Commit) else Commit(c) for tp, c in self.commits.get(g, {}).items()}
+            for g in groups
+        }
 
     def group_states(self):  # a listing that proves nothing: every group is described
         return {}
 
     def describe_groups(self, groups):
-        return {g: GroupState(g, "STABLE", [Member("m", "c", "h")]) if g in self.live else GroupState(g, "UNKNOWN")
-                for g in groups}
+        return {
+            g: GroupState(g, "STABLE", [Member("m", "c", "h")]) if g in self.live else GroupState(g, "UNKNOWN")
+            for g in groups
+        }
 
     def offsets(self, tps, spec="latest"):
         return {tp: (0 if spec == "earliest" else 100) for tp in tps}
@@ -153,29 +230,60 @@ def drill_run(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
     from mm2_failover import config
-    from mm2_failover.stages import drill as drill_stage
     from mm2_failover.config import RunParams
     from mm2_failover.run import RunContext
     from mm2_failover.runfolder import RunFolder, Snapshot, SourceState
+    from mm2_failover.stages import drill as drill_stage
 
     monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(tmp_path))
     folder = RunFolder(config.run_dir("mm2_failover_drill", "manual__1"))
     folder.checkpoints.mkdir(parents=True)
     cps = [("drill-a", 0, 40, 40), ("drill-a", 1, 50, 1), ("orders", 0, 30, 30), ("drill-live", 0, 5, 5)]
-    pq.write_table(pa.Table.from_pylist([
-        {"source_alias": "primary", "group": g, "topic": "primary.t", "partition": p, "upstream_offset": u,
-         "downstream_offset": d, "metadata": "", "checkpoint_timestamp": datetime(2026, 11, 23, 9, 0)}
-        for g, p, u, d in cps]), str(folder.checkpoints / "part-0.parquet"))
-    folder.save("latest_checkpoints.summary.json", {"output": str(folder.checkpoints), "quarantined": 0})  # the job's, last
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "source_alias": "primary",
+                    "group": g,
+                    "topic": "primary.t",
+                    "partition": p,
+                    "upstream_offset": u,
+                    "downstream_offset": d,
+                    "metadata": "",
+                    "checkpoint_timestamp": datetime(2026, 11, 23, 9, 0),
+                }
+                for g, p, u, d in cps
+            ]
+        ),
+        str(folder.checkpoints / "part-0.parquet"),
+    )
+    folder.save(
+        "latest_checkpoints.summary.json", {"output": str(folder.checkpoints), "quarantined": 0}
+    )  # the job's, last
     t, cp = "primary.t", "primary.checkpoints.internal"
-    folder.save_snapshot(Snapshot("2026-11-23T10:00:00+00:00", {"primary": cp}, {(cp, 0): 4}, {(cp, 0): 0}, {t: 2},
-                                  {(t, 0): 0, (t, 1): 0}, {(t, 0): 100, (t, 1): 100},
-                                  {"primary": SourceState("primary", False)}, "fake-cluster"))
+    folder.save_snapshot(
+        Snapshot(
+            "2026-11-23T10:00:00+00:00",
+            {"primary": cp},
+            {(cp, 0): 4},
+            {(cp, 0): 0},
+            {t: 2},
+            {(t, 0): 0, (t, 1): 0},
+            {(t, 0): 100, (t, 1): 100},
+            {"primary": SourceState("primary", False)},
+            "fake-cluster",
+        )
+    )
     target = FakeTarget(live=["drill-live"])
 
     def ctx_of(**params):
-        return RunContext(RunParams.from_mapping({"groups_regex": ".*", **params}), folder, "mm2_failover_drill",
-                          "manual__1", lambda conn, role, timeout: target)
+        return RunContext(
+            RunParams.from_mapping({"groups_regex": ".*", **params}),
+            folder,
+            "mm2_failover_drill",
+            "manual__1",
+            lambda conn, role, timeout: target,
+        )
 
     def run(**params):
         return drill_stage.drill_plan(ctx_of(**params), params.get("allow_drill_writes_for_prefix"))
@@ -238,8 +346,15 @@ def test_drill_dag_is_paused_scheduled_and_reuses_the_pipeline():
     dag = bag.dags["mm2_failover_drill"]
     assert dag.is_paused_upon_creation is True
     assert dag.schedule == "0 3 1 * *"
-    order = ["preflight_audit", "measure_replication_lag", "capture_end_offsets", "compute_latest_checkpoints", "check_groups_empty",
-             "plan_group_offsets", "drill_report"]
+    order = [
+        "preflight_audit",
+        "measure_replication_lag",
+        "capture_end_offsets",
+        "compute_latest_checkpoints",
+        "check_groups_empty",
+        "plan_group_offsets",
+        "drill_report",
+    ]
     assert sorted(dag.task_ids) == sorted(order)
     for up, down in zip(order, order[1:]):
         assert dag.get_task(down).upstream_task_ids == {up}

@@ -59,23 +59,43 @@ def test_mm2s_duplicates_of_a_twin_ahead_of_the_position_are_not_re_reads():
 
 
 def test_summary_counts_points_without_checkpoints_and_their_answers():
-    pts = [PointResult("burst", "exact", "g", 0, 5, False, True, "gap_free_bracket", 5, 0, 0, 0, 0, True),
-           PointResult("burst", "exact", "g", 1, 5, True, True, "checkpoint", 3, 0, 2, 0, None),
-           PointResult("burst", "checkpoint", "g", 0, 5, False, False)]
+    pts = [
+        PointResult("burst", "exact", "g", 0, 5, False, True, "gap_free_bracket", 5, 0, 0, 0, 0, True),
+        PointResult("burst", "exact", "g", 1, 5, True, True, "checkpoint", 3, 0, 2, 0, None),
+        PointResult("burst", "checkpoint", "g", 0, 5, False, False),
+    ]
     rows = {r["translation"]: r for r in summarize(pts)}
-    assert rows["exact"] | {"rules": None} == {"pattern": "burst", "translation": "exact", "points": 2, "answered": 2,
-                                                "no_checkpoint": 1, "no_checkpoint_answered": 1, "lost": 0,
-                                                "re_read": 2, "phantom": 0, "said": 0, "said_unknown": 1,
-                                                "said_off": 0, "rules": None, "bar_points": 0, "bar_re_read": 0,
-                                                "re_read_at_bar": 0, "bar_lossy": 0}
+    assert rows["exact"] | {"rules": None} == {
+        "pattern": "burst",
+        "translation": "exact",
+        "points": 2,
+        "answered": 2,
+        "no_checkpoint": 1,
+        "no_checkpoint_answered": 1,
+        "lost": 0,
+        "re_read": 2,
+        "phantom": 0,
+        "said": 0,
+        "said_unknown": 1,
+        "said_off": 0,
+        "rules": None,
+        "bar_points": 0,
+        "bar_re_read": 0,
+        "re_read_at_bar": 0,
+        "bar_lossy": 0,
+    }
     assert rows["checkpoint"]["answered"] == 0 and rows["checkpoint"]["no_checkpoint"] == 1
-    assert "| burst | exact | 2 | 2 | 1 (1) | 0 | 2 | 0 + unknown on 1 | 0 |  | checkpoint 1, gap_free_bracket 1 |" \
+    assert (
+        "| burst | exact | 2 | 2 | 1 (1) | 0 | 2 | 0 + unknown on 1 | 0 |  | checkpoint 1, gap_free_bracket 1 |"
         in render(summarize(pts))
+    )
 
 
 def test_a_figure_more_than_ten_percent_off_the_records_is_counted_off():
-    pts = [PointResult("burst", "exact", "g", 0, 5, True, True, "checkpoint", 3, 0, 20, 0, 17),
-           PointResult("burst", "exact", "g", 1, 5, True, True, "checkpoint", 3, 0, 20, 0, 18)]
+    pts = [
+        PointResult("burst", "exact", "g", 0, 5, True, True, "checkpoint", 3, 0, 20, 0, 17),
+        PointResult("burst", "exact", "g", 1, 5, True, True, "checkpoint", 3, 0, 20, 0, 18),
+    ]
     [row] = summarize(pts)
     assert (row["said"], row["said_off"]) == (35, 1) and "35 (1 off)" in render([row])
 
@@ -96,36 +116,58 @@ def test_a_record_the_source_holds_that_mm2_never_copied_is_lost_once_the_failov
 
 def test_points_the_drain_gate_refused_are_not_answered_lose_nothing_and_say_so_in_the_rules():
     pts = [PointResult("tail_never_copied", "exact", "g", p, 5, True, False, refused=True) for p in range(3)]
-    pts.append(PointResult("tail_never_copied", "exact, source lost", "g", 0, 5, True, True, "checkpoint", 7, 10, 0, 0,
-                           None))
+    pts.append(
+        PointResult("tail_never_copied", "exact, source lost", "g", 0, 5, True, True, "checkpoint", 7, 10, 0, 0, None)
+    )
     rows = {r["translation"]: r for r in summarize(pts)}
     exact = rows["exact"]
-    assert (exact["points"], exact["answered"], exact["lost"], exact["re_read"], exact["said"],
-            exact["said_unknown"]) == (3, 0, 0, 0, 0, 0)
+    assert (
+        exact["points"],
+        exact["answered"],
+        exact["lost"],
+        exact["re_read"],
+        exact["said"],
+        exact["said_unknown"],
+    ) == (3, 0, 0, 0, 0, 0)
     assert exact["rules"] == {"drain refused": 3}
     text = render(summarize(pts))
     assert "| tail_never_copied | exact | 3 | 0 | 0 (0) | 0 | 0 | 0 | 0 |  | drain refused 3 |" in text
-    assert "| tail_never_copied | exact, source lost | 1 | 1 | 0 (0) | 10 | 0 | 0 + unknown on 1 | 0 |  | checkpoint 1 |" \
+    assert (
+        "| tail_never_copied | exact, source lost | 1 | 1 | 0 (0) | 10 | 0 | 0 + unknown on 1 | 0 |  | checkpoint 1 |"
         in text
+    )
 
 
 def test_the_new_patterns_rows_come_after_every_other_patterns():
-    pts = [PointResult(pat, "exact", "g", 0, 5, True, True, "checkpoint", 5) for pat in
-           ("tail_never_copied", "rewound", "exactly_once", "burst")]
+    pts = [
+        PointResult(pat, "exact", "g", 0, 5, True, True, "checkpoint", 5)
+        for pat in ("tail_never_copied", "rewound", "exactly_once", "burst")
+    ]
     assert [r["pattern"] for r in summarize(pts)] == ["burst", "exactly_once", "rewound", "tail_never_copied"]
 
 
 def verdict(drained: bool, *rows: tuple[str, int, int | None, int | None, str]) -> dict:
     """A drain verdict as drain.json keeps it: rows (topic, partition, source end, replica end, state)."""
-    return {"drained": drained, "rows": [{"topic": t, "partition": p, "source_end": s, "replica_end": r, "state": st}
-                                         for t, p, s, r, st in rows]}
+    return {
+        "drained": drained,
+        "rows": [
+            {"topic": t, "partition": p, "source_end": s, "replica_end": r, "state": st} for t, p, s, r, st in rows
+        ],
+    }
 
 
 def test_a_gate_verdict_is_recorded_per_partition_beside_what_the_old_end_offset_rule_said():
-    v = verdict(False, ("t", 0, 110, 120, "replication behind"), ("t", 1, 110, 100, "replication behind"),
-                ("other", 0, 5, 5, "drained"))
-    assert gate_summary(v, "t") == {"drained": False, "states": {0: "replication behind", 1: "replication behind"},
-                                    "old_rule_drained": {0: True, 1: False}}
+    v = verdict(
+        False,
+        ("t", 0, 110, 120, "replication behind"),
+        ("t", 1, 110, 100, "replication behind"),
+        ("other", 0, 5, 5, "drained"),
+    )
+    assert gate_summary(v, "t") == {
+        "drained": False,
+        "states": {0: "replication behind", 1: "replication behind"},
+        "old_rule_drained": {0: True, 1: False},
+    }
     lost = verdict(True, ("t", 0, None, 120, "drained"))  # disaster mode: no source end, the old rule says nothing
     assert gate_summary(lost, "t") == {"drained": True, "states": {0: "drained"}, "old_rule_drained": {0: None}}
 
@@ -149,11 +191,15 @@ def test_the_newest_sync_at_or_below_the_position_is_mm2s_rule_over_the_archive(
 
 def test_the_bar_is_summed_where_it_loses_nothing_beside_the_plans_re_read_there():
     lost = "exact, source lost"
-    pts = [PointResult("burst", lost, "g", 0, 50, True, True, "checkpoint", 10, 0, 40, 0, None, bar_re_read=30,
-                       bar_lost=0),
-           PointResult("burst", lost, "g", 1, 50, True, True, "archive_floor", 45, 0, 5, 0, None, bar_re_read=9,
-                       bar_lost=2),
-           PointResult("burst", lost, "g", 2, 50, True, True, "archive_floor", 45, 0, 5, 0, None)]
+    pts = [
+        PointResult(
+            "burst", lost, "g", 0, 50, True, True, "checkpoint", 10, 0, 40, 0, None, bar_re_read=30, bar_lost=0
+        ),
+        PointResult(
+            "burst", lost, "g", 1, 50, True, True, "archive_floor", 45, 0, 5, 0, None, bar_re_read=9, bar_lost=2
+        ),
+        PointResult("burst", lost, "g", 2, 50, True, True, "archive_floor", 45, 0, 5, 0, None),
+    ]
     [row] = summarize(pts)
     assert (row["bar_points"], row["bar_re_read"], row["re_read_at_bar"], row["bar_lossy"]) == (1, 30, 40, 1)
     assert "| 30 (40), loses on 1 |" in render([row])

@@ -23,15 +23,18 @@ from testbed.worlds import REP, SRC, plan_violations, violations, world
 
 def logs(source: list, target: list, source_start: int = 0, target_start: int = 0, fail=None):
     """MemoryLogs of one partition each: entries are contents (data) or a kind (MARKER, ABORTED, COMPACTED)."""
+
     def part(entries, start):
         return Partition([(e, None) if e in (MARKER, ABORTED, COMPACTED) else (DATA, e) for e in entries], start)
 
-    return MemoryLog("source", {SRC: part(source, source_start)}, fail), MemoryLog("target", {REP: part(target,
-                                                                                                       target_start)})
+    return MemoryLog("source", {SRC: part(source, source_start)}, fail), MemoryLog(
+        "target", {REP: part(target, target_start)}
+    )
 
 
-def prove_one(source, target, syncs, u, drained=None, lost=False, budget=ev.DEFAULT_BUDGET, scan=ev.DEFAULT_SCAN,
-              replica_start=0):
+def prove_one(
+    source, target, syncs, u, drained=None, lost=False, budget=ev.DEFAULT_BUDGET, scan=ev.DEFAULT_SCAN, replica_start=0
+):
     w = ev.Want("k", "a", SRC, REP, u, SyncIndex(syncs), drained, replica_start)
     return ev.prove([w], {"a": None if lost else source}, target, budget, scan)["k"]
 
@@ -261,8 +264,13 @@ def test_e9_a_restart_whose_first_sync_was_never_written_is_looked_up_in_its_own
     A's copy at 4, "exact, re-read 0", and the group re-read B's r1..r3. The restart (upstream offsets going back at
     (11, 20)) holds a copy of r5 at 15, whose run up to (11, 20) is the source's r5..r11 record for record: it
     answers, exact."""
-    source = [f"r{i}" for i in range(4)] + [MARKER] + [f"r{i}" for i in range(5, 10)] + [ABORTED] \
+    source = (
+        [f"r{i}" for i in range(4)]
+        + [MARKER]
+        + [f"r{i}" for i in range(5, 10)]
+        + [ABORTED]
         + [f"r{i}" for i in range(11, 20)]
+    )
     copied = [f"r{i}" for i in range(14) if i not in (4, 10)]
     target = copied + copied[1:] + [f"r{i}" for i in range(14, 20)]
     src, tgt = logs(source, target)
@@ -311,7 +319,9 @@ def test_e9_reads_the_pairs_close_to_any_answer_the_bracket_allows_and_to_an_ans
     src, tgt = logs([f"r{i}" for i in range(22)], [f"r{i}" for i in range(21)] + [f"r{i}" for i in range(18, 22)])
     for drained in ((22, 25), None):
         assert prove_one(src, tgt, [(0, 0), (12, 12), (20, 20), (21, 24)], 18, drained=drained).answer == (
-            21, tr.RECORD_LOOKUP), drained
+            21,
+            tr.RECORD_LOOKUP,
+        ), drained
     target = [f"r{i}" for i in range(61)] + [f"r{i}" for i in range(10, 26)] + [f"r{i}" for i in range(10, 27)]
     src, tgt = logs([f"r{i}" for i in range(61)], target)
     syncs = [(0, 0), (10, 10), (60, 60), (20, 71), (25, 76), (26, 93)]
@@ -324,8 +334,13 @@ def test_e9_a_copy_in_a_restarts_range_not_anchored_is_the_first_copy_and_no_cop
     (its r7 changed), the answer is A's copy, first_copy; where the restart began past the group (r6 on), A's copy
     is the only copy: exact. Below the source's log start (no record to anchor by), a copy of the answer's record
     in the restart's range makes it the first copy (the property's seed 330)."""
-    source = [f"r{i}" for i in range(4)] + [MARKER] + [f"r{i}" for i in range(5, 10)] + [ABORTED] \
+    source = (
+        [f"r{i}" for i in range(4)]
+        + [MARKER]
+        + [f"r{i}" for i in range(5, 10)]
+        + [ABORTED]
         + [f"r{i}" for i in range(11, 20)]
+    )
     copied = [f"r{i}" for i in range(14) if i not in (4, 10)]
     syncs = [(0, 0), (3, 3), (7, 6), (11, 9), (11, 20)]
     odd = copied + ["r1", "r2", "r3", "r5", "r6", "x7", "r8", "r9", "r11", "r12", "r13"]
@@ -333,8 +348,10 @@ def test_e9_a_copy_in_a_restarts_range_not_anchored_is_the_first_copy_and_no_cop
     assert prove_one(src, tgt, syncs, 5, drained=(20, len(odd))).answer == (4, tr.FIRST_COPY)
     late = copied + ["r6", "r7", "r8", "r9", "r11", "r12", "r13"]
     src, tgt = logs(source, late)
-    assert prove_one(src, tgt, [(0, 0), (3, 3), (7, 6), (11, 9), (11, 16)], 5,
-                     drained=(20, len(late))).answer == (4, tr.RECORD_LOOKUP)
+    assert prove_one(src, tgt, [(0, 0), (3, 3), (7, 6), (11, 9), (11, 16)], 5, drained=(20, len(late))).answer == (
+        4,
+        tr.RECORD_LOOKUP,
+    )
     src, tgt = logs(source, copied + copied[1:], source_start=8)
     out = prove_one(src, tgt, [(0, 0), (2, 2), (3, 3), (11, 9), (11, 20)], 2, drained=(20, 23))
     assert out.answer == (2, tr.FIRST_COPY), out
@@ -462,12 +479,10 @@ def test_failing_back_counts_a_bracket_only_on_a_span_read_whole():
     assert ev.prove_back([w], None, origin)["k"].rule == tr.SYNC_FLOOR
 
 
-
 @settings(max_examples=1500, deadline=None)
 @given(st.integers(0, 10**9))
 def test_the_whole_path_never_places_a_group_past_a_record_it_has_not_read_and_is_exact_when_gap_free(seed):
     assert not violations(seed), (seed, violations(seed), world(seed))
-
 
 
 @settings(max_examples=1500, deadline=None)
@@ -497,6 +512,7 @@ def test_mutation_18_the_archives_newer_reading_taken_above_mm2s_checkpoint_is_c
     """Issue 50 item 7, plan rule 1a as first written (a review's): the reading taken where it is newer than MM2's
     checkpoint, also above it - a group reset after the reading to MM2's checkpoint or above is never checkpointed
     (MM2 writes one only for a rewind below its last one, or where its translation moves on)."""
+
     def first_rule(offset, read, cp, margin):
         if read is None:
             return False
@@ -512,14 +528,23 @@ def test_mutation_18_the_archives_newer_reading_taken_above_mm2s_checkpoint_is_c
 def test_mutation_19_mm2s_checkpoint_taken_over_a_reset_the_archive_read_is_caught(monkeypatch):
     """Before rule 1a: with the source lost MM2's checkpoint was the position, also of a group reset backwards after
     it (the drill's rewound group lost 48 records)."""
-    assert _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: read is not None and cp is None) \
+    assert (
+        _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: read is not None and cp is None)
         is not None
+    )
 
 
 def test_mutation_20_rule_1a_without_its_clock_margin_is_caught(monkeypatch):
     """A checkpoint whose timestamp is later than the reading by less than the clocks' difference is not the newer."""
-    assert _rule_1a_mutation_caught(monkeypatch, lambda offset, read, cp, margin: read is not None and (
-        cp is None or (offset < cp[0] and (cp[1] is None or cp[1] <= read[1])))) is not None
+    assert (
+        _rule_1a_mutation_caught(
+            monkeypatch,
+            lambda offset, read, cp, margin: (
+                read is not None and (cp is None or (offset < cp[0] and (cp[1] is None or cp[1] <= read[1])))
+            ),
+        )
+        is not None
+    )
 
 
 # ------------------------------------------------------------------------------------------ the mutations
@@ -548,6 +573,7 @@ def test_mutation_2_evidence_that_was_not_read_is_caught(monkeypatch):
 
 def test_mutation_3_a_bracket_without_contiguity_is_caught(monkeypatch):
     """Item 3: rule 6 counting duplicates only."""
+
     def no_duplicates_only(read, lo, hi):
         span = read.span(lo, hi) if ev.is_evidence(read) else []
         return ev.is_evidence(read) and len({r.content for r in span}) == len(span)
@@ -571,9 +597,13 @@ def test_mutation_8_a_group_never_checkpointed_below_every_sync_left_without_a_c
 def test_mutation_15_the_archive_floor_in_a_history_cut_short_is_caught(monkeypatch):
     """Issue 50 item 7: rule 10 without its guard - the newest sync at or below the position, whatever its history
     (MM2's checkpoint's answer): records only an earlier history copied are skipped."""
+
     def newest(self, upstream, replica_end=None):
-        below = [(d, u) for u, d in zip(self._by_d_ups.tolist(), self._by_d_downs.tolist())
-                 if u <= upstream and (replica_end is None or d < replica_end)]
+        below = [
+            (d, u)
+            for u, d in zip(self._by_d_ups.tolist(), self._by_d_downs.tolist())
+            if u <= upstream and (replica_end is None or d < replica_end)
+        ]
         return None if not below else (max(below)[0] + (0 if max(below)[1] == upstream else 1), False, max(below)[0])
 
     monkeypatch.setattr(SyncIndex, "history_floor", newest)
@@ -586,14 +616,20 @@ def test_mutation_16_mm2s_checkpoint_over_a_floor_of_a_history_cut_short_is_caug
     real = ev.resume_at
 
     def checkpoint_wins(o, checkpointed, checkpoint_at=None):
-        if o.answer is not None and o.answer[1] == tr.ARCHIVE_FLOOR and checkpoint_at is not None \
-                and checkpoint_at >= o.answer[0]:
+        if (
+            o.answer is not None
+            and o.answer[1] == tr.ARCHIVE_FLOOR
+            and checkpoint_at is not None
+            and checkpoint_at >= o.answer[0]
+        ):
             return None
         return real(o, checkpointed, checkpoint_at)
 
     monkeypatch.setattr(ev, "resume_at", checkpoint_wins)
-    assert next((s for s in MUTATION_SEEDS if any(v[0] == "LOST BEHIND A SYNC" for v in plan_violations(s))), None) \
+    assert (
+        next((s for s in MUTATION_SEEDS if any(v[0] == "LOST BEHIND A SYNC" for v in plan_violations(s))), None)
         is not None
+    )
 
 
 def test_mutation_9_an_earlier_historys_bracket_called_exact_is_caught(monkeypatch):
@@ -617,12 +653,18 @@ def test_mutation_17_e6_comparing_the_anchored_runs_as_multisets_is_caught(monke
     from the first (x, x, s, x), another order. Such a run holds only copies of records at or after the next one,
     each content as often as the source: the group loses no content and re-reads no record, so LOST and the re-read
     counts cannot tell. The property's OUT OF ORDER does, on the worlds shaped for it (PERMUTED)."""
+
     def as_multisets(target, start, anchor_d, source, position, anchor_u):
-        if not (ev.is_evidence(target) and ev.is_evidence(source)) or target.hi <= anchor_d \
-                or source.hi <= anchor_u or source.lo > position:
+        if (
+            not (ev.is_evidence(target) and ev.is_evidence(source))
+            or target.hi <= anchor_d
+            or source.hi <= anchor_u
+            or source.lo > position
+        ):
             return False
-        return Counter(r.content for r in target.span(start, anchor_d)) == \
-            Counter(r.content for r in source.span(position, anchor_u))
+        return Counter(r.content for r in target.span(start, anchor_d)) == Counter(
+            r.content for r in source.span(position, anchor_u)
+        )
 
     source = ["a", "x", "x", "s", "x", "b"]
     target = ["a", "x", "x", "s", "x", "x", "b"]  # MM2 restarted at 4 (a sync there), x copied again
@@ -668,14 +710,18 @@ def test_mutation_23_the_first_copy_of_a_voided_bracket_taken_unproven_is_caught
 
 
 def test_mutation_24_a_lookup_a_later_history_may_have_reached_again_called_exact_where_not_drained_is_caught(
-        monkeypatch):
+    monkeypatch,
+):
     """With replication not known to be finished, E6's lookup in an earlier history's range whose upper sync a later
     history reached again: its copy called record_lookup, exact. EXACT BUT RE-READS on the UNSYNCED worlds. E9
     (``later_copy``) finds these restarts by their copies too: the mutation is taken with E9 off."""
     monkeypatch.setattr(ev, "later_copy", lambda c, answer, t_reads, s_reads: answer)
     real = ev.first_copy_only
-    monkeypatch.setattr(ev, "first_copy_only", lambda index, answer, translated, end: answer[1] != tr.RECORD_LOOKUP
-                        and real(index, answer, translated, end))
+    monkeypatch.setattr(
+        ev,
+        "first_copy_only",
+        lambda index, answer, translated, end: answer[1] != tr.RECORD_LOOKUP and real(index, answer, translated, end),
+    )
     assert caught("EXACT BUT RE-READS") is not None
 
 
@@ -689,6 +735,7 @@ def test_mutation_25_a_restart_whose_first_sync_was_never_written_left_unsearche
 def test_mutation_26_a_restarts_copy_taken_without_its_anchor_is_caught(monkeypatch):
     """E9 taking the last copy in a restart's range unproven (no run anchored record for record up to its sync): a
     later twin's copy, or one whose run the restart copied differently."""
+
     def unanchored(c, answer, t_reads, s_reads):
         nxt = c.next.record
         for p, b, key in c.restart_reads:
@@ -707,8 +754,11 @@ def test_mutation_27_e9_pairs_chosen_against_the_brackets_lower_sync_are_caught(
     """A review's F1: E9's pairs planned for an answer at the bracket's lower sync, not anywhere up to its top. The
     UNSYNCED worlds with sparser syncs and up to three restarts: EXACT BUT RE-READS."""
     real = ev._plan_restart_reads
-    monkeypatch.setattr(ev, "_plan_restart_reads", lambda c, ranges, bounds, reach: real(
-        c, ranges, bounds, c.translation.bracket[0].downstream))
+    monkeypatch.setattr(
+        ev,
+        "_plan_restart_reads",
+        lambda c, ranges, bounds, reach: real(c, ranges, bounds, c.translation.bracket[0].downstream),
+    )
     assert caught("EXACT BUT RE-READS") is not None
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-PROBE = '''
+PROBE = """
 def test_a_dag_parsed_in_this_process():
     import signal
     from airflow.dag_processing.dagbag import DagBag
@@ -24,21 +24,44 @@ def test_b_segfault_in_the_main_thread():
     import ctypes
 
     ctypes.string_at(0)
-'''
+"""
 
 
 def test_a_segfault_after_a_dag_parse_crashes_with_the_stacks_instead_of_hanging(tmp_path):
     probe = tmp_path / "test_probe.py"
     probe.write_text(PROBE.format(dags=str(REPO / "dags")))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "plugins"), str(REPO)]),
-           "AIRFLOW_HOME": str(tmp_path / "airflow")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO / "plugins"), str(REPO)]),
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+    }
     try:
-        r = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider", "-q",
-                            "--rootdir", str(tmp_path), "-c", os.devnull, str(probe)],
-                           cwd=REPO, env=env, capture_output=True, text=True, timeout=90)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "tests.conftest",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--rootdir",
+                str(tmp_path),
+                "-c",
+                os.devnull,
+                str(probe),
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
     except subprocess.TimeoutExpired:
-        raise AssertionError("the segfaulting test process hung instead of crashing (SIGSEGV handled in Python)") \
-            from None
+        raise AssertionError(
+            "the segfaulting test process hung instead of crashing (SIGSEGV handled in Python)"
+        ) from None
     assert r.returncode == -11, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
     out = r.stdout + r.stderr
     assert "Fatal Python error: Segmentation fault" in out and "test_b_segfault_in_the_main_thread" in out, out[-3000:]

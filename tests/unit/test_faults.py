@@ -14,8 +14,13 @@ HIT = "import sys; from mm2_failover import faults; faults.hit(sys.argv[1]); pri
 
 
 def run_hit(point: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", HIT, point], env={"PYTHONPATH": str(PLUGINS), **env},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", HIT, point],
+        env={"PYTHONPATH": str(PLUGINS), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_unnamed_points_and_no_setting_do_nothing():
@@ -32,8 +37,10 @@ def test_kill_sends_sigkill_to_the_process_every_time_without_a_once_folder():
 
 
 def test_once_folder_fires_each_point_once_then_lets_retries_through(tmp_path):
-    env = {"MM2_FAILOVER_FAULT": "kill@apply.after_backup,kill@apply.after_commits",
-           "MM2_FAILOVER_FAULT_ONCE_DIR": str(tmp_path)}
+    env = {
+        "MM2_FAILOVER_FAULT": "kill@apply.after_backup,kill@apply.after_commits",
+        "MM2_FAILOVER_FAULT_ONCE_DIR": str(tmp_path),
+    }
     assert run_hit("apply.after_backup", env).returncode == -signal.SIGKILL  # the first attempt dies here
     r = run_hit("apply.after_backup", env)  # its retry passes this point ...
     assert r.returncode == 0 and "passed" in r.stdout
@@ -51,9 +58,12 @@ def test_a_pause_lasts_its_seconds_or_ends_once_the_release_file_exists(tmp_path
     t0 = time.monotonic()
     assert run_hit("rollback.locked", env).returncode == 0
     assert time.monotonic() - t0 >= 2  # no file: the whole pause
-    child = subprocess.Popen([sys.executable, "-c", HIT, "rollback.locked"],
-                             env={"PYTHONPATH": str(PLUGINS), **env, "MM2_FAILOVER_FAULT": "sleep60@rollback.locked"},
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HIT, "rollback.locked"],
+        env={"PYTHONPATH": str(PLUGINS), **env, "MM2_FAILOVER_FAULT": "sleep60@rollback.locked"},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(1)
     assert child.poll() is None  # pausing
     t1 = time.monotonic()

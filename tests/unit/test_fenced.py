@@ -20,8 +20,12 @@ time.sleep(60)
 
 
 def test_the_helper_is_killed_when_its_holder_is_sigkilled():
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.join(os.path.dirname(__file__), "..", "..",
-                                                                     "plugins"), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [os.path.join(os.path.dirname(__file__), "..", "..", "plugins"), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True, env=env)
     try:
         child = int(parent.stdout.readline())

@@ -31,8 +31,7 @@ LIVE = GroupState("live", "STABLE", [Member("m-1", "app", "/10.0.0.7")])
 
 def test_rule1_a_described_group_with_members_or_mid_rebalance_is_live():
     rebalancing = GroupState("reb", "PREPARING_REBALANCE")
-    c = Listed({"live": "STABLE", "reb": "PREPARING_REBALANCE", "quiet": "EMPTY"},
-               {"live": LIVE, "reb": rebalancing})
+    c = Listed({"live": "STABLE", "reb": "PREPARING_REBALANCE", "quiet": "EMPTY"}, {"live": LIVE, "reb": rebalancing})
     assert gate.live_groups(c, ["live", "reb", "quiet"]) == [LIVE, rebalancing]
 
 
@@ -53,8 +52,9 @@ def test_rule2_a_group_missing_from_the_listing_is_described_never_assumed_empty
 
 
 def test_rule2_a_state_the_broker_did_not_name_is_described():
-    assert gate.unproven(["u", "s", "c", "e"], {"u": "UNKNOWN", "s": "STABLE", "c": "COMPLETING_REBALANCING",
-                                                "e": "EMPTY"}) == ["u", "s", "c"]
+    assert gate.unproven(
+        ["u", "s", "c", "e"], {"u": "UNKNOWN", "s": "STABLE", "c": "COMPLETING_REBALANCING", "e": "EMPTY"}
+    ) == ["u", "s", "c"]
 
 
 def test_rule2_no_groups_reads_nothing():
@@ -72,6 +72,7 @@ def test_describe_groups_never_asks_more_than_a_window_of_groups_at_once(monkeyp
     from concurrent.futures import Future
 
     from confluent_kafka.admin import ConsumerGroupDescription
+
     from mm2_failover import kafka_io
 
     class Admin:
@@ -107,10 +108,14 @@ def test_describe_groups_of_more_than_java_bulk_groups_go_to_the_java_client(mon
     from mm2_failover import kafka_io
 
     asked = []
-    monkeypatch.setattr(kafka_io, "describe_with_java", lambda c, gs: asked.append(gs) or
-                        {g: kafka_io.GroupState(g, "EMPTY") for g in gs})
-    monkeypatch.setattr(kafka_io.Cluster, "_describe_window", lambda self, gs: {g: kafka_io.GroupState(g, "DEAD")
-                                                                              for g in gs})
+    monkeypatch.setattr(
+        kafka_io,
+        "describe_with_java",
+        lambda c, gs: asked.append(gs) or {g: kafka_io.GroupState(g, "EMPTY") for g in gs},
+    )
+    monkeypatch.setattr(
+        kafka_io.Cluster, "_describe_window", lambda self, gs: {g: kafka_io.GroupState(g, "DEAD") for g in gs}
+    )
     c = kafka_io.Cluster({"bootstrap.servers": "fake:9092"}, "target")
     n = kafka_io.JAVA_BULK_GROUPS
     assert {s.state for s in c.describe_groups([f"g{i}" for i in range(n)]).values()} == {"DEAD"} and not asked
@@ -121,13 +126,19 @@ def test_describe_groups_of_more_than_java_bulk_groups_go_to_the_java_client(mon
 def test_describe_with_java_reads_members_states_and_names_a_group_it_could_not_describe(monkeypatch):
     from mm2_failover import kafka_io
 
-    lines = [["ROW", "a", "m1", "c1", "/h1"], ["ROW", "a", "m2", "c2", "/h2"], ["OK", "a", "STABLE"],
-             ["OK", "b", "UNKNOWN"], ["OK", "c", "NOT_A_CONSUMER_GROUP"]]
+    lines = [
+        ["ROW", "a", "m1", "c1", "/h1"],
+        ["ROW", "a", "m2", "c2", "/h2"],
+        ["OK", "a", "STABLE"],
+        ["OK", "b", "UNKNOWN"],
+        ["OK", "c", "NOT_A_CONSUMER_GROUP"],
+    ]
     monkeypatch.setattr(kafka_io, "run_java_offsets", lambda c, mode, rows, n: list(lines))
     c = kafka_io.Cluster({"bootstrap.servers": "fake:9092"}, "target")
     got = kafka_io.describe_with_java(c, ["a", "b", "c"])
-    assert got["a"] == kafka_io.GroupState("a", "STABLE", [kafka_io.Member("m1", "c1", "/h1"),
-                                                           kafka_io.Member("m2", "c2", "/h2")])
+    assert got["a"] == kafka_io.GroupState(
+        "a", "STABLE", [kafka_io.Member("m1", "c1", "/h1"), kafka_io.Member("m2", "c2", "/h2")]
+    )
     assert got["b"].is_safe_to_move and not got["c"].is_safe_to_move and not got["a"].is_safe_to_move
     lines[3] = ["ERR", "b", "GroupAuthorizationException: Not authorized to access group: b"]
     with pytest.raises(kafka_io.KafkaAuthError) as e:

@@ -26,7 +26,9 @@ def test_fixture_holds_real_mm2_records():
     assert {(r["decoded"]["group"], r["decoded"]["topic"]) for r in RECORDS} == {(sc["group"], sc["replica_topic"])}
     assert {r["decoded"]["partition"] for r in RECORDS} == set(range(sc["partitions"]))
     # MM2 checkpoints the offsets the group committed on the source
-    latest = {r["decoded"]["partition"]: r["decoded"] for r in sorted(RECORDS, key=lambda r: (r["partition"], r["offset"]))}
+    latest = {
+        r["decoded"]["partition"]: r["decoded"] for r in sorted(RECORDS, key=lambda r: (r["partition"], r["offset"]))
+    }
     assert {str(p): d["upstream_offset"] for p, d in latest.items()} == sc["committed_on_source"]
     for d in latest.values():
         assert 0 <= d["downstream_offset"] <= d["upstream_offset"]  # one producer, no gaps: never ahead
@@ -50,10 +52,14 @@ def test_mm2_layout_read_independently(rec):
     k, v = bytes.fromhex(rec["key_hex"]), bytes.fromhex(rec["value_hex"])
     d = rec["decoded"]
     (glen,) = struct.unpack_from(">h", k, 0)
-    assert k[2:2 + glen].decode() == d["group"]
+    assert k[2 : 2 + glen].decode() == d["group"]
     (tlen,) = struct.unpack_from(">h", k, 2 + glen)
-    assert k[4 + glen:4 + glen + tlen].decode() == d["topic"]
+    assert k[4 + glen : 4 + glen + tlen].decode() == d["topic"]
     assert struct.unpack_from(">i", k, 4 + glen + tlen) == (d["partition"],) and len(k) == 8 + glen + tlen
-    assert struct.unpack_from(">hqqh", v, 0) == (0, d["upstream_offset"], d["downstream_offset"],
-                                                 len(d["metadata"].encode()))
+    assert struct.unpack_from(">hqqh", v, 0) == (
+        0,
+        d["upstream_offset"],
+        d["downstream_offset"],
+        len(d["metadata"].encode()),
+    )
     assert len(v) == 20 + len(d["metadata"].encode())

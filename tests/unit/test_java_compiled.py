@@ -14,9 +14,14 @@ from mm2_failover.config import java_kafka_classpath
 
 SRC = Path(kafka_io.__file__).with_name("jvm") / "KafkaOffsets.java"
 
+
 def run(compiled: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["java", "-cp", f"{compiled}:{java_kafka_classpath()}", "KafkaOffsets", *args],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["java", "-cp", f"{compiled}:{java_kafka_classpath()}", "KafkaOffsets", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_compiled_once_and_the_class_runs(tmp_path):

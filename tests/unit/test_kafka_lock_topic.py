@@ -50,8 +50,10 @@ class FakeAdmin:
         self.described += 1
         if self.described <= self.unknown:
             return {r: Done(error=KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))) for r in resources}
-        return {r: Done({"message.timestamp.type": Entry(self.ts_type),
-                         **{k: Entry(v) for k, v in self.settings.items()}}) for r in resources}
+        return {
+            r: Done({"message.timestamp.type": Entry(self.ts_type), **{k: Entry(v) for k, v in self.settings.items()}})
+            for r in resources
+        }
 
 
 @pytest.fixture
@@ -65,8 +67,15 @@ def admin(monkeypatch):
 
 
 def lease() -> kafka_lock.KafkaLease:
-    return kafka_lock.KafkaLease({"bootstrap.servers": "127.0.0.1:1"}, TOPIC, "cluster-id", {"writer": "test"},
-                                 lease_s=25, margin_s=17, renew_s=2)
+    return kafka_lock.KafkaLease(
+        {"bootstrap.servers": "127.0.0.1:1"},
+        TOPIC,
+        "cluster-id",
+        {"writer": "test"},
+        lease_s=25,
+        margin_s=17,
+        renew_s=2,
+    )
 
 
 @pytest.mark.parametrize("exists", [False, True])
@@ -93,14 +102,22 @@ def test_a_topic_stamping_the_clients_time_is_still_refused(admin):
 
 def test_another_error_is_not_asked_again(admin):
     fake = admin(FakeAdmin(exists=True, unknown=0))
-    fake.describe_configs = lambda rs: {r: Done(error=KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
-                                        for r in rs}
+    fake.describe_configs = lambda rs: {
+        r: Done(error=KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))) for r in rs
+    }
     with pytest.raises(KafkaException):
         lease().ensure_topic()
 
 
-@pytest.mark.parametrize("setting, value", [("cleanup.policy", "compact"), ("cleanup.policy", "compact,delete"),
-                                            ("retention.ms", "3600000"), ("retention.bytes", "1048576")])
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        ("cleanup.policy", "compact"),
+        ("cleanup.policy", "compact,delete"),
+        ("retention.ms", "3600000"),
+        ("retention.bytes", "1048576"),
+    ],
+)
 def test_a_topic_that_can_forget_a_holders_claim_is_refused_naming_the_setting(admin, setting, value):
     """Issue 50 item 8: only the timestamp type was checked. A compacted topic, or one whose retention is shorter than
     the longest hold plus a lease, forgets the holder's claim while it renews (test_lease shows the second grant)."""

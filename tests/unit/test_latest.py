@@ -27,8 +27,14 @@ def answer(res, alias="primary"):
 
 
 def test_bad_records_never_answer_and_are_counted_by_reason():
-    res = latest_per_key([rec(v(5, 5), offset=0), rec(v(9, 9)[:-3], offset=1), rec(v(1, 1), key=K[:3], offset=2),
-                          rec(None, key=K[:3], offset=3)])
+    res = latest_per_key(
+        [
+            rec(v(5, 5), offset=0),
+            rec(v(9, 9)[:-3], offset=1),
+            rec(v(1, 1), key=K[:3], offset=2),
+            rec(None, key=K[:3], offset=3),
+        ]
+    )
     assert answer(res).downstream_offset == 5
     assert res.quarantined_by_reason == {"value_truncated": 1, "key_truncated": 2}
     assert res.records_read == 4 and res.quarantined == 3
@@ -38,8 +44,9 @@ def test_bad_records_never_answer_and_are_counted_by_reason():
 
 
 def test_the_highest_position_wins_whatever_the_order_of_arrival():
-    res = latest_per_key([rec(v(9, 9), partition=0, offset=7), rec(v(3, 3), partition=1, offset=0),
-                          rec(v(8, 8), partition=0, offset=9)])
+    res = latest_per_key(
+        [rec(v(9, 9), partition=0, offset=7), rec(v(3, 3), partition=1, offset=0), rec(v(8, 8), partition=0, offset=9)]
+    )
     a = answer(res)
     assert (a.downstream_offset, a.checkpoint_partition, a.checkpoint_offset) == (3, 1, 0)  # partition first
 

@@ -18,21 +18,96 @@ PKG = REPO / "plugins" / "mm2_failover"
 #: layer of every module of the package (a new module must be placed here)
 LAYERS = {
     # pure rules: no I/O
-    "core": {"checkpoints", "naming", "selection", "plan", "report", "drain", "rollback", "latest", "drill",
-             "reachability", "faults", "translate", "evidence", "audit", "acls", "notify", "approval", "assets",
-             "readiness", "plandiff", "lease", "words", "listing"},
+    "core": {
+        "checkpoints",
+        "naming",
+        "selection",
+        "plan",
+        "report",
+        "drain",
+        "rollback",
+        "latest",
+        "drill",
+        "reachability",
+        "faults",
+        "translate",
+        "evidence",
+        "audit",
+        "acls",
+        "notify",
+        "approval",
+        "assets",
+        "readiness",
+        "plandiff",
+        "lease",
+        "words",
+        "listing",
+    },
     # talks to Kafka, the filesystem or an object store, or reads the environment (config: where the artifacts live
     # is a store location)
-    "io": {"config", "kafka_io", "store", "runfolder", "answers", "locks", "kafka_lock", "fenced", "spark", "hooks.kafka_cluster", "syncs", "state"},
+    "io": {
+        "config",
+        "kafka_io",
+        "store",
+        "runfolder",
+        "answers",
+        "locks",
+        "kafka_lock",
+        "fenced",
+        "spark",
+        "hooks.kafka_cluster",
+        "syncs",
+        "state",
+    },
     # one run: its context and its stages (one module per stage)
-    "run": {"run"} | {f"stages.{m}" for m in ("errors", "drain", "snapshot", "archive", "preflight", "translation",
-                                               "failback", "checkpoints", "gate", "plan", "apply", "verify", "rollback",
-                                               "drill", "outcomes", "approval", "readiness")},
+    "run": {"run"}
+    | {
+        f"stages.{m}"
+        for m in (
+            "errors",
+            "drain",
+            "snapshot",
+            "archive",
+            "preflight",
+            "translation",
+            "failback",
+            "checkpoints",
+            "gate",
+            "plan",
+            "apply",
+            "verify",
+            "rollback",
+            "drill",
+            "outcomes",
+            "approval",
+            "readiness",
+        )
+    },
     # Airflow glue and entry points
-    "top": {"sensors.base", "sensors.groups_empty", "sensors.producers_drained",
-            "operators.spark_job", "operators.latest_checkpoints", "operators.latest_state", "operators.plan_approval", "tasks", "params", "metrics",
-            "dag_defaults", "notifications", "preload", "celery_config",
-            "ui", "ui_access", "pictures", "airflow_plugin", "cli", "__main__", "jobs.latest_checkpoints", "jobs.warm_up"},
+    "top": {
+        "sensors.base",
+        "sensors.groups_empty",
+        "sensors.producers_drained",
+        "operators.spark_job",
+        "operators.latest_checkpoints",
+        "operators.latest_state",
+        "operators.plan_approval",
+        "tasks",
+        "params",
+        "metrics",
+        "dag_defaults",
+        "notifications",
+        "preload",
+        "celery_config",
+        "ui",
+        "ui_access",
+        "pictures",
+        "airflow_plugin",
+        "cli",
+        "__main__",
+        "jobs.latest_checkpoints",
+        "jobs.warm_up",
+    },
 }
 ORDER = ["core", "io", "run", "top"]
 
@@ -98,7 +173,7 @@ def circles_of(graph: dict[str, set[str]]) -> list[list[str]]:
 
     def visit(m):
         if m in stack:
-            cycles.append(stack[stack.index(m):] + [m])
+            cycles.append(stack[stack.index(m) :] + [m])
             return
         if m in seen:
             return
@@ -123,8 +198,13 @@ def test_the_core_imports_only_the_standard_library_and_itself():
     for m in sorted(LAYERS["core"]):
         tree = ast.parse(modules()[m].read_text())
         for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                else []
+            )
             for name in names:
                 top = name.split(".")[0]
                 if top not in sys.stdlib_module_names and top != "mm2_failover" and top not in CORE_MAY_IMPORT:
@@ -154,25 +234,42 @@ def test_the_shipped_package_never_imports_the_local_bed():
         assert "import testbed" not in src and "from testbed" not in src, m
 
 
-@pytest.mark.parametrize("dag", ["mm2_failover_dag.py", "mm2_failover_rollback.py", "mm2_failover_drill.py",
-                                 "mm2_sync_archive.py", "mm2_failover_readiness.py"])
+@pytest.mark.parametrize(
+    "dag",
+    [
+        "mm2_failover_dag.py",
+        "mm2_failover_rollback.py",
+        "mm2_failover_drill.py",
+        "mm2_sync_archive.py",
+        "mm2_failover_readiness.py",
+    ],
+)
 def test_dag_files_parse_fast_and_import_only_wiring(dag):
-    code = ("import sys, time, importlib.util\n"
-            f"sys.path.insert(0, {str(REPO / 'plugins')!r})\n"
-            # Airflow and the providers are loaded before the DAG processor parses a file: time only this file
-            "from airflow.sdk import DAG, task, Param, BaseSensorOperator\n"
-            "import airflow.providers.apache.spark.operators.spark_submit\n"
-            f"spec = importlib.util.spec_from_file_location('d', {str(REPO / 'dags' / dag)!r})\n"
-            "m = importlib.util.module_from_spec(spec); t0 = time.process_time(); spec.loader.exec_module(m)\n"
-            "print(round(time.process_time() - t0, 3))\n"
-            "print(sorted(k for k in sys.modules if k.startswith('mm2_failover')))\n")
+    code = (
+        "import sys, time, importlib.util\n"
+        f"sys.path.insert(0, {str(REPO / 'plugins')!r})\n"
+        # Airflow and the providers are loaded before the DAG processor parses a file: time only this file
+        "from airflow.sdk import DAG, task, Param, BaseSensorOperator\n"
+        "import airflow.providers.apache.spark.operators.spark_submit\n"
+        f"spec = importlib.util.spec_from_file_location('d', {str(REPO / 'dags' / dag)!r})\n"
+        "m = importlib.util.module_from_spec(spec); t0 = time.process_time(); spec.loader.exec_module(m)\n"
+        "print(round(time.process_time() - t0, 3))\n"
+        "print(sorted(k for k in sys.modules if k.startswith('mm2_failover')))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     seconds, mods = out.stdout.strip().splitlines()[-2:]
     assert float(seconds) < 0.3, f"{dag} took {seconds} s to parse"
     loaded = set(eval(mods))  # noqa: S307 - our own subprocess's output
-    heavy = {"mm2_failover.stages.drain", "mm2_failover.stages.apply", "mm2_failover.kafka_io", "mm2_failover.run", "mm2_failover.spark",
-             "mm2_failover.jobs.latest_checkpoints", "mm2_failover.ui"}
+    heavy = {
+        "mm2_failover.stages.drain",
+        "mm2_failover.stages.apply",
+        "mm2_failover.kafka_io",
+        "mm2_failover.run",
+        "mm2_failover.spark",
+        "mm2_failover.jobs.latest_checkpoints",
+        "mm2_failover.ui",
+    }
     assert not loaded & heavy, sorted(loaded & heavy)
 
 
@@ -188,6 +285,9 @@ def test_no_test_module_imports_another_test_module_or_a_conftest():
     import re
 
     bad = re.compile(r"^\s*(from|import)\s+(tests\.|test_\w+|conftest)\b", re.M)
-    found = [f"{p.relative_to(REPO)}: {m.group(0).strip()}" for p in sorted((REPO / "tests").rglob("*.py"))
-             for m in bad.finditer(p.read_text())]
+    found = [
+        f"{p.relative_to(REPO)}: {m.group(0).strip()}"
+        for p in sorted((REPO / "tests").rglob("*.py"))
+        for m in bad.finditer(p.read_text())
+    ]
     assert not found, found

@@ -75,10 +75,13 @@ def test_the_holder_stops_its_margin_before_the_lease_runs_out_on_its_own_clock(
     assert L.valid_until(100.0, 60_000, 20.0) == 140.0
 
 
-@pytest.mark.parametrize("lease_s,margin_s,renew_s,timeout_s,match", [
-    (60, 20, 45, 15, "renew interval"), (60, 20, 0, 15, "renew interval"), (60, 10, 5, 15, "must exceed one write")])
-def test_settings_that_would_let_a_holder_write_after_its_lease_are_refused(lease_s, margin_s, renew_s, timeout_s,
-                                                                             match):
+@pytest.mark.parametrize(
+    "lease_s,margin_s,renew_s,timeout_s,match",
+    [(60, 20, 45, 15, "renew interval"), (60, 20, 0, 15, "renew interval"), (60, 10, 5, 15, "must exceed one write")],
+)
+def test_settings_that_would_let_a_holder_write_after_its_lease_are_refused(
+    lease_s, margin_s, renew_s, timeout_s, match
+):
     with pytest.raises(ValueError, match=match):
         L.check_timing(lease_s, margin_s, renew_s, timeout_s)
     L.check_timing(60, 20, 10, 15)
@@ -149,12 +152,20 @@ def test_a_history_that_lost_the_holders_claim_grants_a_second_writer_which_the_
     b_claim = Record(CLAIM, "B", 40_000, 60_000, 2)
     assert replay([a_claim, a_renew, b_claim])[1][2] is False  # the whole history: B waits
     assert replay([a_renew, b_claim])[1][2] is True  # the claim forgotten: B is granted while A holds it
-    ok = {"message.timestamp.type": "LogAppendTime", "cleanup.policy": "delete", "retention.ms": "604800000",
-          "retention.bytes": "-1"}
+    ok = {
+        "message.timestamp.type": "LogAppendTime",
+        "cleanup.policy": "delete",
+        "retention.ms": "604800000",
+        "retention.bytes": "-1",
+    }
     assert topic_problems(ok, 60_000) == []
     assert topic_problems({**ok, "retention.ms": "-1"}, 60_000) == []
-    for bad in ({"cleanup.policy": "compact"}, {"retention.ms": str(MAX_HOLD_MS)}, {"retention.bytes": "100"},
-                {"message.timestamp.type": "CreateTime"}):
+    for bad in (
+        {"cleanup.policy": "compact"},
+        {"retention.ms": str(MAX_HOLD_MS)},
+        {"retention.bytes": "100"},
+        {"message.timestamp.type": "CreateTime"},
+    ):
         (problem,) = topic_problems({**ok, **bad}, 60_000)
         k, v = next(iter(bad.items()))
         assert problem.startswith(f"{k}={v}:"), problem

@@ -1,5 +1,6 @@
 """The linter runs with the suite (issue 51): ruff over the whole tree with the project's rules (pyproject.toml,
-``[tool.ruff]``), so that `make test` - and CI - fails on what it finds, and every blind ``except`` says why."""
+``[tool.ruff]``: pyflakes, blind excepts, bugbear, the import order) and its formatter, so that `make test` - and
+CI - fails on what they find, and every blind ``except`` says why. `make lint` runs both before the suite."""
 
 from __future__ import annotations
 
@@ -12,9 +13,26 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_ruff_finds_nothing():
-    r = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "--no-cache", str(REPO)],
-                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--output-format", "concise", "--no-cache", str(REPO)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, f"ruff (pyproject.toml's rules) found:\n{r.stdout[-4000:]}{r.stderr[-2000:]}"
+
+
+def test_ruff_format_would_change_nothing():
+    """The formatter's style (issue 51): ``ruff format --check`` over the whole tree; ``ruff format .`` fixes it."""
+    r = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "--no-cache", str(REPO)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, f"ruff format would change (run `ruff format .`):\n{r.stdout[-4000:]}{r.stderr[-2000:]}"
 
 
 def test_every_blind_except_says_why():

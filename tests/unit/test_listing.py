@@ -36,25 +36,44 @@ def test_json_and_csv_keep_every_row_and_the_summary():
 def test_a_result_without_rows_prints_its_summary():
     shown = Listing([], lines=["snapshot: /x (captured t)"], summary={"snapshot": "/x", "lost": ["a"]})
     assert render(shown, "table") == "snapshot: /x (captured t)\n"
-    assert list(csv.reader(io.StringIO(render(shown, "csv")))) == [["key", "value"], ["snapshot", "/x"],
-                                                                   ["lost", '["a"]']]
+    assert list(csv.reader(io.StringIO(render(shown, "csv")))) == [
+        ["key", "value"],
+        ["snapshot", "/x"],
+        ["lost", '["a"]'],
+    ]
     with pytest.raises(ValueError, match="expected one of table, json, csv"):
         render(shown, "yaml")
 
 
 def row(p, planned, rule="exact_sync", action="commit", reason="", checkpoint=5):
-    return {"group": "g", "topic": "backup.t", "partition": p, "planned_offset": planned, "downstream_offset": checkpoint,
-            "rule": rule, "action": action, "reason": reason}
+    return {
+        "group": "g",
+        "topic": "backup.t",
+        "partition": p,
+        "planned_offset": planned,
+        "downstream_offset": checkpoint,
+        "rule": rule,
+        "action": action,
+        "reason": reason,
+    }
 
 
 def test_plan_lines_say_how_each_re_read_figure_is_known():
-    rows = [row(3, 40), row(0, 10), row(1, 20, rule="checkpoint"), row(2, 30, rule="sync_floor"),
-            row(4, None, action="skip", reason="no_checkpoint", checkpoint=None), row(5, 50, rule="checkpoint")]
-    reread = [{"group": "g", "topic": "backup.t", "partition": 0, "reread": 0, "exact": True},
-              {"group": "g", "topic": "backup.t", "partition": 1, "reread": 7, "exact": False},
-              {"group": "g", "topic": "backup.t", "partition": 2, "reread": None, "reread_at_least": 3, "exact": False},
-              {"group": "g", "topic": "backup.t", "partition": 3, "reread": 4, "exact": True},
-              {"group": "g", "topic": "backup.t", "partition": 5, "reread": None, "exact": False}]
+    rows = [
+        row(3, 40),
+        row(0, 10),
+        row(1, 20, rule="checkpoint"),
+        row(2, 30, rule="sync_floor"),
+        row(4, None, action="skip", reason="no_checkpoint", checkpoint=None),
+        row(5, 50, rule="checkpoint"),
+    ]
+    reread = [
+        {"group": "g", "topic": "backup.t", "partition": 0, "reread": 0, "exact": True},
+        {"group": "g", "topic": "backup.t", "partition": 1, "reread": 7, "exact": False},
+        {"group": "g", "topic": "backup.t", "partition": 2, "reread": None, "reread_at_least": 3, "exact": False},
+        {"group": "g", "topic": "backup.t", "partition": 3, "reread": 4, "exact": True},
+        {"group": "g", "topic": "backup.t", "partition": 5, "reread": None, "exact": False},
+    ]
     lines = plan_lines(rows, reread)
     assert [x["partition"] for x in lines] == [0, 1, 2, 3, 4, 5]  # kafka-consumer-groups' order
     assert [x["re_read"] for x in lines] == ["0", "~7", ">=3", "4", "-", "?"]

@@ -36,9 +36,17 @@ def _report(dry_run=False, mismatch=False):
     committed = {"g1": {("primary.t", 0): 40, ("primary.t", 1): 1}, "g2": {("primary.u", 0): 10}}
     mism = [Mismatch("g2", "primary.u", 0, 10, 9)] if mismatch else []
     # g1 partition 0: the group had committed 45 on the source, MM2's newest checkpoint said 40
-    return build_report(dag_id="mm2_failover", run_id="r1", params={}, plan=plan, committed=committed,
-                        log_end={("primary.t", 0): 40, ("primary.t", 1): 60, ("primary.u", 0): 90},
-                        mismatches=mism, dry_run=dry_run, source_commits={("g1", "primary.t", 0): 45}).as_dict()
+    return build_report(
+        dag_id="mm2_failover",
+        run_id="r1",
+        params={},
+        plan=plan,
+        committed=committed,
+        log_end={("primary.t", 0): 40, ("primary.t", 1): 60, ("primary.u", 0): 90},
+        mismatches=mism,
+        dry_run=dry_run,
+        source_commits={("g1", "primary.t", 0): 45},
+    ).as_dict()
 
 
 def test_failover_counters_names_and_values():
@@ -59,7 +67,9 @@ def test_failover_counters_names_and_values():
         "mm2_failover.partitions_mismatched": 0,
         "mm2_failover.groups_refused": 0,
     }
-    assert {tuple(sorted(t.items())) for *_, t in sink.calls} == {(("dag_id", "mm2_failover"), ("outcome", "succeeded"))}
+    assert {tuple(sorted(t.items())) for *_, t in sink.calls} == {
+        (("dag_id", "mm2_failover"), ("outcome", "succeeded"))
+    }
     assert [(n, v) for n, v, _ in emitted] == [(n, c) for _, n, c, _ in sink.calls]
 
 
@@ -81,7 +91,8 @@ def test_names_are_valid_stat_names():
     from airflow.sdk.observability.stats import normalize_name_for_stats
 
     for name, _v, _t in metrics.failover_metrics(_report()) + metrics.drill_metrics(
-            {"dag_id": "d", "totals": {k: 1 for _, k in metrics.DRILL_GAUGES}}):
+        {"dag_id": "d", "totals": {k: 1 for _, k in metrics.DRILL_GAUGES}}
+    ):
         assert normalize_name_for_stats(name, log_warning=False) == name and len(name) < 250
         assert name_is_otel_safe("airflow", name), name  # OpenTelemetry backend accepts it too
         assert re.fullmatch(r"mm2_failover\.[a-z_.]+", name)
@@ -106,8 +117,9 @@ def test_through_airflow_stats_with_statsd_off():
     stats.initialize(factory=lambda: rec, export_legacy_names=True)
     try:
         metrics.emit_metrics(_report())
-        metrics.emit_drill_metrics({"dag_id": "mm2_failover_drill", "totals": {"groups_covered": 3,
-                                                                              "checkpoint_age_max_seconds": 12.5}})
+        metrics.emit_drill_metrics(
+            {"dag_id": "mm2_failover_drill", "totals": {"groups_covered": 3, "checkpoint_age_max_seconds": 12.5}}
+        )
     finally:
         stats.initialize(factory=NoStatsLogger, export_legacy_names=True)
     names = [(k, n, v) for k, n, v, _ in rec.calls]
@@ -125,14 +137,31 @@ def test_drill_gauges(totals, expected):
 
 
 def test_readiness_gauges_are_the_summarys_known_values():
-    summary = {"groups": 4, "groups_not_exact": 1, "worst_exposure_seconds": None, "not_replicated_records": 12,
-               "groups_over_rpo": 0, "reread_records": 3, "archive_age_seconds": 40.5, "checkpoint_age_max_seconds": 9,
-               "findings": 2, "partitions": 40}
+    summary = {
+        "groups": 4,
+        "groups_not_exact": 1,
+        "worst_exposure_seconds": None,
+        "not_replicated_records": 12,
+        "groups_over_rpo": 0,
+        "reread_records": 3,
+        "archive_age_seconds": 40.5,
+        "checkpoint_age_max_seconds": 9,
+        "findings": 2,
+        "partitions": 40,
+    }
     sink = FakeSink()
     sent = metrics.emit_readiness_metrics(summary, "mm2_failover_readiness", sink)
     names = {n.rsplit(".", 1)[1]: v for n, v, _t in sent}
-    assert names == {"groups": 4, "groups_not_exact": 1, "not_replicated_records": 12, "groups_over_rpo": 0,
-                     "reread_records": 3, "archive_age_seconds": 40.5, "checkpoint_age_max_seconds": 9, "findings": 2}
+    assert names == {
+        "groups": 4,
+        "groups_not_exact": 1,
+        "not_replicated_records": 12,
+        "groups_over_rpo": 0,
+        "reread_records": 3,
+        "archive_age_seconds": 40.5,
+        "checkpoint_age_max_seconds": 9,
+        "findings": 2,
+    }
     assert all(c[0] == "gauge" and c[1].startswith("mm2_failover.readiness.") for c in sink.calls)
     # every gauge is a key of the summary the rules compute (one definition)
     from mm2_failover import readiness

@@ -39,8 +39,10 @@ def test_default_policy_with_a_custom_separator():
     # KIP-690: the separator is used for the internal topics too ...
     assert p.checkpoints_topic == "dc1_checkpoints_internal"
     # ... unless replication.policy.internal.topic.separator.enabled=false
-    assert ReplicationPolicy("dc1", separator="_", internal_topic_separator_enabled=False).checkpoints_topic == \
-        "dc1.checkpoints.internal"
+    assert (
+        ReplicationPolicy("dc1", separator="_", internal_topic_separator_enabled=False).checkpoints_topic
+        == "dc1.checkpoints.internal"
+    )
     assert ReplicationPolicy("dc1", separator="--").replica_topic("x") == "dc1--x"
 
 
@@ -69,17 +71,24 @@ def test_failing_back_topics_return_home_and_the_rest_is_replicated_as_usual():
     assert p.replica_topic("primary.a.b") == "a.b"  # one hop: the topic it was copied from
     assert p.is_home_topic("orders") and not p.is_home_topic("backup.orders")
     assert not p.is_home_topic("heartbeats") and not p.is_home_topic("backup.checkpoints.internal")
-    assert p.replica_topics(["orders", "backup.orders", "heartbeats", "__consumer_offsets",
-                             "mm2-offset-syncs.backup.internal"]) == ["backup.orders", "orders"]
+    assert p.replica_topics(
+        ["orders", "backup.orders", "heartbeats", "__consumer_offsets", "mm2-offset-syncs.backup.internal"]
+    ) == ["backup.orders", "orders"]
     assert not ReplicationPolicy("backup").is_home_topic("orders")  # a failover: no home topics
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"source_alias": "primary", "kind": "prefix"}, "unknown replication policy 'prefix'"),
-    ({"source_alias": ""}, "source alias must not be empty"),
-    ({"source_alias": "backup", "kind": "identity", "home_alias": "primary"}, "needs the default replication policy"),
-    ({"source_alias": "backup", "home_alias": "backup"}, "must name the target's alias"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"source_alias": "primary", "kind": "prefix"}, "unknown replication policy 'prefix'"),
+        ({"source_alias": ""}, "source alias must not be empty"),
+        (
+            {"source_alias": "backup", "kind": "identity", "home_alias": "primary"},
+            "needs the default replication policy",
+        ),
+        ({"source_alias": "backup", "home_alias": "backup"}, "must name the target's alias"),
+    ],
+)
 def test_invalid_policies(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         ReplicationPolicy(**kwargs)
@@ -88,13 +97,16 @@ def test_invalid_policies(kwargs, message):
 # ----------------------------------------------------------------------------------- checkpoints topic
 
 
-@pytest.mark.parametrize("alias, sep, name", [
-    ("primary", ".", "primary.checkpoints.internal"),
-    ("dc1", "_", "dc1_checkpoints_internal"),
-    ("a.b", ".", "a.b.checkpoints.internal"),
-    ("dc_1", "_", "dc_1_checkpoints_internal"),
-    ("dc", "--", "dc--checkpoints--internal"),
-])
+@pytest.mark.parametrize(
+    "alias, sep, name",
+    [
+        ("primary", ".", "primary.checkpoints.internal"),
+        ("dc1", "_", "dc1_checkpoints_internal"),
+        ("a.b", ".", "a.b.checkpoints.internal"),
+        ("dc_1", "_", "dc_1_checkpoints_internal"),
+        ("dc", "--", "dc--checkpoints--internal"),
+    ],
+)
 def test_checkpoints_topic_name_and_the_alias_it_names(alias, sep, name):
     assert nm.checkpoints_topic(alias, sep) == name
     assert ReplicationPolicy(alias, separator=sep).checkpoints_topic == name
@@ -105,8 +117,17 @@ def test_checkpoints_topic_default_separator():
     assert nm.checkpoints_topic("primary") == "primary.checkpoints.internal"
 
 
-@pytest.mark.parametrize("topic", ["orders", "primary.orders", "checkpoints.internal", "primary.checkpoints_internal",
-                                   "primary.checkpoints.internal.x", "primary.heartbeats"])
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "orders",
+        "primary.orders",
+        "checkpoints.internal",
+        "primary.checkpoints_internal",
+        "primary.checkpoints.internal.x",
+        "primary.heartbeats",
+    ],
+)
 def test_not_a_checkpoints_topic(topic):
     assert nm.checkpoint_topic_aliases([topic]) == {}
 
@@ -123,18 +144,44 @@ def test_mm2_topic_names():
 # ----------------------------------------------------------------------------------- internal topics (MM2 4.3's rules)
 
 
-@pytest.mark.parametrize("topic", [
-    "__consumer_offsets", "__transaction_state", ".hidden", "mm2-offset-syncs.backup.internal",
-    "mm2-configs.backup.internal", "mm2-offsets.primary.internal", "primary.checkpoints.internal",
-    "other.checkpoints.internal", "heartbeats", "primary.heartbeats", "dc0.primary.heartbeats",
-])
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "__consumer_offsets",
+        "__transaction_state",
+        ".hidden",
+        "mm2-offset-syncs.backup.internal",
+        "mm2-configs.backup.internal",
+        "mm2-offsets.primary.internal",
+        "primary.checkpoints.internal",
+        "other.checkpoints.internal",
+        "heartbeats",
+        "primary.heartbeats",
+        "dc0.primary.heartbeats",
+    ],
+)
 def test_internal_topics(topic):
     assert ReplicationPolicy("primary").is_internal_topic(topic)
 
 
-@pytest.mark.parametrize("topic", ["orders", "primary.orders", "dc1_orders", "internal", "my-heartbeats-topic",
-                                   "replica", "a_internal", "mm2orders", "connect-offsets", "something.internal",
-                                   "x.replica", "user-heartbeats", "primary.user-heartbeats"])
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "orders",
+        "primary.orders",
+        "dc1_orders",
+        "internal",
+        "my-heartbeats-topic",
+        "replica",
+        "a_internal",
+        "mm2orders",
+        "connect-offsets",
+        "something.internal",
+        "x.replica",
+        "user-heartbeats",
+        "primary.user-heartbeats",
+    ],
+)
 def test_user_topics(topic):
     assert not ReplicationPolicy("primary").is_internal_topic(topic)
 
@@ -157,6 +204,14 @@ def test_identity_policy_names_heartbeat_like_topics_like_the_default_policy():
 
 def test_replica_topics_of_an_alias():
     p = ReplicationPolicy("primary")
-    assert p.replica_topics(["primary.orders", "primary.heartbeats", "primary.checkpoints.internal", "orders",
-                             "dc2.orders", "__consumer_offsets", "primary.user-heartbeats"]) == [
-        "primary.orders", "primary.user-heartbeats"]
+    assert p.replica_topics(
+        [
+            "primary.orders",
+            "primary.heartbeats",
+            "primary.checkpoints.internal",
+            "orders",
+            "dc2.orders",
+            "__consumer_offsets",
+            "primary.user-heartbeats",
+        ]
+    ) == ["primary.orders", "primary.user-heartbeats"]

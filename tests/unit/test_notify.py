@@ -12,9 +12,15 @@ import pytest
 from mm2_failover import notify as rules
 from mm2_failover.notify import Failure
 
-F = Failure("mm2_failover", "manual__2026-11-26T01:02:03+00:00", "apply_group_offsets", 3,
-            "refused, nothing written: plan rule 4: orders-app[2] moved since the snapshot\nsecond line",
-            "manual__2026-11-26T01_02_03+00_00", "https://airflow.example")
+F = Failure(
+    "mm2_failover",
+    "manual__2026-11-26T01:02:03+00:00",
+    "apply_group_offsets",
+    3,
+    "refused, nothing written: plan rule 4: orders-app[2] moved since the snapshot\nsecond line",
+    "manual__2026-11-26T01_02_03+00_00",
+    "https://airflow.example",
+)
 
 
 # ------------------------------------------------------------------------------------------ 2. what they read
@@ -22,8 +28,10 @@ F = Failure("mm2_failover", "manual__2026-11-26T01:02:03+00:00", "apply_group_of
 
 def test_the_subject_names_the_dag_the_run_the_task_and_the_reason_s_first_line():
     m = rules.message(F)
-    assert m.subject == ("[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: apply_group_offsets "
-                         "FAILED - refused, nothing written: plan rule 4: orders-app[2] moved since the snapshot")
+    assert m.subject == (
+        "[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: apply_group_offsets "
+        "FAILED - refused, nothing written: plan rule 4: orders-app[2] moved since the snapshot"
+    )
     assert "second line" not in m.subject
 
 
@@ -32,8 +40,10 @@ def test_the_body_has_the_whole_reason_the_try_and_both_links_quoted():
     assert "second line" in m.text and "try 3" in m.text
     assert "https://airflow.example/mm2/runs/mm2_failover/manual__2026-11-26T01_02_03%2B00_00" in m.text
     assert "https://airflow.example/dags/mm2_failover/runs/manual__2026-11-26T01%3A02%3A03%2B00%3A00" in m.text
-    assert "<pre>refused, nothing written: plan rule 4: orders-app[2] moved since the snapshot\nsecond line</pre>" \
+    assert (
+        "<pre>refused, nothing written: plan rule 4: orders-app[2] moved since the snapshot\nsecond line</pre>"
         in m.html
+    )
 
 
 def test_a_long_reason_is_bounded_and_an_empty_one_says_what_it_usually_means():
@@ -86,6 +96,7 @@ def recording():
 def broken():
     def fail(ctx):
         raise RuntimeError("the pager is down")
+
     return fail
 
 
@@ -116,8 +127,10 @@ def test_the_notifier_mails_the_message_and_runs_every_channel_even_after_one_fa
     assert len(smtp) == 1, logged(caplog, capfd)
     rcpt, msg = smtp[0]
     assert rcpt == ["oncall@example.com"] and msg["From"] == "mm2-failover@localhost"
-    assert msg["Subject"].startswith("[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: "
-                                     "apply_group_offsets FAILED - refused, nothing written: the plan moved")
+    assert msg["Subject"].startswith(
+        "[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: "
+        "apply_group_offsets FAILED - refused, nothing written: the plan moved"
+    )
     body = msg.get_body(("html",)).get_content()
     assert "/mm2/runs/mm2_failover/manual__2026-11-26T01_02_03%2B00_00" in body
     assert SENT and SENT[0] == msg["Subject"]  # the broken channel before it did not stop it (rule 4)
@@ -154,8 +167,9 @@ def test_readiness_degrading_is_one_message_with_every_change_and_the_pages_link
     monkeypatch.delenv(rules.NOTIFIERS_VAR, raising=False)
     changes = ["2 group(s) no longer provable exactly: a (checkpoint), b <floor>", "alias primary: archive stale"]
     msg = rules.readiness_message("mm2_failover_readiness", "scheduled__x", changes, "http://af:8080/")
-    assert msg.subject == ("[mm2-failover] readiness degraded: 2 group(s) no longer provable exactly: a (checkpoint), "
-                           "b <floor> (+1 more)")
+    assert msg.subject == (
+        "[mm2-failover] readiness degraded: 2 group(s) no longer provable exactly: a (checkpoint), b <floor> (+1 more)"
+    )
     assert "http://af:8080/mm2/readiness" in msg.text and "- alias primary: archive stale" in msg.text
     assert "b &lt;floor&gt;" in msg.html
     assert deliver(msg, context(None)) == 1
@@ -170,16 +184,31 @@ def test_readiness_degrading_is_one_message_with_every_change_and_the_pages_link
 
 def deadline_context(state: str) -> dict:
     """What Airflow 3.3 hands a deadline callback (airflow.models.deadline.Deadline.handle_miss)."""
-    return {"dag_run": {"dag_id": "mm2_failover", "dag_run_id": "manual__2026-11-26T01:02:03+00:00", "state": state,
-                        "queued_at": "2026-11-26T01:02:03Z"},
-            "deadline": {"id": "d1", "deadline_time": "2026-11-26T01:32:03Z"}}
+    return {
+        "dag_run": {
+            "dag_id": "mm2_failover",
+            "dag_run_id": "manual__2026-11-26T01:02:03+00:00",
+            "state": state,
+            "queued_at": "2026-11-26T01:02:03Z",
+        },
+        "deadline": {"id": "d1", "deadline_time": "2026-11-26T01:32:03Z"},
+    }
 
 
 def test_a_run_past_its_deadline_names_the_run_how_long_and_its_state_with_both_links():
-    msg = rules.deadline_message("mm2_failover", F.run_id, "running", "2026-11-26T01:02:03Z", "2026-11-26T01:32:03Z",
-                                 1800, F.run_folder, "https://airflow.example/")
-    assert msg.subject == (f"[mm2-failover] mm2_failover run {F.run_id}: NOT FINISHED 30 min after it was queued "
-                           "(state running)")
+    msg = rules.deadline_message(
+        "mm2_failover",
+        F.run_id,
+        "running",
+        "2026-11-26T01:02:03Z",
+        "2026-11-26T01:32:03Z",
+        1800,
+        F.run_folder,
+        "https://airflow.example/",
+    )
+    assert msg.subject == (
+        f"[mm2-failover] mm2_failover run {F.run_id}: NOT FINISHED 30 min after it was queued (state running)"
+    )
     assert "queued at 2026-11-26T01:02:03Z" in msg.text and "deadline, 2026-11-26T01:32:03Z" in msg.text
     assert "https://airflow.example/mm2/runs/mm2_failover/manual__2026-11-26T01_02_03%2B00_00" in msg.text
     assert "https://airflow.example/dags/mm2_failover/runs/manual__2026-11-26T01%3A02%3A03%2B00%3A00" in msg.text
@@ -204,8 +233,9 @@ def test_the_deadline_callback_mails_a_running_run_and_not_an_ended_one(smtp, mo
     while not smtp and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(smtp) == 1, logged(caplog, capfd)
-    assert smtp[0][1]["Subject"].startswith("[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: "
-                                            "NOT FINISHED 30 min")
+    assert smtp[0][1]["Subject"].startswith(
+        "[mm2-failover] mm2_failover run manual__2026-11-26T01:02:03+00:00: NOT FINISHED 30 min"
+    )
 
 
 def test_the_archive_dags_final_failure_is_recorded_for_readiness(tmp_path, monkeypatch):
@@ -222,19 +252,20 @@ def test_the_archive_dags_final_failure_is_recorded_for_readiness(tmp_path, monk
         ti = types.SimpleNamespace(dag_id=dag, run_id="scheduled__1", task_id="refresh_latest_state", try_number=3)
         notifications.RunFailureNotifier().notify({"ti": ti, "exception": TypeError("'>' not supported")})
     (rec,) = archive.failures()
-    assert (rec["run_id"], rec["task_id"]) == ("scheduled__1", "refresh_latest_state") and "not supported" in \
-        rec["reason"]
+    assert (rec["run_id"], rec["task_id"]) == ("scheduled__1", "refresh_latest_state") and "not supported" in rec[
+        "reason"
+    ]
 
 
 # ------------------------------------------------------------------------------------------ 7-8. beyond failures
 
 
 def test_channels_merge_the_variables_the_configuration_and_the_connection_each_address_once():
-    ch = rules.channels({rules.EMAIL_VAR: "oncall@example.com"},
-                        {"notify_email": "dr@example.com, oncall@example.com", "notify_smtp_conn_id": "",
-                         "notifiers": "a.b:c"},
-                        {"email": ["lead@example.com", "dr@example.com"], "notifiers": "a.b:c, d.e:f",
-                         "smtp_conn_id": "smtp_ops"})
+    ch = rules.channels(
+        {rules.EMAIL_VAR: "oncall@example.com"},
+        {"notify_email": "dr@example.com, oncall@example.com", "notify_smtp_conn_id": "", "notifiers": "a.b:c"},
+        {"email": ["lead@example.com", "dr@example.com"], "notifiers": "a.b:c, d.e:f", "smtp_conn_id": "smtp_ops"},
+    )
     assert ch.emails == ("oncall@example.com", "dr@example.com", "lead@example.com")
     assert ch.factories == ("a.b:c", "d.e:f") and ch.smtp_conn_id == "smtp_ops"
     assert rules.channels({}, {}, {"email": "x@y"}).emails == ("x@y",)
@@ -244,15 +275,29 @@ def test_channels_merge_the_variables_the_configuration_and_the_connection_each_
 
 
 def test_the_approval_verified_and_rollback_messages_say_what_on_call_needs():
-    m = rules.approval_message("mm2_failover", "manual__1", "manual__1", "Move 2 group(s), 6 commit(s)?",
-                               "**Run** `manual__1` - source reachable, drained.\n<b>", "https://af")
+    m = rules.approval_message(
+        "mm2_failover",
+        "manual__1",
+        "manual__1",
+        "Move 2 group(s), 6 commit(s)?",
+        "**Run** `manual__1` - source reachable, drained.\n<b>",
+        "https://af",
+    )
     assert m.subject == "[mm2-failover] mm2_failover run manual__1: APPROVAL REQUESTED - Move 2 group(s), 6 commit(s)?"
     assert "Required Actions" in m.text and "https://af/mm2/runs/mm2_failover/manual__1" in m.text
     assert "&lt;b&gt;</pre>" in m.html  # the summary escaped
-    totals = {"groups_moved": 2, "committed": 6, "partitions_exact": 5, "records_reread_estimate": 3,
-              "records_reread_exact": True, "records_lost_to_retention": 0}
-    assert rules.verified_summary(totals) == ("2 group(s) moved, 6 partition(s) committed: 5 at an exact position, 1 "
-                                              "at MM2's checkpoint or a proven floor; re-read 3; lost to retention 0")
+    totals = {
+        "groups_moved": 2,
+        "committed": 6,
+        "partitions_exact": 5,
+        "records_reread_estimate": 3,
+        "records_reread_exact": True,
+        "records_lost_to_retention": 0,
+    }
+    assert rules.verified_summary(totals) == (
+        "2 group(s) moved, 6 partition(s) committed: 5 at an exact position, 1 "
+        "at MM2's checkpoint or a proven floor; re-read 3; lost to retention 0"
+    )
     v = rules.verified_message("mm2_failover", "manual__1", "manual__1", totals)
     assert v.subject.startswith("[mm2-failover] mm2_failover run manual__1: FAILOVER VERIFIED - 2 group(s) moved")
     assert "/mm2/runs/mm2_failover/manual__1" in v.text and "every planned offset is committed" in v.html
@@ -271,8 +316,10 @@ def test_a_message_reaches_the_connections_addresses_as_text_and_html_over_real_
     from mm2_failover.notifications import tell
 
     monkeypatch.setenv(rules.EMAIL_VAR, "oncall@example.com")
-    monkeypatch.setenv("AIRFLOW_CONN_MM2_FAILOVER_NOTIFY",
-                       json.dumps({"conn_type": "generic", "extra": {"email": "dr@example.com, oncall@example.com"}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_MM2_FAILOVER_NOTIFY",
+        json.dumps({"conn_type": "generic", "extra": {"email": "dr@example.com, oncall@example.com"}}),
+    )
     assert tell(rules.rollback_message("mm2_failover_rollback", "manual__2", "manual__2", "/a/backup.json", 3)) == 1
     deadline = time.monotonic() + 10
     while not smtp and time.monotonic() < deadline:

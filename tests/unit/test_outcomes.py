@@ -19,13 +19,23 @@ from mm2_failover.stages.errors import ConfigurationError, JobFailed, JobUnreach
 from mm2_failover.stages.rollback import RollbackRefused
 
 CASES = [
-    (PlanError("x"), outcomes.REFUSED), (RollbackRefused("x"), outcomes.REFUSED),
-    (UnreplicatedLoss("x"), outcomes.REFUSED), (ApprovalRefused("x"), outcomes.REFUSED), (NotDrained("x"), outcomes.NOT_DRAINED), (Locked("x"), outcomes.LOCKED),
-    (SourceRequiredUnreachable("x"), outcomes.UNREACHABLE_REQUIRED), (KafkaUnavailable("x"), outcomes.UNREACHABLE),
-    (KafkaAuthError("x"), outcomes.USAGE), (KafkaConfigError("x"), outcomes.USAGE),
-    (ConfigurationError("x"), outcomes.USAGE), (RunFolderError("x"), outcomes.USAGE), (ValueError("x"), outcomes.USAGE),
-    (FileNotFoundError("x"), outcomes.USAGE), (QuarantineRefused("x"), outcomes.REFUSED),
-    (JobUnreachable("x"), outcomes.UNREACHABLE), (JobFailed("x"), outcomes.FAILED),
+    (PlanError("x"), outcomes.REFUSED),
+    (RollbackRefused("x"), outcomes.REFUSED),
+    (UnreplicatedLoss("x"), outcomes.REFUSED),
+    (ApprovalRefused("x"), outcomes.REFUSED),
+    (NotDrained("x"), outcomes.NOT_DRAINED),
+    (Locked("x"), outcomes.LOCKED),
+    (SourceRequiredUnreachable("x"), outcomes.UNREACHABLE_REQUIRED),
+    (KafkaUnavailable("x"), outcomes.UNREACHABLE),
+    (KafkaAuthError("x"), outcomes.USAGE),
+    (KafkaConfigError("x"), outcomes.USAGE),
+    (ConfigurationError("x"), outcomes.USAGE),
+    (RunFolderError("x"), outcomes.USAGE),
+    (ValueError("x"), outcomes.USAGE),
+    (FileNotFoundError("x"), outcomes.USAGE),
+    (QuarantineRefused("x"), outcomes.REFUSED),
+    (JobUnreachable("x"), outcomes.UNREACHABLE),
+    (JobFailed("x"), outcomes.FAILED),
 ]
 
 
@@ -43,20 +53,36 @@ def test_the_exit_codes_are_one_table():
     the job's mapped to the CLI's by name."""
     from mm2_failover.jobs import latest_checkpoints as job
 
-    assert (outcomes.REFUSED.exit_code, outcomes.NOT_DRAINED.exit_code, outcomes.LOCKED.exit_code,
-            outcomes.UNREACHABLE.exit_code, outcomes.UNREACHABLE_REQUIRED.exit_code, outcomes.USAGE.exit_code) == (
-        5, 6, 7, 4, 4, 2)  # docs/reference.md, "Command line (no Airflow)"
+    assert (
+        outcomes.REFUSED.exit_code,
+        outcomes.NOT_DRAINED.exit_code,
+        outcomes.LOCKED.exit_code,
+        outcomes.UNREACHABLE.exit_code,
+        outcomes.UNREACHABLE_REQUIRED.exit_code,
+        outcomes.USAGE.exit_code,
+    ) == (5, 6, 7, 4, 4, 2)  # docs/reference.md, "Command line (no Airflow)"
     assert cli.EXIT_USAGE is outcomes.EXIT_USAGE and cli.EXIT_LIVE == 3
     assert (job.EXIT_BAD_ARGS, job.EXIT_TOO_MANY_QUARANTINED, job.EXIT_UNREACHABLE, job.EXIT_LOST_SINCE_SNAPSHOT) == (
-        outcomes.JOB_BAD_ARGS, outcomes.JOB_TOO_MANY_QUARANTINED, outcomes.JOB_UNREACHABLE,
-        outcomes.JOB_LOST_SINCE_SNAPSHOT)
+        outcomes.JOB_BAD_ARGS,
+        outcomes.JOB_TOO_MANY_QUARANTINED,
+        outcomes.JOB_UNREACHABLE,
+        outcomes.JOB_LOST_SINCE_SNAPSHOT,
+    )
     # a Spark job's exit code as the error stage 3 raises (stages/checkpoints.job_error), decided by the same table
     from mm2_failover.stages.checkpoints import job_error
 
-    assert [(o.exit_code, o.retry) for o in (outcomes.outcome_of(job_error(rc, "the job", "")) for rc in (
-        job.EXIT_BAD_ARGS, job.EXIT_UNREACHABLE, 1, 137))] == [
-        (outcomes.EXIT_USAGE, False), (outcomes.EXIT_UNREACHABLE, True), (outcomes.EXIT_FAILED, True),
-        (outcomes.EXIT_FAILED, True)]
+    assert [
+        (o.exit_code, o.retry)
+        for o in (
+            outcomes.outcome_of(job_error(rc, "the job", ""))
+            for rc in (job.EXIT_BAD_ARGS, job.EXIT_UNREACHABLE, 1, 137)
+        )
+    ] == [
+        (outcomes.EXIT_USAGE, False),
+        (outcomes.EXIT_UNREACHABLE, True),
+        (outcomes.EXIT_FAILED, True),
+        (outcomes.EXIT_FAILED, True),
+    ]
 
 
 @pytest.mark.parametrize("error,outcome", CASES, ids=[type(e).__name__ for e, _o in CASES])

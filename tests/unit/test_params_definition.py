@@ -29,9 +29,7 @@ def test_every_parameter_has_one_definition_and_a_section():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_trigger_form_is_the_definition(name):
-    from mm2_failover.params import failover_params
-
-    from mm2_failover.params import ASKED
+    from mm2_failover.params import ASKED, failover_params
 
     param, spec = failover_params()[name], PARAMS[name]
     default = getattr(D, name)
@@ -133,7 +131,6 @@ def test_the_parameters_reference_page_is_generated_from_the_definition():
         assert f"| `{name}` ({PARAMS[name].title}) |" in page.read_text()
 
 
-
 def test_the_topology_set_once_in_airflows_configuration_is_every_dags_default_and_the_clis(monkeypatch):
     """Issue 52 item 1: ``[mm2_failover]`` (here its environment form) sets the MM2 topology for the deployment: the
     failover's form, the scheduled DAGs' parameters and the CLI's flags default to it; a run's conf still wins."""
@@ -145,8 +142,11 @@ def test_the_topology_set_once_in_airflows_configuration_is_every_dags_default_a
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__REPLICATION_POLICY", "identity")
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__SOURCE_CONNECTIONS", '{"dc1": "kafka_dc1"}')
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__GROUPS_REGEX", "not-topology")  # not the topology: ignored
-    assert deployment_defaults() == {"source_alias": "dc1", "source_connections": {"dc1": "kafka_dc1"},
-                                     "replication_policy": "identity"}
+    assert deployment_defaults() == {
+        "source_alias": "dc1",
+        "source_connections": {"dc1": "kafka_dc1"},
+        "replication_policy": "identity",
+    }
     f = failover_params()
     assert (f["source_alias"].value, f["replication_policy"].value) == ("dc1", "identity")
     assert f["source_connections"].value == {"dc1": "kafka_dc1"} and not f["groups_regex"].has_value  # still asked
@@ -161,14 +161,25 @@ def test_the_topology_set_once_in_airflows_configuration_is_every_dags_default_a
     finally:
         cli.flag_defaults.cache_clear()
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__REPLICATION_POLICY", "bogus")
-    with pytest.raises(ValueError, match=r"\[mm2_failover\] in Airflow's configuration: parameter replication_policy: "
-                                         r"'bogus' is not one of default, identity"):
+    with pytest.raises(
+        ValueError,
+        match=r"\[mm2_failover\] in Airflow's configuration: parameter replication_policy: "
+        r"'bogus' is not one of default, identity",
+    ):
         deployment_defaults()
 
 
 def test_a_bad_topology_in_the_configuration_is_a_usage_error_naming_it():
     from testbed.localenv import run_cli
 
-    r = run_cli("plan", "--target-bootstrap", "127.0.0.1:1", env={"AIRFLOW__MM2_FAILOVER__OFFSET_SYNCS_LOCATION": "x"},
-                timeout=120, quiet_s=None)
-    assert r.returncode == 2 and "[mm2_failover] in Airflow's configuration: parameter offset_syncs_location" in r.stderr
+    r = run_cli(
+        "plan",
+        "--target-bootstrap",
+        "127.0.0.1:1",
+        env={"AIRFLOW__MM2_FAILOVER__OFFSET_SYNCS_LOCATION": "x"},
+        timeout=120,
+        quiet_s=None,
+    )
+    assert (
+        r.returncode == 2 and "[mm2_failover] in Airflow's configuration: parameter offset_syncs_location" in r.stderr
+    )

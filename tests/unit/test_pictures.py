@@ -22,7 +22,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def texts(figure: str) -> list[str]:
     """The words an SVG picture shows (its <text> elements), parsed as XML: a picture that is not well-formed fails."""
-    svg = figure[figure.index("<svg"):figure.rindex("</svg>") + 6]
+    svg = figure[figure.index("<svg") : figure.rindex("</svg>") + 6]
     return ["".join(t.itertext()) for t in ET.fromstring(svg).iter(f"{SVG}text")]
 
 
@@ -35,14 +35,21 @@ def is_static(figure: str) -> bool:
 
 def every_picture() -> dict[str, str]:
     now = datetime(2026, 11, 28, 12, tzinfo=timezone.utc)
-    hist = [{"computed_at": (now - timedelta(hours=h)).isoformat(), "groups_not_exact": h % 2,
-             "groups_over_rpo": int(h == 3)} for h in range(30)]
+    hist = [
+        {
+            "computed_at": (now - timedelta(hours=h)).isoformat(),
+            "groups_not_exact": h % 2,
+            "groups_over_rpo": int(h == 3),
+        }
+        for h in range(30)
+    ]
     bars, span, working = P.task_bars([{"task_id": "build_plan", "start": 10.0, "end": 12.0, "state": "success"}])
     return {
         "answer-mix": P.answer_mix({"exact": 6, "floor": 1, "checkpoint": 2, "none": 3}),
         "reread-groups": P.reread_groups([(f"g {EVIL}", 5, 1)], 1),
-        "resume-positions": P.resume_positions([{"label": f"g {EVIL}", "start": 0, "end": 10, "checkpoint": 4,
-                                                 "planned": 6}], 1),
+        "resume-positions": P.resume_positions(
+            [{"label": f"g {EVIL}", "start": 0, "end": 10, "checkpoint": 4, "planned": 6}], 1
+        ),
         "exposure": P.exposure([1.0, 90.0], 1, 1, 60),
         "interval-strip": P.interval_strip(hist, 60, now),
         "timeline": P.timeline(bars, span, working),
@@ -63,19 +70,32 @@ def test_every_picture_is_well_formed_static_svg_named_and_themed(name):
 
 def test_pictures_are_the_same_for_the_same_data():
     assert P.answer_mix({"exact": 1, "floor": 0, "checkpoint": 0, "none": 0}) == P.answer_mix(
-        {"exact": 1, "floor": 0, "checkpoint": 0, "none": 0})
+        {"exact": 1, "floor": 0, "checkpoint": 0, "none": 0}
+    )
 
 
 # ------------------------------------------------------------------------------------------ rule 1
 
 
 def test_rule_1_each_kind_is_labelled_with_the_reports_own_count():
-    rows = [PlanRow("primary", "g", "primary.t", p, 10, 10, None, 10, COMMIT, rule=rule)
-            for p, rule in enumerate(("exact_sync", "gap_free_bracket", "sync_floor", "checkpoint"))]
-    rows += [PlanRow("primary", "g", "primary.t", 9, None, None, None, None, SKIP, "no_checkpoint"),
-             PlanRow("primary", "g", "primary.t", 8, 10, 3, None, 10, CLAMP, "retention_gap", 10, 90, 7)]
-    rep = build_report(dag_id="mm2_failover", run_id="r", params={}, plan=Plan(rows), committed={}, log_end={},
-                       mismatches=[], dry_run=True)
+    rows = [
+        PlanRow("primary", "g", "primary.t", p, 10, 10, None, 10, COMMIT, rule=rule)
+        for p, rule in enumerate(("exact_sync", "gap_free_bracket", "sync_floor", "checkpoint"))
+    ]
+    rows += [
+        PlanRow("primary", "g", "primary.t", 9, None, None, None, None, SKIP, "no_checkpoint"),
+        PlanRow("primary", "g", "primary.t", 8, 10, 3, None, 10, CLAMP, "retention_gap", 10, 90, 7),
+    ]
+    rep = build_report(
+        dag_id="mm2_failover",
+        run_id="r",
+        params={},
+        plan=Plan(rows),
+        committed={},
+        log_end={},
+        mismatches=[],
+        dry_run=True,
+    )
     mix = rep.totals["partitions_by_answer"]
     assert mix == {"exact": 2, "floor": 1, "checkpoint": 2, "none": 1} == answer_counts(r.as_dict() for r in rows)
     assert mix["exact"] == rep.totals["partitions_exact"] and sum(mix.values()) == rep.totals["partitions"]
@@ -90,25 +110,48 @@ def test_rule_1_each_kind_is_labelled_with_the_reports_own_count():
 
 
 def test_rule_2_the_top_groups_by_re_read_the_most_first_with_what_is_unknown():
-    groups = [{"group": "a", "reread_estimate": 5}, {"group": "b", "reread_estimate": 50, "reread_unknown": 2},
-              {"group": "c", "reread_estimate": 0}, {"group": "d", "reread_estimate": None, "reread_unknown": 1},
-              {"group": "e", "reread_estimate": 50}]
+    groups = [
+        {"group": "a", "reread_estimate": 5},
+        {"group": "b", "reread_estimate": 50, "reread_unknown": 2},
+        {"group": "c", "reread_estimate": 0},
+        {"group": "d", "reread_estimate": None, "reread_unknown": 1},
+        {"group": "e", "reread_estimate": 50},
+    ]
     assert P.top_reread(groups) == [("b", 50, 2), ("e", 50, 0), ("a", 5, 0)]
     assert P.top_reread(groups, 1) == [("b", 50, 2)]
     shown = texts(P.reread_groups(P.top_reread(groups), 3))
-    assert "50 (+2 partition(s) unknown)" in shown and "5" in shown and "The groups with the most re-read (top 3 of 3)" \
-        in shown
+    assert (
+        "50 (+2 partition(s) unknown)" in shown
+        and "5" in shown
+        and "The groups with the most re-read (top 3 of 3)" in shown
+    )
 
 
 # ------------------------------------------------------------------------------------------ rule 3
 
 
 def test_rule_3_positions_of_the_worst_partitions_whose_log_is_known_with_their_offsets():
-    parts = [{"group": "g", "topic": "t", "partition": 0, "log_start": None, "log_end": 9},
-             {"group": "g", "topic": "t", "partition": 1, "log_start": 100, "log_end": 1100, "downstream_offset": 400,
-              "planned_offset": 450},
-             {"group": "g", "topic": "t", "partition": 2, "log_start": 0, "log_end": 5, "downstream_offset": None,
-              "planned_offset": None}]
+    parts = [
+        {"group": "g", "topic": "t", "partition": 0, "log_start": None, "log_end": 9},
+        {
+            "group": "g",
+            "topic": "t",
+            "partition": 1,
+            "log_start": 100,
+            "log_end": 1100,
+            "downstream_offset": 400,
+            "planned_offset": 450,
+        },
+        {
+            "group": "g",
+            "topic": "t",
+            "partition": 2,
+            "log_start": 0,
+            "log_end": 5,
+            "downstream_offset": None,
+            "planned_offset": None,
+        },
+    ]
     got = P.positions(parts)
     assert [p["label"] for p in got] == ["g t[1]", "g t[2]"]
     assert got[0] == {"label": "g t[1]", "start": 100, "end": 1100, "checkpoint": 400, "planned": 450}
@@ -144,16 +187,23 @@ def test_rule_4_each_interval_is_told_by_the_worst_it_found_and_only_the_last_24
 
 
 def test_rule_5_one_bar_per_try_the_approvals_wait_apart_and_a_try_still_running_to_the_latest_time():
-    tries = [{"task_id": "capture_end_offsets", "try_number": 1, "state": "success", "start": 0.0, "end": 4.0},
-             {"task_id": "approve_plan", "try_number": 1, "state": "success", "start": 4.0, "end": 64.0},
-             {"task_id": "apply_group_offsets", "try_number": 1, "state": "failed", "start": 65.0, "end": 70.0},
-             {"task_id": "apply_group_offsets", "try_number": 2, "state": "running", "start": 85.0, "end": None},
-             {"task_id": "verify_group_offsets", "try_number": 1, "state": "scheduled", "start": None, "end": None},
-             {"task_id": "announce", "map_index": 3, "try_number": 1, "state": "success", "start": 80.0, "end": 90.0}]
+    tries = [
+        {"task_id": "capture_end_offsets", "try_number": 1, "state": "success", "start": 0.0, "end": 4.0},
+        {"task_id": "approve_plan", "try_number": 1, "state": "success", "start": 4.0, "end": 64.0},
+        {"task_id": "apply_group_offsets", "try_number": 1, "state": "failed", "start": 65.0, "end": 70.0},
+        {"task_id": "apply_group_offsets", "try_number": 2, "state": "running", "start": 85.0, "end": None},
+        {"task_id": "verify_group_offsets", "try_number": 1, "state": "scheduled", "start": None, "end": None},
+        {"task_id": "announce", "map_index": 3, "try_number": 1, "state": "success", "start": 80.0, "end": 90.0},
+    ]
     bars, span, working = P.task_bars(tries)
     assert (span, working) == (90.0, 30.0)
-    assert [b["label"] for b in bars] == ["capture_end_offsets #1", "approve_plan #1", "apply_group_offsets #1",
-                                          "announce [3] #1", "apply_group_offsets #2"]
+    assert [b["label"] for b in bars] == [
+        "capture_end_offsets #1",
+        "approve_plan #1",
+        "apply_group_offsets #1",
+        "announce [3] #1",
+        "apply_group_offsets #2",
+    ]
     assert [b["approval"] for b in bars] == [False, True, False, False, False]
     assert bars[-1]["seconds"] == 5.0  # running: drawn to the latest time known
     shown = texts(P.timeline(bars, span, working))
@@ -166,17 +216,40 @@ def test_rule_5_one_bar_per_try_the_approvals_wait_apart_and_a_try_still_running
 
 
 def test_a_run_page_draws_the_reports_own_counts_and_its_timeline_inside_airflow(tmp_path):
-    rows = [PlanRow("primary", f"g{i}", "primary.t", 0, 60, 10, None, 10 + i, COMMIT, log_start=0, log_end=100,
-                    rule="exact_sync" if i % 2 else "checkpoint") for i in range(4)]
-    rep = build_report(dag_id="mm2_failover", run_id="r1", params={}, plan=Plan(rows), committed={},
-                       log_end={("primary.t", 0): 100}, mismatches=[], dry_run=True,
-                       source_commits={(f"g{i}", "primary.t", 0): 60 for i in range(4)}).as_dict()
+    rows = [
+        PlanRow(
+            "primary",
+            f"g{i}",
+            "primary.t",
+            0,
+            60,
+            10,
+            None,
+            10 + i,
+            COMMIT,
+            log_start=0,
+            log_end=100,
+            rule="exact_sync" if i % 2 else "checkpoint",
+        )
+        for i in range(4)
+    ]
+    rep = build_report(
+        dag_id="mm2_failover",
+        run_id="r1",
+        params={},
+        plan=Plan(rows),
+        committed={},
+        log_end={("primary.t", 0): 100},
+        mismatches=[],
+        dry_run=True,
+        source_commits={(f"g{i}", "primary.t", 0): 60 for i in range(4)},
+    ).as_dict()
     tries = [{"task_id": "build_plan", "try_number": 1, "state": "success", "start": 1e9, "end": 1e9 + 3}]
     t = ui.render_run("mm2_failover", "r1", rep, None, ["report.json"], "/mm2", tries)
     figs = re.findall(r"<figure class=picture data-picture='([a-z-]+)'>", t)
     assert figs == ["answer-mix", "reread-groups", "resume-positions", "timeline"]
-    mix = t[t.index("data-picture='answer-mix'"):]
-    assert "How each partition resumes (4 partition(s))" in texts(mix[:mix.index("</figure>")])
+    mix = t[t.index("data-picture='answer-mix'") :]
+    assert "How each partition resumes (4 partition(s))" in texts(mix[: mix.index("</figure>")])
     assert t.index("Outcome:") < t.index("data-picture='answer-mix'") < t.index("Groups (4)")
     # outside Airflow (no task tries), a report written before partitions_by_answer (its rows all here), and one
     # whose rows are not all here: no count is drawn that is not the report's

@@ -58,15 +58,26 @@ def test_without_bounds_nothing_is_clamped():
 
 
 def test_missing_checkpoint_is_skipped_never_invented():
-    p = build([cp(partition=1, down=7)], b=bounds(0, 50, partitions=3), current={"app": {(T, 2): 4}},
-              parts={T: 3}, on_existing_target_offsets="overwrite")
+    p = build(
+        [cp(partition=1, down=7)],
+        b=bounds(0, 50, partitions=3),
+        current={"app": {(T, 2): 4}},
+        parts={T: 3},
+        on_existing_target_offsets="overwrite",
+    )
     assert [(r.partition, r.action, r.reason, r.planned_offset) for r in p.rows] == [
         (0, pm.SKIP, pm.NO_CHECKPOINT, None),
         (1, pm.COMMIT, "", 7),
         (2, pm.SKIP, pm.NO_CHECKPOINT, None),
     ]
     r0, r2 = row(p, partition=0), row(p, partition=2)
-    assert (r0.upstream_offset, r0.downstream_offset, r0.current_offset, r0.log_start, r0.log_end) == (None, None, None, 0, 50)
+    assert (r0.upstream_offset, r0.downstream_offset, r0.current_offset, r0.log_start, r0.log_end) == (
+        None,
+        None,
+        None,
+        0,
+        50,
+    )
     assert r2.current_offset == 4 and r2.source_alias == "primary"
     assert p.counts() == {pm.COMMIT: 1, pm.CLAMP: 0, pm.SKIP: 2}
 
@@ -106,8 +117,12 @@ def test_the_planned_offset_is_always_inside_the_log(down, start, length):
 
 
 def conflict_input():
-    cps = [cp(group="a", partition=0, down=10), cp(group="a", partition=1, down=20),
-           cp(group="b", partition=0, down=30), cp(group="b", partition=1, down=40)]
+    cps = [
+        cp(group="a", partition=0, down=10),
+        cp(group="a", partition=1, down=20),
+        cp(group="b", partition=0, down=30),
+        cp(group="b", partition=1, down=40),
+    ]
     current = {"a": {(T, 0): 10, (T, 1): 15}, "b": {}}  # a's partition 1 differs from the plan
     return cps, bounds(0, 100, partitions=2), current, {T: 2}
 
@@ -141,13 +156,21 @@ def test_skip_leaves_only_the_conflicting_group_alone():
     p = pm.build_plan(cps, b, current, parts, on_existing_target_offsets="skip")
     a = [(r.partition, r.action, r.reason, r.planned_offset, r.current_offset) for r in p.rows if r.group == "a"]
     assert a == [(0, pm.SKIP, pm.EXISTING_TARGET_OFFSETS, None, 10), (1, pm.SKIP, pm.EXISTING_TARGET_OFFSETS, None, 15)]
-    assert [(r.partition, r.action, r.planned_offset) for r in p.rows if r.group == "b"] == [(0, pm.COMMIT, 30), (1, pm.COMMIT, 40)]
+    assert [(r.partition, r.action, r.planned_offset) for r in p.rows if r.group == "b"] == [
+        (0, pm.COMMIT, 30),
+        (1, pm.COMMIT, 40),
+    ]
     assert p.writes() == {"b": {(T, 0): 30, (T, 1): 40}}
 
 
 def test_skip_marks_every_row_of_the_group_even_the_ones_without_checkpoint():
-    p = build([cp(partition=0, down=10)], b=bounds(0, 100, partitions=2), parts={T: 2},
-              current={"app": {(T, 0): 3}}, on_existing_target_offsets="skip")
+    p = build(
+        [cp(partition=0, down=10)],
+        b=bounds(0, 100, partitions=2),
+        parts={T: 2},
+        current={"app": {(T, 0): 3}},
+        on_existing_target_offsets="skip",
+    )
     assert [(r.action, r.reason) for r in p.rows] == [(pm.SKIP, pm.EXISTING_TARGET_OFFSETS)] * 2
 
 
@@ -161,7 +184,11 @@ def test_overwrite_moves_the_group_forward():
     cps, b, current, parts = conflict_input()
     p = pm.build_plan(cps, b, current, parts, on_existing_target_offsets="overwrite")
     assert [(r.group, r.partition, r.action, r.planned_offset) for r in p.rows] == [
-        ("a", 0, pm.COMMIT, 10), ("a", 1, pm.COMMIT, 20), ("b", 0, pm.COMMIT, 30), ("b", 1, pm.COMMIT, 40)]
+        ("a", 0, pm.COMMIT, 10),
+        ("a", 1, pm.COMMIT, 20),
+        ("b", 0, pm.COMMIT, 30),
+        ("b", 1, pm.COMMIT, 40),
+    ]
 
 
 @pytest.mark.parametrize("policy", ["fail", "skip", "overwrite"])
@@ -173,8 +200,9 @@ def test_commits_equal_to_the_plan_are_not_different(policy):
     assert first.writes() == {"app": {(T, 0): 10, (T, 1): 100}}
     applied = first.writes()
     again = pm.build_plan(cps, b, applied, {T: 2}, on_existing_target_offsets=policy)
-    assert [(r.action, r.reason, r.planned_offset) for r in again.rows] == \
-        [(r.action, r.reason, r.planned_offset) for r in first.rows]
+    assert [(r.action, r.reason, r.planned_offset) for r in again.rows] == [
+        (r.action, r.reason, r.planned_offset) for r in first.rows
+    ]
     assert [r.current_offset for r in again.rows] == [10, 100]
     assert pm.diff_to_apply(again, applied) == {}
     assert pm.verify(again, applied) == []
@@ -193,9 +221,13 @@ def test_no_rewind_unless_allowed():
     current = {"app": {(T, 0): 50, (T, 1): 5}}  # 0 ahead of the plan, 1 behind, 2 none
     p = pm.build_plan(cps, bounds(0, 100, partitions=3), current, {T: 3}, on_existing_target_offsets="overwrite")
     assert [(r.action, r.reason, r.planned_offset) for r in p.rows] == [
-        (pm.SKIP, pm.TARGET_AHEAD, None), (pm.COMMIT, "", 10), (pm.COMMIT, "", 10)]
-    p = pm.build_plan(cps, bounds(0, 100, partitions=3), current, {T: 3}, on_existing_target_offsets="overwrite",
-                      allow_rewind=True)
+        (pm.SKIP, pm.TARGET_AHEAD, None),
+        (pm.COMMIT, "", 10),
+        (pm.COMMIT, "", 10),
+    ]
+    p = pm.build_plan(
+        cps, bounds(0, 100, partitions=3), current, {T: 3}, on_existing_target_offsets="overwrite", allow_rewind=True
+    )
     assert [(r.action, r.planned_offset) for r in p.rows] == [(pm.COMMIT, 10)] * 3
 
 
@@ -219,8 +251,13 @@ def test_a_target_commit_ahead_of_an_archive_floor_is_not_kept_silently():
     for how in ("skip", "overwrite"):
         with pytest.raises(PlanError, match=r"app primary.orders\[0\] \(target commit 52, the archive floor 41\)"):
             build([cp(down=52)], current={"app": {(T, 0): 52}}, on_existing_target_offsets=how, exact=exact)
-    p = build([cp(down=52)], current={"app": {(T, 0): 52}}, on_existing_target_offsets="overwrite", allow_rewind=True,
-              exact=exact)
+    p = build(
+        [cp(down=52)],
+        current={"app": {(T, 0): 52}},
+        on_existing_target_offsets="overwrite",
+        allow_rewind=True,
+        exact=exact,
+    )
     assert (row(p).action, row(p).planned_offset, row(p).rule) == (pm.COMMIT, 41, ARCHIVE_FLOOR)
 
 
@@ -238,13 +275,17 @@ def test_moved_since_the_backup_is_never_written_again():
     current = {"g": {(T, 0): Commit(12), (T, 1): Commit(5)}, "h": {(T, 0): Commit(30), (T, 1): Commit(41)}}
     # g[0] committed since (none before, 12 now), h[1] too (7 before, 41 now); g[1] still holds what the backup saw,
     # h[0] already holds the plan
-    assert pm.moved_since(p, current, before) == {"g": {(T, 0): (None, Commit(12))}, "h": {(T, 1): (Commit(7),
-                                                                                                      Commit(41))}}
+    assert pm.moved_since(p, current, before) == {
+        "g": {(T, 0): (None, Commit(12))},
+        "h": {(T, 1): (Commit(7), Commit(41))},
+    }
     assert pm.diff_to_apply(p, current, before) == {"g": {(T, 1): Commit(20)}}
     assert pm.diff_to_apply(p, current) == {"g": {(T, 0): Commit(10), (T, 1): Commit(20)}, "h": {(T, 1): Commit(40)}}
     # a partition without a commit now is written (nothing to rewind)
-    assert pm.diff_to_apply(p, {"g": {(T, 1): Commit(5)}}, before) == {"g": {(T, 0): Commit(10), (T, 1): Commit(20)},
-                                                                       "h": {(T, 0): Commit(30), (T, 1): Commit(40)}}
+    assert pm.diff_to_apply(p, {"g": {(T, 1): Commit(5)}}, before) == {
+        "g": {(T, 0): Commit(10), (T, 1): Commit(20)},
+        "h": {(T, 0): Commit(30), (T, 1): Commit(40)},
+    }
     # a stage computes the plan's commits once and passes them (planned=): the same answers
     planned = p.commits()
     for cur in (current, {"g": {(T, 1): Commit(5)}}, {}):
@@ -265,8 +306,9 @@ def test_missing_replica_topic_raises_naming_it():
 
 def test_missing_replica_partition_raises_naming_it():
     with pytest.raises(PlanError) as e:
-        pm.build_plan([cp(partition=0), cp(partition=3), cp(partition=5, topic=U), cp(topic="x.y")],
-                      {}, {}, {T: 2, U: 1})
+        pm.build_plan(
+            [cp(partition=0), cp(partition=3), cp(partition=5, topic=U), cp(topic="x.y")], {}, {}, {T: 2, U: 1}
+        )
     msg = str(e.value)
     assert "topic x.y, primary.orders[3], primary.users[5]." in msg
     assert f"{T}[0]" not in msg
@@ -298,10 +340,26 @@ def test_writes_groups_and_dict_round_trip():
     assert p.groups() == ["a,app", "m", "z-app"]
     again = pm.Plan.from_dicts(p.as_dicts())
     assert again == p and again.to_reset_csv() == p.to_reset_csv()
-    assert set(p.as_dicts()[0]) == {"source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset",
-                                    "current_offset", "planned_offset", "action", "reason", "log_start", "log_end",
-                                    "retention_gap", "metadata", "rule", "source_position", "exact_offset",
-                                    "position_at_least"}
+    assert set(p.as_dicts()[0]) == {
+        "source_alias",
+        "group",
+        "topic",
+        "partition",
+        "upstream_offset",
+        "downstream_offset",
+        "current_offset",
+        "planned_offset",
+        "action",
+        "reason",
+        "log_start",
+        "log_end",
+        "retention_gap",
+        "metadata",
+        "rule",
+        "source_position",
+        "exact_offset",
+        "position_at_least",
+    }
 
 
 def test_verify_reports_every_writing_row_that_does_not_read_back():
@@ -312,8 +370,9 @@ def test_verify_reports_every_writing_row_that_does_not_read_back():
         pm.Mismatch("z-app", T, 1, 7, None),  # never written
     ]
     assert pm.verify(p, p.writes()) == []
-    assert pm.verify(p, {}) == [pm.Mismatch(g, t, q, o, None) for g, tp in sorted(p.writes().items())
-                                for (t, q), o in tp.items()]
+    assert pm.verify(p, {}) == [
+        pm.Mismatch(g, t, q, o, None) for g, tp in sorted(p.writes().items()) for (t, q), o in tp.items()
+    ]
 
 
 def test_diff_to_apply_is_what_the_target_does_not_have_yet():
@@ -381,14 +440,22 @@ def test_selected_group_committing_on_the_source_without_any_checkpoint_refuses_
 def test_accepted_groups_without_checkpoints_are_skipped_rows_and_the_others_move():
     p = build([cp()], source_commits={"ghost": {("primary", T, 0): 5}}, accept_groups_without_checkpoints=True)
     r = row(p, "ghost")
-    assert (r.action, r.reason, r.planned_offset, r.source_alias) == (pm.SKIP, pm.GROUP_NEVER_CHECKPOINTED, None,
-                                                                      "primary")
+    assert (r.action, r.reason, r.planned_offset, r.source_alias) == (
+        pm.SKIP,
+        pm.GROUP_NEVER_CHECKPOINTED,
+        None,
+        "primary",
+    )
     assert p.writes() == {"app": {(T, 0): 10}}
 
 
 def test_partition_committed_on_the_source_without_a_checkpoint_is_a_skipped_row():
-    p = build([cp()], b={**bounds(), **bounds(topic=U, partitions=2)}, parts={T: 1, U: 2},
-              source_commits={"app": {("primary", U, 1): 7, ("primary", T, 0): 110}})
+    p = build(
+        [cp()],
+        b={**bounds(), **bounds(topic=U, partitions=2)},
+        parts={T: 1, U: 2},
+        source_commits={"app": {("primary", U, 1): 7, ("primary", T, 0): 110}},
+    )
     assert (row(p, "app", U, 1).action, row(p, "app", U, 1).reason) == (pm.SKIP, pm.NO_CHECKPOINT)
     assert not [r for r in p.rows if (r.topic, r.partition) == (U, 0)]  # it commits nothing there
     assert row(p).action == pm.COMMIT
@@ -405,25 +472,42 @@ def test_source_commits_on_topics_without_a_replica_are_ignored():
 def test_a_proven_translation_replaces_the_checkpoint_and_says_so():
     p = build([cp(down=10, up=50)], exact={("app", T, 0): pm.Proven(50, "gap_free_bracket", 50, "")})
     r = row(p)
-    assert (r.planned_offset, r.downstream_offset, r.rule, r.exact_offset, r.source_position) == \
-        (50, 10, "gap_free_bracket", 50, 50)
+    assert (r.planned_offset, r.downstream_offset, r.rule, r.exact_offset, r.source_position) == (
+        50,
+        10,
+        "gap_free_bracket",
+        50,
+        50,
+    )
     assert row(build([cp(down=10)])).rule == "checkpoint"
 
 
 def test_a_translation_still_obeys_clamp_existing_commits_and_no_rewind():
     p = build([cp(down=10)], b=bounds(start=0, end=40), exact={("app", T, 0): pm.Proven(55, "exact_sync", 55, "")})
     assert (row(p).action, row(p).reason, row(p).planned_offset) == (pm.CLAMP, pm.BEYOND_LOG_END, 40)
-    p = build([cp(down=10)], current={"app": {(T, 0): 60}}, on_existing_target_offsets="overwrite",
-              exact={("app", T, 0): pm.Proven(50, "exact_sync", 50, "")})
+    p = build(
+        [cp(down=10)],
+        current={"app": {(T, 0): 60}},
+        on_existing_target_offsets="overwrite",
+        exact={("app", T, 0): pm.Proven(50, "exact_sync", 50, "")},
+    )
     assert (row(p).action, row(p).reason) == (pm.SKIP, pm.TARGET_AHEAD)
 
 
 def test_a_group_mm2_never_checkpointed_moves_where_a_translation_proves_its_position():
-    p = build([cp()], source_commits={"ghost": {("primary", T, 0): 5}},
-              exact={("ghost", T, 0): pm.Proven(5, "gap_free_bracket", 5, "md")})
+    p = build(
+        [cp()],
+        source_commits={"ghost": {("primary", T, 0): 5}},
+        exact={("ghost", T, 0): pm.Proven(5, "gap_free_bracket", 5, "md")},
+    )
     r = row(p, "ghost")
-    assert (r.action, r.planned_offset, r.downstream_offset, r.metadata, r.rule) == (pm.COMMIT, 5, None, "md",
-                                                                                     "gap_free_bracket")
+    assert (r.action, r.planned_offset, r.downstream_offset, r.metadata, r.rule) == (
+        pm.COMMIT,
+        5,
+        None,
+        "md",
+        "gap_free_bracket",
+    )
 
 
 # ----------------------------------------------------------------------------------- rule 1a: a reset, source lost
@@ -432,8 +516,12 @@ K = ("primary", T, 0)
 
 def reading(offset, read_at, cp_=None, alias_read=True, margin=10.0):
     read = read_at if isinstance(read_at, tuple) else (read_at, read_at)
-    got = pm.archived_positions_taken({"app": {K: pm.Commit(offset, "m")}}, {"primary": read} if alias_read else {},
-                                      {} if cp_ is None else {("primary", "app", T, 0): cp_}, margin)
+    got = pm.archived_positions_taken(
+        {"app": {K: pm.Commit(offset, "m")}},
+        {"primary": read} if alias_read else {},
+        {} if cp_ is None else {("primary", "app", T, 0): cp_},
+        margin,
+    )
     return got.get("app", {}).get(K)
 
 
@@ -498,8 +586,9 @@ def test_a_checkpoint_ahead_of_the_groups_source_commit_refuses_the_plan_naming_
 
 
 def test_a_rewound_group_resumes_at_its_proven_sync_floor():
-    p = build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 20}},
-              positions_at_least={("app", T, 0): 15})
+    p = build(
+        [cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 20}}, positions_at_least={("app", T, 0): 15}
+    )
     r = row(p)
     assert (r.action, r.planned_offset, r.rule, r.downstream_offset) == (pm.COMMIT, 15, "sync_floor", 102)
 
@@ -508,33 +597,46 @@ def test_a_rewound_group_below_every_sync_resumes_at_the_replicas_first_record()
     """A review (issue 50's drill flake hunt): rewound below every offset sync of a drained partition, no sync floor -
     the plan skipped (or refused) the group, whose consumers then fell to auto.offset.reset. The replica's log start
     is proven: nothing left anywhere is before it."""
-    p = build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 0}},
-              replica_floors={("app", T, 0): 0})
+    p = build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 0}}, replica_floors={("app", T, 0): 0})
     r = row(p)
     assert (r.action, r.planned_offset, r.rule, r.source_position) == (pm.COMMIT, 0, "replica_start", 0)
-    floored = build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 20}},
-                    positions_at_least={("app", T, 0): 15}, replica_floors={("app", T, 0): 0})
+    floored = build(
+        [cp(down=102, up=150)],
+        source_commits={"app": {("primary", T, 0): 20}},
+        positions_at_least={("app", T, 0): 15},
+        replica_floors={("app", T, 0): 0},
+    )
     assert (row(floored).planned_offset, row(floored).rule) == (15, "sync_floor")  # a sync's floor comes first
 
 
 def test_a_rewound_group_accepted_without_a_floor_is_a_skipped_row_the_others_move():
-    p = build([cp(down=102, up=150), cp(group="other", down=10, up=10)],
-              source_commits={"app": {("primary", T, 0): 20}, "other": {("primary", T, 0): 10}},
-              accept_groups_without_checkpoints=True)
+    p = build(
+        [cp(down=102, up=150), cp(group="other", down=10, up=10)],
+        source_commits={"app": {("primary", T, 0): 20}, "other": {("primary", T, 0): 10}},
+        accept_groups_without_checkpoints=True,
+    )
     r = row(p)
     assert (r.action, r.reason, r.planned_offset) == (pm.SKIP, pm.CHECKPOINT_AHEAD_OF_SOURCE, None)
     assert p.writes() == {"other": {(T, 0): 10}}
 
 
 def test_a_proven_translation_of_the_rewound_position_is_used():
-    p = build([cp(down=102, up=150)], source_commits={"app": {("primary", T, 0): 20}},
-              exact={("app", T, 0): pm.Proven(20, "exact_sync", 20, "")})
+    p = build(
+        [cp(down=102, up=150)],
+        source_commits={"app": {("primary", T, 0): 20}},
+        exact={("app", T, 0): pm.Proven(20, "exact_sync", 20, "")},
+    )
     assert (row(p).planned_offset, row(p).rule) == (20, "exact_sync")
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(0, 200), st.integers(0, 200), st.integers(0, 50), st.one_of(st.none(), st.integers(0, 200)),
-       st.booleans())
+@given(
+    st.integers(0, 200),
+    st.integers(0, 200),
+    st.integers(0, 50),
+    st.one_of(st.none(), st.integers(0, 200)),
+    st.booleans(),
+)
 def test_the_planned_offset_never_passes_the_groups_source_position(commit, up, lag, floor, accept):
     """Replica offsets equal to the source's (MM2 copied the topic from its start, no markers), so the truth is the
     group's source commit: whatever MM2's checkpoint says (its upstream offset ``up``, translated ``lag`` records
@@ -542,9 +644,12 @@ def test_the_planned_offset_never_passes_the_groups_source_position(commit, up, 
     down = max(0, up - lag)
     at_least = None if floor is None else min(floor, commit)
     try:
-        p = build([cp(down=down, up=up)], source_commits={"app": {("primary", T, 0): commit}},
-                  positions_at_least=None if at_least is None else {("app", T, 0): at_least},
-                  accept_groups_without_checkpoints=accept)
+        p = build(
+            [cp(down=down, up=up)],
+            source_commits={"app": {("primary", T, 0): commit}},
+            positions_at_least=None if at_least is None else {("app", T, 0): at_least},
+            accept_groups_without_checkpoints=accept,
+        )
     except pm.PlanError:
         assert up > commit and at_least is None and not accept
         return
@@ -558,8 +663,11 @@ def test_a_target_commit_ahead_of_a_rewound_groups_floor_is_never_kept_silently(
     """The review: with sync.group.offsets.enabled MM2 already committed the old position (100) on the target; the
     group was rewound to 40 on the source, floor 35. Rule 4 (target ahead: skip) or rule 3 (skip) kept 100: 40..99
     skipped. Refused, naming it, unless the operator moves it back (allow_rewind with overwrite)."""
-    kw = dict(source_commits={"app": {("primary", T, 0): 40}}, positions_at_least={("app", T, 0): 35},
-              current={"app": {(T, 0): 100}})
+    kw = dict(
+        source_commits={"app": {("primary", T, 0): 40}},
+        positions_at_least={("app", T, 0): 35},
+        current={"app": {(T, 0): 100}},
+    )
     with pytest.raises(pm.PlanError, match="ahead of the group's position") as e:
         build([cp(down=100, up=100)], on_existing_target_offsets=policy, **kw)
     assert f"app {T}[0]" in str(e.value) and "allow_rewind" in str(e.value)

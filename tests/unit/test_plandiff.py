@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 from mm2_failover import plandiff as d
 
-
 # ------------------------------------------------------------------------------------------ 1. state of a partition
 
 
@@ -61,5 +60,9 @@ def test_the_summary_counts_each_state_and_lists_the_groups_off_the_plan_worst_f
     assert got.counts == {d.MOVED: 1, d.GONE: 1, d.NOT_WRITTEN: 1, d.AS_PLANNED: 1}
     assert got.groups_off_plan == ["b", "c", "a"]
     assert [(r["group"], r["partition"], r["state"]) for r in got.rows] == [
-        ("b", 0, d.MOVED), ("c", 0, d.GONE), ("a", 1, d.NOT_WRITTEN), ("a", 0, d.AS_PLANNED)]
+        ("b", 0, d.MOVED),
+        ("c", 0, d.GONE),
+        ("a", 1, d.NOT_WRITTEN),
+        ("a", 0, d.AS_PLANNED),
+    ]
     assert (got.groups_read, got.groups_left_out) == (3, 1)  # d was not read: not in the rows

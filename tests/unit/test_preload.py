@@ -39,10 +39,11 @@ if __name__ == "__main__":
 def test_the_scheduler_settings_make_its_workers_start_with_the_listed_modules(tmp_path):
     from mm2_failover import config, preload
 
-    assert config.preload_settings() == {"AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
-                                         "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": preload.__name__,
-                                         "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS":
-                                             "mm2_failover.celery_config.CELERY_CONFIG"}
+    assert config.preload_settings() == {
+        "AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
+        "AIRFLOW__SCHEDULER__MP_FORKSERVER_PRELOAD": preload.__name__,
+        "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS": "mm2_failover.celery_config.CELERY_CONFIG",
+    }
     modules = ["pandas", "pyarrow.parquet", "confluent_kafka", "airflow.sdk.execution_time.task_runner"]
     assert set(modules) <= set(preload.MODULES)
     script = tmp_path / "child.py"  # a file: the forkserver's children re-import __main__ by path

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.stages.checkpoints import selected_checkpoint_groups, selected_checkpoints
 from mm2_failover.checkpoints import Checkpoint
 from mm2_failover.config import RunParams
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import RunFolder, RunFolderError
+from mm2_failover.stages.checkpoints import selected_checkpoint_groups, selected_checkpoints
 from testbed.scenario import write_latest
 
 CONFS = {"target": {"bootstrap.servers": "127.0.0.1:9"}, "source": {"bootstrap.servers": "127.0.0.1:9"}}
@@ -43,11 +43,19 @@ def test_the_gates_groups_are_the_groups_of_the_selected_checkpoints(tmp_path):
     import pyarrow.parquet as pq
 
     folder = RunFolder(tmp_path / "run")
-    write_latest(folder, [Checkpoint(g, "primary.orders", p, 40, 39, "") for g in ("orders-app", "orders-b", "billing")
-                          for p in range(3)])
+    write_latest(
+        folder,
+        [
+            Checkpoint(g, "primary.orders", p, 40, 39, "")
+            for g in ("orders-app", "orders-b", "billing")
+            for p in range(3)
+        ],
+    )
     t = pq.read_table(folder.checkpoints / "part-0.parquet")
     dc2 = t.set_column(0, "source_alias", pa.array(["dc2"] * t.num_rows, pa.string()))
-    dc2 = dc2.set_column(1, "group", pa.array([g.replace("orders-b", "orders-dc2") for g in t.column("group").to_pylist()]))
+    dc2 = dc2.set_column(
+        1, "group", pa.array([g.replace("orders-b", "orders-dc2") for g in t.column("group").to_pylist()])
+    )
     pq.write_table(pa.concat_tables([t, dc2]), folder.checkpoints / "part-0.parquet")  # an alias the run does not move
     for regex in ("orders-.*", "billing|orders-app", "nothing"):
         ctx = RunContext.from_cli(RunParams(groups_regex=regex), folder.dir, CONFS, 1.0)
@@ -64,9 +72,11 @@ def test_every_job_submission_first_deletes_the_old_summary_so_a_killed_rerun_is
 
     ctx = ctx_with_answers(tmp_path)
     assert ctx.folder.checkpoints_summary.exists()
-    snap = SimpleNamespace(checkpoints_topics={"primary": "primary.checkpoints.internal"},
-                           checkpoints_end={("primary.checkpoints.internal", 0): 5},
-                           checkpoints_start={("primary.checkpoints.internal", 0): 0})
+    snap = SimpleNamespace(
+        checkpoints_topics={"primary": "primary.checkpoints.internal"},
+        checkpoints_end={("primary.checkpoints.internal", 0): 5},
+        checkpoints_start={("primary.checkpoints.internal", 0): 0},
+    )
     sub = job_submission(ctx.params, ctx.folder, snap, CONFS["target"])
     try:
         assert not ctx.folder.checkpoints_summary.exists()

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-
-import pytest
 from datetime import datetime, timezone
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,19 +15,43 @@ NOW = 1_800_000_000_000  # epoch ms
 
 
 def row(group="g", topic="primary.t", partition=0, planned=10, rule="checkpoint", action="commit", reason=""):
-    return {"group": group, "topic": topic, "partition": partition, "planned_offset": planned, "rule": rule,
-            "action": action, "reason": reason}
+    return {
+        "group": group,
+        "topic": topic,
+        "partition": partition,
+        "planned_offset": planned,
+        "rule": rule,
+        "action": action,
+        "reason": reason,
+    }
 
 
 def drain(partition=0, source_end=100, replicated=99, replica_end=100, state="drained", alias="primary"):
-    return {"alias": alias, "topic": "t", "partition": partition, "replica_topic": "primary.t",
-            "source_end": source_end, "replicated": replicated, "replica_end": replica_end, "state": state}
+    return {
+        "alias": alias,
+        "topic": "t",
+        "partition": partition,
+        "replica_topic": "primary.t",
+        "source_end": source_end,
+        "replicated": replicated,
+        "replica_end": replica_end,
+        "state": state,
+    }
 
 
 def assess(rows, drains=(), oldest=None, cps=None, archive=None, findings=(), rpo=60, reread=()):
-    return r.assess(run_id="run", now_ms=NOW, rpo_seconds=rpo, plan_rows=rows, reread=list(reread),
-                    drain_rows=list(drains), oldest_unreplicated_ms=oldest or {}, checkpoint_ms=cps or {},
-                    archive_updated=archive if archive is not None else {"primary": None}, findings=list(findings))
+    return r.assess(
+        run_id="run",
+        now_ms=NOW,
+        rpo_seconds=rpo,
+        plan_rows=rows,
+        reread=list(reread),
+        drain_rows=list(drains),
+        oldest_unreplicated_ms=oldest or {},
+        checkpoint_ms=cps or {},
+        archive_updated=archive if archive is not None else {"primary": None},
+        findings=list(findings),
+    )
 
 
 # ------------------------------------------------------------------------------------------ 1. the answer
@@ -53,8 +76,13 @@ def test_rule1_a_group_is_exact_only_when_every_partition_it_moves_is():
     skipped = [row(group="d", planned=None, action="skip", reason="no_checkpoint")]
     exact_and_skip = [row(group="e", rule="exact_sync"), row(group="e", partition=1, planned=None, action="skip")]
     a = assess(exact + mixed + floor + skipped + exact_and_skip)
-    assert {g["group"]: g["answer"] for g in a.groups} == {"a": "exact", "b": "checkpoint", "c": "floor",
-                                                            "d": "none", "e": "exact"}
+    assert {g["group"]: g["answer"] for g in a.groups} == {
+        "a": "exact",
+        "b": "checkpoint",
+        "c": "floor",
+        "d": "none",
+        "e": "exact",
+    }
     assert a.summary["groups_not_exact"] == 3 and a.summary["groups_exact"] == 2
     assert a.groups[0]["rules"] == {"exact_sync": 1, "record_lookup": 1}
 
@@ -64,8 +92,13 @@ def test_rule1_a_group_is_exact_only_when_every_partition_it_moves_is():
 
 def test_rule2_reread_is_the_plans_estimate_and_unknown_is_counted_not_guessed():
     rows = [row(), row(partition=1), row(partition=2, planned=None, action="skip")]
-    a = assess(rows, reread=[{"group": "g", "topic": "primary.t", "partition": 0, "reread": 7},
-                             {"group": "g", "topic": "primary.t", "partition": 1, "reread": None}])
+    a = assess(
+        rows,
+        reread=[
+            {"group": "g", "topic": "primary.t", "partition": 0, "reread": 7},
+            {"group": "g", "topic": "primary.t", "partition": 1, "reread": None},
+        ],
+    )
     g = a.groups[0]
     assert (g["reread"], g["reread_unknown"]) == (7, 1)  # the skipped partition re-reads nothing: not unknown
     assert (a.summary["reread_records"], a.summary["partitions_reread_unknown"]) == (7, 1)  # the total says it
@@ -108,10 +141,19 @@ def test_rule3_the_exposure_is_the_oldest_records_age_when_the_lag_was_observed_
     """Found by the long soak: an interval whose drain observation was made during a busy phase was assessed 2.5
     minutes later (its tasks retried through an object-store outage): 20 records behind, their oldest 151.6 s old
     "now" - while they were 2 s old when observed, and copied a second later. The age is taken at the observation."""
-    a = r.assess(run_id="run", now_ms=NOW, rpo_seconds=60, plan_rows=[row()], reread=[],
-                 drain_rows=[drain(state="replication behind", replicated=79)],
-                 oldest_unreplicated_ms={("primary.t", 0): NOW - 152_000}, checkpoint_ms={},
-                 archive_updated={"primary": None}, findings=[], drain_observed_ms=NOW - 150_000)
+    a = r.assess(
+        run_id="run",
+        now_ms=NOW,
+        rpo_seconds=60,
+        plan_rows=[row()],
+        reread=[],
+        drain_rows=[drain(state="replication behind", replicated=79)],
+        oldest_unreplicated_ms={("primary.t", 0): NOW - 152_000},
+        checkpoint_ms={},
+        archive_updated={"primary": None},
+        findings=[],
+        drain_observed_ms=NOW - 150_000,
+    )
     assert a.groups[0]["exposure_seconds"] == 2.0 and a.summary["groups_over_rpo"] == 0
 
 
@@ -120,12 +162,17 @@ def test_rule3_the_exposure_is_the_oldest_records_age_when_the_lag_was_observed_
 
 def test_rule4_ages_of_the_archive_and_of_each_groups_newest_checkpoint():
     iso = datetime.fromtimestamp((NOW - 30_000) / 1000, timezone.utc).isoformat()
-    a = assess([row(), row(partition=1)], cps={("g", "primary.t", 0): NOW - 10_000, ("g", "primary.t", 1): NOW - 50_000},
-               archive={"primary": iso, "east": None})
+    a = assess(
+        [row(), row(partition=1)],
+        cps={("g", "primary.t", 0): NOW - 10_000, ("g", "primary.t", 1): NOW - 50_000},
+        archive={"primary": iso, "east": None},
+    )
     assert a.groups[0]["checkpoint_age_seconds"] == 50.0  # the oldest of the group's newest checkpoints
     none = {"failed_runs_since": 0, "last_failure": None}
-    assert a.archive == {"east": {"updated_at": None, "age_seconds": None, **none},
-                         "primary": {"updated_at": iso, "age_seconds": 30.0, **none}}
+    assert a.archive == {
+        "east": {"updated_at": None, "age_seconds": None, **none},
+        "primary": {"updated_at": iso, "age_seconds": 30.0, **none},
+    }
     assert a.summary["archive_age_seconds"] == 30.0
     assert r.to_ms(datetime(2027, 1, 15, 8)) == r.to_ms("2027-01-15T08:00:00+00:00") == r.to_ms("2027-01-15T08:00:00Z")
     assert r.age_seconds(NOW + 5_000, NOW) == 0.0  # a clock ahead: never negative
@@ -135,8 +182,12 @@ def test_rule4_ages_of_the_archive_and_of_each_groups_newest_checkpoint():
 
 
 def test_rule5_the_first_interval_tells_what_is_wrong_already():
-    now = assess([row(rule="checkpoint")], [drain(state="replication behind", replicated=49)],
-                 oldest={("primary.t", 0): NOW - 600_000}, findings=[{"key": "audit:primary:x", "text": "x is off"}])
+    now = assess(
+        [row(rule="checkpoint")],
+        [drain(state="replication behind", replicated=49)],
+        oldest={("primary.t", 0): NOW - 600_000},
+        findings=[{"key": "audit:primary:x", "text": "x is off"}],
+    )
     what = [d.what for d in r.degradations(None, now, interval_seconds=300, archive_stale_intervals=3)]
     # nothing was exact before: nothing fell back; the archive that never ran waits one interval (the test below)
     assert what == ["over_rpo", "new_finding"]
@@ -147,9 +198,16 @@ def test_rule5_the_archives_absence_waits_for_the_archive_unpaused_with_it():
     ended before the archive's first one and mailed "nothing archives them" - a minute later the archive had run. An
     archive that never succeeded nor failed (and its audit finding) is told once that has lasted
     archive_stale_intervals intervals, as a stale archive is, and then not again."""
+
     def interval():  # each interval's own findings, as each is read from its own readiness.json
-        return assess([row(rule="exact_sync")], [drain()], archive={"primary": None}, findings=[
-            {"key": "audit:primary:sync_history", "text": "audit primary sync_history: nothing archives them"}])
+        return assess(
+            [row(rule="exact_sync")],
+            [drain()],
+            archive={"primary": None},
+            findings=[
+                {"key": "audit:primary:sync_history", "text": "audit primary sync_history: nothing archives them"}
+            ],
+        )
 
     first, second, third, fourth = interval(), interval(), interval(), interval()
     assert r.degradations(None, first, interval_seconds=60, archive_stale_intervals=3) == []
@@ -162,7 +220,9 @@ def test_rule5_the_archives_absence_waits_for_the_archive_unpaused_with_it():
     assert r.degradations(second, ran, interval_seconds=60, archive_stale_intervals=3) == []
     # told at once where the readiness check is set to count one interval
     assert [d.what for d in r.degradations(None, interval(), interval_seconds=60, archive_stale_intervals=1)] == [
-        "new_finding", "archive_stale"]
+        "new_finding",
+        "archive_stale",
+    ]
 
 
 def test_rule5_a_group_not_exact_while_its_records_are_still_being_copied_has_not_fallen_back():
@@ -173,12 +233,19 @@ def test_rule5_a_group_not_exact_while_its_records_are_still_being_copied_has_no
     fresh = datetime.fromtimestamp((NOW - 10_000) / 1000, timezone.utc).isoformat()
 
     def interval(rule, replicated):
-        return assess([row(rule=rule)], [drain(replicated=replicated, state="drained" if replicated == 99 else
-                                               "replication behind")], archive={"primary": fresh},
-                      oldest={("primary.t", 0): NOW - 1_000})
+        return assess(
+            [row(rule=rule)],
+            [drain(replicated=replicated, state="drained" if replicated == 99 else "replication behind")],
+            archive={"primary": fresh},
+            oldest={("primary.t", 0): NOW - 1_000},
+        )
 
-    exact, busy, busy_again, caught_up = (interval("exact_sync", 99), interval("checkpoint", 60),
-                                          interval("checkpoint", 70), interval("checkpoint", 99))
+    exact, busy, busy_again, caught_up = (
+        interval("exact_sync", 99),
+        interval("checkpoint", 60),
+        interval("checkpoint", 70),
+        interval("checkpoint", 99),
+    )
     assert busy.groups[0]["not_replicated"] > 0
     assert r.degradations(exact, busy, interval_seconds=60, archive_stale_intervals=3) == []
     assert r.degradations(busy, busy_again, interval_seconds=60, archive_stale_intervals=3) == []
@@ -191,15 +258,23 @@ def test_rule5_a_group_not_exact_while_its_records_are_still_being_copied_has_no
 def test_rule5_each_change_is_told_once():
     fresh = datetime.fromtimestamp((NOW - 10_000) / 1000, timezone.utc).isoformat()
     good = assess([row(rule="exact_sync")], [drain()], archive={"primary": fresh})
-    bad = assess([row(rule="checkpoint")], [drain(state="replication behind", replicated=49)],
-                 oldest={("primary.t", 0): NOW - 600_000}, findings=[{"key": "audit:primary:x", "text": "x 1"}])
+    bad = assess(
+        [row(rule="checkpoint")],
+        [drain(state="replication behind", replicated=49)],
+        oldest={("primary.t", 0): NOW - 600_000},
+        findings=[{"key": "audit:primary:x", "text": "x 1"}],
+    )
     worse = r.degradations(good, bad, interval_seconds=300, archive_stale_intervals=3)
     # not "fell back" while its records are not replicated (the test above): its exposure is what is told
     assert [d.what for d in worse] == ["over_rpo", "new_finding", "archive_stale"]
     assert "600 s old" in worse[0].text
     # the same state again (the finding's numbers changed: the same key): nothing new to tell
-    again = assess([row(rule="checkpoint")], [drain(state="replication behind", replicated=49)],
-                   oldest={("primary.t", 0): NOW - 900_000}, findings=[{"key": "audit:primary:x", "text": "x 2"}])
+    again = assess(
+        [row(rule="checkpoint")],
+        [drain(state="replication behind", replicated=49)],
+        oldest={("primary.t", 0): NOW - 900_000},
+        findings=[{"key": "audit:primary:x", "text": "x 2"}],
+    )
     assert r.degradations(bad, again, interval_seconds=300, archive_stale_intervals=3) == []
     # back to good, then bad again: told again
     assert r.degradations(again, good, interval_seconds=300, archive_stale_intervals=3) == []
@@ -207,15 +282,35 @@ def test_rule5_each_change_is_told_once():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 3), st.sampled_from(
-    ["exact_sync", "checkpoint", "sync_floor", "record_lookup", None])), max_size=20),
-       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 200), st.one_of(st.none(), st.integers(-1, 250)),
-                          st.sampled_from(["drained", "replication behind", "producers still writing"])), max_size=6))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("abc"),
+            st.integers(0, 3),
+            st.sampled_from(["exact_sync", "checkpoint", "sync_floor", "record_lookup", None]),
+        ),
+        max_size=20,
+    ),
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.integers(0, 200),
+            st.one_of(st.none(), st.integers(-1, 250)),
+            st.sampled_from(["drained", "replication behind", "producers still writing"]),
+        ),
+        max_size=6,
+    ),
+)
 def test_the_summary_agrees_with_the_rows_whatever_they_are(spec, drains):
     rows = {}
     for g, p, rule in spec:
-        rows[(g, p)] = row(g, partition=p, rule=rule or "checkpoint", planned=None if rule is None else 5,
-                           action="skip" if rule is None else "commit")
+        rows[(g, p)] = row(
+            g,
+            partition=p,
+            rule=rule or "checkpoint",
+            planned=None if rule is None else 5,
+            action="skip" if rule is None else "commit",
+        )
     ds = {p: drain(p, source_end=se, replicated=rep, state=state) for p, se, rep, state in drains}
     a = assess(list(rows.values()), list(ds.values()), oldest={("primary.t", p): NOW - 1000 * p for p in ds})
     s = a.summary
@@ -267,12 +362,23 @@ def test_a_retried_interval_compares_with_the_one_before_it_not_with_itself(tmp_
 def test_the_rows_per_partition_round_trip_through_parquet_and_the_json_stays_small(tmp_path):
     from mm2_failover.runfolder import READINESS, RunFolder
 
-    rows = [row(f"g{i:05d}", partition=p, rule=("exact_sync", "checkpoint", "sync_floor")[i % 3],
-                planned=None if i % 7 == 0 else i, action="skip" if i % 7 == 0 else "commit")
-            for i in range(300) for p in range(10)]
-    a = assess(rows, [drain(p, state="replication behind", replicated=89) for p in range(5)],
-               oldest={("primary.t", 0): NOW - 5000}, reread=[{"group": "g00001", "topic": "primary.t",
-                                                               "partition": 0, "reread": 3}])
+    rows = [
+        row(
+            f"g{i:05d}",
+            partition=p,
+            rule=("exact_sync", "checkpoint", "sync_floor")[i % 3],
+            planned=None if i % 7 == 0 else i,
+            action="skip" if i % 7 == 0 else "commit",
+        )
+        for i in range(300)
+        for p in range(10)
+    ]
+    a = assess(
+        rows,
+        [drain(p, state="replication behind", replicated=89) for p in range(5)],
+        oldest={("primary.t", 0): NOW - 5000},
+        reread=[{"group": "g00001", "topic": "primary.t", "partition": 0, "reread": 3}],
+    )
     f = RunFolder(tmp_path)
     f.save_readiness(a)
     assert f.load_readiness().as_dict() == a.as_dict()
@@ -280,12 +386,21 @@ def test_the_rows_per_partition_round_trip_through_parquet_and_the_json_stays_sm
     assert (tmp_path / READINESS).stat().st_size < 2000  # the summary only: small whatever the group count
 
 
-EXACT = ("exact_sync", "gap_free_bracket", "drained_tail", "record_lookup", "at_end", "home_exact_sync",
-         "home_gap_free_bracket", "home_drained_tail")
+EXACT = (
+    "exact_sync",
+    "gap_free_bracket",
+    "drained_tail",
+    "record_lookup",
+    "at_end",
+    "home_exact_sync",
+    "home_gap_free_bracket",
+    "home_drained_tail",
+)
 
 
-@pytest.mark.parametrize("rule", [*EXACT, "superseded_sync", "sync_floor", "home_sync_floor", "checkpoint",
-                                  "a_rule_added_later"])
+@pytest.mark.parametrize(
+    "rule", [*EXACT, "superseded_sync", "sync_floor", "home_sync_floor", "checkpoint", "a_rule_added_later"]
+)
 def test_the_report_the_approval_and_readiness_classify_every_rule_alike(rule):
     """Issue 50 item 5: readiness called every rule but checkpoint and the floors exact - superseded_sync (an MM2
     restart's first copy) included - while the report did not, so its "fell back" alert never fired for that slip.
@@ -294,9 +409,18 @@ def test_the_report_the_approval_and_readiness_classify_every_rule_alike(rule):
     from mm2_failover import report as rp
     from mm2_failover import translate as tr
 
-    row = {"group": "g", "topic": "primary.orders", "partition": 0, "upstream_offset": 40, "downstream_offset": 30,
-           "planned_offset": 38, "exact_offset": None if rule == "checkpoint" else 40, "position_at_least": 35,
-           "rule": rule, "action": "commit"}
+    row = {
+        "group": "g",
+        "topic": "primary.orders",
+        "partition": 0,
+        "upstream_offset": 40,
+        "downstream_offset": 30,
+        "planned_offset": 38,
+        "exact_offset": None if rule == "checkpoint" else 40,
+        "position_at_least": 35,
+        "rule": rule,
+        "action": "commit",
+    }
     (est,) = rp.estimate_reread([row], {("g", "primary.orders", 0): 40})  # the source up: its commit known
     exact = tr.is_exact(rule)
     assert bool(est.get("exact")) == exact, est
@@ -314,8 +438,9 @@ def test_a_setting_never_given_is_shown_not_told_as_a_degradation():
     now = r.Readiness("2026-11-27T00:00:00+00:00", "run", 60, {}, [], [], [setup], {})
     assert r.degradations(None, now, interval_seconds=300, archive_stale_intervals=3) == []
     now.findings.append(real)
-    assert [d.what for d in r.degradations(None, now, interval_seconds=300, archive_stale_intervals=3)] == \
-        ["new_finding"]
+    assert [d.what for d in r.degradations(None, now, interval_seconds=300, archive_stale_intervals=3)] == [
+        "new_finding"
+    ]
 
 
 def test_the_archive_failing_after_its_archive_task_succeeded_is_a_failed_run_told_once():
@@ -323,18 +448,32 @@ def test_the_archive_failing_after_its_archive_task_succeeded_is_a_failed_run_to
     refresh, after the archive task): readiness read the archive task, not the run. The DAG's failures (recorded by its
     failure notifier) since the last success are counted, told once, and cleared by a success after them."""
     now_ms = r.to_ms("2026-11-27T18:15:20+00:00")
-    fail = {"run_id": "scheduled__18:15", "task_id": "refresh_latest_state", "at": "2026-11-27T18:15:10+00:00",
-            "reason": "TypeError"}
+    fail = {
+        "run_id": "scheduled__18:15",
+        "task_id": "refresh_latest_state",
+        "at": "2026-11-27T18:15:10+00:00",
+        "reason": "TypeError",
+    }
     old = {**fail, "run_id": "scheduled__17:00", "at": "2026-11-27T17:00:10+00:00"}
     h = r.archive_health("2026-11-27T18:15:02+00:00", [old, fail], now_ms)
-    assert (h["failed_runs_since"], h["age_seconds"]) == (1, 18.0) and "refresh_latest_state: TypeError" in \
-        h["last_failure"]
+    assert (h["failed_runs_since"], h["age_seconds"]) == (1, 18.0) and "refresh_latest_state: TypeError" in h[
+        "last_failure"
+    ]
 
     def interval(failures):
-        return r.assess(run_id="x", now_ms=now_ms, rpo_seconds=60, plan_rows=[], reread=[], drain_rows=[],
-                        oldest_unreplicated_ms={}, checkpoint_ms={},
-                        archive_updated={"primary": "2026-11-27T18:15:02+00:00"}, findings=[],
-                        archive_failures=failures)
+        return r.assess(
+            run_id="x",
+            now_ms=now_ms,
+            rpo_seconds=60,
+            plan_rows=[],
+            reread=[],
+            drain_rows=[],
+            oldest_unreplicated_ms={},
+            checkpoint_ms={},
+            archive_updated={"primary": "2026-11-27T18:15:02+00:00"},
+            findings=[],
+            archive_failures=failures,
+        )
 
     first, second = interval([fail]), interval([fail])
     told = r.degradations(None, first, interval_seconds=300, archive_stale_intervals=3)
@@ -353,9 +492,19 @@ def test_rule5_source_commits_the_archive_could_not_read_are_told_once_while_its
     old = datetime.fromtimestamp((NOW - 3_600_000) / 1000, timezone.utc).isoformat()
 
     def interval(read_at, archive=fresh):
-        return r.assess(run_id="run", now_ms=NOW, rpo_seconds=60, plan_rows=[row(rule="exact_sync")], reread=[],
-                        drain_rows=[drain()], oldest_unreplicated_ms={}, checkpoint_ms={},
-                        archive_updated={"primary": archive}, findings=[], positions_read={"primary": read_at})
+        return r.assess(
+            run_id="run",
+            now_ms=NOW,
+            rpo_seconds=60,
+            plan_rows=[row(rule="exact_sync")],
+            reread=[],
+            drain_rows=[drain()],
+            oldest_unreplicated_ms={},
+            checkpoint_ms={},
+            archive_updated={"primary": archive},
+            findings=[],
+            positions_read={"primary": read_at},
+        )
 
     ok, stale, stale_again = interval(fresh), interval(old), interval(old)
     assert ok.archive["primary"]["positions_read_at"] == fresh
@@ -368,11 +517,13 @@ def test_rule5_source_commits_the_archive_could_not_read_are_told_once_while_its
     assert r.degradations(stale, stale_again, interval_seconds=300, archive_stale_intervals=3) == []
     never = interval(None)
     assert [d.what for d in r.degradations(ok, never, interval_seconds=300, archive_stale_intervals=3)] == [
-        "positions_stale"]
+        "positions_stale"
+    ]
     # the archive stale too: told as a stale archive only
     both = interval(old, archive=old)
     assert [d.what for d in r.degradations(ok, both, interval_seconds=300, archive_stale_intervals=3)] == [
-        "archive_stale"]
+        "archive_stale"
+    ]
     # no source reading kept for the alias (no source connection): nothing shown, nothing told
     plain = assess([row(rule="exact_sync")], [drain()], archive={"primary": fresh})
     assert "positions_read_at" not in plain.archive["primary"]

@@ -14,13 +14,15 @@ T = "primary.orders"
 
 
 def the_plan() -> Plan:
-    return Plan([
-        PlanRow("primary", "a", T, 0, 110, 10, None, 10, pm.COMMIT, "", 0, 50),
-        PlanRow("primary", "a", T, 1, 103, 3, None, 5, pm.CLAMP, pm.RETENTION_GAP, 5, 40, retention_gap=2),
-        PlanRow("primary", "b", T, 0, 90, 9, 7, None, pm.SKIP, pm.EXISTING_TARGET_OFFSETS, 0, 60),
-        PlanRow("primary", "c", T, 0, 120, 20, None, 20, pm.COMMIT, "", 0, 30),
-        PlanRow("primary", "c", T, 1, None, None, None, None, pm.SKIP, pm.NO_CHECKPOINT, 0, 25),
-    ])
+    return Plan(
+        [
+            PlanRow("primary", "a", T, 0, 110, 10, None, 10, pm.COMMIT, "", 0, 50),
+            PlanRow("primary", "a", T, 1, 103, 3, None, 5, pm.CLAMP, pm.RETENTION_GAP, 5, 40, retention_gap=2),
+            PlanRow("primary", "b", T, 0, 90, 9, 7, None, pm.SKIP, pm.EXISTING_TARGET_OFFSETS, 0, 60),
+            PlanRow("primary", "c", T, 0, 120, 20, None, 20, pm.COMMIT, "", 0, 30),
+            PlanRow("primary", "c", T, 1, None, None, None, None, pm.SKIP, pm.NO_CHECKPOINT, 0, 25),
+        ]
+    )
 
 
 COMMITTED = {"a": {(T, 0): 10, (T, 1): 5}, "b": {(T, 0): 7}, "c": {(T, 0): 19}}
@@ -32,8 +34,16 @@ SOURCE = {("a", T, 0): 110, ("a", T, 1): 103, ("b", T, 0): 90, ("c", T, 0): 120}
 def report(**kw):
     plan = kw.pop("plan", the_plan())
     committed = kw.pop("committed", COMMITTED)
-    args = dict(dag_id="mm2_failover", run_id="manual__1", params={"dry_run": kw.get("dry_run", False)}, plan=plan,
-                committed=committed, log_end=LOG_END, mismatches=pm.verify(plan, committed), source_commits=SOURCE)
+    args = dict(
+        dag_id="mm2_failover",
+        run_id="manual__1",
+        params={"dry_run": kw.get("dry_run", False)},
+        plan=plan,
+        committed=committed,
+        log_end=LOG_END,
+        mismatches=pm.verify(plan, committed),
+        source_commits=SOURCE,
+    )
     args.update(kw)
     return build_report(**args)
 
@@ -43,24 +53,54 @@ def test_totals_and_groups_of_a_failed_run():
     assert r.outcome == "failed" and r.dry_run is False
     assert r.mismatches == [{"group": "c", "topic": T, "partition": 0, "planned": 20, "committed": 19}]
     assert r.totals == {
-        "groups": 3, "groups_moved": 1, "groups_skipped": 1, "partitions": 5, "committed": 2, "planned_commits": 3,
-        "skipped": 2, "clamped": 1, "refused_groups": 1, "mismatches": 1, "records_lost_to_retention": 2,
-        "records_lost_to_retention_upper_bound": 2, "partitions_lost_to_retention_unknown": 0,
-        "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20), "partitions_reread_unknown": 0,
-        "records_reread_by_checkpoints": None, "partitions_exact": 0,
+        "groups": 3,
+        "groups_moved": 1,
+        "groups_skipped": 1,
+        "partitions": 5,
+        "committed": 2,
+        "planned_commits": 3,
+        "skipped": 2,
+        "clamped": 1,
+        "refused_groups": 1,
+        "mismatches": 1,
+        "records_lost_to_retention": 2,
+        "records_lost_to_retention_upper_bound": 2,
+        "partitions_lost_to_retention_unknown": 0,
+        "records_reread_estimate": (110 - 10) + (103 - 5) + (120 - 20),
+        "partitions_reread_unknown": 0,
+        "records_reread_by_checkpoints": None,
+        "partitions_exact": 0,
         "partitions_by_answer": {"exact": 0, "floor": 0, "checkpoint": 3, "none": 2},
         "lag": (55 - 10) + (45 - 5) + (55 - 7) + (55 - 19),
         # MM2's checkpoints only: the re-read figure is an estimate from offsets, nothing proven from below
-        "records_reread_exact": False, "records_reread_at_least": 0,
+        "records_reread_exact": False,
+        "records_reread_at_least": 0,
     }
     g = {x["group"]: x for x in r.groups}
     assert [x["group"] for x in r.groups] == ["a", "b", "c"]
-    assert g["a"] == {"group": "a", "partitions": 2, "committed": 2, "skipped": 0, "clamped": 1, "retention_lost": 2,
-                      "lag": 85, "mismatches": 0, "refused": "", "source_aliases": ["primary"], "fate": "moved",
-                      "reread_estimate": (110 - 10) + (103 - 5), "reread_unknown": 0}
+    assert g["a"] == {
+        "group": "a",
+        "partitions": 2,
+        "committed": 2,
+        "skipped": 0,
+        "clamped": 1,
+        "retention_lost": 2,
+        "lag": 85,
+        "mismatches": 0,
+        "refused": "",
+        "source_aliases": ["primary"],
+        "fate": "moved",
+        "reread_estimate": (110 - 10) + (103 - 5),
+        "reread_unknown": 0,
+    }
     assert g["b"]["fate"].startswith("skipped: it already has different commits on the target")
     assert g["c"]["fate"].startswith("not as planned")
-    assert (g["b"]["skipped"], g["b"]["committed"], g["b"]["lag"], g["b"]["refused"]) == (1, 0, 48, "existing_target_offsets")
+    assert (g["b"]["skipped"], g["b"]["committed"], g["b"]["lag"], g["b"]["refused"]) == (
+        1,
+        0,
+        48,
+        "existing_target_offsets",
+    )
     assert (g["c"]["committed"], g["c"]["mismatches"], g["c"]["lag"], g["c"]["skipped"]) == (0, 1, 36, 1)
     json.dumps(r.as_dict())  # its published form is plain JSON
 
@@ -71,8 +111,11 @@ def test_with_the_source_lost_the_re_read_of_mm2s_checkpoints_is_unknown_not_gue
     r = report(source_commits=None)
     assert (r.totals["records_reread_estimate"], r.totals["partitions_reread_unknown"]) == (None, 3)
     assert "| unknown on 3 partition(s) |" in render_markdown(r)
-    assert {x["group"]: (x["reread_estimate"], x["reread_unknown"]) for x in r.groups} == \
-        {"a": (None, 2), "b": (None, 0), "c": (None, 1)}
+    assert {x["group"]: (x["reread_estimate"], x["reread_unknown"]) for x in r.groups} == {
+        "a": (None, 2),
+        "b": (None, 0),
+        "c": (None, 1),
+    }
     assert "| unknown on 2 |" in render_markdown(r)  # group a's row: not a partial sum said as the whole
 
 
@@ -102,8 +145,9 @@ def test_a_clean_run_succeeds():
 def test_dry_run_counts_nothing_committed():
     plan = the_plan()
     before = {"b": {(T, 0): 7}}  # the target as it is: nothing was written
-    r = build_report(dag_id="d", run_id="r", params={}, plan=plan, committed=before, log_end=LOG_END,
-                     mismatches=[], dry_run=True)
+    r = build_report(
+        dag_id="d", run_id="r", params={}, plan=plan, committed=before, log_end=LOG_END, mismatches=[], dry_run=True
+    )
     assert r.outcome == "dry_run" and r.dry_run is True
     t = r.totals
     assert (t["committed"], t["groups_moved"]) == (0, 0)
@@ -114,9 +158,17 @@ def test_dry_run_counts_nothing_committed():
 
 
 def test_markdown_contains_the_tables():
-    r = report(refused={"b": "existing_target_offsets"}, warnings=["source unreachable: disaster mode"],
-               checkpoints_summary={"records_read": 10, "checkpoints": 4, "tombstones": 1, "quarantined": 2,
-                                    "quarantined_by_reason": {"key_truncated": 2}})
+    r = report(
+        refused={"b": "existing_target_offsets"},
+        warnings=["source unreachable: disaster mode"],
+        checkpoints_summary={
+            "records_read": 10,
+            "checkpoints": 4,
+            "tombstones": 1,
+            "quarantined": 2,
+            "quarantined_by_reason": {"key_truncated": 2},
+        },
+    )
     md = render_markdown(r)
     lines = md.splitlines()
     assert lines[0] == "# mm2-failover report: mm2_failover / manual__1"
@@ -128,8 +180,10 @@ def test_markdown_contains_the_tables():
 
     assert "## Groups" in lines and "## Partitions" in lines
     assert "| a | primary | moved | 2 | 2 | 0 | 1 | 2 | 198 | 85 |" in lines
-    assert ("| b | primary | skipped: it already has different commits on the target (on_existing_target_offsets) "
-            "| 1 | 0 | 1 | 0 | 0 |  | 48 |") in lines
+    assert (
+        "| b | primary | skipped: it already has different commits on the target (on_existing_target_offsets) "
+        "| 1 | 0 | 1 | 0 | 0 |  | 48 |"
+    ) in lines
     assert f"| a | {T} | 1 | 103 | 3 |  | checkpoint |  | 5 | 5 | clamp | retention_gap | 40 |" in lines
     assert f"| b | {T} | 0 | 90 | 9 |  | checkpoint | 7 |  | 7 | skip | existing_target_offsets | 48 |" in lines
     assert f"| c | {T} | 1 |  |  |  | checkpoint |  |  |  | skip | no_checkpoint |  |" in lines
@@ -145,24 +199,45 @@ def test_markdown_contains_the_tables():
             j += 1
     assert md.endswith("\n")
 
+
 def test_the_report_says_which_state_version_answered_and_why_an_alias_was_read_in_full():
     from mm2_failover.report import state_lines
 
-    lines = state_lines({"state": {"aliases": {
-        "primary": {"version": "v-1", "reason": "state version v-1 + a tail of 12 offset(s)"},
-        "east": {"version": None, "reason": "full pass: version v-1 does not cover alias 'east'"}}}})
-    assert lines == ["latest checkpoints of east: full pass: version v-1 does not cover alias 'east'",
-                     "latest checkpoints of primary: state version v-1 + a tail of 12 offset(s)"]
+    lines = state_lines(
+        {
+            "state": {
+                "aliases": {
+                    "primary": {"version": "v-1", "reason": "state version v-1 + a tail of 12 offset(s)"},
+                    "east": {"version": None, "reason": "full pass: version v-1 does not cover alias 'east'"},
+                }
+            }
+        }
+    )
+    assert lines == [
+        "latest checkpoints of east: full pass: version v-1 does not cover alias 'east'",
+        "latest checkpoints of primary: state version v-1 + a tail of 12 offset(s)",
+    ]
 
 
 def test_the_report_says_how_the_answers_were_written():
     from mm2_failover.report import state_lines
 
-    lines = state_lines({"state": {"aliases": {"primary": {"version": "v-1", "reason": "state version v-1 + a tail"}}},
-                         "output_layout": {"layout": "state+delta", "why": "only the touched keys' answers",
-                                           "touched_keys": 12, "delta_answers": 11, "base_files": "hard links"}})
-    assert lines[-1] == ("answers written as state+delta: 11 answer(s) of the 12 key(s) the tail touched, the others "
-                         "the state version's (hard links)")
+    lines = state_lines(
+        {
+            "state": {"aliases": {"primary": {"version": "v-1", "reason": "state version v-1 + a tail"}}},
+            "output_layout": {
+                "layout": "state+delta",
+                "why": "only the touched keys' answers",
+                "touched_keys": 12,
+                "delta_answers": 11,
+                "base_files": "hard links",
+            },
+        }
+    )
+    assert lines[-1] == (
+        "answers written as state+delta: 11 answer(s) of the 12 key(s) the tail touched, the others "
+        "the state version's (hard links)"
+    )
     full = state_lines({"state": {"aliases": {}}, "output_layout": {"layout": "full", "why": "--policy max: ..."}})
     assert full[-1] == "answers written in full: --policy max: ..."
 
@@ -175,9 +250,14 @@ def test_markdown_of_a_clean_run_has_no_mismatch_section():
     assert "Checkpoints read" not in md
 
 
-@pytest.mark.parametrize("mismatches, refused, outcome", [([], None, "succeeded"),
-                                                          ([pm.Mismatch("a", T, 0, 1, 2)], None, "failed"),
-                                                          ([], {"a": "live consumers"}, "failed")])
+@pytest.mark.parametrize(
+    "mismatches, refused, outcome",
+    [
+        ([], None, "succeeded"),
+        ([pm.Mismatch("a", T, 0, 1, 2)], None, "failed"),
+        ([], {"a": "live consumers"}, "failed"),
+    ],
+)
 def test_outcome(mismatches, refused, outcome):
     plan = the_plan()
     plan.rows = [r for r in plan.rows if r.group == "a"]
@@ -198,8 +278,10 @@ def test_reread_estimate_per_partition():
     from testbed.plan_rows import rows
 
     plan_rows = [r.as_dict() for r in rows()]
-    est = {(x["group"], x["partition"], x["topic"]): x for x in estimate_reread(
-        plan_rows, {("drill-a", "primary.t", 0): 45})}
+    est = {
+        (x["group"], x["partition"], x["topic"]): x
+        for x in estimate_reread(plan_rows, {("drill-a", "primary.t", 0): 45})
+    }
     a0 = est[("drill-a", 0, "primary.t")]
     assert (a0["source_committed"], a0["behind_commit"], a0["reread"]) == (45, 5, 5)  # consumed after the checkpoint
     a1 = est[("drill-a", 1, "primary.t")]
@@ -217,16 +299,53 @@ def test_reread_not_guessed_when_offsets_are_not_aligned():
 
 
 def test_exact_positions_give_the_re_read_and_what_the_checkpoints_alone_would_re_read():
-    plan = Plan([PlanRow("primary", "a", T, 0, 110, 10, None, 100, pm.COMMIT, "", 0, 200, rule="gap_free_bracket",
-                         source_position=110, exact_offset=100),
-                 PlanRow("primary", "a", T, 1, 50, 20, None, 20, pm.COMMIT, "", 0, 200)])
-    r = build_report(dag_id="d", run_id="r", params={}, plan=plan, committed={}, log_end={}, mismatches=[],
-                     dry_run=True, source_commits={("a", T, 0): 110, ("a", T, 1): 50})
+    plan = Plan(
+        [
+            PlanRow(
+                "primary",
+                "a",
+                T,
+                0,
+                110,
+                10,
+                None,
+                100,
+                pm.COMMIT,
+                "",
+                0,
+                200,
+                rule="gap_free_bracket",
+                source_position=110,
+                exact_offset=100,
+            ),
+            PlanRow("primary", "a", T, 1, 50, 20, None, 20, pm.COMMIT, "", 0, 200),
+        ]
+    )
+    r = build_report(
+        dag_id="d",
+        run_id="r",
+        params={},
+        plan=plan,
+        committed={},
+        log_end={},
+        mismatches=[],
+        dry_run=True,
+        source_commits={("a", T, 0): 110, ("a", T, 1): 50},
+    )
     t = r.totals
     assert (t["records_reread_estimate"], t["records_reread_by_checkpoints"], t["partitions_exact"]) == (30, 90, 1)
     # the source lost (no commit known): exact from MM2's checkpoint's position, which may lag the group - unknown
-    lost = build_report(dag_id="d", run_id="r", params={}, plan=plan, committed={}, log_end={}, mismatches=[],
-                        dry_run=True, source_commits={("a", T, 1): 50})
+    lost = build_report(
+        dag_id="d",
+        run_id="r",
+        params={},
+        plan=plan,
+        committed={},
+        log_end={},
+        mismatches=[],
+        dry_run=True,
+        source_commits={("a", T, 1): 50},
+    )
     assert (lost.totals["records_reread_estimate"], lost.totals["partitions_reread_unknown"]) == (30, 1)
     assert "MM2's checkpoints alone: 90" in render_markdown(r)
 
@@ -238,10 +357,24 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
     from mm2_failover.plan import COMMIT
 
     cp = PlanRow("primary", "g", T, 0, 779, 76, None, 76, COMMIT, position_at_least=1500)
-    sup = PlanRow("primary", "h", T, 0, None, None, None, 40, COMMIT, rule="superseded_sync", source_position=50,
-                  exact_offset=40, position_at_least=90)
-    exact = PlanRow("primary", "i", T, 0, None, None, None, 12, COMMIT, rule="record_lookup", source_position=12,
-                    exact_offset=12)
+    sup = PlanRow(
+        "primary",
+        "h",
+        T,
+        0,
+        None,
+        None,
+        None,
+        40,
+        COMMIT,
+        rule="superseded_sync",
+        source_position=50,
+        exact_offset=40,
+        position_at_least=90,
+    )
+    exact = PlanRow(
+        "primary", "i", T, 0, None, None, None, 12, COMMIT, rule="record_lookup", source_position=12, exact_offset=12
+    )
     est = {x["group"]: x for x in estimate_reread([r.as_dict() for r in (cp, sup, exact)], {("i", T, 0): 12})}
     assert (est["g"]["reread"], est["g"]["reread_at_least"], est["g"]["exact"]) == (None, 1424, False)
     assert "at least 1424 offset(s) from the floor the offset syncs prove" in est["g"]["note"]
@@ -251,13 +384,22 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
     assert (est["i"]["reread"], est["i"]["exact"]) == (0, True)
     from mm2_failover.plan import Plan
 
-    rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([cp, sup, exact]), committed={}, log_end={},
-                       mismatches=[], source_commits={("i", T, 0): 12})
+    rep = build_report(
+        dag_id="d",
+        run_id="r",
+        params={},
+        plan=Plan([cp, sup, exact]),
+        committed={},
+        log_end={},
+        mismatches=[],
+        source_commits={("i", T, 0): 12},
+    )
     t = rep.totals
     assert (t["records_reread_estimate"], t["records_reread_at_least"], t["records_reread_exact"]) == (0, 1474, False)
     assert (t["partitions_exact"], t["partitions_reread_unknown"]) == (1, 2)  # neither floor's row is a count
-    assert "0 + unknown on 2 partition(s) (estimate; 1474 offsets from the proven floor)" in render_markdown(rep), \
+    assert "0 + unknown on 2 partition(s) (estimate; 1474 offsets from the proven floor)" in render_markdown(rep), (
         render_markdown(rep)
+    )
 
 
 def test_a_checkpoint_row_that_cannot_be_estimated_says_unknown_not_its_proven_floor():
@@ -276,8 +418,21 @@ def test_a_checkpoint_row_that_cannot_be_estimated_says_unknown_not_its_proven_f
 def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
     from mm2_failover.plan import COMMIT, Plan
 
-    floor = PlanRow("primary", "g", T, 0, None, None, None, 100, COMMIT, rule="sync_floor", source_position=120,
-                    exact_offset=100, position_at_least=100)
+    floor = PlanRow(
+        "primary",
+        "g",
+        T,
+        0,
+        None,
+        None,
+        None,
+        100,
+        COMMIT,
+        rule="sync_floor",
+        source_position=120,
+        exact_offset=100,
+        position_at_least=100,
+    )
     [e] = estimate_reread([floor.as_dict()], {})
     assert (e["reread"], e["reread_at_least"], e["exact"]) == (None, 0, False) and "sync floor" in e["note"]
     rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([floor]), committed={}, log_end={}, mismatches=[])
@@ -290,17 +445,46 @@ def test_a_replica_start_row_is_not_exact_its_re_read_is_not_claimed_and_what_re
     verify found that record on the source), and its re-read is not a count."""
     from mm2_failover.plan import COMMIT, Plan
 
-    row = PlanRow("primary", "g", T, 0, None, None, None, 7, COMMIT, rule="replica_start", source_position=2,
-                  exact_offset=7, log_start=7, log_end=40)
+    row = PlanRow(
+        "primary",
+        "g",
+        T,
+        0,
+        None,
+        None,
+        None,
+        7,
+        COMMIT,
+        rule="replica_start",
+        source_position=2,
+        exact_offset=7,
+        log_start=7,
+        log_end=40,
+    )
     [e] = estimate_reread([row.as_dict()], {})
     assert (e["reread"], e["exact"]) == (None, False) and "replica's first record" in e["note"]
-    rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([row]), committed={"g": {(T, 0): 7}},
-                       log_end={(T, 0): 40}, mismatches=[], lost_exact={("g", T, 0): 5})
+    rep = build_report(
+        dag_id="d",
+        run_id="r",
+        params={},
+        plan=Plan([row]),
+        committed={"g": {(T, 0): 7}},
+        log_end={(T, 0): 40},
+        mismatches=[],
+        lost_exact={("g", T, 0): 5},
+    )
     t = rep.totals
     assert (t["partitions_exact"], t["records_reread_exact"]) == (0, False)
     assert (t["records_lost_to_retention"], t["records_lost_to_retention_upper_bound"]) == (5, 5)
-    rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan([row]), committed={"g": {(T, 0): 7}},
-                       log_end={(T, 0): 40}, mismatches=[])  # the record not found on the source: not known
+    rep = build_report(
+        dag_id="d",
+        run_id="r",
+        params={},
+        plan=Plan([row]),
+        committed={"g": {(T, 0): 7}},
+        log_end={(T, 0): 40},
+        mismatches=[],
+    )  # the record not found on the source: not known
     assert rep.totals["partitions_lost_to_retention_unknown"] == 1
     assert "0 + unknown on 1 partition(s)" in render_markdown(rep)
 
@@ -325,11 +509,18 @@ def _json_like():
 
     Pair = namedtuple("Pair", "a b")
     scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5)
-    return st.recursive(scalars, lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4)
-        | st.tuples(inner, inner) | st.builds(Pair, inner, inner)
-        | st.sets(scalars.filter(lambda x: x is not None), max_size=3)
-        | st.dictionaries(st.text(max_size=3), scalars, max_size=6)), max_leaves=30)
+    return st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+            | st.tuples(inner, inner)
+            | st.builds(Pair, inner, inner)
+            | st.sets(scalars.filter(lambda x: x is not None), max_size=3)
+            | st.dictionaries(st.text(max_size=3), scalars, max_size=6)
+        ),
+        max_leaves=30,
+    )
 
 
 def test_plain_copies_exactly_what_the_reference_copies_and_shares_no_container():
@@ -353,7 +544,7 @@ def test_plain_copies_exactly_what_the_reference_copies_and_shares_no_container(
     def containers(v, out):
         if isinstance(v, (dict, list, set)):
             out.append(id(v))
-        for x in (v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ()):
+        for x in v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else ():
             containers(x, out)
         return out
 
@@ -403,11 +594,17 @@ def test_partitions_of_a_rewound_group_left_unmoved_are_a_warning_and_a_fate():
     from mm2_failover.checkpoints import Checkpoint
 
     t = "primary.orders"
-    plan = pm.build_plan([Checkpoint("app", t, 0, 150, 102, "", source_alias="primary")],
-                         {(t, 0): pm.PartitionBounds(0, 1000)}, {}, {t: 1},
-                         source_commits={"app": {("primary", t, 0): 20}}, accept_groups_without_checkpoints=True)
-    rep = build_report(dag_id="mm2_failover", run_id="r", params={}, plan=plan, committed={}, log_end={},
-                       mismatches=[], dry_run=True)
+    plan = pm.build_plan(
+        [Checkpoint("app", t, 0, 150, 102, "", source_alias="primary")],
+        {(t, 0): pm.PartitionBounds(0, 1000)},
+        {},
+        {t: 1},
+        source_commits={"app": {("primary", t, 0): 20}},
+        accept_groups_without_checkpoints=True,
+    )
+    rep = build_report(
+        dag_id="mm2_failover", run_id="r", params={}, plan=plan, committed={}, log_end={}, mismatches=[], dry_run=True
+    )
     assert any("rewound on the source" in w and f"app {t}[0]" in w for w in rep.warnings), rep.warnings
     assert "rewound on the source after MM2's newest checkpoint" in rep.groups[0]["fate"]
 
@@ -416,17 +613,37 @@ def test_groups_and_partitions_worst_first_never_alphabetically_alone():
     """Issue 53 item 4: refused, then not as planned, then lost to retention, then by re-read (unknown before 0)."""
     from mm2_failover.report import worst_first, worst_partitions_first
 
-    groups = [{"group": "a-fine", "reread_estimate": 0}, {"group": "b-reread", "reread_estimate": 50},
-              {"group": "c-lost", "retention_lost": 3, "reread_estimate": 0},
-              {"group": "d-unknown", "reread_estimate": None, "reread_unknown": 2},
-              {"group": "e-more-lost", "retention_lost": 9}, {"group": "m-mismatch", "mismatches": 1},
-              {"group": "z-refused", "refused": "live members"}, {"group": "b-little", "reread_estimate": 2}]
+    groups = [
+        {"group": "a-fine", "reread_estimate": 0},
+        {"group": "b-reread", "reread_estimate": 50},
+        {"group": "c-lost", "retention_lost": 3, "reread_estimate": 0},
+        {"group": "d-unknown", "reread_estimate": None, "reread_unknown": 2},
+        {"group": "e-more-lost", "retention_lost": 9},
+        {"group": "m-mismatch", "mismatches": 1},
+        {"group": "z-refused", "refused": "live members"},
+        {"group": "b-little", "reread_estimate": 2},
+    ]
     assert [g["group"] for g in worst_first(groups)] == [
-        "z-refused", "m-mismatch", "e-more-lost", "c-lost", "b-reread", "b-little", "d-unknown", "a-fine"]
-    parts = [{"group": "a", "topic": "t", "partition": 0, "action": "commit", "verified": True, "reread_estimate": 1},
-             {"group": "a", "topic": "t", "partition": 1, "action": "commit", "verified": True, "reread_estimate": 9},
-             {"group": "b", "topic": "t", "partition": 0, "action": "skip", "verified": None},
-             {"group": "c", "topic": "t", "partition": 0, "action": "clamp", "retention_gap": 4, "verified": True},
-             {"group": "d", "topic": "t", "partition": 0, "action": "commit", "verified": False}]
+        "z-refused",
+        "m-mismatch",
+        "e-more-lost",
+        "c-lost",
+        "b-reread",
+        "b-little",
+        "d-unknown",
+        "a-fine",
+    ]
+    parts = [
+        {"group": "a", "topic": "t", "partition": 0, "action": "commit", "verified": True, "reread_estimate": 1},
+        {"group": "a", "topic": "t", "partition": 1, "action": "commit", "verified": True, "reread_estimate": 9},
+        {"group": "b", "topic": "t", "partition": 0, "action": "skip", "verified": None},
+        {"group": "c", "topic": "t", "partition": 0, "action": "clamp", "retention_gap": 4, "verified": True},
+        {"group": "d", "topic": "t", "partition": 0, "action": "commit", "verified": False},
+    ]
     assert [(p["group"], p["partition"]) for p in worst_partitions_first(parts)] == [
-        ("d", 0), ("c", 0), ("b", 0), ("a", 1), ("a", 0)]
+        ("d", 0),
+        ("c", 0),
+        ("b", 0),
+        ("a", 1),
+        ("a", 0),
+    ]

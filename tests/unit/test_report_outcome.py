@@ -17,15 +17,27 @@ from mm2_failover.runfolder import REPORT_PARTITIONS, RunFolder, RunFolderError
 from mm2_failover.stages.verify import publish_outcome, publish_report
 
 T = "primary.orders"
-ROWS = [PlanRow("primary", f"g{i}", T, p, 100 + p, 10 + p, None, 10 + p, pm.COMMIT, "", 0, 50) for i in range(30)
-        for p in range(3)]
+ROWS = [
+    PlanRow("primary", f"g{i}", T, p, 100 + p, 10 + p, None, 10 + p, pm.COMMIT, "", 0, 50)
+    for i in range(30)
+    for p in range(3)
+]
 ROWS.append(PlanRow("primary", "idle", T, 0, None, None, None, None, pm.SKIP, pm.NO_CHECKPOINT, 0, 25))
 
 
 def preview(decision: rules.Decision | None):
-    rep = build_report(dag_id="mm2_failover", run_id="manual__1", params={"dry_run": False}, plan=Plan(ROWS),
-                       committed={}, log_end={}, mismatches=[], dry_run=True,
-                       warnings=["a | warning"], outcome=rules.OUTCOMES[rules.AWAITING])
+    rep = build_report(
+        dag_id="mm2_failover",
+        run_id="manual__1",
+        params={"dry_run": False},
+        plan=Plan(ROWS),
+        committed={},
+        log_end={},
+        mismatches=[],
+        dry_run=True,
+        warnings=["a | warning"],
+        outcome=rules.OUTCOMES[rules.AWAITING],
+    )
     if decision is not None:
         rep.outcome, rep.approval = rules.OUTCOMES[decision.status], decision.as_dict()
     return rep
@@ -46,8 +58,14 @@ def published(path) -> dict:
 @pytest.mark.parametrize("status", [rules.AWAITING, rules.APPROVED, rules.REJECTED, rules.TIMED_OUT])
 def test_the_decision_republished_without_its_rows_equals_a_whole_publish(tmp_path, status):
     asked = rules.Decision(rules.AWAITING, "sha256:abc", asked_at="2026-11-26T10:00:00+00:00", timeout_seconds=60)
-    decided = rules.Decision(status, "sha256:abc", asked_at=asked.asked_at, decided_at="2026-11-26T10:00:09+00:00",
-                             decided_by="admin", timeout_seconds=60)
+    decided = rules.Decision(
+        status,
+        "sha256:abc",
+        asked_at=asked.asked_at,
+        decided_at="2026-11-26T10:00:09+00:00",
+        decided_by="admin",
+        timeout_seconds=60,
+    )
     whole, fast = tmp_path / "whole", tmp_path / "fast"
     publish_report(ctx_in(whole), preview(decided))
     publish_report(ctx_in(fast), preview(asked))

@@ -13,8 +13,10 @@ def backup(**groups) -> Backup:
     return Backup("t", "h:1", "cid", "mm2_failover", "r", {g: dict(p) for g, p in groups.items()})
 
 
-B = backup(a={(T, 0): BackupEntry(Commit(5), Commit(40)), (T, 1): BackupEntry(None, Commit(41))},
-           b={(T, 0): BackupEntry(None, Commit(10, "m"))})
+B = backup(
+    a={(T, 0): BackupEntry(Commit(5), Commit(40)), (T, 1): BackupEntry(None, Commit(41))},
+    b={(T, 0): BackupEntry(None, Commit(10, "m"))},
+)
 
 
 # ------------------------------------------------------------------------------------------ rule 3: nothing moved since
@@ -91,5 +93,7 @@ def test_another_backups_pending_journal_is_found_an_empty_one_is_not(tmp_path):
     (jb / rb.POINTER).write_text(json.dumps({"backup_path": "/runs/b/backup.json"}))
     assert rb.pending_elsewhere(tmp_path, a) == []  # a pointer alone: nothing pending
     (jb / rb.journal_name("g")).write_text("{}")
-    assert rb.pending_elsewhere(tmp_path, a) == [{"backup_path": "/runs/b/backup.json", "journal": str(jb), "groups": 1}]
+    assert rb.pending_elsewhere(tmp_path, a) == [
+        {"backup_path": "/runs/b/backup.json", "journal": str(jb), "groups": 1}
+    ]
     assert rb.pending_elsewhere(tmp_path, b) == []  # its own journal is resumed, not refused

@@ -38,8 +38,10 @@ def test_select_sorts_and_dedups():
     assert GroupSelection("a.*").select(["ab", "b", "aa", "ab"]) == ["aa", "ab"]
 
 
-@pytest.mark.parametrize("inc, exc, what", [("", "", "groups_regex is empty"), ("(", "", "groups_regex"),
-                                            (".*", "[", "groups_exclude_regex")])
+@pytest.mark.parametrize(
+    "inc, exc, what",
+    [("", "", "groups_regex is empty"), ("(", "", "groups_regex"), (".*", "[", "groups_exclude_regex")],
+)
 def test_bad_patterns_name_the_parameter(inc, exc, what):
     with pytest.raises(ValueError, match=what):
         GroupSelection(inc, exc)

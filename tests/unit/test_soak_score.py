@@ -22,8 +22,11 @@ def run(run_id: str, state: str, start: float, end: float) -> dict:
     return {"dag_run_id": run_id, "state": state, "start_date": iso(start), "end_date": iso(end)}
 
 
-PHASES = [soak.Phase("quiet", T0, T0 + 100), soak.Phase("store_unreachable", T0 + 100, T0 + 160),
-          soak.Phase("quiet", T0 + 160, T0 + 400)]
+PHASES = [
+    soak.Phase("quiet", T0, T0 + 100),
+    soak.Phase("store_unreachable", T0 + 100, T0 + 160),
+    soak.Phase("quiet", T0 + 160, T0 + 400),
+]
 
 
 def scored(runs, mails):
@@ -31,8 +34,11 @@ def scored(runs, mails):
 
 
 def test_a_failure_in_a_fault_told_once_and_recovered_is_expected():
-    runs = [run("r1", "success", T0 + 10, T0 + 30), run("r2", "failed", T0 + 120, T0 + 140),
-            run("r3", "success", T0 + 200, T0 + 220)]
+    runs = [
+        run("r1", "success", T0 + 10, T0 + 30),
+        run("r2", "failed", T0 + 120, T0 + 140),
+        run("r3", "success", T0 + 200, T0 + 220),
+    ]
     r = scored(runs, [(T0 + 141, "[mm2-failover] mm2_sync_archive run r2: archive_offset_syncs FAILED - store")])
     assert r.ok and r.runs["mm2_sync_archive"] == {"success": 2, "failed": 1}
     assert [f["fault"] for f in r.failed_runs] == ["store_unreachable"]
@@ -52,14 +58,20 @@ def test_a_fault_with_no_success_after_it_is_not_recovered_from():
 
 def test_an_alert_outside_the_faults_is_false_and_one_inside_is_not():
     runs = [run("r1", "success", T0 + 200, T0 + 220)]
-    r = scored(runs, [(T0 + 150, "[mm2-failover] readiness degraded: archive failing"),
-                      (T0 + 390, "[mm2-failover] readiness degraded: lag"),
-                      (T0 + 395, "[mm2-failover] mm2_sync_archive run r1: NOT FINISHED 40 s after it was queued")])
+    r = scored(
+        runs,
+        [
+            (T0 + 150, "[mm2-failover] readiness degraded: archive failing"),
+            (T0 + 390, "[mm2-failover] readiness degraded: lag"),
+            (T0 + 395, "[mm2-failover] mm2_sync_archive run r1: NOT FINISHED 40 s after it was queued"),
+        ],
+    )
     assert [a["subject"].rsplit(": ", 1)[1] for a in r.false_alerts] == ["lag", "NOT FINISHED 40 s after it was queued"]
     assert len(r.alerts) == 3
 
 
 # ---------------------------------------------------------------- the truth at the end: readiness against a failover
+
 
 def recs(values, start=0):
     return [(start + i, v.encode()) for i, v in enumerate(values)]

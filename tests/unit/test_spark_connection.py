@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.localenv import spark_conn, spark_connect_conn
 from mm2_failover.spark import SparkConnectionMissing, check_spark_connection
+from testbed.localenv import spark_conn, spark_connect_conn
 
 
 def test_missing_spark_default_fails_naming_the_connection_and_how_to_set_it(monkeypatch):
@@ -46,8 +46,10 @@ def test_a_spark_connect_server_that_does_not_answer_falls_back_naming_it(monkey
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
-        {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port, "password": "s3cr3t-token"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_CONNECT_DEFAULT",
+        json.dumps({"conn_type": "spark_connect", "host": "127.0.0.1", "port": port, "password": "s3cr3t-token"}),
+    )
     url, why = spark_connect_url("spark_connect_default", timeout=1)
     assert url is None and f"127.0.0.1:{port}" in why and "does not answer" in why and "s3cr3t" not in why
 
@@ -62,8 +64,10 @@ def test_a_spark_connect_server_that_answers_is_used_its_token_never_said(monkey
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        monkeypatch.setenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", json.dumps(
-            {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port, "password": "s3cr3t-token"}))
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_SPARK_CONNECT_DEFAULT",
+            json.dumps({"conn_type": "spark_connect", "host": "127.0.0.1", "port": port, "password": "s3cr3t-token"}),
+        )
         url, why = spark_connect_url("spark_connect_default", timeout=1)
     assert url.startswith(f"sc://127.0.0.1:{port}") and "s3cr3t-token" in url  # the client needs it
     assert "s3cr3t" not in why and f"127.0.0.1:{port}" in why

@@ -11,12 +11,24 @@ import pytest
 
 from mm2_failover.config import s3a_settings, s3a_url, spark_io, spark_jars
 
-STORE = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
-         "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-secret", "AWS_DEFAULT_REGION": "eu-west-1"}
+STORE = {
+    "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-secret",
+    "AWS_DEFAULT_REGION": "eu-west-1",
+}
 
 
-@pytest.mark.parametrize("art, io", [("", "stage"), ("/srv/artifacts", "stage"), ("file:///srv/a", "stage"),
-                                     ("s3://bucket/prefix", "s3a"), ("gs://bucket/prefix", "stage")])
+@pytest.mark.parametrize(
+    "art, io",
+    [
+        ("", "stage"),
+        ("/srv/artifacts", "stage"),
+        ("file:///srv/a", "stage"),
+        ("s3://bucket/prefix", "s3a"),
+        ("gs://bucket/prefix", "stage"),
+    ],
+)
 def test_s3_artifacts_are_written_through_s3a_by_default_anything_else_is_staged(art, io):
     assert spark_io({"MM2_FAILOVER_ARTIFACTS": art}) == io
 
@@ -33,9 +45,12 @@ def test_staging_can_be_chosen_for_s3_and_s3a_is_refused_where_it_cannot_write()
 
 def test_s3a_settings_come_from_the_standard_aws_variables():
     assert s3a_settings(STORE) == {
-        "fs.s3a.endpoint": "http://127.0.0.1:9000", "fs.s3a.path.style.access": "true",
-        "fs.s3a.endpoint.region": "eu-west-1", "fs.s3a.access.key": "AKIDEXAMPLE",
-        "fs.s3a.secret.key": "wJalrXUtnFEMI-secret"}
+        "fs.s3a.endpoint": "http://127.0.0.1:9000",
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.endpoint.region": "eu-west-1",
+        "fs.s3a.access.key": "AKIDEXAMPLE",
+        "fs.s3a.secret.key": "wJalrXUtnFEMI-secret",
+    }
     # an S3-only endpoint wins over the general one; a session token needs S3A's temporary-credentials provider
     got = s3a_settings({**STORE, "AWS_ENDPOINT_URL_S3": "https://s3.example", "AWS_SESSION_TOKEN": "tok"})
     assert got["fs.s3a.endpoint"] == "https://s3.example" and got["fs.s3a.session.token"] == "tok"
@@ -99,8 +114,16 @@ def staged_run(tmp_path, *, commit_marker: bool | None = None):
         output = "s3a://" + store.url_of(folder.checkpoints).split("://", 1)[1]
         if commit_marker:
             store.write_bytes(folder.checkpoints / "_SUCCESS", b"")
-    (staged / CHECKPOINTS_SUMMARY).write_text(json.dumps(
-        {"output": output, "quarantined": 1, "quarantine_output": output + "_quarantine", "regressions_output": None}))
+    (staged / CHECKPOINTS_SUMMARY).write_text(
+        json.dumps(
+            {
+                "output": output,
+                "quarantined": 1,
+                "quarantine_output": output + "_quarantine",
+                "regressions_output": None,
+            }
+        )
+    )
     return JobSubmission([], {}, {}, None, staged, folder, direct=commit_marker is not None), folder
 
 
@@ -146,8 +169,11 @@ def test_a_reader_takes_only_the_parts_the_published_summary_names(tmp_path):
         ctx = type("Ctx", (), {"folder": folder})()  # whole_answers reads only the run's folder
         assert whole_answers(ctx) == folder.checkpoints
         store.write_bytes(folder.checkpoints / "part-00001.parquet", b"stray")
-        with pytest.raises(RunFolderError, match=r"part-00001.parquet: not named by the summary.*run "
-                                                 r"compute_latest_checkpoints again"):
+        with pytest.raises(
+            RunFolderError,
+            match=r"part-00001.parquet: not named by the summary.*run "
+            r"compute_latest_checkpoints again",
+        ):
             whole_answers(ctx)
         store.remove_tree(folder.checkpoints / "part-00001.parquet")
         store.write_bytes(folder.checkpoints / "part-00000.parquet", b"answ")

@@ -14,8 +14,10 @@ IDS = {T: "id-1"}
 
 def version(covers: dict[int, int], topic_id: str = "id-1", topic: str = T, alias: str = "primary") -> dict:
     aliases = {alias: {"topic": topic, "topic_id": topic_id, "covers": covers}}
-    return {"name": st.version_name(aliases), "aliases": {
-        a: {**v, "covers": {str(p): o for p, o in v["covers"].items()}} for a, v in aliases.items()}}
+    return {
+        "name": st.version_name(aliases),
+        "aliases": {a: {**v, "covers": {str(p): o for p, o in v["covers"].items()}} for a, v in aliases.items()},
+    }
 
 
 def choose(versions, start, end):
@@ -160,7 +162,8 @@ def test_a_version_whose_files_do_not_verify_is_skipped_for_the_older_one(tmp_pa
     root = st.StateRoot(tmp_path / "s")
     older, newer = _publish_with_parquet(root, 10), _publish_with_parquet(root, 20)
     assert json.loads((root.dir / newer / "version.json").read_text())["files"] == {
-        "buffers/part-0.parquet": (root.dir / newer / "buffers" / "part-0.parquet").stat().st_size}
+        "buffers/part-0.parquet": (root.dir / newer / "buffers" / "part-0.parquet").stat().st_size
+    }
     part = root.dir / newer / "buffers" / "part-0.parquet"
     part.write_bytes(part.read_bytes()[:-40])  # truncated
     assert [v["name"] for v in root.versions()] == [older]

@@ -66,7 +66,9 @@ def test_verify_sizes_names_every_file_missing_or_of_another_size(where):
     store.write_bytes(root / "part-1.parquet", b"12")
     assert store.verify_sizes(root, {"part-0.parquet": 5, "part-1.parquet": 2}) == []
     assert store.verify_sizes(root, {"part-0.parquet": 5, "part-1.parquet": 3, "part-2.parquet": 1}) == [
-        "part-1.parquet: 2 bytes, the manifest says 3", "part-2.parquet: missing"]
+        "part-1.parquet: 2 bytes, the manifest says 3",
+        "part-2.parquet: missing",
+    ]
 
 
 def test_upload_and_download_a_tree_skip_hidden_files_and_keep_names_and_sizes(where, tmp_path):

@@ -76,7 +76,8 @@ def test_a_file_is_on_disk_before_the_manifest_names_it(tmp_path, monkeypatch):
     assert data == [True]  # the data fsynced before the rename
     assert str(a.dir) in synced  # and the folder after it
     assert [dst for dst, _ok in order].index(str(a.manifest_path)) > [dst for dst, _ok in order].index(
-        str(a.dir / res.files[0]))
+        str(a.dir / res.files[0])
+    )
 
 
 def test_two_writers_never_rewrite_the_manifest_from_a_stale_copy(tmp_path):

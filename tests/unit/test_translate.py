@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from mm2_failover import translate as tr
 from mm2_failover.translate import Sync, SyncIndex, Translation, Unproven
 
-
 # ------------------------------------------------------------------------------------------ rules by example
 
 
@@ -82,8 +81,15 @@ def test_a_re_copied_offset_is_looked_up_in_the_later_history_and_its_first_copy
 def test_offset_sync_records_round_trip_and_bad_ones_are_refused():
     k, v = tr.encode_sync("orders", 3, 120, 97)
     assert tr.decode_sync(k, v) == ("orders", 3, Sync(120, 97))
-    for key, value in [(None, v), (k, None), (k[:-1], v), (k, v[:-1]), (k, v + b"x"), (k + b"x", v),
-                       (tr.encode_sync("o", 0, -1, 2)[0], tr.encode_sync("o", 0, -1, 2)[1])]:
+    for key, value in [
+        (None, v),
+        (k, None),
+        (k[:-1], v),
+        (k, v[:-1]),
+        (k, v + b"x"),
+        (k + b"x", v),
+        (tr.encode_sync("o", 0, -1, 2)[0], tr.encode_sync("o", 0, -1, 2)[1]),
+    ]:
         with pytest.raises(tr.MalformedSync):
             tr.decode_sync(key, value)
 
@@ -134,7 +140,7 @@ def safe_limit(replica: list[int], u: int) -> int | None:
 def no_duplicates(replica: list[int], lo: int, hi: int) -> bool:
     """What the pipeline checks on the target before trusting a bracket: no record copied twice in [lo, hi] (the
     bracket's own ends included: a sync emitted after an MM2 restart marks a re-copy)."""
-    part = replica[lo:hi + 1]
+    part = replica[lo : hi + 1]
     return len(part) == len(set(part))
 
 
@@ -348,8 +354,9 @@ def _index_against_the_scan(seed):
             assert t.bracket == scan.search_range(u, start), (u, raw)
         elif isinstance(t, Unproven):
             assert t.bracket == scan.search_range(u, start), (u, raw)
-        assert idx.search_range(u, sum(1 for s in scan.syncs if s.upstream <= u), None, start).bracket == \
-            scan.search_range(u, start), (u, raw)
+        assert idx.search_range(
+            u, sum(1 for s in scan.syncs if s.upstream <= u), None, start
+        ).bracket == scan.search_range(u, start), (u, raw)
         f = scan.floor(u)
         assert idx.floor(u) == (None if f is None else tr.Back(f.upstream, tr.SYNC_FLOOR, (f, None))), (u, raw)
         b = idx.back(u)
@@ -373,8 +380,10 @@ def test_only_the_partitions_the_drain_check_observed_count_as_drained():
     from mm2_failover import drain as dm
     from mm2_failover.stages.translation import drain_checked
 
-    rows = [{"alias": "primary", "topic": "orders", "partition": 0, "state": dm.DRAINED},
-            {"alias": "primary", "topic": "orders", "partition": 1, "state": "producers still writing"}]
+    rows = [
+        {"alias": "primary", "topic": "orders", "partition": 0, "state": dm.DRAINED},
+        {"alias": "primary", "topic": "orders", "partition": 1, "state": "producers still writing"},
+    ]
     verdict = dm.DrainVerdict(True, False, rows)
     ctx = SimpleNamespace(folder=SimpleNamespace(load_drain=lambda: verdict))
     assert drain_checked(ctx) == {("primary", "orders", 0), ("primary", "orders", 1)}  # not ("primary", "audit", 0)
@@ -390,9 +399,13 @@ def _restarts_by_definition(idx, upstream, downstream, replica_end=None, drained
     if drained is not None and n and drained[0] > 0 and drained[1] - 1 > d[-1]:
         d.append(drained[1] - 1)
         u.append(drained[0] - 1)
-    return [(Sync(u[j - 1], d[j - 1]), Sync(u[j], d[j])) for j in range(1, len(d))
-            if d[j] > downstream and u[j] >= upstream
-            and (u[j] <= u[j - 1] or d[j - 1] - downstream < 2 * (d[j] - d[j - 1]))]
+    return [
+        (Sync(u[j - 1], d[j - 1]), Sync(u[j], d[j]))
+        for j in range(1, len(d))
+        if d[j] > downstream
+        and u[j] >= upstream
+        and (u[j] <= u[j - 1] or d[j - 1] - downstream < 2 * (d[j] - d[j - 1]))
+    ]
 
 
 def test_restarts_above_bisects_to_the_pairs_its_definition_names():
@@ -404,6 +417,10 @@ def test_restarts_above_bisects_to_the_pairs_its_definition_names():
     for _ in range(3000):
         idx = SyncIndex(list({(rnd.randint(0, 40), rnd.randint(0, 60)) for _ in range(rnd.randint(0, 12))}))
         for _ in range(10):
-            args = (rnd.randint(0, 45), rnd.randint(-1, 65), rnd.choice([None, rnd.randint(0, 70)]),
-                    rnd.choice([None, (rnd.randint(0, 50), rnd.randint(0, 80))]))
+            args = (
+                rnd.randint(0, 45),
+                rnd.randint(-1, 65),
+                rnd.choice([None, rnd.randint(0, 70)]),
+                rnd.choice([None, (rnd.randint(0, 50), rnd.randint(0, 80))]),
+            )
             assert idx.restarts_above(*args) == _restarts_by_definition(idx, *args), (idx.syncs, args)

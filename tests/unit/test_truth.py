@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,14 +77,40 @@ def run(w: World, seed: int) -> list[dict]:
         if row is None:
             continue
         commits = {key: u} if w.reachable else {}
-        report = rp.build_report(dag_id="mm2_failover", run_id="r", params={}, plan=plan, committed={},
-                                 log_end={REP: w.target.end}, mismatches=[], dry_run=True, source_commits=commits)
+        report = rp.build_report(
+            dag_id="mm2_failover",
+            run_id="r",
+            params={},
+            plan=plan,
+            committed={},
+            log_end={REP: w.target.end},
+            mismatches=[],
+            dry_run=True,
+            source_commits=commits,
+        )
         rows = [r.as_dict() for r in plan.rows]
-        said = rd.assess(run_id="r", now_ms=0, rpo_seconds=60, plan_rows=rows,
-                         reread=rp.estimate_reread([r for r in rows if r["planned_offset"] is not None], commits),
-                         drain_rows=[], oldest_unreplicated_ms={}, checkpoint_ms={}, archive_updated={}, findings=[])
-        out.append({"u": u, "row": row, "report": report.partitions[0], "totals": report.totals,
-                    "readiness": said.partitions[0], "limit": w.limit(u)})
+        said = rd.assess(
+            run_id="r",
+            now_ms=0,
+            rpo_seconds=60,
+            plan_rows=rows,
+            reread=rp.estimate_reread([r for r in rows if r["planned_offset"] is not None], commits),
+            drain_rows=[],
+            oldest_unreplicated_ms={},
+            checkpoint_ms={},
+            archive_updated={},
+            findings=[],
+        )
+        out.append(
+            {
+                "u": u,
+                "row": row,
+                "report": report.partitions[0],
+                "totals": report.totals,
+                "readiness": said.partitions[0],
+                "limit": w.limit(u),
+            }
+        )
     return out
 
 
@@ -91,8 +118,11 @@ def plain(w: World) -> bool:
     """A world where every record a consumer reads on the replica is a copy of one source record and the archive
     holds every sync MM2 wrote (testbed.worlds.violations's "plain"): an answer called exact must be the highest offset that
     loses nothing."""
-    return w.reachable and w.target.start == 0 and not any(
-        w.facts[k] for k in ("twins", "compacted", "eos", "uncommitted", "stale_archive"))
+    return (
+        w.reachable
+        and w.target.start == 0
+        and not any(w.facts[k] for k in ("twins", "compacted", "eos", "uncommitted", "stale_archive"))
+    )
 
 
 def figure_violations(seed: int) -> list:
@@ -109,8 +139,13 @@ def figure_violations(seed: int) -> list:
         if exact_row and rep["reread_estimate"] != true_reread:
             bad.append(("RE-READ COUNT WRONG", u, row.rule, at, rep["reread_estimate"], true_reread))
         est = rep["reread_estimate"]
-        if est is not None and not exact_row and not tr.is_exact(row.rule) and row.rule != "checkpoint" \
-                and not near(est, true_reread):
+        if (
+            est is not None
+            and not exact_row
+            and not tr.is_exact(row.rule)
+            and row.rule != "checkpoint"
+            and not near(est, true_reread)
+        ):
             # a floor's figure (sync floor, superseded sync, first copy, replica start): counted, or unknown
             bad.append(("FLOOR FIGURE OFF", u, row.rule, at, est, true_reread))
         if est is not None and not tot["records_reread_exact"] and not w.reachable and not near(est, true_reread):
@@ -132,8 +167,12 @@ def figure_violations(seed: int) -> list:
             bad.append(("PICTURE AND READINESS DISAGREE", u, row.rule, mix, said["kind"]))
         if said["kind"] == rd.EXACT and plain(w) and at != limit:
             bad.append(("READINESS EXACT NOT AT THE LIMIT", u, row.rule, at, limit))
-        if said["kind"] == rd.EXACT and said["reread"] is not None and said["reread"] != true_reread \
-                and not w.facts["stale_archive"]:
+        if (
+            said["kind"] == rd.EXACT
+            and said["reread"] is not None
+            and said["reread"] != true_reread
+            and not w.facts["stale_archive"]
+        ):
             bad.append(("READINESS RE-READ WRONG", u, row.rule, at, said["reread"], true_reread))
         if said["reread"] != rep["reread_estimate"]:
             bad.append(("READINESS AND REPORT DISAGREE", u, row.rule, said["reread"], rep["reread_estimate"]))
@@ -172,8 +211,11 @@ def _exact_sync_never_first_copy_only(monkeypatch) -> None:
     sync at the position a later history may have reached again stays exact_sync where the later copy is not
     searched."""
     real = ev.first_copy_only
-    monkeypatch.setattr(ev, "first_copy_only", lambda index, answer, translated, end: answer[1] != tr.EXACT_SYNC
-                        and real(index, answer, translated, end))
+    monkeypatch.setattr(
+        ev,
+        "first_copy_only",
+        lambda index, answer, translated, end: answer[1] != tr.EXACT_SYNC and real(index, answer, translated, end),
+    )
 
 
 def test_mutation_12_a_superseded_sync_labelled_an_exact_sync_is_caught(monkeypatch):
@@ -192,7 +234,8 @@ def test_mutation_12_a_superseded_sync_labelled_an_exact_sync_is_caught(monkeypa
 
 
 def test_mutation_21_a_sync_a_later_history_may_have_reached_again_called_exact_where_not_searched_is_caught(
-        monkeypatch):
+    monkeypatch,
+):
     """The review's: with the source lost or replication not known to be finished, a sync at the position whose next
     sync a later history reached again (its start not archived) stays exact_sync - "re-read 0" where the group
     re-reads what that history copied before the position. RE-READ COUNT WRONG and EXACT NOT AT THE LIMIT on the
@@ -209,12 +252,12 @@ def test_mutation_13_e5_accepting_any_copy_is_caught(monkeypatch):
     transaction markers placed differently on the two sides shift it by the twin's distance: the property's LOST
     catches it on the worlds shaped for it (testbed.worlds.RETRIES: retries next to the groups' positions, a
     transactional producer's markers on the source, MM2's commit markers on the replica)."""
+
     def any_copy(read, lo, top, at, content):
         return ev.is_evidence(read) and read.lo <= lo and read.hi > at and at in ev.candidates(read, lo, at, content)
 
     monkeypatch.setattr(ev, "verified_copy", any_copy)
-    assert next((s for s in MUTATION_SEEDS if any(v[0] == "LOST" for v in worlds.violations(s))), None) \
-        is not None
+    assert next((s for s in MUTATION_SEEDS if any(v[0] == "LOST" for v in worlds.violations(s))), None) is not None
 
 
 def test_mutation_30_the_report_pictures_every_moved_partition_as_exact_is_caught(monkeypatch):

@@ -18,12 +18,23 @@ EVIL = "<script>alert(1)</script>"
 
 
 def _write_failover(root: Path, run_id: str, group: str):
-    plan = Plan([PlanRow("primary", group, "primary.t", 0, 45, 40, None, 40, COMMIT),
-                 PlanRow("primary", group, "primary.t", 1, None, None, None, None, SKIP, "no_checkpoint"),
-                 PlanRow("primary", "g-other", "primary.t", 0, 10, 3, None, 10, CLAMP, "retention_gap", 10, 90, 7)])
-    rep = build_report(dag_id="mm2_failover", run_id=run_id, params={"groups_regex": ".*"}, plan=plan,
-                       committed={group: {("primary.t", 0): 40}, "g-other": {("primary.t", 0): 10}},
-                       log_end={("primary.t", 0): 100}, mismatches=[], warnings=[f"warn {EVIL}"])
+    plan = Plan(
+        [
+            PlanRow("primary", group, "primary.t", 0, 45, 40, None, 40, COMMIT),
+            PlanRow("primary", group, "primary.t", 1, None, None, None, None, SKIP, "no_checkpoint"),
+            PlanRow("primary", "g-other", "primary.t", 0, 10, 3, None, 10, CLAMP, "retention_gap", 10, 90, 7),
+        ]
+    )
+    rep = build_report(
+        dag_id="mm2_failover",
+        run_id=run_id,
+        params={"groups_regex": ".*"},
+        plan=plan,
+        committed={group: {("primary.t", 0): 40}, "g-other": {("primary.t", 0): 10}},
+        log_end={("primary.t", 0): 100},
+        mismatches=[],
+        warnings=[f"warn {EVIL}"],
+    )
     rep.stale_checkpoints = []
     rep.params["sasl.password"] = "hunter2"  # must never be served (reports hold none; defence in depth)
     d = root / "mm2_failover" / run_id.replace(":", "_")
@@ -37,16 +48,48 @@ def _write_failover(root: Path, run_id: str, group: str):
 def _write_drill(root: Path, run_id: str, captured_at: str, reread: int, age: float):
     d = root / "mm2_failover_drill" / run_id
     d.mkdir(parents=True)
-    totals = {"groups_covered": 2, "groups_without_checkpoints": 0, "partitions": 4, "partitions_planned": 3,
-              "partitions_without_checkpoints": 1, "checkpoint_age_max_seconds": age,
-              "replication_lag_max_records": 3, "records_reread_estimate": reread, "partitions_clamped": 0,
-              "records_lost_to_retention": 0, "live_groups_on_target": 0, "findings": 2}
-    (d / "drill.json").write_text(json.dumps({
-        "kind": "drill", "dag_id": "mm2_failover_drill", "run_id": run_id, "captured_at": captured_at,
-        "source_alias": "primary", "totals": totals, "findings": ["f1", f"f2 {EVIL}"],
-        "groups": [{"group": "drill-g", "partitions": 2, "without_checkpoint": 1, "checkpoint_age_max_seconds": age,
-                    "reread_estimate": reread, "clamped": 0, "retention_lost": 0, "live_on_target": False}],
-        "reread": [], "replication_lag": [], "writes": {"prefix": ""}}))
+    totals = {
+        "groups_covered": 2,
+        "groups_without_checkpoints": 0,
+        "partitions": 4,
+        "partitions_planned": 3,
+        "partitions_without_checkpoints": 1,
+        "checkpoint_age_max_seconds": age,
+        "replication_lag_max_records": 3,
+        "records_reread_estimate": reread,
+        "partitions_clamped": 0,
+        "records_lost_to_retention": 0,
+        "live_groups_on_target": 0,
+        "findings": 2,
+    }
+    (d / "drill.json").write_text(
+        json.dumps(
+            {
+                "kind": "drill",
+                "dag_id": "mm2_failover_drill",
+                "run_id": run_id,
+                "captured_at": captured_at,
+                "source_alias": "primary",
+                "totals": totals,
+                "findings": ["f1", f"f2 {EVIL}"],
+                "groups": [
+                    {
+                        "group": "drill-g",
+                        "partitions": 2,
+                        "without_checkpoint": 1,
+                        "checkpoint_age_max_seconds": age,
+                        "reread_estimate": reread,
+                        "clamped": 0,
+                        "retention_lost": 0,
+                        "live_on_target": False,
+                    }
+                ],
+                "reread": [],
+                "replication_lag": [],
+                "writes": {"prefix": ""},
+            }
+        )
+    )
     return d
 
 
@@ -166,9 +209,17 @@ def test_raw_files_are_whitelisted_and_scrubbed(client):
         assert client.get(f"{base}/{name}").status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/mm2/runs/../mm2_failover", "/mm2/runs/%2e%2e/%2e%2e", "/mm2/runs/mm2_failover/..",
-                                  "/mm2/runs/mm2_failover/.hidden", "/mm2/runs/other_dag/some_run",
-                                  "/mm2/runs/mm2_failover/..%2F..%2Fetc/report.json"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/mm2/runs/../mm2_failover",
+        "/mm2/runs/%2e%2e/%2e%2e",
+        "/mm2/runs/mm2_failover/..",
+        "/mm2/runs/mm2_failover/.hidden",
+        "/mm2/runs/other_dag/some_run",
+        "/mm2/runs/mm2_failover/..%2F..%2Fetc/report.json",
+    ],
+)
 def test_unknown_or_unsafe_paths_are_404(client, path):
     r = client.get(path)
     assert r.status_code == 404
@@ -177,12 +228,14 @@ def test_unknown_or_unsafe_paths_are_404(client, path):
 
 def test_drill_run_page_and_trend_with_svg(client):
     r = client.get("/mm2/runs/mm2_failover_drill/scheduled__2026-11-01")
-    assert r.status_code == 200 and "Findings" in r.text and "f2 &lt;script&gt;" in r.text and "drill.json</a>" in r.text
+    assert (
+        r.status_code == 200 and "Findings" in r.text and "f2 &lt;script&gt;" in r.text and "drill.json</a>" in r.text
+    )
     t = client.get("/mm2/drills").text
     assert t.count("<svg") == 5 and "Estimated re-read" in t
     assert "scheduled__2026-10-01" in t and "<script" not in t
     # oldest to newest in the plot: October first on its time axis, and the newest point is November's 80
-    plot = t[t.index("<svg"):t.index("</svg>")]
+    plot = t[t.index("<svg") : t.index("</svg>")]
     assert plot.index("2026-10-01T03:00") < plot.index("2026-11-01T03:00") and ">80<" in plot
 
 
@@ -242,7 +295,9 @@ def test_index_renders_from_small_summaries_and_one_bad_run_never_breaks_it(tmp_
     good = _write_failover(root, "good-run", "orders")
     # a big report the index must not need: its summary says what the index shows
     rep = json.loads((good / "report.json").read_text())
-    (good / "summary.json").write_text(json.dumps(run_summary("mm2_failover", "good-run", rep, None, "2026-11-23T08:00")))
+    (good / "summary.json").write_text(
+        json.dumps(run_summary("mm2_failover", "good-run", rep, None, "2026-11-23T08:00"))
+    )
     (good / "report.json").write_text("{ truncated by a full disk")
     odd = root / "mm2_failover" / "odd-run"
     odd.mkdir(parents=True)
@@ -260,8 +315,9 @@ def _write_pending(root: Path, run_id: str, outcome: str, status: str):
 
     d = _write_failover(root, run_id, "g-pending")
     rep = json.loads((d / "report.json").read_text())
-    decision = approval.Decision(status, approval.plan_hash(b"plan"), "2026-11-26T03:00:00+00:00",
-                                 "2026-11-26T03:02:00+00:00", "admin", 600)
+    decision = approval.Decision(
+        status, approval.plan_hash(b"plan"), "2026-11-26T03:00:00+00:00", "2026-11-26T03:02:00+00:00", "admin", 600
+    )
     rep.update(outcome=outcome, dry_run=True, approval=decision.as_dict())
     (d / "report.json").write_text(json.dumps(rep))
     (d / "summary.json").write_text(json.dumps(run_summary("mm2_failover", run_id, rep, None, "2026-11-26T03:02")))
@@ -269,18 +325,30 @@ def _write_pending(root: Path, run_id: str, outcome: str, status: str):
     from mm2_failover.plan import PlanRecord
     from mm2_failover.runfolder import RunFolder
 
-    RunFolder(d).save_plan(PlanRecord(Plan([PlanRow("primary", "g-pending", "primary.t", 0, 45, 40, None, 40, COMMIT)]),
-                                      "2026-11-26T03:00:00+00:00", {"groups_regex": "g-pending"}, [], None, None))
+    RunFolder(d).save_plan(
+        PlanRecord(
+            Plan([PlanRow("primary", "g-pending", "primary.t", 0, 45, 40, None, 40, COMMIT)]),
+            "2026-11-26T03:00:00+00:00",
+            {"groups_regex": "g-pending"},
+            [],
+            None,
+            None,
+        )
+    )
     return d, decision
 
 
-@pytest.mark.parametrize("outcome, status, says", [
-    ("awaiting_approval", "awaiting", "waiting for approval since 2026-11-26T03:00:00+00:00"),
-    ("rejected", "rejected", "REJECTED by admin at 2026-11-26T03:02:00+00:00: nothing was written"),
-    ("approval_timed_out", "timed_out", "NOT approved within 600 s"),
-])
+@pytest.mark.parametrize(
+    "outcome, status, says",
+    [
+        ("awaiting_approval", "awaiting", "waiting for approval since 2026-11-26T03:00:00+00:00"),
+        ("rejected", "rejected", "REJECTED by admin at 2026-11-26T03:02:00+00:00: nothing was written"),
+        ("approval_timed_out", "timed_out", "NOT approved within 600 s"),
+    ],
+)
 def test_a_plan_waiting_for_or_refused_its_approval_is_listed_with_its_reason_and_serves_its_plan(
-        client, outcome, status, says):
+    client, outcome, status, says
+):
     """Issue 33: runs that wrote nothing - waiting for an approval, rejected, timed out - are in the report pages
     with their reason, and the run page serves plan.json, its rows (plan_rows.parquet), plan.csv and approval.json."""
     run_id = f"manual__pending-{status}"
@@ -313,8 +381,9 @@ def test_a_final_report_shows_who_approved_its_plan(client):
 
     d = _write_failover(client.root, "manual__approved", "g-approved")
     rep = json.loads((d / "report.json").read_text())
-    rep["approval"] = approval.Decision(approval.APPROVED, approval.plan_hash(b"p"), "a", "2026-11-26T03:05:00+00:00",
-                                       "admin").as_dict()
+    rep["approval"] = approval.Decision(
+        approval.APPROVED, approval.plan_hash(b"p"), "a", "2026-11-26T03:05:00+00:00", "admin"
+    ).as_dict()
     (d / "report.json").write_text(json.dumps(rep))
     page = client.get("/mm2/runs/mm2_failover/manual__approved").text
     assert "SUCCEEDED" in page and "Approval: approved by admin at 2026-11-26T03:05:00+00:00" in page
@@ -339,18 +408,55 @@ def _readiness(tmp_path: Path, n_groups: int = 3):
     from mm2_failover.stages import readiness as stage
 
     now = int(datetime.now(timezone.utc).timestamp() * 1000)
-    rows = [{"group": f"g{i:04d}", "topic": "primary.t", "partition": 0, "planned_offset": 5, "action": "commit",
-             "rule": "exact_sync" if i % 3 else "checkpoint", "reason": ""} for i in range(n_groups)]
-    rows.append({"group": EVIL, "topic": "primary.t", "partition": 0, "planned_offset": None, "action": "skip",
-                 "rule": "checkpoint", "reason": "no_checkpoint"})
-    drains = [{"alias": "primary", "topic": "t", "partition": 0, "replica_topic": "primary.t", "source_end": 100,
-               "replicated": 89, "replica_end": 90, "state": "replication behind"}]
+    rows = [
+        {
+            "group": f"g{i:04d}",
+            "topic": "primary.t",
+            "partition": 0,
+            "planned_offset": 5,
+            "action": "commit",
+            "rule": "exact_sync" if i % 3 else "checkpoint",
+            "reason": "",
+        }
+        for i in range(n_groups)
+    ]
+    rows.append(
+        {
+            "group": EVIL,
+            "topic": "primary.t",
+            "partition": 0,
+            "planned_offset": None,
+            "action": "skip",
+            "rule": "checkpoint",
+            "reason": "no_checkpoint",
+        }
+    )
+    drains = [
+        {
+            "alias": "primary",
+            "topic": "t",
+            "partition": 0,
+            "replica_topic": "primary.t",
+            "source_end": 100,
+            "replicated": 89,
+            "replica_end": 90,
+            "state": "replication behind",
+        }
+    ]
     base = tmp_path / "mm2_failover_readiness"
     for k, run_id in enumerate(("scheduled__1", "scheduled__2")):
-        r = readiness.assess(run_id=run_id, now_ms=now, rpo_seconds=60, plan_rows=rows, reread=[], drain_rows=drains,
-                             oldest_unreplicated_ms={("primary.t", 0): now - 90_000 * (k + 1)}, checkpoint_ms={},
-                             archive_updated={"primary": None},
-                             findings=[{"key": "audit:primary:x", "text": f"audit finding {EVIL}"}])
+        r = readiness.assess(
+            run_id=run_id,
+            now_ms=now,
+            rpo_seconds=60,
+            plan_rows=rows,
+            reread=[],
+            drain_rows=drains,
+            oldest_unreplicated_ms={("primary.t", 0): now - 90_000 * (k + 1)},
+            checkpoint_ms={},
+            archive_updated={"primary": None},
+            findings=[{"key": "audit:primary:x", "text": f"audit finding {EVIL}"}],
+        )
         RunFolder(base / run_id).save_readiness(r)
         stage.append_history(readiness.history_line(r), base)
     (base / "latest.json").write_text(json.dumps({"folder": "scheduled__2", "run_id": "scheduled__2"}))
@@ -402,9 +508,15 @@ def test_a_report_with_its_rows_in_parquet_shows_the_first_rows_and_serves_the_f
 
     monkeypatch.setattr(ui, "MAX_ROWS", 5)
     rows = [PlanRow("primary", f"g{i // 4}", "primary.t", i % 4, 50, 40 + i, None, 40 + i, COMMIT) for i in range(12)]
-    rep = build_report(dag_id="mm2_failover", run_id="r12", params={}, plan=Plan(rows),
-                       committed=Plan(rows).writes(),
-                       log_end={("primary.t", p): 100 for p in range(4)}, mismatches=[])
+    rep = build_report(
+        dag_id="mm2_failover",
+        run_id="r12",
+        params={},
+        plan=Plan(rows),
+        committed=Plan(rows).writes(),
+        log_end={("primary.t", p): 100 for p in range(4)},
+        mismatches=[],
+    )
     RunFolder(tmp_path / "mm2_failover" / "r12").save_report(rep)
     c = TestClient(ui.create_app(tmp_path))
     t = c.get("/runs/mm2_failover/r12").text
@@ -426,12 +538,15 @@ def test_the_live_diff_reads_the_plans_groups_from_the_target_now_and_says_where
     from mm2_failover.plan import PlanRecord
     from mm2_failover.runfolder import RunFolder
 
-    rows = [PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT),
-            PlanRow("primary", "app", "primary.t", 1, 50, 44, 30, 44, COMMIT),
-            PlanRow("primary", f"web-{EVIL}", "primary.t", 0, 20, 15, 12, 15, COMMIT),
-            PlanRow("primary", "idle", "primary.t", 0, None, None, None, None, SKIP, "no_checkpoint")]
-    RunFolder(tmp_path / "mm2_failover" / "r1").save_plan(PlanRecord(Plan(rows), "2026-11-26T09:00:00+00:00", {}, [],
-                                                                     "2026-11-26T09:00:00+00:00", 1.0))
+    rows = [
+        PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT),
+        PlanRow("primary", "app", "primary.t", 1, 50, 44, 30, 44, COMMIT),
+        PlanRow("primary", f"web-{EVIL}", "primary.t", 0, 20, 15, 12, 15, COMMIT),
+        PlanRow("primary", "idle", "primary.t", 0, None, None, None, None, SKIP, "no_checkpoint"),
+    ]
+    RunFolder(tmp_path / "mm2_failover" / "r1").save_plan(
+        PlanRecord(Plan(rows), "2026-11-26T09:00:00+00:00", {}, [], "2026-11-26T09:00:00+00:00", 1.0)
+    )
     asked: list = []
 
     def commits(groups):
@@ -445,9 +560,18 @@ def test_the_live_diff_reads_the_plans_groups_from_the_target_now_and_says_where
     assert "Not where the plan puts them: web-&lt;script&gt;alert(1)&lt;/script&gt;, app" in t and "<script" not in t
     c.get("/runs/mm2_failover/r1/live-diff?group=app")
     assert asked[-1] == ["app"]
-    RunFolder(tmp_path / "mm2_failover" / "r1").save_report(build_report(
-        dag_id="mm2_failover", run_id="r1", params={}, plan=Plan(rows), committed={}, log_end={}, mismatches=[],
-        dry_run=True))
+    RunFolder(tmp_path / "mm2_failover" / "r1").save_report(
+        build_report(
+            dag_id="mm2_failover",
+            run_id="r1",
+            params={},
+            plan=Plan(rows),
+            committed={},
+            log_end={},
+            mismatches=[],
+            dry_run=True,
+        )
+    )
     assert "live-diff'>The plan against the target's commits now</a>" in c.get("/runs/mm2_failover/r1").text
 
     def down(groups):
@@ -455,8 +579,9 @@ def test_the_live_diff_reads_the_plans_groups_from_the_target_now_and_says_where
 
     r = TestClient(ui.create_app(tmp_path, commits=down)).get("/runs/mm2_failover/r1/live-diff")
     assert r.status_code == 502 and "could not be read now (RuntimeError)" in r.text and "secret-host" not in r.text
-    assert TestClient(ui.create_app(tmp_path, commits=commits)).get("/runs/mm2_failover/nope/live-diff").status_code \
-        == 404
+    assert (
+        TestClient(ui.create_app(tmp_path, commits=commits)).get("/runs/mm2_failover/nope/live-diff").status_code == 404
+    )
 
 
 def test_the_live_diff_names_a_missing_connection_and_what_to_do(tmp_path):
@@ -468,8 +593,9 @@ def test_the_live_diff_names_a_missing_connection_and_what_to_do(tmp_path):
     from mm2_failover.runfolder import RunFolder
 
     rows = [PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT)]
-    RunFolder(tmp_path / "mm2_failover" / "r1").save_plan(PlanRecord(Plan(rows), "2026-11-26T09:00:00+00:00", {}, [],
-                                                                     "2026-11-26T09:00:00+00:00", 1.0))
+    RunFolder(tmp_path / "mm2_failover" / "r1").save_plan(
+        PlanRecord(Plan(rows), "2026-11-26T09:00:00+00:00", {}, [], "2026-11-26T09:00:00+00:00", 1.0)
+    )
 
     def no_connection(groups):
         raise AirflowNotFoundException("The conn_id `kafka_target` isn't defined")
@@ -479,10 +605,15 @@ def test_the_live_diff_names_a_missing_connection_and_what_to_do(tmp_path):
     assert "AIRFLOW_CONN_KAFKA_TARGET" in r.text and "Admin &gt; Connections" in r.text
 
 
-@pytest.mark.parametrize("dag_id, says", [("mm2_sync_archive", "keeps no per-run report"),
-                                          ("mm2_failover_readiness", "Readiness page"),
-                                          ("mm2_failover_rollback", "rollback.json"),
-                                          ("someone_elses_dag", "is not one of mm2-failover&#x27;s DAGs")])
+@pytest.mark.parametrize(
+    "dag_id, says",
+    [
+        ("mm2_sync_archive", "keeps no per-run report"),
+        ("mm2_failover_readiness", "Readiness page"),
+        ("mm2_failover_rollback", "rollback.json"),
+        ("someone_elses_dag", "is not one of mm2-failover&#x27;s DAGs"),
+    ],
+)
 def test_the_run_tab_of_a_dag_without_a_report_says_where_to_look(client, dag_id, says):
     """Issue 49 item 6: Airflow adds the plugin's run tab to every DAG's runs; it answered 404 on all but the
     failover's and the drill's (and the archive's failure mail linked to it)."""
@@ -494,8 +625,14 @@ def test_the_run_tab_of_a_dag_without_a_report_says_where_to_look(client, dag_id
 def test_a_failure_mail_links_only_to_pages_that_exist():
     from mm2_failover import notify
 
-    base = dict(run_id="scheduled__2026-11-27T10:00:00+00:00", task_id="refresh_latest_state", try_number=3,
-                reason="boom", run_folder="scheduled__2026-11-27T10_00_00_00_00", base_url="http://af")
+    base = dict(
+        run_id="scheduled__2026-11-27T10:00:00+00:00",
+        task_id="refresh_latest_state",
+        try_number=3,
+        reason="boom",
+        run_folder="scheduled__2026-11-27T10_00_00_00_00",
+        base_url="http://af",
+    )
     archive = notify.message(notify.Failure(dag_id="mm2_sync_archive", **base))
     assert "/mm2/runs/" not in archive.text and "Airflow: http://af/dags/mm2_sync_archive/runs/" in archive.text
     readiness = notify.message(notify.Failure(dag_id="mm2_failover_readiness", **base))
@@ -514,8 +651,17 @@ def test_a_run_waiting_for_its_approval_says_its_groups_will_move_once_approved(
 
     rows = [PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT)]
     for outcome, says in [(ap.AWAITING, "will move once approved"), (ap.REJECTED, "not moved: the plan was rejected")]:
-        rep = build_report(dag_id="mm2_failover", run_id="r1", params={}, plan=Plan(rows), committed={}, log_end={},
-                           mismatches=[], dry_run=True, outcome=ap.OUTCOMES[outcome])
+        rep = build_report(
+            dag_id="mm2_failover",
+            run_id="r1",
+            params={},
+            plan=Plan(rows),
+            committed={},
+            log_end={},
+            mismatches=[],
+            dry_run=True,
+            outcome=ap.OUTCOMES[outcome],
+        )
         RunFolder(tmp_path / "mm2_failover" / "r1").save_report(rep)
         t = TestClient(ui.create_app(tmp_path)).get("/runs/mm2_failover/r1").text
         assert says in t and "would move (dry run)" not in t
@@ -541,14 +687,25 @@ def test_a_run_page_says_its_outcome_first_and_lists_the_worst_groups_first(tmp_
     the page follows a dark colour scheme and its tables scroll inside a narrow panel."""
     from mm2_failover.plan import Mismatch
 
-    rows = [PlanRow("primary", g, "primary.t", 0, up, down, None, down, COMMIT)
-            for g, up, down in (("a-fine", 10, 10), ("b-reread", 60, 10), ("m-mismatch", 10, 10), ("z-refused", 5, 5))]
-    rep = build_report(dag_id="mm2_failover", run_id="r1", params={}, plan=Plan(rows),
-                       committed={"a-fine": {("primary.t", 0): 10}, "b-reread": {("primary.t", 0): 10},
-                                  "m-mismatch": {("primary.t", 0): 7}},
-                       log_end={("primary.t", 0): 100}, mismatches=[Mismatch("m-mismatch", "primary.t", 0, 10, 7)],
-                       refused={"z-refused": "live members"},
-                       source_commits={("b-reread", "primary.t", 0): 60, ("a-fine", "primary.t", 0): 10})
+    rows = [
+        PlanRow("primary", g, "primary.t", 0, up, down, None, down, COMMIT)
+        for g, up, down in (("a-fine", 10, 10), ("b-reread", 60, 10), ("m-mismatch", 10, 10), ("z-refused", 5, 5))
+    ]
+    rep = build_report(
+        dag_id="mm2_failover",
+        run_id="r1",
+        params={},
+        plan=Plan(rows),
+        committed={
+            "a-fine": {("primary.t", 0): 10},
+            "b-reread": {("primary.t", 0): 10},
+            "m-mismatch": {("primary.t", 0): 7},
+        },
+        log_end={("primary.t", 0): 100},
+        mismatches=[Mismatch("m-mismatch", "primary.t", 0, 10, 7)],
+        refused={"z-refused": "live members"},
+        source_commits={("b-reread", "primary.t", 0): 60, ("a-fine", "primary.t", 0): 10},
+    )
     d = tmp_path / "mm2_failover" / "r1"
     d.mkdir(parents=True)
     (d / "report.json").write_text(json.dumps(rep.as_dict()))
@@ -556,10 +713,12 @@ def test_a_run_page_says_its_outcome_first_and_lists_the_worst_groups_first(tmp_
     (d / "report.md").write_text(md)
     t = ui.render_run("mm2_failover", "r1", rep.as_dict(), None, ["report.json", "report.md"], "/mm2")
     assert t.index("Outcome:") < t.index("Mismatches") < t.index("Groups (4)") < t.index("Files:")
-    groups = t[t.index("class='groups'"):]
+    groups = t[t.index("class='groups'") :]
     assert [groups.index(f"<td>{g}</td>") for g in ("z-refused", "m-mismatch", "b-reread", "a-fine")] == sorted(
-        groups.index(f"<td>{g}</td>") for g in ("z-refused", "m-mismatch", "b-reread", "a-fine"))
-    section = md[md.index("## Groups"):md.index("## Partitions")]
+        groups.index(f"<td>{g}</td>") for g in ("z-refused", "m-mismatch", "b-reread", "a-fine")
+    )
+    section = md[md.index("## Groups") : md.index("## Partitions")]
     assert [section.index(g) for g in ("z-refused", "m-mismatch", "b-reread", "a-fine")] == sorted(
-        section.index(g) for g in ("z-refused", "m-mismatch", "b-reread", "a-fine"))
+        section.index(g) for g in ("z-refused", "m-mismatch", "b-reread", "a-fine")
+    )
     assert "prefers-color-scheme: dark" in t and "overflow-x:auto" in t

@@ -12,5 +12,13 @@ def test_a_duration_is_said_one_way_everywhere():
     from mm2_failover.words import duration
 
     assert [duration(s) for s in (0, 30, 59.6, 95, 3540, 3600, 7300, -4)] == [
-        "0 s", "30 s", "1 min", "1 min 35 s", "59 min", "1 h", "2 h 1 min", "0 s"]
+        "0 s",
+        "30 s",
+        "1 min",
+        "1 min 35 s",
+        "59 min",
+        "1 h",
+        "2 h 1 min",
+        "0 s",
+    ]
     assert duration(float("nan")) == duration(float("inf")) == "unknown"

@@ -8,18 +8,19 @@ import os
 import pytest
 
 from mm2_failover import plan as planmod
-from mm2_failover.naming import ReplicationPolicy
 from mm2_failover.checkpoints import Checkpoint
+from mm2_failover.naming import ReplicationPolicy
 from mm2_failover.plan import PartitionBounds
 from testbed.localenv import run_cli
-
 
 # ------------------------------------------------------------------------------------------ 4. two aliases, one key
 
 
 def test_two_aliases_checkpointing_the_same_replica_partition_are_refused_naming_both_answers():
-    cps = [Checkpoint("g", "orders", 0, 25, 20, source_alias="dc1"),
-           Checkpoint("g", "orders", 0, 110, 100, source_alias="dc2")]
+    cps = [
+        Checkpoint("g", "orders", 0, 25, 20, source_alias="dc1"),
+        Checkpoint("g", "orders", 0, 110, 100, source_alias="dc2"),
+    ]
     with pytest.raises(planmod.PlanError) as e:
         planmod.build_plan(cps, {("orders", 0): PartitionBounds(0, 200)}, {}, {"orders": 1})
     msg = str(e.value)
@@ -29,17 +30,38 @@ def test_two_aliases_checkpointing_the_same_replica_partition_are_refused_naming
 # ------------------------------------------------------------------------------------------ 6. MM2's own topic rules
 
 
-@pytest.mark.parametrize("topic", ["user-heartbeats", "orders_replica", "db-replica", "orders.replica", "heartbeats-x",
-                                   "connect-orders", "mm2-orders", "payments.internal-audit"])
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "user-heartbeats",
+        "orders_replica",
+        "db-replica",
+        "orders.replica",
+        "heartbeats-x",
+        "connect-orders",
+        "mm2-orders",
+        "payments.internal-audit",
+    ],
+)
 def test_topics_that_merely_look_internal_are_data_topics(topic):
     p = ReplicationPolicy("primary")
     assert not p.is_internal_topic(topic)
     assert not p.is_internal_topic(p.replica_topic(topic))
 
 
-@pytest.mark.parametrize("topic", ["__consumer_offsets", ".hidden", "primary.checkpoints.internal",
-                                   "mm2-offsets.primary.internal", "mm2-offset-syncs.backup.internal", "heartbeats",
-                                   "primary.heartbeats", "dc1.primary.heartbeats"])
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "__consumer_offsets",
+        ".hidden",
+        "primary.checkpoints.internal",
+        "mm2-offsets.primary.internal",
+        "mm2-offset-syncs.backup.internal",
+        "heartbeats",
+        "primary.heartbeats",
+        "dc1.primary.heartbeats",
+    ],
+)
 def test_mm2_internal_topics_are_internal(topic):
     assert ReplicationPolicy("primary").is_internal_topic(topic)
 
@@ -61,7 +83,9 @@ def test_multi_character_separator():
     assert p.checkpoints_topic == "dc--checkpoints--internal"
     assert p.source_topic("dc--orders") == "orders"
     assert checkpoint_topic_aliases(["dc--checkpoints--internal", "primary.checkpoints.internal", "orders"]) == {
-        "dc--checkpoints--internal": "dc", "primary.checkpoints.internal": "primary"}
+        "dc--checkpoints--internal": "dc",
+        "primary.checkpoints.internal": "primary",
+    }
 
 
 # ------------------------------------------------------------------------------------------ 3. one selection
@@ -138,12 +162,20 @@ def test_lost_to_retention_is_an_upper_bound_and_exact_where_the_source_commit_i
 
     # checkpoint 10 below log start 40: at most 30 records lost; where the group's source commit is known, the
     # pipeline finds the source offset of the replica's first record, and only what the group had not read counts
-    rows = [PlanRow("primary", "g", "primary.t", 0, 15, 10, None, 40, CLAMP, "retention_gap", 40, 100, 30),
-            PlanRow("primary", "g", "primary.t", 1, 15, 10, None, 40, CLAMP, "retention_gap", 40, 100, 30)]
-    rep = build_report(dag_id="d", run_id="r", params={}, plan=Plan(rows),
-                       committed={"g": {("primary.t", 0): 40, ("primary.t", 1): 40}},
-                       log_end={("primary.t", 0): 100, ("primary.t", 1): 100}, mismatches=[],
-                       lost_exact={("g", "primary.t", 0): 0})
+    rows = [
+        PlanRow("primary", "g", "primary.t", 0, 15, 10, None, 40, CLAMP, "retention_gap", 40, 100, 30),
+        PlanRow("primary", "g", "primary.t", 1, 15, 10, None, 40, CLAMP, "retention_gap", 40, 100, 30),
+    ]
+    rep = build_report(
+        dag_id="d",
+        run_id="r",
+        params={},
+        plan=Plan(rows),
+        committed={"g": {("primary.t", 0): 40, ("primary.t", 1): 40}},
+        log_end={("primary.t", 0): 100, ("primary.t", 1): 100},
+        mismatches=[],
+        lost_exact={("g", "primary.t", 0): 0},
+    )
     t = rep.totals
     assert t["records_lost_to_retention_upper_bound"] == 60
     assert t["records_lost_to_retention"] == 30  # partition 0 exact (0), partition 1 only bounded (30)
@@ -158,11 +190,14 @@ def cli(*args, env=None, timeout=60):
     return run_cli(*args, env=env, timeout=timeout, quiet_s=None)
 
 
-@pytest.mark.parametrize("content, words", [
-    ('["bootstrap.servers", "h:9092"]', ["JSON object"]),
-    ('"h:9092"', ["JSON object"]),
-    ('{"bootstrap.servers": "h:9092",}', ["not valid JSON", "line 1"]),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ('["bootstrap.servers", "h:9092"]', ["JSON object"]),
+        ('"h:9092"', ["JSON object"]),
+        ('{"bootstrap.servers": "h:9092",}', ["not valid JSON", "line 1"]),
+    ],
+)
 def test_bad_config_files_are_named_with_exit_2(tmp_path, content, words):
     f = tmp_path / "target.json"
     f.write_text(content)
@@ -179,8 +214,14 @@ def test_missing_config_file_is_named(tmp_path):
 
 
 def test_uri_form_connection_variable_is_understood(tmp_path):
-    r = cli("--timeout", "2", "verify", "--run-dir", str(tmp_path),
-            env={"AIRFLOW_CONN_KAFKA_TARGET": "kafka://?bootstrap.servers=127.0.0.1%3A2"})
+    r = cli(
+        "--timeout",
+        "2",
+        "verify",
+        "--run-dir",
+        str(tmp_path),
+        env={"AIRFLOW_CONN_KAFKA_TARGET": "kafka://?bootstrap.servers=127.0.0.1%3A2"},
+    )
     assert r.returncode == 2 and "no plan" in r.stderr, r.stderr
 
 

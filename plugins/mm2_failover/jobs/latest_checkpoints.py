@@ -77,13 +77,19 @@ OPTIONS_ENV = "MM2_FAILOVER_SPARK_KAFKA_OPTIONS"
 # The read is bounded (never past the captured end offsets), so a fetch that finds nothing new need not wait for
 # records: the consumer's default fetch.max.wait.ms (500 ms) cost every Kafka task ~0.5 s (a 1,000-record tail: 0.68 s
 # -> 0.17 s on a warm server).
-FAST_FETCH = {"max.poll.records": "10000", "max.partition.fetch.bytes": str(16 << 20), "fetch.max.bytes": str(64 << 20),
-              "fetch.max.wait.ms": "10"}
+FAST_FETCH = {
+    "max.poll.records": "10000",
+    "max.partition.fetch.bytes": str(16 << 20),
+    "fetch.max.bytes": str(64 << 20),
+    "fetch.max.wait.ms": "10",
+}
 
-OUTPUT_SCHEMA = ("source_alias string, `group` string, topic string, partition int, upstream_offset bigint, "
-                 "downstream_offset bigint, metadata string, checkpoint_partition int, checkpoint_offset bigint, "
-                 "checkpoint_timestamp timestamp, regressed boolean, latest_downstream_offset bigint, "
-                 "latest_checkpoint_offset bigint, max_downstream_offset bigint, max_checkpoint_offset bigint")
+OUTPUT_SCHEMA = (
+    "source_alias string, `group` string, topic string, partition int, upstream_offset bigint, "
+    "downstream_offset bigint, metadata string, checkpoint_partition int, checkpoint_offset bigint, "
+    "checkpoint_timestamp timestamp, regressed boolean, latest_downstream_offset bigint, "
+    "latest_checkpoint_offset bigint, max_downstream_offset bigint, max_checkpoint_offset bigint"
+)
 
 # A record's position in one signed long, with two flags below it, so that "the latest usable record of a key" is
 # a plain max() over fixed-width buffers (Spark then aggregates in a hash map instead of sorting every record):
@@ -117,45 +123,95 @@ class LostSinceSnapshot(RuntimeError):
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bootstrap-servers", required=True, help="target cluster, where the checkpoints topics live")
-    p.add_argument("--checkpoints-topic", required=True, action="append", metavar="ALIAS=TOPIC",
-                   help="a source alias and its checkpoints topic, e.g. primary=primary.checkpoints.internal "
-                        "(repeat for several source aliases)")
-    p.add_argument("--end-offsets", required=True,
-                   help='JSON {"topic": {"partition": end_offset}} or @file: read up to (excluding) these; with '
-                        '--refresh-state also "latest" (the current log end of every partition)')
-    p.add_argument("--start-offsets", default="",
-                   help="JSON or @file: the log start offsets captured with the end offsets; records of the range "
-                        "deleted since then fail the job (exit 5). Default: the current log start")
-    p.add_argument("--output", default="", help="Parquet output path (any Hadoop-compatible URI); required unless "
-                                                "--refresh-state")
-    p.add_argument("--state-dir", default="",
-                   help="the latest-checkpoint state (a local or shared folder, <archive>/latest-state): start from "
-                        "its newest usable version and read only the tail (mm2_failover.state); a full pass when "
-                        "none is usable, said in the summary")
-    p.add_argument("--state-url", default="",
-                   help="the same state in an object store (s3a://.../latest-state; the versions of --state-dir, "
-                        "same names): Spark reads the chosen versions' tables from there, and a refresh writes its "
-                        "version there, so executors on any host can (--state-dir still gives their version.json)"),
-    p.add_argument("--refresh-state", action="store_true",
-                   help="write a new state version to --state-dir covering up to --end-offsets ('latest': the "
-                        "current log end) instead of answers")
+    p.add_argument(
+        "--checkpoints-topic",
+        required=True,
+        action="append",
+        metavar="ALIAS=TOPIC",
+        help="a source alias and its checkpoints topic, e.g. primary=primary.checkpoints.internal "
+        "(repeat for several source aliases)",
+    )
+    p.add_argument(
+        "--end-offsets",
+        required=True,
+        help='JSON {"topic": {"partition": end_offset}} or @file: read up to (excluding) these; with '
+        '--refresh-state also "latest" (the current log end of every partition)',
+    )
+    p.add_argument(
+        "--start-offsets",
+        default="",
+        help="JSON or @file: the log start offsets captured with the end offsets; records of the range "
+        "deleted since then fail the job (exit 5). Default: the current log start",
+    )
+    p.add_argument(
+        "--output", default="", help="Parquet output path (any Hadoop-compatible URI); required unless --refresh-state"
+    )
+    p.add_argument(
+        "--state-dir",
+        default="",
+        help="the latest-checkpoint state (a local or shared folder, <archive>/latest-state): start from "
+        "its newest usable version and read only the tail (mm2_failover.state); a full pass when "
+        "none is usable, said in the summary",
+    )
+    (
+        p.add_argument(
+            "--state-url",
+            default="",
+            help="the same state in an object store (s3a://.../latest-state; the versions of --state-dir, "
+            "same names): Spark reads the chosen versions' tables from there, and a refresh writes its "
+            "version there, so executors on any host can (--state-dir still gives their version.json)",
+        ),
+    )
+    p.add_argument(
+        "--refresh-state",
+        action="store_true",
+        help="write a new state version to --state-dir covering up to --end-offsets ('latest': the "
+        "current log end) instead of answers",
+    )
     p.add_argument("--summary", default="", help="also write the JSON summary to this local path")
-    p.add_argument("--max-quarantined", type=int, default=0,
-                   help="fail (exit 3) when more records than this are not usable checkpoints")
-    p.add_argument("--min-partitions", type=int, default=0,
-                   help="split the read into at least this many Spark tasks (Kafka source minPartitions); 0 (the "
-                        "default): Spark's default parallelism when the checkpoint topics have fewer partitions")
-    p.add_argument("--policy", choices=["latest", "max"], default="latest",
-                   help="latest: the last checkpoint per key wins (MM2's meaning); max: when a key's downstream "
-                        "offset went backwards within the read range, keep the highest one instead")
-    p.add_argument("--kafka-options-file", default="",
-                   help='JSON {"java": {...}, "librdkafka": {...}} of client settings (secrets: keep it 0600)')
-    p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra Java Kafka consumer setting (never a secret: command lines are visible)")
-    p.add_argument("--remote", default="",
-                   help="run on this Spark Connect server (sc://host:port) instead of a Spark of the job's own")
-    p.add_argument("--timeout", type=float, default=15.0,
-                   help="seconds the driver's checks wait for the cluster before the job fails (exit 4)")
+    p.add_argument(
+        "--max-quarantined",
+        type=int,
+        default=0,
+        help="fail (exit 3) when more records than this are not usable checkpoints",
+    )
+    p.add_argument(
+        "--min-partitions",
+        type=int,
+        default=0,
+        help="split the read into at least this many Spark tasks (Kafka source minPartitions); 0 (the "
+        "default): Spark's default parallelism when the checkpoint topics have fewer partitions",
+    )
+    p.add_argument(
+        "--policy",
+        choices=["latest", "max"],
+        default="latest",
+        help="latest: the last checkpoint per key wins (MM2's meaning); max: when a key's downstream "
+        "offset went backwards within the read range, keep the highest one instead",
+    )
+    p.add_argument(
+        "--kafka-options-file",
+        default="",
+        help='JSON {"java": {...}, "librdkafka": {...}} of client settings (secrets: keep it 0600)',
+    )
+    p.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Java Kafka consumer setting (never a secret: command lines are visible)",
+    )
+    p.add_argument(
+        "--remote",
+        default="",
+        help="run on this Spark Connect server (sc://host:port) instead of a Spark of the job's own",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=15.0,
+        help="seconds the driver's checks wait for the cluster before the job fails (exit 4)",
+    )
     return p.parse_args(argv)
 
 
@@ -165,8 +221,9 @@ def topics_by_alias(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         alias, sep, topic = pair.partition("=")
         if not sep or not alias or not topic:
-            raise BadArguments(f"--checkpoints-topic {pair!r}: expected ALIAS=TOPIC, e.g. "
-                               "primary=primary.checkpoints.internal")
+            raise BadArguments(
+                f"--checkpoints-topic {pair!r}: expected ALIAS=TOPIC, e.g. primary=primary.checkpoints.internal"
+            )
         if alias in out and out[alias] != topic:
             raise BadArguments(f"several checkpoints topics for source alias {alias!r}: {out[alias]}, {topic}")
         out[alias] = topic
@@ -205,8 +262,10 @@ def check_arguments(topics: dict[str, str], end: dict[str, dict[int, int]], star
     for t, ps in end.items():
         for p, o in ps.items():
             if p >= MAX_PARTITIONS or o >= 1 << POSITION_BITS:
-                raise BadArguments(f"{t} partition {p} end offset {o}: beyond what the job orders records by "
-                                   f"(partition < {MAX_PARTITIONS}, offset < 2^{POSITION_BITS})")
+                raise BadArguments(
+                    f"{t} partition {p} end offset {o}: beyond what the job orders records by "
+                    f"(partition < {MAX_PARTITIONS}, offset < 2^{POSITION_BITS})"
+                )
             s = start.get(t, {}).get(p)
             if s is not None and s > o:
                 raise BadArguments(f"{t} partition {p}: start offset {s} is after the end offset {o}")
@@ -267,8 +326,13 @@ def driver_check():
         raise Unreachable(str(e)) from None
 
 
-def check_against_cluster(conf: dict, topics: dict[str, str], end: dict[str, dict[int, int]],
-                          start: dict[str, dict[int, int]], timeout: float = 15.0) -> dict[str, dict[int, int]]:
+def check_against_cluster(
+    conf: dict,
+    topics: dict[str, str],
+    end: dict[str, dict[int, int]],
+    start: dict[str, dict[int, int]],
+    timeout: float = 15.0,
+) -> dict[str, dict[int, int]]:
     """Every topic and partition exists; every end offset is within [log start, log end]; no record of the range
     was deleted since the snapshot. Returns the start offsets to read from (captured, or the current log start)."""
     from mm2_failover.kafka_io import Cluster, MissingTopics
@@ -279,26 +343,32 @@ def check_against_cluster(conf: dict, topics: dict[str, str], end: dict[str, dic
         missing = sorted(t for t in end if t not in existing)
         if missing:
             raise BadArguments(str(MissingTopics("target", missing)))
-        bad_parts = sorted(f"{t}[{p}] (the topic has {existing[t]})" for t, ps in end.items() for p in ps
-                           if p >= existing[t])
+        bad_parts = sorted(
+            f"{t}[{p}] (the topic has {existing[t]})" for t, ps in end.items() for p in ps if p >= existing[t]
+        )
         if bad_parts:
             raise BadArguments(f"partition(s) that do not exist: {', '.join(bad_parts)}")
         tps = [(t, p) for t, ps in end.items() for p in ps]
         lo, hi = c.offsets(tps, "earliest"), c.offsets(tps, "latest")
     out: dict[str, dict[int, int]] = {}
-    for (t, p) in tps:
+    for t, p in tps:
         e_, l_, h_ = end[t][p], lo[(t, p)], hi[(t, p)]
         if e_ > h_:
-            raise BadArguments(f"{t} partition {p}: end offset {e_} is past the log end {h_} (was the topic "
-                               "recreated? capture the end offsets again)")
+            raise BadArguments(
+                f"{t} partition {p}: end offset {e_} is past the log end {h_} (was the topic "
+                "recreated? capture the end offsets again)"
+            )
         s = start.get(t, {}).get(p)
         if s is not None and l_ > s and l_ > 0 and s < e_:
-            raise LostSinceSnapshot(f"{t} partition {p}: records [{s}, {min(l_, e_)}) of the range were deleted since "
-                                    f"the snapshot (log start now {l_}): the checkpoints captured are no longer all "
-                                    "there. Start a new run (a new snapshot).")
+            raise LostSinceSnapshot(
+                f"{t} partition {p}: records [{s}, {min(l_, e_)}) of the range were deleted since "
+                f"the snapshot (log start now {l_}): the checkpoints captured are no longer all "
+                "there. Start a new run (a new snapshot)."
+            )
         if s is None and e_ and e_ < l_:
-            raise BadArguments(f"{t} partition {p}: end offset {e_} is below the log start {l_}: every record of "
-                               "the range was deleted")
+            raise BadArguments(
+                f"{t} partition {p}: end offset {e_} is below the log start {l_}: every record of the range was deleted"
+            )
         out.setdefault(t, {})[p] = l_ if s is None else max(s, l_)
     return out
 
@@ -316,24 +386,34 @@ def alias_column(topics: dict[str, str], to_read: dict) -> str:
     by_topic = {t: a for a, t in topics.items()}
     if len(to_read) == 1:
         return sql_string(by_topic[next(iter(to_read))])
-    return "CASE " + " ".join(f"WHEN topic = {sql_string(t)} THEN {sql_string(a)}" for t, a in by_topic.items()) + " END"
+    return (
+        "CASE " + " ".join(f"WHEN topic = {sql_string(t)} THEN {sql_string(a)}" for t, a in by_topic.items()) + " END"
+    )
 
 
 def read_range(spark, java: dict[str, str], topics: dict[str, str], start: dict, end: dict, min_partitions: int):
     """The bounded read of every checkpoints topic: ``(source_alias, key, value, checkpoint_partition,
     checkpoint_offset, checkpoint_timestamp)``. Planned again for the rare second passes (never cached)."""
     opts = {f"kafka.{k}": v for k, v in {**FAST_FETCH, **java}.items()}
-    reader = (spark.read.format("kafka").options(**opts)
-              .option("assign", json.dumps({t: sorted(ps) for t, ps in end.items()}))
-              .option("startingOffsets", json.dumps({t: {str(p): start[t][p] for p in ps} for t, ps in end.items()}))
-              .option("endingOffsets", json.dumps({t: {str(p): o for p, o in ps.items()} for t, ps in end.items()}))
-              # the driver checked the range against the log start; a deletion after that fails the read here
-              .option("failOnDataLoss", "true"))
+    reader = (
+        spark.read.format("kafka")
+        .options(**opts)
+        .option("assign", json.dumps({t: sorted(ps) for t, ps in end.items()}))
+        .option("startingOffsets", json.dumps({t: {str(p): start[t][p] for p in ps} for t, ps in end.items()}))
+        .option("endingOffsets", json.dumps({t: {str(p): o for p, o in ps.items()} for t, ps in end.items()}))
+        # the driver checked the range against the log start; a deletion after that fails the read here
+        .option("failOnDataLoss", "true")
+    )
     if min_partitions:
         reader = reader.option("minPartitions", str(min_partitions))
-    return reader.load().selectExpr(f"{alias_column(topics, end)} AS source_alias", "key", "value",
-                                    "partition AS checkpoint_partition", "offset AS checkpoint_offset",
-                                    "timestamp AS checkpoint_timestamp")
+    return reader.load().selectExpr(
+        f"{alias_column(topics, end)} AS source_alias",
+        "key",
+        "value",
+        "partition AS checkpoint_partition",
+        "offset AS checkpoint_offset",
+        "timestamp AS checkpoint_timestamp",
+    )
 
 
 def per_record(records, vcols: dict[str, str]):
@@ -344,12 +424,16 @@ def per_record(records, vcols: dict[str, str]):
 
     plain_ok = sql_value_plain_ok("value")
     return records.selectExpr(
-        "source_alias", "key", "checkpoint_timestamp", f"{vcols['is_tombstone']} AS is_tombstone",
+        "source_alias",
+        "key",
+        "checkpoint_timestamp",
+        f"{vcols['is_tombstone']} AS is_tombstone",
         f"{sql_inline(vcols, 'upstream_offset')} AS upstream_offset",
         f"{sql_inline(vcols, 'downstream_offset')} AS downstream_offset",
         f"shiftleft(CAST(checkpoint_partition AS BIGINT), {POSITION_BITS}) + checkpoint_offset AS pos",
         f"IF(value IS NOT NULL AND {plain_ok}, 1, 0) AS plain",
-        f"value IS NOT NULL AND NOT {plain_ok} AND ({sql_inline(vcols, 'value_reason')}) IS NOT NULL AS bad_value")
+        f"value IS NOT NULL AND NOT {plain_ok} AND ({sql_inline(vcols, 'value_reason')}) IS NOT NULL AS bad_value",
+    )
 
 
 def buffers(d, with_max_fields: bool, one_alias: bool, alias_sql: str):
@@ -363,9 +447,15 @@ def buffers(d, with_max_fields: bool, one_alias: bool, alias_sql: str):
     live = u & ~F.col("is_tombstone")
     flagged = F.expr("shiftleft(pos, 2) + IF(is_tombstone, 2, 0) + plain")
     cflag, lds = F.when(u, flagged), F.when(live, F.col("downstream_offset"))
-    aggs = [F.count(F.lit(1)).alias("n"), F.count(F.when(F.col("bad_value"), 1)).alias("n_bad_value"),
-            F.count(F.when(u & F.col("is_tombstone"), 1)).alias("n_tombstones"), F.max(cflag).alias("c_flagged")]
-    aggs += [F.max_by(f, cflag).alias(f"c_{f}") for f in ("upstream_offset", "downstream_offset", "checkpoint_timestamp")]
+    aggs = [
+        F.count(F.lit(1)).alias("n"),
+        F.count(F.when(F.col("bad_value"), 1)).alias("n_bad_value"),
+        F.count(F.when(u & F.col("is_tombstone"), 1)).alias("n_tombstones"),
+        F.max(cflag).alias("c_flagged"),
+    ]
+    aggs += [
+        F.max_by(f, cflag).alias(f"c_{f}") for f in ("upstream_offset", "downstream_offset", "checkpoint_timestamp")
+    ]
     aggs += [F.max(lds).alias("m_downstream_offset"), F.max_by(flagged, lds).alias("m_flagged")]
     if with_max_fields:
         aggs += [F.max_by(f, lds).alias(f"m_{f}") for f in ("upstream_offset", "checkpoint_timestamp")]
@@ -374,9 +464,21 @@ def buffers(d, with_max_fields: bool, one_alias: bool, alias_sql: str):
     return d.groupBy("source_alias", "key").agg(*aggs)
 
 
-BUFFER_COLUMNS = ("source_alias", "key", "n", "n_bad_value", "n_tombstones", "c_flagged", "c_upstream_offset",
-                  "c_downstream_offset", "c_checkpoint_timestamp", "m_downstream_offset", "m_flagged",
-                  "m_upstream_offset", "m_checkpoint_timestamp")
+BUFFER_COLUMNS = (
+    "source_alias",
+    "key",
+    "n",
+    "n_bad_value",
+    "n_tombstones",
+    "c_flagged",
+    "c_upstream_offset",
+    "c_downstream_offset",
+    "c_checkpoint_timestamp",
+    "m_downstream_offset",
+    "m_flagged",
+    "m_upstream_offset",
+    "m_checkpoint_timestamp",
+)
 
 
 # A tail of at most this many records has at most as many keys: small enough to broadcast (a few MB) to every
@@ -418,16 +520,26 @@ def merge_all(base, tail, base_counts: bool = False):
     from pyspark.sql import functions as F
 
     m = F.max(F.struct("m_downstream_offset", "m_flagged", "m_upstream_offset", "m_checkpoint_timestamp")).alias("_m")
-    k = (base.select(*BUFFER_COLUMNS, F.lit(True).alias("_base"))
-         .unionByName(tail.select(*BUFFER_COLUMNS, F.lit(False).alias("_base")))
-         .groupBy("source_alias", "key")
-         .agg(*(F.sum(c).alias(c) for c in COUNT_COLUMNS), F.max("c_flagged").alias("c_flagged"),
-              *(F.max_by(f"c_{f}", "c_flagged").alias(f"c_{f}")
-                for f in ("upstream_offset", "downstream_offset", "checkpoint_timestamp")), m,
-              *(F.sum(F.when(F.col("_base"), F.col(c))).alias(f"b_{c}") for c in COUNT_COLUMNS if base_counts)))
-    return k.select(*(c for c in BUFFER_COLUMNS if not c.startswith("m_")),
-                    *(F.col(f"_m.{c}").alias(c) for c in BUFFER_COLUMNS if c.startswith("m_")),
-                    *(f"b_{c}" for c in COUNT_COLUMNS if base_counts))
+    k = (
+        base.select(*BUFFER_COLUMNS, F.lit(True).alias("_base"))
+        .unionByName(tail.select(*BUFFER_COLUMNS, F.lit(False).alias("_base")))
+        .groupBy("source_alias", "key")
+        .agg(
+            *(F.sum(c).alias(c) for c in COUNT_COLUMNS),
+            F.max("c_flagged").alias("c_flagged"),
+            *(
+                F.max_by(f"c_{f}", "c_flagged").alias(f"c_{f}")
+                for f in ("upstream_offset", "downstream_offset", "checkpoint_timestamp")
+            ),
+            m,
+            *(F.sum(F.when(F.col("_base"), F.col(c))).alias(f"b_{c}") for c in COUNT_COLUMNS if base_counts),
+        )
+    )
+    return k.select(
+        *(c for c in BUFFER_COLUMNS if not c.startswith("m_")),
+        *(F.col(f"_m.{c}").alias(c) for c in BUFFER_COLUMNS if c.startswith("m_")),
+        *(f"b_{c}" for c in COUNT_COLUMNS if base_counts),
+    )
 
 
 def derive(k):
@@ -435,9 +547,12 @@ def derive(k):
     ``{c,m}_plain`` and ``c_is_tombstone``."""
     mask = (1 << POSITION_BITS) - 1
     for side in ("c", "m"):
-        k = k.selectExpr("*", f"CAST(shiftright({side}_flagged, 2 + {POSITION_BITS}) AS INT) AS {side}_checkpoint_partition",
-                         f"shiftright({side}_flagged, 2) & {mask} AS {side}_checkpoint_offset",
-                         f"({side}_flagged & 1) = 1 AS {side}_plain")
+        k = k.selectExpr(
+            "*",
+            f"CAST(shiftright({side}_flagged, 2 + {POSITION_BITS}) AS INT) AS {side}_checkpoint_partition",
+            f"shiftright({side}_flagged, 2) & {mask} AS {side}_checkpoint_offset",
+            f"({side}_flagged & 1) = 1 AS {side}_plain",
+        )
     return k.selectExpr("*", "(c_flagged & 2) = 2 AS c_is_tombstone")
 
 
@@ -446,8 +561,11 @@ def count_sql(prefix: str = "") -> dict[str, str]:
     that does not decode quarantines every record of it), from the counts ``{prefix}n``, ``{prefix}n_bad_value`` and
     ``{prefix}n_tombstones``."""
     n, bad, tomb = f"{prefix}n", f"{prefix}n_bad_value", f"{prefix}n_tombstones"
-    return {"quarantined": f"IF(key_reason IS NOT NULL, {n}, {bad})", "usable": f"IF(key_reason IS NULL, {n} - {bad}, 0)",
-            "tombstones": f"IF(key_reason IS NULL, {tomb}, 0)"}
+    return {
+        "quarantined": f"IF(key_reason IS NOT NULL, {n}, {bad})",
+        "usable": f"IF(key_reason IS NULL, {n} - {bad}, 0)",
+        "tombstones": f"IF(key_reason IS NULL, {tomb}, 0)",
+    }
 
 
 QUARANTINED_SQL, TOMBSTONES_SQL = count_sql()["quarantined"], count_sql()["tombstones"]
@@ -466,9 +584,10 @@ def decoded_keys(k, counts=None, sums: dict[str, str] | None = None):
 
     for name, expr in sql_key_columns("key").items():
         k = k.withColumn(name, F.expr(expr))
-    return k.observe(counts if counts is not None else Observation(),
-                     *(F.coalesce(F.sum(F.expr(sql)), F.lit(0)).alias(name)
-                       for name, sql in (sums or count_sql()).items()))
+    return k.observe(
+        counts if counts is not None else Observation(),
+        *(F.coalesce(F.sum(F.expr(sql)), F.lit(0)).alias(name) for name, sql in (sums or count_sql()).items()),
+    )
 
 
 def answers(k, policy: str, counts=None, keep_key: bool = False, base_counts: bool = False):
@@ -489,26 +608,38 @@ def answers(k, policy: str, counts=None, keep_key: bool = False, base_counts: bo
         return f"IF(regressed, m_{f}, c_{f})" if policy == "max" else f"c_{f}"
 
     return k.selectExpr(
-        "source_alias", "CAST(_graw AS STRING) AS `group`", "CAST(_traw AS STRING) AS topic", "partition",
-        f"{chosen('upstream_offset')} AS upstream_offset", f"{chosen('downstream_offset')} AS downstream_offset",
+        "source_alias",
+        "CAST(_graw AS STRING) AS `group`",
+        "CAST(_traw AS STRING) AS topic",
+        "partition",
+        f"{chosen('upstream_offset')} AS upstream_offset",
+        f"{chosen('downstream_offset')} AS downstream_offset",
         # NULL = metadata not empty: filled in by a second read of just those records (rare)
         f"IF({chosen('plain')}, '', CAST(NULL AS STRING)) AS metadata",
         f"{chosen('checkpoint_partition')} AS checkpoint_partition",
         f"{chosen('checkpoint_offset')} AS checkpoint_offset",
         f"{chosen('checkpoint_timestamp')} AS checkpoint_timestamp",
-        "regressed", "c_downstream_offset AS latest_downstream_offset",
-        "c_checkpoint_offset AS latest_checkpoint_offset", "m_downstream_offset AS max_downstream_offset",
-        "m_checkpoint_offset AS max_checkpoint_offset", *(["key"] if keep_key else []))
+        "regressed",
+        "c_downstream_offset AS latest_downstream_offset",
+        "c_checkpoint_offset AS latest_checkpoint_offset",
+        "m_downstream_offset AS max_downstream_offset",
+        "m_checkpoint_offset AS max_checkpoint_offset",
+        *(["key"] if keep_key else []),
+    )
 
 
-BUFFER_SCHEMA = ("source_alias string, key binary, n bigint, n_bad_value bigint, n_tombstones bigint, c_flagged bigint, "
-                 "c_upstream_offset bigint, c_downstream_offset bigint, c_checkpoint_timestamp timestamp, "
-                 "m_downstream_offset bigint, m_flagged bigint, m_upstream_offset bigint, "
-                 "m_checkpoint_timestamp timestamp")
+BUFFER_SCHEMA = (
+    "source_alias string, key binary, n bigint, n_bad_value bigint, n_tombstones bigint, c_flagged bigint, "
+    "c_upstream_offset bigint, c_downstream_offset bigint, c_checkpoint_timestamp timestamp, "
+    "m_downstream_offset bigint, m_flagged bigint, m_upstream_offset bigint, "
+    "m_checkpoint_timestamp timestamp"
+)
 MD_COLUMNS = ("source_alias", "checkpoint_partition", "checkpoint_offset")
 MD_SCHEMA = "source_alias string, checkpoint_partition int, checkpoint_offset bigint, metadata string"
-QUARANTINE_SCHEMA = ("source_alias string, checkpoint_partition int, checkpoint_offset bigint, reason string, "
-                     "key_hex string, value_hex string")
+QUARANTINE_SCHEMA = (
+    "source_alias string, checkpoint_partition int, checkpoint_offset bigint, reason string, "
+    "key_hex string, value_hex string"
+)
 
 
 @dataclass
@@ -534,9 +665,13 @@ class StatePlan:
 
     def summary(self) -> dict:
         read = sorted({self.versions[c.version]["path"] for c in self.choices if c.version})
-        return {"dir": str(self.root.dir), "refresh": self.refresh, "read_from": read,
-                "aliases": {c.alias: c.as_dict() for c in self.choices},
-                "full_pass": sorted(c.alias for c in self.choices if not c.version)}
+        return {
+            "dir": str(self.root.dir),
+            "refresh": self.refresh,
+            "read_from": read,
+            "aliases": {c.alias: c.as_dict() for c in self.choices},
+            "full_pass": sorted(c.alias for c in self.choices if not c.version),
+        }
 
 
 def union(*frames):
@@ -557,8 +692,12 @@ def base_tables(spark, used: dict[str, list[str]], table: str):
     """The union of the versions' ``table`` (buffers, metadata or quarantine), each for the aliases it answers for."""
     from pyspark.sql import functions as F
 
-    return union(*(spark.read.parquet(f"{path}/{table}").where(F.col("source_alias").isin(aliases))
-                   for path, aliases in sorted(used.items())))
+    return union(
+        *(
+            spark.read.parquet(f"{path}/{table}").where(F.col("source_alias").isin(aliases))
+            for path, aliases in sorted(used.items())
+        )
+    )
 
 
 def quarantine_rows(read):
@@ -570,8 +709,14 @@ def quarantine_rows(read):
     q = read()
     for name, expr in sql_decode_columns("key", "value").items():
         q = q.withColumn(name, F.expr(expr))
-    return q.where("reason IS NOT NULL").selectExpr("source_alias", "checkpoint_partition", "checkpoint_offset",
-                                                    "reason", "hex(key) AS key_hex", "hex(value) AS value_hex")
+    return q.where("reason IS NOT NULL").selectExpr(
+        "source_alias",
+        "checkpoint_partition",
+        "checkpoint_offset",
+        "reason",
+        "hex(key) AS key_hex",
+        "hex(value) AS value_hex",
+    )
 
 
 def metadata_rows(read, need, vcols: dict[str, str], base_md=None):
@@ -579,16 +724,30 @@ def metadata_rows(read, need, vcols: dict[str, str], base_md=None):
     checkpoint_offset): decoded from the tail's records (``read``; None: no tail), or taken from the versions' tables."""
     from mm2_failover.checkpoints import sql_inline
 
-    tail = None if read is None else (
-        read().where("value IS NOT NULL AND length(value) > 20").join(need, list(MD_COLUMNS))
-        .selectExpr(*MD_COLUMNS, f"CAST({sql_inline(vcols, '_mraw')} AS STRING) AS metadata"))
+    tail = (
+        None
+        if read is None
+        else (
+            read()
+            .where("value IS NOT NULL AND length(value) > 20")
+            .join(need, list(MD_COLUMNS))
+            .selectExpr(*MD_COLUMNS, f"CAST({sql_inline(vcols, '_mraw')} AS STRING) AS metadata")
+        )
+    )
     old = None if base_md is None else base_md.join(need, list(MD_COLUMNS)).select(*MD_COLUMNS, "metadata")
     return union(tail, old)
 
 
-def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, dict[int, int]],
-        start: dict[str, dict[int, int]], java: dict[str, str] | None = None, read=None,
-        state: StatePlan | None = None) -> dict:
+def run(
+    spark,
+    args: argparse.Namespace,
+    topics: dict[str, str],
+    end: dict[str, dict[int, int]],
+    start: dict[str, dict[int, int]],
+    java: dict[str, str] | None = None,
+    read=None,
+    state: StatePlan | None = None,
+) -> dict:
     """The job, with arguments already checked (``main`` does it before Spark starts). ``read``: a function
     returning the records DataFrame (default: :func:`read_range` over Kafka; tests pass their own). ``start``: where
     the read starts (with ``state``: where each alias's tail starts)."""
@@ -610,9 +769,20 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
     to_read = {t: ps for t, ps in to_read.items() if ps}
     used = state.used() if state else {}
     summary = {
-        "checkpoints_topics": topics, "end_offsets": end, "start_offsets": start, "records_read": 0, "tombstones": 0,
-        "quarantined": 0, "quarantined_by_reason": {}, "checkpoints": 0, "groups": 0, "output": args.output,
-        "quarantine_output": None, "regressions": 0, "regressions_output": None, "policy": args.policy,
+        "checkpoints_topics": topics,
+        "end_offsets": end,
+        "start_offsets": start,
+        "records_read": 0,
+        "tombstones": 0,
+        "quarantined": 0,
+        "quarantined_by_reason": {},
+        "checkpoints": 0,
+        "groups": 0,
+        "output": args.output,
+        "quarantine_output": None,
+        "regressions": 0,
+        "regressions_output": None,
+        "policy": args.policy,
         "tail_offsets": sum(o - start.get(t, {}).get(p, 0) for t, ps in to_read.items() for p, o in ps.items()),
     }
     if state is not None:
@@ -633,21 +803,28 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
     tail_read = None
     if to_read:
         if read is None:
+
             def read():
                 return read_range(spark, java or {}, topics, start, to_read, min_partitions)
+
         tail_read = read
 
     lap("setup")
     vcols = sql_value_columns("value")
     k = None
     if tail_read is not None:
-        k = buffers(per_record(tail_read(), vcols), args.policy == "max" or state is not None,
-                    len(to_read) == 1 and not used, alias_column(topics, to_read))
+        k = buffers(
+            per_record(tail_read(), vcols),
+            args.policy == "max" or state is not None,
+            len(to_read) == 1 and not used,
+            alias_column(topics, to_read),
+        )
     if state is not None and not state.refresh:
         from mm2_failover.answers import DELTA, layout_for
 
-        layout, why = layout_for(args.policy, args.output, str(state.root.dir), used,
-                                 {v["path"]: v for v in state.versions.values()})
+        layout, why = layout_for(
+            args.policy, args.output, str(state.root.dir), used, {v["path"]: v for v in state.versions.values()}
+        )
         summary["output_layout"] = {"layout": layout, "why": why}
         if layout == DELTA:
             counts = write_delta(spark, args.output, state, used, k, tail_read, vcols, summary, lap)
@@ -666,9 +843,12 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
 
     counts, written = Observation("mm2_failover_counts"), Observation("mm2_failover_output")
     latest = answers(derive(k), args.policy, counts)
-    latest = latest.observe(written, F.count(F.lit(1)).alias("n"),
-                            F.coalesce(F.sum(F.col("regressed").cast("int")), F.lit(0)).alias("r"),
-                            F.count(F.when(F.col("metadata").isNull(), 1)).alias("md"))
+    latest = latest.observe(
+        written,
+        F.count(F.lit(1)).alias("n"),
+        F.coalesce(F.sum(F.col("regressed").cast("int")), F.lit(0)).alias("r"),
+        F.count(F.when(F.col("metadata").isNull(), 1)).alias("md"),
+    )
     lap("plan")
     latest.write.mode("overwrite").parquet(args.output)
     faults.hit("job.after_answers")  # a driver killed here leaves answers without their summary: never read
@@ -679,12 +859,31 @@ def run(spark, args: argparse.Namespace, topics: dict[str, str], end: dict[str, 
     if w["md"]:  # some answers carry commit metadata: read those records' values again and fill it in
         fill_metadata(spark, tail_read, args.output, vcols, base_tables(spark, used, "metadata"))
         lap("metadata")
-    return finish(spark, args, summary, {f: int(c[f]) for f in ("quarantined", "usable", "tombstones")}, tail_read,
-                  used, lap, phases, t0)
+    return finish(
+        spark,
+        args,
+        summary,
+        {f: int(c[f]) for f in ("quarantined", "usable", "tombstones")},
+        tail_read,
+        used,
+        lap,
+        phases,
+        t0,
+    )
 
 
-def finish(spark, args, summary: dict, counts: dict[str, int], tail_read, used: dict, lap, phases: dict, t0: float,
-           delta: bool = False) -> dict:
+def finish(
+    spark,
+    args,
+    summary: dict,
+    counts: dict[str, int],
+    tail_read,
+    used: dict,
+    lap,
+    phases: dict,
+    t0: float,
+    delta: bool = False,
+) -> dict:
     """What every failover-time run ends with, once its answers are written: the counts, the groups, the quarantined
     records and the regressions (Spark reads the answers of the full layout; pyarrow those of the state + delta
     layout, which is local - :mod:`mm2_failover.answers`)."""
@@ -708,18 +907,25 @@ def finish(spark, args, summary: dict, counts: dict[str, int], tail_read, used: 
         qpath = args.output.rstrip("/") + "_quarantine"
         q = quarantine_rows(tail_read) if tail_read is not None else None
         write_table(spark, union(q, base_tables(spark, used, "quarantine")), QUARANTINE_SCHEMA, qpath)
-        by_reason = {r["reason"]: int(r["count"])
-                     for r in spark.read.parquet(qpath).groupBy("reason").count().collect()}
+        by_reason = {
+            r["reason"]: int(r["count"]) for r in spark.read.parquet(qpath).groupBy("reason").count().collect()
+        }
         summary["quarantined_by_reason"] = {r: by_reason[r] for r in sorted(by_reason) if r in REASONS}
         if sum(by_reason.values()) != summary["quarantined"]:
-            raise RuntimeError(f"internal error: the first pass counted {summary['quarantined']} unusable records, "
-                               f"the full decoder {by_reason} (please report this)")
+            raise RuntimeError(
+                f"internal error: the first pass counted {summary['quarantined']} unusable records, "
+                f"the full decoder {by_reason} (please report this)"
+            )
         summary["quarantine_output"] = qpath
         lap("quarantine")
     if summary["regressions"]:
         rpath = args.output.rstrip("/") + "_regressions"
-        renamed = {"max_downstream_offset": "from_downstream_offset", "latest_downstream_offset": "to_downstream_offset",
-                   "max_checkpoint_offset": "from_checkpoint_offset", "latest_checkpoint_offset": "to_checkpoint_offset"}
+        renamed = {
+            "max_downstream_offset": "from_downstream_offset",
+            "latest_downstream_offset": "to_downstream_offset",
+            "max_checkpoint_offset": "from_checkpoint_offset",
+            "latest_checkpoint_offset": "to_checkpoint_offset",
+        }
         if table is not None:
             import pyarrow.parquet as pq
 
@@ -731,9 +937,15 @@ def finish(spark, args, summary: dict, counts: dict[str, int], tail_read, used: 
             pq.write_table(r, str(am.local_path(rpath) / "part-00000.parquet"))
             summary["regressions_sample"] = r.slice(0, 20).to_pylist()
         else:
-            (spark.read.parquet(args.output).where("regressed")
-             .selectExpr("source_alias", "`group`", "topic", "partition", *(f"{a} AS {b}" for a, b in renamed.items()))
-             .write.mode("overwrite").parquet(rpath))
+            (
+                spark.read.parquet(args.output)
+                .where("regressed")
+                .selectExpr(
+                    "source_alias", "`group`", "topic", "partition", *(f"{a} AS {b}" for a, b in renamed.items())
+                )
+                .write.mode("overwrite")
+                .parquet(rpath)
+            )
             summary["regressions_sample"] = [r.asDict() for r in spark.read.parquet(rpath).limit(20).collect()]
         summary["regressions_output"] = rpath
         lap("regressions")
@@ -742,8 +954,17 @@ def finish(spark, args, summary: dict, counts: dict[str, int], tail_read, used: 
     return summary
 
 
-def write_delta(spark, output: str, state: StatePlan, used: dict[str, list[str]], tail, tail_read,
-                vcols: dict[str, str], summary: dict, lap) -> dict[str, int]:
+def write_delta(
+    spark,
+    output: str,
+    state: StatePlan,
+    used: dict[str, list[str]],
+    tail,
+    tail_read,
+    vcols: dict[str, str],
+    summary: dict,
+    lap,
+) -> dict[str, int]:
     """The state + delta layout (:mod:`mm2_failover.answers`, rule 2): only the keys the tail touched are merged
     with their state buffers and answered; the other answers are the versions' own (their files linked into the
     output). Returns the counts over the whole range: the versions' totals, changed by what the merge changed."""
@@ -759,7 +980,9 @@ def write_delta(spark, output: str, state: StatePlan, used: dict[str, list[str]]
     else:  # computed once, kept in memory: the touched keys, the join and the merge all read it
         tail = tail.localCheckpoint()
     touched = Observation("mm2_failover_touched")
-    tail.select("source_alias", "key").observe(touched, F.count(F.lit(1)).alias("n")).write.parquet(str(out / "touched"))
+    tail.select("source_alias", "key").observe(touched, F.count(F.lit(1)).alias("n")).write.parquet(
+        str(out / "touched")
+    )
     keys = tail.selectExpr("source_alias AS _alias", "key AS _key")
     broadcast = merges_by_broadcast(summary["tail_offsets"])
     if broadcast:
@@ -769,7 +992,9 @@ def write_delta(spark, output: str, state: StatePlan, used: dict[str, list[str]]
     merged = merge_all(base_tables(spark, used, "buffers").join(keys, on, "left_semi"), tail, base_counts=True)
     counts, written = Observation("mm2_failover_counts"), Observation("mm2_failover_output")
     delta = answers(derive(merged), "latest", counts, keep_key=True, base_counts=True)
-    delta = delta.observe(written, F.count(F.lit(1)).alias("n"), F.count(F.when(F.col("metadata").isNull(), 1)).alias("md"))
+    delta = delta.observe(
+        written, F.count(F.lit(1)).alias("n"), F.count(F.when(F.col("metadata").isNull(), 1)).alias("md")
+    )
     lap("plan")
     delta.write.parquet(str(out / "delta"))
     lap("read_decode_aggregate_write")
@@ -782,21 +1007,43 @@ def write_delta(spark, output: str, state: StatePlan, used: dict[str, list[str]]
     for i, (path, aliases) in enumerate(sorted(used.items())):
         v = by_path[path]
         how.add(am.link_tree(Path(path) / "answers", out / "base" / str(i)))
-        bases.append({"dir": f"base/{i}", "version": v["name"],
-                      "answers": {a: int(v["aliases"][a]["answers"]) for a in sorted(aliases)}})
+        bases.append(
+            {
+                "dir": f"base/{i}",
+                "version": v["name"],
+                "answers": {a: int(v["aliases"][a]["answers"]) for a in sorted(aliases)},
+            }
+        )
     am.write_manifest(out, {"layout": am.DELTA, "bases": bases, "touched": int(touched.get["n"]), "delta": int(w["n"])})
     faults.hit("job.after_answers")  # a driver killed here leaves answers without their summary: never read
     lap("base_answers")
-    summary["output_layout"].update({"touched_keys": int(touched.get["n"]), "delta_answers": int(w["n"]),
-                                     "base": bases, "base_files": " and ".join(sorted(how))})
+    summary["output_layout"].update(
+        {
+            "touched_keys": int(touched.get["n"]),
+            "delta_answers": int(w["n"]),
+            "base": bases,
+            "base_files": " and ".join(sorted(how)),
+        }
+    )
     mine = [state.versions[ch.version]["aliases"][ch.alias] for ch in state.choices if ch.version]
     before = {f: sum(int(m.get(f, 0)) for m in mine) for f in ("records", "quarantined", "tombstones")}
     before["usable"] = before["records"] - before["quarantined"]
     return {f: before[f] + int(c[f]) - int(c[f"b_{f}"]) for f in ("quarantined", "usable", "tombstones")}
 
 
-def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str, dict[int, int]], k, tail_read,
-                  vcols: dict[str, str], summary: dict, lap, phases: dict, t0: float) -> dict:
+def write_version(
+    spark,
+    state: StatePlan,
+    topics: dict[str, str],
+    end: dict[str, dict[int, int]],
+    k,
+    tail_read,
+    vcols: dict[str, str],
+    summary: dict,
+    lap,
+    phases: dict,
+    t0: float,
+) -> dict:
     """Refresh mode: write ``k`` (the buffers up to ``end``) as the next state version, with the commit metadata
     of its chosen records and its quarantined records, and publish it (:class:`mm2_failover.state.StateRoot`)."""
     from pyspark.sql import functions as F
@@ -804,8 +1051,15 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
     from mm2_failover.runfolder import now_iso
     from mm2_failover.state import version_name
 
-    aliases = {a: {"topic": t, "topic_id": state.topic_ids[t], "covers": dict(end[t]),
-                   "log_start": dict(state.log_start.get(t, {}))} for a, t in topics.items()}
+    aliases = {
+        a: {
+            "topic": t,
+            "topic_id": state.topic_ids[t],
+            "covers": dict(end[t]),
+            "log_start": dict(state.log_start.get(t, {})),
+        }
+        for a, t in topics.items()
+    }
     name = version_name(aliases)
     summary["state_version"] = name
     used = state.used()
@@ -832,25 +1086,40 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
     kk = decoded_keys(derive(spark.read.parquet(f"{stg}/buffers")))
     c_needs_md = "key_reason IS NULL AND c_flagged IS NOT NULL AND NOT c_plain AND NOT c_is_tombstone"
     m_needs_md = "key_reason IS NULL AND m_flagged IS NOT NULL AND NOT m_plain"
-    per_alias = {r["source_alias"]: r.asDict() for r in kk.groupBy("source_alias").agg(
-        F.sum(F.expr(QUARANTINED_SQL)).alias("quarantined"),
-        F.sum("n").alias("records"),
-        F.sum(F.expr(TOMBSTONES_SQL)).alias("tombstones"),
-        F.count(F.lit(1)).alias("keys"),
-        F.count(F.when(F.expr(f"({c_needs_md}) OR ({m_needs_md})"), 1)).alias("with_metadata")).collect()}
+    per_alias = {
+        r["source_alias"]: r.asDict()
+        for r in kk.groupBy("source_alias")
+        .agg(
+            F.sum(F.expr(QUARANTINED_SQL)).alias("quarantined"),
+            F.sum("n").alias("records"),
+            F.sum(F.expr(TOMBSTONES_SQL)).alias("tombstones"),
+            F.count(F.lit(1)).alias("keys"),
+            F.count(F.when(F.expr(f"({c_needs_md}) OR ({m_needs_md})"), 1)).alias("with_metadata"),
+        )
+        .collect()
+    }
     for a in aliases:
         r = per_alias.get(a) or {}
         aliases[a].update({f: int(r.get(f) or 0) for f in ("records", "quarantined", "tombstones", "keys")})
     lap("counts")
     md = None
     if any(int(r.get("with_metadata") or 0) for r in per_alias.values()):  # else no read of the tail for it
-        need = (kk.where(c_needs_md)
-                .selectExpr("source_alias", "c_checkpoint_partition AS checkpoint_partition",
-                            "c_checkpoint_offset AS checkpoint_offset")
-                .unionByName(kk.where(m_needs_md)
-                             .selectExpr("source_alias", "m_checkpoint_partition AS checkpoint_partition",
-                                         "m_checkpoint_offset AS checkpoint_offset"))
-                .distinct())
+        need = (
+            kk.where(c_needs_md)
+            .selectExpr(
+                "source_alias",
+                "c_checkpoint_partition AS checkpoint_partition",
+                "c_checkpoint_offset AS checkpoint_offset",
+            )
+            .unionByName(
+                kk.where(m_needs_md).selectExpr(
+                    "source_alias",
+                    "m_checkpoint_partition AS checkpoint_partition",
+                    "m_checkpoint_offset AS checkpoint_offset",
+                )
+            )
+            .distinct()
+        )
         md = metadata_rows(tail_read, need, vcols, base_tables(spark, used, "metadata"))
     write_table(spark, md, MD_SCHEMA, f"{stg}/metadata")
     lap("metadata")
@@ -858,24 +1127,42 @@ def write_version(spark, state: StatePlan, topics: dict[str, str], end: dict[str
     for a in aliases:
         aliases[a]["answers"] = per_alias_answers.get(a, 0)
     lap("answers")
-    base_q = {c.alias: int(state.versions[c.version]["aliases"][c.alias].get("quarantined", 0))
-              for c in state.choices if c.version}
+    base_q = {
+        c.alias: int(state.versions[c.version]["aliases"][c.alias].get("quarantined", 0))
+        for c in state.choices
+        if c.version
+    }
     new_q = sum(aliases[a]["quarantined"] for a in aliases) - sum(base_q.values())
     q = quarantine_rows(tail_read) if tail_read is not None and new_q > 0 else None
     write_table(spark, union(q, base_tables(spark, used, "quarantine")), QUARANTINE_SCHEMA, f"{stg}/quarantine")
     lap("quarantine")
-    meta = {"name": name, "created_at": now_iso(), "aliases": {
-        a: {**v, "covers": {str(p): o for p, o in sorted(v["covers"].items())},
-            "log_start": {str(p): o for p, o in sorted(v["log_start"].items())}} for a, v in aliases.items()},
-        "base": {c.alias: c.version for c in state.choices}, "tail_offsets": summary["tail_offsets"]}
+    meta = {
+        "name": name,
+        "created_at": now_iso(),
+        "aliases": {
+            a: {
+                **v,
+                "covers": {str(p): o for p, o in sorted(v["covers"].items())},
+                "log_start": {str(p): o for p, o in sorted(v["log_start"].items())},
+            }
+            for a, v in aliases.items()
+        },
+        "base": {c.alias: c.version for c in state.choices},
+        "tail_offsets": summary["tail_offsets"],
+    }
     if state.url:
         publish_in_store(state.url, meta, root.keep)
     else:
         root.publish(Path(stg), meta)
     lap("publish")
-    summary.update({**version_totals(meta),
-                    "state_path": stg if state.url else str(root.dir / name), "phases": phases,
-                    "seconds": round(time.monotonic() - t0, 3)})
+    summary.update(
+        {
+            **version_totals(meta),
+            "state_path": stg if state.url else str(root.dir / name),
+            "phases": phases,
+            "seconds": round(time.monotonic() - t0, 3),
+        }
+    )
     return summary
 
 
@@ -883,8 +1170,12 @@ def version_totals(meta: dict) -> dict[str, int]:
     """A state version's figures in the job's summary, summed over its aliases from its ``version.json``: the same
     for the refresh that wrote it and for a refresh that found it already published (nothing new to read)."""
     per = meta["aliases"].values()
-    return {"records_read": sum(int(v["records"]) for v in per), "quarantined": sum(int(v["quarantined"]) for v in per),
-            "tombstones": sum(int(v["tombstones"]) for v in per), "keys": sum(int(v["keys"]) for v in per)}
+    return {
+        "records_read": sum(int(v["records"]) for v in per),
+        "quarantined": sum(int(v["quarantined"]) for v in per),
+        "tombstones": sum(int(v["tombstones"]) for v in per),
+        "keys": sum(int(v["keys"]) for v in per),
+    }
 
 
 def write_answers(spark, stg: str) -> dict[str, int]:
@@ -897,14 +1188,22 @@ def write_answers(spark, stg: str) -> dict[str, int]:
     a = answers(derive(spark.read.parquet(f"{stg}/buffers")), "latest", keep_key=True)
     md = spark.read.parquet(f"{stg}/metadata").withColumnRenamed("metadata", "_metadata")
     missing = Observation("mm2_failover_answers")
-    (a.join(md, list(MD_COLUMNS), "left").withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
-     .select(*a.columns).observe(missing, F.count(F.when(F.col("metadata").isNull(), 1)).alias("md"))
-     .write.mode("overwrite").parquet(f"{stg}/answers"))  # in the store, a killed try's may be there
+    (
+        a.join(md, list(MD_COLUMNS), "left")
+        .withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
+        .select(*a.columns)
+        .observe(missing, F.count(F.when(F.col("metadata").isNull(), 1)).alias("md"))
+        .write.mode("overwrite")
+        .parquet(f"{stg}/answers")
+    )  # in the store, a killed try's may be there
     if missing.get["md"]:
-        raise RuntimeError(f"internal error: {missing.get['md']} answer(s) of {stg} lack their metadata (please report "
-                           "this)")
-    return {r["source_alias"]: int(r["count"])
-            for r in spark.read.parquet(f"{stg}/answers").groupBy("source_alias").count().collect()}
+        raise RuntimeError(
+            f"internal error: {missing.get['md']} answer(s) of {stg} lack their metadata (please report this)"
+        )
+    return {
+        r["source_alias"]: int(r["count"])
+        for r in spark.read.parquet(f"{stg}/answers").groupBy("source_alias").count().collect()
+    }
 
 
 def count_groups(spark, output: str) -> int:
@@ -936,9 +1235,13 @@ def fill_metadata(spark, read, output: str, vcols: dict[str, str], base_md=None)
     md = metadata_rows(read, need, vcols, base_md).withColumnRenamed("metadata", "_metadata")
     tmp = output.rstrip("/") + "_with_metadata.tmp"
     current = spark.read.parquet(output)
-    (current.join(md, list(MD_COLUMNS), "left")
-     .withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
-     .select(*current.columns).write.mode("overwrite").parquet(tmp))
+    (
+        current.join(md, list(MD_COLUMNS), "left")
+        .withColumn("metadata", F.coalesce(F.col("metadata"), F.col("_metadata")))
+        .select(*current.columns)
+        .write.mode("overwrite")
+        .parquet(tmp)
+    )
     spark.read.parquet(tmp).write.mode("overwrite").parquet(output)
     from mm2_failover import answers as am
 
@@ -966,8 +1269,10 @@ def prepare(argv: list[str] | None = None):
     java, rdk = kafka_options(args)
     if args.end_offsets == "latest":
         if not args.refresh_state:
-            raise BadArguments("--end-offsets latest is only for --refresh-state: a failover reads up to the end "
-                               "offsets captured in its snapshot")
+            raise BadArguments(
+                "--end-offsets latest is only for --refresh-state: a failover reads up to the end "
+                "offsets captured in its snapshot"
+            )
         end = current_end_offsets(rdk, topics, args.timeout)
     else:
         end = load_offsets(args.end_offsets, "--end-offsets")
@@ -993,7 +1298,7 @@ def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> d
         tps = [(t, p) for t in topics.values() for p in range(existing[t])]
         hi = c.offsets(tps, "latest")
     out: dict[str, dict[int, int]] = {}
-    for (t, p) in tps:
+    for t, p in tps:
         out.setdefault(t, {})[p] = hi[(t, p)]
     return out
 
@@ -1042,9 +1347,11 @@ def not_authorized(e: Exception, topics: dict[str, str]) -> str | None:
     else:
         named = sorted(set(re.findall(r"[\w.\-]+", m.group(2).split("[", 1)[-1])) & set(topics.values()))
         need = phrase("Read", "Topic", named or sorted(topics.values()))
-    return (f"Spark's Kafka source was not authorized on the target ({m.group(1)}AuthorizationException: "
-            f"{m.group(2).strip()[:300]}). The connection's principal needs {need}: grant it (docs/reference.md, "
-            "'Least-privilege ACLs', lists what the pipeline needs), then retry.")
+    return (
+        f"Spark's Kafka source was not authorized on the target ({m.group(1)}AuthorizationException: "
+        f"{m.group(2).strip()[:300]}). The connection's principal needs {need}: grant it (docs/reference.md, "
+        "'Least-privilege ACLs', lists what the pipeline needs), then retry."
+    )
 
 
 def main(argv: list[str] | None = None, remote: str | None = None) -> int:
@@ -1095,8 +1402,11 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
 
         u = urlparse(remote)
         shown = f"{u.scheme}://{u.hostname}:{u.port}"
-    summary["spark"] = {"route": "spark-connect" if remote else "spark-submit", "remote": shown,
-                        "session_seconds": session_seconds}
+    summary["spark"] = {
+        "route": "spark-connect" if remote else "spark-submit",
+        "remote": shown,
+        "session_seconds": session_seconds,
+    }
     text = json.dumps(summary, sort_keys=True)
     print("MM2_FAILOVER_SUMMARY " + text, flush=True)
     if args.summary:
@@ -1104,9 +1414,12 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
 
         write_text(__import__("pathlib").Path(args.summary), text)
     if not args.refresh_state and summary["quarantined"] > args.max_quarantined:  # a refresh keeps them apart
-        print(f"latest_checkpoints: {summary['quarantined']} record(s) are not usable checkpoints "
-              f"({summary['quarantined_by_reason']}), more than --max-quarantined={args.max_quarantined}. "
-              f"They are listed in {summary['quarantine_output']}.", file=sys.stderr)
+        print(
+            f"latest_checkpoints: {summary['quarantined']} record(s) are not usable checkpoints "
+            f"({summary['quarantined_by_reason']}), more than --max-quarantined={args.max_quarantined}. "
+            f"They are listed in {summary['quarantine_output']}.",
+            file=sys.stderr,
+        )
         return EXIT_TOO_MANY_QUARANTINED
     return 0
 

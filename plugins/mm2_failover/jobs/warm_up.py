@@ -40,8 +40,9 @@ def warm_up_records(n_keys: int = 40, updates: int = 3) -> list[tuple]:
                 value = None  # a tombstone
             elif i == 4 and u == 1:
                 value = encode_value(1, 1, version=9)  # an unknown value version: quarantined
-            out.append(("warm-up", key, value, 0, len(out), datetime.fromtimestamp(1_700_000_000 + len(out),
-                                                                                     timezone.utc)))
+            out.append(
+                ("warm-up", key, value, 0, len(out), datetime.fromtimestamp(1_700_000_000 + len(out), timezone.utc))
+            )
     return out
 
 
@@ -53,8 +54,10 @@ def warm_up(spark, folder: str) -> dict:
     from mm2_failover.jobs.latest_checkpoints import StatePlan, run
     from mm2_failover.state import StateRoot, choose
 
-    schema = ("source_alias string, key binary, value binary, checkpoint_partition int, checkpoint_offset bigint, "
-              "checkpoint_timestamp timestamp")
+    schema = (
+        "source_alias string, key binary, value binary, checkpoint_partition int, checkpoint_offset bigint, "
+        "checkpoint_timestamp timestamp"
+    )
     records = warm_up_records()
     cut = len(records) * 2 // 3
     (topic,) = WARM_UP_TOPICS.values()

@@ -42,10 +42,18 @@ class LatestCheckpointsOperator(LatestCheckpointsJobOperator):
         ctx = RunContext.from_airflow(context, target_conn_id=self.target_conn_id, params=self.run_params)
         # stage 3's one route (the CLI's too): its errors decided by the one outcome table (fail, or retry)
         summary = self.by_outcome(lambda: compute(ctx, lambda sub: self.run_job(context, sub, remote)))
-        self.log.info("latest checkpoints (%s): %d record(s) read, %d checkpoint(s) for %d group(s), "
-                      "%d tombstone(s), %d quarantined %s -> %s", (summary.raw.get("spark") or {}).get("route"),
-                      summary["records_read"], summary["checkpoints"], summary["groups"], summary["tombstones"],
-                      summary["quarantined"], summary["quarantined_by_reason"], ctx.folder.checkpoints)
+        self.log.info(
+            "latest checkpoints (%s): %d record(s) read, %d checkpoint(s) for %d group(s), "
+            "%d tombstone(s), %d quarantined %s -> %s",
+            (summary.raw.get("spark") or {}).get("route"),
+            summary["records_read"],
+            summary["checkpoints"],
+            summary["groups"],
+            summary["tombstones"],
+            summary["quarantined"],
+            summary["quarantined_by_reason"],
+            ctx.folder.checkpoints,
+        )
         for line in state_lines(summary.raw):
             self.log.info("%s", line)
         return summary.raw

@@ -51,8 +51,15 @@ class LatestStateRefreshOperator(LatestCheckpointsJobOperator):
         if uploaded:
             self.log.info("latest-checkpoint state uploaded to the object store: %s", ", ".join(uploaded))
         summary = json.loads((config.state_root() / "last-refresh.json").read_text())
-        self.log.info("latest-checkpoint state %s (%s): %s record(s) covered, %s key(s), a tail of %s offset(s) "
-                      "read in %.1f s (%s)", summary.get("state_version"), (summary.get("spark") or {}).get("route"),
-                      summary.get("records_read"), summary.get("keys"), summary.get("tail_offsets"), summary.get("seconds") or 0,
-                      summary.get("state", {}).get("aliases"))
+        self.log.info(
+            "latest-checkpoint state %s (%s): %s record(s) covered, %s key(s), a tail of %s offset(s) "
+            "read in %.1f s (%s)",
+            summary.get("state_version"),
+            (summary.get("spark") or {}).get("route"),
+            summary.get("records_read"),
+            summary.get("keys"),
+            summary.get("tail_offsets"),
+            summary.get("seconds") or 0,
+            summary.get("state", {}).get("aliases"),
+        )
         return summary

@@ -61,15 +61,22 @@ class PlanApprovalOperator(ApprovalOperator):
         ctx = self._ctx(context)
         p = ctx.params
         if p.dry_run:
-            raise AirflowSkipException(f"dry run: nothing will be written, so nothing to approve; the plan and its "
-                                       f"report are in {ctx.folder.dir}")
+            raise AirflowSkipException(
+                f"dry run: nothing will be written, so nothing to approve; the plan and its "
+                f"report are in {ctx.folder.dir}"
+            )
         if not rules.needed(p.require_approval, p.dry_run, ctx.unconfirmed_disaster_aliases()):
             return stage.not_required(ctx).as_dict()
         since, who = trigger_of(context)
         self.subject, self.body, asked = stage.ask(ctx, base_url(), since, who)
         self.response_timeout = timedelta(seconds=p.approval_timeout_seconds)
-        self.log.info("asking for approval of plan %s (for %d s):\n%s\n%s", asked.plan_hash, asked.timeout_seconds,
-                      self.subject, self.body)
+        self.log.info(
+            "asking for approval of plan %s (for %d s):\n%s\n%s",
+            asked.plan_hash,
+            asked.timeout_seconds,
+            self.subject,
+            self.body,
+        )
         from mm2_failover.notifications import tell
         from mm2_failover.notify import approval_message
 
@@ -87,19 +94,29 @@ class PlanApprovalOperator(ApprovalOperator):
         asked = ctx.folder.load_approval()
         if asked is None:
             raise AirflowFailException(f"no approval request in {ctx.folder.dir}: clear approve_plan to ask again")
-        kw = dict(plan_hash=asked.plan_hash, asked_at=asked.asked_at, decided_at=now_iso(),
-                  timeout_seconds=asked.timeout_seconds)
+        kw = dict(
+            plan_hash=asked.plan_hash,
+            asked_at=asked.asked_at,
+            decided_at=now_iso(),
+            timeout_seconds=asked.timeout_seconds,
+        )
         if "error" in event:
             if event.get("error_type") == "timeout":
                 d = rules.decide(None, timed_out=True, decided_by=None, **kw)
                 stage.record_decision(ctx, d)
-                raise AirflowFailException(f"{d.describe()}. Trigger a new run to plan again (or clear build_plan "
-                                           "and approve_plan in this run).")
+                raise AirflowFailException(
+                    f"{d.describe()}. Trigger a new run to plan again (or clear build_plan "
+                    "and approve_plan in this run)."
+                )
             return super().execute_complete(context=context, event=event)  # Airflow's own error
         who = event.get("responded_by_user") or {}
         responder = (who.get("id"), who.get("name")) if isinstance(who, dict) else (str(who),)
-        d = rules.decide(event.get("chosen_options"), timed_out=False,
-                         decided_by=who.get("name") or who.get("id") if isinstance(who, dict) else str(who), **kw)
+        d = rules.decide(
+            event.get("chosen_options"),
+            timed_out=False,
+            decided_by=who.get("name") or who.get("id") if isinstance(who, dict) else str(who),
+            **kw,
+        )
         from mm2_failover.config import four_eyes
 
         d = rules.self_approved(d, trigger_of(context)[1], responder, four_eyes(ctx.params))

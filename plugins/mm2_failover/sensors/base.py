@@ -22,8 +22,14 @@ class FailoverSensor(BaseSensorOperator):
     #: the run parameter that, when set, overrides ``timeout`` (seconds)
     timeout_param: str | None = None
 
-    def __init__(self, *, run_params: dict | None = None, source_conn_id: str = SOURCE_CONN_ID,
-                 target_conn_id: str = TARGET_CONN_ID, **kwargs):
+    def __init__(
+        self,
+        *,
+        run_params: dict | None = None,
+        source_conn_id: str = SOURCE_CONN_ID,
+        target_conn_id: str = TARGET_CONN_ID,
+        **kwargs,
+    ):
         kwargs.setdefault("mode", "reschedule")
         kwargs.setdefault("retries", 2)  # a rescheduled sensor can lose a try to a scheduler race
         super().__init__(**kwargs)
@@ -35,8 +41,9 @@ class FailoverSensor(BaseSensorOperator):
     def run_context(self, context):
         from mm2_failover.run import RunContext
 
-        return RunContext.from_airflow(context, target_conn_id=self.target_conn_id, source_conn_id=self.source_conn_id,
-                                       params=self.run_params)
+        return RunContext.from_airflow(
+            context, target_conn_id=self.target_conn_id, source_conn_id=self.source_conn_id, params=self.run_params
+        )
 
     def waited(self, context) -> tuple[float, float]:
         """(seconds this sensor has waited since its first poke, seconds left before its timeout): what a poke that

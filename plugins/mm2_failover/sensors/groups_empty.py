@@ -23,8 +23,7 @@ class GroupsEmptySensor(FailoverSensor):
     timeout_param = "groups_empty_timeout_seconds"
     template_fields = (*FailoverSensor.template_fields, "backup_path", "failover_run_id")
 
-    def __init__(self, *, groups_from: str = "checkpoints", backup_path: str = "", failover_run_id: str = "",
-                 **kwargs):
+    def __init__(self, *, groups_from: str = "checkpoints", backup_path: str = "", failover_run_id: str = "", **kwargs):
         super().__init__(**kwargs)
         if groups_from not in ("checkpoints", "backup"):
             raise ValueError("groups_from must be 'checkpoints' or 'backup'")
@@ -33,10 +32,10 @@ class GroupsEmptySensor(FailoverSensor):
         self.failover_run_id = failover_run_id
 
     def poke(self, context) -> bool:
-        from mm2_failover.words import duration
+        from mm2_failover.runfolder import load_backup
         from mm2_failover.stages.gate import check_groups_empty, describe_live, groups_to_move, live_groups
         from mm2_failover.stages.rollback import backup_path_of
-        from mm2_failover.runfolder import load_backup
+        from mm2_failover.words import duration
 
         ctx = self.run_context(context)
         if self.groups_from == "backup":
@@ -49,13 +48,22 @@ class GroupsEmptySensor(FailoverSensor):
             self.log.info("no group to move in this run: nothing to check")
             return True
         if not live:
-            where = "the target" + (" and the reachable sources" if self.groups_from == "checkpoints"
-                                    and ctx.params.source_groups_must_be_empty else "")
+            where = "the target" + (
+                " and the reachable sources"
+                if self.groups_from == "checkpoints" and ctx.params.source_groups_must_be_empty
+                else ""
+            )
             self.log.info("all %d group(s) are empty or unknown on %s", len(groups), where)
             return True
         self._findings = describe_live(live)
         waited, left = self.waited(context)
-        self.log.warning("%s\n%d of %d group(s) still have live members; waited %s, %s left. Stop these consumers; "
-                         "the sensor continues by itself.", self._findings, len({s.group for _w, s in live}),
-                         len(groups), duration(waited), duration(max(0.0, left)))
+        self.log.warning(
+            "%s\n%d of %d group(s) still have live members; waited %s, %s left. Stop these consumers; "
+            "the sensor continues by itself.",
+            self._findings,
+            len({s.group for _w, s in live}),
+            len(groups),
+            duration(waited),
+            duration(max(0.0, left)),
+        )
         return False

@@ -24,13 +24,18 @@ class ProducersDrainedSensor(FailoverSensor):
         for n in v.notes:
             self.log.info(n)
         if v.disaster:
-            self.log.warning("WARNING: DISASTER MODE for alias(es) %s: checked the target only. Data-loss window: %s",
-                             ", ".join(v.disaster_aliases), loss_window_text(v.rpo))
+            self.log.warning(
+                "WARNING: DISASTER MODE for alias(es) %s: checked the target only. Data-loss window: %s",
+                ", ".join(v.disaster_aliases),
+                loss_window_text(v.rpo),
+            )
         if v.rows:
             self.log.info("drain check for %d group(s), %d topic(s):\n%s", len(v.groups), len(v.topics), v.table())
         self._findings = ("Not drained:\n" + v.table()) if v.not_drained() else ""
         if not v.drained:
             waited, left = self.waited(context)
-            self.log.warning("%s: stop the producers on the source and let MM2 catch up; the sensor checks again by "
-                             "itself.", v.progress(left, waited))
+            self.log.warning(
+                "%s: stop the producers on the source and let MM2 catch up; the sensor checks again by itself.",
+                v.progress(left, waited),
+            )
         return v.drained

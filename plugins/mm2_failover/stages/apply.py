@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from mm2_failover import faults
 from mm2_failover import plan as planmod
 from mm2_failover.kafka_io import TP, Cluster, Commit
-from mm2_failover.run import RunContext
 from mm2_failover.rollback import Backup, BackupEntry
+from mm2_failover.run import RunContext
 from mm2_failover.runfolder import APPLY, now_iso
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,9 @@ class HeldLock(dict):
         self._check = check
         self._commit = commit
 
-    def commit(self, target: Cluster, offsets: dict[str, dict[TP, "int | Commit"]], window: int = 32
-               ) -> dict[str, str | None]:
+    def commit(
+        self, target: Cluster, offsets: dict[str, dict[TP, "int | Commit"]], window: int = 32
+    ) -> dict[str, str | None]:
         """Commit every group's offsets on ``target``: group -> error text (None: committed)."""
         if self._commit is not None:
             return self._commit(offsets)
@@ -68,8 +69,16 @@ def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
     from mm2_failover.fenced import FencedWriter
     from mm2_failover.kafka_lock import KafkaLease
 
-    held = KafkaLease(target.conf, settings.topic, target.cluster_id(), owner, settings.lease_s, settings.margin_s,
-                      settings.renew_s, write_timeout_s=float(target.timeout))
+    held = KafkaLease(
+        target.conf,
+        settings.topic,
+        target.cluster_id(),
+        owner,
+        settings.lease_s,
+        settings.margin_s,
+        settings.renew_s,
+        write_timeout_s=float(target.timeout),
+    )
     rec = held.acquire(wait_s)
     try:
         # granted: take the target's transactional id before reading anything to decide on (every earlier holder's
@@ -93,9 +102,14 @@ def take_backup(ctx: RunContext, plan: planmod.Plan, planned: dict[str, dict[TP,
         return existing
     writes = plan.commits() if planned is None else planned
     current = ctx.target.commits_many(sorted(writes), ctx.params.apply_concurrency)
-    backup = Backup(now_iso(), str(ctx.target.conf.get("bootstrap.servers")), ctx.target.cluster_id(), ctx.dag_id,
-                    ctx.run_id, {g: {tp: BackupEntry(current.get(g, {}).get(tp), c) for tp, c in parts.items()}
-                                 for g, parts in writes.items()})
+    backup = Backup(
+        now_iso(),
+        str(ctx.target.conf.get("bootstrap.servers")),
+        ctx.target.cluster_id(),
+        ctx.dag_id,
+        ctx.run_id,
+        {g: {tp: BackupEntry(current.get(g, {}).get(tp), c) for tp, c in parts.items()} for g, parts in writes.items()},
+    )
     f.save_backup(backup)
     return backup
 
@@ -108,16 +122,21 @@ class ApplyResult:
     moved_since: dict[str, list[str]] = field(default_factory=dict)  # group -> partitions committed since (plan rule 5)
 
     def as_dict(self) -> dict:
-        return {"applied": self.applied, "unchanged": self.unchanged, "refused": self.refused,
-                "moved_since": self.moved_since}
+        return {
+            "applied": self.applied,
+            "unchanged": self.unchanged,
+            "refused": self.refused,
+            "moved_since": self.moved_since,
+        }
 
 
 def befores(backup: Backup) -> dict[str, dict[TP, Commit | None]]:
     return {g: {tp: e.before for tp, e in parts.items()} for g, parts in backup.groups.items()}
 
 
-def describe_moved(moved: dict, plan: planmod.Plan, planned: dict[str, dict[TP, Commit]] | None = None
-                   ) -> dict[str, list[str]]:
+def describe_moved(
+    moved: dict, plan: planmod.Plan, planned: dict[str, dict[TP, Commit]] | None = None
+) -> dict[str, list[str]]:
     if not moved:
         return {}
     want = plan.commits() if planned is None else planned
@@ -125,8 +144,13 @@ def describe_moved(moved: dict, plan: planmod.Plan, planned: dict[str, dict[TP, 
     def show(c) -> str:
         return "none" if c is None else str(c.offset if isinstance(c, Commit) else c)
 
-    return {g: [f"{t}[{p}]: was {show(was)} before the run, planned {want[g][(t, p)].offset}, now {show(now)}"
-                for (t, p), (was, now) in sorted(parts.items())] for g, parts in sorted(moved.items())}
+    return {
+        g: [
+            f"{t}[{p}]: was {show(was)} before the run, planned {want[g][(t, p)].offset}, now {show(now)}"
+            for (t, p), (was, now) in sorted(parts.items())
+        ]
+        for g, parts in sorted(moved.items())
+    }
 
 
 def as_read(backup: Backup) -> dict[str, dict[TP, Commit]]:
@@ -135,9 +159,15 @@ def as_read(backup: Backup) -> dict[str, dict[TP, Commit]]:
     return {g: {tp: c for tp, c in parts.items() if c is not None} for g, parts in befores(backup).items()}
 
 
-def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backup: Backup | None = None,
-               held: HeldLock | None = None, current: dict[str, dict[TP, Commit]] | None = None,
-               planned: dict[str, dict[TP, Commit]] | None = None) -> ApplyResult:
+def apply_plan(
+    target: Cluster,
+    plan: planmod.Plan,
+    concurrency: int = 32,
+    backup: Backup | None = None,
+    held: HeldLock | None = None,
+    current: dict[str, dict[TP, Commit]] | None = None,
+    planned: dict[str, dict[TP, Commit]] | None = None,
+) -> ApplyResult:
     """One ``alter_consumer_group_offsets`` request per group, ``concurrency`` at a time. Writes only what
     differs from the target's current commits (offset and metadata), and, given the run's ``backup``, never a
     partition committed since the backup (plan rule 5: reported in ``moved_since``); a refused group does not stop
@@ -152,11 +182,15 @@ def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backu
         current = target.commits_many(groups, concurrency)
     before = None if backup is None else befores(backup)
     todo = planmod.diff_to_apply(plan, current, before, planned)
-    moved = (describe_moved(planmod.moved_since(plan, current, before, planned), plan, planned)
-             if before is not None else {})
+    moved = (
+        describe_moved(planmod.moved_since(plan, current, before, planned), plan, planned) if before is not None else {}
+    )
     for g, what in moved.items():
-        log.warning("group %s: NOT rewritten, committed on the target since this run's backup (its consumers read "
-                    "there): %s", g, "; ".join(what))
+        log.warning(
+            "group %s: NOT rewritten, committed on the target since this run's backup (its consumers read there): %s",
+            g,
+            "; ".join(what),
+        )
     res = ApplyResult(unchanged=[g for g in groups if g not in todo and g not in moved], moved_since=moved)
     t0, done = time.monotonic(), 0
     held = held if held is not None else HeldLock({})
@@ -165,7 +199,7 @@ def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backu
     batch = FENCED_BATCH if held.fenced else 1000
     names = sorted(todo)
     for i in range(0, len(names), batch):
-        chunk = names[i:i + batch]
+        chunk = names[i : i + batch]
         held.check()
         faults.hit("apply.before_commit")  # drills: a writer paused after its check, before its request is sent
         for group, err in held.commit(target, {g: todo[g] for g in chunk}, window=concurrency).items():
@@ -176,8 +210,13 @@ def apply_plan(target: Cluster, plan: planmod.Plan, concurrency: int = 32, backu
                 res.applied[group] = len(todo[group])
         done += len(chunk)
         if done // 1000 > (done - len(chunk)) // 1000 or done == len(names):
-            log.info("apply progress: %d/%d group(s), %d refused, %.1f s", done, len(names), len(res.refused),
-                     time.monotonic() - t0)
+            log.info(
+                "apply progress: %d/%d group(s), %d refused, %.1f s",
+                done,
+                len(names),
+                len(res.refused),
+                time.monotonic() - t0,
+            )
     return res
 
 
@@ -188,16 +227,27 @@ def backup_and_apply(ctx: RunContext, plan: planmod.Plan) -> ApplyResult:
         fresh = not ctx.folder.backup.exists()
         planned = plan.commits()  # once: each rule below needs it (0.15 s at 100k rows)
         backup = take_backup(ctx, plan, planned)
-        log.info("backup of the target's commits before this run: %s (rollback restores exactly this)",
-                 ctx.folder.backup)
+        log.info(
+            "backup of the target's commits before this run: %s (rollback restores exactly this)", ctx.folder.backup
+        )
         faults.hit("apply.after_backup")
         # a backup taken just now read the target's commits under this lock: apply starts from that read (one
         # read of every group less: ~3 s at 10k groups); a retry's backup is older, so a retry reads them again
-        res = apply_plan(ctx.target, plan, ctx.params.apply_concurrency, backup,
-                         held=held, current=as_read(backup) if fresh else None,
-                         planned=planned)
+        res = apply_plan(
+            ctx.target,
+            plan,
+            ctx.params.apply_concurrency,
+            backup,
+            held=held,
+            current=as_read(backup) if fresh else None,
+            planned=planned,
+        )
         faults.hit("apply.after_commits")  # drills: killed between apply and verify
         ctx.folder.save(APPLY, res.as_dict())
-    log.info("applied: %d group(s) written, %d already as planned, %d refused", len(res.applied), len(res.unchanged),
-             len(res.refused))
+    log.info(
+        "applied: %d group(s) written, %d already as planned, %d refused",
+        len(res.applied),
+        len(res.unchanged),
+        len(res.refused),
+    )
     return res

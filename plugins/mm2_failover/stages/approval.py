@@ -59,12 +59,12 @@ def moved_since(ctx: RunContext, plan: planmod.Plan) -> dict:
         return {"error": str(e)}
     d = plandiff.diff(writes, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in now.items()}, groups)
     off = {r["group"] for r in d.rows if r["state"] in (plandiff.MOVED, plandiff.GONE)}
-    return {"partitions": d.counts[plandiff.MOVED] + d.counts[plandiff.GONE], "groups": len(off),
-            "read": len(d.rows)}
+    return {"partitions": d.counts[plandiff.MOVED] + d.counts[plandiff.GONE], "groups": len(off), "read": len(d.rows)}
 
 
-def ask(ctx: RunContext, base_url: str, since_trigger_seconds: float | None = None,
-        triggered_by: str | None = None) -> tuple[str, str, rules.Decision]:
+def ask(
+    ctx: RunContext, base_url: str, since_trigger_seconds: float | None = None, triggered_by: str | None = None
+) -> tuple[str, str, rules.Decision]:
     """The request (subject, Markdown body) for this run's plan, and its record in ``approval.json`` (awaiting).
     ``since_trigger_seconds``, ``triggered_by``: the run's age and who triggered it, as Airflow says."""
     from mm2_failover.config import four_eyes
@@ -73,16 +73,24 @@ def ask(ctx: RunContext, base_url: str, since_trigger_seconds: float | None = No
     f = ctx.folder
     rep = f.load_report(partitions=False)  # its totals and warnings: not its 100k rows at 10k groups
     if rep is None:
-        raise rules.ApprovalRefused(f"no preview report in {f.dir}: build_plan must run before approve_plan (clear "
-                                    "it)")
+        raise rules.ApprovalRefused(f"no preview report in {f.dir}: build_plan must run before approve_plan (clear it)")
     record = f.load_plan()
     h = record.plan_hash  # the request names the plan it summarises: one read
     subject, body = rules.request_text(
-        run_id=ctx.run_id, totals=rep.totals, rules=record.plan.rules(), warnings=rep.warnings,
-        disaster_aliases=list((rep.snapshot or {}).get("disaster_aliases") or []), plan_hash=h,
-        page_url=report_link(base_url, ctx.dag_id, f.dir.name), unconfirmed=ctx.unconfirmed_disaster_aliases(),
-        groups=rep.groups, since_trigger_seconds=since_trigger_seconds, triggered_by=triggered_by,
-        moved_since=moved_since(ctx, record.plan), approver_not_triggerer=four_eyes(ctx.params))
+        run_id=ctx.run_id,
+        totals=rep.totals,
+        rules=record.plan.rules(),
+        warnings=rep.warnings,
+        disaster_aliases=list((rep.snapshot or {}).get("disaster_aliases") or []),
+        plan_hash=h,
+        page_url=report_link(base_url, ctx.dag_id, f.dir.name),
+        unconfirmed=ctx.unconfirmed_disaster_aliases(),
+        groups=rep.groups,
+        since_trigger_seconds=since_trigger_seconds,
+        triggered_by=triggered_by,
+        moved_since=moved_since(ctx, record.plan),
+        approver_not_triggerer=four_eyes(ctx.params),
+    )
     asked = rules.Decision(rules.AWAITING, h, asked_at=now_iso(), timeout_seconds=ctx.params.approval_timeout_seconds)
     record_decision(ctx, asked)
     return subject, body, asked

@@ -89,8 +89,11 @@ def sync_topic(ctx: RunContext, alias: str, cluster: Cluster) -> tuple[str | Non
     if len(found) == 1:
         return found[0], ""
     if not found:
-        return None, f"no offset-sync topic on the {cluster.name} cluster (offset_syncs_location=" \
-                     f"{ctx.params.offset_syncs_location})"
+        return (
+            None,
+            f"no offset-sync topic on the {cluster.name} cluster (offset_syncs_location="
+            f"{ctx.params.offset_syncs_location})",
+        )
     return None, f"several offset-sync topics on the {cluster.name} cluster ({', '.join(found)}): set mm2_target_alias"
 
 
@@ -113,13 +116,24 @@ def archive_offset_syncs(ctx: RunContext) -> dict[str, dict]:
         if topic is None:
             raise ConfigurationError(f"alias {alias}: {why}")
         res = SyncArchive(archive_root(), alias).append(cluster, topic, loc)
-        log.info("alias %s: %d offset sync(s) archived from %s (%s)%s", alias, res.appended, topic, loc,
-                 f"; {len(res.gaps)} gap(s): {res.gaps}" if res.gaps else "")
+        log.info(
+            "alias %s: %d offset sync(s) archived from %s (%s)%s",
+            alias,
+            res.appended,
+            topic,
+            loc,
+            f"; {len(res.gaps)} gap(s): {res.gaps}" if res.gaps else "",
+        )
         out[alias] = res.as_dict()
         cp_topic = ctx.policies[alias].checkpoints_topic
         cps = CheckpointArchive(archive_root(), alias).append(ctx.target, cp_topic, "target")
-        log.info("alias %s: %d checkpoint record(s) archived from %s (target)%s", alias, cps.appended, cp_topic,
-                 f"; {len(cps.gaps)} gap(s): {cps.gaps}" if cps.gaps else "")
+        log.info(
+            "alias %s: %d checkpoint record(s) archived from %s (target)%s",
+            alias,
+            cps.appended,
+            cp_topic,
+            f"; {len(cps.gaps)} gap(s): {cps.gaps}" if cps.gaps else "",
+        )
         out[alias]["checkpoints"] = cps.as_dict()
         out[alias]["positions"] = archive_positions(ctx, alias, cluster if loc == "source" else None)
     record_scheduled([a for a in ctx.aliases if "why" not in out[a]])
@@ -153,20 +167,37 @@ def archive_positions(ctx: RunContext, alias: str, source: Cluster | None = None
         read_to = now_iso()
         cluster_id = source.cluster_id()
     except Exception as e:  # noqa: BLE001 - told; the previous reading stays
-        log.warning("WARNING: alias %s: the groups' source commits could not be read (%s: %s): the archive keeps its "
-                    "previous reading; with the source lost, MM2's checkpoints answer where it is older", alias,
-                    type(e).__name__, e)
+        log.warning(
+            "WARNING: alias %s: the groups' source commits could not be read (%s: %s): the archive keeps its "
+            "previous reading; with the source lost, MM2's checkpoints answer where it is older",
+            alias,
+            type(e).__name__,
+            e,
+        )
         return {"why": f"{type(e).__name__}: {e}"}
     groups = commits_to_json({g: cs for g, cs in commits.items() if cs})
     if not groups and (before := archived_positions(alias)) is not None and before[1]:
-        log.warning("WARNING: alias %s: the source listed no group with commits (a missing Describe ACL on its groups?): "
-                    "the archive keeps its previous reading of %s (%d group(s))", alias, before[0]["read_from"],
-                    len(before[1]))
+        log.warning(
+            "WARNING: alias %s: the source listed no group with commits (a missing Describe ACL on its groups?): "
+            "the archive keeps its previous reading of %s (%d group(s))",
+            alias,
+            before[0]["read_from"],
+            len(before[1]),
+        )
         return {"why": "no group with commits listed: the previous reading kept", "groups": 0}
-    write_json(positions_path(alias), {"read_from": read_from, "read_to": read_to, "cluster_id": cluster_id,
-                                       "groups": groups}, compact=True)
-    log.info("alias %s: %d group(s)' source commits archived (%d partition(s)), read %s .. %s", alias, len(groups),
-             sum(len(t) for cs in groups.values() for t in cs.values()), read_from, read_to)
+    write_json(
+        positions_path(alias),
+        {"read_from": read_from, "read_to": read_to, "cluster_id": cluster_id, "groups": groups},
+        compact=True,
+    )
+    log.info(
+        "alias %s: %d group(s)' source commits archived (%d partition(s)), read %s .. %s",
+        alias,
+        len(groups),
+        sum(len(t) for cs in groups.values() for t in cs.values()),
+        read_from,
+        read_to,
+    )
     return {"groups": len(groups), "read_from": read_from, "read_to": read_to}
 
 
@@ -193,13 +224,20 @@ def archived_positions(alias: str) -> tuple[dict, dict[str, dict]] | None:
             raise ValueError(f"groups is {type(d.get('groups')).__name__}, not a mapping of group to commits")
         m = SyncArchive(archive_root(), alias).manifest()
         if m.get("location") == "source" and m.get("cluster_id") and when["cluster_id"] != m["cluster_id"]:
-            raise ValueError(f"it was read on cluster {when['cluster_id']}, the offset syncs archived beside it on "
-                             f"cluster {m['cluster_id']} (the source)")
+            raise ValueError(
+                f"it was read on cluster {when['cluster_id']}, the offset syncs archived beside it on "
+                f"cluster {m['cluster_id']} (the source)"
+            )
         return when, commits_from_json(d["groups"])
     except Exception as e:  # noqa: BLE001 - told; the run goes on with MM2's checkpoints
-        log.warning("WARNING: alias %s: the archived source commits %s cannot be read (%s: %s): MM2's checkpoints "
-                    "answer for this alias's positions; the archive's next run replaces the file", alias, p,
-                    type(e).__name__, e)
+        log.warning(
+            "WARNING: alias %s: the archived source commits %s cannot be read (%s: %s): MM2's checkpoints "
+            "answer for this alias's positions; the archive's next run replaces the file",
+            alias,
+            p,
+            type(e).__name__,
+            e,
+        )
         return None
 
 
@@ -219,8 +257,11 @@ def capture_syncs(ctx: RunContext, alias: str) -> dict:
         m = archive.manifest()
         if not m:
             return {"why": "the offset syncs live on the lost source and were never archived"}
-        log.warning("alias %s: the source is lost; exact translation uses the archived offset syncs (archived up to "
-                    "%s)", alias, m.get("updated_at"))
+        log.warning(
+            "alias %s: the source is lost; exact translation uses the archived offset syncs (archived up to %s)",
+            alias,
+            m.get("updated_at"),
+        )
         return {"topic": m["topic"], "location": loc, "end": archive.archived_to(), "archive_only": True}
     try:
         topic, why = sync_topic(ctx, alias, cluster)
@@ -230,8 +271,12 @@ def capture_syncs(ctx: RunContext, alias: str) -> dict:
         end = {p: o for (_t, p), o in cluster.offsets(cluster.partitions([topic])).items()}
         res = archive.append(cluster, topic, loc)
     except Exception as e:  # noqa: BLE001 - the checkpoints remain; the report says why
-        log.warning("alias %s: could not archive the offset syncs (%s: %s): MM2's checkpoints will be used", alias,
-                    type(e).__name__, e)
+        log.warning(
+            "alias %s: could not archive the offset syncs (%s: %s): MM2's checkpoints will be used",
+            alias,
+            type(e).__name__,
+            e,
+        )
         return {"why": f"{type(e).__name__}: {e}"}
     log.info("alias %s: %d offset sync(s) archived from %s (%s)", alias, res.appended, topic, loc)
     return {"topic": topic, "location": loc, "end": end, "appended": res.appended, "gaps": res.gaps}

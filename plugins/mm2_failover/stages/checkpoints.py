@@ -9,10 +9,9 @@ from pathlib import Path
 
 from mm2_failover.checkpoints import Checkpoint
 from mm2_failover.plan import PlanError
-from mm2_failover.stages.errors import JobFailed, JobUnreachable, QuarantineRefused
 from mm2_failover.run import RunContext
 from mm2_failover.runfolder import RunFolderError
-
+from mm2_failover.stages.errors import JobFailed, JobUnreachable, QuarantineRefused
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +44,16 @@ def compute(ctx: RunContext, run_job: Callable, reuse: bool = False, said: list[
     refusal = quarantine_refusal(summary.raw if summary else None, ctx.params.max_quarantined_records)
     told = " ".join(said or []) or "its messages are in the log above"
     if refusal or rc == JOB_TOO_MANY_QUARANTINED:
-        raise QuarantineRefused(refusal or f"the latest-checkpoints job found more unusable records than "
-                                   f"max_quarantined_records={ctx.params.max_quarantined_records} ({told})")
+        raise QuarantineRefused(
+            refusal
+            or f"the latest-checkpoints job found more unusable records than "
+            f"max_quarantined_records={ctx.params.max_quarantined_records} ({told})"
+        )
     if rc == JOB_LOST_SINCE_SNAPSHOT:
-        raise PlanError(f"checkpoints were deleted from MM2's topic since the snapshot (exit code {rc}: {told}): "
-                        "trigger a new run, which takes a new snapshot")
+        raise PlanError(
+            f"checkpoints were deleted from MM2's topic since the snapshot (exit code {rc}: {told}): "
+            "trigger a new run, which takes a new snapshot"
+        )
     raise job_error(rc, "the latest-checkpoints job", told)
 
 
@@ -61,11 +65,15 @@ def job_error(rc: int, what: str, told: str) -> Exception:
     from mm2_failover.stages.outcomes import JOB_BAD_ARGS, JOB_UNREACHABLE
 
     if rc == JOB_BAD_ARGS:
-        return ConfigurationError(f"{what} refused its arguments, settings or permissions (exit code {rc}: {told}): a "
-                                  "retry would not help - fix them, then run it again")
+        return ConfigurationError(
+            f"{what} refused its arguments, settings or permissions (exit code {rc}: {told}): a "
+            "retry would not help - fix them, then run it again"
+        )
     if rc == JOB_UNREACHABLE:
-        return JobUnreachable(f"{what} could not reach the target cluster (exit code {rc}: {told}); check its "
-                              "bootstrap servers and the network, then run it again")
+        return JobUnreachable(
+            f"{what} could not reach the target cluster (exit code {rc}: {told}); check its "
+            "bootstrap servers and the network, then run it again"
+        )
     return JobFailed(f"{what} failed with exit code {rc} ({told})")
 
 
@@ -73,8 +81,12 @@ def load_latest_checkpoints(path: Path) -> list[Checkpoint]:
     """Every answer of the Spark job (all groups: the job does not select)."""
     from mm2_failover.answers import checkpoint_rows
 
-    return [Checkpoint(**r) for r in checkpoint_rows(path, [
-        "source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata"])]
+    return [
+        Checkpoint(**r)
+        for r in checkpoint_rows(
+            path, ["source_alias", "group", "topic", "partition", "upstream_offset", "downstream_offset", "metadata"]
+        )
+    ]
 
 
 def whole_answers(ctx: RunContext):
@@ -86,10 +98,12 @@ def whole_answers(ctx: RunContext):
         raise RunFolderError(f"no latest checkpoints at {f.checkpoints}: compute_latest_checkpoints must run first")
     summary = f.load_summary()
     if summary is None:
-        raise RunFolderError(f"the latest checkpoints at {f.checkpoints} have no summary ({f.checkpoints_summary}): "
-                             "the Spark job did not finish (killed or failed while writing), so they may be partial "
-                             "and are not read. Run compute_latest_checkpoints again (clear the task, or the CLI's "
-                             "checkpoints step): it rewrites them.")
+        raise RunFolderError(
+            f"the latest checkpoints at {f.checkpoints} have no summary ({f.checkpoints_summary}): "
+            "the Spark job did not finish (killed or failed while writing), so they may be partial "
+            "and are not read. Run compute_latest_checkpoints again (clear the task, or the CLI's "
+            "checkpoints step): it rewrites them."
+        )
     named = summary.raw.get("output_files")
     if named is not None:  # in an object store: the parts the summary names, and no others (answers rule 6)
         from mm2_failover import store
@@ -97,17 +111,22 @@ def whole_answers(ctx: RunContext):
 
         bad = parts_problems(store.listing(f.checkpoints), named)
         if bad:
-            raise RunFolderError(f"the latest checkpoints at {store.url_of(f.checkpoints)} are not the ones their "
-                                 f"summary names: {'; '.join(bad[:5])}. They are not read: run "
-                                 "compute_latest_checkpoints again (clear the task, or the CLI's checkpoints step).")
+            raise RunFolderError(
+                f"the latest checkpoints at {store.url_of(f.checkpoints)} are not the ones their "
+                f"summary names: {'; '.join(bad[:5])}. They are not read: run "
+                "compute_latest_checkpoints again (clear the task, or the CLI's checkpoints step)."
+            )
     return f.checkpoints
 
 
 def selected_checkpoints(ctx: RunContext) -> list[Checkpoint]:
     """The latest checkpoints of the run's selected groups and aliases (from :func:`whole_answers` only)."""
     aliases = set(ctx.aliases)
-    return [c for c in load_latest_checkpoints(whole_answers(ctx))
-            if c.source_alias in aliases and ctx.selection.selects(c.group)]
+    return [
+        c
+        for c in load_latest_checkpoints(whole_answers(ctx))
+        if c.source_alias in aliases and ctx.selection.selects(c.group)
+    ]
 
 
 def selected_checkpoint_groups(ctx: RunContext) -> set[str]:
@@ -128,12 +147,14 @@ def checkpoint_times(ctx: RunContext) -> dict[tuple[str, str, str, int], float |
 
     aliases = set(ctx.aliases)
     out = {}
-    for r in checkpoint_rows(whole_answers(ctx), ["source_alias", "group", "topic", "partition",
-                                                  "checkpoint_timestamp"]):
+    for r in checkpoint_rows(
+        whole_answers(ctx), ["source_alias", "group", "topic", "partition", "checkpoint_timestamp"]
+    ):
         if r["source_alias"] in aliases and ctx.selection.selects(r["group"]):
             ts = r.get("checkpoint_timestamp")
             if ts is not None and ts.tzinfo is None:
                 ts = ts.replace(tzinfo=timezone.utc)  # Spark writes UTC instants
-            out[(r["source_alias"], r["group"], r["topic"], int(r["partition"]))] = None if ts is None \
-                else ts.timestamp()
+            out[(r["source_alias"], r["group"], r["topic"], int(r["partition"]))] = (
+                None if ts is None else ts.timestamp()
+            )
     return out

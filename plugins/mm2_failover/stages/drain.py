@@ -70,7 +70,8 @@ def check_aliases(ctx: RunContext, target_topics: dict[str, int]) -> dict[str, s
             f"the target ({ctx.target.conf.get('bootstrap.servers')}). Checkpoint topics that do exist: "
             f"{', '.join(f'{t} (alias {a})' for t, a in sorted(found.items())) or 'none'}. Check source_alias, the "
             "replication policy separator (and internal_topic_separator_enabled), and that MM2's "
-            "MirrorCheckpointConnector runs for this flow.")
+            "MirrorCheckpointConnector runs for this flow."
+        )
     return cp_topics
 
 
@@ -87,9 +88,13 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
     groups = sorted({g for s in scopes for g in s.groups})
     topics = sorted({t for s in scopes for t in s.topics})
     if not topics:
-        return drainmod.DrainVerdict(True, bool(lost), notes=[
-            "nothing in scope: no selected group has committed offsets on the source for a replicated topic"],
-            groups=groups, disaster_aliases=sorted(lost))
+        return drainmod.DrainVerdict(
+            True,
+            bool(lost),
+            notes=["nothing in scope: no selected group has committed offsets on the source for a replicated topic"],
+            groups=groups,
+            disaster_aliases=sorted(lost),
+        )
     layout = []  # (alias, source topic, partition, replica topic)
     for s in scopes:
         if s.source is None:
@@ -105,8 +110,12 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
         src = {}
         for s in scopes:
             if s.source is not None:
-                src.update({(s.alias, t, p): o for (t, p), o in s.source.offsets(
-                    [(t, p) for a, t, p, _r in layout if a == s.alias]).items()})
+                src.update(
+                    {
+                        (s.alias, t, p): o
+                        for (t, p), o in s.source.offsets([(t, p) for a, t, p, _r in layout if a == s.alias]).items()
+                    }
+                )
         rep = target.offsets(rparts)
         prog = {a: mm2_progress(target, a, t, target_topics) for a, t in progress_topics.items()}
         return src, rep, prog
@@ -117,34 +126,62 @@ def drain_status(ctx: RunContext, quiet_s: float | None = None) -> drainmod.Drai
     notes = []
     for a, t in progress_topics.items():
         if prog2[a] is None:
-            notes.append(f"MM2 progress topic {t} not found on the target: alias {a} falls back to looking up the "
-                         "source's last record on the replica (MM2 on a Connect cluster keeps its progress in the "
-                         "worker's offset.storage.topic: give it as mm2_offsets_topic)")
+            notes.append(
+                f"MM2 progress topic {t} not found on the target: alias {a} falls back to looking up the "
+                "source's last record on the replica (MM2 on a Connect cluster keeps its progress in the "
+                "worker's offset.storage.topic: give it as mm2_offsets_topic)"
+            )
     if any(p is not None for a, p in prog2.items() if a not in lost):
-        notes.append("MM2 writes its progress on each offset flush (offset.flush.interval.ms, 60 s by default): "
-                     "a partition can look behind for up to that long after replication finished")
-    tails = last_record_ms(target, {rp: rep2[rp] for rp in rparts if any(
-        a in lost and (r, p) == rp for a, _t, p, r in layout)}) if lost else {}
+        notes.append(
+            "MM2 writes its progress on each offset flush (offset.flush.interval.ms, 60 s by default): "
+            "a partition can look behind for up to that long after replication finished"
+        )
+    tails = (
+        last_record_ms(
+            target, {rp: rep2[rp] for rp in rparts if any(a in lost and (r, p) == rp for a, _t, p, r in layout)}
+        )
+        if lost
+        else {}
+    )
     obs = []
     by_alias = {s.alias: s for s in scopes}
     for alias, t, p, r in layout:
         present = r in target_topics
         prog_a2, prog_a1 = (prog2[alias] or {}), (prog1[alias] or {})
         o = drainmod.PartitionObservation(
-            t, p, r, source_end_before=src1.get((alias, t, p)), source_end=src2.get((alias, t, p)),
+            t,
+            p,
+            r,
+            source_end_before=src1.get((alias, t, p)),
+            source_end=src2.get((alias, t, p)),
             replicated=prog_a2.get((t, p)) if prog2[alias] is not None else None,
-            replica_end_before=rep1.get((r, p)), replica_end=rep2.get((r, p)) if present else None,
-            newest_replicated_ms=tails.get((r, p)), alias=alias)
+            replica_end_before=rep1.get((r, p)),
+            replica_end=rep2.get((r, p)) if present else None,
+            newest_replicated_ms=tails.get((r, p)),
+            alias=alias,
+        )
         o.progress_moved = prog_a1.get((t, p)) != prog_a2.get((t, p))
         o.home = ctx.policies[alias].is_home_topic(r)
         source = by_alias[alias].source
-        if source is not None and o.replicated is not None and o.source_end is not None \
-                and o.replicated + 1 < o.source_end and not o.home:
+        if (
+            source is not None
+            and o.replicated is not None
+            and o.source_end is not None
+            and o.replicated + 1 < o.source_end
+            and not o.home
+        ):
             # only transaction markers / aborted records after the last replicated offset? gone already?
             after = drainmod.after_replicated(source, (t, p), o.replicated, o.source_end)
             o.data_after_replicated, o.gone_unreplicated, o.after_check_failed = after.data, after.gone, after.why
-        if source is not None and o.replicated is None and not o.home and alias not in lost and present \
-                and o.source_end is not None and o.replica_end is not None:
+        if (
+            source is not None
+            and o.replicated is None
+            and not o.home
+            and alias not in lost
+            and present
+            and o.source_end is not None
+            and o.replica_end is not None
+        ):
             o.tail = drainmod.last_record_copied(source, target, (t, p), (r, p), o.source_end, o.replica_end)
         obs.append(o)
     v = drainmod.evaluate(obs, lost)
@@ -202,8 +239,9 @@ def last_record_ms(cluster: Cluster, ends: dict[TP, int]) -> dict[TP, int]:
     return out
 
 
-def wait_drained(ctx: RunContext, timeout_s: float | None = None, poll_s: float = 2.0,
-                 on_wait: Callable[[str], None] | None = None) -> drainmod.DrainVerdict:
+def wait_drained(
+    ctx: RunContext, timeout_s: float | None = None, poll_s: float = 2.0, on_wait: Callable[[str], None] | None = None
+) -> drainmod.DrainVerdict:
     """The CLI's drain wait: evaluate until drained, or raise NotDrained with the table after ``timeout_s``. Each
     check that finds it not drained yet reports its progress (:meth:`~mm2_failover.drain.DrainVerdict.progress`) to
     ``on_wait`` (the CLI's live status line on a terminal), else to the log."""
@@ -217,8 +255,10 @@ def wait_drained(ctx: RunContext, timeout_s: float | None = None, poll_s: float 
             return v
         now = time.monotonic()
         if now + poll_s > deadline:
-            raise NotDrained(f"not drained after {timeout_s:.0f} s: stop the producers on the source and let MM2 catch "
-                             f"up (or, if the source is lost, use source_reachable=no):\n{v.table()}")
+            raise NotDrained(
+                f"not drained after {timeout_s:.0f} s: stop the producers on the source and let MM2 catch "
+                f"up (or, if the source is lost, use source_reachable=no):\n{v.table()}"
+            )
         line = v.progress(deadline - now, now - start)
         if on_wait is not None:
             on_wait(line)

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-
 from mm2_failover.kafka_io import Cluster, GroupState
 from mm2_failover.run import RunContext
 from mm2_failover.stages.checkpoints import selected_checkpoint_groups
@@ -31,8 +30,9 @@ def live_groups(cluster: Cluster, groups: list[str]) -> list[GroupState]:
     groups = sorted(set(groups))
     if not groups:
         return []
-    return [s for s in cluster.describe_groups(unproven(groups, cluster.group_states())).values()
-            if not s.is_safe_to_move]
+    return [
+        s for s in cluster.describe_groups(unproven(groups, cluster.group_states())).values() if not s.is_safe_to_move
+    ]
 
 
 def groups_to_move(ctx: RunContext) -> list[str]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 #: the CLI's exit codes (docs/reference.md, "Command line (no Airflow)"): the outcomes below carry theirs
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LIVE, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_NOT_DRAINED, EXIT_LOCKED = range(8)
 

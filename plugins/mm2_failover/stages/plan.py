@@ -46,18 +46,31 @@ def plan_record(ctx: RunContext) -> planmod.PlanRecord:
     exact, notes = {**exact, **home}, taken_notes + notes + home_notes
     src_meta = {(g, rt, part): c.metadata for g, cs in src.items() for (_a, rt, part), c in cs.items()}
     plan = planmod.build_plan(
-        cps, bounds, {g: {tp: c.offset for tp, c in cs.items()} for g, cs in current.items()},
-        snap.replica_partitions, on_existing_target_offsets=p.on_existing_target_offsets, allow_rewind=p.allow_rewind,
+        cps,
+        bounds,
+        {g: {tp: c.offset for tp, c in cs.items()} for g, cs in current.items()},
+        snap.replica_partitions,
+        on_existing_target_offsets=p.on_existing_target_offsets,
+        allow_rewind=p.allow_rewind,
         source_commits={g: {k: c.offset for k, c in cs.items()} for g, cs in src.items()},
         accept_groups_without_checkpoints=p.accept_groups_without_checkpoints,
         exact={k: planmod.Proven(e.offset, e.rule, e.source_position, src_meta.get(k, "")) for k, e in exact.items()},
-        positions_at_least=at_least, replica_floors=below)
+        positions_at_least=at_least,
+        replica_floors=below,
+    )
     built = now_iso()
-    record = planmod.PlanRecord(plan, built, p.as_dict(), notes, snap.captured_at,
-                                age_seconds(snap.captured_at, datetime.fromisoformat(built)))
+    record = planmod.PlanRecord(
+        plan, built, p.as_dict(), notes, snap.captured_at, age_seconds(snap.captured_at, datetime.fromisoformat(built))
+    )
     f.save_plan(record)
-    log.info("plan: %d group(s), %s, offsets by rule %s; written to %s and %s", len(plan.groups()), plan.counts(),
-             plan.rules(), f.plan_json, f.plan_csv)
+    log.info(
+        "plan: %d group(s), %s, offsets by rule %s; written to %s and %s",
+        len(plan.groups()),
+        plan.counts(),
+        plan.rules(),
+        f.plan_json,
+        f.plan_csv,
+    )
     return record
 
 
@@ -67,9 +80,14 @@ def positions_of_lost_sources(ctx: RunContext, snap, cps: list) -> tuple[dict, l
     archived = archived_commits(ctx, snap)
     if not archived:
         return {}, []
-    read = {a: (datetime.fromisoformat(s.archived_read["read_from"]).timestamp(),
-                datetime.fromisoformat(s.archived_read["read_to"]).timestamp())
-            for a, s in snap.sources.items() if s.archived_read}
+    read = {
+        a: (
+            datetime.fromisoformat(s.archived_read["read_from"]).timestamp(),
+            datetime.fromisoformat(s.archived_read["read_to"]).timestamp(),
+        )
+        for a, s in snap.sources.items()
+        if s.archived_read
+    }
     times = checkpoint_times(ctx)
     info = {}
     for c in cps:
@@ -87,7 +105,8 @@ def positions_of_lost_sources(ctx: RunContext, snap, cps: list) -> tuple[dict, l
             "1a: below MM2's checkpoint - reset backwards after it -, or MM2 has none); the others are MM2's "
             "checkpoints, never a reading above them (a reset after the reading to MM2's checkpoint or above is one "
             "MM2 never checkpoints). A group MM2 never checkpointed is placed as of the reading: a reset after it is "
-            "known to nobody.")
+            "known to nobody."
+        )
     return taken, notes
 
 
@@ -99,9 +118,13 @@ def age_text(iso: str, snap) -> str:
 def plan_lines(ctx: RunContext, plan: planmod.Plan) -> list[dict]:
     """The plan per partition with the re-read figures the report gives (:func:`mm2_failover.report.plan_lines`):
     what the command line prints after ``plan`` and before ``apply --execute``."""
-    from mm2_failover.report import estimate_reread, plan_lines as lines
+    from mm2_failover.report import estimate_reread
+    from mm2_failover.report import plan_lines as lines
 
     rows = plan.as_dicts()
-    return lines(rows, estimate_reread([r for r in rows if r["planned_offset"] is not None],
-                                       source_positions(ctx, ctx.folder.load_snapshot())))
-
+    return lines(
+        rows,
+        estimate_reread(
+            [r for r in rows if r["planned_offset"] is not None], source_positions(ctx, ctx.folder.load_snapshot())
+        ),
+    )

@@ -21,8 +21,10 @@ def check_inputs(params) -> None:
     from mm2_failover.selection import GroupSelection, compile_pattern
 
     if not params.source_aliases:
-        raise ConfigurationError(f"source_alias {params.source_alias!r} names no alias: give MM2's alias of the source "
-                                 "cluster (e.g. primary), or several comma-separated. Nothing was done.")
+        raise ConfigurationError(
+            f"source_alias {params.source_alias!r} names no alias: give MM2's alias of the source "
+            "cluster (e.g. primary), or several comma-separated. Nothing was done."
+        )
     try:
         GroupSelection.of(params)
         if params.topics_regex:
@@ -30,8 +32,10 @@ def check_inputs(params) -> None:
     except ValueError as e:
         raise ConfigurationError(f"{e}. Nothing was done.") from None
     if params.mm2_config and not Path(params.mm2_config).is_file():
-        raise ConfigurationError(f"mm2_config: no file {params.mm2_config}: give the path of the mm2.properties MM2 "
-                                 "runs with, or leave mm2_config empty. Nothing was done.")
+        raise ConfigurationError(
+            f"mm2_config: no file {params.mm2_config}: give the path of the mm2.properties MM2 "
+            "runs with, or leave mm2_config empty. Nothing was done."
+        )
 
 
 def preflight_audit(ctx: RunContext) -> audit.Audit:
@@ -47,8 +51,10 @@ def preflight_audit(ctx: RunContext) -> audit.Audit:
         try:
             props = audit.parse_properties(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as e:
-            raise ConfigurationError(f"mm2_config: cannot read MM2's configuration file {path} ({e}); give the path "
-                                     "of the mm2.properties MM2 runs with, or leave mm2_config empty") from None
+            raise ConfigurationError(
+                f"mm2_config: cannot read MM2's configuration file {path} ({e}); give the path "
+                "of the mm2.properties MM2 runs with, or leave mm2_config empty"
+            ) from None
     target_topics = ctx.target.topics()
     out = []
     for alias in ctx.aliases:

@@ -71,7 +71,10 @@ def oldest_unreplicated_ms(ctx, drain_rows: list[dict]) -> dict[tuple[str, int],
         if first is None:
             continue
         want.setdefault(d.get("alias") or ctx.aliases[0], {})[(d["topic"], int(d["partition"]))] = (
-            first, d.get("source_end"), d.get("replica_topic"))
+            first,
+            d.get("source_end"),
+            d.get("replica_topic"),
+        )
     out: dict[tuple[str, int], int] = {}
     for alias, parts in want.items():
         src = ctx.source(alias)
@@ -85,8 +88,12 @@ def oldest_unreplicated_ms(ctx, drain_rows: list[dict]) -> dict[tuple[str, int],
             for t, p, _o, _k, _v, ts in src.read(ends, start={tp: begin[tp] for tp in ends}):
                 out.setdefault((parts[(t, p)][2], p), ts)
         except Exception as e:  # noqa: BLE001 - the exposure in records stands; its age is then unknown
-            log.warning("alias %s: could not read the oldest record not yet replicated (%s: %s): its age is unknown",
-                        alias, type(e).__name__, e)
+            log.warning(
+                "alias %s: could not read the oldest record not yet replicated (%s: %s): its age is unknown",
+                alias,
+                type(e).__name__,
+                e,
+            )
     return out
 
 
@@ -154,8 +161,8 @@ def append_history(line: dict, base: Path | None = None) -> None:
             old += b"\n"
         new = old + data.encode()
         if len(new) > HISTORY_TAIL_BYTES:
-            new = new[len(new) - HISTORY_TAIL_BYTES:]
-            new = new[new.find(b"\n") + 1:]  # whole lines only
+            new = new[len(new) - HISTORY_TAIL_BYTES :]
+            new = new[new.find(b"\n") + 1 :]  # whole lines only
         store.write_bytes(p, new)
         return
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -174,8 +181,10 @@ def append_history(line: dict, base: Path | None = None) -> None:
 def prune(base: Path, keep: int = KEEP_FULL, keep_rows: int = KEEP_ROWS) -> list[str]:
     """Delete the heavy files of every interval's folder but the ``keep`` newest (by their answer's time), and the
     rows of all but the ``keep_rows`` newest (their summaries stay, in readiness.json and the history)."""
-    folders = sorted((d for d in base.iterdir() if d.is_dir() and (d / "readiness.json").exists()),
-                     key=lambda d: (d / "readiness.json").stat().st_mtime)
+    folders = sorted(
+        (d for d in base.iterdir() if d.is_dir() and (d / "readiness.json").exists()),
+        key=lambda d: (d / "readiness.json").stat().st_mtime,
+    )
     pruned = []
     for i, d in enumerate(folders):
         names = (HEAVY if i < len(folders) - keep else ()) + (ROWS if i < len(folders) - keep_rows else ())
@@ -218,28 +227,50 @@ def assess_readiness(ctx, *, interval_seconds: int, archive_stale_intervals: int
                 cps[k] = ms
     done = last_scheduled()
     archive = {alias: done.get(alias) for alias in ctx.aliases}
-    positions = {alias: (kept[0]["read_to"] if (kept := archived_positions(alias)) else None)
-                 for alias in ctx.aliases if ctx.source_conn_of(alias) is not None}
+    positions = {
+        alias: (kept[0]["read_to"] if (kept := archived_positions(alias)) else None)
+        for alias in ctx.aliases
+        if ctx.source_conn_of(alias) is not None
+    }
     t1 = time.monotonic()
     prev, prev_name = previous(f.dir.name)
-    r = rules.assess(run_id=ctx.run_id, now_ms=int(time.time() * 1000), rpo_seconds=ctx.params.rpo_seconds,
-                     plan_rows=rows, reread=reread, drain_rows=drain_rows, oldest_unreplicated_ms=oldest,
-                     drain_observed_ms=drained.observed_ms if drained else None,
-                     checkpoint_ms=cps, archive_updated=archive, findings=findings_of(f, refusal),
-                     archive_failures=failures(), positions_read=positions)
+    r = rules.assess(
+        run_id=ctx.run_id,
+        now_ms=int(time.time() * 1000),
+        rpo_seconds=ctx.params.rpo_seconds,
+        plan_rows=rows,
+        reread=reread,
+        drain_rows=drain_rows,
+        oldest_unreplicated_ms=oldest,
+        drain_observed_ms=drained.observed_ms if drained else None,
+        checkpoint_ms=cps,
+        archive_updated=archive,
+        findings=findings_of(f, refusal),
+        archive_failures=failures(),
+        positions_read=positions,
+    )
     # before it is saved: what waits for the next interval is marked on it (readiness.degradations, rule 5)
-    worse = rules.degradations(prev, r, interval_seconds=interval_seconds,
-                               archive_stale_intervals=archive_stale_intervals)
+    worse = rules.degradations(
+        prev, r, interval_seconds=interval_seconds, archive_stale_intervals=archive_stale_intervals
+    )
     f.save_readiness(r)
     last = history(root())[-1:]
     if not last or last[0].get("run_id") != ctx.run_id:  # a retry of this interval does not count twice
         append_history(rules.history_line(r))
-    write_json(root() / LATEST, {"folder": f.dir.name, "previous_folder": prev_name, "run_id": ctx.run_id,
-                                 "computed_at": r.computed_at})
+    write_json(
+        root() / LATEST,
+        {"folder": f.dir.name, "previous_folder": prev_name, "run_id": ctx.run_id, "computed_at": r.computed_at},
+    )
     pruned = prune(root())
-    log.info("readiness of %d group(s), %d partition(s): read in %.1f s, assessed in %.1f s: %s%s",
-             r.summary["groups"], r.summary["partitions"], t1 - t0, time.monotonic() - t1, r.summary,
-             f"; heavy files of {len(pruned)} older interval(s) deleted" if pruned else "")
+    log.info(
+        "readiness of %d group(s), %d partition(s): read in %.1f s, assessed in %.1f s: %s%s",
+        r.summary["groups"],
+        r.summary["partitions"],
+        t1 - t0,
+        time.monotonic() - t1,
+        r.summary,
+        f"; heavy files of {len(pruned)} older interval(s) deleted" if pruned else "",
+    )
     if f.path(PLAN_REFUSAL).exists() and refusal:
         log.warning("a real failover would refuse its plan now: %s", refusal)
     return r, worse

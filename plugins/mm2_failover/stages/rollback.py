@@ -40,9 +40,11 @@ def check_backup_cluster(target: Cluster, backup: Backup, path) -> None:
         raise KafkaConfigError(f"backup {path} has no cluster id: it was not written by apply_group_offsets")
     here = target.cluster_id()
     if here != backup.cluster_id:
-        raise KafkaConfigError(f"backup {path} was taken on cluster {backup.cluster_id} ({backup.cluster}), but the "
-                               f"target is cluster {here} ({target.conf.get('bootstrap.servers')}): nothing was "
-                               "written. Point the rollback at the cluster the failover wrote to.")
+        raise KafkaConfigError(
+            f"backup {path} was taken on cluster {backup.cluster_id} ({backup.cluster}), but the "
+            f"target is cluster {here} ({target.conf.get('bootstrap.servers')}): nothing was "
+            "written. Point the rollback at the cluster the failover wrote to."
+        )
 
 
 def journal_dir(backup: Backup) -> Path:
@@ -52,8 +54,9 @@ def journal_dir(backup: Backup) -> Path:
     return rb.journal_dir(artifacts_root(), backup)
 
 
-def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = False,
-             backup_path: str = "backup", held=None) -> ApplyResult:
+def rollback(
+    target: Cluster, backup: Backup, concurrency: int, force: bool = False, backup_path: str = "backup", held=None
+) -> ApplyResult:
     """Restore exactly the commits ``backup`` saved, on the partitions the failover wrote (see
     :mod:`mm2_failover.rollback` for the rules). Idempotent; refused groups are reported and the others proceed.
     Raises RollbackRefused when commits moved since the failover (unless ``force``), or while another backup's
@@ -68,10 +71,14 @@ def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = Fa
     if others:
         raise RollbackRefused(
             "another rollback on this target was interrupted and its journal is pending: "
-            + "; ".join(f"backup {o.get('backup_path', '?')} ({o['groups']} group(s) deleted and not re-committed yet; "
-                        f"journal {o['journal']})" for o in others)
+            + "; ".join(
+                f"backup {o.get('backup_path', '?')} ({o['groups']} group(s) deleted and not re-committed yet; "
+                f"journal {o['journal']})"
+                for o in others
+            )
             + ". Nothing was written. Finish that rollback first (run it again with that backup: it resumes from its "
-            "journal), then this one.")
+            "journal), then this one."
+        )
     groups = sorted(backup.groups)
     jdir = journal_dir(backup)
     journals = {g: jdir / rb.journal_name(g) for g in groups}
@@ -82,7 +89,8 @@ def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = Fa
         raise RollbackRefused(
             f"{len(moved)} partition(s) were committed on the target since the failover: {rb.describe_moved(moved)}. "
             "Nothing was written. A rollback would rewind these consumers; stop them and roll back with --force "
-            "(DAG: force=true) if that is what you want.")
+            "(DAG: force=true) if that is what you want."
+        )
     if moved:
         log.warning("forced rollback overwrites commits made since the failover: %s", rb.describe_moved(moved))
     todo = rb.actions(backup, current)
@@ -102,8 +110,14 @@ def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = Fa
                 faults.hit("rollback.after_delete_group")
             elif todo[group].needs_delete:
                 recommit = rb.recommit_after_delete(backup, group, current.get(group, {}))
-                write_json(journal, {"group": group, "written_at": now_iso(),
-                                     "recommit": [[t, p, c.offset, c.metadata] for (t, p), c in sorted(recommit.items())]})
+                write_json(
+                    journal,
+                    {
+                        "group": group,
+                        "written_at": now_iso(),
+                        "recommit": [[t, p, c.offset, c.metadata] for (t, p), c in sorted(recommit.items())],
+                    },
+                )
                 faults.hit("rollback.after_journal")
                 target.delete_group(group, missing_ok=True)
                 faults.hit("rollback.after_delete_group")
@@ -131,13 +145,20 @@ def rollback(target: Cluster, backup: Backup, concurrency: int, force: bool = Fa
     jdir.mkdir(parents=True, exist_ok=True)
     pointer = jdir / rb.POINTER
     if not pointer.exists():
-        write_json(pointer, {"backup_path": str(backup_path), "dag_id": backup.dag_id, "run_id": backup.run_id,
-                             "taken_at": backup.taken_at})
+        write_json(
+            pointer,
+            {
+                "backup_path": str(backup_path),
+                "dag_id": backup.dag_id,
+                "run_id": backup.run_id,
+                "taken_at": backup.taken_at,
+            },
+        )
     names = sorted(set(todo) | resuming)
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
         for i in range(0, len(names), CHUNK):  # a group stays deleted at most one chunk's time before its re-commit
             ready = {}
-            for group, recommit, err in pool.map(prepare, names[i:i + CHUNK]):
+            for group, recommit, err in pool.map(prepare, names[i : i + CHUNK]):
                 if err:
                     res.refused[group] = err
                     log.error("group %s NOT rolled back: %s", group, err)

@@ -19,7 +19,9 @@ def capture_snapshot(ctx: RunContext) -> Snapshot:
     f = ctx.folder
     if f.snapshot.exists():
         snap = f.load_snapshot()
-        log.info("snapshot already captured at %s for this run: reusing it unchanged (%s)", snap.captured_at, f.snapshot)
+        log.info(
+            "snapshot already captured at %s for this run: reusing it unchanged (%s)", snap.captured_at, f.snapshot
+        )
         return snap
     ctx.reachability()  # decided before anything is captured (and never again)
     target = ctx.target
@@ -43,11 +45,25 @@ def capture_snapshot(ctx: RunContext) -> Snapshot:
         groups = ctx.selection.select(source.groups())
         commits = source.commits_many(groups, ctx.params.apply_concurrency)
         sources[alias] = SourceState(alias, True, end, {g: cs for g, cs in commits.items() if cs})
-    snap = Snapshot(now_iso(), cp_topics, cp_end, cp_start, {t: topics[t] for t in replicas}, r_start, r_end, sources,
-                    target.cluster_id(), {a: capture_syncs(ctx, a) for a in ctx.aliases})
+    snap = Snapshot(
+        now_iso(),
+        cp_topics,
+        cp_end,
+        cp_start,
+        {t: topics[t] for t in replicas},
+        r_start,
+        r_end,
+        sources,
+        target.cluster_id(),
+        {a: capture_syncs(ctx, a) for a in ctx.aliases},
+    )
     f.save_snapshot(snap)
-    log.info("captured snapshot: checkpoint end offsets %s; %d replica topic(s); sources: %s", cp_end, len(replicas),
-             {a: "reachable" if s.reachable else "LOST (disaster mode)" for a, s in sources.items()})
+    log.info(
+        "captured snapshot: checkpoint end offsets %s; %d replica topic(s); sources: %s",
+        cp_end,
+        len(replicas),
+        {a: "reachable" if s.reachable else "LOST (disaster mode)" for a, s in sources.items()},
+    )
     return snap
 
 
@@ -56,14 +72,22 @@ def lost_source_state(ctx: RunContext, alias: str) -> SourceState:
     (plan rule 1a decides, once the checkpoints are known, where they are the groups' positions)."""
     got = archived_positions(alias)
     if got is None:
-        log.warning("alias %s: the source is lost and the archive holds no reading of its groups' commits: the "
-                    "groups' positions are MM2's checkpoints", alias)
+        log.warning(
+            "alias %s: the source is lost and the archive holds no reading of its groups' commits: the "
+            "groups' positions are MM2's checkpoints",
+            alias,
+        )
         return SourceState(alias, False)
     read, commits = got
     mine = {g: cs for g, cs in commits.items() if ctx.selection.selects(g)}
-    log.warning("alias %s: the source is lost; the archive's reading of its groups' commits (%s .. %s, %d selected "
-                "group(s)) counts where it is newer than MM2's checkpoint (plan rule 1a)", alias, read["read_from"],
-                read["read_to"], len(mine))
+    log.warning(
+        "alias %s: the source is lost; the archive's reading of its groups' commits (%s .. %s, %d selected "
+        "group(s)) counts where it is newer than MM2's checkpoint (plan rule 1a)",
+        alias,
+        read["read_from"],
+        read["read_to"],
+        len(mine),
+    )
     return SourceState(alias, False, archived_commits=mine, archived_read=read)
 
 

@@ -103,16 +103,20 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
     for alias in sorted({a for a, *_ in want}):
         info = snap.syncs.get(alias) or {}
         if not info.get("topic"):
-            notes.append(f"alias {alias}: no offset syncs ({info.get('why', 'not captured')}): MM2's checkpoints are "
-                         "used as they are")
+            notes.append(
+                f"alias {alias}: no offset syncs ({info.get('why', 'not captured')}): MM2's checkpoints are "
+                "used as they are"
+            )
             continue
         parts = {(source_topic(a, rt), p) for a, _g, rt, p in want if a == alias}
         got, unreadable = archived_syncs(alias, parts, {int(p): int(o) for p, o in (info.get("end") or {}).items()})
         if unreadable:
-            notes.append(f"WARNING: alias {alias}: {len(unreadable)} file(s) of the offset-sync archive cannot be read "
-                         f"({'; '.join(unreadable[:3])}): exact translation is off for this alias, MM2's checkpoints "
-                         "are used as they are. Restore or delete the file(s) named (the archive is re-read from "
-                         "MM2's topic where it still holds them).")
+            notes.append(
+                f"WARNING: alias {alias}: {len(unreadable)} file(s) of the offset-sync archive cannot be read "
+                f"({'; '.join(unreadable[:3])}): exact translation is off for this alias, MM2's checkpoints "
+                "are used as they are. Restore or delete the file(s) named (the archive is re-read from "
+                "MM2's topic where it still holds them)."
+            )
             continue
         raw[alias] = got
     by_part: dict[tuple, list] = defaultdict(list)
@@ -129,12 +133,17 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         wants = []
         for a, st, p in chunk:
             idx = build_index(raw[a], (st, p))
-            for (key, u) in by_part[(a, st, p)]:
+            for key, u in by_part[(a, st, p)]:
                 rt = key[2]
                 state = snap.sources[a]
                 drained = None
-                if state.reachable and state.end_offsets and (st, p) in state.end_offsets and (rt, p) in snap.replica_end \
-                        and (checked is None or (a, st, p) in checked):
+                if (
+                    state.reachable
+                    and state.end_offsets
+                    and (st, p) in state.end_offsets
+                    and (rt, p) in snap.replica_end
+                    and (checked is None or (a, st, p) in checked)
+                ):
                     drained = (state.end_offsets[(st, p)], snap.replica_end[(rt, p)])  # captured after the drain check
                 wants.append(evidence.Want(key, a, (st, p), (rt, p), u, idx, drained, snap.replica_start.get((rt, p))))
         outcomes.update(evidence.prove(wants, sources, ctx.target))
@@ -165,32 +174,46 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
         elif o.why:
             unproven[o.why.split(":")[0]] = unproven.get(o.why.split(":")[0], 0) + 1
     for (a, rt, p), (lowest, start) in sorted(gone.items()):
-        notes.append(f"alias {a}: {ctx.policies[a].source_topic(rt)}[{p}]: group position(s) down to {lowest} are below "
-                     f"the source's log start {start} (retention or DeleteRecords took records those groups had not "
-                     "read): only target-side proofs answered them, else MM2's checkpoint (their copies on the replica "
-                     "are read; what is gone from the replica too is counted as lost to retention)")
+        notes.append(
+            f"alias {a}: {ctx.policies[a].source_topic(rt)}[{p}]: group position(s) down to {lowest} are below "
+            f"the source's log start {start} (retention or DeleteRecords took records those groups had not "
+            "read): only target-side proofs answered them, else MM2's checkpoint (their copies on the replica "
+            "are read; what is gone from the replica too is counted as lost to retention)"
+        )
     if floors:
-        notes.append(f"{floors} position(s) without a checkpoint and not proven exactly resume at the sync floor "
-                     "(sync_floor: the newest offset sync at or below the position, on a drained partition: every "
-                     "record after it has a copy after it - loses nothing, re-reads what lies between)")
+        notes.append(
+            f"{floors} position(s) without a checkpoint and not proven exactly resume at the sync floor "
+            "(sync_floor: the newest offset sync at or below the position, on a drained partition: every "
+            "record after it has a copy after it - loses nothing, re-reads what lies between)"
+        )
     if archive_floors:
-        notes.append(f"{archive_floors} position(s) of a lost source not proven exactly resume at the archive floor "
-                     "(archive_floor: the newest archived offset sync at or below the position - MM2's own rule over "
-                     "every archived sync, where its checkpoint uses a sparse store)"
-                     + (f"; on {cut_short} of them MM2's newest history was cut short by the outage before it got as "
-                        "far as an earlier one, whose floor is taken (MM2's checkpoint would skip the records only the "
-                        "earlier history copied)" if cut_short else ""))
+        notes.append(
+            f"{archive_floors} position(s) of a lost source not proven exactly resume at the archive floor "
+            "(archive_floor: the newest archived offset sync at or below the position - MM2's own rule over "
+            "every archived sync, where its checkpoint uses a sparse store)"
+            + (
+                f"; on {cut_short} of them MM2's newest history was cut short by the outage before it got as "
+                "far as an earlier one, whose floor is taken (MM2's checkpoint would skip the records only the "
+                "earlier history copied)"
+                if cut_short
+                else ""
+            )
+        )
     starts = sum(1 for e in out.values() if e.rule == tr.REPLICA_START)
     if starts:
-        notes.append(f"{starts} position(s) below every offset sync and without a checkpoint (behind the source's "
-                     "retention, typically: MM2 never checkpointed them) resume at the replica's first record "
-                     "(replica_start): nothing left anywhere is before it; left without a commit, their consumers "
-                     "would fall to auto.offset.reset (latest skips every replicated record)")
+        notes.append(
+            f"{starts} position(s) below every offset sync and without a checkpoint (behind the source's "
+            "retention, typically: MM2 never checkpointed them) resume at the replica's first record "
+            "(replica_start): nothing left anywhere is before it; left without a commit, their consumers "
+            "would fall to auto.offset.reset (latest skips every replicated record)"
+        )
     superseded = sum(1 for e in out.values() if e.rule == tr.SUPERSEDED_SYNC)
     if superseded:
-        notes.append(f"{superseded} partition(s) resume at the first copy of a record MM2 copied again later "
-                     "(superseded_sync): safe, but they re-read what the later copy repeats (at least the figure in "
-                     "their rows)")
+        notes.append(
+            f"{superseded} partition(s) resume at the first copy of a record MM2 copied again later "
+            "(superseded_sync): safe, but they re-read what the later copy repeats (at least the figure in "
+            "their rows)"
+        )
     for why, n in sorted(unproven.items()):
         notes.append(f"{n} position(s) not proven exactly ({why}): MM2's checkpoint answers them")
     return out, notes, at_least, below

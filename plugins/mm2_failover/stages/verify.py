@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-
 from mm2_failover import drain as drainmod
 from mm2_failover import plan as planmod
 from mm2_failover import report as reportmod
 from mm2_failover.kafka_io import Cluster
 from mm2_failover.run import RunContext
-from mm2_failover.runfolder import Snapshot, now_iso, write_text
+from mm2_failover.runfolder import SUMMARY, Snapshot, now_iso, write_text
 from mm2_failover.stages.apply import befores, describe_moved
 from mm2_failover.stages.snapshot import source_commits, source_positions
-from mm2_failover.runfolder import SUMMARY
 from mm2_failover.translate import REPLICA_START
+
 
 def lost_to_retention_exact(ctx: RunContext, plan: planmod.Plan, snap: Snapshot, scan: int = 2000) -> dict:
     """For partitions clamped to the replica's log start, or resuming there below every offset sync (rule
@@ -29,15 +28,23 @@ def lost_to_retention_exact(ctx: RunContext, plan: planmod.Plan, snap: Snapshot,
         source = ctx.source(r.source_alias) if r.source_alias in ctx.aliases else None
         if commit is None or source is None:
             continue
-        u = find_source_offset(ctx.target, source, ctx.policies[r.source_alias].source_topic(r.topic), r.topic,
-                               r.partition, r.log_start, scan)
+        u = find_source_offset(
+            ctx.target,
+            source,
+            ctx.policies[r.source_alias].source_topic(r.topic),
+            r.topic,
+            r.partition,
+            r.log_start,
+            scan,
+        )
         if u is not None:
             out[(r.group, r.topic, r.partition)] = max(0, u - commit.offset)
     return out
 
 
-def find_source_offset(target: Cluster, source: Cluster, source_topic: str, replica_topic: str, partition: int,
-                       downstream: int, scan: int) -> int | None:
+def find_source_offset(
+    target: Cluster, source: Cluster, source_topic: str, replica_topic: str, partition: int, downstream: int, scan: int
+) -> int | None:
     """The source offset of the record MM2 copied to ``replica_topic[partition]@downstream`` (None: not found): the
     same record (:meth:`~mm2_failover.evidence.Record.same_content`) within ``scan`` records of its timestamp."""
     rtp, stp = (replica_topic, partition), (source_topic, partition)
@@ -48,13 +55,20 @@ def find_source_offset(target: Cluster, source: Cluster, source_topic: str, repl
     if start is None:
         return None
     end = source.offsets([stp])[stp]
-    return next((r.offset for r in source.records({stp: (start, min(end, start + scan))})[stp]
-                 if r.same_content(got[0])), None)
+    return next(
+        (r.offset for r in source.records({stp: (start, min(end, start + scan))})[stp] if r.same_content(got[0])), None
+    )
 
 
-def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None, refused: dict[str, str] | None = None,
-               warnings: list[str] | None = None, outcome: str | None = None,
-               committed: dict | None = None) -> reportmod.Report:
+def verify_run(
+    ctx: RunContext,
+    plan: planmod.Plan,
+    dry_run: bool | None = None,
+    refused: dict[str, str] | None = None,
+    warnings: list[str] | None = None,
+    outcome: str | None = None,
+    committed: dict | None = None,
+) -> reportmod.Report:
     """Read every planned group back, compare with the plan, and write report.json, report.md and summary.json.
     ``outcome``: a plan not applied yet (its approval's state), else derived from what was read. ``committed``: a
     dry run's preview may pass the read its plan has just made (never a run that wrote: verify reads back)."""
@@ -67,8 +81,13 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     backup = None if dry_run else f.load_backup()
     planned = plan.commits()  # once: each rule below needs it (0.15 s at 100k rows)
     since = {} if backup is None else planmod.moved_since(plan, committed, befores(backup), planned)
-    mismatches = [] if dry_run else [m for m in planmod.verify(plan, committed, planned)
-                                     if (m.topic, m.partition) not in since.get(m.group, {})]
+    mismatches = (
+        []
+        if dry_run
+        else [
+            m for m in planmod.verify(plan, committed, planned) if (m.topic, m.partition) not in since.get(m.group, {})
+        ]
+    )
     moved = describe_moved(since, plan, planned)
     tps = sorted({(r.topic, r.partition) for r in plan.rows})
     log_end = ctx.target.offsets(tps) if tps else {}
@@ -78,30 +97,56 @@ def verify_run(ctx: RunContext, plan: planmod.Plan, dry_run: bool | None = None,
     rpo = drain.rpo if drain else None
     warnings = list(warnings or [])
     if snap.disaster_aliases:
-        warnings.append(f"DISASTER MODE for source alias(es) {', '.join(snap.disaster_aliases)}: their clusters were "
-                        "not reachable (or declared lost); producer and source-group checks were skipped for them. "
-                        f"Data-loss window: {drainmod.loss_window_text(rpo)}.")
+        warnings.append(
+            f"DISASTER MODE for source alias(es) {', '.join(snap.disaster_aliases)}: their clusters were "
+            "not reachable (or declared lost); producer and source-group checks were skipped for them. "
+            f"Data-loss window: {drainmod.loss_window_text(rpo)}."
+        )
     unconfirmed = ctx.unconfirmed_disaster_aliases() if snap.disaster_aliases else []
     if unconfirmed:
-        warnings.append(f"DISASTER MODE NOT CONFIRMED for source alias(es) {', '.join(unconfirmed)}: they did not "
-                        "answer under source_reachable=detect and nobody declared them lost - a wrong address looks "
-                        "the same. Nothing is written until a human approves this plan.")
+        warnings.append(
+            f"DISASTER MODE NOT CONFIRMED for source alias(es) {', '.join(unconfirmed)}: they did not "
+            "answer under source_reachable=detect and nobody declared them lost - a wrong address looks "
+            "the same. Nothing is written until a human approves this plan."
+        )
     built = f.load_plan() if f.has_plan() else None
     warnings += built.translation_notes if built else []
-    warnings += [f"group {g} moved since this run's backup, NOT rewritten (its consumers committed on the target "
-                 f"after the first apply; a retry never rewinds them): {'; '.join(what)}" for g, what in moved.items()]
+    warnings += [
+        f"group {g} moved since this run's backup, NOT rewritten (its consumers committed on the target "
+        f"after the first apply; a retry never rewinds them): {'; '.join(what)}"
+        for g, what in moved.items()
+    ]
     audited = f.load_audit()
-    warnings += [f"pre-flight audit, alias {a.alias}, {a.rule}: {a.message}" for a in (audited.warnings() if audited
-                                                                                      else [])]
+    warnings += [
+        f"pre-flight audit, alias {a.alias}, {a.rule}: {a.message}" for a in (audited.warnings() if audited else [])
+    ]
     src = source_positions(ctx, snap)
-    lost = {} if dry_run and not any(r.retention_gap or r.rule == REPLICA_START for r in plan.rows) \
+    lost = (
+        {}
+        if dry_run and not any(r.retention_gap or r.rule == REPLICA_START for r in plan.rows)
         else lost_to_retention_exact(ctx, plan, snap)
+    )
     rep = reportmod.build_report(
-        dag_id=ctx.dag_id, run_id=ctx.run_id, params=p.as_dict(), plan=plan, committed=committed, log_end=log_end,
-        mismatches=mismatches, refused=refused, dry_run=dry_run, checkpoints_summary=summary.raw if summary else {},
-        warnings=warnings, source_commits=src, lost_exact=lost,
-        snapshot={"captured_at": snap.captured_at, "age_seconds": built.snapshot_age_seconds if built else None,
-                  "disaster_aliases": snap.disaster_aliases}, outcome=outcome)
+        dag_id=ctx.dag_id,
+        run_id=ctx.run_id,
+        params=p.as_dict(),
+        plan=plan,
+        committed=committed,
+        log_end=log_end,
+        mismatches=mismatches,
+        refused=refused,
+        dry_run=dry_run,
+        checkpoints_summary=summary.raw if summary else {},
+        warnings=warnings,
+        source_commits=src,
+        lost_exact=lost,
+        snapshot={
+            "captured_at": snap.captured_at,
+            "age_seconds": built.snapshot_age_seconds if built else None,
+            "disaster_aliases": snap.disaster_aliases,
+        },
+        outcome=outcome,
+    )
     decision = f.load_approval()
     rep.artifacts, rep.rpo, rep.moved_since = str(f.dir), rpo, moved
     rep.approval = decision.as_dict() if decision else None
