@@ -10,7 +10,7 @@ replica topic), then in the same run measures:
   the verification read-back (``Cluster.commits_many`` + ``plan.verify``);
 * baseline: the same requests one at a time (concurrency 1), on a fresh set of groups;
 * with ``--fenced``, also ``apply_plan`` under the lease (``MM2_FAILOVER_LOCK=kafka``): every batch one transaction
-  of the fenced writer (:mod:`mm2_failover.fenced`), on a fresh set of groups.
+  of the fenced writer (:mod:`mm2_failover.adapters.fenced`), on a fresh set of groups.
 
 Prints groups/s for apply and verify and the ratio against the baseline; writes JSON to bench/results/.
 """
@@ -24,9 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-from mm2_failover import plan as planmod
-from mm2_failover.checkpoints import Checkpoint
-from mm2_failover.kafka_io import Cluster
+from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.rules import plan as planmod
+from mm2_failover.rules.checkpoints import Checkpoint
 from mm2_failover.stages.apply import apply_plan
 from testbed.bed import Bed
 

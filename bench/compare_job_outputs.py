@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import latest_checkpoints_bench as lb  # noqa: E402
 
-from mm2_failover import checkpoints as cpf  # noqa: E402
+from mm2_failover.rules import checkpoints as cpf  # noqa: E402
 from testbed.bed import Bed  # noqa: E402
 
 P1, P2 = "primary.checkpoints.internal", "dc2.checkpoints.internal"
@@ -61,7 +61,7 @@ def records() -> dict[str, list[tuple[int, bytes | None, bytes | None]]]:
 def produce(bootstrap: str) -> dict:
     from confluent_kafka import Producer
 
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters.kafka_io import Cluster
 
     c = Cluster({"bootstrap.servers": bootstrap}, "target", timeout=30)
     c.create_topic(P1, 1, {"cleanup.policy": "compact"})
@@ -86,7 +86,7 @@ def run(
 ) -> tuple[int, dict, dict]:
     import subprocess
 
-    from mm2_failover.spark import spark_submit_cmd
+    from mm2_failover.adapters.spark import spark_submit_cmd
 
     job_args = [
         "--bootstrap-servers",

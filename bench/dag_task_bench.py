@@ -32,11 +32,11 @@ import os
 
 from airflow.sdk import DAG, task
 
-from mm2_failover import config
-from mm2_failover.naming import checkpoint_topic_aliases
-from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
+from mm2_failover.adapters import config
+from mm2_failover.rules.naming import checkpoint_topic_aliases
+from mm2_failover.operators.checkpoint_job import LatestCheckpointsOperator
 from mm2_failover.params import failover_params, run_params_template
-from mm2_failover.runfolder import RunFolder, Snapshot
+from mm2_failover.adapters.runfolder import RunFolder, Snapshot
 
 TOPIC, END = os.environ["BENCH_TOPIC"], int(os.environ["BENCH_END_OFFSET"])
 ALIAS = checkpoint_topic_aliases([TOPIC])[TOPIC]
@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
 
-    from mm2_failover import config
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters import config
+    from mm2_failover.adapters.runfolder import RunFolder
     from testbed.localenv import task_states
 
     dag = DagBag(dag_folder=str(dags)).get_dag(DAG_ID)

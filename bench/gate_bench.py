@@ -31,7 +31,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--window", type=int, default=None)
     args = ap.parse_args()
-    from mm2_failover import kafka_io
+    from mm2_failover.adapters import kafka_io
     from mm2_failover.stages import gate
     from testbed.bed import Bed
 

@@ -5,7 +5,7 @@ For each size (G groups x P partitions x U updates = G*P*U checkpoint records) t
 1. starts a fresh bed (two real Kafka 4.3.1 KRaft brokers, no MirrorMaker 2: only the target is used),
    creates ``primary.checkpoints.internal`` (1 partition, compacted like MM2's, but compaction held off with a
    huge ``min.compaction.lag.ms`` so every record stays) and writes the records with
-   :func:`mm2_failover.checkpoints.encode_key`/``encode_value``, in MM2's order (U rounds over every key);
+   :func:`mm2_failover.rules.checkpoints.encode_key`/``encode_value``, in MM2's order (U rounds over every key);
 2. runs the Spark job (``spark_jobs/latest_checkpoints.py``) with ``spark-submit`` - wall time, the job's own
    processing time (the summary's ``seconds``: time inside ``run()``), the rest = JVM/Spark start and stop - and
    samples the driver JVM's peak RSS (``VmHWM`` in ``/proc/<pid>/status``);
@@ -40,8 +40,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins"))
 sys.path.insert(0, str(REPO))
 
-from mm2_failover import checkpoints as cpf  # noqa: E402
-from mm2_failover.spark import spark_submit_cmd  # noqa: E402
+from mm2_failover.adapters.spark import spark_submit_cmd  # noqa: E402
+from mm2_failover.rules import checkpoints as cpf  # noqa: E402
 from testbed.bed import Bed  # noqa: E402
 
 ALIAS = "primary"
@@ -123,7 +123,7 @@ def write_checkpoints(bootstrap: str, groups: int, partitions: int, updates: int
     """Create the checkpoints topic and write G*P*U records; returns timings and the end offset."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters.kafka_io import Cluster
 
     cluster = Cluster({"bootstrap.servers": bootstrap}, "target", timeout=30)
     # like MM2's topic (compacted), but no compaction while the bench runs: every record stays readable
@@ -294,7 +294,7 @@ def run_spark(
     out = out_dir / f"latest-{tag}.parquet"
     if store_kind == "s3a":
         out = f"s3a://{args.s3.bucket}/bench/{out_dir.name}/latest-{tag}.parquet"
-        from mm2_failover.config import s3a_settings
+        from mm2_failover.adapters.config import s3a_settings
 
         opts = out_dir / f"options-{tag}.json"
         fd = os.open(opts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -372,7 +372,7 @@ def run_spark(
         raise RuntimeError(f"spark-submit exited {rc}; log {log_path}\n{stdout[-2000:]}")
     upload_s = None
     if store_kind == "stage":  # the staged route: the answers uploaded after the job, as JobSubmission.publish does
-        from mm2_failover import store
+        from mm2_failover.adapters import store
 
         t_up = time.monotonic()
         url = f"s3://{args.s3.bucket}/bench/{out_dir.name}/staged-{tag}.parquet"
@@ -472,7 +472,7 @@ def run_dag_task(args, bootstrap: str, end_offset: int, home: Path) -> dict:
 
 
 def read_ours(path: str) -> dict[str, dict[tuple[str, int], int]]:
-    from mm2_failover.answers import read_table
+    from mm2_failover.adapters.answers import read_table
 
     t = read_table(path, ["group", "topic", "partition", "downstream_offset"]).to_pydict()
     out: dict[str, dict[tuple[str, int], int]] = {}

@@ -41,7 +41,7 @@ def make_archive(root: Path, partitions: int, syncs: int, rows_per_file: int, se
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from mm2_failover.runfolder import write_json
+    from mm2_failover.adapters.runfolder import write_json
 
     rng = np.random.default_rng(seed)
     d = root / "primary" / "offset-syncs"
@@ -99,11 +99,15 @@ def child(mode: str, root: str, partitions: int, groups: int, top: list[int]) ->
     os.environ["MM2_FAILOVER_ARCHIVE"] = root
     import importlib
 
-    from mm2_failover import translate as tr
+    from mm2_failover.adapters.syncs import SyncArchive, index_rows
+    from mm2_failover.rules import translate as tr
     from mm2_failover.stages.translation import archived_syncs, build_index, prove_chunks
-    from mm2_failover.syncs import SyncArchive, index_rows
 
-    for m in ("numpy", "pyarrow.parquet", "mm2_failover.syncs"):  # imported before the clock, as in a running task
+    for m in (
+        "numpy",
+        "pyarrow.parquet",
+        "mm2_failover.adapters.syncs",
+    ):  # imported before the clock, as in a running task
         importlib.import_module(m)
 
     pos = positions(top, groups)
@@ -150,7 +154,7 @@ def _status_mib(field: str) -> float:
 
 
 def _answer(t) -> list:
-    from mm2_failover import translate as tr
+    from mm2_failover.rules import translate as tr
 
     return [t.downstream, t.rule] if isinstance(t, tr.Translation) else ["unproven"]
 

@@ -71,7 +71,7 @@ def write_checkpoints(
     offsets as :func:`bench.apply_bench.make_plan` with ``prefix``); returns how many."""
     from confluent_kafka import Producer
 
-    from mm2_failover import checkpoints as cpf
+    from mm2_failover.rules import checkpoints as cpf
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "queue.buffering.max.messages": 2_000_000})
     n = 0
@@ -128,8 +128,8 @@ def main() -> int:
     import contextlib
 
     from mm2_failover import cli
-    from mm2_failover.kafka_io import Cluster
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.runfolder import RunFolder
     from mm2_failover.stages.apply import apply_plan
     from testbed import localenv
     from testbed.bed import free_port

@@ -29,7 +29,7 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args()
     from bench.apply_bench import make_plan
-    from mm2_failover.report import build_report, render_markdown
+    from mm2_failover.rules.report import build_report, render_markdown
 
     plan = make_plan("p", a.groups, "primary.t", a.partitions, 1000)
     committed = plan.writes()
@@ -59,7 +59,7 @@ def main() -> int:
     t3 = time.perf_counter()
     import tempfile
 
-    from mm2_failover.runfolder import REPORT_JSON, REPORT_PARTITIONS, RunFolder
+    from mm2_failover.adapters.runfolder import REPORT_JSON, REPORT_PARTITIONS, RunFolder
 
     with tempfile.TemporaryDirectory() as tmp:
         f = RunFolder(tmp)

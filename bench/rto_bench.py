@@ -7,7 +7,7 @@
    ``spark_connect_default``) and Airflow's four processes - api-server, scheduler (LocalExecutor), dag-processor,
    triggerer - with their own home and metadata DB (:mod:`testbed.airflow_stack`); ``--executor celery``: the
    CeleryExecutor instead, with a Redis of its own and one Celery worker (concurrency 2) in its own folder;
-   ``--no-preload``: Airflow's defaults instead of :func:`mm2_failover.config.preload_settings` (the comparison);
+   ``--no-preload``: Airflow's defaults instead of :func:`mm2_failover.adapters.config.preload_settings` (the comparison);
    ``--lock kafka``: the writer lock as the lease in the target, apply's commits through the fenced writer (the
    several-hosts shape's), instead of the file lock;
 2. per run, a fresh set of G groups (their own topic of P partitions, consumed and committed on the source, each
@@ -58,7 +58,7 @@ def ts(iso: str | None) -> float | None:
 
 def prepare_groups(bed, n: int, partitions: int) -> tuple[str, list[str]]:
     """G groups on a topic of their own, committed on the source and checkpointed by MM2."""
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters.kafka_io import Cluster
     from testbed import scenario
 
     tag = uuid.uuid4().hex[:6]
@@ -190,7 +190,7 @@ def main() -> int:
     from testbed.bed import Bed, free_port
     from testbed.spark_connect import SparkConnectServer
 
-    importlib.import_module("mm2_failover.config")
+    importlib.import_module("mm2_failover.adapters.config")
 
     root = REPO / "var" / "bench" / f"rto-{time.strftime('%Y%m%d-%H%M%S')}"
     out: dict = {

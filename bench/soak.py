@@ -380,7 +380,7 @@ def final_failover(bed, af, topic: str, group: str, traffic: Traffic, interval: 
     object store's credentials, to read readiness's answer where the DAGs wrote it."""
     from unittest import mock
 
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
     from mm2_failover.ui import safe_name
 
     traffic.close()
@@ -459,7 +459,7 @@ def run_soak(
 ) -> Result:
     """The soak on a started ``bed`` (its MM2 running; a Spark Connect server's connection in this process's
     environment as ``AIRFLOW_CONN_SPARK_CONNECT_DEFAULT``, or Spark's local route), in ``workdir``."""
-    from mm2_failover import store
+    from mm2_failover.adapters import store
     from testbed.airflow_stack import AirflowStack
     from testbed.objectstore import ObjectStore
     from testbed.smtp import smtp_conn, smtp_server

@@ -14,12 +14,12 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, AssetAlias, task
 
-from mm2_failover.assets import ALIAS as MOVED_GROUPS
-from mm2_failover.assets import PARTS_AT_ONCE
 from mm2_failover.dag_defaults import apply_task_defaults, run_deadline
-from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
+from mm2_failover.operators.checkpoint_job import LatestCheckpointsOperator
 from mm2_failover.operators.plan_approval import PlanApprovalOperator
 from mm2_failover.params import failover_params, run_params_template
+from mm2_failover.rules.assets import ALIAS as MOVED_GROUPS
+from mm2_failover.rules.assets import PARTS_AT_ONCE
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 from mm2_failover.sensors.producers_drained import ProducersDrainedSensor
 
@@ -77,7 +77,7 @@ with DAG(
         return tasks.verify_group_offsets(context)
 
     # one Asset event per verified moved group, for the applications' own DAGs, after verify and in parts of at most
-    # assets.PART_SIZE (100) groups, each part a mapped task instance, one at a time (mm2_failover/assets.py, rule 4)
+    # assets.PART_SIZE (100) groups, each part a mapped task instance, one at a time (mm2_failover/rules/assets.py, rule 4)
     @task(task_id="announcement_parts")
     def announcement_parts(**context):
         from mm2_failover import tasks

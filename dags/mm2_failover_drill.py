@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from airflow.sdk import DAG, Param, task
 
 from mm2_failover.dag_defaults import apply_task_defaults, run_deadline
-from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
+from mm2_failover.operators.checkpoint_job import LatestCheckpointsOperator
 from mm2_failover.params import failover_params, run_params_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 

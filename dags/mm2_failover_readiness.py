@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from airflow.sdk import DAG, Param, task
 
 from mm2_failover.dag_defaults import INTERVAL_SCHEDULE, apply_task_defaults, run_deadline
-from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
+from mm2_failover.operators.checkpoint_job import LatestCheckpointsOperator
 from mm2_failover.params import readiness_params, run_params_template
 
 PARAMS = readiness_params()

@@ -7,7 +7,7 @@ Writes tests/fixtures/mm2_checkpoints_golden.json: the raw key/value bytes (hex)
 ``<alias>.checkpoints.internal`` (with its partition and offset in that topic), and the decoded expectation.
 
 The expectation is decoded HERE, with struct and Kafka's schema (``Checkpoint.KEY_SCHEMA``, the value header
-``version`` INT16 and ``VALUE_SCHEMA_V0``), independently of ``mm2_failover.checkpoints``; the module's
+``version`` INT16 and ``VALUE_SCHEMA_V0``), independently of ``mm2_failover.rules.checkpoints``; the module's
 decoder is only cross-checked, so a bug in it cannot leak into the fixture. The Kafka version is read from
 the ``connect-mirror-<version>.jar`` the bed ran.
 """
@@ -58,8 +58,8 @@ def schema_decode(key: bytes, value: bytes | None) -> dict:
 
 
 def capture(bootstrap: str, topic: str, group: str | None = None) -> list[dict]:
-    from mm2_failover import checkpoints as cpf
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.rules import checkpoints as cpf
 
     target = Cluster({"bootstrap.servers": bootstrap}, "target")
     out = []
@@ -71,7 +71,7 @@ def capture(bootstrap: str, topic: str, group: str | None = None) -> list[dict]:
         mine = got.__dict__ if v is not None else {"group": got.group, "topic": got.topic, "partition": got.partition}
         if dict(mine) != want:
             raise SystemExit(
-                f"mm2_failover.checkpoints disagrees with the schema at {topic}[{p}]@{o}: {mine} != {want}"
+                f"mm2_failover.rules.checkpoints disagrees with the schema at {topic}[{p}]@{o}: {mine} != {want}"
             )
         out.append(
             {

@@ -69,7 +69,7 @@ class AirflowStack:
         self._spawner: threading.Thread | None = None
 
     def env(self, source_bootstrap: str, target_bootstrap: str) -> dict[str, str]:
-        from mm2_failover.store import url_of
+        from mm2_failover.adapters.store import url_of
         from testbed import localenv
 
         env = localenv.airflow_env(self.home, source_bootstrap, target_bootstrap, artifacts=url_of(self.artifacts))

@@ -115,7 +115,7 @@ def set_acls(bed, bindings, create: bool) -> None:
         ResourceType,
     )
 
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters.kafka_io import Cluster
 
     ops = {
         "Read": AclOperation.READ,
@@ -504,7 +504,7 @@ class Bed(StartedInContext):
     def client(self, role: str, timeout: float | None = None):
         """The pipeline's client (``kafka_io.Cluster``) of this bed's ``source`` or ``target`` cluster, over
         PLAINTEXT; ``timeout``: its calls' deadline (None: the client's default)."""
-        from mm2_failover.kafka_io import TIMEOUT_S, Cluster
+        from mm2_failover.adapters.kafka_io import TIMEOUT_S, Cluster
 
         boot = {"source": self.source_bootstrap, "target": self.target_bootstrap}[role]
         return Cluster({"bootstrap.servers": boot}, role, TIMEOUT_S if timeout is None else timeout)
@@ -512,8 +512,8 @@ class Bed(StartedInContext):
     def run_context(self, folder, timeout: float = 15.0, **params):
         """A run on this bed as the CLI builds it (``RunContext.from_cli``), in ``folder``, with these run
         parameters over a drain's quiet window of 1 s."""
-        from mm2_failover.config import RunParams
-        from mm2_failover.run import RunContext
+        from mm2_failover.adapters.config import RunParams
+        from mm2_failover.stages.context import RunContext
 
         confs = {
             "target": {"bootstrap.servers": self.target_bootstrap},
@@ -683,7 +683,7 @@ class Bed(StartedInContext):
         )
         t0 = time.monotonic()
         proc.start()
-        from mm2_failover.naming import checkpoints_topic
+        from mm2_failover.rules.naming import checkpoints_topic
 
         internal_sep = props.get("replication.policy.separator", ".")
         if props.get("replication.policy.internal.topic.separator.enabled", "true").lower() == "false":
@@ -771,7 +771,7 @@ class Bed(StartedInContext):
 
     def grant(self, bindings) -> None:
         """Create ACLs for :data:`SCRAM_USER` (the pipeline's principal) on a bed started with ``acls=True``:
-        ``bindings`` are :class:`mm2_failover.acls.Binding` (source or target each)."""
+        ``bindings`` are :class:`mm2_failover.rules.acls.Binding` (source or target each)."""
         set_acls(self, bindings, create=True)
 
     def revoke(self, bindings) -> None:

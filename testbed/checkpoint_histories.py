@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from mm2_failover import checkpoints as cpf
-from mm2_failover.latest import Record
+from mm2_failover.rules import checkpoints as cpf
+from mm2_failover.rules.latest import Record
 
 TOPICS = {"a": "a.checkpoints.internal", "b": "b.checkpoints.internal"}
 

@@ -13,7 +13,7 @@ DAG runs its Spark job on that server (the demo checks that the job's summary sa
 
 ``--secured`` (``make demo SECURED=1``): both clusters run Kafka's StandardAuthorizer (nothing allowed without an
 ACL) and the DAG reaches them over SASL_PLAINTEXT (SCRAM-SHA-512) as a principal holding exactly docs/reference.md's
-least-privilege ACLs (``mm2_failover.acls``) for the demo's topic and group; MM2 and the scenario's own clients use
+least-privilege ACLs (``mm2_failover.rules.acls``) for the demo's topic and group; MM2 and the scenario's own clients use
 the PLAINTEXT listener (a super user).
 
 ``--spark cluster`` (``make demo SPARK=cluster``) also starts a Spark standalone cluster (one master, one
@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir = args.workdir.resolve()  # Airflow's sqlite URL needs an absolute path
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from mm2_failover.config import run_dir
-    from mm2_failover.kafka_io import Cluster
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.config import run_dir
+    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.runfolder import RunFolder
     from testbed import localenv, scenario
     from testbed.bed import Bed
 
@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         localenv.migrate_db(env)
         prep = scenario.prepare(bed.source_bootstrap, bed.target_bootstrap, source_alias=bed.source_alias)
         if args.secured:
-            from mm2_failover.acls import bindings
-            from mm2_failover.naming import ReplicationPolicy
+            from mm2_failover.rules.acls import bindings
+            from mm2_failover.rules.naming import ReplicationPolicy
             from testbed.bed import SCRAM_USER, scram_conf
 
             granted = bindings(ReplicationPolicy(bed.source_alias), bed.target_alias, [prep.topic], [prep.group])

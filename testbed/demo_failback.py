@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir = args.workdir.resolve()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from mm2_failover.config import run_dir
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.config import run_dir
+    from mm2_failover.adapters.runfolder import RunFolder
     from testbed import failback as fb
     from testbed import localenv
     from testbed.bed import Bed

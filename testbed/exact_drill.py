@@ -419,7 +419,7 @@ def consume(
     its committed offset, and commit the offset after the last record consumed. Returns the committed offsets."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-    from mm2_failover.kafka_io import CONSUME_WAIT_S
+    from mm2_failover.adapters.kafka_io import CONSUME_WAIT_S
 
     c = Consumer(
         {
@@ -535,7 +535,7 @@ def _settled(read, what: str, quiet_s: float, timeout: float, ready=lambda v: Tr
 
 def plan_of(bed, folder: Path, groups: list[str], checkpoints_topic: str | None = None, **params):
     """Snapshot + latest checkpoints (Python decoder) + the pipeline's plan, for ``groups``."""
-    from mm2_failover.stages.plan import make_plan
+    from mm2_failover.stages.build_plan import make_plan
     from mm2_failover.stages.snapshot import capture_snapshot
 
     target = bed.client("target")
@@ -721,8 +721,8 @@ def run_drill(
             plans[(f, LOST)] = plan_of(
                 bed, root / tag / f / "lost", mine, cp_topic, translation="exact", source_reachable="no", **extra
             )
-    from mm2_failover.report import estimate_reread
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.rules.report import estimate_reread
 
     # the drain gate of each plan's failover (tail_never_copied only): refused, nothing is written
     refused = {
@@ -854,8 +854,8 @@ def _evidence_of(alias: str, run: TopicRun, replica: str, partition: int, positi
 
 def archived_syncs(alias: str, topic: str, partition: int) -> tuple:
     """The archive's offset syncs of one source partition, as (upstream, downstream) arrays."""
-    from mm2_failover.config import archive_root
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.syncs import SyncArchive
 
     cols, _bad = SyncArchive(archive_root(), alias).partition_syncs({(topic, partition)})
     return cols.pop((topic, partition), ((), ()))
@@ -885,11 +885,11 @@ def tail_never_copied(bed, folder: Path, run: TopicRun, replica: str, groups: li
     """Issue 50 item 2 (MM2 stopped): ``TAIL_NEW`` more records per partition on the source, never copied, and the
     replica's last ``TAIL_RECOPIED`` records appended to it again (a restarted MM2's re-copies): the replica's end at
     or past the source's, the source's last records without a copy. Then the failover's drain check for ``groups``
-    (:func:`mm2_failover.stages.drain.drain_check`, as the failover's sensor runs it): with MM2's progress readable,
+    (:func:`mm2_failover.stages.drain_check.drain_check`, as the failover's sensor runs it): with MM2's progress readable,
     with it unknown (``mm2_offsets_topic`` naming a topic that does not exist: MM2 on a Connect cluster, the
     parameter unset) and with the source lost (``source_reachable=no``). Returns the facts: ends, each gate's
     :func:`gate_summary`."""
-    from mm2_failover.stages.drain import drain_check
+    from mm2_failover.stages.drain_check import drain_check
 
     source, target = bed.client("source"), bed.client("target")
     parts = list(range(run.partitions))

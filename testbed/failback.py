@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mm2_failover.kafka_io import Cluster
-from mm2_failover.runfolder import RunFolder
+from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.runfolder import RunFolder
 from testbed import scenario
 
 PARTS = 2

@@ -56,7 +56,7 @@ def airflow_env(
 ) -> dict[str, str]:
     """Everything a local Airflow needs to run the project's DAGs against the bed. ``spark_conf`` is added to
     (and overrides) the job's default Spark conf, e.g. a standalone cluster's ``SparkCluster.app_conf``."""
-    from mm2_failover.config import preload_settings
+    from mm2_failover.adapters.config import preload_settings
 
     home = Path(home)
     return {
@@ -112,7 +112,7 @@ def load_dag(dag_id: str):
     return bag.get_dag(dag_id)
 
 
-#: the DAGs whose runs wait for a human's approval before they write (mm2_failover.approval)
+#: the DAGs whose runs wait for a human's approval before they write (mm2_failover.rules.approval)
 ASKS_APPROVAL = ("mm2_failover",)
 
 

@@ -39,8 +39,8 @@ def main() -> int:
     import logging
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
-    from mm2_failover.kafka_io import Cluster
-    from mm2_failover.kafka_lock import LockLost
+    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka_lock import LockLost
     from mm2_failover.stages.apply import writer_lock
 
     target = Cluster({"bootstrap.servers": a.bootstrap}, "target", a.write_timeout)

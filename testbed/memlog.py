@@ -1,10 +1,10 @@
 """A cluster in memory with Kafka's read semantics, as the evidence stage sees a cluster
-(:class:`mm2_failover.evidence.RecordSource`): for the property tests of the whole proof path.
+(:class:`mm2_failover.rules.evidence.RecordSource`): for the property tests of the whole proof path.
 
 Each partition is a list of entries by offset: a data record (its content), a transaction marker, an aborted record
 or a record the log cleaner removed - the last three are offsets without a record for a ``read_committed`` reader.
 The log starts at ``start`` (retention, DeleteRecords) and ends after the last entry. A read honours the same reset
-setting the Kafka adapter gives librdkafka (:data:`mm2_failover.kafka_io.BOUNDED_READ_CONF`, read at every call):
+setting the Kafka adapter gives librdkafka (:data:`mm2_failover.adapters.kafka_io.BOUNDED_READ_CONF`, read at every call):
 ``auto.offset.reset=error`` makes a start below the log start an error; anything else reproduces librdkafka's
 default, which moves the read to the log end and returns nothing. Ranges over the budget are not read; ``fail``
 names ranges whose read fails (a broker error).
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from mm2_failover import evidence as ev
+from mm2_failover.rules import evidence as ev
 
 DATA, MARKER, ABORTED, COMPACTED = "data", "marker", "aborted", "compacted"
 
@@ -35,7 +35,7 @@ class Partition:
 
 
 class MemoryLog:
-    """A :class:`~mm2_failover.evidence.RecordSource` over in-memory partitions."""
+    """A :class:`~mm2_failover.rules.evidence.RecordSource` over in-memory partitions."""
 
     def __init__(
         self,
@@ -52,7 +52,7 @@ class MemoryLog:
         return {tp: (self.partitions[tp].start, self.partitions[tp].end) for tp in tps}
 
     def read_ranges(self, ranges: ev.Ranges, budget: int) -> dict:
-        from mm2_failover import kafka_io
+        from mm2_failover.adapters import kafka_io
 
         reset_error = kafka_io.BOUNDED_READ_CONF.get("auto.offset.reset") == "error"
         out = {}

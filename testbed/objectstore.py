@@ -29,7 +29,7 @@ CREDENTIAL = "mm2-failover-bed-secret"  # a local test credential: loopback only
 
 
 def jar_dir() -> Path:
-    from mm2_failover.config import REPO_ROOT
+    from mm2_failover.adapters.config import REPO_ROOT
 
     return REPO_ROOT / ".cache" / "jars" / "s3proxy"
 

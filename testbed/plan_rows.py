@@ -3,7 +3,7 @@ the drill's and the report's unit tests."""
 
 from __future__ import annotations
 
-from mm2_failover.plan import CLAMP, COMMIT, SKIP, PlanRow
+from mm2_failover.rules.plan import CLAMP, COMMIT, SKIP, PlanRow
 
 
 def rows():

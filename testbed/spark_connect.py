@@ -53,7 +53,7 @@ class SparkConnectServer:
         """``java_options``: the server JVM's (e.g. :data:`testbed.localenv.QUICK_JVM_OPTIONS` for the test suite's
         small jobs: measured, its start and warm-up took 21.9 CPU-s against 45.8, a second warm-up 7.5 against 14.8;
         the benchmarks keep the JIT's second tier, as a deployment does)."""
-        from mm2_failover.config import spark_jars
+        from mm2_failover.adapters.config import spark_jars
 
         run_dir.mkdir(parents=True, exist_ok=True)
         log = run_dir / "spark-connect.log"
@@ -117,7 +117,7 @@ class SparkConnectServer:
         afterwards)."""
         import json
 
-        from mm2_failover.config import PLUGINS_DIR
+        from mm2_failover.adapters.config import PLUGINS_DIR
 
         t0 = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}

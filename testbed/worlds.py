@@ -20,9 +20,9 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from mm2_failover import evidence as ev
-from mm2_failover import translate as tr
-from mm2_failover.translate import SyncIndex
+from mm2_failover.rules import evidence as ev
+from mm2_failover.rules import translate as tr
+from mm2_failover.rules.translate import SyncIndex
 from testbed.memlog import ABORTED, COMPACTED, DATA, MARKER, MemoryLog, Partition
 
 SRC, REP = ("orders", 0), ("primary.orders", 0)
@@ -420,8 +420,8 @@ def plan_for(w: World, u: int, c: int | None, o: ev.Outcome, archived: int | Non
     translation stage applies (:func:`evidence.resume_at`) and the plan's rules (:func:`plan.build_plan`: clamp,
     rule 1b) over the replica's bounds. ``archived``: with the source lost, the archive's reading of the group's
     commit where plan rule 1a takes it (then the position translated). None: the plan refuses."""
-    from mm2_failover import plan as pm
-    from mm2_failover.checkpoints import Checkpoint
+    from mm2_failover.rules import plan as pm
+    from mm2_failover.rules.checkpoints import Checkpoint
 
     down = None if c is None else mm2_checkpoint(w, c)
     cps = [] if down is None else [Checkpoint(GROUP, REP[0], 0, c, down, "", source_alias="a")]
@@ -475,7 +475,7 @@ def lost_with_a_reading(w: World, u: int, seed: int, rnd: random.Random) -> Read
     checkpoint only as MM2 does (a rewind below its last checkpoint, or a translation that moved on:
     :func:`mm2_checkpoint`; its time taken before it reads), and the scheduled archive read the commit once between
     two moves, on a clock apart from MM2's by less than rule 1a's margin."""
-    from mm2_failover import plan as pm
+    from mm2_failover.rules import plan as pm
 
     m = pm.CLOCK_MARGIN_S
     n = len(w.source.entries)

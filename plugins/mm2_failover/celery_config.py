@@ -5,7 +5,7 @@ A Celery worker runs each task in a process forked from one of its pool's childr
 its start. Celery imports a configuration's ``imports`` in the worker's main process before it starts the pool
 (``WorkController.__init__`` -> ``loader.init_worker``), so with this configuration every pool child, and every task
 forked from one, has the heavy third-party modules already - as the LocalExecutor's workers have through the
-scheduler's settings. Named by ``[celery] celery_config_options`` (:func:`mm2_failover.config.preload_settings`)::
+scheduler's settings. Named by ``[celery] celery_config_options`` (:func:`mm2_failover.adapters.config.preload_settings`)::
 
     [celery] celery_config_options = mm2_failover.celery_config.CELERY_CONFIG
 

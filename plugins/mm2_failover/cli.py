@@ -52,10 +52,10 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from mm2_failover import config
-from mm2_failover.config import RunParams
-from mm2_failover.listing import FORMATS, Listing, render
-from mm2_failover.runfolder import ROLLBACK, head_text
+from mm2_failover.adapters import config
+from mm2_failover.adapters.config import RunParams
+from mm2_failover.adapters.runfolder import ROLLBACK, head_text
+from mm2_failover.rules.listing import FORMATS, Listing, render
 from mm2_failover.stages.outcomes import EXIT_FAILED, EXIT_LIVE, EXIT_OK, EXIT_USAGE
 
 log = logging.getLogger("mm2_failover")
@@ -95,7 +95,7 @@ def read_config_file(path: str, what: str) -> dict:
 
 def check_client_settings(conf: dict, what: str) -> None:
     """librdkafka refuses unknown properties and bad values when a client is created: do it now, to name the file."""
-    from mm2_failover.kafka_io import KafkaConfigError, admin, check_conf
+    from mm2_failover.adapters.kafka_io import KafkaConfigError, admin, check_conf
 
     try:
         check_conf(conf, what)
@@ -199,8 +199,8 @@ def bounded_int(low: int, high: int | None):
 @functools.cache
 def flag_defaults() -> dict:
     """Each run parameter's default on the command line: the deployment's topology where it is set once
-    (:func:`mm2_failover.config.deployment_defaults`: ``AIRFLOW__MM2_FAILOVER__*``), else the definition's."""
-    from mm2_failover.config import deployment_defaults
+    (:func:`mm2_failover.adapters.config.deployment_defaults`: ``AIRFLOW__MM2_FAILOVER__*``), else the definition's."""
+    from mm2_failover.adapters.config import deployment_defaults
 
     try:
         deployed = deployment_defaults()
@@ -211,7 +211,7 @@ def flag_defaults() -> dict:
 
 def add_param(p: argparse.ArgumentParser, name: str) -> None:
     """Run parameter ``name`` as a flag (none when its definition says it is not on the command line)."""
-    from mm2_failover.config import PARAMS
+    from mm2_failover.adapters.config import PARAMS
 
     spec = PARAMS[name]
     flag = spec.cli_flag(name)
@@ -236,7 +236,7 @@ def add_param(p: argparse.ArgumentParser, name: str) -> None:
 
 def add_params(p: argparse.ArgumentParser) -> None:
     """The run parameters as flags, generated from their one definition (:class:`RunParams`'s defaults and choices,
-    :data:`mm2_failover.config.PARAMS`' flags, help and bounds): a boolean that is off by default is a switch that
+    :data:`mm2_failover.adapters.config.PARAMS`' flags, help and bounds): a boolean that is off by default is a switch that
     turns it on, one that is on has a ``--no-...`` switch; integers are checked against their bounds."""
     from dataclasses import fields
 
@@ -260,9 +260,9 @@ def add_params(p: argparse.ArgumentParser) -> None:
 
 
 def run_dir_arg(value: str):
-    """``--run-dir``: a local folder or a folder in an object store (:func:`mm2_failover.store.as_path`; a plain
+    """``--run-dir``: a local folder or a folder in an object store (:func:`mm2_failover.adapters.store.as_path`; a plain
     ``Path`` would fold ``s3://`` into ``s3:/``)."""
-    from mm2_failover.store import as_path
+    from mm2_failover.adapters.store import as_path
 
     return as_path(value)
 
@@ -400,8 +400,8 @@ def confs_of(a: argparse.Namespace) -> tuple[dict[str, dict], dict[str, str]]:
 
 
 def context_of(a: argparse.Namespace, command: str):
-    from mm2_failover.config import TOPOLOGY
-    from mm2_failover.run import RunContext
+    from mm2_failover.adapters.config import TOPOLOGY
+    from mm2_failover.stages.context import RunContext
     from mm2_failover.stages.preflight import check_inputs
 
     confs, conns = confs_of(a)
@@ -443,7 +443,7 @@ def planned_params(a: argparse.Namespace) -> dict:
     """``apply --plan RUN_DIR``: the parameters the plan in that folder was built with (its ``run.json``), and over
     them every run parameter given on this command line with a value other than its default - one that differs from
     the plan's is then refused by the folder, naming it, as any continued run is."""
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
 
     if a.run_dir is not None and str(a.run_dir) != str(a.plan):
         raise CliError(EXIT_USAGE, f"--plan {a.plan} and --run-dir {a.run_dir}: give one (--plan continues that run)")
@@ -455,7 +455,7 @@ def planned_params(a: argparse.Namespace) -> dict:
             f"--plan {a.plan}: no plan in that folder. Build one first: {prog_name()} plan "
             f"--run-dir {a.plan} ... (or apply without --plan)",
         )
-    from mm2_failover.config import PARAMS
+    from mm2_failover.adapters.config import PARAMS
 
     typed = {tok.split("=", 1)[0] for tok in (a.argv or []) if tok.startswith("--")}
     given = {
@@ -467,8 +467,8 @@ def planned_params(a: argparse.Namespace) -> dict:
 def run_spark_job(a, sub, said: list[str]) -> int:
     """The job of submission ``sub`` on a warm Spark Connect server or through spark-submit (the route is logged;
     the job's summary records it too); its exit code."""
-    from mm2_failover.config import SPARK_CONNECT_CONN_ID
-    from mm2_failover.spark import cli_spark_route, connect_run, spark_submit
+    from mm2_failover.adapters.config import SPARK_CONNECT_CONN_ID
+    from mm2_failover.adapters.spark import cli_spark_route, connect_run, spark_submit
 
     try:
         with cli_logging_kept():
@@ -485,10 +485,10 @@ def run_spark_job(a, sub, said: list[str]) -> int:
 
 
 def compute_latest_checkpoints(a, ctx) -> None:
-    """Stage 3 by its one route (:func:`mm2_failover.stages.checkpoints.compute`), on the CLI's Spark route; a run
+    """Stage 3 by its one route (:func:`mm2_failover.stages.compute_checkpoints.compute`), on the CLI's Spark route; a run
     folder whose answers are whole keeps them. Too many unusable records: the plan (or the drill's, readiness's
     report) refuses with the details, as ``make_plan``'s quarantine rule says."""
-    from mm2_failover.stages.checkpoints import compute
+    from mm2_failover.stages.compute_checkpoints import compute
     from mm2_failover.stages.errors import QuarantineRefused
 
     said: list[str] = []
@@ -547,7 +547,7 @@ def live_status(what: str):
 
 
 def cmd_drain(a, ctx) -> Listing:
-    from mm2_failover.stages.drain import wait_drained
+    from mm2_failover.stages.drain_check import wait_drained
 
     with live_status("waiting for the drain") as on_wait:
         v = wait_drained(ctx, on_wait=on_wait)
@@ -587,7 +587,7 @@ def cmd_plan(a, ctx) -> Listing:
 
 
 def build_plan(a, ctx):
-    from mm2_failover.stages.plan import make_plan
+    from mm2_failover.stages.build_plan import make_plan
 
     if not ctx.folder.has_plan():
         cmd_snapshot(a, ctx)
@@ -596,10 +596,10 @@ def build_plan(a, ctx):
 
 
 def plan_listing(ctx, plan) -> Listing:
-    """The plan per partition (:func:`mm2_failover.report.plan_lines`), its counts, and the Kafka command that would
+    """The plan per partition (:func:`mm2_failover.rules.report.plan_lines`), its counts, and the Kafka command that would
     write the same offsets by hand."""
-    from mm2_failover.report import PLAN_LINE_COLUMNS, PLAN_LINE_DATA
-    from mm2_failover.stages.plan import plan_lines
+    from mm2_failover.rules.report import PLAN_LINE_COLUMNS, PLAN_LINE_DATA
+    from mm2_failover.stages.build_plan import plan_lines
 
     f, counts = ctx.folder, plan.counts()
     rows = plan_lines(ctx, plan)
@@ -689,7 +689,7 @@ def cmd_apply(a, ctx) -> Listing:
 
 
 def cmd_verify(a, ctx) -> Listing:
-    from mm2_failover.stages.plan import make_plan
+    from mm2_failover.stages.build_plan import make_plan
     from mm2_failover.stages.verify import verify_run
 
     if not ctx.folder.has_plan():
@@ -725,15 +725,15 @@ def summary_listing(summary: dict) -> Listing:
 
 
 def cmd_refresh_state(a, ctx) -> Listing:
-    from mm2_failover.config import state_root
-    from mm2_failover.spark import push_state, refresh_submission
+    from mm2_failover.adapters.config import state_root
+    from mm2_failover.adapters.spark import push_state, refresh_submission
 
     said: list[str] = []
     topics = {alias: ctx.policies[alias].checkpoints_topic for alias in ctx.aliases}
     with refresh_submission(topics, ctx.target.conf) as sub:
         rc = run_spark_job(a, sub, said)
     if rc:  # the outcome table decides the exit code, as for stage 3's job
-        from mm2_failover.stages.checkpoints import job_error
+        from mm2_failover.stages.compute_checkpoints import job_error
 
         raise job_error(rc, "the state refresh (Spark)", " ".join(said) or "see its output above")
     push_state(sub)  # the archive in an object store: the new version there too
@@ -744,7 +744,7 @@ def cmd_drill(a, ctx) -> Listing:
     from dataclasses import replace
 
     from mm2_failover import metrics
-    from mm2_failover.stages.drill import drill_lag, drill_plan, drill_report
+    from mm2_failover.stages.drill_report import drill_lag, drill_plan, drill_report
     from mm2_failover.stages.snapshot import capture_snapshot
 
     ctx.params = replace(ctx.params, dry_run=True)
@@ -767,8 +767,8 @@ def readiness_steps(a, ctx):
     from dataclasses import replace
 
     from mm2_failover.dag_defaults import INTERVAL_SECONDS
-    from mm2_failover.stages.drill import drill_lag
-    from mm2_failover.stages.readiness import assess_readiness
+    from mm2_failover.stages.assess_readiness import assess_readiness
+    from mm2_failover.stages.drill_report import drill_lag
     from mm2_failover.stages.snapshot import capture_snapshot
 
     ctx.params = replace(ctx.params, dry_run=True)
@@ -801,11 +801,11 @@ def cmd_readiness(a, ctx):
 
 
 def cmd_rollback(a):
-    from mm2_failover.kafka_io import Cluster
-    from mm2_failover.runfolder import RunFolder, load_backup
+    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.runfolder import RunFolder, load_backup
     from mm2_failover.stages.apply import writer_lock
     from mm2_failover.stages.gate import describe_live, live_groups
-    from mm2_failover.stages.rollback import rollback, verify_rollback
+    from mm2_failover.stages.roll_back import rollback, verify_rollback
 
     confs, _ = confs_of(a)
     target = Cluster(confs["target"], "target", a.timeout)
@@ -815,7 +815,7 @@ def cmd_rollback(a):
         raise CliError(EXIT_LIVE, describe_live([("target", s) for s in live]) + "\nNothing was written.")
     folder = RunFolder(a.backup.parent / f"rollback-{time.strftime('%Y%m%d-%H%M%S')}")
     with writer_lock(target, "rollback (cli)", a.lock_wait_seconds, run=str(a.backup)) as held:
-        from mm2_failover import faults
+        from mm2_failover.adapters import faults
 
         faults.hit("rollback.locked")
         res = rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup), held=held)

@@ -1,6 +1,6 @@
 """What every task of the DAGs gets, in one place: how long one try may run (``execution_timeout``), and who hears
 of its final failure (``on_failure_callback``: :class:`mm2_failover.notifications.RunFailureNotifier`, whose rules are
-in :mod:`mm2_failover.notify`).
+in :mod:`mm2_failover.rules.notify`).
 
 No task may hang a run forever - a broker call that never returns, a Spark job stuck in a cluster's queue, a process
 that stopped making progress. Airflow fails a try that runs past its limit, and the task's retries (every task here is
@@ -71,7 +71,7 @@ EXECUTION_TIMEOUTS: dict[str, timedelta] = {
 
 
 # How long a run may go, from when it was queued, before on-call hears that it has not ended (Airflow's DeadlineAlert;
-# rule 6 of mm2_failover.notify). A failover or rollback in an incident takes minutes (the benchmarks' 10k groups:
+# rule 6 of mm2_failover.rules.notify). A failover or rollback in an incident takes minutes (the benchmarks' 10k groups:
 # under 3 min on a real scheduler), so half an hour means stuck or waiting for an approval nobody gave (which waits up
 # to approval_timeout_seconds, an hour by default); the archive and readiness run every interval, one run at a time,
 # so a run past two intervals holds the next ones back.
@@ -115,7 +115,7 @@ def deadline_seconds(dag_id: str, env: dict[str, str]) -> float | None:
 
 def run_deadline(dag_id: str):
     """The ``deadline`` argument of ``dag_id``'s DAG: told when a run has not ended its deadline after it was queued
-    (rule 6 of :mod:`mm2_failover.notify`), through the executor (no triggerer needed); None when switched off."""
+    (rule 6 of :mod:`mm2_failover.rules.notify`), through the executor (no triggerer needed); None when switched off."""
     import os
 
     from airflow.sdk.definitions.callback import SyncCallback

@@ -68,7 +68,7 @@ DRILL_GAUGES: tuple[tuple[str, str], ...] = (
     ("findings", "findings"),
 )
 
-# gauge names (after PREFIX.readiness.) = keys of the readiness summary (mm2_failover.readiness.summarize)
+# gauge names (after PREFIX.readiness.) = keys of the readiness summary (mm2_failover.rules.readiness.summarize)
 READINESS_GAUGES: tuple[str, ...] = (
     "groups",
     "groups_not_exact",

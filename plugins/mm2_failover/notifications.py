@@ -1,5 +1,5 @@
 """The Airflow notifier every task of the DAGs here reports its final failure through (``on_failure_callback``,
-set by :func:`mm2_failover.dag_defaults.apply_task_defaults`). What it says and to whom: :mod:`mm2_failover.notify`.
+set by :func:`mm2_failover.dag_defaults.apply_task_defaults`). What it says and to whom: :mod:`mm2_failover.rules.notify`.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ def base_url() -> str:
 
 
 class RunFailureNotifier(BaseNotifier):
-    """Rule 1-4 of :mod:`mm2_failover.notify`: builds the message from the failed task's context and hands it to
+    """Rule 1-4 of :mod:`mm2_failover.rules.notify`: builds the message from the failed task's context and hands it to
     every configured channel (Airflow's ``SmtpNotifier``; any ``module:factory``), none of which can change the
     task's outcome."""
 
     template_fields = ()
 
     def notify(self, context) -> None:
-        from mm2_failover import notify as rules
-        from mm2_failover.config import run_dir
+        from mm2_failover.adapters.config import run_dir
+        from mm2_failover.rules import notify as rules
         from mm2_failover.stages.archive import ARCHIVE_DAG, record_failure
 
         ti = context["ti"]
@@ -54,9 +54,9 @@ class RunFailureNotifier(BaseNotifier):
 
 
 def deliver(msg, context) -> int:
-    """Hand ``msg`` to every configured channel (rules 3-4 of :mod:`mm2_failover.notify`); returns how many took
+    """Hand ``msg`` to every configured channel (rules 3-4 of :mod:`mm2_failover.rules.notify`); returns how many took
     it. Never raises."""
-    from mm2_failover import notify as rules
+    from mm2_failover.rules import notify as rules
 
     bad: list[str] = []
     ch = rules.channels(dict(os.environ), _config(), _connection_extra(), bad)
@@ -87,8 +87,8 @@ def deliver(msg, context) -> int:
 
 
 def _config() -> dict:
-    """Rule 8 of :mod:`mm2_failover.notify`: the ``[mm2_failover]`` section of Airflow's configuration."""
-    from mm2_failover import notify as rules
+    """Rule 8 of :mod:`mm2_failover.rules.notify`: the ``[mm2_failover]`` section of Airflow's configuration."""
+    from mm2_failover.rules import notify as rules
 
     try:
         from airflow.configuration import conf
@@ -101,7 +101,7 @@ def _config() -> dict:
 
 def _connection_extra() -> dict:
     """Rule 8: the ``mm2_failover_notify`` connection's extra ({} when there is none), read at every message."""
-    from mm2_failover import notify as rules
+    from mm2_failover.rules import notify as rules
 
     try:
         from airflow.sdk import BaseHook
@@ -160,11 +160,11 @@ def _custom(spec: str, msg, context) -> None:
 
 
 def deadline_missed(context, interval_seconds: float = 0) -> int:
-    """Rule 6 of :mod:`mm2_failover.notify`: the callback of every DAG's ``DeadlineAlert``
+    """Rule 6 of :mod:`mm2_failover.rules.notify`: the callback of every DAG's ``DeadlineAlert``
     (:func:`mm2_failover.dag_defaults.run_deadline`), run by the executor with the context Airflow gives a deadline
     callback (``dag_run`` as the REST API shows it, and ``deadline``); returns how many channels took the message."""
-    from mm2_failover import notify as rules
-    from mm2_failover.config import run_dir
+    from mm2_failover.adapters.config import run_dir
+    from mm2_failover.rules import notify as rules
 
     run = dict((context or {}).get("dag_run") or {})
     dl = dict((context or {}).get("deadline") or {})

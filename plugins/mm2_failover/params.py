@@ -1,6 +1,6 @@
 """The trigger form of the failover DAGs: every run parameter with a title, a description, a type, a section and
 validation (a bad value is refused before any task runs), generated from their one definition -
-:class:`mm2_failover.config.RunParams` (defaults, allowed values) and :data:`mm2_failover.config.PARAMS` (titles,
+:class:`mm2_failover.adapters.config.RunParams` (defaults, allowed values) and :data:`mm2_failover.adapters.config.PARAMS` (titles,
 help, sections, bounds). Defaults are the safe choice."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import fields
 
 from airflow.sdk import Param
 
-from mm2_failover.config import PARAMS, SECTIONS, RunParams, deployment_defaults
+from mm2_failover.adapters.config import PARAMS, SECTIONS, RunParams, deployment_defaults
 
 _D = RunParams()
 _C = RunParams.CHOICES
@@ -30,9 +30,9 @@ def optional_text(default) -> bool:
 
 def form_param(name: str, asked: bool = False, defaults: dict | None = None) -> Param:
     """The trigger form's field of run parameter ``name``, generated from its one definition: the default and type
-    from :class:`RunParams` - or the deployment's topology (``defaults``: :func:`mm2_failover.config.
+    from :class:`RunParams` - or the deployment's topology (``defaults``: :func:`mm2_failover.adapters.config.
     deployment_defaults`) -, the allowed values (``enum``), the bounds, title, help, section and further schema keys
-    from :data:`mm2_failover.config.PARAMS`. An optional text is nullable (None, rendered "" in the operators'
+    from :data:`mm2_failover.adapters.config.PARAMS`. An optional text is nullable (None, rendered "" in the operators'
     templates); ``asked``: no default, the form requires a value."""
     spec, default = PARAMS[name], (defaults or {}).get(name, getattr(_D, name))
     schema: dict = {"type": _TYPES[type(getattr(_D, name))], "title": spec.title, "section": spec.section}

@@ -3,7 +3,7 @@ script (the pages' Content-Security-Policy allows none). Each picture is a pure 
 holds; the numbers it shows are the report's own (no picture computes a figure of its own):
 
 1. **How each partition resumes** (a run's report): the plan's partitions by the kind of answer they got - exact,
-   floor, MM2's checkpoint, not moved (:func:`mm2_failover.readiness.kind_of`, the one classification) - each bar
+   floor, MM2's checkpoint, not moved (:func:`mm2_failover.rules.readiness.kind_of`, the one classification) - each bar
    labelled with its count (``totals["partitions_by_answer"]``).
 2. **The groups with the most re-read** (a run's report): the top :data:`TOP` groups by their estimated re-read, each
    bar labelled with its count; a group whose re-read is unknown for a partition says so in its label.
@@ -28,7 +28,7 @@ import re
 from datetime import datetime
 from typing import Any, Iterable
 
-from mm2_failover.readiness import CHECKPOINT, EXACT, FLOOR, NONE
+from mm2_failover.rules.readiness import CHECKPOINT, EXACT, FLOOR, NONE
 
 TOP = 15  # bars in a "the most ..." picture
 INK = "#010203"  # drawn by matplotlib, then said as currentColor (the page's text colour)

@@ -5,7 +5,7 @@ has for free. A task that reads or writes Parquet otherwise pays pandas' import 
 the first time it converts Python objects, reads a table or groups one: 1.5-2.6 s on the bench's machine), and
 every task pays the task runner's own imports. :data:`MODULES` is what a task imported after its fork, measured on
 the bench with ``PYTHONPROFILEIMPORTTIME=1`` in the scheduler's environment (a task's imports go to its log). This
-module is the one list of those imports, named by Airflow's settings (:func:`mm2_failover.config.preload_settings`,
+module is the one list of those imports, named by Airflow's settings (:func:`mm2_failover.adapters.config.preload_settings`,
 used by the local deployment and ``docker-compose.yaml``)::
 
     [scheduler] mp_start_method = forkserver            # the LocalExecutor's workers

@@ -1,4 +1,4 @@
-"""The bodies of the DAGs' TaskFlow tasks: resolve the run once (:class:`~mm2_failover.run.RunContext`), call the
+"""The bodies of the DAGs' TaskFlow tasks: resolve the run once (:class:`~mm2_failover.stages.context.RunContext`), call the
 stages in :mod:`mm2_failover.stages`, and turn their outcomes into Airflow's (a deterministic refusal fails the task
 without retries). Nothing here decides anything a step does not.
 """
@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import logging
 
-from mm2_failover.runfolder import APPLY, ROLLBACK, head_text
-from mm2_failover.words import listed
+from mm2_failover.adapters.runfolder import APPLY, ROLLBACK, head_text
+from mm2_failover.rules.words import listed
 
 log = logging.getLogger(__name__)
 
 
 def _ctx(context, **kw):
-    from mm2_failover.run import RunContext
+    from mm2_failover.stages.context import RunContext
 
     ctx = RunContext.from_airflow(context, **kw)
     ctx.folder.bind_params(ctx.dag_id, ctx.params.result_params(), list(ctx.params.RESULT_PARAMS))
@@ -60,7 +60,7 @@ def capture_end_offsets(context) -> dict:
 @_outcomes
 def build_plan(context) -> dict:
     """The plan, once per run, and the report of it before anything is written (a dry run's, or the approver's)."""
-    from mm2_failover.stages.approval import current_hash, plan_and_preview
+    from mm2_failover.stages.approve_plan import current_hash, plan_and_preview
 
     ctx = _ctx(context)
     plan, rep = plan_and_preview(ctx)
@@ -80,8 +80,8 @@ def apply_group_offsets(context) -> dict:
     from airflow.sdk.exceptions import AirflowSkipException
 
     from mm2_failover.stages.apply import backup_and_apply
-    from mm2_failover.stages.approval import approved_plan
-    from mm2_failover.stages.plan import plan_record
+    from mm2_failover.stages.approve_plan import approved_plan
+    from mm2_failover.stages.build_plan import plan_record
 
     ctx = _ctx(context)
     record = plan_record(ctx)  # one read of plan.json: what is checked is what is written
@@ -110,7 +110,7 @@ def verify_group_offsets(context) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
     from mm2_failover.metrics import emit_metrics
-    from mm2_failover.stages.plan import make_plan
+    from mm2_failover.stages.build_plan import make_plan
     from mm2_failover.stages.verify import verify_run
 
     ctx = _ctx(context)
@@ -135,25 +135,25 @@ def verify_group_offsets(context) -> dict:
         )
     if rep.outcome == "succeeded":  # notify rule 7: on-call hears that it is done, and how it went
         from mm2_failover.notifications import base_url, tell
-        from mm2_failover.notify import verified_message
+        from mm2_failover.rules.notify import verified_message
 
         tell(verified_message(ctx.dag_id, ctx.run_id, ctx.folder.dir.name, t, base_url()))
-    from mm2_failover import assets
-    from mm2_failover.config import TARGET_CONN_ID
+    from mm2_failover.adapters.config import TARGET_CONN_ID
+    from mm2_failover.rules import assets
 
     moved = len(assets.events(published, target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID))
     return {"report": str(ctx.folder.report_json), "outcome": rep.outcome, "totals": t, "asset_events": moved}
 
 
 def announcement_parts(context) -> list[dict]:
-    """The Asset events of the verified report's moved groups (:mod:`mm2_failover.assets`), written once to
+    """The Asset events of the verified report's moved groups (:mod:`mm2_failover.rules.assets`), written once to
     ``announcements.json``, and the parts ``announce_moved_groups`` is mapped over (rule 4): none when no group
     moved (the mapped task is then skipped)."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from mm2_failover import assets
-    from mm2_failover.config import TARGET_CONN_ID
-    from mm2_failover.runfolder import ANNOUNCEMENTS
+    from mm2_failover.adapters.config import TARGET_CONN_ID
+    from mm2_failover.adapters.runfolder import ANNOUNCEMENTS
+    from mm2_failover.rules import assets
 
     ctx = _ctx(context)
     rep = ctx.folder.load_report()
@@ -178,8 +178,8 @@ def announce_moved_groups(context, arg: dict) -> int:
     run folder's ``announcements.json``."""
     from airflow.sdk import Asset, AssetAlias
 
-    from mm2_failover import assets
-    from mm2_failover.runfolder import ANNOUNCEMENTS
+    from mm2_failover.adapters.runfolder import ANNOUNCEMENTS
+    from mm2_failover.rules import assets
 
     ctx = _ctx(context)
     events = assets.part([tuple(e) for e in ctx.folder.load(ANNOUNCEMENTS)], arg)
@@ -208,8 +208,8 @@ def preflight_audit(context) -> list[dict]:
 @_outcomes
 def archive_offset_syncs(context) -> dict:
     """The archive DAG's task: no run folder (it runs every few minutes); the result is the task's XCom."""
-    from mm2_failover.run import RunContext
     from mm2_failover.stages import archive as archive_stage
+    from mm2_failover.stages.context import RunContext
 
     return archive_stage.archive_offset_syncs(RunContext.from_airflow(context))
 
@@ -219,10 +219,10 @@ def archive_offset_syncs(context) -> dict:
 
 @_outcomes
 def rollback_group_offsets(context) -> dict:
-    from mm2_failover.run import RunContext
-    from mm2_failover.runfolder import load_backup
+    from mm2_failover.adapters.runfolder import load_backup
     from mm2_failover.stages.apply import writer_lock
-    from mm2_failover.stages.rollback import backup_path_of, rollback
+    from mm2_failover.stages.context import RunContext
+    from mm2_failover.stages.roll_back import backup_path_of, rollback
 
     p = dict(context["params"])
     ctx = RunContext.from_airflow(context)
@@ -252,9 +252,9 @@ def rollback_group_offsets(context) -> dict:
 def verify_rollback(context) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from mm2_failover.run import RunContext
-    from mm2_failover.runfolder import load_backup
-    from mm2_failover.stages import rollback as rollback_stage
+    from mm2_failover.adapters.runfolder import load_backup
+    from mm2_failover.stages import roll_back as rollback_stage
+    from mm2_failover.stages.context import RunContext
 
     p = dict(context["params"])
     path = rollback_stage.backup_path_of(p.get("backup_path"), p.get("failover_run_id"))
@@ -263,9 +263,9 @@ def verify_rollback(context) -> dict:
     if left:
         raise AirflowFailException("rollback incomplete: " + "; ".join(left))
     log.info("every group holds exactly the commits saved in %s", path)
-    from mm2_failover.config import run_dir
+    from mm2_failover.adapters.config import run_dir
     from mm2_failover.notifications import base_url, tell
-    from mm2_failover.notify import rollback_message
+    from mm2_failover.rules.notify import rollback_message
 
     ti = context["ti"]
     tell(
@@ -281,12 +281,13 @@ def verify_rollback(context) -> dict:
 
 @_outcomes
 def assess_readiness(context) -> dict:
-    """What a failover would do now (:mod:`mm2_failover.readiness`), kept for the Readiness page, sent as gauges,
+    """What a failover would do now (:mod:`mm2_failover.rules.readiness`), kept for the Readiness page, sent as gauges,
     and what got worse since the previous interval told through the notifiers (the task succeeds: it measured)."""
-    from mm2_failover import metrics, notify
+    from mm2_failover import metrics
     from mm2_failover.dag_defaults import INTERVAL_SECONDS
     from mm2_failover.notifications import base_url, deliver
-    from mm2_failover.stages.readiness import assess_readiness as assess
+    from mm2_failover.rules import notify
+    from mm2_failover.stages.assess_readiness import assess_readiness as assess
 
     ctx = _ctx(context)
     stale = int(dict(context["params"]).get("archive_stale_intervals") or 3)
@@ -310,14 +311,14 @@ def assess_readiness(context) -> dict:
 
 @_outcomes
 def measure_replication_lag(context) -> dict:
-    from mm2_failover.stages.drill import drill_lag
+    from mm2_failover.stages.drill_report import drill_lag
 
     return drill_lag(_ctx(context))
 
 
 @_outcomes
 def plan_group_offsets(context) -> dict:
-    from mm2_failover.stages.drill import drill_plan
+    from mm2_failover.stages.drill_report import drill_plan
 
     return drill_plan(_ctx(context), dict(context["params"]).get("allow_drill_writes_for_prefix"))
 
@@ -325,7 +326,7 @@ def plan_group_offsets(context) -> dict:
 @_outcomes
 def drill_report(context) -> dict:
     from mm2_failover import metrics
-    from mm2_failover.stages.drill import drill_report
+    from mm2_failover.stages.drill_report import drill_report
 
     ctx = _ctx(context)
     d = drill_report(ctx)

@@ -13,7 +13,7 @@ and the runs of DAGs without a report say where to look instead). Testable witho
   (``approval.json``). A dry run, and a plan waiting for its approval, rejected or not approved in time, have a
   report too (written before anything is written);
 * ``/runs/<dag_id>/<run_id>/live-diff`` - the run's plan against the target's commits *now* (rules:
-  :mod:`mm2_failover.plandiff`), read through the ``kafka_target`` connection when the page is asked for: as planned,
+  :mod:`mm2_failover.rules.plandiff`), read through the ``kafka_target`` connection when the page is asked for: as planned,
   not written yet, moved since, commit gone - for an approver (has anything moved since the plan?) and after the run
   (is every group still where it was put?); at most 200 groups a page, filtered by name;
 * ``/drills`` - the trend across drill runs: a table and inline SVG plots;
@@ -45,17 +45,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response, StreamingResponse
 
 from mm2_failover import pictures
-from mm2_failover.approval import Decision, group_reread_text, reread_text
-from mm2_failover.notify import READINESS_DAG, REPORT_DAGS
-from mm2_failover.report import (
-    APPROVAL_OUTCOMES,
-    fate_shown,
-    outcome_note,
-    run_summary,
-    worst_first,
-    worst_partitions_first,
-)
-from mm2_failover.runfolder import (
+from mm2_failover.adapters.runfolder import (
     APPROVAL,
     DRILL_JSON,
     DRILL_MD,
@@ -72,6 +62,16 @@ from mm2_failover.runfolder import (
     SUMMARY,
     RunFolder,
     RunFolderError,
+)
+from mm2_failover.rules.approval import Decision, group_reread_text, reread_text
+from mm2_failover.rules.notify import READINESS_DAG, REPORT_DAGS
+from mm2_failover.rules.report import (
+    APPROVAL_OUTCOMES,
+    fate_shown,
+    outcome_note,
+    run_summary,
+    worst_first,
+    worst_partitions_first,
 )
 
 SERVED_FILES = {
@@ -554,7 +554,7 @@ def report_pictures(totals: dict, groups: list[dict], partitions: list[dict]) ->
     here), the groups that re-read the most, where the worst partitions resume (``partitions``: worst first)."""
     mix = totals.get("partitions_by_answer")
     if not isinstance(mix, dict) and partitions and len(partitions) >= int(totals.get("partitions") or 0):
-        from mm2_failover.readiness import answer_counts
+        from mm2_failover.rules.readiness import answer_counts
 
         mix = answer_counts(partitions)
     out = [picture(pictures.answer_mix, mix)] if isinstance(mix, dict) and sum(mix.values()) else []
@@ -715,8 +715,8 @@ def render_run(
 def render_live_diff(
     dag_id: str, folder: str, run_id: str, d, contains: str, read_at: str, base: str, error: str = ""
 ) -> str:
-    """The live diff page (:mod:`mm2_failover.plandiff`)."""
-    from mm2_failover import plandiff
+    """The live diff page (:mod:`mm2_failover.rules.plandiff`)."""
+    from mm2_failover.rules import plandiff
 
     back = f"<p><a href='{esc(run_href(base, dag_id, folder))}'>The run's report</a></p>"
     form = (
@@ -784,7 +784,7 @@ def run_tries(access, dag_id: str, run_id: str) -> list[dict] | None:
 def target_read_error(e: Exception) -> str:
     """What the live diff says when the target's commits cannot be read: a connection the API server does not have,
     by its name and what to do; any other failure by its kind only (its detail may name the cluster: logged)."""
-    from mm2_failover.config import TARGET_CONN_ID
+    from mm2_failover.adapters.config import TARGET_CONN_ID
 
     if any(c.__name__ == "AirflowNotFoundException" for c in type(e).__mro__):
         return (
@@ -802,7 +802,7 @@ def target_read_error(e: Exception) -> str:
 
 def target_commits(groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
     """The groups' commits on the target now, through the ``kafka_target`` connection (the live diff's read)."""
-    from mm2_failover.config import TARGET_CONN_ID
+    from mm2_failover.adapters.config import TARGET_CONN_ID
     from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
 
     cluster = KafkaClusterHook(TARGET_CONN_ID, role="target").cluster()
@@ -1121,7 +1121,7 @@ def create_app(
     default ``OpenAccess()``); ``commits``: the live diff's read of the target (default :func:`target_commits`)."""
     from fastapi import HTTPException
 
-    from mm2_failover import config
+    from mm2_failover.adapters import config
     from mm2_failover.ui_access import OpenAccess
 
     access = access or OpenAccess()
@@ -1136,7 +1136,7 @@ def create_app(
             raise HTTPException(status_code=403, detail=f"your Airflow login may not read the runs of {dag_id}")
 
     def artifacts():
-        from mm2_failover.store import as_path
+        from mm2_failover.adapters.store import as_path
 
         if root is None:
             return config.artifacts_root()
@@ -1184,8 +1184,8 @@ def create_app(
         base_dir = artifacts() / READINESS_DAG
         latest = cache.get(base_dir / "latest.json")
         folder = run_folder(READINESS_DAG, str(latest.get("folder"))) if isinstance(latest, dict) else None
-        from mm2_failover.runfolder import RunFolder, RunFolderError
-        from mm2_failover.stages.readiness import history
+        from mm2_failover.adapters.runfolder import RunFolder, RunFolderError
+        from mm2_failover.stages.assess_readiness import history
 
         try:
             r = RunFolder(folder).load_readiness(partitions=False) if folder is not None else None
@@ -1246,8 +1246,8 @@ def create_app(
     def live_diff(request: Request, dag_id: str, run_id: str, group: str = "", user=reader):
         import logging
 
-        from mm2_failover import plandiff
-        from mm2_failover.runfolder import now_iso
+        from mm2_failover.adapters.runfolder import now_iso
+        from mm2_failover.rules import plandiff
 
         must_read(user, dag_id)
         folder = run_folder(dag_id, run_id)
@@ -1288,7 +1288,7 @@ def create_app(
         if folder is None or name not in SERVED_FILES or not (folder / name).is_file():
             return PlainTextResponse("not found", status_code=404)
         if name in STREAMED_FILES:
-            from mm2_failover.store import is_remote
+            from mm2_failover.adapters.store import is_remote
 
             if not is_remote(folder):
                 return FileResponse(folder / name, media_type=SERVED_FILES[name], filename=name)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover.plan import COMMIT, Plan, PlanRow
-from mm2_failover.report import build_report, render_markdown, run_summary
+from mm2_failover.rules.plan import COMMIT, Plan, PlanRow
+from mm2_failover.rules.report import build_report, render_markdown, run_summary
 from testbed.bed import free_port
 from testbed.browser import chromium, keep_for_docs, picture_shown
 
@@ -106,9 +106,9 @@ def drills(root: Path) -> None:
 
 
 def readiness(root: Path) -> None:
-    from mm2_failover import readiness as rd
-    from mm2_failover.runfolder import RunFolder
-    from mm2_failover.stages import readiness as stage
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.rules import readiness as rd
+    from mm2_failover.stages import assess_readiness as stage
 
     now = int(time.time() * 1000)
     rows = [

@@ -88,7 +88,7 @@ def failover_run(run_root, request):
     # issue 34: the run's artifacts and the sync archive only in a real S3 server (S3Proxy on loopback); the tasks on
     # two Celery workers with no local disk in common, alternating (tests/e2e/airflow_local_settings.py); one writer
     # per target through the lease in Kafka (short, so that a killed holder's retry is not kept waiting for long)
-    from mm2_failover import store
+    from mm2_failover.adapters import store
     from testbed.objectstore import ObjectStore, forget_filesystems
 
     s3 = ObjectStore.start(run_root / "e2e-ui" / "s3")
@@ -381,7 +381,7 @@ def test_airflow_task_process_killed_after_backup_then_after_commits_converges_a
     SIGKILLed after its backup, before any commit, then the worker running its retry is SIGKILLed, with it, after the
     commits, before the verify task (issue 34); Airflow's own retry finishes the run. Then the apply and verify tasks are cleared (drill 8): the
     re-run converges to the same offsets and the same report."""
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
 
     r, af = failover_run, failover_run.af
     grp = r.names["group"]
@@ -597,7 +597,7 @@ def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_p
     """Issue 33, "approved before it writes": the run stopped at approve_plan (Airflow's ApprovalOperator, in the
     awaiting_input state) with the plan's summary, hash and page link; nothing was written until the admin approved
     through the HITL REST API; apply then wrote exactly the approved plan and the report names the decision."""
-    from mm2_failover import approval
+    from mm2_failover.rules import approval
     from mm2_failover.ui import safe_name
 
     r, af = failover_run, failover_run.af
@@ -732,7 +732,7 @@ def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):
     one Asset event for
     the moved group - the target cluster, the group, its replica topic and the verified offsets in the extra - read
     back through Airflow's REST API (the clear of drill 8 verified, and announced, again: the same event)."""
-    from mm2_failover import assets
+    from mm2_failover.rules import assets
 
     r, af = failover_run, failover_run.af
     got = af.api("GET", f"/api/v2/assets/events?source_dag_id=mm2_failover&source_run_id={quote(r.run_id, safe='')}")
@@ -759,7 +759,7 @@ def test_the_live_diff_reads_the_targets_commits_when_asked_and_shows_a_partitio
     the API server has no connection in its environment) when the page is asked for. Right after the run every
     partition is as planned; after another commit on partition 0 (a consumer of the group, say) the page says that
     partition moved since, and names the group. (Last in this module: it moves the run's group.)"""
-    from mm2_failover import plandiff
+    from mm2_failover.rules import plandiff
     from mm2_failover.ui import safe_name
 
     r, af = failover_run, failover_run.af
@@ -831,8 +831,8 @@ def test_tasks_alternate_between_two_workers_and_a_worker_killed_mid_apply_is_re
             )
         ]
         assert local == [], (w["home"], local)
-    from mm2_failover import store
-    from mm2_failover.store import url_of
+    from mm2_failover.adapters import store
+    from mm2_failover.adapters.store import url_of
 
     assert (r.folder / "report.json").exists() and url_of(r.folder).startswith(r.s3.url())  # in the store
     assert report_outcome(r.folder) == "succeeded"
@@ -864,7 +864,7 @@ def test_tasks_alternate_between_two_workers_and_a_worker_killed_mid_apply_is_re
         == "s3a://" + url_of(r.folder / "latest_checkpoints.parquet").split("://", 1)[1]
     )
     # the capture appended to the sync archive in the store: its files, then a manifest generation naming them
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.adapters.syncs import SyncArchive
 
     archive = SyncArchive(store.as_path(r.s3.url("artifacts", "archive")), "primary")
     named = [f for v in archive.manifest()["partitions"].values() for f in v.get("files", [])]
@@ -881,7 +881,7 @@ def trigger_in_browser(page, af, dag_id: str, fill: dict[str, str], switches: tu
     form's own "Unpause on trigger" box, left as it opens. Returns the run id the UI moves to."""
     from playwright.sync_api import expect
 
-    from mm2_failover.config import PARAMS
+    from mm2_failover.adapters.config import PARAMS
 
     page.goto(f"{af.base}/dags/{dag_id}")
     page.get_by_role("button", name="Trigger").first.click()

@@ -1,7 +1,7 @@
 """Issue 18, secured clusters: both clusters run Kafka's StandardAuthorizer with nothing allowed without an ACL; the
 pipeline reaches both over SASL_SSL - SCRAM-SHA-512 over TLS, the brokers' certificate signed by the bed's own CA,
 verified by librdkafka and by Spark's Java Kafka source - as a principal that holds exactly the ACLs of
-``mm2_failover.acls`` (docs/reference.md, 'Least-privilege ACLs'). With them the failover DAG succeeds end to end -
+``mm2_failover.rules.acls`` (docs/reference.md, 'Least-privilege ACLs'). With them the failover DAG succeeds end to end -
 librdkafka and Spark's Java Kafka source alike; with one taken away, the task that needs it fails and its error
 names the missing permission and the resource; a CA that did not sign the broker's certificate is a TLS error naming
 the cluster, never disaster mode. (MM2 replicates over SASL_SSL as its own user, a super user; the bed's own clients
@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from mm2_failover import acls
-from mm2_failover.config import run_dir
-from mm2_failover.naming import ReplicationPolicy
+from mm2_failover.adapters.config import run_dir
+from mm2_failover.rules import acls
+from mm2_failover.rules.naming import ReplicationPolicy
 from testbed import localenv, scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
@@ -130,11 +130,11 @@ def test_one_acl_missing_fails_the_task_that_needs_it_naming_the_permission_and_
 
 
 def test_without_the_transactional_id_acl_the_leases_writer_is_refused_naming_it(secured):
-    """Row 14: the lease's holder commits through the target's transactional id (mm2_failover.fenced). Without Write
+    """Row 14: the lease's holder commits through the target's transactional id (mm2_failover.adapters.fenced). Without Write
     on it, taking the id fails before anything is written, naming the permission."""
-    from mm2_failover.config import WriterLockSettings
-    from mm2_failover.fenced import FencedWriter
-    from mm2_failover.kafka_io import Cluster, KafkaAuthError
+    from mm2_failover.adapters.config import WriterLockSettings
+    from mm2_failover.adapters.fenced import FencedWriter
+    from mm2_failover.adapters.kafka_io import Cluster, KafkaAuthError
     from testbed.bed import scram_conf
 
     b, _prep, _target, granted = secured

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from mm2_failover.runfolder import RunFolder
+from mm2_failover.adapters.runfolder import RunFolder
 from testbed import scenario
 from testbed.bed import kafka_consumer_groups
 from testbed.localenv import run_cli

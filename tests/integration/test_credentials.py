@@ -24,9 +24,9 @@ def test_yarn_and_kubernetes_submissions_carry_no_secret_on_the_command_line(mon
     """Item 9: the provider puts env_vars on spark-submit's command line for YARN and Kubernetes masters."""
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-    from mm2_failover import config
-    from mm2_failover.runfolder import RunFolder, Snapshot
-    from mm2_failover.spark import job_submission
+    from mm2_failover.adapters import config
+    from mm2_failover.adapters.runfolder import RunFolder, Snapshot
+    from mm2_failover.adapters.spark import job_submission
 
     cp = "primary.checkpoints.internal"
     snap = Snapshot("t", {"primary": cp}, {(cp, 0): 10}, {(cp, 0): 0}, {}, {}, {}, {})

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from mm2_failover.config import run_dir
-from mm2_failover.runfolder import RunFolder
+from mm2_failover.adapters.config import run_dir
+from mm2_failover.adapters.runfolder import RunFolder
 from mm2_failover.stages.apply import backup_and_apply
-from mm2_failover.stages.plan import make_plan
+from mm2_failover.stages.build_plan import make_plan
 
 pytestmark = [pytest.mark.bed, pytest.mark.airflow, pytest.mark.spark]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover.config import artifacts_root, run_dir
+from mm2_failover.adapters.config import artifacts_root, run_dir
 from testbed import localenv, scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
@@ -191,7 +191,7 @@ def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(
 
 READER = """
 import json, os, sys, time
-from mm2_failover.kafka_io import Cluster
+from mm2_failover.adapters.kafka_io import Cluster
 boot, stop_file, groups = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 reads = fails = 0
 while not os.path.exists(stop_file):
@@ -350,8 +350,9 @@ def readiness_while_mm2_is_stopped(b, mails) -> None:
     nothing to compare with: everything wrong is news)."""
     from fastapi.testclient import TestClient
 
-    from mm2_failover import readiness, ui
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover import ui
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.rules import readiness
 
     def new_mails(n: int) -> list:
         deadline = time.monotonic() + 20
@@ -461,8 +462,8 @@ def test_without_mm2_progress_a_replica_longer_than_the_source_is_not_drained_un
     up on the replica: not there, "replication behind"; once the rest is copied, drained."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from mm2_failover import drain as drainmod
-    from mm2_failover.stages.drain import drain_status
+    from mm2_failover.rules import drain as drainmod
+    from mm2_failover.stages.drain_check import drain_status
 
     alias, topic, group = f"np{names['group'][-6:]}", names["topic"], names["group"]
     replica = f"{alias}.{topic}"
@@ -542,8 +543,8 @@ def test_source_lost_mid_run_fails_the_run_and_an_explicit_disaster_re_trigger_c
     assert states["apply_group_offsets"] != "success"
     assert "DISASTER MODE" not in out and "source primary" in out
     art = run_dir("mm2_failover", dr.run_id)
-    from mm2_failover.run import REACHABILITY
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.stages.context import REACHABILITY
 
     assert RunFolder(art).decision(REACHABILITY)["aliases"]["primary"]["decision"] == "reachable"  # never downgraded
     target = b.client("target")

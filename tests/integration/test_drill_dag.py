@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mm2_failover.config import run_dir
+from mm2_failover.adapters.config import run_dir
 from testbed import scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover.config import run_dir
+from mm2_failover.adapters.config import run_dir
 from testbed import scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
@@ -104,7 +104,7 @@ def test_failover_dag_moves_group_to_checkpointed_offsets_without_loss(
     assert report["totals"]["records_reread_by_checkpoints"] == sum(
         prep.consumed_upto[p] - cp.downstream_offset for p, cp in latest.items()
     )
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
 
     rows = RunFolder(art).load_report().partitions  # report_partitions.parquet, named by report.json
     assert report["partitions"] == "report_partitions.parquet"

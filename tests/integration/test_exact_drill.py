@@ -93,7 +93,7 @@ def test_every_point_mm2_left_without_a_checkpoint_is_answered_by_translation(dr
 
 
 def test_with_the_audits_advice_followed_no_aborted_record_reaches_a_consumer(drill):
-    from mm2_failover import audit
+    from mm2_failover.rules import audit
 
     result, props = drill
     [finding] = [

@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from mm2_failover import translate as tr
+from mm2_failover.adapters.syncs import index_rows, read_syncs
+from mm2_failover.rules import translate as tr
 from mm2_failover.stages.apply import backup_and_apply
-from mm2_failover.stages.plan import make_plan
+from mm2_failover.stages.build_plan import make_plan
 from mm2_failover.stages.snapshot import capture_snapshot
 from mm2_failover.stages.verify import verify_run
-from mm2_failover.syncs import index_rows, read_syncs
 from testbed import scenario
 from testbed.scenario import write_latest
 
@@ -201,7 +201,7 @@ def test_with_the_source_lost_the_archived_source_commits_place_a_group_reset_af
     import time
     import uuid
 
-    from mm2_failover import plan as planmod
+    from mm2_failover.rules import plan as planmod
     from mm2_failover.stages.archive import archive_offset_syncs, positions_path
     from testbed.exact_drill import rewind
 
@@ -272,7 +272,7 @@ def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, nam
     import subprocess
     import sys
 
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.adapters.syncs import SyncArchive
 
     source = bed.client("source")
     sync_topic = "mm2-offset-syncs.backup.internal"
@@ -320,7 +320,7 @@ def test_an_archive_run_killed_mid_way_never_duplicates_or_skips_a_sync(bed, nam
         assert held == [x for x in on_topic() if x[1] < archived_to[x[0]]]  # nothing skipped
         assert sum(archived_to.values()) >= before
     # the checkpoint records are archived beside the syncs, from the target, each exactly once
-    from mm2_failover.syncs import CheckpointArchive, read_checkpoint_records
+    from mm2_failover.adapters.syncs import CheckpointArchive, read_checkpoint_records
 
     target = bed.client("target")
     c = CheckpointArchive(tmp_path / "archive", "primary")

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.bed]
 def test_fail_over_consume_on_backup_then_fail_back_loses_nothing_and_counts_the_re_reads(
     bed, run_root, tmp_path, monkeypatch
 ):
-    from mm2_failover.config import run_dir
+    from mm2_failover.adapters.config import run_dir
     from testbed import localenv
     from testbed.bed import Bed
 

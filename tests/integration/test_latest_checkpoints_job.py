@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover import checkpoints as cpf
-from mm2_failover.report import checkpoint_warnings
-from mm2_failover.spark import job_submission, spark_submit
-from mm2_failover.stages.plan import make_plan
+from mm2_failover.adapters.spark import job_submission, spark_submit
+from mm2_failover.rules import checkpoints as cpf
+from mm2_failover.rules.report import checkpoint_warnings
+from mm2_failover.stages.build_plan import make_plan
 from mm2_failover.stages.snapshot import capture_snapshot
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark]
@@ -133,7 +133,7 @@ def test_a_driver_killed_mid_run_leaves_nothing_the_plan_reads_and_its_retry_ans
     """Fault drill 2 (issue 18): the Spark driver SIGKILLed right after writing its answers, before its summary
     (fault point ``job.after_answers``): the answers on disk are not read by the next step; the retry rewrites
     them and they are MM2's checkpoints of the group."""
-    from mm2_failover.runfolder import RunFolderError
+    from mm2_failover.adapters.runfolder import RunFolderError
 
     p = prepared
     g = p.names["group"]

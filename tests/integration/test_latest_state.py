@@ -20,11 +20,11 @@ import time
 
 import pytest
 
-from mm2_failover import checkpoints as cpf
-from mm2_failover.config import SPARK_JOB, run_dir
-from mm2_failover.runfolder import RunFolder
-from mm2_failover.spark import connect_run, refresh_submission, spark_submit, submission_of, write_options_file
-from mm2_failover.state import StateRoot
+from mm2_failover.adapters.config import SPARK_JOB, run_dir
+from mm2_failover.adapters.runfolder import RunFolder
+from mm2_failover.adapters.spark import connect_run, refresh_submission, spark_submit, submission_of, write_options_file
+from mm2_failover.adapters.state import StateRoot
+from mm2_failover.rules import checkpoints as cpf
 from testbed import scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark]
@@ -60,7 +60,7 @@ def produce(bootstrap: str, topic: str, records) -> None:
 
 
 def rows(path) -> list[dict]:
-    from mm2_failover.answers import read_table
+    from mm2_failover.adapters.answers import read_table
 
     if not path:
         return []
@@ -321,7 +321,7 @@ def test_the_dags_run_the_job_on_the_warm_server_and_the_failover_reads_only_the
     same server, from that version plus the tail, and its plan is the one MM2's checkpoints give. Issue 34: the
     archive, and so the state, are in an object store (S3Proxy), and the two runs are on two "hosts": the refresh
     works on one copy of the state and pushes its version to the store, the failover pulls it into another."""
-    from mm2_failover import store
+    from mm2_failover.adapters import store
     from testbed import localenv
     from testbed.objectstore import ObjectStore
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mm2_failover.config import run_dir
+from mm2_failover.adapters.config import run_dir
 from testbed import scenario
 
 pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
@@ -172,7 +172,7 @@ def test_every_source_alias_is_checked_on_its_own_cluster(
 
 
 def steps_cluster(bootstrap):
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters.kafka_io import Cluster
 
     return Cluster({"bootstrap.servers": bootstrap}, "east")
 

@@ -48,7 +48,7 @@ SYNC_TOPIC = "mm2-offset-syncs.backup.internal"  # the bed's MM2 keeps its syncs
 
 
 def keys(s3, url: str) -> dict[str, int]:
-    from mm2_failover import store
+    from mm2_failover.adapters import store
 
     return store.listing(url)
 
@@ -62,10 +62,10 @@ def test_two_archive_writers_racing_in_the_store_archive_every_record_once(
     record is archived exactly once and the generations follow each other."""
     import logging
 
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.adapters.syncs import SyncArchive
 
     monkeypatch.setenv("MM2_FAILOVER_FAULT", "sleep2@archive.after_files")
-    caplog.set_level(logging.WARNING, logger="mm2_failover.syncs")
+    caplog.set_level(logging.WARNING, logger="mm2_failover.adapters.syncs")
 
     _art, arch = in_store
     scenario.prepare(
@@ -119,8 +119,8 @@ def test_a_writer_killed_between_its_files_and_its_manifest_leaves_nothing_archi
     import subprocess
     import sys
 
-    from mm2_failover.config import REPO_ROOT
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.adapters.config import REPO_ROOT
+    from mm2_failover.adapters.syncs import SyncArchive
 
     _art, arch = in_store
     scenario.prepare(
@@ -133,7 +133,7 @@ def test_a_writer_killed_between_its_files_and_its_manifest_leaves_nothing_archi
         consumed_upto={0: 10},
     )
     code = (
-        "import sys; from mm2_failover.kafka_io import Cluster; from mm2_failover.syncs import SyncArchive; "
+        "import sys; from mm2_failover.adapters.kafka_io import Cluster; from mm2_failover.adapters.syncs import SyncArchive; "
         "SyncArchive(sys.argv[1], 'primary').append(Cluster({'bootstrap.servers': sys.argv[2]}, 'source'), "
         "sys.argv[3], 'source')"
     )
@@ -164,10 +164,10 @@ def test_the_job_writes_its_answers_into_the_store_through_s3a_on_either_route(
     on the task's host, the task uploads: ``MM2_FAILOVER_SPARK_IO=stage``), which leaves no commit marker.
     The store's secret key, which the job sets on its Spark session, is nowhere in Spark's event log (its command
     line, properties and every query's settings) or the output."""
-    from mm2_failover import store
-    from mm2_failover.answers import checkpoint_rows
-    from mm2_failover.config import s3a_url
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters import store
+    from mm2_failover.adapters.answers import checkpoint_rows
+    from mm2_failover.adapters.config import s3a_url
+    from mm2_failover.adapters.runfolder import RunFolder
     from testbed.localenv import run_cli
 
     g = names["group"]
@@ -244,11 +244,11 @@ def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_h
     read. The answers are MM2's checkpoints. Each job is first SIGKILLed once (fault points) after Spark's writes and
     before what makes them count (the version.json; the summary): nothing is taken for whole, and the rerun
     converges."""
-    from mm2_failover import store
-    from mm2_failover.answers import checkpoint_rows
-    from mm2_failover.config import s3a_url
-    from mm2_failover.runfolder import RunFolder, RunFolderError
-    from mm2_failover.stages.checkpoints import whole_answers
+    from mm2_failover.adapters import store
+    from mm2_failover.adapters.answers import checkpoint_rows
+    from mm2_failover.adapters.config import s3a_url
+    from mm2_failover.adapters.runfolder import RunFolder, RunFolderError
+    from mm2_failover.stages.compute_checkpoints import whole_answers
     from testbed.localenv import run_cli
 
     g = names["group"]
@@ -310,7 +310,7 @@ def test_the_state_is_written_and_read_in_the_store_through_s3a_by_jobs_on_two_h
 
 
 def test_the_file_lock_is_refused_with_artifacts_in_a_store(s3):
-    from mm2_failover.config import WriterLockSettings
+    from mm2_failover.adapters.config import WriterLockSettings
 
     with pytest.raises(ValueError, match="MM2_FAILOVER_LOCK=kafka"):
         WriterLockSettings.from_env({"MM2_FAILOVER_ARTIFACTS": s3.url("artifacts")})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Producer
 
-from mm2_failover import evidence as ev
+from mm2_failover.rules import evidence as ev
 
 pytestmark = [pytest.mark.bed]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover import plan as planmod
-from mm2_failover.kafka_io import Commit
-from mm2_failover.runfolder import load_backup
+from mm2_failover.adapters.kafka_io import Commit
+from mm2_failover.adapters.runfolder import load_backup
+from mm2_failover.rules import plan as planmod
 from mm2_failover.stages.apply import apply_plan, backup_and_apply, take_backup
+from mm2_failover.stages.build_plan import make_plan
 from mm2_failover.stages.gate import live_groups
-from mm2_failover.stages.plan import make_plan
-from mm2_failover.stages.rollback import rollback, verify_rollback
+from mm2_failover.stages.roll_back import rollback, verify_rollback
 from mm2_failover.stages.verify import verify_run
 
 pytestmark = [pytest.mark.bed]
@@ -82,8 +82,8 @@ def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared, monke
     released the target's lease."""
     import uuid
 
-    from mm2_failover import lease
-    from mm2_failover.kafka_lock import KafkaLease
+    from mm2_failover.adapters.kafka_lock import KafkaLease
+    from mm2_failover.rules import lease
 
     lock_topic = f"mm2-failover.locks-{uuid.uuid4().hex[:6]}"
     monkeypatch.setenv("MM2_FAILOVER_LOCK", "kafka")
@@ -119,7 +119,7 @@ def test_a_retry_of_apply_never_rewinds_a_group_that_moved_since(prepared, monke
     assert mine == [(lease.CLAIM, "failover apply"), (lease.RELEASE, "failover apply")] * 2, mine
     assert lease.replay(recs)[0].holder is None  # released
     # an approval request made now says so (issue 53 item 3): the live diff's counts, read from the target
-    from mm2_failover.stages.approval import moved_since
+    from mm2_failover.stages.approve_plan import moved_since
 
     assert moved_since(ctx, plan) == {"partitions": 1, "groups": 1, "read": len(planned)}
 
@@ -221,7 +221,7 @@ def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(be
     """Commits are read two ways (kafka_io.commits_many): a consumer handle per group, or, above JAVA_BULK_GROUPS
     groups, Kafka's Java client in one JVM. Both must give the same commits (two topics, metadata byte for byte
     included), and nothing for a group that never committed."""
-    from mm2_failover import kafka_io
+    from mm2_failover.adapters import kafka_io
 
     topic = names["topic"]
     target.create_topic(topic, 3)
@@ -254,7 +254,7 @@ def test_groups_described_by_librdkafka_and_by_the_java_client_are_the_same(
     name the same live group either way."""
     import time
 
-    from mm2_failover import kafka_io
+    from mm2_failover.adapters import kafka_io
 
     topic = names["topic"]
     target.create_topic(topic, 2)
@@ -296,8 +296,8 @@ def test_one_writer_across_hosts_a_killed_holder_is_released_in_bounded_time_and
     import time
     import uuid
 
-    from mm2_failover import lease as L
-    from mm2_failover.kafka_lock import KafkaLease
+    from mm2_failover.adapters.kafka_lock import KafkaLease
+    from mm2_failover.rules import lease as L
 
     tag = uuid.uuid4().hex[:6]
     topic, group, lock_topic = f"t-lock-{tag}", f"g-lock-{tag}", f"mm2-failover.locks-{tag}"
@@ -428,7 +428,7 @@ def test_the_approvers_preview_shows_the_plans_own_read_of_the_target(prepared, 
     """build_plan reads the target's commits once: the preview of a plan built in the same call shows the plan's read
     (issue 33, recovery time at 10k groups); a retry that reuses the plan reads them again. What the approver reads
     is the same either way: the commit before the run where there is one, none elsewhere."""
-    from mm2_failover.stages.approval import plan_and_preview
+    from mm2_failover.stages.approve_plan import plan_and_preview
 
     p = prepared
     g = p.names["group"]
@@ -453,12 +453,12 @@ def test_the_approvers_preview_shows_the_plans_own_read_of_the_target(prepared, 
 def test_the_fenced_writer_commits_byte_for_byte_refuses_a_live_group_and_once_fenced_commits_nothing(
     bed, target, names, live_consumer
 ):
-    """mm2_failover.fenced, the lease's writer: a batch commits every group's offsets (metadata byte for byte); a
+    """mm2_failover.adapters.fenced, the lease's writer: a batch commits every group's offsets (metadata byte for byte); a
     group with a live member in the batch is refused by name - Kafka accepts a transactional commit of generation -1
     even for a live group, so the writer describes the batch before committing it - and the others land; a second
     writer of the same transactional id fences the first, whose next batch lands nowhere."""
-    from mm2_failover.fenced import Fenced, FencedWriter
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters.fenced import Fenced, FencedWriter
+    from mm2_failover.adapters.kafka_io import Cluster
 
     topic = names["topic"]
     target.create_topic(topic, 2)
@@ -484,7 +484,7 @@ def test_the_fenced_writer_commits_byte_for_byte_refuses_a_live_group_and_once_f
             b.close()
     finally:
         a.close()
-    from mm2_failover.kafka_io import KafkaConfigError
+    from mm2_failover.adapters.kafka_io import KafkaConfigError
 
     with pytest.raises(KafkaConfigError, match="MM2_FAILOVER_LOCK_LEASE_SECONDS"):  # above the brokers' 15 min
         FencedWriter(c, tid, 3600 * 1000)
@@ -496,8 +496,8 @@ def test_the_fenced_writer_takes_its_id_however_short_the_clients_timeout(bed, t
     busy 2-core machine). Taking the id waits for the previous holder's open transaction to end, which its timeout -
     the lease - bounds: the writer retries initTransactions (Kafka says it is safe to) until the client's timeout plus
     a lease have passed, so a client timeout far too short for one round trip still takes the id."""
-    from mm2_failover.fenced import FencedWriter
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters.fenced import FencedWriter
+    from mm2_failover.adapters.kafka_io import Cluster
 
     c = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target", 0.001)  # 1 ms: no round trip fits
     FencedWriter(c, f"mm2-failover.test-short.{names['group']}", 6000).close()  # READY: initTransactions returned

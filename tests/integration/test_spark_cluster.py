@@ -11,10 +11,10 @@ import uuid
 
 import pytest
 
-from mm2_failover.config import run_dir, spark_conf
-from mm2_failover.runfolder import RunFolder
-from mm2_failover.spark import job_submission, spark_submit
-from mm2_failover.stages.checkpoints import load_latest_checkpoints
+from mm2_failover.adapters.config import run_dir, spark_conf
+from mm2_failover.adapters.runfolder import RunFolder
+from mm2_failover.adapters.spark import job_submission, spark_submit
+from mm2_failover.stages.compute_checkpoints import load_latest_checkpoints
 from mm2_failover.stages.snapshot import capture_snapshot
 from testbed import localenv, scenario
 from testbed.spark_cluster import APP_NAME, SparkCluster
@@ -170,7 +170,7 @@ def test_job_writes_a_file_uri_output_on_the_cluster(spark_cluster, scene, bed, 
     assert_ran_on(cluster, before, snap.as_dict())
     summary = json.loads(art.checkpoints_summary.read_text())
     # every key of the range answered (the job does not select groups): as many as the pure rule finds
-    from mm2_failover.latest import Record, latest_per_key
+    from mm2_failover.rules.latest import Record, latest_per_key
 
     oracle = latest_per_key(
         Record("primary", k, v, p, o)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover import checkpoints as cpf
+from mm2_failover.rules import checkpoints as cpf
 from testbed import scenario
 from testbed.localenv import run_cli
 
@@ -55,7 +55,7 @@ def failed_over(bed, run_root):
     from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
 
-    from mm2_failover.kafka_io import Commit
+    from mm2_failover.adapters.kafka_io import Commit
 
     tag = uuid.uuid4().hex[:6]
     target = bed.client("target")
@@ -200,12 +200,12 @@ def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_
     target, failed_over, monkeypatch
 ):
     """Item 1, in process: the re-commit after the delete fails once (a timeout); the retry reads the journal."""
-    from mm2_failover import kafka_io
-    from mm2_failover.stages.rollback import rollback
+    from mm2_failover.adapters import kafka_io
+    from mm2_failover.stages.roll_back import rollback
 
     g, other = failed_over.groups[1], failed_over.other
     try:
-        from mm2_failover.runfolder import load_backup
+        from mm2_failover.adapters.runfolder import load_backup
 
         backup = load_backup(failed_over.backup_of(g))
     except ImportError:  # the previous version
@@ -231,7 +231,7 @@ def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_
 def test_rollback_journal_names_cannot_escape_or_overflow(bed, target, names, run_root, kind):
     """Item 1: the journal file is named by a hash of the group id, not by the id itself: a group id like
     '../../../x' must not write (and then delete) a file outside the journal folder, a 300-byte id must not fail."""
-    from mm2_failover.stages import rollback as rollback_stage
+    from mm2_failover.stages import roll_back as rollback_stage
 
     g = ("../../../" + names["group"]) if kind == "path" else names["group"] + "-" + "x" * 300
     rt = "primary." + names["topic"]
@@ -251,7 +251,7 @@ def test_rollback_journal_names_cannot_escape_or_overflow(bed, target, names, ru
 def _backup(target, groups: dict, after: int):
     """A backup as apply writes it (this version's format), or as the previous version wrote it."""
     try:
-        from mm2_failover.rollback import Backup
+        from mm2_failover.rules.rollback import Backup
     except ImportError:  # the previous version: {group: {topic: {partition: offset or None}}}
         return {"taken_at": "t", "cluster": target.conf["bootstrap.servers"], "groups": groups}
     return Backup.from_dict(
@@ -330,10 +330,10 @@ def test_groups_empty_gate_fails_when_a_source_decided_reachable_stops_answering
     the gate fails - it never passes with a warning, and never switches to disaster mode half-way."""
     from types import SimpleNamespace
 
-    from mm2_failover import config
-    from mm2_failover.run import REACHABILITY
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters import config
+    from mm2_failover.adapters.runfolder import RunFolder
     from mm2_failover.sensors.groups_empty import GroupsEmptySensor
+    from mm2_failover.stages.context import REACHABILITY
     from testbed import localenv
     from testbed.scenario import write_latest
 
@@ -421,7 +421,7 @@ def test_group_selection_is_python_regex_everywhere(bed, target, names, run_root
         "no",
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
 
     planned = {row.group for row in RunFolder(run).load_plan().plan.rows}
     assert planned == {cafe}
@@ -599,8 +599,8 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
     g = f.groups[2]
     from datetime import datetime
 
-    from mm2_failover import locks
-    from mm2_failover.config import artifacts_root, run_dir
+    from mm2_failover.adapters import locks
+    from mm2_failover.adapters.config import artifacts_root, run_dir
 
     release, released, waiting, said = f.run.parent / f"release-{grp}", [], threading.Event(), []
 
@@ -624,7 +624,7 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
         env={"MM2_FAILOVER_FAULT": "sleep300@rollback.locked", "MM2_FAILOVER_FAULT_RELEASE": str(release)},
     )
     seen, releaser = SeenWaiting(), threading.Thread(target=release_once_the_apply_waits)
-    logging.getLogger("mm2_failover.locks").addHandler(seen)
+    logging.getLogger("mm2_failover.adapters.locks").addHandler(seen)
     try:
         lock = locks.lock_path(artifacts_root(), target.cluster_id())
         scenario.wait_for(
@@ -640,7 +640,7 @@ def test_the_dag_waits_while_the_cli_rolls_back_on_the_same_target_then_moves_it
         if releaser.is_alive():
             releaser.join()  # at most 241 s: only when the apply never said it waited
         release.touch()
-        logging.getLogger("mm2_failover.locks").removeHandler(seen)
+        logging.getLogger("mm2_failover.adapters.locks").removeHandler(seen)
         holder.wait(120)
     assert dr.state == "success", localenv.task_states("mm2_failover", dr.run_id)
     assert held.get("writer") == "rollback (cli)", held  # the lock the DAG met, naming its holder
@@ -719,7 +719,7 @@ def test_commit_metadata_is_committed_byte_for_byte_and_backed_up(bed, failed_ov
     g, rt, meta, cp = f.g["meta"], f.rt, f.meta, f.meta_cp
     assert raw_commit(bed.source_bootstrap, g, f.prep.topic, 0) == (25, meta)  # committed as a Java client does
     assert cp.metadata == meta  # MM2 copied it exactly
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
 
     [row] = [r.as_dict() for r in RunFolder(f.run).load_plan().plan.rows if r.group == g and r.partition == 0]
     assert row["metadata"] == meta and row["planned_offset"] >= cp.downstream_offset
@@ -739,7 +739,7 @@ def raw_commit(bootstrap: str, group: str, topic: str, partition: int) -> tuple[
 
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters.kafka_io import Cluster
 
     want = (
         struct.pack(">h", len(group.encode()))

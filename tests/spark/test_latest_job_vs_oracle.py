@@ -1,5 +1,5 @@
-"""The Spark job's aggregation (mm2_failover.jobs.latest_checkpoints.run, fed a DataFrame instead of Kafka) gives,
-key for key, what the pure rule (mm2_failover.latest.latest_per_key) gives: the same answers, regression flags,
+"""The Spark job's aggregation (mm2_failover.jobs.checkpoint_pass.run, fed a DataFrame instead of Kafka) gives,
+key for key, what the pure rule (mm2_failover.rules.latest.latest_per_key) gives: the same answers, regression flags,
 positions and metadata, and the same counts, over random histories with tombstones, regressions, unusable
 records, commit metadata, two partitions and two source aliases, under both policies."""
 
@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from mm2_failover.jobs import latest_checkpoints as job
-from mm2_failover.latest import Record, latest_per_key
+from mm2_failover.jobs import checkpoint_pass as job
+from mm2_failover.rules.latest import Record, latest_per_key
 from testbed.checkpoint_histories import TOPICS, history
 
 pytestmark = [pytest.mark.spark]

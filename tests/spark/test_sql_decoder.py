@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover import checkpoints as cpf
+from mm2_failover.rules import checkpoints as cpf
 
 pytestmark = [pytest.mark.spark]
 

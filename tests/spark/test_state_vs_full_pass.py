@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover import state as st
-from mm2_failover.jobs import latest_checkpoints as job
+from mm2_failover.adapters import state as st
+from mm2_failover.jobs import checkpoint_pass as job
 from mm2_failover.jobs import warm_up
 from testbed.checkpoint_histories import TOPICS, history
 
@@ -82,8 +82,8 @@ def full_pass(spark, records, end, out: Path, policy: str) -> dict:
 
 
 def rows(path: str | None, key) -> list[dict]:
-    """Every row of a table the job wrote; answers through the one reader of both layouts (mm2_failover.answers)."""
-    from mm2_failover.answers import read_table
+    """Every row of a table the job wrote; answers through the one reader of both layouts (mm2_failover.adapters.answers)."""
+    from mm2_failover.adapters.answers import read_table
 
     if path is None:
         return []

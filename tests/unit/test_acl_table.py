@@ -1,4 +1,4 @@
-"""The least-privilege ACL table (mm2_failover.acls): one place, used by the error messages, the secured bed and the
+"""The least-privilege ACL table (mm2_failover.rules.acls): one place, used by the error messages, the secured bed and the
 reference page (docs/reference.md). Pure: no cluster."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover import acls
-from mm2_failover.kafka_io import KafkaAuthError, classify
-from mm2_failover.naming import ReplicationPolicy
+from mm2_failover.adapters.kafka_io import KafkaAuthError, classify
+from mm2_failover.rules import acls
+from mm2_failover.rules.naming import ReplicationPolicy
 
 README = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
 
@@ -86,7 +86,7 @@ def test_a_refusal_names_the_permission_its_code_points_at(code, named):
 
 
 def test_the_spark_sources_refusal_names_read_on_the_checkpoints_topic():
-    from mm2_failover.jobs.latest_checkpoints import not_authorized
+    from mm2_failover.jobs.checkpoint_pass import not_authorized
 
     topics = {"primary": "primary.checkpoints.internal"}
     e = RuntimeError(

@@ -1,4 +1,4 @@
-"""The answers folder's layouts and their one reader (mm2_failover.answers), rule by rule, on small Parquet files
+"""The answers folder's layouts and their one reader (mm2_failover.adapters.answers), rule by rule, on small Parquet files
 written here with pyarrow (no Spark: the job's side is tests/spark/test_state_vs_full_pass.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from mm2_failover import answers as am
+from mm2_failover.adapters import answers as am
 
 COLUMNS = ("source_alias", "group", "topic", "partition", "downstream_offset", "regressed")
 
@@ -171,7 +171,7 @@ def test_a_reader_that_does_not_know_the_layout_fails_instead_of_reading_a_part(
 
 
 def test_in_a_store_the_parts_must_be_those_the_summary_names_with_their_sizes():
-    from mm2_failover.answers import is_part, parts_problems
+    from mm2_failover.adapters.answers import is_part, parts_problems
 
     named = {"part-0.parquet": 10, "delta/part-0.parquet": 5}
     assert parts_problems({**named, "_SUCCESS": 0, "_temporary/0/part-9.parquet": 3}, named) == []

@@ -1,10 +1,10 @@
-"""Issue 33, "approved before it writes": the rules of mm2_failover.approval, grouped by rule."""
+"""Issue 33, "approved before it writes": the rules of mm2_failover.rules.approval, grouped by rule."""
 
 from __future__ import annotations
 
 import pytest
 
-from mm2_failover import approval as ap
+from mm2_failover.rules import approval as ap
 
 H = ap.plan_hash(b'{"rows": []}')
 
@@ -137,10 +137,10 @@ def test_rule5_apply_checks_the_bytes_the_plan_it_writes_was_read_from(tmp_path)
     that has an approval - passed the check while apply wrote the plan it had read, which nobody approved."""
     import types
 
-    from mm2_failover import plan as pm
-    from mm2_failover.checkpoints import Checkpoint
-    from mm2_failover.runfolder import RunFolder
-    from mm2_failover.stages.approval import approved_plan
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.rules import plan as pm
+    from mm2_failover.rules.checkpoints import Checkpoint
+    from mm2_failover.stages.approve_plan import approved_plan
 
     def record(offset: int) -> pm.PlanRecord:
         cps = [Checkpoint("app", "primary.orders", 0, offset, offset, "", source_alias="primary")]
@@ -206,7 +206,7 @@ def test_rule3_the_request_says_what_will_happen_in_words_worst_first_under_a_sh
 def test_rule3_a_group_whose_re_read_is_unknown_is_named_before_those_with_a_small_known_one():
     """A re-read not counted (the source lost, a floor) is not a re-read of 0: among many groups, the ones whose
     re-read is unknown on some partition are named right after those that lose records."""
-    from mm2_failover.approval import worst_groups
+    from mm2_failover.rules.approval import worst_groups
 
     groups = [{"group": f"g{i}", "reread_estimate": i, "retention_lost": 0} for i in range(5)] + [
         {"group": "unknown", "reread_estimate": None, "reread_unknown": 2, "retention_lost": 0},
@@ -284,7 +284,7 @@ def test_rule6_an_approval_by_the_user_who_triggered_is_refused_where_asked(requ
 def test_rule6_the_deployment_can_require_four_eyes_where_the_trigger_form_cannot_turn_it_off(monkeypatch):
     """A review: approver_not_triggerer on the trigger form is the triggering user's to untick; the deployment's
     [mm2_failover] approver_not_triggerer holds whatever the form says."""
-    from mm2_failover.config import RunParams, four_eyes
+    from mm2_failover.adapters.config import RunParams, four_eyes
 
     assert not four_eyes(RunParams()) and four_eyes(RunParams(approver_not_triggerer=True))
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__APPROVER_NOT_TRIGGERER", "True")

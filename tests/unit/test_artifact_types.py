@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from mm2_failover import audit
-from mm2_failover import plan as planmod
-from mm2_failover.drain import DrainVerdict
-from mm2_failover.plan import Commit, Plan, PlanRecord, PlanRow
-from mm2_failover.rollback import Backup, BackupEntry
-from mm2_failover.runfolder import RunFolder, RunFolderError, Snapshot, SourceState
+from mm2_failover.adapters.runfolder import RunFolder, RunFolderError, Snapshot, SourceState
+from mm2_failover.rules import audit
+from mm2_failover.rules import plan as planmod
+from mm2_failover.rules.drain import DrainVerdict
+from mm2_failover.rules.plan import Commit, Plan, PlanRecord, PlanRow
+from mm2_failover.rules.rollback import Backup, BackupEntry
 
 
 def snapshot() -> Snapshot:
@@ -114,7 +114,7 @@ def backup() -> Backup:
 
 
 def report():
-    from mm2_failover.report import build_report
+    from mm2_failover.rules.report import build_report
 
     rec = plan_record()
     rep = build_report(
@@ -133,7 +133,7 @@ def report():
 
 
 def drill_report():
-    from mm2_failover import drill
+    from mm2_failover.rules import drill
 
     return drill.build_drill_report(
         dag_id="mm2_failover_drill",
@@ -153,7 +153,7 @@ def drill_report():
 
 
 def approval_decision():
-    from mm2_failover import approval
+    from mm2_failover.rules import approval
 
     return approval.Decision(
         approval.APPROVED,
@@ -288,8 +288,8 @@ def test_the_reports_rows_per_partition_are_a_typed_parquet_file_named_by_report
     column (report.PARTITION_COLUMNS: every key of a row, no other), and read back equal - None, False and 0 kept."""
     import pyarrow.parquet as pq
 
-    from mm2_failover.report import PARTITION_COLUMNS, STALE_COLUMNS
-    from mm2_failover.runfolder import REPORT_PARTITIONS, REPORT_STALE
+    from mm2_failover.adapters.runfolder import REPORT_PARTITIONS, REPORT_STALE
+    from mm2_failover.rules.report import PARTITION_COLUMNS, STALE_COLUMNS
 
     rep = report()
     assert all(set(p) == set(PARTITION_COLUMNS) for p in rep.partitions) and rep.partitions
@@ -315,7 +315,7 @@ def test_the_reports_rows_per_partition_are_a_typed_parquet_file_named_by_report
 
 
 def test_a_report_whose_rows_are_gone_or_damaged_is_refused_naming_the_file(tmp_path):
-    from mm2_failover.runfolder import REPORT_PARTITIONS
+    from mm2_failover.adapters.runfolder import REPORT_PARTITIONS
 
     f = RunFolder(tmp_path)
     f.save_report(report())
@@ -331,7 +331,7 @@ def test_a_report_whose_rows_are_gone_or_damaged_is_refused_naming_the_file(tmp_
 
 
 def test_a_long_report_is_logged_and_printed_by_its_head_and_says_where_the_rest_is(tmp_path):
-    from mm2_failover.runfolder import head_text
+    from mm2_failover.adapters.runfolder import head_text
 
     p = tmp_path / "report.md"
     p.write_text("".join(f"line {i}\n" for i in range(1000)))
@@ -377,7 +377,7 @@ def test_json_artifacts_are_indented_when_small_and_compact_when_large(tmp_path,
     against 0.39 s): artifacts above INDENT_UP_TO_BYTES are written compact; both forms read back the same."""
     import json
 
-    from mm2_failover import runfolder
+    from mm2_failover.adapters import runfolder
 
     monkeypatch.setattr(runfolder, "INDENT_UP_TO_BYTES", 200)
     small, big = {"b": 1, "a": [1, 2]}, {"rows": [{"group": f"g{i}", "offset": i} for i in range(50)]}

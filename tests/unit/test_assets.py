@@ -1,13 +1,13 @@
-"""Issue 33, "tell the applications": mm2_failover.assets, grouped by rule, on reports built by the real report
+"""Issue 33, "tell the applications": mm2_failover.rules.assets, grouped by rule, on reports built by the real report
 builder."""
 
 from __future__ import annotations
 
 from airflow.sdk import Asset
 
-from mm2_failover import assets
-from mm2_failover.plan import COMMIT, SKIP, Mismatch, Plan, PlanRow
-from mm2_failover.report import build_report
+from mm2_failover.rules import assets
+from mm2_failover.rules.plan import COMMIT, SKIP, Mismatch, Plan, PlanRow
+from mm2_failover.rules.report import build_report
 
 ROWS = [
     PlanRow("primary", "orders", "primary.orders", 0, 10, 9, None, 9, COMMIT),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mm2_failover import audit
-from mm2_failover.audit import OK, WARNING, Facts, Mm2Settings
+from mm2_failover.rules import audit
+from mm2_failover.rules.audit import OK, WARNING, Facts, Mm2Settings
 
 COMPACT = {"cleanup.policy": "compact", "retention.ms": "604800000"}
 

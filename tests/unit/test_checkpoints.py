@@ -1,4 +1,4 @@
-"""The MM2 checkpoint wire format (mm2_failover.checkpoints), property-based.
+"""The MM2 checkpoint wire format (mm2_failover.rules.checkpoints), property-based.
 
 The encoder below is written from Kafka's schema (``org.apache.kafka.connect.mirror.Checkpoint``), not from
 the module: key = group STRING, topic STRING, partition INT32; value = version INT16, upstreamOffset INT64,
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from mm2_failover import checkpoints as cpf
+from mm2_failover.rules import checkpoints as cpf
 
 # ------------------------------------------------------------------------------------ schema encoder
 

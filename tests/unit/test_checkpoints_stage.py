@@ -1,4 +1,4 @@
-"""Stage 3's one route (stages/checkpoints.compute), the CLI's and the operator's: how the Spark job's exit is
+"""Stage 3's one route (stages/compute_checkpoints.compute), the CLI's and the operator's: how the Spark job's exit is
 decided, and when a finished run's answers are kept. The job and its submission are stand-ins (the classification is
 the logic here; the real job on both routes: tests/integration/test_latest_checkpoints_job.py, test_cli_end_to_end.py,
 test_worst_day.py's quarantine, the e2e run)."""
@@ -11,9 +11,9 @@ import types
 
 import pytest
 
-from mm2_failover.config import RunParams
-from mm2_failover.runfolder import RunFolder
-from mm2_failover.stages import checkpoints as stage
+from mm2_failover.adapters.config import RunParams
+from mm2_failover.adapters.runfolder import RunFolder
+from mm2_failover.stages import compute_checkpoints as stage
 from mm2_failover.stages import outcomes
 from mm2_failover.stages.errors import ConfigurationError, JobFailed, JobUnreachable, QuarantineRefused
 
@@ -30,7 +30,7 @@ def ctx(tmp_path, monkeypatch):
         sub = types.SimpleNamespace(publish=lambda: published.append(1))
         yield sub
 
-    monkeypatch.setattr("mm2_failover.spark.job_submission", submission)
+    monkeypatch.setattr("mm2_failover.adapters.spark.job_submission", submission)
     monkeypatch.setattr(RunFolder, "load_snapshot", lambda self: None)
     c = types.SimpleNamespace(
         folder=folder,
@@ -79,7 +79,7 @@ def test_a_job_that_ends_well_gives_its_summary_and_a_finished_run_is_kept_only_
     ],
 )
 def test_each_failing_exit_is_one_error_the_outcome_table_decides(ctx, rc, error, outcome):
-    from mm2_failover.plan import PlanError
+    from mm2_failover.rules.plan import PlanError
 
     with pytest.raises(error or PlanError) as e:
         stage.compute(ctx, lambda sub: rc, said=["latest_checkpoints: the reason"])

@@ -229,7 +229,7 @@ def test_a_review_the_cli_keeps_what_the_deployment_and_the_command_line_say(mon
 
     cli.flag_defaults.cache_clear()
     (tmp_path / "p").mkdir()
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
 
     RunFolder(tmp_path / "p").bind_params("cli", {"groups_regex": "orders-.*"}, ["groups_regex"])
     a = cli.parser().parse_args(["apply", "--plan", str(tmp_path / "p"), "--groups-regex", ".*"])

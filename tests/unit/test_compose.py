@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mm2_failover import config
+from mm2_failover.adapters import config
 from testbed import localenv
 from testbed.bed import Bed, Broker
 

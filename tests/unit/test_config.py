@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mm2_failover.config import java_client_options
+from mm2_failover.adapters.config import java_client_options
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -204,7 +204,7 @@ def test_empty_env_override_changes_nothing(monkeypatch):
 def test_the_java_helpers_timeout_is_bounded_by_windows_of_groups_not_by_groups():
     """Issue 31 item 13: the process timeout was 60 s + the cluster timeout per group - 17 days at 100k groups; now
     one timeout per window of 1,000 groups (the helper's own deadline) plus a minute."""
-    from mm2_failover.kafka_io import java_call_timeout
+    from mm2_failover.adapters.kafka_io import java_call_timeout
 
     assert java_call_timeout(15.0, 1) == 60 + 15 * 2
     assert java_call_timeout(15.0, 1000) == 60 + 15 * 2 and java_call_timeout(15.0, 1001) == 60 + 15 * 3
@@ -220,8 +220,8 @@ def test_credentials_go_to_one_private_folder_whose_owner_and_mode_are_checked(t
 
     import pytest
 
-    from mm2_failover import kafka_io
-    from mm2_failover.kafka_io import Cluster
+    from mm2_failover.adapters import kafka_io
+    from mm2_failover.adapters.kafka_io import Cluster
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     d = tmp_path / f"mm2-failover-{os.getuid()}"
@@ -251,7 +251,7 @@ def test_a_value_outside_a_parameters_allowed_values_is_refused_whatever_the_ent
     """Issue 32: allowed values were checked by the trigger form and the CLI's argparse only; a value that bypassed
     them (a REST trigger's conf, an operator's templated argument) silently meant something else - translation
     'exactt' ran as 'checkpoint'."""
-    from mm2_failover.config import RunParams
+    from mm2_failover.adapters.config import RunParams
 
     with pytest.raises(ValueError, match=f"parameter {name}: "):
         RunParams.from_mapping({name: value})
@@ -261,7 +261,7 @@ def test_a_value_outside_a_parameters_allowed_values_is_refused_whatever_the_ent
 
 def test_the_writer_lock_is_the_file_lock_unless_the_environment_says_kafka_and_bad_values_are_named():
     """Issue 34 item 2: MM2_FAILOVER_LOCK chooses where the one-writer lock lives (config.WriterLockSettings)."""
-    from mm2_failover.config import WriterLockSettings as W
+    from mm2_failover.adapters.config import WriterLockSettings as W
 
     assert W.from_env({}) == W("file", "mm2-failover.locks", 60.0, 20.0, 10.0)
     got = W.from_env(

@@ -35,7 +35,7 @@ def test_failover_dag_has_its_tasks_in_order_all_retryable_but_the_approval(bag)
     for up, down in zip(order, order[1:]):
         assert dag.get_task(down).upstream_task_ids == {up}
     assert all(dag.get_task(t).retries > 0 for t in order if t != "approve_plan")
-    # the Asset events after verify, mapped over parts that verify pushes (mm2_failover/assets.py rule 4)
+    # the Asset events after verify, mapped over parts that verify pushes (mm2_failover/rules/assets.py rule 4)
     announce = dag.get_task("announce_moved_groups")
     assert dag.get_task("announcement_parts").upstream_task_ids == {"verify_group_offsets"}
     assert announce.upstream_task_ids == {"announcement_parts"} and announce.retries > 0
@@ -103,7 +103,7 @@ def test_every_task_has_an_execution_timeout_from_the_one_table(bag):
 
 def test_every_task_reports_its_final_failure_through_the_run_failure_notifier(bag):
     """Issue 33: nobody was told when a run failed or was refused. Every task of every DAG has the notifier as its
-    on_failure_callback (what it says and to whom: mm2_failover/notify.py, tests/unit/test_notify.py)."""
+    on_failure_callback (what it says and to whom: mm2_failover/rules/notify.py, tests/unit/test_notify.py)."""
     from mm2_failover.notifications import RunFailureNotifier
 
     for dag in bag.dags.values():

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from mm2_failover import drill
-from mm2_failover.kafka_io import Commit, GroupState, Member
-from mm2_failover.plan import Plan
+from mm2_failover.adapters.kafka_io import Commit, GroupState, Member
+from mm2_failover.rules import drill
+from mm2_failover.rules.plan import Plan
 from testbed.plan_rows import rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -229,11 +229,11 @@ def drill_run(tmp_path, monkeypatch):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from mm2_failover import config
-    from mm2_failover.config import RunParams
-    from mm2_failover.run import RunContext
-    from mm2_failover.runfolder import RunFolder, Snapshot, SourceState
-    from mm2_failover.stages import drill as drill_stage
+    from mm2_failover.adapters import config
+    from mm2_failover.adapters.config import RunParams
+    from mm2_failover.adapters.runfolder import RunFolder, Snapshot, SourceState
+    from mm2_failover.stages import drill_report as drill_stage
+    from mm2_failover.stages.context import RunContext
 
     monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(tmp_path))
     folder = RunFolder(config.run_dir("mm2_failover_drill", "manual__1"))
@@ -338,7 +338,7 @@ def test_the_drill_report_names_the_source_alias_of_the_run(drill_run):
 def test_drill_dag_is_paused_scheduled_and_reuses_the_pipeline():
     from airflow.dag_processing.dagbag import DagBag
 
-    from mm2_failover.operators.latest_checkpoints import LatestCheckpointsOperator
+    from mm2_failover.operators.checkpoint_job import LatestCheckpointsOperator
     from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 
     bag = DagBag(dag_folder=str(REPO / "dags"))

@@ -1,5 +1,5 @@
-"""The whole proof path of exact translation, positions -> reads -> evidence -> decision (mm2_failover.evidence over
-mm2_failover.translate), property-tested on generated worlds (testbed/worlds.py: MM2 histories and their truth, read
+"""The whole proof path of exact translation, positions -> reads -> evidence -> decision (mm2_failover.rules.evidence over
+mm2_failover.rules.translate), property-tested on generated worlds (testbed/worlds.py: MM2 histories and their truth, read
 through an in-memory cluster with Kafka's semantics, testbed/memlog.py), and each hole the proof path once had
 reintroduced as a mutation the property must catch. The rules by example come first, grouped by the evidence rule
 (E1-E9) they test."""
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mm2_failover import evidence as ev
-from mm2_failover import kafka_io
-from mm2_failover import translate as tr
-from mm2_failover.translate import Sync, SyncIndex
+from mm2_failover.adapters import kafka_io
+from mm2_failover.rules import evidence as ev
+from mm2_failover.rules import translate as tr
+from mm2_failover.rules.translate import Sync, SyncIndex
 from testbed.memlog import ABORTED, COMPACTED, DATA, MARKER, MemoryLog, Partition
 from testbed.worlds import REP, SRC, plan_violations, violations, world
 
@@ -495,14 +495,14 @@ def test_the_plan_never_commits_a_group_past_a_record_it_has_not_read_rewound_or
 
 def test_mutation_5_a_checkpoint_ahead_of_a_rewound_group_is_caught(monkeypatch):
     """Issue 50 item 1: the plan taking MM2's checkpoint without comparing it with the group's source commit."""
-    from mm2_failover import plan as pm
+    from mm2_failover.rules import plan as pm
 
     monkeypatch.setattr(pm, "_rewound", lambda cp, commit: False)
     assert next((seed for seed in MUTATION_SEEDS if plan_violations(seed)), None) is not None
 
 
 def _rule_1a_mutation_caught(monkeypatch, mutated) -> int | None:
-    from mm2_failover import plan as pm
+    from mm2_failover.rules import plan as pm
 
     monkeypatch.setattr(pm, "_reading_answers", mutated)
     return next((seed for seed in MUTATION_SEEDS if any(v[0] == "LOST" for v in plan_violations(seed))), None)
@@ -773,7 +773,7 @@ def test_mutation_29_a_rewound_group_below_every_sync_left_without_the_replica_f
     """The drill flake hunt's finding: plan rule 1b without its last floor - a group rewound on the source below MM2's
     checkpoint and below every offset sync of a drained partition skipped (its consumers then at auto.offset.reset).
     The plan's NO COMMIT (12 of seeds 0-2999, the first 32)."""
-    from mm2_failover import plan as pm
+    from mm2_failover.rules import plan as pm
 
     real = pm.build_plan
     monkeypatch.setattr(pm, "build_plan", lambda *a, **k: real(*a, **{**k, "replica_floors": None}))

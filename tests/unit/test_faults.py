@@ -1,4 +1,4 @@
-"""Fault points (plugins/mm2_failover/faults.py): off unless named; ``kill`` really SIGKILLs the process that hits
+"""Fault points (plugins/mm2_failover/adapters/faults.py): off unless named; ``kill`` really SIGKILLs the process that hits
 the point (checked in a child process); with ``MM2_FAILOVER_FAULT_ONCE_DIR`` each point fires once per folder, so a
 retry of the same task (which inherits the same environment from Airflow's scheduler) gets past it."""
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
-HIT = "import sys; from mm2_failover import faults; faults.hit(sys.argv[1]); print('passed', sys.argv[1])"
+HIT = "import sys; from mm2_failover.adapters import faults; faults.hit(sys.argv[1]); print('passed', sys.argv[1])"
 
 
 def run_hit(point: str, env: dict) -> subprocess.CompletedProcess:

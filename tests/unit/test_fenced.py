@@ -1,4 +1,4 @@
-"""mm2_failover.fenced without a broker: the helper dies with its holder (a real parent process killed)."""
+"""mm2_failover.adapters.fenced without a broker: the helper dies with its holder (a real parent process killed)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 PARENT = """
 import subprocess, sys, threading, time
-from mm2_failover import fenced
+from mm2_failover.adapters import fenced
 # a thread running, as the lease's renewal runs while the writer starts its helper
 threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
 p = subprocess.Popen(["sleep", "60"], preexec_fn=fenced._die_with_parent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.kafka_io import GroupState, Member
+from mm2_failover.adapters.kafka_io import GroupState, Member
 from mm2_failover.stages import gate
 
 
@@ -73,7 +73,7 @@ def test_describe_groups_never_asks_more_than_a_window_of_groups_at_once(monkeyp
 
     from confluent_kafka.admin import ConsumerGroupDescription
 
-    from mm2_failover import kafka_io
+    from mm2_failover.adapters import kafka_io
 
     class Admin:
         def __init__(self):
@@ -105,7 +105,7 @@ def test_describe_groups_never_asks_more_than_a_window_of_groups_at_once(monkeyp
 def test_describe_groups_of_more_than_java_bulk_groups_go_to_the_java_client(monkeypatch):
     """Above JAVA_BULK_GROUPS groups, one JVM describes them all (librdkafka sends a request per group: 2.6-4.4 s for
     10k groups on the bed, the Java client ~1 s); at or below, librdkafka, with no JVM to start."""
-    from mm2_failover import kafka_io
+    from mm2_failover.adapters import kafka_io
 
     asked = []
     monkeypatch.setattr(
@@ -124,7 +124,7 @@ def test_describe_groups_of_more_than_java_bulk_groups_go_to_the_java_client(mon
 
 
 def test_describe_with_java_reads_members_states_and_names_a_group_it_could_not_describe(monkeypatch):
-    from mm2_failover import kafka_io
+    from mm2_failover.adapters import kafka_io
 
     lines = [
         ["ROW", "a", "m1", "c1", "/h1"],

@@ -1,6 +1,6 @@
 """Golden bytes that real MirrorMaker 2 wrote to primary.checkpoints.internal on the bed
 (scripts/capture_golden.py). The expectation in the fixture was decoded by the capture script with struct and
-Kafka's schema, not by mm2_failover.checkpoints."""
+Kafka's schema, not by mm2_failover.rules.checkpoints."""
 
 import json
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover import checkpoints as cpf
+from mm2_failover.rules import checkpoints as cpf
 
 GOLDEN = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "mm2_checkpoints_golden.json").read_text())
 RECORDS = GOLDEN["records"]

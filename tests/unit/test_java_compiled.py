@@ -9,10 +9,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from mm2_failover import kafka_io
-from mm2_failover.config import java_kafka_classpath
+from mm2_failover.adapters import kafka_io
+from mm2_failover.adapters.config import java_kafka_classpath
 
-SRC = Path(kafka_io.__file__).with_name("jvm") / "KafkaOffsets.java"
+SRC = kafka_io.JAVA_HELPER
 
 
 def run(compiled: Path, *args: str) -> subprocess.CompletedProcess:
@@ -56,7 +56,7 @@ def test_a_changed_source_or_classpath_gets_its_own_build(tmp_path):
 def test_a_source_javac_refuses_falls_back_to_running_the_source(tmp_path, caplog):
     src = tmp_path / "KafkaOffsets.java"
     src.write_text("public class KafkaOffsets { not java }")
-    with caplog.at_level(logging.WARNING, logger="mm2_failover.kafka_io"):
+    with caplog.at_level(logging.WARNING, logger="mm2_failover.adapters.kafka_io"):
         assert kafka_io.compiled_java(src, java_kafka_classpath(), tmp_path) is None
     assert "javac could not compile KafkaOffsets.java" in caplog.text
     assert [p.name for p in tmp_path.iterdir()] == ["KafkaOffsets.java"]  # nothing half-made kept

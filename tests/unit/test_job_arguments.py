@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mm2_failover.jobs import latest_checkpoints as job
+from mm2_failover.jobs import checkpoint_pass as job
 
 
 def run_main(capsys, topics: list[str], ends, extra: list[str] | None = None) -> tuple[int, str]:

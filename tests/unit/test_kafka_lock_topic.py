@@ -9,8 +9,8 @@ import confluent_kafka.admin
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from mm2_failover import kafka_lock
-from mm2_failover.kafka_io import KafkaConfigError
+from mm2_failover.adapters import kafka_lock
+from mm2_failover.adapters.kafka_io import KafkaConfigError
 
 TOPIC = "mm2-failover.locks"
 

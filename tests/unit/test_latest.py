@@ -1,12 +1,12 @@
-"""The latest-checkpoint rule (mm2_failover.latest, pure), grouped by rule; the Spark job is compared with it in
+"""The latest-checkpoint rule (mm2_failover.rules.latest, pure), grouped by rule; the Spark job is compared with it in
 tests/spark/test_latest_job_vs_oracle.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from mm2_failover import checkpoints as cpf
-from mm2_failover.latest import Record, latest_per_key
+from mm2_failover.rules import checkpoints as cpf
+from mm2_failover.rules.latest import Record, latest_per_key
 
 K = cpf.encode_key("g", "primary.t", 0)
 

@@ -1,4 +1,4 @@
-"""One writer per target across hosts (mm2_failover/lease.py), by rule: who holds the lease, decided from the lock
+"""One writer per target across hosts (mm2_failover/rules/lease.py), by rule: who holds the lease, decided from the lock
 records alone, and when a holder must stop writing - property-tested over interleavings of several writers."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mm2_failover import lease as L
-from mm2_failover.lease import CLAIM, MAX_HOLD_MS, RELEASE, RENEW, Record, replay, topic_problems
+from mm2_failover.rules import lease as L
+from mm2_failover.rules.lease import CLAIM, MAX_HOLD_MS, RELEASE, RENEW, Record, replay, topic_problems
 
 LEASE = 10_000
 

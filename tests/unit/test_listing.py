@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mm2_failover.listing import Listing, render, table
-from mm2_failover.report import PLAN_LINE_COLUMNS, PLAN_LINE_DATA, plan_lines
+from mm2_failover.rules.listing import Listing, render, table
+from mm2_failover.rules.report import PLAN_LINE_COLUMNS, PLAN_LINE_DATA, plan_lines
 
 COLS = [("group", "GROUP"), ("partition", "PARTITION"), ("offset", "NEW-OFFSET")]
 ROWS = [{"group": f"g{i:02}", "partition": i % 3, "offset": None if i == 4 else 100 * i} for i in range(25)]

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from mm2_failover import metrics
-from mm2_failover.plan import CLAMP, COMMIT, SKIP, Mismatch, Plan, PlanRow
-from mm2_failover.report import build_report
+from mm2_failover.rules.plan import CLAMP, COMMIT, SKIP, Mismatch, Plan, PlanRow
+from mm2_failover.rules.report import build_report
 
 
 class FakeSink:
@@ -164,7 +164,7 @@ def test_readiness_gauges_are_the_summarys_known_values():
     }
     assert all(c[0] == "gauge" and c[1].startswith("mm2_failover.readiness.") for c in sink.calls)
     # every gauge is a key of the summary the rules compute (one definition)
-    from mm2_failover import readiness
+    from mm2_failover.rules import readiness
 
     keys = readiness.summarize([], [], {}, [], 60).keys()
     assert set(metrics.READINESS_GAUGES) <= set(keys)

@@ -1,4 +1,4 @@
-"""Topic names under MM2's replication policies, and group selection (mm2_failover.naming)."""
+"""Topic names under MM2's replication policies, and group selection (mm2_failover.rules.naming)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mm2_failover import naming as nm
-from mm2_failover.naming import ReplicationPolicy
+from mm2_failover.rules import naming as nm
+from mm2_failover.rules.naming import ReplicationPolicy
 
 topic_names = st.text(st.sampled_from("abcXYZ019._-"), min_size=1, max_size=40)
 

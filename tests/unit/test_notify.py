@@ -1,4 +1,4 @@
-"""Who hears about a failed run, and what they read (mm2_failover/notify.py, by rule), and the notifier that sends it
+"""Who hears about a failed run, and what they read (mm2_failover/rules/notify.py, by rule), and the notifier that sends it
 (mm2_failover/notifications.py) - over a real SMTP server on loopback (aiosmtpd)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import types
 
 import pytest
 
-from mm2_failover import notify as rules
-from mm2_failover.notify import Failure
+from mm2_failover.rules import notify as rules
+from mm2_failover.rules.notify import Failure
 
 F = Failure(
     "mm2_failover",

@@ -6,17 +6,17 @@ from __future__ import annotations
 import pytest
 
 from mm2_failover import cli
-from mm2_failover.approval import ApprovalRefused
-from mm2_failover.drain import UnreplicatedLoss
-from mm2_failover.kafka_io import KafkaAuthError, KafkaConfigError, KafkaUnavailable
-from mm2_failover.locks import Locked
-from mm2_failover.plan import PlanError
-from mm2_failover.reachability import SourceRequiredUnreachable
-from mm2_failover.runfolder import RunFolderError
+from mm2_failover.adapters.kafka_io import KafkaAuthError, KafkaConfigError, KafkaUnavailable
+from mm2_failover.adapters.locks import Locked
+from mm2_failover.adapters.runfolder import RunFolderError
+from mm2_failover.rules.approval import ApprovalRefused
+from mm2_failover.rules.drain import UnreplicatedLoss
+from mm2_failover.rules.plan import PlanError
+from mm2_failover.rules.reachability import SourceRequiredUnreachable
 from mm2_failover.stages import outcomes
-from mm2_failover.stages.drain import NotDrained
+from mm2_failover.stages.drain_check import NotDrained
 from mm2_failover.stages.errors import ConfigurationError, JobFailed, JobUnreachable, QuarantineRefused
-from mm2_failover.stages.rollback import RollbackRefused
+from mm2_failover.stages.roll_back import RollbackRefused
 
 CASES = [
     (PlanError("x"), outcomes.REFUSED),
@@ -51,7 +51,7 @@ def test_what_the_table_does_not_know_propagates():
 def test_the_exit_codes_are_one_table():
     """Issue 51 item 2: the CLI's exit codes, the outcomes' and the Spark job's are defined once (stages/outcomes),
     the job's mapped to the CLI's by name."""
-    from mm2_failover.jobs import latest_checkpoints as job
+    from mm2_failover.jobs import checkpoint_pass as job
 
     assert (
         outcomes.REFUSED.exit_code,
@@ -68,8 +68,8 @@ def test_the_exit_codes_are_one_table():
         outcomes.JOB_UNREACHABLE,
         outcomes.JOB_LOST_SINCE_SNAPSHOT,
     )
-    # a Spark job's exit code as the error stage 3 raises (stages/checkpoints.job_error), decided by the same table
-    from mm2_failover.stages.checkpoints import job_error
+    # a Spark job's exit code as the error stage 3 raises (stages/compute_checkpoints.job_error), decided by the same table
+    from mm2_failover.stages.compute_checkpoints import job_error
 
     assert [
         (o.exit_code, o.retry)

@@ -11,7 +11,7 @@ from dataclasses import fields
 import pytest
 
 from mm2_failover import cli
-from mm2_failover.config import PARAMS, SECTIONS, RunParams
+from mm2_failover.adapters.config import PARAMS, SECTIONS, RunParams
 
 NAMES = [f.name for f in fields(RunParams)]
 D = RunParams()
@@ -123,7 +123,7 @@ def test_the_parameters_reference_page_is_generated_from_the_definition():
     writes it), so a parameter added there appears on the page as in the form and the CLI."""
     from pathlib import Path
 
-    from mm2_failover.config import PARAMS, RunParams, parameters_markdown
+    from mm2_failover.adapters.config import PARAMS, RunParams, parameters_markdown
 
     page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "parameters.md"
     assert page.read_text() == parameters_markdown(), "docs/reference/parameters.md is out of date: run make reference"
@@ -135,7 +135,7 @@ def test_the_topology_set_once_in_airflows_configuration_is_every_dags_default_a
     """Issue 52 item 1: ``[mm2_failover]`` (here its environment form) sets the MM2 topology for the deployment: the
     failover's form, the scheduled DAGs' parameters and the CLI's flags default to it; a run's conf still wins."""
     from mm2_failover import cli
-    from mm2_failover.config import deployment_defaults
+    from mm2_failover.adapters.config import deployment_defaults
     from mm2_failover.params import archive_params, failover_params
 
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__SOURCE_ALIAS", "dc1")

@@ -12,9 +12,9 @@ import pytest
 
 from mm2_failover import pictures as P
 from mm2_failover import ui
-from mm2_failover.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
-from mm2_failover.readiness import answer_counts
-from mm2_failover.report import build_report
+from mm2_failover.rules.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
+from mm2_failover.rules.readiness import answer_counts
+from mm2_failover.rules.report import build_report
 
 EVIL = "<script>alert(1)</script>"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -1,4 +1,4 @@
-"""The failover plan (mm2_failover.plan): every rule of the module docstring, on hand-built inputs."""
+"""The failover plan (mm2_failover.rules.plan): every rule of the module docstring, on hand-built inputs."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mm2_failover import plan as pm
-from mm2_failover.checkpoints import Checkpoint
-from mm2_failover.plan import PartitionBounds, PlanError, PlanRow
+from mm2_failover.rules import plan as pm
+from mm2_failover.rules.checkpoints import Checkpoint
+from mm2_failover.rules.plan import PartitionBounds, PlanError, PlanRow
 
 T = "primary.orders"
 U = "primary.users"
@@ -245,7 +245,7 @@ def test_a_target_commit_ahead_of_an_archive_floor_is_not_kept_silently():
     restarted history was cut short, or MM2 translated from syncs the archive never saw. MM2 with
     sync.group.offsets.enabled wrote 52 as the group's target commit; kept (skip, or overwrite without allow_rewind),
     it skips what only the earlier history copied. The plan is refused, naming it; moved back it is written."""
-    from mm2_failover.translate import ARCHIVE_FLOOR
+    from mm2_failover.rules.translate import ARCHIVE_FLOOR
 
     exact = {("app", T, 0): pm.Proven(41, ARCHIVE_FLOOR, 142)}
     for how in ("skip", "overwrite"):
@@ -265,7 +265,7 @@ def test_a_target_commit_ahead_of_an_archive_floor_is_not_kept_silently():
 
 
 def test_moved_since_the_backup_is_never_written_again():
-    from mm2_failover.plan import COMMIT, Commit
+    from mm2_failover.rules.plan import COMMIT, Commit
 
     def w(g, part, off):
         return PlanRow("primary", g, T, part, off, off, None, off, COMMIT)
@@ -376,7 +376,7 @@ def test_verify_reports_every_writing_row_that_does_not_read_back():
 
 
 def test_diff_to_apply_is_what_the_target_does_not_have_yet():
-    from mm2_failover.kafka_io import Commit
+    from mm2_failover.adapters.kafka_io import Commit
 
     p = mixed_plan()
     assert pm.diff_to_apply(p, {}) == p.commits()
@@ -387,7 +387,7 @@ def test_diff_to_apply_is_what_the_target_does_not_have_yet():
 
 
 def test_metadata_is_planned_written_and_verified():
-    from mm2_failover.kafka_io import Commit
+    from mm2_failover.adapters.kafka_io import Commit
 
     p = build([cp(down=10, metadata="streams")])
     assert p.commits() == {"app": {(T, 0): Commit(10, "streams")}}

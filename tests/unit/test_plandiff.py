@@ -1,11 +1,11 @@
-"""The plan against the target's commits now (mm2_failover/plandiff.py), by rule."""
+"""The plan against the target's commits now (mm2_failover/rules/plandiff.py), by rule."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mm2_failover import plandiff as d
+from mm2_failover.rules import plandiff as d
 
 # ------------------------------------------------------------------------------------------ 1. state of a partition
 

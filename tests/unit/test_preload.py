@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHILD = """
 import multiprocessing, os, sys
 sys.path.insert(0, {plugins!r})
-from mm2_failover import config
+from mm2_failover.adapters import config
 os.environ.update(config.preload_settings())
 from airflow.utils.process_utils import set_component_mp_start_method
 set_component_mp_start_method("scheduler")
@@ -37,7 +37,8 @@ if __name__ == "__main__":
 
 
 def test_the_scheduler_settings_make_its_workers_start_with_the_listed_modules(tmp_path):
-    from mm2_failover import config, preload
+    from mm2_failover import preload
+    from mm2_failover.adapters import config
 
     assert config.preload_settings() == {
         "AIRFLOW__SCHEDULER__MP_START_METHOD": "forkserver",
@@ -71,7 +72,7 @@ def test_only_third_party_modules_are_preloaded():
 CELERY = """
 import os, sys
 sys.path.insert(0, {plugins!r})
-from mm2_failover import config
+from mm2_failover.adapters import config
 os.environ.update(config.preload_settings())
 os.environ["AIRFLOW__CELERY__BROKER_URL"] = "redis://127.0.0.1:1/7"
 from airflow.providers.celery.executors.celery_executor import app

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.checkpoints import Checkpoint
-from mm2_failover.config import RunParams
-from mm2_failover.run import RunContext
-from mm2_failover.runfolder import RunFolder, RunFolderError
-from mm2_failover.stages.checkpoints import selected_checkpoint_groups, selected_checkpoints
+from mm2_failover.adapters.config import RunParams
+from mm2_failover.adapters.runfolder import RunFolder, RunFolderError
+from mm2_failover.rules.checkpoints import Checkpoint
+from mm2_failover.stages.compute_checkpoints import selected_checkpoint_groups, selected_checkpoints
+from mm2_failover.stages.context import RunContext
 from testbed.scenario import write_latest
 
 CONFS = {"target": {"bootstrap.servers": "127.0.0.1:9"}, "source": {"bootstrap.servers": "127.0.0.1:9"}}
@@ -68,7 +68,7 @@ def test_every_job_submission_first_deletes_the_old_summary_so_a_killed_rerun_is
     """A rerun killed while rewriting the answers must not leave the previous run's summary beside them."""
     from types import SimpleNamespace
 
-    from mm2_failover.spark import job_submission
+    from mm2_failover.adapters.spark import job_submission
 
     ctx = ctx_with_answers(tmp_path)
     assert ctx.folder.checkpoints_summary.exists()

@@ -1,4 +1,4 @@
-"""mm2_failover.readiness, rule by rule (the module docstring numbers them), and the stage's history file."""
+"""mm2_failover.rules.readiness, rule by rule (the module docstring numbers them), and the stage's history file."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mm2_failover import readiness as r
+from mm2_failover.rules import readiness as r
 
 NOW = 1_800_000_000_000  # epoch ms
 
@@ -329,7 +329,7 @@ def test_the_summary_agrees_with_the_rows_whatever_they_are(spec, drains):
 
 
 def test_history_survives_a_torn_line_and_keeps_appending(tmp_path):
-    from mm2_failover.stages import readiness as stage
+    from mm2_failover.stages import assess_readiness as stage
 
     old = {**r.history_line(assess([row()], [drain()])), "computed_at": "2020-01-01T00:00:00+00:00"}
     stage.append_history(old, tmp_path)
@@ -342,8 +342,8 @@ def test_history_survives_a_torn_line_and_keeps_appending(tmp_path):
 
 
 def test_a_retried_interval_compares_with_the_one_before_it_not_with_itself(tmp_path):
-    from mm2_failover.runfolder import RunFolder
-    from mm2_failover.stages import readiness as stage
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.stages import assess_readiness as stage
 
     a = assess([row(rule="exact_sync")], [drain()])
     RunFolder(tmp_path / "a").save_readiness(a)
@@ -360,7 +360,7 @@ def test_a_retried_interval_compares_with_the_one_before_it_not_with_itself(tmp_
 
 
 def test_the_rows_per_partition_round_trip_through_parquet_and_the_json_stays_small(tmp_path):
-    from mm2_failover.runfolder import READINESS, RunFolder
+    from mm2_failover.adapters.runfolder import READINESS, RunFolder
 
     rows = [
         row(
@@ -406,8 +406,8 @@ def test_the_report_the_approval_and_readiness_classify_every_rule_alike(rule):
     restart's first copy) included - while the report did not, so its "fell back" alert never fired for that slip.
     One allow-list (translate.EXACT_RULES): the report's per-row "exact", its partitions_exact count (which the
     approval request and its totals read) and readiness's kind agree on every rule, a rule added later included."""
-    from mm2_failover import report as rp
-    from mm2_failover import translate as tr
+    from mm2_failover.rules import report as rp
+    from mm2_failover.rules import translate as tr
 
     row = {
         "group": "g",

@@ -1,4 +1,4 @@
-"""Run reports (mm2_failover.report): totals, per-group and per-partition tables, JSON and Markdown."""
+"""Run reports (mm2_failover.rules.report): totals, per-group and per-partition tables, JSON and Markdown."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from mm2_failover import plan as pm
-from mm2_failover.plan import Plan, PlanRow
-from mm2_failover.report import build_report, estimate_reread, render_markdown
+from mm2_failover.rules import plan as pm
+from mm2_failover.rules.plan import Plan, PlanRow
+from mm2_failover.rules.report import build_report, estimate_reread, render_markdown
 
 T = "primary.orders"
 
@@ -201,7 +201,7 @@ def test_markdown_contains_the_tables():
 
 
 def test_the_report_says_which_state_version_answered_and_why_an_alias_was_read_in_full():
-    from mm2_failover.report import state_lines
+    from mm2_failover.rules.report import state_lines
 
     lines = state_lines(
         {
@@ -220,7 +220,7 @@ def test_the_report_says_which_state_version_answered_and_why_an_alias_was_read_
 
 
 def test_the_report_says_how_the_answers_were_written():
-    from mm2_failover.report import state_lines
+    from mm2_failover.rules.report import state_lines
 
     lines = state_lines(
         {
@@ -265,7 +265,7 @@ def test_outcome(mismatches, refused, outcome):
 
 
 def test_md_table_escapes_pipes_and_renders_none_empty():
-    from mm2_failover.report import md_table
+    from mm2_failover.rules.report import md_table
 
     lines = md_table([("group", "l"), ("lag", "r")], [["a|b", None], ["c", 3]])
     assert lines == ["| group | lag |", "|---|---:|", "| a\\|b |  |", "| c | 3 |"]
@@ -354,7 +354,7 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
     """Issue 31 item 11: MM2 copied a burst twice, the group fell back to MM2's checkpoint: the offsets said 703
     re-read where the records showed 1,424. The offset syncs prove the group's next record is at or after 1,500 on
     the replica (the later copy's history restarted there): the row says at least 1,424, and the total is labelled."""
-    from mm2_failover.plan import COMMIT
+    from mm2_failover.rules.plan import COMMIT
 
     cp = PlanRow("primary", "g", T, 0, 779, 76, None, 76, COMMIT, position_at_least=1500)
     sup = PlanRow(
@@ -382,7 +382,7 @@ def test_where_the_position_is_not_known_the_re_read_is_an_estimate_proven_from_
     # proven is said as an offset distance
     assert (est["h"]["reread"], est["h"]["reread_at_least"], est["h"]["exact"]) == (None, 50, False)
     assert (est["i"]["reread"], est["i"]["exact"]) == (0, True)
-    from mm2_failover.plan import Plan
+    from mm2_failover.rules.plan import Plan
 
     rep = build_report(
         dag_id="d",
@@ -408,7 +408,7 @@ def test_a_checkpoint_row_that_cannot_be_estimated_says_unknown_not_its_proven_f
     the source's, so the offsets estimate nothing, and the syncs prove the group's copy at or after 101 - "at least
     0". The report said "re-read 0" where the group re-read 51: a proven floor is not an estimate. It says unknown,
     and the floor as what it is."""
-    from mm2_failover.plan import COMMIT
+    from mm2_failover.rules.plan import COMMIT
 
     cp = PlanRow("primary", "g", T, 0, 52, 101, None, 101, COMMIT, position_at_least=101)
     [e] = estimate_reread([cp.as_dict()], {("g", T, 0): 52})
@@ -416,7 +416,7 @@ def test_a_checkpoint_row_that_cannot_be_estimated_says_unknown_not_its_proven_f
 
 
 def test_a_sync_floor_row_is_counted_from_below_not_as_exact():
-    from mm2_failover.plan import COMMIT, Plan
+    from mm2_failover.rules.plan import COMMIT, Plan
 
     floor = PlanRow(
         "primary",
@@ -443,7 +443,7 @@ def test_a_replica_start_row_is_not_exact_its_re_read_is_not_claimed_and_what_re
     """Issue 50 item 6: a group behind the source's retention, never checkpointed, resumes at the replica's first
     record; the records between its commit and the source record copied there are gone (lost, counted exactly where
     verify found that record on the source), and its re-read is not a count."""
-    from mm2_failover.plan import COMMIT, Plan
+    from mm2_failover.rules.plan import COMMIT, Plan
 
     row = PlanRow(
         "primary",
@@ -530,7 +530,7 @@ def test_plain_copies_exactly_what_the_reference_copies_and_shares_no_container(
 
     from hypothesis import given, settings
 
-    from mm2_failover.report import plain
+    from mm2_failover.rules.report import plain
 
     def shape(v):  # equality that also tells True from 1 and a namedtuple from a tuple
         if isinstance(v, dict):
@@ -564,7 +564,7 @@ def test_report_md_lists_every_notable_partition_and_plain_ones_up_to_its_limit(
     """report.md's partition table at scale (report.markdown_partitions): every row that is not a plain commit read
     back as planned is listed, in order, then plain rows up to the limit; the rest are counted and named as being
     in the Parquet file. Under the limit every row is listed."""
-    from mm2_failover.report import markdown_partitions
+    from mm2_failover.rules.report import markdown_partitions
 
     rows = [{"group": f"g{i}", "action": "commit", "reason": "", "verified": True} for i in range(50)]
     rows[7] = {**rows[7], "verified": False}  # a mismatch
@@ -579,7 +579,7 @@ def test_report_md_lists_every_notable_partition_and_plain_ones_up_to_its_limit(
 
 
 def test_report_md_says_how_many_rows_it_left_out(monkeypatch):
-    from mm2_failover import report as reportmod
+    from mm2_failover.rules import report as reportmod
 
     monkeypatch.setattr(reportmod, "MD_PARTITION_ROWS", 2)
     monkeypatch.setattr(reportmod.markdown_partitions, "__defaults__", (2,))
@@ -590,8 +590,8 @@ def test_report_md_says_how_many_rows_it_left_out(monkeypatch):
 
 def test_partitions_of_a_rewound_group_left_unmoved_are_a_warning_and_a_fate():
     """The review: rule 1b's accepted skips (checkpoint_ahead_of_source) had no warning and no fate text."""
-    from mm2_failover import plan as pm
-    from mm2_failover.checkpoints import Checkpoint
+    from mm2_failover.rules import plan as pm
+    from mm2_failover.rules.checkpoints import Checkpoint
 
     t = "primary.orders"
     plan = pm.build_plan(
@@ -611,7 +611,7 @@ def test_partitions_of_a_rewound_group_left_unmoved_are_a_warning_and_a_fate():
 
 def test_groups_and_partitions_worst_first_never_alphabetically_alone():
     """Issue 53 item 4: refused, then not as planned, then lost to retention, then by re-read (unknown before 0)."""
-    from mm2_failover.report import worst_first, worst_partitions_first
+    from mm2_failover.rules.report import worst_first, worst_partitions_first
 
     groups = [
         {"group": "a-fine", "reread_estimate": 0},

@@ -1,4 +1,4 @@
-"""The approval's decision changes a published report's outcome only (stages/approval.record_decision): the report is
+"""The approval's decision changes a published report's outcome only (stages/approve_plan.record_decision): the report is
 republished without loading or writing its rows again (verify.publish_outcome, report.restate_outcome). Differential:
 what that writes equals, file by file, what a whole publish of the same report with the same decision writes."""
 
@@ -9,11 +9,11 @@ import types
 
 import pytest
 
-from mm2_failover import approval as rules
-from mm2_failover import plan as pm
-from mm2_failover.plan import Plan, PlanRow
-from mm2_failover.report import build_report, render_markdown, restate_outcome
-from mm2_failover.runfolder import REPORT_PARTITIONS, RunFolder, RunFolderError
+from mm2_failover.adapters.runfolder import REPORT_PARTITIONS, RunFolder, RunFolderError
+from mm2_failover.rules import approval as rules
+from mm2_failover.rules import plan as pm
+from mm2_failover.rules.plan import Plan, PlanRow
+from mm2_failover.rules.report import build_report, render_markdown, restate_outcome
 from mm2_failover.stages.verify import publish_outcome, publish_report
 
 T = "primary.orders"

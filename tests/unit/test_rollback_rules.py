@@ -1,10 +1,11 @@
-"""Rollback rules (mm2_failover.rollback, pure), grouped by rule."""
+"""Rollback rules (mm2_failover.rules.rollback, pure), grouped by rule."""
 
 from __future__ import annotations
 
-from mm2_failover import rollback as rb
-from mm2_failover.kafka_io import Commit
-from mm2_failover.rollback import Backup, BackupEntry
+from mm2_failover.adapters.kafka_io import Commit
+from mm2_failover.rules import rollback as rb
+from mm2_failover.rules.rollback import Backup, BackupEntry
+from mm2_failover.stages.roll_back import pending_elsewhere
 
 T = "primary.t"
 
@@ -87,13 +88,11 @@ def test_another_backups_pending_journal_is_found_an_empty_one_is_not(tmp_path):
     import json
 
     a, b = backup(), Backup("t2", "c", "cid", "d", "r2", {})
-    assert rb.pending_elsewhere(tmp_path, a) == []
+    assert pending_elsewhere(tmp_path, a) == []
     jb = rb.journal_dir(tmp_path, b)
     jb.mkdir(parents=True)
     (jb / rb.POINTER).write_text(json.dumps({"backup_path": "/runs/b/backup.json"}))
-    assert rb.pending_elsewhere(tmp_path, a) == []  # a pointer alone: nothing pending
+    assert pending_elsewhere(tmp_path, a) == []  # a pointer alone: nothing pending
     (jb / rb.journal_name("g")).write_text("{}")
-    assert rb.pending_elsewhere(tmp_path, a) == [
-        {"backup_path": "/runs/b/backup.json", "journal": str(jb), "groups": 1}
-    ]
-    assert rb.pending_elsewhere(tmp_path, b) == []  # its own journal is resumed, not refused
+    assert pending_elsewhere(tmp_path, a) == [{"backup_path": "/runs/b/backup.json", "journal": str(jb), "groups": 1}]
+    assert pending_elsewhere(tmp_path, b) == []  # its own journal is resumed, not refused

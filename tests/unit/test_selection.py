@@ -1,10 +1,10 @@
-"""Group selection (mm2_failover.selection): the one place that decides which groups a run moves."""
+"""Group selection (mm2_failover.rules.selection): the one place that decides which groups a run moves."""
 
 from __future__ import annotations
 
 import pytest
 
-from mm2_failover.selection import GroupSelection, compile_pattern
+from mm2_failover.rules.selection import GroupSelection, compile_pattern
 
 
 def test_selection_uses_full_match():
@@ -48,7 +48,7 @@ def test_bad_patterns_name_the_parameter(inc, exc, what):
 
 
 def test_of_params():
-    from mm2_failover.config import RunParams
+    from mm2_failover.adapters.config import RunParams
 
     s = GroupSelection.of(RunParams(groups_regex="a.*", groups_exclude_regex="ab"))
     assert s.select(["a", "ab", "ac"]) == ["a", "ac"]

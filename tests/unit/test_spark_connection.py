@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.spark import SparkConnectionMissing, check_spark_connection
+from mm2_failover.adapters.spark import SparkConnectionMissing, check_spark_connection
 from testbed.localenv import spark_conn, spark_connect_conn
 
 
@@ -30,7 +30,7 @@ def test_spark_default_from_the_environment_gives_the_master(monkeypatch, master
 
 
 def test_no_spark_connect_connection_falls_back_to_spark_submit(monkeypatch):
-    from mm2_failover.spark import spark_connect_url
+    from mm2_failover.adapters.spark import spark_connect_url
 
     monkeypatch.delenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", raising=False)
     url, why = spark_connect_url("spark_connect_default")
@@ -41,7 +41,7 @@ def test_a_spark_connect_server_that_does_not_answer_falls_back_naming_it(monkey
     import json
     import socket
 
-    from mm2_failover.spark import spark_connect_url
+    from mm2_failover.adapters.spark import spark_connect_url
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -58,7 +58,7 @@ def test_a_spark_connect_server_that_answers_is_used_its_token_never_said(monkey
     import json
     import socket
 
-    from mm2_failover.spark import spark_connect_url
+    from mm2_failover.adapters.spark import spark_connect_url
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -86,7 +86,7 @@ def _listening():
 
 
 def test_cli_without_option_or_connection_uses_spark_submit_without_asking_airflow(monkeypatch):
-    from mm2_failover.spark import cli_spark_route
+    from mm2_failover.adapters.spark import cli_spark_route
 
     monkeypatch.delenv("AIRFLOW_CONN_SPARK_CONNECT_DEFAULT", raising=False)
     url, why = cli_spark_route(None, "spark_connect_default")
@@ -94,7 +94,7 @@ def test_cli_without_option_or_connection_uses_spark_submit_without_asking_airfl
 
 
 def test_cli_follows_the_connection_like_the_dag(monkeypatch):
-    from mm2_failover.spark import cli_spark_route
+    from mm2_failover.adapters.spark import cli_spark_route
 
     s, port = _listening()
     with s:
@@ -104,7 +104,7 @@ def test_cli_follows_the_connection_like_the_dag(monkeypatch):
 
 
 def test_cli_option_overrides_the_connection_and_none_forces_spark_submit(monkeypatch):
-    from mm2_failover.spark import cli_spark_route
+    from mm2_failover.adapters.spark import cli_spark_route
 
     s, port = _listening()
     with s:
@@ -115,7 +115,7 @@ def test_cli_option_overrides_the_connection_and_none_forces_spark_submit(monkey
 
 
 def test_cli_option_whose_server_does_not_answer_falls_back_saying_so(monkeypatch):
-    from mm2_failover.spark import cli_spark_route
+    from mm2_failover.adapters.spark import cli_spark_route
 
     s, port = _listening()
     s.close()  # nobody listens any more
@@ -125,7 +125,7 @@ def test_cli_option_whose_server_does_not_answer_falls_back_saying_so(monkeypatc
 
 @pytest.mark.parametrize("bad", ["http://127.0.0.1:15002", "127.0.0.1:15002", "sc://"])
 def test_cli_option_that_is_not_a_connect_url_is_refused_naming_it(bad):
-    from mm2_failover.spark import cli_spark_route
+    from mm2_failover.adapters.spark import cli_spark_route
 
     with pytest.raises(ValueError) as e:
         cli_spark_route(bad, "spark_connect_default")

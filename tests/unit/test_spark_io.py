@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from mm2_failover.config import s3a_settings, s3a_url, spark_io, spark_jars
+from mm2_failover.adapters.config import s3a_settings, s3a_url, spark_io, spark_jars
 
 STORE = {
     "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
@@ -61,7 +61,7 @@ def test_s3a_settings_come_from_the_standard_aws_variables():
 
 
 def test_the_s3a_settings_go_only_into_the_private_options_file():
-    from mm2_failover.spark import submission_of, write_options_file
+    from mm2_failover.adapters.spark import submission_of, write_options_file
 
     f = write_options_file({"bootstrap.servers": "b:9092"}, "run-key", s3a_settings(STORE))
     assert stat.S_IMODE(f.stat().st_mode) == 0o600
@@ -70,7 +70,7 @@ def test_the_s3a_settings_go_only_into_the_private_options_file():
     seen = json.dumps([sub.args, sub.env, sub.conf])
     assert STORE["AWS_SECRET_ACCESS_KEY"] not in seen and STORE["AWS_ACCESS_KEY_ID"] not in seen
     # the job reads them from there (and sets them on its session)
-    from mm2_failover.jobs.latest_checkpoints import session_settings
+    from mm2_failover.jobs.checkpoint_pass import session_settings
 
     assert session_settings(type("A", (), {"kafka_options_file": str(f)})())["fs.s3a.access.key"] == "AKIDEXAMPLE"
     g = write_options_file({"bootstrap.servers": "b"}, "k2")
@@ -99,9 +99,9 @@ def staged_run(tmp_path, *, commit_marker: bool | None = None):
     in a store (fsspec's memory://); ``commit_marker``: the S3A route, Spark's _SUCCESS in the store or not."""
     import uuid
 
-    from mm2_failover import store
-    from mm2_failover.runfolder import CHECKPOINTS, CHECKPOINTS_SUMMARY, RunFolder
-    from mm2_failover.spark import JobSubmission
+    from mm2_failover.adapters import store
+    from mm2_failover.adapters.runfolder import CHECKPOINTS, CHECKPOINTS_SUMMARY, RunFolder
+    from mm2_failover.adapters.spark import JobSubmission
 
     folder = RunFolder(f"memory://bucket-{uuid.uuid4().hex[:8]}/art/mm2_failover/run-1")
     staged = tmp_path / "stage"
@@ -130,7 +130,7 @@ def staged_run(tmp_path, *, commit_marker: bool | None = None):
 def test_a_staged_jobs_quarantine_is_uploaded_and_its_summary_names_it_in_the_store(tmp_path):
     """The quarantine (and regressions) tables the summary names are in the store, under the names it gives: an
     operator told where the unusable records are finds them (staged: the local folder is deleted after the job)."""
-    from mm2_failover import store
+    from mm2_failover.adapters import store
 
     sub, folder = staged_run(tmp_path)
     assert sub.publish()
@@ -142,8 +142,8 @@ def test_a_staged_jobs_quarantine_is_uploaded_and_its_summary_names_it_in_the_st
 
 
 def test_through_s3a_the_summary_is_published_only_with_sparks_commit_marker(tmp_path):
-    from mm2_failover import store
-    from mm2_failover.runfolder import RunFolderError
+    from mm2_failover.adapters import store
+    from mm2_failover.adapters.runfolder import RunFolderError
 
     sub, folder = staged_run(tmp_path / "a", commit_marker=False)
     with pytest.raises(RunFolderError, match=r"_SUCCESS.*Run compute_latest_checkpoints again"):
@@ -154,11 +154,11 @@ def test_through_s3a_the_summary_is_published_only_with_sparks_commit_marker(tmp
 
 
 def test_a_reader_takes_only_the_parts_the_published_summary_names(tmp_path):
-    """Answers rule 6 through the reader (stages.checkpoints.whole_answers): the summary the task published names
+    """Answers rule 6 through the reader (stages.compute_checkpoints.whole_answers): the summary the task published names
     the parts it saw; a part added after (another try's), or one cut short, makes the answers unreadable, named."""
-    from mm2_failover import store
-    from mm2_failover.runfolder import RunFolderError
-    from mm2_failover.stages.checkpoints import whole_answers
+    from mm2_failover.adapters import store
+    from mm2_failover.adapters.runfolder import RunFolderError
+    from mm2_failover.stages.compute_checkpoints import whole_answers
 
     for direct in (False, True):
         sub, folder = staged_run(tmp_path / str(direct), commit_marker=True if direct else None)

@@ -1,11 +1,11 @@
-"""mm2_failover.state: which state version a run starts from, rule by rule (the module docstring numbers them), and
+"""mm2_failover.adapters.state: which state version a run starts from, rule by rule (the module docstring numbers them), and
 the folder's crash-safe publishing."""
 
 from __future__ import annotations
 
 import json
 
-from mm2_failover import state as st
+from mm2_failover.adapters import state as st
 
 TOPICS = {"primary": "primary.checkpoints.internal"}
 T = TOPICS["primary"]
@@ -218,7 +218,7 @@ def test_a_refresh_pushes_its_versions_to_the_store_and_another_host_pulls_them_
     damaged is left out of the copy, said, and the choice falls back to the older one."""
     import uuid
 
-    from mm2_failover import store
+    from mm2_failover.adapters import store
 
     remote = store.as_path(f"memory://state-{uuid.uuid4().hex[:8]}/archive/latest-state")
     here = st.StateRoot(tmp_path / "here", keep=2)

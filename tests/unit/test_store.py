@@ -1,4 +1,4 @@
-"""mm2_failover.store, rule by rule, on a local folder and on fsspec's in-memory filesystem (a store with no
+"""mm2_failover.adapters.store, rule by rule, on a local folder and on fsspec's in-memory filesystem (a store with no
 rename, no fsync and no lock, like S3; the real S3 server is in tests/integration/test_object_store.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover import store
+from mm2_failover.adapters import store
 
 
 @pytest.fixture(params=["local", "memory"])
@@ -131,7 +131,7 @@ def test_names_listing_and_remove_tree_treat_a_prefix_as_a_folder(where):
 
 
 def test_a_run_folder_round_trips_its_artifacts_in_a_store():
-    from mm2_failover.runfolder import RunFolder, head_text, read_json, write_rows_parquet
+    from mm2_failover.adapters.runfolder import RunFolder, head_text, read_json, write_rows_parquet
 
     f = RunFolder(f"memory://bucket-{uuid.uuid4().hex[:8]}/art/mm2_failover/run-1")
     f.save("run.json", {"a": 1})
@@ -147,7 +147,7 @@ def test_the_answers_are_read_from_a_store_in_both_layouts(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from mm2_failover import answers
+    from mm2_failover.adapters import answers
 
     root = store.as_path(f"memory://bucket-{uuid.uuid4().hex[:8]}/run/latest_checkpoints.parquet")
     t = pa.table({"source_alias": ["primary"], "group": ["g"], "topic": ["t"], "partition": [0]})
@@ -160,7 +160,7 @@ def test_the_answers_are_read_from_a_store_in_both_layouts(tmp_path):
 
 
 def test_the_readiness_history_appends_in_a_store_and_keeps_its_tail(monkeypatch):
-    from mm2_failover.stages import readiness as stage
+    from mm2_failover.stages import assess_readiness as stage
 
     base = store.as_path(f"memory://bucket-{uuid.uuid4().hex[:8]}/art/mm2_failover_readiness")
     monkeypatch.setattr(stage, "HISTORY_TAIL_BYTES", 300)

@@ -1,4 +1,4 @@
-"""The offset-sync archive (mm2_failover.syncs) against an in-memory sync topic: safe file names, durability, one
+"""The offset-sync archive (mm2_failover.adapters.syncs) against an in-memory sync topic: safe file names, durability, one
 writer at a time, and files that cannot be read (issue 31 item 9). The archive against MM2's real topic, killed
 mid-append, is tested on the bed (tests/integration/test_exact_translation.py)."""
 
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from mm2_failover import translate as tr
-from mm2_failover.syncs import SyncArchive
+from mm2_failover.adapters.syncs import SyncArchive
+from mm2_failover.rules import translate as tr
 
 
 class FakeSyncCluster:

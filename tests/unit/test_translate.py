@@ -1,4 +1,4 @@
-"""Exact translation from offset syncs (mm2_failover.translate, pure): the rules by example, the wire format, and a
+"""Exact translation from offset syncs (mm2_failover.rules.translate, pure): the rules by example, the wire format, and a
 property test over random source histories - data records, transaction markers, aborted batches (copied or not),
 compaction gaps, and MM2 restarts that copy records again - with sparse syncs as MM2 emits them."""
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mm2_failover import translate as tr
-from mm2_failover.translate import Sync, SyncIndex, Translation, Unproven
+from mm2_failover.rules import translate as tr
+from mm2_failover.rules.translate import Sync, SyncIndex, Translation, Unproven
 
 # ------------------------------------------------------------------------------------------ rules by example
 
@@ -377,7 +377,7 @@ def test_only_the_partitions_the_drain_check_observed_count_as_drained():
     made every busy interval say "no longer provable exactly"); without a drain check, all."""
     from types import SimpleNamespace
 
-    from mm2_failover import drain as dm
+    from mm2_failover.rules import drain as dm
     from mm2_failover.stages.translation import drain_checked
 
     rows = [

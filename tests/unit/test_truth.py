@@ -27,10 +27,10 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mm2_failover import evidence as ev
-from mm2_failover import readiness as rd
-from mm2_failover import report as rp
-from mm2_failover import translate as tr
+from mm2_failover.rules import evidence as ev
+from mm2_failover.rules import readiness as rd
+from mm2_failover.rules import report as rp
+from mm2_failover.rules import translate as tr
 from testbed import worlds
 from testbed.exact_drill import near
 from testbed.memlog import ABORTED

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from mm2_failover import ui
-from mm2_failover.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
-from mm2_failover.report import build_report, render_markdown, run_summary
+from mm2_failover.rules.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
+from mm2_failover.rules.report import build_report, render_markdown, run_summary
 
 REPO = Path(__file__).resolve().parents[2]
 EVIL = "<script>alert(1)</script>"
@@ -263,7 +263,7 @@ def test_a_picture_that_cannot_be_drawn_never_breaks_the_page(caplog):
 
 
 def test_safe_name_matches_config_run_dir(monkeypatch, tmp_path):
-    from mm2_failover import config
+    from mm2_failover.adapters import config
 
     monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(tmp_path))
     rid = "manual__2026-11-23T08:57:31.979841+00:00"
@@ -311,7 +311,7 @@ def test_index_renders_from_small_summaries_and_one_bad_run_never_breaks_it(tmp_
 
 def _write_pending(root: Path, run_id: str, outcome: str, status: str):
     """A run whose plan waits for (or was refused) its approval: its preview report, approval.json and the plan."""
-    from mm2_failover import approval
+    from mm2_failover.rules import approval
 
     d = _write_failover(root, run_id, "g-pending")
     rep = json.loads((d / "report.json").read_text())
@@ -322,8 +322,8 @@ def _write_pending(root: Path, run_id: str, outcome: str, status: str):
     (d / "report.json").write_text(json.dumps(rep))
     (d / "summary.json").write_text(json.dumps(run_summary("mm2_failover", run_id, rep, None, "2026-11-26T03:02")))
     (d / "approval.json").write_text(json.dumps(decision.as_dict()))
-    from mm2_failover.plan import PlanRecord
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.rules.plan import PlanRecord
 
     RunFolder(d).save_plan(
         PlanRecord(
@@ -377,7 +377,7 @@ def test_a_plan_waiting_for_or_refused_its_approval_is_listed_with_its_reason_an
 
 
 def test_a_final_report_shows_who_approved_its_plan(client):
-    from mm2_failover import approval
+    from mm2_failover.rules import approval
 
     d = _write_failover(client.root, "manual__approved", "g-approved")
     rep = json.loads((d / "report.json").read_text())
@@ -394,7 +394,7 @@ def test_the_plan_files_are_served_as_written_because_no_run_parameter_can_hold_
     may look like a connection setting or a credential - the pattern the JSON files are scrubbed with."""
     from dataclasses import fields
 
-    from mm2_failover.config import RunParams
+    from mm2_failover.adapters.config import RunParams
 
     assert [f.name for f in fields(RunParams) if ui._SECRET_KEY.search(f.name)] == []
     assert ui.STREAMED_FILES <= set(ui.SERVED_FILES)
@@ -403,9 +403,9 @@ def test_the_plan_files_are_served_as_written_because_no_run_parameter_can_hold_
 def _readiness(tmp_path: Path, n_groups: int = 3):
     from datetime import datetime, timezone
 
-    from mm2_failover import readiness
-    from mm2_failover.runfolder import RunFolder
-    from mm2_failover.stages import readiness as stage
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.rules import readiness
+    from mm2_failover.stages import assess_readiness as stage
 
     now = int(datetime.now(timezone.utc).timestamp() * 1000)
     rows = [
@@ -504,7 +504,7 @@ def test_a_report_with_its_rows_in_parquet_shows_the_first_rows_and_serves_the_f
     import pyarrow.parquet as pq
     from fastapi.testclient import TestClient
 
-    from mm2_failover.runfolder import REPORT_PARTITIONS, RunFolder
+    from mm2_failover.adapters.runfolder import REPORT_PARTITIONS, RunFolder
 
     monkeypatch.setattr(ui, "MAX_ROWS", 5)
     rows = [PlanRow("primary", f"g{i // 4}", "primary.t", i % 4, 50, 40 + i, None, 40 + i, COMMIT) for i in range(12)]
@@ -535,8 +535,8 @@ def test_the_live_diff_reads_the_plans_groups_from_the_target_now_and_says_where
     filtered by group name; a target that cannot be read is said on the page without naming the cluster."""
     from fastapi.testclient import TestClient
 
-    from mm2_failover.plan import PlanRecord
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.rules.plan import PlanRecord
 
     rows = [
         PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT),
@@ -589,8 +589,8 @@ def test_the_live_diff_names_a_missing_connection_and_what_to_do(tmp_path):
     from airflow.exceptions import AirflowNotFoundException
     from fastapi.testclient import TestClient
 
-    from mm2_failover.plan import PlanRecord
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.rules.plan import PlanRecord
 
     rows = [PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT)]
     RunFolder(tmp_path / "mm2_failover" / "r1").save_plan(
@@ -623,7 +623,7 @@ def test_the_run_tab_of_a_dag_without_a_report_says_where_to_look(client, dag_id
 
 
 def test_a_failure_mail_links_only_to_pages_that_exist():
-    from mm2_failover import notify
+    from mm2_failover.rules import notify
 
     base = dict(
         run_id="scheduled__2026-11-27T10:00:00+00:00",
@@ -646,8 +646,8 @@ def test_a_run_waiting_for_its_approval_says_its_groups_will_move_once_approved(
     writes as soon as someone approves; after a decision, what the decision means."""
     from fastapi.testclient import TestClient
 
-    from mm2_failover import approval as ap
-    from mm2_failover.runfolder import RunFolder
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.rules import approval as ap
 
     rows = [PlanRow("primary", "app", "primary.t", 0, 45, 40, None, 40, COMMIT)]
     for outcome, says in [(ap.AWAITING, "will move once approved"), (ap.REJECTED, "not moved: the plan was rejected")]:
@@ -685,7 +685,7 @@ def test_a_run_page_says_its_outcome_first_and_lists_the_worst_groups_first(tmp_
     """Issue 53 item 4: the outcome before the files, the mismatches before the groups, the groups worst first
     (refused, not as planned, lost to retention, then by re-read) whatever their names; report.md in the same order;
     the page follows a dark colour scheme and its tables scroll inside a narrow panel."""
-    from mm2_failover.plan import Mismatch
+    from mm2_failover.rules.plan import Mismatch
 
     rows = [
         PlanRow("primary", g, "primary.t", 0, up, down, None, down, COMMIT)

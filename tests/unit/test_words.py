@@ -1,4 +1,4 @@
-from mm2_failover.words import listed
+from mm2_failover.rules.words import listed
 
 
 def test_a_long_list_is_cut_and_says_how_many_more():
@@ -9,7 +9,7 @@ def test_a_long_list_is_cut_and_says_how_many_more():
 
 
 def test_a_duration_is_said_one_way_everywhere():
-    from mm2_failover.words import duration
+    from mm2_failover.rules.words import duration
 
     assert [duration(s) for s in (0, 30, 59.6, 95, 3540, 3600, 7300, -4)] == [
         "0 s",

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from mm2_failover import plan as planmod
-from mm2_failover.checkpoints import Checkpoint
-from mm2_failover.naming import ReplicationPolicy
-from mm2_failover.plan import PartitionBounds
+from mm2_failover.rules import plan as planmod
+from mm2_failover.rules.checkpoints import Checkpoint
+from mm2_failover.rules.naming import ReplicationPolicy
+from mm2_failover.rules.plan import PartitionBounds
 from testbed.localenv import run_cli
 
 # ------------------------------------------------------------------------------------------ 4. two aliases, one key
@@ -77,7 +77,7 @@ def test_internal_topic_separator_disabled_keeps_dots_for_mm2_topics():
 
 
 def test_multi_character_separator():
-    from mm2_failover.naming import checkpoint_topic_aliases
+    from mm2_failover.rules.naming import checkpoint_topic_aliases
 
     p = ReplicationPolicy("dc", separator="--")
     assert p.checkpoints_topic == "dc--checkpoints--internal"
@@ -92,7 +92,7 @@ def test_multi_character_separator():
 
 
 def test_group_selection_is_one_python_function_with_full_match():
-    from mm2_failover.selection import GroupSelection
+    from mm2_failover.rules.selection import GroupSelection
 
     s = GroupSelection(r"(?P<app>\w+)-app|app-.*", "app-skip")
     assert s.selects("caf\u00e9-app")
@@ -109,7 +109,7 @@ def test_group_selection_is_one_python_function_with_full_match():
 
 
 def test_reachability_is_decided_by_explicit_rules():
-    from mm2_failover.reachability import DISASTER, REACHABLE, SourceRequiredUnreachable, decide
+    from mm2_failover.rules.reachability import DISASTER, REACHABLE, SourceRequiredUnreachable, decide
 
     assert decide("no", []) == DISASTER
     assert decide("yes", ["ok"]) == REACHABLE
@@ -128,7 +128,7 @@ def test_a_run_that_asks_before_it_writes_plans_in_unconfirmed_disaster_mode_and
     """Issue 33, rule 3a: under detect, a source that never answered puts a run that asks a human before it writes
     (the failover DAG) in disaster mode *unconfirmed* - and its approval asks. ``yes`` still fails; ``no`` and any
     answer are decisions that need nobody's confirmation."""
-    from mm2_failover.reachability import DISASTER, REACHABLE, SourceRequiredUnreachable, confirmed, decide
+    from mm2_failover.rules.reachability import DISASTER, REACHABLE, SourceRequiredUnreachable, confirmed, decide
 
     lost = ["unreachable"] * 3
     assert decide("detect", lost, asks=True) == DISASTER and not confirmed("detect", DISASTER)
@@ -142,7 +142,7 @@ def test_a_run_that_asks_before_it_writes_plans_in_unconfirmed_disaster_mode_and
 
 
 def test_artifacts_are_written_atomically_and_durably(tmp_path, monkeypatch):
-    from mm2_failover import runfolder
+    from mm2_failover.adapters import runfolder
 
     synced = []
     real = os.fsync
@@ -157,8 +157,8 @@ def test_artifacts_are_written_atomically_and_durably(tmp_path, monkeypatch):
 
 
 def test_lost_to_retention_is_an_upper_bound_and_exact_where_the_source_commit_is_known():
-    from mm2_failover.plan import CLAMP, Plan, PlanRow
-    from mm2_failover.report import build_report, render_markdown
+    from mm2_failover.rules.plan import CLAMP, Plan, PlanRow
+    from mm2_failover.rules.report import build_report, render_markdown
 
     # checkpoint 10 below log start 40: at most 30 records lost; where the group's source commit is known, the
     # pipeline finds the source offset of the replica's first record, and only what the group had not read counts

@@ -28,7 +28,7 @@ def warm_up_records(n_keys: int = 40, updates: int = 3) -> list[tuple]:
     unusable value), as ``(source_alias, key, value, checkpoint_partition, checkpoint_offset, checkpoint_timestamp)``."""
     from datetime import datetime, timezone
 
-    from mm2_failover.checkpoints import encode_key, encode_value
+    from mm2_failover.rules.checkpoints import encode_key, encode_value
 
     out = []
     for u in range(updates):
@@ -51,8 +51,8 @@ def warm_up(spark, folder: str) -> dict:
     a state version and an answer from that version plus a tail, so that a warm Spark Connect server has compiled
     the decoder, the aggregations, the merge and the Parquet writes before a failover needs them. Returns the
     seconds of each step; ``folder`` is scratch space (removed by the caller)."""
-    from mm2_failover.jobs.latest_checkpoints import StatePlan, run
-    from mm2_failover.state import StateRoot, choose
+    from mm2_failover.adapters.state import StateRoot, choose
+    from mm2_failover.jobs.checkpoint_pass import StatePlan, run
 
     schema = (
         "source_alias string, key binary, value binary, checkpoint_partition int, checkpoint_offset bigint, "

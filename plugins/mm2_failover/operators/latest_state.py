@@ -1,16 +1,16 @@
 """``refresh_latest_state``: keep the latest-checkpoint state up to date (the ``mm2_sync_archive`` DAG).
 
-Like :mod:`mm2_failover.operators.latest_checkpoints`, on the warm Spark Connect server when there is one (which
+Like :mod:`mm2_failover.operators.checkpoint_job`, on the warm Spark Connect server when there is one (which
 keeps that server warm with the job's real plans, the Kafka source included), else through spark-submit
 (:mod:`mm2_failover.operators.spark_job`). At run time it names every alias's checkpoints topic and submits the latest-checkpoints job in refresh mode
 (``--refresh-state``): it reads only what MM2 wrote since the newest state version and publishes the next one under
-``<archive>/latest-state`` (:mod:`mm2_failover.state`), so that a failover reads only the tail. Credentials go into a
-private file, never on the command line (:mod:`mm2_failover.spark`).
+``<archive>/latest-state`` (:mod:`mm2_failover.adapters.state`), so that a failover reads only the tail. Credentials go into a
+private file, never on the command line (:mod:`mm2_failover.adapters.spark`).
 """
 
 from __future__ import annotations
 
-from mm2_failover.config import TARGET_CONN_ID
+from mm2_failover.adapters.config import TARGET_CONN_ID
 from mm2_failover.operators.spark_job import LatestCheckpointsJobOperator
 
 
@@ -34,9 +34,9 @@ class LatestStateRefreshOperator(LatestCheckpointsJobOperator):
     def execute(self, context):
         import json
 
-        from mm2_failover import config
-        from mm2_failover.run import RunContext
-        from mm2_failover.spark import push_state, refresh_submission
+        from mm2_failover.adapters import config
+        from mm2_failover.adapters.spark import push_state, refresh_submission
+        from mm2_failover.stages.context import RunContext
 
         remote = self.choose_route()
         ctx = RunContext.from_airflow(context, target_conn_id=self.target_conn_id, params=self.run_params)
@@ -44,7 +44,7 @@ class LatestStateRefreshOperator(LatestCheckpointsJobOperator):
         with refresh_submission(topics, ctx.target.conf) as sub:
             rc = self.run_job(context, sub, remote)
         if rc:  # decided by the one outcome table, as stage 3's job is
-            from mm2_failover.stages.checkpoints import job_error
+            from mm2_failover.stages.compute_checkpoints import job_error
 
             self.fail_by_outcome(job_error(rc, "the state refresh", "its messages are in the log above"))
         uploaded = push_state(sub)  # the archive in an object store: the new version there too

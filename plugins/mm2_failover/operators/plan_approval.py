@@ -1,7 +1,7 @@
 """``approve_plan``: Airflow's own human-in-the-loop ``ApprovalOperator`` (apache-airflow-providers-standard) asking
 about exactly the plan ``build_plan`` wrote - its summary, its hash and a link to its page - and keeping the answer in
-the run folder, where ``apply_group_offsets`` checks it before its first write. The rules: :mod:`mm2_failover.approval`;
-the I/O: :mod:`mm2_failover.stages.approval`.
+the run folder, where ``apply_group_offsets`` checks it before its first write. The rules: :mod:`mm2_failover.rules.approval`;
+the I/O: :mod:`mm2_failover.stages.approve_plan`.
 
 Answered in the UI (the run's "Required Actions") or through the REST API
 (``PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/approve_plan/-1/hitlDetails`` with
@@ -14,7 +14,7 @@ state, holding no worker slot and needing no triggerer; the scheduler enforces t
   says ``approval_timed_out``.
 * ``approver_not_triggerer=true`` and the user who triggered the run approves: that approval is refused - this
   task fails saying so (and notifies), nothing is written, the report says ``rejected`` and why (four eyes).
-* The request goes to the notification channels too ("approval requested": :mod:`mm2_failover.notify` rule 7).
+* The request goes to the notification channels too ("approval requested": :mod:`mm2_failover.rules.notify` rule 7).
 * The request says how long ago the run was triggered and by whom, and the live diff's counts at that moment (the
   partitions someone committed on the target since the plan read it).
 * ``require_approval=false``: nothing is asked; the opt-out is recorded and reported - unless the run is in
@@ -45,7 +45,7 @@ class PlanApprovalOperator(ApprovalOperator):
         self.run_params = run_params or {}
 
     def _ctx(self, context):
-        from mm2_failover.run import RunContext
+        from mm2_failover.stages.context import RunContext
 
         return RunContext.from_airflow(context, params=self.run_params)
 
@@ -54,9 +54,9 @@ class PlanApprovalOperator(ApprovalOperator):
 
         from airflow.sdk.exceptions import AirflowSkipException
 
-        from mm2_failover import approval as rules
         from mm2_failover.notifications import base_url
-        from mm2_failover.stages import approval as stage
+        from mm2_failover.rules import approval as rules
+        from mm2_failover.stages import approve_plan as stage
 
         ctx = self._ctx(context)
         p = ctx.params
@@ -78,7 +78,7 @@ class PlanApprovalOperator(ApprovalOperator):
             self.body,
         )
         from mm2_failover.notifications import tell
-        from mm2_failover.notify import approval_message
+        from mm2_failover.rules.notify import approval_message
 
         tell(approval_message(ctx.dag_id, ctx.run_id, ctx.folder.dir.name, self.subject, self.body, base_url()))
         return super().execute(context)
@@ -86,9 +86,9 @@ class PlanApprovalOperator(ApprovalOperator):
     def execute_complete(self, context, event: dict[str, Any]) -> Any:
         from airflow.sdk.exceptions import AirflowFailException
 
-        from mm2_failover import approval as rules
-        from mm2_failover.runfolder import now_iso
-        from mm2_failover.stages import approval as stage
+        from mm2_failover.adapters.runfolder import now_iso
+        from mm2_failover.rules import approval as rules
+        from mm2_failover.stages import approve_plan as stage
 
         ctx = self._ctx(context)
         asked = ctx.folder.load_approval()
@@ -117,7 +117,7 @@ class PlanApprovalOperator(ApprovalOperator):
             decided_by=who.get("name") or who.get("id") if isinstance(who, dict) else str(who),
             **kw,
         )
-        from mm2_failover.config import four_eyes
+        from mm2_failover.adapters.config import four_eyes
 
         d = rules.self_approved(d, trigger_of(context)[1], responder, four_eyes(ctx.params))
         stage.record_decision(ctx, d)  # first: on Reject, Airflow's skip of the writing tasks ends this call

@@ -4,7 +4,7 @@ and ``refresh_latest_state``).
 A thin subclass of the Spark provider's ``SparkSubmitOperator``: when the Spark Connect connection (conn type
 ``spark_connect``, ``spark_connect_default``) is defined and its server answers, the job runs on that warm server
 with this task's process as its client; otherwise it is submitted through ``spark_default`` (spark-submit). Either
-way the same arguments, the Maven-fetched Kafka source jars and the private options file (:mod:`mm2_failover.spark`);
+way the same arguments, the Maven-fetched Kafka source jars and the private options file (:mod:`mm2_failover.adapters.spark`);
 the route is logged and the job's summary records it.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from mm2_failover.config import SPARK_CONN_ID, SPARK_CONNECT_CONN_ID, SPARK_JOB
+from mm2_failover.adapters.config import SPARK_CONN_ID, SPARK_CONNECT_CONN_ID, SPARK_JOB
 
 
 class LatestCheckpointsJobOperator(SparkSubmitOperator):
@@ -31,7 +31,7 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
 
     def choose_route(self) -> str | None:
         """The warm server's URL, or None for spark-submit (whose connection is then checked)."""
-        from mm2_failover.spark import check_spark_connection, spark_connect_url
+        from mm2_failover.adapters.spark import check_spark_connection, spark_connect_url
 
         remote, why = spark_connect_url(self.connect_conn_id)
         self.log.info("latest-checkpoints job route: %s", why)
@@ -40,15 +40,15 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
         return remote
 
     def run_job(self, context, sub, remote: str | None) -> int:
-        """Run the job of submission ``sub`` (:class:`mm2_failover.spark.JobSubmission`) on ``remote`` or through
+        """Run the job of submission ``sub`` (:class:`mm2_failover.adapters.spark.JobSubmission`) on ``remote`` or through
         spark-submit (the provider's hook); its exit code - what the stage classifies
-        (:func:`mm2_failover.stages.checkpoints.compute`). A failure with no exit code (spark-submit not started)
+        (:func:`mm2_failover.stages.compute_checkpoints.compute`). A failure with no exit code (spark-submit not started)
         propagates."""
         import re
 
         from airflow.sdk.exceptions import AirflowException
 
-        from mm2_failover import config
+        from mm2_failover.adapters import config
 
         # the same arguments on every try of the run (the options file's path included)
         self.application_args = sub.args
@@ -64,7 +64,7 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
                     raise
                 return int(m.group(1))
             return 0
-        from mm2_failover.jobs.latest_checkpoints import main as job_main
+        from mm2_failover.jobs.checkpoint_pass import main as job_main
 
         return job_main(sub.args, remote=remote)  # this process is the server's client
 

@@ -1,5 +1,5 @@
 """Shared behaviour of the pipeline's sensors: explicit, templated arguments (the run's parameters and the
-connection ids), the run resolved once per poke by :class:`~mm2_failover.run.RunContext`, and a timeout message
+connection ids), the run resolved once per poke by :class:`~mm2_failover.stages.context.RunContext`, and a timeout message
 that carries the last poke's findings (not just "timed out")."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from __future__ import annotations
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
-from mm2_failover.config import SOURCE_CONN_ID, TARGET_CONN_ID
+from mm2_failover.adapters.config import SOURCE_CONN_ID, TARGET_CONN_ID
 
 
 class FailoverSensor(BaseSensorOperator):
     """
-    :param run_params: the run's parameters (see ``mm2_failover.config.RunParams``); templated - the DAGs pass
+    :param run_params: the run's parameters (see ``mm2_failover.adapters.config.RunParams``); templated - the DAGs pass
         ``{{ params.<name> }}`` for each (``RunParams.templates()``)
     :param source_conn_id: Kafka connection of the (first alias's) source cluster; templated
     :param target_conn_id: Kafka connection of the target cluster; templated
@@ -39,7 +39,7 @@ class FailoverSensor(BaseSensorOperator):
         self._findings = ""
 
     def run_context(self, context):
-        from mm2_failover.run import RunContext
+        from mm2_failover.stages.context import RunContext
 
         return RunContext.from_airflow(
             context, target_conn_id=self.target_conn_id, source_conn_id=self.source_conn_id, params=self.run_params
@@ -63,7 +63,7 @@ class FailoverSensor(BaseSensorOperator):
     def execute(self, context):
         from airflow.sdk.exceptions import AirflowFailException
 
-        from mm2_failover.config import RunParams
+        from mm2_failover.adapters.config import RunParams
         from mm2_failover.stages.outcomes import outcome_of
 
         try:

@@ -1,6 +1,6 @@
 """``verify_producers_drained``: producers on the source stopped, and MirrorMaker 2 replicated everything.
 
-See :mod:`mm2_failover.drain` for the rules and :mod:`mm2_failover.reachability` for when a source counts as lost.
+See :mod:`mm2_failover.rules.drain` for the rules and :mod:`mm2_failover.rules.reachability` for when a source counts as lost.
 The first poke of a run decides each source's reachability (and records it); each poke logs a table of every
 partition in scope (alias, source end, moved, MM2's last replicated offset, replica end, state) and keeps it in the
 run's ``drain.json``; on timeout the task fails with the table of what is not drained.
@@ -16,8 +16,8 @@ class ProducersDrainedSensor(FailoverSensor):
     timeout_param = "drain_timeout_seconds"
 
     def poke(self, context) -> bool:
-        from mm2_failover.drain import loss_window_text
-        from mm2_failover.stages.drain import drain_check
+        from mm2_failover.rules.drain import loss_window_text
+        from mm2_failover.stages.drain_check import drain_check
 
         ctx = self.run_context(context)
         v = drain_check(ctx)  # refuses at once when records never replicated are gone from the source

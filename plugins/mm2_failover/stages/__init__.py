@@ -1,6 +1,6 @@
-"""The pipeline's stages, one module each, as plain functions over a :class:`~mm2_failover.run.RunContext`: the Airflow
+"""The pipeline's stages, one module each, as plain functions over a :class:`~mm2_failover.stages.context.RunContext`: the Airflow
 tasks, sensors and operators and the CLI call exactly these and decide nothing themselves. Each stage reads and writes
-the run's folder (:class:`~mm2_failover.runfolder.RunFolder`) so that a retry or a re-run converges.
+the run's folder (:class:`~mm2_failover.adapters.runfolder.RunFolder`) so that a retry or a re-run converges.
 
 ====================  ===================================================================================
 ``drain``             producers stopped, MM2 caught up, nothing unreplicated gone (stage 1)

@@ -8,12 +8,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from mm2_failover import faults
-from mm2_failover import plan as planmod
-from mm2_failover.kafka_io import TP, Cluster, Commit
-from mm2_failover.rollback import Backup, BackupEntry
-from mm2_failover.run import RunContext
-from mm2_failover.runfolder import APPLY, now_iso
+from mm2_failover.adapters import faults
+from mm2_failover.adapters.kafka_io import TP, Cluster, Commit
+from mm2_failover.adapters.runfolder import APPLY, now_iso
+from mm2_failover.rules import plan as planmod
+from mm2_failover.rules.rollback import Backup, BackupEntry
+from mm2_failover.stages.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -23,10 +23,10 @@ FENCED_BATCH = 500  # groups per lock check and per transaction under the lease
 class HeldLock(dict):
     """What the ``with writer_lock(...)`` block gets: the holder's record, :meth:`check`, called before every
     write - a no-op under the file lock (the kernel never takes an ``flock`` from a live holder), and under the
-    target's lease (``MM2_FAILOVER_LOCK=kafka``) :class:`mm2_failover.kafka_lock.LockLost` once this writer may no
+    target's lease (``MM2_FAILOVER_LOCK=kafka``) :class:`mm2_failover.adapters.kafka_lock.LockLost` once this writer may no
     longer write - and :meth:`commit`, through which every offset commit of the block goes: the target's
-    ``alter_many`` under the file lock, the lease's :class:`mm2_failover.fenced.FencedWriter` under the lease (a
-    holder that lost the lease cannot commit even once: :class:`mm2_failover.fenced.Fenced`)."""
+    ``alter_many`` under the file lock, the lease's :class:`mm2_failover.adapters.fenced.FencedWriter` under the lease (a
+    holder that lost the lease cannot commit even once: :class:`mm2_failover.adapters.fenced.Fenced`)."""
 
     def __init__(self, rec: dict, check=None, commit=None):
         super().__init__(rec)
@@ -53,10 +53,10 @@ class HeldLock(dict):
 
 @contextlib.contextmanager
 def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
-    """Hold the target cluster's writer lock while writing offsets: the file lock (:mod:`mm2_failover.locks`) or the
-    lease in the target itself (:mod:`mm2_failover.kafka_lock`), as ``MM2_FAILOVER_LOCK`` says
-    (:class:`mm2_failover.config.WriterLockSettings`). Yields a :class:`HeldLock`."""
-    from mm2_failover import config, locks
+    """Hold the target cluster's writer lock while writing offsets: the file lock (:mod:`mm2_failover.adapters.locks`) or the
+    lease in the target itself (:mod:`mm2_failover.adapters.kafka_lock`), as ``MM2_FAILOVER_LOCK`` says
+    (:class:`mm2_failover.adapters.config.WriterLockSettings`). Yields a :class:`HeldLock`."""
+    from mm2_failover.adapters import config, locks
 
     target = ctx_or_target.target if isinstance(ctx_or_target, RunContext) else ctx_or_target
     run = run or (f"{ctx_or_target.dag_id}/{ctx_or_target.run_id}" if isinstance(ctx_or_target, RunContext) else "")
@@ -66,8 +66,8 @@ def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
         with locks.writer_lock(config.artifacts_root(), target.cluster_id(), owner, wait_s) as rec:
             yield HeldLock(rec)
         return
-    from mm2_failover.fenced import FencedWriter
-    from mm2_failover.kafka_lock import KafkaLease
+    from mm2_failover.adapters.fenced import FencedWriter
+    from mm2_failover.adapters.kafka_lock import KafkaLease
 
     held = KafkaLease(
         target.conf,

@@ -1,12 +1,12 @@
-"""MM2's offset syncs and checkpoint records kept in the archive on the target side (:mod:`mm2_failover.syncs`): the
+"""MM2's offset syncs and checkpoint records kept in the archive on the target side (:mod:`mm2_failover.adapters.syncs`): the
 scheduled archive and a failover's own capture."""
 
 from __future__ import annotations
 
 import logging
 
-from mm2_failover.kafka_io import Cluster
-from mm2_failover.run import RunContext
+from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -17,8 +17,8 @@ SCHEDULED = "scheduled-archive.json"  # when the scheduled archive last succeede
 def record_scheduled(aliases: list[str]) -> None:
     """The scheduled archive succeeded now for ``aliases`` (a failover's own capture never writes this: readiness
     measures the archive DAG, not the failovers)."""
-    from mm2_failover.config import archive_root
-    from mm2_failover.runfolder import now_iso, read_json, write_json
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.runfolder import now_iso, read_json, write_json
 
     p = archive_root() / SCHEDULED
     done = read_json(p, "scheduled archive record") if p.exists() else {}
@@ -34,8 +34,8 @@ def record_failure(run_id: str, task_id: str, reason: str) -> None:
     """A task of the archive DAG failed for good (its failure notifier calls this): kept, the newest
     :data:`KEEP_FAILURES`, so that readiness counts the failed runs since the archive last succeeded - the archive
     task's own record says nothing of a run whose state refresh failed after it."""
-    from mm2_failover.config import archive_root
-    from mm2_failover.runfolder import now_iso, read_json, write_json
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.runfolder import now_iso, read_json, write_json
 
     p = archive_root() / FAILURES
     try:
@@ -48,8 +48,8 @@ def record_failure(run_id: str, task_id: str, reason: str) -> None:
 
 def failures() -> list[dict]:
     """The archive DAG's recorded failures (:func:`record_failure`), oldest first; [] when none or unreadable."""
-    from mm2_failover.config import archive_root
-    from mm2_failover.runfolder import read_json
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.runfolder import read_json
 
     p = archive_root() / FAILURES
     try:
@@ -61,8 +61,8 @@ def failures() -> list[dict]:
 
 def last_scheduled() -> dict[str, str]:
     """alias -> when the scheduled archive last succeeded for it (absent: never, or not since this record exists)."""
-    from mm2_failover.config import archive_root
-    from mm2_failover.runfolder import read_json
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.runfolder import read_json
 
     p = archive_root() / SCHEDULED
     try:
@@ -79,7 +79,7 @@ def sync_cluster(ctx: RunContext, alias: str) -> Cluster | None:
 
 def sync_topic(ctx: RunContext, alias: str, cluster: Cluster) -> tuple[str | None, str]:
     """(the offset-sync topic of ``alias``, or None and why)."""
-    from mm2_failover.naming import offset_syncs_topics
+    from mm2_failover.rules.naming import offset_syncs_topics
 
     topics = cluster.topics()
     if ctx.params.mm2_target_alias:
@@ -101,8 +101,8 @@ def archive_offset_syncs(ctx: RunContext) -> dict[str, dict]:
     """The scheduled archive (DAG ``mm2_sync_archive``, CLI ``archive``): append every alias's new offset syncs, and
     its new checkpoint records, to the archive. Unlike the failover's own append, a failure here fails (the archive
     must be kept alive)."""
-    from mm2_failover.config import archive_root
-    from mm2_failover.syncs import CheckpointArchive, SyncArchive
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.syncs import CheckpointArchive, SyncArchive
 
     out = {}
     for alias in ctx.aliases:
@@ -144,7 +144,7 @@ POSITIONS = "positions.json"  # per alias: the groups' source commits, newest re
 
 
 def positions_path(alias: str):
-    from mm2_failover.config import archive_root
+    from mm2_failover.adapters.config import archive_root
 
     return archive_root() / alias / POSITIONS
 
@@ -155,7 +155,7 @@ def archive_positions(ctx: RunContext, alias: str, source: Cluster | None = None
     previous reading only once this one is complete; a source that cannot be read leaves the previous reading as it
     was (said in the log and the result, never a failed archive: the offset syncs are what the archive must keep,
     and an older reading only counts where it is newer than MM2's checkpoint)."""
-    from mm2_failover.runfolder import commits_to_json, now_iso, write_json
+    from mm2_failover.adapters.runfolder import commits_to_json, now_iso, write_json
 
     conn = ctx.source_conn_of(alias)
     if source is None and conn is None:
@@ -207,9 +207,9 @@ def archived_positions(alias: str) -> tuple[dict, dict[str, dict]] | None:
     log: MM2's checkpoints answer)."""
     from datetime import datetime
 
-    from mm2_failover.config import archive_root
-    from mm2_failover.runfolder import commits_from_json, read_json
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.runfolder import commits_from_json, read_json
+    from mm2_failover.adapters.syncs import SyncArchive
 
     p = positions_path(alias)
     try:
@@ -245,8 +245,8 @@ def capture_syncs(ctx: RunContext, alias: str) -> dict:
     """Archive ``alias``'s offset syncs up to now (the archive then holds every sync up to the end offsets captured
     here), or, when their cluster is lost, say what the archive holds. Never fails the run: without syncs, the plan
     uses MM2's checkpoints (said in the report)."""
-    from mm2_failover.config import archive_root
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.syncs import SyncArchive
 
     if ctx.params.translation != "exact":
         return {"why": "translation=checkpoint"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mm2_failover.plan import PlanError
+from mm2_failover.rules.plan import PlanError
 
 
 class ConfigurationError(ValueError):
@@ -20,4 +20,4 @@ class JobUnreachable(JobFailed):
 
 class QuarantineRefused(PlanError):
     """More unusable checkpoint records than ``max_quarantined_records``: the plan's quarantine refusal
-    (:func:`mm2_failover.plan.quarantine_refusal`), raised as soon as the Spark job says so."""
+    (:func:`mm2_failover.rules.plan.quarantine_refusal`), raised as soon as the Spark job says so."""

@@ -1,11 +1,11 @@
 """Failing back (``home_alias``): groups' positions on ``<home>.<topic>`` read back to ``<topic>`` by the archived
-offset syncs of the home flow (translate rules 8-9, evidence :func:`mm2_failover.evidence.prove_back`)."""
+offset syncs of the home flow (translate rules 8-9, evidence :func:`mm2_failover.rules.evidence.prove_back`)."""
 
 from __future__ import annotations
 
-from mm2_failover import translate as tr
-from mm2_failover.run import RunContext
-from mm2_failover.runfolder import Snapshot
+from mm2_failover.adapters.runfolder import Snapshot
+from mm2_failover.rules import translate as tr
+from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.translation import Exact, archived_syncs, build_index
 
 HOME_RULE_PREFIX = tr.HOME  # a plan row's rule when a group returns home (failing back): home_<translate rule>
@@ -14,11 +14,11 @@ HOME_RULE_PREFIX = tr.HOME  # a plan row's rule when a group returns home (faili
 def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict, list[str]]:
     """Failing back (``home_alias``): (group, home topic, partition) -> :class:`Exact` for each group's position ``D``
     on ``<home_alias>.<topic>`` of the source, read back to ``<topic>`` on the target by the archived offset syncs of
-    the ``home_alias`` flow (:meth:`mm2_failover.translate.SyncIndex.back`, rules 8-9; MM2 writes no checkpoint for
+    the ``home_alias`` flow (:meth:`mm2_failover.rules.translate.SyncIndex.back`, rules 8-9; MM2 writes no checkpoint for
     these: the topic is never copied back). A bracket or the tail counts only on its evidence
-    (:func:`mm2_failover.evidence.prove_back`), else the sync floor (safe, re-reads)."""
-    from mm2_failover import evidence
-    from mm2_failover.config import archive_root
+    (:func:`mm2_failover.rules.evidence.prove_back`), else the sync floor (safe, re-reads)."""
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.rules import evidence
 
     home = ctx.params.home_alias
     want = {

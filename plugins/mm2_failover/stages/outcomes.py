@@ -46,17 +46,17 @@ FAILED = Outcome("failed", EXIT_FAILED, True)
 
 
 def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
-    from mm2_failover.approval import ApprovalRefused
-    from mm2_failover.drain import UnreplicatedLoss
-    from mm2_failover.kafka_io import KafkaConfigError, KafkaUnavailable
-    from mm2_failover.kafka_lock import LockLost
-    from mm2_failover.locks import Locked
-    from mm2_failover.plan import PlanError
-    from mm2_failover.reachability import SourceRequiredUnreachable
-    from mm2_failover.runfolder import RunFolderError
-    from mm2_failover.stages.drain import NotDrained
+    from mm2_failover.adapters.kafka_io import KafkaConfigError, KafkaUnavailable
+    from mm2_failover.adapters.kafka_lock import LockLost
+    from mm2_failover.adapters.locks import Locked
+    from mm2_failover.adapters.runfolder import RunFolderError
+    from mm2_failover.rules.approval import ApprovalRefused
+    from mm2_failover.rules.drain import UnreplicatedLoss
+    from mm2_failover.rules.plan import PlanError
+    from mm2_failover.rules.reachability import SourceRequiredUnreachable
+    from mm2_failover.stages.drain_check import NotDrained
     from mm2_failover.stages.errors import ConfigurationError, JobFailed, JobUnreachable
-    from mm2_failover.stages.rollback import RollbackRefused
+    from mm2_failover.stages.roll_back import RollbackRefused
 
     return [
         ((PlanError, RollbackRefused, UnreplicatedLoss, ApprovalRefused), REFUSED),

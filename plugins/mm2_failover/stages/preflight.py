@@ -1,4 +1,4 @@
-"""The pre-flight audit of MM2's configuration (the rules: :mod:`mm2_failover.audit`)."""
+"""The pre-flight audit of MM2's configuration (the rules: :mod:`mm2_failover.rules.audit`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
-from mm2_failover import audit
-from mm2_failover.run import RunContext
-from mm2_failover.runfolder import age_seconds
+from mm2_failover.adapters.runfolder import age_seconds
+from mm2_failover.rules import audit
+from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -16,9 +16,9 @@ log = logging.getLogger(__name__)
 
 def check_inputs(params) -> None:
     """What a run's parameters name that can be checked without a cluster, checked before any cluster work: the
-    group and topic patterns compile (:class:`~mm2_failover.selection.GroupSelection`), MM2's configuration file is
+    group and topic patterns compile (:class:`~mm2_failover.rules.selection.GroupSelection`), MM2's configuration file is
     there to read. ConfigurationError naming the parameter and what to do."""
-    from mm2_failover.selection import GroupSelection, compile_pattern
+    from mm2_failover.rules.selection import GroupSelection, compile_pattern
 
     if not params.source_aliases:
         raise ConfigurationError(
@@ -39,11 +39,11 @@ def check_inputs(params) -> None:
 
 
 def preflight_audit(ctx: RunContext) -> audit.Audit:
-    """The pre-flight audit (rules in :mod:`mm2_failover.audit`): MM2's configuration (``mm2_config``) and what the
+    """The pre-flight audit (rules in :mod:`mm2_failover.rules.audit`): MM2's configuration (``mm2_config``) and what the
     clusters show, per source alias, into ``audit.json``; warnings are logged and carried into the report. A
     configuration file that cannot be read is a configuration error; findings never fail the run."""
-    from mm2_failover.config import archive_root
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.syncs import SyncArchive
 
     props: dict[str, str] | None = None
     path = ctx.params.mm2_config

@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 import logging
 
-from mm2_failover.kafka_io import Commit
-from mm2_failover.run import RunContext
-from mm2_failover.runfolder import Snapshot, SourceState, now_iso
+from mm2_failover.adapters.kafka_io import Commit
+from mm2_failover.adapters.runfolder import Snapshot, SourceState, now_iso
 from mm2_failover.stages.archive import archived_positions, capture_syncs
-from mm2_failover.stages.drain import check_aliases
+from mm2_failover.stages.context import RunContext
+from mm2_failover.stages.drain_check import check_aliases
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def source_commits(ctx: RunContext, snap: Snapshot) -> dict[str, dict[tuple[str,
 
 def source_positions(ctx: RunContext, snap: Snapshot) -> dict[tuple[str, str, int], int]:
     """:func:`source_commits` as (group, replica topic, partition) -> committed offset: what the re-read figures
-    count from (:func:`mm2_failover.report.estimate_reread`)."""
+    count from (:func:`mm2_failover.rules.report.estimate_reread`)."""
     return {(g, rt, p): c.offset for g, cs in source_commits(ctx, snap).items() for (_a, rt, p), c in cs.items()}
 
 

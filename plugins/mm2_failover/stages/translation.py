@@ -1,5 +1,5 @@
 """Exact translation, the I/O side: the archived syncs of the wanted partitions, indexed a chunk at a time, and the
-proof read and decided by :mod:`mm2_failover.evidence` (the rules: :mod:`mm2_failover.translate`)."""
+proof read and decided by :mod:`mm2_failover.rules.evidence` (the rules: :mod:`mm2_failover.rules.translate`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 
-from mm2_failover.kafka_io import TP
-from mm2_failover.run import RunContext
-from mm2_failover.runfolder import Snapshot
+from mm2_failover.adapters.kafka_io import TP
+from mm2_failover.adapters.runfolder import Snapshot
+from mm2_failover.stages.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +48,14 @@ def archived_syncs(alias: str, wanted: set[TP], end: dict[int, int] | None = Non
     """(source topic, partition) -> its archived syncs as (upstream, downstream) arrays, for the wanted partitions of
     ``alias`` (those below ``end`` per sync-topic partition, when given), and the archive files that could not be
     read."""
-    from mm2_failover.config import archive_root
-    from mm2_failover.syncs import SyncArchive
+    from mm2_failover.adapters.config import archive_root
+    from mm2_failover.adapters.syncs import SyncArchive
 
     return SyncArchive(archive_root(), alias).partition_syncs(wanted, end)
 
 
 def build_index(raw: dict, tp: TP):
-    from mm2_failover import translate as tr
+    from mm2_failover.rules import translate as tr
 
     got = raw.pop(tp, None)  # built once, when its positions are proven; the arrays go with it
     return None if got is None else tr.SyncIndex.from_arrays(*got)
@@ -76,13 +76,13 @@ def drain_checked(ctx: RunContext) -> set[tuple[str, str, int]] | None:
 
 def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) -> tuple[dict, list[str], dict, dict]:
     """(group, replica topic, partition) -> :class:`Exact`, for every position MM2's archived offset syncs prove
-    (see :mod:`mm2_failover.translate` for the rules and :mod:`mm2_failover.evidence` for what counts as proof),
+    (see :mod:`mm2_failover.rules.translate` for the rules and :mod:`mm2_failover.rules.evidence` for what counts as proof),
     notes for the report, and where no exact position is proven, the replica offset the position is proven to be at
     or after (re-reads counted from below), and where it is below every sync of a drained partition, the replica's log
     start (plan rule 1b's last floor). The group's position is its source commit at capture time when known, else its
     checkpoint's upstream offset."""
-    from mm2_failover import evidence
-    from mm2_failover import translate as tr
+    from mm2_failover.rules import evidence
+    from mm2_failover.rules import translate as tr
 
     if ctx.params.translation != "exact":
         return {}, [], {}, {}

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from mm2_failover import drain as drainmod
-from mm2_failover import plan as planmod
-from mm2_failover import report as reportmod
-from mm2_failover.kafka_io import Cluster
-from mm2_failover.run import RunContext
-from mm2_failover.runfolder import SUMMARY, Snapshot, now_iso, write_text
+from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.runfolder import SUMMARY, Snapshot, now_iso, write_text
+from mm2_failover.rules import drain as drainmod
+from mm2_failover.rules import plan as planmod
+from mm2_failover.rules import report as reportmod
+from mm2_failover.rules.translate import REPLICA_START
 from mm2_failover.stages.apply import befores, describe_moved
+from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.snapshot import source_commits, source_positions
-from mm2_failover.translate import REPLICA_START
 
 
 def lost_to_retention_exact(ctx: RunContext, plan: planmod.Plan, snap: Snapshot, scan: int = 2000) -> dict:
@@ -46,7 +46,7 @@ def find_source_offset(
     target: Cluster, source: Cluster, source_topic: str, replica_topic: str, partition: int, downstream: int, scan: int
 ) -> int | None:
     """The source offset of the record MM2 copied to ``replica_topic[partition]@downstream`` (None: not found): the
-    same record (:meth:`~mm2_failover.evidence.Record.same_content`) within ``scan`` records of its timestamp."""
+    same record (:meth:`~mm2_failover.rules.evidence.Record.same_content`) within ``scan`` records of its timestamp."""
     rtp, stp = (replica_topic, partition), (source_topic, partition)
     got = target.records({rtp: (downstream, downstream + 1)})[rtp]
     if not got:

@@ -1,0 +1,1243 @@
+"""Thin adapter over confluent-kafka's AdminClient and Consumer: how the pipeline talks to Kafka, but for the lease
+(:mod:`kafka_lock` builds its own clients, and :mod:`fenced` writes through Kafka's Java client).
+
+Every call has a timeout. Failures are told apart, because a failover decides differently on each:
+
+* :class:`KafkaUnavailable` - the cluster did not answer (connection refused, timed out, all brokers down);
+* :class:`KafkaAuthError` - it answered and refused us: authentication failed, or an ACL denies an operation
+  (the message names the operation and the resource);
+* :class:`KafkaConfigError` - our client settings are wrong: an unknown librdkafka property, a bad value, a TLS
+  handshake with a plaintext listener or an untrusted certificate.
+
+librdkafka reports authentication and TLS failures through its error callback, not through the call that timed
+out: every client records those errors, and a failed call consults them before it says "unreachable".
+Client settings (``conf``) are librdkafka settings passed through untouched; only ``bootstrap.servers`` is ever
+logged or put in an error message.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mm2_failover.adapters import faults
+from mm2_failover.rules import evidence as ev
+from mm2_failover.rules.acls import phrase
+from mm2_failover.rules.evidence import Record
+from mm2_failover.rules.plan import TP, Commit
+from mm2_failover.rules.reachability import SourceUnreachable
+
+log = logging.getLogger(__name__)
+
+#: the Java helper's source, in the package's jvm/ folder (compiled once per source, classpath and JDK)
+JAVA_HELPER = Path(__file__).resolve().parent.parent / "jvm" / "KafkaOffsets.java"
+
+TIMEOUT_S = 15.0
+#: groups per DescribeConsumerGroups request. librdkafka 2.16 aborts the process (``rd_kafka_enq_once_del_source_return:
+#: Assertion `eonce->refcnt > 0' failed``, librdkafka#4605) after a describe of 10k groups timed out; windows of 1000
+#: never timed out on the bed (docs/performance.md, "The gate at 10k groups")
+DESCRIBE_WINDOW = 1000
+
+
+class KafkaUnavailable(SourceUnreachable):
+    """A cluster could not be reached or did not answer in time."""
+
+
+class KafkaConfigError(ValueError):
+    """The client settings of a cluster are not valid (named property or TLS problem); retrying will not help."""
+
+
+class KafkaAuthError(KafkaConfigError):
+    """The cluster refused us: authentication failed or an ACL denies the operation; retrying will not help."""
+
+
+class OutOfRange(RuntimeError):
+    """A bounded read started below a partition's log start: Kafka answered OFFSET_OUT_OF_RANGE. Never a silent jump
+    to the log end (librdkafka's default reset, which reads nothing and reports the end)."""
+
+    def __init__(self, cluster: str, tp: TP, offset: int, detail: str = ""):
+        self.tp, self.offset = tp, offset
+        super().__init__(
+            f"{cluster}: {tp[0]}[{tp[1]}] holds no record at offset {offset} any more (below its log "
+            f"start: retention or DeleteRecords){': ' + detail if detail else ''}"
+        )
+
+
+#: every bounded read's reset policy: a start below the log start is an error (librdkafka's default, ``largest``,
+#: would move the read to the log END and return nothing, as if the partition had no record after the start)
+BOUNDED_READ_CONF = {"auto.offset.reset": "error"}
+
+#: how long one ``Consumer.consume(n, wait)`` of a bounded read waits. librdkafka returns a batch when it holds ``n``
+#: messages or the wait is over - not when the partitions reach their end - so a read of fewer records than ``n``
+#: cost the whole wait: 1.0 s for every small read (MM2's progress, the offset syncs, the proofs' records), measured
+#: on the bed. The reads loop until done or their deadline, so a short wait only means more calls.
+CONSUME_WAIT_S = 0.05
+
+
+class MissingTopics(LookupError):
+    """Topics that should exist do not."""
+
+    def __init__(self, cluster: str, topics: Iterable[str]):
+        self.topics = sorted(topics)
+        super().__init__(
+            f"{cluster}: topic(s) not found: {', '.join(self.topics)} (on a cluster with ACLs, Kafka "
+            "also leaves out the topics the principal may not Describe)"
+        )
+
+
+_UNREACHABLE = {
+    "_TRANSPORT",
+    "_TIMED_OUT",
+    "_ALL_BROKERS_DOWN",
+    "_RESOLVE",
+    "_DESTROY",
+    "_MSG_TIMED_OUT",
+    "REQUEST_TIMED_OUT",
+    "NETWORK_EXCEPTION",
+    "COORDINATOR_NOT_AVAILABLE",
+    "NOT_COORDINATOR",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+}
+# a partition's leadership moving (an election, a topic just created): Kafka names these retriable
+_LEADERSHIP = {
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_FOR_PARTITION",
+    "UNKNOWN_LEADER_EPOCH",
+    "FENCED_LEADER_EPOCH",
+    "OFFSET_NOT_AVAILABLE",
+    "REPLICA_NOT_AVAILABLE",
+}
+_AUTH = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "ILLEGAL_SASL_STATE", "UNSUPPORTED_SASL_MECHANISM"}
+
+
+def _leadership(exc) -> bool:
+    """Whether ``exc`` (a KafkaException) is a partition's leadership moving."""
+    return bool(getattr(exc, "args", None)) and _code(exc.args[0]) in _LEADERSHIP
+
+
+def _code(err) -> str:
+    return getattr(err, "name", lambda: "")() or ""
+
+
+def _text(err) -> str:
+    return str(getattr(err, "str", lambda: err)())
+
+
+def _quiet_logger() -> logging.Logger:
+    lg = logging.getLogger("mm2_failover.librdkafka")
+    lg.setLevel(logging.ERROR)
+    return lg
+
+
+def describe_conf(conf: dict) -> str:
+    """What may be said about a client config in logs: its bootstrap servers, nothing else."""
+    return str(conf.get("bootstrap.servers", "?"))
+
+
+def check_conf(conf, what: str = "client settings") -> dict:
+    """``conf`` must be a JSON object of librdkafka settings with ``bootstrap.servers`` (ValueError naming ``what``)."""
+    if not isinstance(conf, dict):
+        raise KafkaConfigError(
+            f'{what}: must be a JSON object of librdkafka settings (e.g. {{"bootstrap.servers": '
+            f'"host:9092"}}), not a {type(conf).__name__}'
+        )
+    if not conf.get("bootstrap.servers"):
+        raise KafkaConfigError(f"{what}: 'bootstrap.servers' is missing")
+    bad = sorted(
+        str(k)
+        for k, v in conf.items()
+        if not isinstance(v, (str, int, float, bool)) and not callable(v) and k not in ("logger",)
+    )
+    if bad:
+        raise KafkaConfigError(f"{what}: the value of {', '.join(bad)} must be a string, a number or a boolean")
+    return conf
+
+
+class _Errors:
+    """The errors librdkafka reported through ``error_cb`` (authentication and TLS failures arrive only there)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.recent: deque = deque(maxlen=20)
+
+    def __call__(self, err) -> None:
+        with self._lock:
+            self.recent.append((_code(err), _text(err)))
+
+    def worst(self) -> tuple[str, str] | None:
+        with self._lock:
+            items = list(self.recent)
+        for code, text in reversed(items):
+            if code in _AUTH:
+                return code, text
+        for code, text in reversed(items):
+            if code == "_SSL" or "SSL handshake failed" in text or "certificate" in text.lower():
+                return code, text
+        for code, text in reversed(items):
+            if code != "_ALL_BROKERS_DOWN":
+                return code, text
+        return items[-1] if items else None
+
+
+def _client_conf(conf: dict, errors: _Errors | None) -> dict:
+    c = dict(conf)
+    c.setdefault("log_level", 3)
+    c.setdefault("logger", _quiet_logger())
+    if errors is not None:
+        c.setdefault("error_cb", errors)
+    return c
+
+
+def _construct(factory, conf: dict, name: str):
+    """Create a librdkafka client; an unknown property or a bad value is a :class:`KafkaConfigError` naming it."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return factory(conf)
+    except KafkaException as e:
+        raise KafkaConfigError(
+            f"{name}: the client settings are not valid: {_text(e.args[0])}. Check the connection's "
+            "extra (or the config file) against librdkafka's CONFIGURATION.md"
+        ) from None
+    except (TypeError, ValueError) as e:
+        raise KafkaConfigError(f"{name}: the client settings are not valid: {e}") from None
+
+
+def admin(conf: dict, errors: _Errors | None = None, name: str = "cluster"):
+    from confluent_kafka.admin import AdminClient
+
+    c = _client_conf(conf, errors)
+    c.setdefault("socket.connection.setup.timeout.ms", 10000)
+    return _construct(AdminClient, c, name)
+
+
+def classify(
+    conf: dict, what: str, err, errors: _Errors | None = None, client=None, need: "str | dict[str, str] | None" = None
+) -> Exception:
+    """The exception for a failed call: authentication/ACL and TLS problems are errors of configuration, never
+    'unreachable'; for a timeout or a transport failure, the client's recorded errors say which it was. ``need``:
+    the permission the call needs (:func:`mm2_failover.rules.acls.phrase`), or one per resource type
+    (``{"Group": ..., "Topic": ...}``) when the refusal's code says which was missing."""
+    code, text = _code(err), _text(err)
+    where = describe_conf(conf)
+    if code.endswith("_AUTHORIZATION_FAILED"):
+        if isinstance(need, dict):
+            need = need.get(code.split("_", 1)[0].capitalize())
+        lacks = f"needs {need}" if need else "lacks a permission"
+        return KafkaAuthError(
+            f"{what}: not authorized at {where} ({code}: {text}). The connection's principal "
+            f"{lacks}: grant it (docs/reference.md, 'Least-privilege ACLs', lists what the pipeline "
+            "needs), then retry."
+        )
+    if code in _AUTH:
+        return KafkaAuthError(
+            f"{what}: authentication failed at {where} ({text}). Check the connection's sasl.* "
+            "settings (mechanism, user name, password)."
+        )
+    if code in _LEADERSHIP:
+        return KafkaUnavailable(
+            f"{what}: a partition's leader is moving at {where} ({code}: {text}). Kafka elects "
+            "one within seconds: retry (a task's retries do). If it persists, check the brokers' "
+            "controller and the topic's under-replicated partitions."
+        )
+    if code in _UNREACHABLE or code == "" or code == "_SSL":
+        if client is not None:
+            try:
+                client.poll(0)  # serve error_cb: authentication/TLS failures are reported there
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        seen = errors.worst() if errors else None
+        if seen and seen[0] in _AUTH:
+            return KafkaAuthError(
+                f"{what}: authentication failed at {where} ({seen[1]}). Check the connection's "
+                "sasl.* settings (mechanism, user name, password)."
+            )
+        if code == "_SSL" or (
+            seen and (seen[0] == "_SSL" or "SSL handshake failed" in seen[1] or "certificate" in seen[1].lower())
+        ):
+            detail = seen[1] if seen else text
+            return KafkaConfigError(
+                f"{what}: TLS with {where} failed ({detail}). Check security.protocol and the "
+                "ssl.* settings (CA file, listener type)."
+            )
+        detail = seen[1] if seen else f"{code}: {text}"
+        return KafkaUnavailable(
+            f"{what}: cannot reach {where} ({detail}). Check that the brokers are up and "
+            "reachable, and the connection's bootstrap servers."
+        )
+    return RuntimeError(f"{what}: {code}: {text}")
+
+
+def _result(
+    fut: Future,
+    conf: dict,
+    what: str,
+    timeout: float = TIMEOUT_S,
+    errors: _Errors | None = None,
+    client=None,
+    need=None,
+):
+    from confluent_kafka import KafkaException
+
+    try:
+        return fut.result(timeout=timeout)
+    except TimeoutError:
+        from confluent_kafka import KafkaError
+
+        raise classify(
+            conf, f"{what}: no answer within {timeout:.0f}s", KafkaError(KafkaError._TIMED_OUT), errors, client
+        ) from None
+    except KafkaException as e:
+        err = e.args[0] if e.args else e
+        c = _code(err)
+        if c in _UNREACHABLE or c in _LEADERSHIP or c in _AUTH or c.endswith("_AUTHORIZATION_FAILED") or c == "_SSL":
+            raise classify(conf, what, err, errors, client, need) from None
+        raise
+
+
+def _metadata(tp) -> str:
+    """A commit's metadata as librdkafka read it; non-empty is only a sign that there is some (see commits_many)."""
+    try:
+        return tp.metadata or ""
+    except UnicodeDecodeError:  # librdkafka read past the metadata (no NUL): there is some, read it again
+        return "\ufffd"
+
+
+def _queued_refusal(consumer):
+    """An authorization refusal a consumer handle queued for the application (e.g. FindCoordinator refused for its
+    group: ``committed()`` itself only times out), or None."""
+    for _ in range(20):
+        m = consumer.poll(0)
+        if m is None:
+            return None
+        if m.error() is not None and _code(m.error()).endswith("_AUTHORIZATION_FAILED"):
+            return m.error()
+    return None
+
+
+# more groups than this: their commits are read by Kafka's Java client in one JVM (see Cluster.commits_many)
+JAVA_BULK_GROUPS = 500
+
+
+class Cluster:
+    """One Kafka cluster, seen through an AdminClient (kept alive while its futures resolve)."""
+
+    def __init__(self, conf: dict, name: str = "cluster", timeout: float = TIMEOUT_S):
+        self.conf = dict(check_conf(conf, f"{name} cluster"))
+        self.name = name
+        self.timeout = timeout
+        self._admin = None
+        self._admin_lock = threading.Lock()
+        self.errors = _Errors()
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.name} at {describe_conf(self.conf)})"
+
+    @property
+    def admin(self):
+        """Built on first use, once even when threads share the cluster: a second client, dropped, would take down
+        the requests in flight on it (``_DESTROY``)."""
+        if self._admin is None:
+            with self._admin_lock:
+                if self._admin is None:
+                    self._admin = admin(self.conf, self.errors, self.name)
+        return self._admin
+
+    def _result(self, fut: Future, what: str, need=None):
+        return _result(fut, self.conf, f"{self.name}: {what}", self.timeout, self.errors, self._admin, need)
+
+    def _fail(self, what: str, e: Exception) -> Exception:
+        from confluent_kafka import KafkaError, KafkaException
+
+        err = e.args[0] if isinstance(e, KafkaException) and e.args else KafkaError(KafkaError._TIMED_OUT)
+        return classify(self.conf, f"{self.name}: {what}", err, self.errors, self._admin)
+
+    # -- the cluster ---------------------------------------------------------------------------------
+    def probe(self) -> str:
+        """Does the cluster answer, with these settings? Returns its cluster id; raises KafkaUnavailable,
+        KafkaAuthError or KafkaConfigError."""
+        self.topics()
+        return self.cluster_id()
+
+    def cluster_id(self) -> str:
+        fut = self.admin.describe_cluster(request_timeout=self.timeout)
+        return self._result(fut, "describe cluster").cluster_id
+
+    # -- topics ------------------------------------------------------------------------------------
+    def topics(self) -> dict[str, int]:
+        """All topics -> partition count."""
+        try:
+            md = self.admin.list_topics(timeout=self.timeout)
+        except KafkaConfigError:
+            raise
+        except Exception as e:  # noqa: BLE001 - classified below
+            raise self._fail(f"list topics (within {self.timeout:.0f}s)", e) from None
+        return {t: len(m.partitions) for t, m in md.topics.items() if m.error is None}
+
+    def topic_id(self, topic: str) -> str:
+        """The topic's id (a new one when the topic is deleted and created again)."""
+        from confluent_kafka import TopicCollection
+
+        futs = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self.timeout)
+        return str(self._result(futs[topic], f"describe topic {topic}", phrase("Describe", "Topic", topic)).topic_id)
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        """The topic's effective configuration (name -> value)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        futs = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)], request_timeout=self.timeout)
+        res = self._result(
+            next(iter(futs.values())), f"describe configs of topic {topic}", phrase("DescribeConfigs", "Topic", topic)
+        )
+        return {k: e.value for k, e in res.items()}
+
+    def partitions(self, topics: Iterable[str]) -> list[TP]:
+        existing = self.topics()
+        topics = sorted(set(topics))
+        missing = [t for t in topics if t not in existing]
+        if missing:
+            raise MissingTopics(self.name, missing)
+        return [(t, p) for t in topics for p in range(existing[t])]
+
+    def offsets(self, tps: Iterable[TP], spec: str = "latest") -> dict[TP, int]:
+        """Log end (``latest``) or log start (``earliest``) offsets, in one request."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        tps = list(tps)
+        if not tps:
+            return {}
+        s = OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest()
+        need = phrase("Describe", "Topic", {t for t, _p in tps})
+        deadline, pause = time.monotonic() + self.timeout, 0.1
+        while True:  # the read is idempotent: a leader moving (Kafka's retriable codes) is asked again
+            futs = self.admin.list_offsets({TopicPartition(t, p): s for t, p in tps}, request_timeout=self.timeout)
+            wait(futs.values(), timeout=self.timeout)
+            moving = any(f.done() and _leadership(f.exception()) for f in futs.values())
+            if not moving or time.monotonic() + pause > deadline:
+                return {
+                    (tp.topic, tp.partition): self._result(f, f"list {spec} offsets", need).offset
+                    for tp, f in futs.items()
+                }
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    def log_bounds(self, tps: Iterable[TP]) -> dict[TP, tuple[int, int]]:
+        """(log start, log end) of each partition (the evidence stage's :class:`~mm2_failover.rules.evidence.RecordSource`)."""
+        tps = list(tps)
+        start, end = self.offsets(tps, "earliest"), self.offsets(tps)
+        return {tp: (start[tp], end[tp]) for tp in tps}
+
+    def offset_for_time(self, tp: TP, timestamp_ms: int) -> int | None:
+        """The first offset of ``tp`` whose record timestamp is >= ``timestamp_ms`` (None: no such record)."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        futs = self.admin.list_offsets(
+            {TopicPartition(*tp): OffsetSpec.for_timestamp(timestamp_ms)}, request_timeout=self.timeout
+        )
+        off = self._result(
+            next(iter(futs.values())),
+            f"find the offset of time {timestamp_ms} in {tp}",
+            phrase("Describe", "Topic", tp[0]),
+        ).offset
+        return None if off < 0 else off
+
+    def create_topic(self, topic: str, partitions: int = 1, config: dict | None = None) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        futs = self.admin.create_topics(
+            [NewTopic(topic, partitions, 1, config=config or {})], request_timeout=self.timeout
+        )
+        self._result(futs[topic], f"create topic {topic}")
+
+    def delete_records(self, before: dict[TP, int]) -> None:
+        from confluent_kafka import TopicPartition
+
+        futs = self.admin.delete_records(
+            [TopicPartition(t, p, o) for (t, p), o in before.items()], request_timeout=self.timeout
+        )
+        for f in futs.values():
+            self._result(f, "delete records")
+
+    # -- groups ------------------------------------------------------------------------------------
+    def groups(self) -> list[str]:
+        """Every consumer group id. Fails (never an empty or partial list) when a broker did not answer."""
+        return sorted(self.group_states())
+
+    def group_states(self) -> dict[str, str]:
+        """Every consumer group id and its state as its coordinator lists it (ListGroups, one request per broker):
+        ``EMPTY``, ``STABLE``, ``DEAD``, ..., ``UNKNOWN`` where the broker does not say. Only the groups this principal
+        may Describe are listed. Fails (never an empty or partial answer) when a broker did not answer."""
+        fut = self.admin.list_consumer_groups(request_timeout=self.timeout)
+        res = self._result(fut, "list consumer groups")
+        if res.errors:
+            raise classify(self.conf, f"{self.name}: list consumer groups", res.errors[0], self.errors, self._admin)
+        return {
+            g.group_id: (g.state.name if hasattr(g.state, "name") else str(g.state or "UNKNOWN")).upper()
+            for g in res.valid
+        }
+
+    def describe_groups(self, groups: Iterable[str]) -> dict[str, "GroupState"]:
+        """Each group's state and members as its coordinator describes them, ``DESCRIBE_WINDOW`` groups per request
+        (GROUP_ID_NOT_FOUND: state ``UNKNOWN``). More than :data:`JAVA_BULK_GROUPS` groups are described by Kafka's
+        Java client in one JVM (:func:`describe_with_java`): librdkafka sends one DescribeGroups request per group
+        (2.6-4.4 s for 10k groups on the bed), the Java client one per coordinator for a whole window."""
+        groups = sorted(set(groups))
+        if len(groups) > JAVA_BULK_GROUPS:
+            return describe_with_java(self, groups)
+        out: dict[str, GroupState] = {}
+        for i in range(0, len(groups), DESCRIBE_WINDOW):
+            out.update(self._describe_window(groups[i : i + DESCRIBE_WINDOW]))
+        return out
+
+    def _describe_window(self, groups: list[str]) -> dict[str, "GroupState"]:
+        from confluent_kafka import KafkaException
+
+        out: dict[str, GroupState] = {}
+        futs = self.admin.describe_consumer_groups(groups, request_timeout=self.timeout)
+        for g, f in futs.items():
+            try:
+                d = self._result(f, f"describe group {g}", phrase("Describe", "Group", g))
+            except KafkaException as e:
+                if _code(e.args[0]) == "GROUP_ID_NOT_FOUND":
+                    out[g] = GroupState(g, "UNKNOWN")
+                    continue
+                raise
+            out[g] = GroupState(
+                g,
+                d.state.name if hasattr(d.state, "name") else str(d.state),
+                [Member(m.member_id, m.client_id, m.host) for m in d.members],
+            )
+        return out
+
+    def committed(self, group: str) -> dict[TP, int]:
+        """The group's committed offsets (partitions without a commit are absent)."""
+        return {tp: c.offset for tp, c in self.commits(group).items()}
+
+    def commits(self, group: str) -> dict[TP, Commit]:
+        """The group's committed offsets with their metadata."""
+        return self.commits_many([group])[group]
+
+    def commits_many(self, groups: list[str], window: int = 32) -> dict[str, dict[TP, Commit]]:
+        """Committed offsets and metadata of many groups, up to ``min(window, 64)`` groups at a time (a thread each).
+
+        Each group's commits are read by a consumer handle of that group (``Consumer.committed`` over every partition
+        the cluster's metadata lists), never with the admin API's ListConsumerGroupOffsets: librdkafka (2.16.1, and its
+        master today: librdkafka#5040) dereferences the admin client's absent consumer-group object when that request
+        meets NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE - the coordinator moving, a broker restarting - and the whole
+        process dies of SIGSEGV in a librdkafka thread, with no Python traceback (CI's fault drill: the target broker
+        restarted, its commits read at once). A consumer handle has that object: it looks the coordinator up again,
+        and the read is retried here until ``timeout``. A handle per group costs ~5 ms of a 2-core machine per group,
+        so more than :data:`JAVA_BULK_GROUPS` groups are read by Kafka's Java client in one JVM (a few seconds, then
+        thousands of groups a second). librdkafka reads commit metadata as a C string (wrong for metadata without a
+        NUL), so the groups whose commits carry any are read again, exactly, with the Java client."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        groups = list(groups)
+        if not groups:
+            return {}
+        if len(groups) > JAVA_BULK_GROUPS:
+            return read_with_java(self, groups)
+        parts = [(t, p) for t, n in sorted(self.topics().items()) for p in range(n)]
+        if len(groups) == 1:
+            out = {groups[0]: self._read_commits(groups[0], parts)}
+        else:
+            ex = ThreadPoolExecutor(max_workers=max(1, min(window, 64, len(groups))), thread_name_prefix="commits")
+            try:
+                futs = [ex.submit(self._read_commits, g, parts) for g in groups]
+                out = {g: f.result() for g, f in zip(groups, futs)}
+            finally:
+                ex.shutdown(wait=True, cancel_futures=True)
+        with_metadata = sorted(g for g, cs in out.items() if any(c.metadata for c in cs.values()))
+        if with_metadata:
+            out.update(read_with_java(self, with_metadata))
+        return out
+
+    def _read_commits(self, group: str, parts: list[TP]) -> dict[TP, Commit]:
+        """One group's commits on ``parts``, read by a consumer handle whose group id is ``group`` (it never joins
+        the group, subscribes or commits: FindCoordinator and OffsetFetch only, which need Describe on the group)."""
+        from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+        if not parts:
+            return {}
+        what, need = f"{self.name}: committed offsets of {group}", phrase("Describe", "Group", group)
+        errors = _Errors()
+        c = _construct(
+            Consumer,
+            _client_conf(
+                {**self.conf, "group.id": group, "enable.auto.commit": False, "enable.auto.offset.store": False}, errors
+            ),
+            self.name,
+        )
+        try:
+            deadline = time.monotonic() + self.timeout
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    res = c.committed([TopicPartition(t, p) for t, p in parts], timeout=max(0.1, min(1.0, left)))
+                    break
+                except KafkaException as e:
+                    err = e.args[0] if e.args else KafkaError(KafkaError._FAIL)
+                    refused = _queued_refusal(c)  # FindCoordinator refused: the consumer queues it, committed() waits
+                    if refused is not None:
+                        raise classify(self.conf, what, refused, errors, None, need) from None
+                    if _code(err) in _UNREACHABLE | _LEADERSHIP and time.monotonic() < deadline:
+                        continue  # the coordinator is moving or loading, or the cluster is not up (yet)
+                    if _code(err) in _UNREACHABLE | _LEADERSHIP:
+                        raise classify(
+                            self.conf, f"{what}: no answer within {self.timeout:.0f}s", err, errors, c, need
+                        ) from None
+                    raise classify(self.conf, what, err, errors, c, need) from None
+        finally:
+            c.close()
+        for tp in res:
+            if tp.error is None or _code(tp.error) == "UNKNOWN_TOPIC_OR_PART":  # (deleted since the metadata)
+                continue
+            need = phrase("Describe", "Topic", tp.topic)
+            raise classify(self.conf, f"{what} ({tp.topic}[{tp.partition}])", tp.error, errors, None, need)
+        return {
+            (tp.topic, tp.partition): Commit(tp.offset, _metadata(tp))
+            for tp in res
+            if tp.error is None and tp.offset >= 0
+        }
+
+    @staticmethod
+    def _request(group: str, offsets: dict[TP, "int | Commit"]):
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        parts = []
+        for (t, p), o in sorted(offsets.items()):
+            c = o if isinstance(o, Commit) else Commit(int(o))
+            parts.append(
+                TopicPartition(t, p, c.offset, metadata=c.metadata) if c.metadata else TopicPartition(t, p, c.offset)
+            )
+        return ConsumerGroupTopicPartitions(group, parts)
+
+    def alter_many(self, offsets: dict[str, dict[TP, "int | Commit"]], window: int = 32) -> dict[str, str | None]:
+        """Commit many groups' offsets: one request per group, ``window`` in flight. Returns group -> error text (None
+        = every partition committed). A refused group does not stop the others; an unreachable cluster or a refused
+        permission stops them all. Groups whose commits carry metadata go through :meth:`alter_exact`."""
+        exact = {g: o for g, o in offsets.items() if any(isinstance(c, Commit) and c.metadata for c in o.values())}
+        out = self.alter_exact(exact) if exact else {}
+        offsets = {g: o for g, o in offsets.items() if g not in exact}
+
+        def submit(g):
+            return self.admin.alter_consumer_group_offsets(
+                [self._request(g, offsets[g])], request_timeout=self.timeout
+            )[g]
+
+        for g, fut in _windowed(sorted(offsets), submit, window):
+            try:
+                res = self._result(fut, f"alter offsets of {g}", self._commit_needs(g, offsets[g]))
+            except (KafkaUnavailable, KafkaConfigError):
+                raise
+            except Exception as e:  # noqa: BLE001 - the broker refused the group (e.g. it has live members): named
+                out[g] = f"{type(e).__name__}: {e}"
+                continue
+            self._raise_if_acl_refused(g, res.topic_partitions)
+            bad = {f"{tp.topic}[{tp.partition}]": str(tp.error) for tp in res.topic_partitions if tp.error}
+            out[g] = f"partition errors: {bad}" if bad else None
+            faults.hit("alter.after_group")  # drills: a crash (or a broker lost) with some groups written
+        return out
+
+    @staticmethod
+    def _commit_needs(group: str, offsets) -> dict[str, str]:
+        return {"Group": phrase("Read", "Group", group), "Topic": phrase("Read", "Topic", {t for t, _p in offsets})}
+
+    def _raise_if_acl_refused(self, group: str, parts) -> None:
+        """A commit refused by an ACL comes back per partition (Read on the topic, or Read on the group on every
+        partition): an error of configuration, never one group's refusal."""
+        denied = sorted({tp.topic for tp in parts if tp.error and _code(tp.error).endswith("_AUTHORIZATION_FAILED")})
+        if denied:
+            err = next(tp.error for tp in parts if tp.error and tp.topic == denied[0])
+            raise classify(
+                self.conf,
+                f"{self.name}: alter offsets of {group}",
+                err,
+                self.errors,
+                self._admin,
+                {"Group": phrase("Read", "Group", group), "Topic": phrase("Read", "Topic", denied)},
+            )
+
+    def alter_exact(self, offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
+        """Commit offsets with their metadata byte for byte, through Kafka's Java AdminClient (``jvm/
+        KafkaOffsets.java``): confluent-kafka would append a NUL byte to every metadata string. One request per
+        group; returns group -> error text (None = committed)."""
+        return commit_with_java(self, offsets)
+
+    def alter_offsets(self, group: str, offsets: dict[TP, "int | Commit"]) -> dict[TP, str | None]:
+        """Commit ``offsets`` for ``group`` in one request. Returns per-partition error text (None = ok).
+
+        A group-level refusal (e.g. the group has live members) raises ``KafkaException``.
+        """
+        if any(isinstance(c, Commit) and c.metadata for c in offsets.values()):
+            err = self.alter_exact({group: offsets}).get(group)
+            if err:
+                from confluent_kafka import KafkaError, KafkaException
+
+                raise KafkaException(KafkaError(KafkaError._FAIL, err))
+            return {tp: None for tp in offsets}
+        futs = self.admin.alter_consumer_group_offsets([self._request(group, offsets)], request_timeout=self.timeout)
+        res = self._result(futs[group], f"alter offsets of {group}", self._commit_needs(group, offsets))
+        self._raise_if_acl_refused(group, res.topic_partitions)
+        return {(tp.topic, tp.partition): (str(tp.error) if tp.error else None) for tp in res.topic_partitions}
+
+    def delete_group(self, group: str, missing_ok: bool = False) -> None:
+        """Delete an empty group and all its commits (confluent-kafka has no OffsetDelete; see stages.roll_back)."""
+        from confluent_kafka import KafkaException
+
+        futs = self.admin.delete_consumer_groups([group], request_timeout=self.timeout)
+        try:
+            self._result(futs[group], f"delete group {group}", phrase("Delete", "Group", group))
+        except KafkaException as e:
+            if not (missing_ok and _code(e.args[0]) == "GROUP_ID_NOT_FOUND"):
+                raise
+
+    # -- records -------------------------------------------------------------------------------------
+    def records(self, ranges: dict[TP, tuple[int, int]], timeout: float = 60.0) -> dict[TP, list[Record]]:
+        """The records of each partition in [start, end) (with headers), in one consumer; a partition whose range
+        holds no record (compaction, markers) gets an empty list."""
+        out: dict[TP, list[Record]] = {tp: [] for tp in ranges}
+        for m in self._bounded({tp: r for tp, r in ranges.items() if r[1] > r[0]}, timeout, stop_at_eof=True):
+            out[(m.topic(), m.partition())].append(
+                Record(m.offset(), m.key(), m.value(), m.timestamp()[1], tuple(m.headers() or ()))
+            )
+        return out
+
+    def first_records(self, positions: dict[TP, int], scan: int = 1000) -> dict[TP, Record | None]:
+        """The first record at or after each position (None: none within ``scan`` offsets before the log end)."""
+        ends = self.offsets(list(positions))
+        got = self.records({tp: (o, min(ends[tp], o + scan)) for tp, o in positions.items()})
+        return {tp: (rs[0] if rs else None) for tp, rs in got.items()}
+
+    def read(
+        self,
+        tps_end: dict[TP, int],
+        start: dict[TP, int] | None = None,
+        timeout: float = 60.0,
+        extra: dict | None = None,
+    ) -> Iterator[tuple[str, int, int, bytes | None, bytes | None, int]]:
+        """Yield ``(topic, partition, offset, key, value, timestamp_ms)`` from start (default: log start) up to
+        (excluding) the given end offsets. A bounded read: records past the end are never returned."""
+        from confluent_kafka import OFFSET_BEGINNING
+
+        ranges = {
+            tp: ((start or {}).get(tp, OFFSET_BEGINNING), end)
+            for tp, end in tps_end.items()
+            if end > (start or {}).get(tp, 0)
+        }
+        for m in self._bounded(ranges, timeout, extra):
+            yield m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.timestamp()[1]
+
+    def read_ranges(
+        self, ranges: dict[TP, set[tuple[int, int]]], budget: int = ev.DEFAULT_BUDGET, timeout: float = 60.0
+    ) -> dict[tuple[TP, int, int], ev.Read]:
+        """The evidence stage's reads (:class:`~mm2_failover.rules.evidence.RecordSource`): every asked range ``[lo, hi)``
+        as a :class:`~mm2_failover.rules.evidence.Read` - complete (each record's offset and content digest, nothing
+        else kept), below the log start, over ``budget`` records (not read), or failed (the partition's readable end
+        fell short of ``hi``, or the read did not finish in time), each with its reason. Overlapping ranges of a
+        partition are read once; several disjoint ones in turn, one consumer each round."""
+        out: dict[tuple[TP, int, int], ev.Read] = {}
+        rounds: list[dict[TP, tuple[int, int]]] = []
+        members: dict[tuple[TP, int, int], list[tuple[int, int]]] = {}
+        for tp, rs in ranges.items():
+            todo = []
+            for lo, hi in sorted(rs):
+                if hi <= lo:
+                    out[(tp, lo, hi)] = ev.Read(lo, hi, ev.COMPLETE)
+                elif hi - lo > budget:
+                    out[(tp, lo, hi)] = ev.Read(
+                        lo, hi, ev.OVER_BUDGET, why=f"{hi - lo} records, over the read budget of {budget}"
+                    )
+                else:
+                    todo.append((lo, hi))
+            for i, (lo, hi, part) in enumerate(_merged(todo, budget)):
+                if len(rounds) <= i:
+                    rounds.append({})
+                rounds[i][tp] = (lo, hi)
+                members[(tp, lo, hi)] = part
+        for rnd in rounds:
+            for tp, (lo, hi, status, recs, why) in self._read_whole(rnd, timeout).items():
+                for a, b in members[(tp, lo, hi)]:
+                    if status != ev.COMPLETE:
+                        out[(tp, a, b)] = ev.Read(a, b, status, why=why)
+                        continue
+                    i, j = bisect.bisect_left(recs, (a,)), bisect.bisect_left(recs, (b,))
+                    out[(tp, a, b)] = ev.Read(a, b, ev.COMPLETE, tuple(recs[i:j]))
+        return out
+
+    def _read_whole(self, ranges: dict[TP, tuple[int, int]], timeout: float) -> dict[TP, tuple]:
+        """One consumer over ``[lo, hi)`` of each partition: ``tp -> (lo, hi, status, records, why)``."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        out: dict[TP, tuple] = {}
+        got: dict[TP, list[ev.Rec]] = {tp: [] for tp in ranges}
+        todo = dict(ranges)
+        errors = _Errors()
+        c = _construct(
+            Consumer,
+            _client_conf(
+                {
+                    **self.conf,
+                    "group.id": "mm2-failover-reader",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": True,
+                    **BOUNDED_READ_CONF,
+                },
+                errors,
+            ),
+            self.name,
+        )
+        try:
+            c.assign([TopicPartition(t, p, lo) for (t, p), (lo, _hi) in ranges.items()])
+            deadline = time.monotonic() + timeout
+            while todo:
+                if time.monotonic() > deadline:
+                    for tp, (lo, hi) in todo.items():
+                        out[tp] = (lo, hi, ev.FAILED, (), f"not read to {hi} within {timeout:.0f} s")
+                    break
+                for m in c.consume(1000, CONSUME_WAIT_S):
+                    tp = (m.topic(), m.partition())
+                    err = m.error()
+                    if err is not None:
+                        code = err.code()
+                        if m.topic() is None and code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                            continue  # see _bounded
+                        if m.topic() is None:  # the cluster, not a partition: unreachable, refused, misconfigured
+                            raise classify(self.conf, f"{self.name}: read {sorted(todo)[:5]}", err, errors, c)
+                        if tp not in todo:
+                            continue
+                        lo, hi = todo[tp]
+                        if code == KafkaError._PARTITION_EOF:
+                            del todo[tp]
+                            out[tp] = (
+                                (lo, hi, ev.COMPLETE, got[tp], "")
+                                if m.offset() >= hi
+                                else (
+                                    lo,
+                                    hi,
+                                    ev.FAILED,
+                                    (),
+                                    f"readable only up to offset {m.offset()} (an open "
+                                    "transaction, or the log was truncated)",
+                                )
+                            )
+                        elif code == KafkaError._AUTO_OFFSET_RESET:
+                            del todo[tp]
+                            out[tp] = (lo, hi, ev.BELOW_START, (), f"offset {lo} is below the log start")
+                        else:
+                            raise classify(
+                                self.conf,
+                                f"{self.name}: read {tp}",
+                                err,
+                                errors,
+                                c,
+                                phrase("Read", "Topic", tp[0]) if m.topic() else None,
+                            )
+                        continue
+                    if tp not in todo:
+                        continue
+                    lo, hi = todo[tp]
+                    if m.offset() < hi:
+                        got[tp].append(
+                            ev.Rec(m.offset(), ev.content_of(m.key(), m.value(), m.timestamp()[1], m.headers() or ()))
+                        )
+                    if m.offset() + 1 >= hi:
+                        del todo[tp]
+                        out[tp] = (lo, hi, ev.COMPLETE, got[tp], "")
+        finally:
+            c.close()
+        return out
+
+    def _bounded(
+        self, ranges: dict[TP, tuple[int, int]], timeout: float, extra: dict | None = None, stop_at_eof: bool = False
+    ) -> Iterator:
+        """The messages of each partition in [start, end), in one consumer that commits nothing. A partition is done
+        at its end offset, or at the log end when ``stop_at_eof`` (ranges that end in a compaction or marker gap);
+        without it, reaching the log end before the end offset waits (records not yet readable). A start below the
+        log start raises :class:`OutOfRange` (``BOUNDED_READ_CONF``: never a silent jump to the log end)."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        todo = {tp: e for tp, (_s, e) in ranges.items()}
+        if not todo:
+            return
+        errors = _Errors()
+        c = _construct(
+            Consumer,
+            _client_conf(
+                {
+                    **self.conf,
+                    "group.id": "mm2-failover-reader",
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": True,
+                    **(extra or {}),
+                    **BOUNDED_READ_CONF,
+                },
+                errors,
+            ),
+            self.name,
+        )
+        try:
+            c.assign([TopicPartition(t, p, s) for (t, p), (s, _e) in ranges.items()])
+            deadline = time.monotonic() + timeout
+            while todo:
+                if time.monotonic() > deadline:
+                    raise classify(
+                        self.conf,
+                        f"{self.name}: reading {sorted(todo)[:5]} did not reach the end offsets within {timeout:.0f}s",
+                        KafkaError(KafkaError._TIMED_OUT),
+                        errors,
+                        c,
+                    )
+                for m in c.consume(1000, CONSUME_WAIT_S):
+                    tp = (m.topic(), m.partition())
+                    if m.error():
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            if tp in todo and (stop_at_eof or m.offset() >= todo[tp]):
+                                todo.pop(tp)
+                            continue
+                        if m.topic() is None and m.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                            continue  # librdkafka looks up the group's coordinator though this reader commits
+                            # nothing (explicit offsets): the pipeline's principal needs no ACL on that group
+                        if m.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                            raise OutOfRange(self.name, tp, m.offset(), m.error().str())
+                        raise classify(
+                            self.conf,
+                            f"{self.name}: read {tp}",
+                            m.error(),
+                            errors,
+                            c,
+                            phrase("Read", "Topic", tp[0]) if m.topic() else None,
+                        )
+                    if tp not in todo:
+                        continue
+                    if m.offset() >= todo[tp]:
+                        todo.pop(tp)
+                        continue
+                    yield m
+                    if m.offset() + 1 >= todo[tp]:
+                        todo.pop(tp)
+        finally:
+            c.close()
+
+
+def _merged(ranges: list[tuple[int, int]], budget: int) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """Sorted ranges merged where they overlap or touch and the union stays within ``budget`` records: ``(lo, hi,
+    the ranges it holds)``."""
+    out: list[tuple[int, int, list[tuple[int, int]]]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] and max(hi, out[-1][1]) - out[-1][0] <= budget:
+            a, b, part = out[-1]
+            out[-1] = (a, max(b, hi), part + [(lo, hi)])
+        else:
+            out.append((lo, hi, [(lo, hi)]))
+    return out
+
+
+def _java_properties(d: dict) -> str:
+    """A ``java.util.Properties`` file's text for ``d`` (keys and values escaped as Properties.load reads them)."""
+
+    def esc(s: str, key: bool) -> str:
+        out = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        if key:
+            out = out.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
+        elif out.startswith(" "):
+            out = "\\" + out
+        return out
+
+    return "".join(f"{esc(str(k), True)}={esc(str(v), False)}\n" for k, v in d.items())
+
+
+def _b64(x) -> str:
+    import base64
+
+    return base64.b64encode(str(x).encode()).decode()
+
+
+def _unb64(x: str) -> str:
+    import base64
+
+    return base64.b64decode(x).decode()
+
+
+JAVA_WINDOW = 1000  # groups per window of the Java helper (KafkaOffsets.WINDOW)
+
+
+def java_call_timeout(timeout_s: float, groups: int) -> float:
+    """The Java helper's process timeout: its own deadline (one timeout, and one more per window of groups: a
+    stalled cluster costs that, not one timeout per group) plus a minute to start the JVM and compile the helper."""
+    return 60 + timeout_s * (1 + -(-max(0, groups) // JAVA_WINDOW))
+
+
+def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
+    """A folder holding ``src`` compiled by ``javac``, made once per source, classpath and JDK under ``cache`` (this
+    user's private folder): running a one-file program from source compiles it in the JVM on every start, 1.2 s of
+    each call on this project's 2-core machine, and a failover at thousands of groups calls the helper three times
+    (the plan's read of the target, the backup, verify). None where there is no ``javac`` or it fails (a JRE): the
+    caller then runs the source, as before."""
+    import hashlib
+    import os
+    import shutil
+    import subprocess
+    import uuid
+
+    javac = shutil.which("javac")
+    if not javac:
+        return None
+    key = hashlib.sha256(
+        b"\0".join([src.read_bytes(), classpath.encode(), os.path.realpath(javac).encode()])
+    ).hexdigest()[:20]
+    final = cache / f"jvm-{src.stem}-{key}"
+    if (final / f"{src.stem}.class").is_file():
+        return final
+    tmp = cache / f".jvm-{src.stem}-{key}-{uuid.uuid4().hex}"
+    try:
+        r = subprocess.run(
+            [javac, "-nowarn", "-d", str(tmp), "-cp", classpath, str(src)], capture_output=True, text=True, timeout=120
+        )
+        if r.returncode or not (tmp / f"{src.stem}.class").is_file():
+            log.warning(
+                "javac could not compile %s (exit %s: %s): running it from source",
+                src.name,
+                r.returncode,
+                (r.stderr or "").strip()[-300:],
+            )
+            return None
+        try:
+            os.rename(tmp, final)  # whole or not at all; a process that won the race made the same bytes
+        except OSError:
+            if not (final / f"{src.stem}.class").is_file():
+                raise
+        return final
+    except (OSError, subprocess.SubprocessError) as e:
+        log.warning("could not compile %s once for all calls (%s): running it from source", src.name, e)
+        return None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def java_offsets_program(
+    cluster: "Cluster", what: str, extra: dict[str, object] | None = None
+) -> Iterator[tuple[list[str], Path]]:
+    """``jvm/KafkaOffsets.java``'s command (compiled once, or run from source: Java 11+), without its mode, and the
+    cluster's settings translated to the Java client's, plus ``extra`` Java client settings, in a 0600 file of this
+    user's private folder, removed when the block ends (the program reads it at its start). ``what``: the
+    operation, for the error of a host without Java."""
+    import os
+    import shutil
+    import uuid
+
+    from mm2_failover.adapters.config import java_client_options, java_kafka_classpath
+    from mm2_failover.adapters.runfolder import private_dir
+
+    java = shutil.which("java")
+    if not java:
+        raise KafkaConfigError(f"{cluster.name}: {what} go through Kafka's Java client: this host needs Java 11+")
+    d = private_dir()
+    props = d / f"offsets-{uuid.uuid4().hex}.properties"
+    try:
+        fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(
+                _java_properties(
+                    {
+                        **java_client_options(cluster.conf),
+                        "mm2.failover.timeout.ms": int(cluster.timeout * 1000),
+                        **(extra or {}),
+                    }
+                )
+            )
+        src = JAVA_HELPER
+        compiled = compiled_java(src, java_kafka_classpath(), d)
+        program = (
+            ["-cp", f"{compiled}{os.pathsep}{java_kafka_classpath()}", src.stem]
+            if compiled
+            else ["-cp", java_kafka_classpath(), str(src)]
+        )
+        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *program], props
+    finally:
+        props.unlink(missing_ok=True)
+
+
+def run_java_offsets(
+    cluster: "Cluster", mode: str, lines: list[str], items: int, decode: bool = True
+) -> list[list[str]]:
+    """Run ``jvm/KafkaOffsets.java`` in ``mode`` (commit | read | describe) on ``lines`` (in a file of this user's
+    private folder, removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``:
+    as printed, for the caller to decode)."""
+    import subprocess
+
+    what = f"commits with metadata (byte for byte), and the commits of more than {JAVA_BULK_GROUPS} groups at once,"
+    with java_offsets_program(cluster, what) as (command, props):
+        rows = props.with_suffix(".tsv")
+        try:
+            rows.write_text("".join(line + "\n" for line in lines))
+            r = subprocess.run(
+                [*command, mode, str(props), str(rows)],
+                capture_output=True,
+                text=True,
+                timeout=java_call_timeout(cluster.timeout, items),
+            )
+        finally:
+            rows.unlink(missing_ok=True)
+    if r.returncode:
+        tail = (r.stderr or "").strip().splitlines()[-5:]
+        raise KafkaUnavailable(
+            f"{cluster.name}: Kafka's Java client ({mode}) failed (exit {r.returncode}): {' | '.join(tail)}"
+        )
+    kinds = ("OK", "ERR", "ROW", "GROUP")
+    if not decode:
+        return [f for f in (line.split("\t") for line in r.stdout.splitlines()) if f[0] in kinds]
+    return [[f[0], *map(_unb64, f[1:])] for f in (line.split("\t") for line in r.stdout.splitlines()) if f[0] in kinds]
+
+
+def commit_lines(offsets: dict[str, dict[TP, "int | Commit"]]) -> list[str]:
+    """``KafkaOffsets``' commit lines (group, topic, partition, offset, metadata; each base64) for ``offsets``."""
+    lines = []
+    for g, parts in sorted(offsets.items()):
+        for (t, p), c in sorted(parts.items()):
+            c = c if isinstance(c, Commit) else Commit(int(c))
+            lines.append("\t".join(map(_b64, (g, t, p, c.offset, c.metadata))))
+    return lines
+
+
+def commit_with_java(cluster: "Cluster", offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
+    lines = commit_lines(offsets)
+    out = {f[1]: (None if f[0] == "OK" else f[2]) for f in run_java_offsets(cluster, "commit", lines, len(offsets))}
+    missing = sorted(set(offsets) - set(out))
+    if missing:
+        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not commit {', '.join(missing[:5])}")
+    return out
+
+
+def read_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, dict[TP, Commit]]:
+    """The commits of ``groups`` read by Kafka's Java client (``KafkaOffsets read``): each group's block of rows
+    (partition and offset in decimal; topic names, few, decoded once each)."""
+    out: dict[str, dict[TP, Commit]] = {}
+    done = set()
+    topics: dict[str, str] = {}
+    rows: dict[TP, Commit] = {}
+    for f in run_java_offsets(cluster, "read", [_b64(g) for g in groups], len(groups), decode=False):
+        kind = f[0]
+        if kind == "ROW":
+            t = topics.get(f[1])
+            if t is None:
+                t = topics[f[1]] = _unb64(f[1])
+            rows[(t, int(f[2]))] = Commit(int(f[3]), _unb64(f[4]) if f[4] else "")
+        elif kind == "GROUP":
+            rows = {}
+        elif kind == "OK":
+            g = _unb64(f[1])
+            done.add(g)
+            if rows:
+                out[g] = rows
+        else:
+            g = _unb64(f[1])
+            raise classify(
+                cluster.conf,
+                f"{cluster.name}: committed offsets of {g} (Java client)",
+                _JavaError(_unb64(f[2])),
+                cluster.errors,
+                need=phrase("Describe", "Group", g),
+            )
+    missing = sorted(set(groups) - done)
+    if missing:
+        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not read {', '.join(missing[:5])}")
+    return {g: out.get(g, {}) for g in groups}
+
+
+def describe_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, "GroupState"]:
+    """:meth:`Cluster.describe_groups` through Kafka's Java client: every group's state (Kafka's names, as
+    librdkafka's; ``UNKNOWN`` for a group its coordinator does not know, ``NOT_A_CONSUMER_GROUP`` for a group of
+    another protocol, never safe to move) and members. A group the helper could not describe raises, named."""
+    members: dict[str, list[Member]] = {}
+    out: dict[str, GroupState] = {}
+    for f in run_java_offsets(cluster, "describe", [_b64(g) for g in groups], len(groups)):
+        if f[0] == "ROW":
+            members.setdefault(f[1], []).append(Member(f[2], f[3], f[4]))
+        elif f[0] == "OK":
+            out[f[1]] = GroupState(f[1], f[2], members.pop(f[1], []))
+        else:
+            raise classify(
+                cluster.conf,
+                f"{cluster.name}: describe group {f[1]} (Java client)",
+                _JavaError(f[2]),
+                cluster.errors,
+                need=phrase("Describe", "Group", f[1]),
+            )
+    missing = sorted(set(groups) - set(out))
+    if missing:
+        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not describe {', '.join(missing[:5])}")
+    return {g: out[g] for g in groups}
+
+
+class _JavaError:
+    """A Java client's error message, classified like librdkafka's by its exception name."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def name(self) -> str:
+        m = self.message
+        if "Authorization" in m:
+            return "GROUP_AUTHORIZATION_FAILED"
+        if "Authentication" in m or "SaslAuthentication" in m:
+            return "_AUTHENTICATION"
+        if "Timeout" in m:
+            return "_TIMED_OUT"
+        return "_FAIL"
+
+    def str(self) -> str:
+        return self.message
+
+
+def _windowed(items, submit, window: int):
+    """Yield ``(item, future)`` in order, keeping at most ``window`` requests outstanding."""
+    from collections import deque
+
+    pending: deque = deque()
+    for it in items:
+        pending.append((it, submit(it)))
+        if len(pending) >= max(1, window):
+            yield pending.popleft()  # the caller waits for this one before the next is sent
+    while pending:
+        yield pending.popleft()
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    client_id: str
+    host: str
+
+    def describe(self) -> str:
+        return f"{self.client_id}@{self.host} ({self.member_id})"
+
+
+@dataclass(frozen=True)
+class GroupState:
+    group: str
+    state: str  # EMPTY, STABLE, PREPARING_REBALANCE, ..., DEAD, UNKNOWN (never committed)
+    members: list[Member] = field(default_factory=list)
+
+    @property
+    def is_safe_to_move(self) -> bool:
+        """The broker accepts admin commits only for groups without members."""
+        return not self.members and self.state in ("EMPTY", "DEAD", "UNKNOWN")
+
+    def describe(self) -> str:
+        hosts = ", ".join(sorted({m.host for m in self.members})) or "-"
+        return (
+            f"{self.group}: state {self.state}, {len(self.members)} member(s) "
+            f"[{'; '.join(m.describe() for m in self.members)}] on hosts {hosts}"
+        )
