@@ -14,10 +14,11 @@ import threading
 import time
 from dataclasses import dataclass
 
-from mm2_failover.adapters.kafka_io import CONSUME_WAIT_S, TP, Cluster, KafkaUnavailable
+from mm2_failover.adapters.kafka_io import CONSUME_WAIT_S, Cluster, KafkaUnavailable
 from mm2_failover.adapters.runfolder import CHECKPOINTS_SUMMARY, RunFolder
 from mm2_failover.rules import checkpoints as cpf
 from mm2_failover.rules.naming import checkpoints_topic
+from mm2_failover.rules.values import TP
 
 log = logging.getLogger(__name__)
 

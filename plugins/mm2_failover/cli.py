@@ -434,9 +434,7 @@ def context_of(a: argparse.Namespace, command: str):
         else config.artifacts_root() / "cli" / time.strftime("%Y%m%d-%H%M%S")
     )
     folder = getattr(a, "plan", None) or a.run_dir or default
-    ctx = RunContext.from_cli(params, folder, confs, a.timeout)
-    ctx.folder.bind_params("cli", params.result_params(), list(params.RESULT_PARAMS))
-    return ctx
+    return RunContext.from_cli(params, folder, confs, a.timeout).bind()
 
 
 def planned_params(a: argparse.Namespace) -> dict:

@@ -16,9 +16,7 @@ log = logging.getLogger(__name__)
 def _ctx(context, **kw):
     from mm2_failover.stages.context import RunContext
 
-    ctx = RunContext.from_airflow(context, **kw)
-    ctx.folder.bind_params(ctx.dag_id, ctx.params.result_params(), list(ctx.params.RESULT_PARAMS))
-    return ctx
+    return RunContext.from_airflow(context, **kw).bind()
 
 
 def _outcomes(task):
@@ -29,17 +27,9 @@ def _outcomes(task):
 
     @functools.wraps(task)
     def run(context):
-        from airflow.sdk.exceptions import AirflowFailException
+        from mm2_failover.airflow_errors import by_outcome
 
-        from mm2_failover.stages.outcomes import outcome_of
-
-        try:
-            return task(context)
-        except Exception as e:
-            o = outcome_of(e)
-            if o is not None and not o.retry:
-                raise AirflowFailException(str(e)) from None
-            raise
+        return by_outcome(lambda: task(context))
 
     return run
 

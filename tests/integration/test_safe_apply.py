@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.adapters.kafka_io import Commit
 from mm2_failover.adapters.runfolder import load_backup
 from mm2_failover.rules import plan as planmod
+from mm2_failover.rules.values import Commit
 from mm2_failover.stages.apply import apply_plan, backup_and_apply, take_backup
 from mm2_failover.stages.build_plan import make_plan
 from mm2_failover.stages.gate import live_groups

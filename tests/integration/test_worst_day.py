@@ -55,7 +55,7 @@ def failed_over(bed, run_root):
     from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
 
-    from mm2_failover.adapters.kafka_io import Commit
+    from mm2_failover.rules.values import Commit
 
     tag = uuid.uuid4().hex[:6]
     target = bed.client("target")

@@ -12,8 +12,9 @@ from mm2_failover.adapters.runfolder import RunFolder, RunFolderError, Snapshot,
 from mm2_failover.rules import audit
 from mm2_failover.rules import plan as planmod
 from mm2_failover.rules.drain import DrainVerdict
-from mm2_failover.rules.plan import Commit, Plan, PlanRecord, PlanRow
+from mm2_failover.rules.plan import Plan, PlanRecord, PlanRow
 from mm2_failover.rules.rollback import Backup, BackupEntry
+from mm2_failover.rules.values import Commit
 
 
 def snapshot() -> Snapshot:

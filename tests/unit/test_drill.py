@@ -10,9 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from mm2_failover.adapters.kafka_io import Commit, GroupState, Member
+from mm2_failover.adapters.kafka_io import GroupState, Member
 from mm2_failover.rules import drill
 from mm2_failover.rules.plan import Plan
+from mm2_failover.rules.values import Commit
 from testbed.plan_rows import rows
 
 REPO = Path(__file__).resolve().parents[2]

@@ -647,3 +647,19 @@ def test_groups_and_partitions_worst_first_never_alphabetically_alone():
         ("a", 1),
         ("a", 0),
     ]
+
+
+def test_every_warning_names_partitions_in_words_and_says_how_many_are_left_out():
+    """A warning people read (report.md, the run page, the approval request) listed stale checkpoints as a Python
+    list of dicts ("[{'group': 'a', ...}]") and cut long lists at 10 without saying how many more there were."""
+    rows = [PlanRow("primary", f"g{i:02d}", T, 0, 10, 10, None, 10, pm.COMMIT) for i in range(12)]
+    src = {(f"g{i:02d}", T, 0): 15 for i in range(12)}
+    rep = report(plan=Plan(rows), committed={}, mismatches=[], dry_run=True, source_commits=src)
+    stale = next(w for w in rep.warnings if "had not checkpointed the newest commit" in w)
+    assert "{" not in stale and "'group'" not in stale
+    assert f"g00 {T}[0] (checkpoint at 10, the source's commit at 15)" in stale and stale.endswith("(+2 more)")
+    no_cp = [
+        PlanRow("primary", f"g{i:02d}", T, 0, None, None, None, None, pm.SKIP, pm.NO_CHECKPOINT) for i in range(12)
+    ]
+    rep = report(plan=Plan(rows[:1] + no_cp), committed={}, mismatches=[], dry_run=True, source_commits={})
+    assert next(w for w in rep.warnings if "have no checkpoint" in w).endswith("(+2 more)")

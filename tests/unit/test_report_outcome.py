@@ -1,5 +1,5 @@
 """The approval's decision changes a published report's outcome only (stages/approve_plan.record_decision): the report is
-republished without loading or writing its rows again (verify.publish_outcome, report.restate_outcome). Differential:
+republished without loading or writing its rows again (stages/run_report.publish_outcome, report.restate_outcome). Differential:
 what that writes equals, file by file, what a whole publish of the same report with the same decision writes."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from mm2_failover.rules import approval as rules
 from mm2_failover.rules import plan as pm
 from mm2_failover.rules.plan import Plan, PlanRow
 from mm2_failover.rules.report import build_report, render_markdown, restate_outcome
-from mm2_failover.stages.verify import publish_outcome, publish_report
+from mm2_failover.stages.run_report import publish_outcome, publish_report
 
 T = "primary.orders"
 ROWS = [

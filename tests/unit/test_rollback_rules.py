@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mm2_failover.adapters.kafka_io import Commit
 from mm2_failover.rules import rollback as rb
 from mm2_failover.rules.rollback import Backup, BackupEntry
+from mm2_failover.rules.values import Commit
 from mm2_failover.stages.roll_back import pending_elsewhere
 
 T = "primary.t"

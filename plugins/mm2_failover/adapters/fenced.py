@@ -33,9 +33,7 @@ import threading
 import time
 
 from mm2_failover.adapters.kafka_io import (
-    TP,
     Cluster,
-    Commit,
     KafkaAuthError,
     KafkaConfigError,
     KafkaUnavailable,
@@ -45,6 +43,7 @@ from mm2_failover.adapters.kafka_io import (
 )
 from mm2_failover.adapters.kafka_lock import LockLost
 from mm2_failover.rules.acls import phrase
+from mm2_failover.rules.values import TP, Commit
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from mm2_failover.adapters import faults
 from mm2_failover.rules import evidence as ev
 from mm2_failover.rules.acls import phrase
 from mm2_failover.rules.evidence import Record
-from mm2_failover.rules.plan import TP, Commit
 from mm2_failover.rules.reachability import SourceUnreachable
+from mm2_failover.rules.values import TP, Commit
 
 log = logging.getLogger(__name__)
 

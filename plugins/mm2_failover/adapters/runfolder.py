@@ -50,18 +50,11 @@ from mm2_failover.adapters.store import fsync_path
 from mm2_failover.rules.approval import Decision, plan_hash
 from mm2_failover.rules.audit import Audit
 from mm2_failover.rules.drill import DrillReport
-from mm2_failover.rules.plan import (
-    TP,
-    Commit,
-    PlanRecord,
-    commit_from_json,
-    commit_to_json,
-    tp_map_from_json,
-    tp_map_to_json,
-)
+from mm2_failover.rules.plan import PlanRecord
 from mm2_failover.rules.readiness import Readiness
 from mm2_failover.rules.report import Report
 from mm2_failover.rules.rollback import Backup
+from mm2_failover.rules.values import TP, Commit, commit_from_json, commit_to_json, tp_map_from_json, tp_map_to_json
 
 if TYPE_CHECKING:  # drain needs the evidence rules (numpy): imported where a drain file is read, not by every reader
     from mm2_failover.rules.drain import DrainVerdict
@@ -104,13 +97,6 @@ class RunFolderError(ValueError):
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def age_seconds(iso: str | None, now: datetime | None = None) -> float | None:
-    if not iso:
-        return None
-    t = datetime.fromisoformat(iso)
-    return round(((now or datetime.now(timezone.utc)) - t).total_seconds(), 1)
 
 
 def private_dir() -> Path:

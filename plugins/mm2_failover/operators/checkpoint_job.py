@@ -34,6 +34,7 @@ class LatestCheckpointsOperator(LatestCheckpointsJobOperator):
         self.target_conn_id = target_conn_id
 
     def execute(self, context):
+        from mm2_failover.airflow_errors import by_outcome
         from mm2_failover.rules.report import state_lines
         from mm2_failover.stages.compute_checkpoints import compute
         from mm2_failover.stages.context import RunContext
@@ -41,7 +42,7 @@ class LatestCheckpointsOperator(LatestCheckpointsJobOperator):
         remote = self.choose_route()
         ctx = RunContext.from_airflow(context, target_conn_id=self.target_conn_id, params=self.run_params)
         # stage 3's one route (the CLI's too): its errors decided by the one outcome table (fail, or retry)
-        summary = self.by_outcome(lambda: compute(ctx, lambda sub: self.run_job(context, sub, remote)))
+        summary = by_outcome(lambda: compute(ctx, lambda sub: self.run_job(context, sub, remote)))
         self.log.info(
             "latest checkpoints (%s): %d record(s) read, %d checkpoint(s) for %d group(s), "
             "%d tombstone(s), %d quarantined %s -> %s",

@@ -44,9 +44,10 @@ class LatestStateRefreshOperator(LatestCheckpointsJobOperator):
         with refresh_submission(topics, ctx.target.conf) as sub:
             rc = self.run_job(context, sub, remote)
         if rc:  # decided by the one outcome table, as stage 3's job is
+            from mm2_failover.airflow_errors import raise_for_airflow
             from mm2_failover.stages.compute_checkpoints import job_error
 
-            self.fail_by_outcome(job_error(rc, "the state refresh", "its messages are in the log above"))
+            raise_for_airflow(job_error(rc, "the state refresh", "its messages are in the log above"))
         uploaded = push_state(sub)  # the archive in an object store: the new version there too
         if uploaded:
             self.log.info("latest-checkpoint state uploaded to the object store: %s", ", ".join(uploaded))

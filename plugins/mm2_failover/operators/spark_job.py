@@ -67,23 +67,3 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
         from mm2_failover.jobs.checkpoint_pass import main as job_main
 
         return job_main(sub.args, remote=remote)  # this process is the server's client
-
-    def by_outcome(self, step):
-        """``step()``, its error decided by the one outcome table (:mod:`mm2_failover.stages.outcomes`), as the
-        sensors do: one no retry helps fails the task at once, the others are Airflow's to retry."""
-        try:
-            return step()
-        except Exception as e:  # noqa: BLE001 - every error goes through the table, and is raised again there
-            self.fail_by_outcome(e)
-
-    @staticmethod
-    def fail_by_outcome(e: Exception):
-        """Raise ``e`` as the outcome table decides: at once (``AirflowFailException``) or for a retry."""
-        from airflow.sdk.exceptions import AirflowFailException
-
-        from mm2_failover.stages.outcomes import outcome_of
-
-        o = outcome_of(e)
-        if o is not None and not o.retry:
-            raise AirflowFailException(str(e)) from e
-        raise e

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass
 
-from mm2_failover.rules.words import duration
+from mm2_failover.rules.words import duration, listed
 
 APPROVE, REJECT = "Approve", "Reject"  # Airflow's ApprovalOperator's two options
 
@@ -340,8 +340,7 @@ def request_text(
     if still:
         lines += [
             f"**Not moved ({len(still)}):** "
-            + ", ".join(f"`{g['group']}` ({g.get('fate') or 'skipped'})" for g in still[:max_groups])
-            + (" ..." if len(still) > max_groups else ""),
+            + listed((f"`{g['group']}` ({g.get('fate') or 'skipped'})" for g in still), max_groups),
             "",
         ]
     lines.append("**Where each group resumes:**" if rules else "**Where each group resumes:** nothing to write")

@@ -265,7 +265,7 @@ def build_drill_report(
             f"{len(clamps)} partition(s) would be clamped"
             + (f"; {lost} record(s) already lost to retention on the target" if lost else "")
             + ": "
-            + ", ".join(f"{c['group']} {c['topic']}[{c['partition']}] {c['reason']}" for c in clamps[:10])
+            + listed((f"{c['group']} {c['topic']}[{c['partition']}] {c['reason']}" for c in clamps), 10)
         )
     if live_target_groups:
         findings.append(
@@ -275,7 +275,7 @@ def build_drill_report(
     if writes and writes.get("refused"):
         findings.append(
             f"drill writes refused for {len(writes['refused'])} group(s): "
-            + "; ".join(f"{g}: {w}" for g, w in sorted(writes["refused"].items())[:10])
+            + listed((f"{g}: {w}" for g, w in sorted(writes["refused"].items())), 10, "; ")
         )
     if writes and writes.get("mismatches"):
         findings.append(f"{len(writes['mismatches'])} drill-written partition(s) did not read back as planned")

@@ -96,8 +96,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from mm2_failover.rules import translate as tr
-
-TP = tuple[str, int]
+from mm2_failover.rules.values import TP
 
 COMPLETE = "complete"
 BELOW_START = "below_log_start"

@@ -66,47 +66,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import Any, NamedTuple
 
 from mm2_failover.rules.checkpoints import Checkpoint
 from mm2_failover.rules.translate import ARCHIVE_FLOOR, REPLICA_START, SYNC_FLOOR
-
-TP = tuple[str, int]  # (topic, partition)
-
-
-class Commit(NamedTuple):
-    """A committed offset and its metadata (Kafka Streams keeps state there; plain consumers leave it empty)."""
-
-    offset: int
-    metadata: str = ""
-
-    def same_as(self, other: "Commit | int | None") -> bool:
-        """The same offset and metadata (a bare offset: metadata not read, the offset alone)."""
-        if other is None:
-            return False
-        if not isinstance(other, Commit):
-            return other == self.offset
-        return other.offset == self.offset and (other.metadata or "") == (self.metadata or "")
-
-
-def tp_map_to_json(m: dict[TP, Any]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for (t, p), o in sorted(m.items()):
-        out.setdefault(t, {})[str(p)] = o
-    return out
-
-
-def tp_map_from_json(d: dict[str, dict[str, Any]] | None) -> dict[TP, Any]:
-    return {(t, int(p)): o for t, parts in (d or {}).items() for p, o in parts.items()}
-
-
-def commit_to_json(c: Commit | None) -> dict | None:
-    return None if c is None else {"offset": c.offset, "metadata": c.metadata}
-
-
-def commit_from_json(d) -> Commit | None:
-    return None if d is None else Commit(int(d["offset"]), d.get("metadata") or "")
-
+from mm2_failover.rules.values import Commit
+from mm2_failover.rules.words import listed
 
 COMMIT = "commit"
 CLAMP = "clamp"
@@ -458,7 +422,7 @@ def build_plan(
     if never and not accept_groups_without_checkpoints:
         raise PlanError(
             f"{len(never)} selected group(s) commit on the source but MM2 has no checkpoint for them: "
-            + _first(never, ", ")
+            + listed(never, sep=", ")
             + ". Nothing was written: their consumers would start on the target without a commit. Check MM2's "
             "groups / groups.exclude (the default excludes console-consumer-.*, connect-.* and __.*) and "
             "emit.checkpoints settings; or narrow groups_regex; or re-run with "
@@ -477,7 +441,7 @@ def build_plan(
         raise PlanError(
             f"{len(kept)} partition(s) of groups rewound on the source hold a target commit ahead of the group's "
             "position: "
-            + _first(kept, "; ")
+            + listed(kept, sep="; ")
             + ". Nothing was written: kept, the commit (MM2's sync.group.offsets.enabled writes its checkpoints as "
             "commits) would skip the records the group has not read. Re-run with on_existing_target_offsets=overwrite "
             "and allow_rewind=true to move them back to the floor, or narrow groups_regex."
@@ -496,7 +460,7 @@ def build_plan(
     if ahead:
         raise PlanError(
             f"{len(ahead)} partition(s) of a lost source hold a target commit ahead of their archive floor: "
-            + _first(ahead, "; ")
+            + listed(ahead, sep="; ")
             + ". Nothing was written: kept, the commit (MM2's sync.group.offsets.enabled writes its checkpoints as "
             "commits) would skip records that only an earlier MM2 history copied before the outage. Re-run with "
             "on_existing_target_offsets=overwrite and allow_rewind=true to move them back to the floor, or narrow "
@@ -505,7 +469,7 @@ def build_plan(
     if rewound and not accept_groups_without_checkpoints:
         raise PlanError(
             f"{len(rewound)} partition(s) of groups rewound on the source after MM2's newest checkpoint: "
-            + _first(rewound, "; ")
+            + listed(rewound, sep="; ")
             + ". Nothing was written: MM2's checkpoint is ahead of where the group now is and would skip the records "
             "in between, and no offset sync proves a floor of the group's position (with the source lost, the "
             "source commit is the archive's last reading of it: plan rule 1a). Re-run with translation=exact "
@@ -520,17 +484,12 @@ def build_plan(
         if conflicts:
             raise PlanError(
                 f"{len(conflicts)} group(s) already have different committed offsets on the target: "
-                + _first(conflicts, ", ")
+                + listed(conflicts, sep=", ")
                 + ". Nothing was written. Re-run with on_existing_target_offsets=skip to leave them alone, "
                 "or =overwrite to replace their commits (a target commit ahead of the checkpoint is still kept "
                 "unless allow_rewind=true)."
             )
     return Plan(rows)
-
-
-def _first(items: list[str], sep: str, n: int = 20) -> str:
-    """The first ``n`` of ``items`` joined by ``sep``, and " ..." when there are more (what a refusal names)."""
-    return sep.join(items[:n]) + (" ..." if len(items) > n else "")
 
 
 # rule 1a: MM2's checkpoint written more than this after the archive's reading ended is the newer of the two - the
@@ -616,8 +575,7 @@ def _one_answer_per_key(checkpoints: list[Checkpoint]) -> None:
     if twice:
         raise PlanError(
             f"{len(twice)} replica partition(s) have more than one answer from the same source alias: "
-            + "; ".join(twice[:10])
-            + (" ..." if len(twice) > 10 else "")
+            + listed(twice, 10, "; ")
             + ". The latest-checkpoints job writes one answer per key: these answers were read twice or merged from "
             "two runs. Nothing was written; start a new run (its job writes its answers afresh)."
         )
@@ -625,8 +583,7 @@ def _one_answer_per_key(checkpoints: list[Checkpoint]) -> None:
         raise PlanError(
             f"{len(clashes)} replica partition(s) have checkpoints from several source aliases, which cannot both be "
             "right: "
-            + "; ".join(clashes[:10])
-            + (" ..." if len(clashes) > 10 else "")
+            + listed(clashes, 10, "; ")
             + ". Two flows write the same replica topic (e.g. the identity policy on both). Fail over one alias at "
             "a time, or narrow groups_regex."
         )

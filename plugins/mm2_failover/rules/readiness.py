@@ -34,9 +34,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Iterable
 
 from mm2_failover.rules.translate import is_exact
+from mm2_failover.rules.values import age_seconds, to_ms
 from mm2_failover.rules.words import listed
 
 EXACT, FLOOR, CHECKPOINT, NONE = "exact", "floor", "checkpoint", "none"
@@ -107,23 +108,6 @@ def exposure_seconds(records: int | None, oldest_ms: int | None, now_ms: int) ->
     if records == 0:
         return 0.0
     return None if oldest_ms is None else round(max(0, now_ms - oldest_ms) / 1000, 1)
-
-
-def to_ms(ts: Any) -> int | None:
-    """Epoch milliseconds of ``ts`` (epoch ms, an ISO time or a datetime; naive means UTC), None when unknown."""
-    if ts is None:
-        return None
-    if isinstance(ts, str):
-        ts = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    if isinstance(ts, datetime):
-        return int((ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)).timestamp() * 1000)
-    return int(ts)
-
-
-def age_seconds(ts: Any, now_ms: int) -> float | None:
-    """Rule 4: seconds since ``ts`` (see :func:`to_ms`), None when unknown; never negative (clocks differ)."""
-    ms = to_ms(ts)
-    return None if ms is None else round(max(0, now_ms - ms) / 1000, 1)
 
 
 def _worst(a, b):

@@ -609,7 +609,7 @@ def build_report(
         warnings.append(
             f"{len(no_cp)} partition(s) of moved groups have no checkpoint and get no commit on the target "
             "(consumers fall back to auto.offset.reset): "
-            + ", ".join(f"{r.group} {r.topic}[{r.partition}]" for r in no_cp[:10])
+            + listed((f"{r.group} {r.topic}[{r.partition}]" for r in no_cp), 10)
         )
     rewound = [r for r in plan.rows if r.reason == CHECKPOINT_AHEAD_OF_SOURCE]
     if rewound:
@@ -618,12 +618,20 @@ def build_report(
             "were NOT moved (accept_groups_without_checkpoints): MM2's checkpoint would skip records the "
             "group has not read and no offset sync proves a floor; their consumers keep the target's commit "
             "or fall back to auto.offset.reset: "
-            + ", ".join(f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset})" for r in rewound[:10])
+            + listed((f"{r.group} {r.topic}[{r.partition}] (target commit {r.current_offset})" for r in rewound), 10)
         )
     if stale:
         warnings.append(
             f"{len(stale)} partition(s) have a checkpoint behind the group's last commit on the source "
-            f"(MM2 had not checkpointed the newest commit): {stale[:10]}"
+            "(MM2 had not checkpointed the newest commit): "
+            + listed(
+                (
+                    f"{x['group']} {x['topic']}[{x['partition']}] (checkpoint at {x['checkpoint_upstream']}, "
+                    f"the source's commit at {x['source_committed']})"
+                    for x in stale
+                ),
+                10,
+            )
         )
     if (snapshot.get("age_seconds") or 0) > STALE_SNAPSHOT_S:
         warnings.append(

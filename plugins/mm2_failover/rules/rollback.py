@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from mm2_failover.rules.plan import TP, Commit, commit_from_json, commit_to_json, tp_map_from_json, tp_map_to_json
+from mm2_failover.rules.values import TP, Commit, commit_from_json, commit_to_json, tp_map_from_json, tp_map_to_json
 from mm2_failover.rules.words import listed
 
 

@@ -61,10 +61,8 @@ class FailoverSensor(BaseSensorOperator):
         return waited, float(self.timeout) - waited
 
     def execute(self, context):
-        from airflow.sdk.exceptions import AirflowFailException
-
         from mm2_failover.adapters.config import RunParams
-        from mm2_failover.stages.outcomes import outcome_of
+        from mm2_failover.airflow_errors import raise_for_airflow
 
         try:
             if self.timeout_param and self.run_params.get(self.timeout_param) not in (None, ""):
@@ -72,10 +70,5 @@ class FailoverSensor(BaseSensorOperator):
             return super().execute(context)
         except AirflowSensorTimeout as e:
             raise AirflowSensorTimeout(f"{e}\n{self._findings}") from None
-        except Exception as e:
-            # the one table (stages/outcomes.py): a wrong parameter, a bad client setting or password, a refusal, a
-            # required source that did not answer on any try - a retry would not help
-            o = outcome_of(e)
-            if o is not None and not o.retry:
-                raise AirflowFailException(str(e)) from None
-            raise
+        except Exception as e:  # noqa: BLE001 - the one table decides (mm2_failover.airflow_errors)
+            raise_for_airflow(e)

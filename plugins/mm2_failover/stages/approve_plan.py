@@ -21,17 +21,18 @@ def current_hash(ctx: RunContext) -> str:
 
 
 def preview(ctx: RunContext, plan: planmod.Plan, committed: dict | None = None) -> reportmod.Report | None:
-    """The report of the plan before anything is written (verify's, nothing compared): a dry run's final report, or
+    """The report of the plan before anything is written (nothing compared): a dry run's final report, or
     what the approver reads while the plan waits. None for a run that writes without asking (its verify reports).
     ``committed``: the target's commits as just read (else read here)."""
-    from mm2_failover.stages.verify import verify_run
+    from mm2_failover.stages.run_report import report_run
 
     p = ctx.params
-    if p.dry_run:
-        return verify_run(ctx, plan, dry_run=True, committed=committed)
-    if rules.needed(p.require_approval, p.dry_run, ctx.unconfirmed_disaster_aliases()):
-        return verify_run(ctx, plan, dry_run=True, outcome=rules.OUTCOMES[rules.AWAITING], committed=committed)
-    return None
+    asks = rules.needed(p.require_approval, p.dry_run, ctx.unconfirmed_disaster_aliases())
+    if not p.dry_run and not asks:
+        return None
+    if committed is None:
+        committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
+    return report_run(ctx, plan, committed, dry_run=True, outcome=None if p.dry_run else rules.OUTCOMES[rules.AWAITING])
 
 
 def plan_and_preview(ctx: RunContext) -> tuple[planmod.Plan, reportmod.Report | None]:
@@ -102,7 +103,7 @@ def record_decision(ctx: RunContext, decision: rules.Decision) -> None:
     f.save_approval(decision)
     rep = f.load_report(partitions=False)  # the decision changes the outcome, never the rows
     if rep is not None and rep.outcome in reportmod.APPROVAL_OUTCOMES:
-        from mm2_failover.stages.verify import publish_outcome
+        from mm2_failover.stages.run_report import publish_outcome
 
         rep.outcome, rep.approval = rules.OUTCOMES[decision.status], decision.as_dict()
         publish_outcome(ctx, rep)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from mm2_failover.adapters.runfolder import age_seconds, now_iso
+from mm2_failover.adapters.runfolder import now_iso
 from mm2_failover.rules import plan as planmod
+from mm2_failover.rules.values import age_seconds, to_ms
 from mm2_failover.stages.compute_checkpoints import checkpoint_times, selected_checkpoints
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.failback import home_translations
@@ -60,7 +61,7 @@ def plan_record(ctx: RunContext) -> planmod.PlanRecord:
     )
     built = now_iso()
     record = planmod.PlanRecord(
-        plan, built, p.as_dict(), notes, snap.captured_at, age_seconds(snap.captured_at, datetime.fromisoformat(built))
+        plan, built, p.as_dict(), notes, snap.captured_at, age_seconds(snap.captured_at, to_ms(built))
     )
     f.save_plan(record)
     log.info(
@@ -111,7 +112,7 @@ def positions_of_lost_sources(ctx: RunContext, snap, cps: list) -> tuple[dict, l
 
 
 def age_text(iso: str, snap) -> str:
-    age = age_seconds(iso, datetime.fromisoformat(snap.captured_at))
+    age = age_seconds(iso, to_ms(snap.captured_at))
     return "an unknown time" if age is None else f"{age:.0f} s"
 
 

@@ -88,6 +88,12 @@ class RunContext:
         # a folder in an object store too (MM2_FAILOVER_ARTIFACTS=s3://...): a plain Path refuses a UPath
         return cls(params, RunFolder(folder), "cli", as_path(folder).name, connect, "target", "source", timeout)
 
+    def bind(self) -> "RunContext":
+        """Bind the run folder to this run's parameters (the first caller records them; a later one with other values
+        that change the result is refused: :meth:`~mm2_failover.adapters.runfolder.RunFolder.bind_params`)."""
+        self.folder.bind_params(self.dag_id, self.params.result_params(), list(self.params.RESULT_PARAMS))
+        return self
+
     # -- what the run is about ------------------------------------------------------------------------
     @cached_property
     def selection(self) -> GroupSelection:

@@ -8,10 +8,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mm2_failover.adapters.kafka_io import TP, Cluster
+from mm2_failover.adapters.kafka_io import Cluster
 from mm2_failover.rules import drain as drainmod
 from mm2_failover.rules.naming import checkpoint_topic_aliases
 from mm2_failover.rules.selection import compile_pattern
+from mm2_failover.rules.values import TP
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.errors import ConfigurationError
 

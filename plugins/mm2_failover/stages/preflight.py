@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 from pathlib import Path
 
-from mm2_failover.adapters.runfolder import age_seconds
 from mm2_failover.rules import audit
+from mm2_failover.rules.values import age_seconds
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.errors import ConfigurationError
 
@@ -60,7 +61,7 @@ def preflight_audit(ctx: RunContext) -> audit.Audit:
     for alias in ctx.aliases:
         target_alias = ctx.params.mm2_target_alias or audit.target_alias(props or {}, alias) or "target"
         m = SyncArchive(archive_root(), alias).manifest()
-        age = age_seconds(m.get("updated_at")) if m else None
+        age = age_seconds(m.get("updated_at"), int(time.time() * 1000)) if m else None
         cp_topic = ctx.policies[alias].checkpoints_topic
         cp_cfg = ctx.target.topic_config(cp_topic) if cp_topic in target_topics else None
         facts = audit.Facts(age, cp_cfg, ctx.params.offset_syncs_location, ctx.params.rpo_seconds)

@@ -8,11 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mm2_failover.adapters import faults
-from mm2_failover.adapters.kafka_io import Cluster, Commit, KafkaConfigError
+from mm2_failover.adapters.kafka_io import Cluster, KafkaConfigError
 from mm2_failover.adapters.kafka_lock import LockLost
 from mm2_failover.adapters.runfolder import RunFolder, now_iso, read_json, write_json
 from mm2_failover.rules import rollback as rb
 from mm2_failover.rules.rollback import Backup
+from mm2_failover.rules.values import Commit
 from mm2_failover.stages.apply import ApplyResult, HeldLock
 
 log = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import logging
 
-from mm2_failover.adapters.kafka_io import Commit
 from mm2_failover.adapters.runfolder import Snapshot, SourceState, now_iso
+from mm2_failover.rules.values import Commit
 from mm2_failover.stages.archive import archived_positions, capture_syncs
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.drain_check import check_aliases

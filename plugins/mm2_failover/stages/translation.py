@@ -8,8 +8,8 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 
-from mm2_failover.adapters.kafka_io import TP
 from mm2_failover.adapters.runfolder import Snapshot
+from mm2_failover.rules.values import TP
 from mm2_failover.stages.context import RunContext
 
 log = logging.getLogger(__name__)

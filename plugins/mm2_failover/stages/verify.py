@@ -1,63 +1,13 @@
-"""Stage 7, verify: every planned group read back, the report (JSON, Markdown, the UI's summary), what retention took."""
+"""Stage 7, verify: every planned group read back and compared with the plan; the report is then built and published
+by :mod:`mm2_failover.stages.run_report`."""
 
 from __future__ import annotations
 
-from mm2_failover.adapters.kafka_io import Cluster
-from mm2_failover.adapters.runfolder import SUMMARY, Snapshot, now_iso, write_text
-from mm2_failover.rules import drain as drainmod
 from mm2_failover.rules import plan as planmod
 from mm2_failover.rules import report as reportmod
-from mm2_failover.rules.translate import REPLICA_START
-from mm2_failover.stages.apply import befores, describe_moved
+from mm2_failover.stages.apply import befores
 from mm2_failover.stages.context import RunContext
-from mm2_failover.stages.snapshot import source_commits, source_positions
-
-
-def lost_to_retention_exact(ctx: RunContext, plan: planmod.Plan, snap: Snapshot, scan: int = 2000) -> dict:
-    """For partitions clamped to the replica's log start, or resuming there below every offset sync (rule
-    ``replica_start``: behind the source's retention, never checkpointed), where the group's source commit U is
-    known: find the source offset u of the replica's first record (same key, value and timestamp on the source) and
-    count the offsets [U, u) the group had not read and that are gone: exactly what was lost. Partitions where the
-    record is not found within ``scan`` records of its timestamp keep the upper bound (clamped) or say nothing."""
-    src = source_commits(ctx, snap)
-    out = {}
-    for r in plan.rows:
-        if not ((r.reason == planmod.RETENTION_GAP and r.retention_gap) or (r.writes and r.rule == REPLICA_START)):
-            continue
-        commit = src.get(r.group, {}).get((r.source_alias, r.topic, r.partition))
-        source = ctx.source(r.source_alias) if r.source_alias in ctx.aliases else None
-        if commit is None or source is None:
-            continue
-        u = find_source_offset(
-            ctx.target,
-            source,
-            ctx.policies[r.source_alias].source_topic(r.topic),
-            r.topic,
-            r.partition,
-            r.log_start,
-            scan,
-        )
-        if u is not None:
-            out[(r.group, r.topic, r.partition)] = max(0, u - commit.offset)
-    return out
-
-
-def find_source_offset(
-    target: Cluster, source: Cluster, source_topic: str, replica_topic: str, partition: int, downstream: int, scan: int
-) -> int | None:
-    """The source offset of the record MM2 copied to ``replica_topic[partition]@downstream`` (None: not found): the
-    same record (:meth:`~mm2_failover.rules.evidence.Record.same_content`) within ``scan`` records of its timestamp."""
-    rtp, stp = (replica_topic, partition), (source_topic, partition)
-    got = target.records({rtp: (downstream, downstream + 1)})[rtp]
-    if not got:
-        return None
-    start = source.offset_for_time(stp, got[0].timestamp_ms)
-    if start is None:
-        return None
-    end = source.offsets([stp])[stp]
-    return next(
-        (r.offset for r in source.records({stp: (start, min(end, start + scan))})[stp] if r.same_content(got[0])), None
-    )
+from mm2_failover.stages.run_report import report_run
 
 
 def verify_run(
@@ -66,18 +16,12 @@ def verify_run(
     dry_run: bool | None = None,
     refused: dict[str, str] | None = None,
     warnings: list[str] | None = None,
-    outcome: str | None = None,
-    committed: dict | None = None,
 ) -> reportmod.Report:
-    """Read every planned group back, compare with the plan, and write report.json, report.md and summary.json.
-    ``outcome``: a plan not applied yet (its approval's state), else derived from what was read. ``committed``: a
-    dry run's preview may pass the read its plan has just made (never a run that wrote: verify reads back)."""
+    """Read every planned group back, compare with the plan, and publish the report (report.json, report.md and
+    summary.json). A dry run compares nothing: its report is the plan's."""
     f, p = ctx.folder, ctx.params
     dry_run = p.dry_run if dry_run is None else dry_run
-    if committed is not None and not dry_run:
-        raise ValueError("verify reads the target back after a write: only a dry run's preview takes a read")
-    if committed is None:
-        committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
+    committed = ctx.target.commits_many(plan.groups(), p.apply_concurrency)
     backup = None if dry_run else f.load_backup()
     planned = plan.commits()  # once: each rule below needs it (0.15 s at 100k rows)
     since = {} if backup is None else planmod.moved_since(plan, committed, befores(backup), planned)
@@ -88,91 +32,6 @@ def verify_run(
             m for m in planmod.verify(plan, committed, planned) if (m.topic, m.partition) not in since.get(m.group, {})
         ]
     )
-    moved = describe_moved(since, plan, planned)
-    tps = sorted({(r.topic, r.partition) for r in plan.rows})
-    log_end = ctx.target.offsets(tps) if tps else {}
-    summary = f.load_summary()
-    snap = f.load_snapshot()
-    drain = f.load_drain()
-    rpo = drain.rpo if drain else None
-    warnings = list(warnings or [])
-    if snap.disaster_aliases:
-        warnings.append(
-            f"DISASTER MODE for source alias(es) {', '.join(snap.disaster_aliases)}: their clusters were "
-            "not reachable (or declared lost); producer and source-group checks were skipped for them. "
-            f"Data-loss window: {drainmod.loss_window_text(rpo)}."
-        )
-    unconfirmed = ctx.unconfirmed_disaster_aliases() if snap.disaster_aliases else []
-    if unconfirmed:
-        warnings.append(
-            f"DISASTER MODE NOT CONFIRMED for source alias(es) {', '.join(unconfirmed)}: they did not "
-            "answer under source_reachable=detect and nobody declared them lost - a wrong address looks "
-            "the same. Nothing is written until a human approves this plan."
-        )
-    built = f.load_plan() if f.has_plan() else None
-    warnings += built.translation_notes if built else []
-    warnings += [
-        f"group {g} moved since this run's backup, NOT rewritten (its consumers committed on the target "
-        f"after the first apply; a retry never rewinds them): {'; '.join(what)}"
-        for g, what in moved.items()
-    ]
-    audited = f.load_audit()
-    warnings += [
-        f"pre-flight audit, alias {a.alias}, {a.rule}: {a.message}" for a in (audited.warnings() if audited else [])
-    ]
-    src = source_positions(ctx, snap)
-    lost = (
-        {}
-        if dry_run and not any(r.retention_gap or r.rule == REPLICA_START for r in plan.rows)
-        else lost_to_retention_exact(ctx, plan, snap)
+    return report_run(
+        ctx, plan, committed, dry_run=dry_run, mismatches=mismatches, since=since, refused=refused, warnings=warnings
     )
-    rep = reportmod.build_report(
-        dag_id=ctx.dag_id,
-        run_id=ctx.run_id,
-        params=p.as_dict(),
-        plan=plan,
-        committed=committed,
-        log_end=log_end,
-        mismatches=mismatches,
-        refused=refused,
-        dry_run=dry_run,
-        checkpoints_summary=summary.raw if summary else {},
-        warnings=warnings,
-        source_commits=src,
-        lost_exact=lost,
-        snapshot={
-            "captured_at": snap.captured_at,
-            "age_seconds": built.snapshot_age_seconds if built else None,
-            "disaster_aliases": snap.disaster_aliases,
-        },
-        outcome=outcome,
-    )
-    decision = f.load_approval()
-    rep.artifacts, rep.rpo, rep.moved_since = str(f.dir), rpo, moved
-    rep.approval = decision.as_dict() if decision else None
-    publish_report(ctx, rep)
-    return rep
-
-
-def publish_report(ctx: RunContext, rep: reportmod.Report) -> None:
-    """A failover's report in its three forms: report.json, report.md and the index's summary.json."""
-    f = ctx.folder
-    d = rep.as_dict()  # once: ~0.3 s at 10k groups x 10 partitions
-    f.save_report(d)
-    write_text(f.report_md, reportmod.render_markdown(d))
-    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, d, None, now_iso()))
-
-
-def publish_outcome(ctx: RunContext, rep: reportmod.Report) -> None:
-    """The published report with a new outcome (the approval's decision) and the same rows: ``rep`` was loaded
-    without its rows, which stay as written (report.json, report.md's outcome line and summary.json are rewritten:
-    ~0.1 s at 10k groups x 10 partitions, against ~2 s to load and publish the rows again)."""
-    f = ctx.folder
-    d = rep.as_dict()
-    f.save_report(d, rows=False)
-    try:
-        text = reportmod.restate_outcome(f.report_md.read_text(), d)
-    except (FileNotFoundError, ValueError):  # no report.md, or not one render_markdown wrote: whole, with its rows
-        text = reportmod.render_markdown(f.load_report())
-    write_text(f.report_md, text)
-    f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, d, None, now_iso()))
