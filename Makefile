@@ -6,13 +6,18 @@ PY := $(CURDIR)/.venv/bin/python
 SPARK ?= connect
 SECURED ?=
 
-.PHONY: setup demo demo-failback test test-unit test-fast lint bench bed clean wheel lock-runtime reference screenshots
+.PHONY: setup demo demo-failback ui test test-unit test-fast lint bench bed clean wheel lock-runtime reference screenshots
 
 setup:
 	@scripts/setup.sh
 
 demo: setup
 	$(PY) -m testbed.demo --spark $(SPARK) $(if $(SECURED),--secured)
+
+# a real Airflow on the bed in your browser: a failover waiting for your approval; Ctrl-C stops it (UI_ARGS=--check:
+# exit once it waits)
+ui: setup
+	$(PY) -m testbed.ui_stack $(UI_ARGS)
 
 # fail over -> consume on backup -> fail back, through the DAG (issue 19)
 demo-failback: setup
@@ -27,11 +32,12 @@ test: setup lint
 test-unit: setup
 	$(PY) -m pytest tests/unit
 
-# the edit loop: unit and pure property tests (the whole proof path included), about a minute; no bed, no Spark
-# the browser test, keeping the screenshots the docs show in docs/screenshots (docs/runbook.md "The surfaces")
+# the browser tests, keeping the screenshots the docs show in docs/screenshots (docs/runbook.md "What you see, step by
+# step")
 screenshots: setup
 	MM2_FAILOVER_DOCS_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/e2e
 
+# the edit loop: unit and pure property tests (the whole proof path included), about a minute; no bed, no Spark
 test-fast: setup
 	$(PY) -m pytest tests/unit -q
 

@@ -24,6 +24,7 @@ light and dark themes; the data colours read on both.
 from __future__ import annotations
 
 import io
+import math
 import re
 from datetime import datetime
 from typing import Any, Iterable
@@ -31,12 +32,14 @@ from typing import Any, Iterable
 from mm2_failover.rules.readiness import CHECKPOINT, EXACT, FLOOR, NONE
 
 TOP = 15  # bars in a "the most ..." picture
-INK = "#010203"  # drawn by matplotlib, then said as currentColor (the page's text colour)
+INK = "#010203"  # drawn by matplotlib, then said as currentColor (the page's text colour) in the SVG's styles
 COLOURS = {EXACT: "#12b76a", FLOOR: "#2e90fa", CHECKPOINT: "#f79009", NONE: "#98a2b3"}
 RED, GREY, BLUE = "#f04438", "#98a2b3", "#2e90fa"
 ANSWER_LABELS = {EXACT: "exact", FLOOR: "floor (safe, re-reads)", CHECKPOINT: "MM2's checkpoint", NONE: "not moved"}
 APPROVAL_TASKS = frozenset({"approve_plan"})
+NOT_RUN = frozenset({"skipped", "upstream_failed", "removed"})  # tries that did nothing: not drawn
 _RC = {
+    "text.parse_math": False,  # a group id may hold "$": drawn as written, never as mathematics
     "svg.fonttype": "none",
     "svg.hashsalt": "mm2-failover",
     "font.family": "sans-serif",
@@ -60,17 +63,21 @@ _RC = {
 def top_reread(groups: Iterable[dict], n: int = TOP) -> list[tuple[str, int, int]]:
     """Rule 2: (group, estimated re-read, partitions whose re-read is unknown) of the ``n`` groups that re-read the
     most, the most first; groups re-reading nothing (or nothing known) are left out."""
-    known = [
-        (g["group"], int(g.get("reread_estimate") or 0), int(g.get("reread_unknown") or 0))
-        for g in groups
-        if (g.get("reread_estimate") or 0) > 0
-    ]
-    return sorted(known, key=lambda x: (-x[1], x[0]))[:n]
+    known = [(g["group"], _count(g.get("reread_estimate")), _count(g.get("reread_unknown"))) for g in groups]
+    return sorted((k for k in known if k[1] > 0), key=lambda x: (-x[1], x[0]))[:n]
+
+
+def log_fraction(offset: int | None, start: int, end: int) -> float | None:
+    """Rule 3: where ``offset`` lies in a log from ``start`` to ``end``, 0 to 1 (None: no offset); an offset outside
+    the log is drawn at its nearer end (and said in words beside the bar)."""
+    if offset is None:
+        return None
+    return min(1.0, max(0.0, (offset - start) / max(1, end - start)))
 
 
 def positions(partitions: Iterable[dict], n: int = TOP) -> list[dict]:
-    """Rule 3: the first ``n`` partitions (already worst first) whose replica log is known: where the checkpoint and
-    the planned offset lie in it."""
+    """Rule 3: the first ``n`` partitions (already worst first) whose replica log is known: the log's ends, MM2's
+    checkpoint and the planned offset."""
     out = []
     for p in partitions:
         start, end = p.get("log_start"), p.get("log_end")
@@ -91,9 +98,14 @@ def positions(partitions: Iterable[dict], n: int = TOP) -> list[dict]:
 
 
 def known_exposures(groups: Iterable[dict]) -> list[float]:
-    """Rule 4: the groups' exposures that are known, in seconds (how many are unknown, and over the RPO, are
-    readiness's own figures: ``groups_exposure_unknown``, ``groups_over_rpo``)."""
-    return [float(g["exposure_seconds"]) for g in groups if g.get("exposure_seconds") is not None]
+    """Rule 4: the exposures, in seconds, of the groups whose every partition's exposure is known (a group with one
+    not known is among readiness's ``groups_exposure_unknown``, and is not drawn)."""
+    out = []
+    for g in groups:
+        e = g.get("exposure_seconds")
+        if e is not None and not g.get("exposure_unknown") and math.isfinite(float(e)):
+            out.append(max(0.0, float(e)))
+    return out
 
 
 def interval_state(h: dict, rpo_seconds: float) -> str:
@@ -108,34 +120,63 @@ def interval_state(h: dict, rpo_seconds: float) -> str:
 STRIP_COLOURS = {"over the RPO": RED, "not all exact": COLOURS[CHECKPOINT], "all exact, within the RPO": COLOURS[EXACT]}
 
 
-def task_bars(tries: Iterable[dict]) -> tuple[list[dict], float, float]:
-    """Rule 5: one bar per task try that started (seconds from the first start), the order they started in; the
-    whole span, and the span without the approval's wait (the approval task's tries)."""
-    started = sorted((t for t in tries if t.get("start") is not None), key=lambda t: (t["start"], t["task_id"]))
+def day_of_intervals(hist: Iterable[dict], rpo_seconds: float, now: float) -> list[tuple[float, str]]:
+    """Rule 4: (hours since 24 hours before ``now``, what it found) of each interval computed in those 24 hours; one
+    dated after ``now`` (another host's clock) is drawn at now."""
+    start = now - 86400
+    out = []
+    for h in hist:
+        t = _ts(h.get("computed_at"))
+        if t is not None and t >= start:
+            out.append((min(24.0, (t - start) / 3600), interval_state(h, rpo_seconds)))
+    return out
+
+
+def task_bars(tries: Iterable[dict], now: float | None = None) -> tuple[list[dict], float, float]:
+    """Rule 5: one bar per task try that ran (seconds from the first start), the order they started in; a try not
+    ended yet runs to ``now`` (default: the latest time a try ended). Returns the bars, the span from the first start
+    to the last end, and the seconds of it the approval's tries waited for a person."""
+    ran = [t for t in tries if t.get("start") is not None and (t.get("state") or "") not in NOT_RUN]
+    started = sorted(ran, key=lambda t: (t["start"], t["task_id"]))
     if not started:
         return [], 0.0, 0.0
     t0 = started[0]["start"]
     last = max((t.get("end") or t["start"]) for t in started)
+    now = last if now is None else max(now, last)
     bars, waiting = [], 0.0
     for t in started:
-        end = t.get("end") or last
-        part = f" [{t['map_index']}]" if (t.get("map_index") or -1) >= 0 else ""
+        end = t.get("end") or now
+        part = f" [{t['map_index']}]" if t.get("map_index") is not None and t["map_index"] >= 0 else ""
+        seconds = max(0.0, end - t["start"])
+        approval = t["task_id"] in APPROVAL_TASKS
         bars.append(
             {
                 "label": f"{t['task_id']}{part} #{t.get('try_number') or 1}",
-                "from": (t["start"] - t0),
-                "seconds": max(0.0, end - t["start"]),
+                "from": t["start"] - t0,
+                "seconds": seconds,
                 "state": t.get("state") or "",
-                "approval": t["task_id"] in APPROVAL_TASKS,
+                "approval": approval,
+                "ended": t.get("end") is not None,
+                "pokes": int(t.get("pokes") or 1),
             }
         )
-        if t["task_id"] in APPROVAL_TASKS:
-            waiting += max(0.0, end - t["start"])
-    span = last - t0
-    return bars, span, max(0.0, span - waiting)
+        waiting += seconds if approval else 0.0
+    end_all = now if any(not b["ended"] for b in bars) else last
+    return bars, end_all - t0, waiting
+
+
+def _count(v: Any) -> int:
+    """A count as a whole number (0 for none or not a number)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return 0
+    return int(round(f)) if math.isfinite(f) else 0
 
 
 # ------------------------------------------------------------------------------------------ drawing
+# Each picture is a ``figure_<name>`` (the matplotlib Figure, its title and caption: what the tests inspect) and a
+# ``<name>`` that returns it as inline SVG.
 
 
 def _figure(width: float, height: float):
@@ -159,8 +200,16 @@ def _counts(axis) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
+_INK_IN_STYLE = re.compile(r"((?:fill|stroke|color)\s*:\s*|(?:fill|stroke)=\")" + re.escape(INK))
+_ID = re.compile(r"""\bid=(["'])([^"']+)\1""")
+
+
 def _svg(fig, name: str, title: str, caption: str = "") -> str:
-    """The figure as inline SVG in a ``<figure class=picture>`` (no XML prolog, no metadata; ink -> currentColor)."""
+    """The figure as inline SVG in a ``<figure class=picture>``: no XML prolog, no metadata; the ink of its styles
+    said as currentColor; its element ids (and its style sheet) scoped to it, so that several pictures on one page
+    neither share an id nor style each other."""
+    import hashlib
+
     import matplotlib
 
     buf = io.StringIO()
@@ -168,8 +217,14 @@ def _svg(fig, name: str, title: str, caption: str = "") -> str:
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
     svg = buf.getvalue()
     svg = svg[svg.index("<svg") :]
-    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S).replace(INK, "currentColor")
-    svg = svg.replace("<svg ", f"<svg role='img' aria-label='{_attr(title)}' ", 1)
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = _INK_IN_STYLE.sub(lambda m: m.group(1) + "currentColor", svg)
+    scope = f"p{hashlib.sha256((name + title + svg).encode()).hexdigest()[:10]}"
+    ids = {m.group(2) for m in _ID.finditer(svg)}
+    svg = _ID.sub(lambda m: f"id={m.group(1)}{scope}-{m.group(2)}{m.group(1)}", svg)
+    svg = re.sub(r"#([A-Za-z_][\w.-]*)", lambda m: f"#{scope}-{m.group(1)}" if m.group(1) in ids else m.group(0), svg)
+    svg = svg.replace("*{stroke-linejoin", f"#{scope} *{{stroke-linejoin")
+    svg = svg.replace("<svg ", f"<svg id='{scope}' role='img' aria-label='{_attr(title)}' ", 1)
     cap = f"<figcaption>{_text(caption)}</figcaption>" if caption else ""
     return f"<figure class=picture data-picture='{_attr(name)}'>{svg}{cap}</figure>"
 
@@ -188,13 +243,15 @@ def _attr(v: Any) -> str:
 
 def _draw(fn):
     """Run a drawing in matplotlib's settings of these pictures (fonts, ink)."""
-    import matplotlib
+    import functools
 
+    @functools.wraps(fn)
     def wrapped(*a, **kw):
+        import matplotlib
+
         with matplotlib.rc_context(_RC):
             return fn(*a, **kw)
 
-    wrapped.__doc__, wrapped.__name__ = fn.__doc__, fn.__name__
     return wrapped
 
 
@@ -202,129 +259,145 @@ def _short(label: str, n: int = 48) -> str:
     return label if len(label) <= n else label[: n - 1] + "…"
 
 
-def _bars(name: str, title: str, bars: list[tuple[str, float, str, str]], xlabel: str, margin: float) -> str:
-    """A horizontal bar per (label, value, the value as said, colour), the first at the top, each said beside its
-    bar; the value axis counts."""
+def _bars(title: str, bars: list[tuple[str, float, str, str, str]], xlabel: str, margin: float):
+    """A horizontal bar per (label, value, the value as said, colour, key), the first at the top, each said beside its
+    bar (in an SVG group ``count-<key>``); the value axis counts."""
     fig = _figure(6.4, 0.9 + 0.26 * max(4, len(bars)))
     ax = fig.add_subplot()
     rows = bars[::-1]
-    drawn = ax.barh([b[0] for b in rows], [b[1] for b in rows], color=[b[3] for b in rows])
-    ax.bar_label(drawn, labels=[b[2] for b in rows], padding=3)
+    drawn = ax.barh(range(len(rows)), [b[1] for b in rows], color=[b[3] for b in rows])
+    ax.set_yticks(range(len(rows)), [b[0] for b in rows])
+    for text, b in zip(ax.bar_label(drawn, labels=[b[2] for b in rows], padding=3), rows):
+        text.set_gid(f"count-{b[4]}")
     _titled(fig, title)
     ax.set_xlabel(xlabel)
     _counts(ax.xaxis)
     ax.margins(x=margin)
-    return _svg(fig, name, title)
+    return fig
 
 
 @_draw
-def answer_mix(counts: dict[str, int]) -> str:
+def figure_answer_mix(counts: dict[str, int]):
     """Picture 1: how each partition resumes."""
+    counts = {k: _count(counts.get(k)) for k in ANSWER_LABELS}
     title = f"How each partition resumes ({sum(counts.values())} partition(s))"
-    return _bars(
-        "answer-mix",
-        title,
-        [(ANSWER_LABELS[k], counts.get(k, 0), str(counts.get(k, 0)), COLOURS[k]) for k in ANSWER_LABELS],
-        "partitions",
-        0.12,
-    )
+    bars = [(ANSWER_LABELS[k], counts[k], str(counts[k]), COLOURS[k], k) for k in ANSWER_LABELS]
+    return _bars(title, bars, "partitions", 0.12), title, ""
 
 
 @_draw
-def reread_groups(top: list[tuple[str, int, int]], groups_rereading: int) -> str:
+def figure_reread_groups(top: list[tuple[str, int, int]], groups_rereading: int):
     """Picture 2: the groups with the most re-read."""
     title = f"The groups with the most re-read (top {len(top)} of {groups_rereading})"
-    return _bars(
-        "reread-groups",
-        title,
-        [(_short(g), r, f"{r:,}" + (f" (+{u} partition(s) unknown)" if u else ""), BLUE) for g, r, u in top],
-        "records re-read (estimate)",
-        0.25,
-    )
+    bars = [
+        (_short(g), r, f"{r:,}" + (f" (+{u} partition(s) unknown)" if u else ""), BLUE, str(i))
+        for i, (g, r, u) in enumerate(top)
+    ]
+    return _bars(title, bars, "records re-read (estimate)", 0.3), title, ""
+
+
+def _offset_words(p: dict) -> str:
+    """The numbers a position bar stands for, in words beside it (where the marks cannot say them)."""
+
+    def where(o: int | None) -> str:
+        if o is None:
+            return "none"
+        return f"{o:,}" + (
+            " (before the log start)" if o < p["start"] else " (past the log end)" if o > p["end"] else ""
+        )
+
+    return f"{p['end']:,}   planned {where(p['planned'])}, checkpoint {where(p['checkpoint'])}"
 
 
 @_draw
-def resume_positions(parts: list[dict], shown_of: int) -> str:
-    """Picture 3: where each partition resumes in the replica's log."""
-    title = f"Where each partition resumes in the replica's log (the worst {len(parts)} of {shown_of})"
-    fig = _figure(7.6, 1.0 + 0.34 * max(1, len(parts)))
+def figure_resume_positions(parts: list[dict], read: int, total: int):
+    """Picture 3: where the worst partitions resume in the replica's log (``read``: the rows the page read, worst
+    first; ``total``: the run's partitions)."""
+    of = f"{total:,}" + (f", of the {read:,} read" if read < total else "")
+    title = f"Where each partition resumes in the replica's log (the worst {len(parts)} of {of})"
+    fig = _figure(9.6, 1.0 + 0.34 * max(1, len(parts)))
     ax = fig.add_subplot()
     rows = parts[::-1]
     for i, p in enumerate(rows):
-        width = max(1, p["end"] - p["start"])
-
-        def at(o, p=p, width=width):
-            return None if o is None else min(1.0, max(0.0, (o - p["start"]) / width))
-
         ax.barh(i, 1.0, color=GREY, alpha=0.35, height=0.55)
         ax.text(-0.01, i, f"{p['start']:,}", ha="right", va="center", fontsize=8)
-        ax.text(1.01, i, f"{p['end']:,}", ha="left", va="center", fontsize=8)
-        if (c := at(p["checkpoint"])) is not None:
-            ax.plot([c], [i], marker="D", color=COLOURS[CHECKPOINT], markersize=7, linestyle="none")
-        if (q := at(p["planned"])) is not None:
-            ax.plot([q, q], [i - 0.34, i + 0.34], color=COLOURS[EXACT], linewidth=3)
+        ax.text(1.01, i, _offset_words(p), ha="left", va="center", fontsize=8)
+        if (c := log_fraction(p["checkpoint"], p["start"], p["end"])) is not None:
+            ax.plot([c], [i], marker="D", color=COLOURS[CHECKPOINT], markersize=7, linestyle="none", gid="checkpoint")
+        if (q := log_fraction(p["planned"], p["start"], p["end"])) is not None:
+            ax.plot([q, q], [i - 0.34, i + 0.34], color=COLOURS[EXACT], linewidth=3, gid="planned")
     ax.set_yticks(range(len(rows)), [_short(p["label"], 40) for p in rows])
-    ax.set_xlim(-0.16, 1.16)
+    ax.set_xlim(-0.16, 1.9)
     ax.set_xticks([0, 1], ["log start", "log end"])
     ax.plot([], [], marker="D", color=COLOURS[CHECKPOINT], linestyle="none", label="MM2's checkpoint")
     ax.plot([], [], color=COLOURS[EXACT], linewidth=3, label="planned offset")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, frameon=False, fontsize=9)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.3, 1.0), ncols=2, frameon=False, fontsize=9)
     _titled(fig, title)
-    return _svg(fig, "resume-positions", title)
+    return fig, title, ""
 
 
 @_draw
-def exposure(exposures: list[float], unknown: int, over: int, rpo_seconds: float) -> str:
-    """Picture 4a: the groups' exposure against the RPO."""
-    title = f"Exposure now: {len(exposures)} group(s) known, {over} over the RPO"
+def figure_exposure(exposures: list[float], groups: int, unknown: int, over: int, rpo_seconds: float):
+    """Picture 4a: the groups' exposure against the RPO (``unknown``, ``over``: readiness's own counts)."""
+    title = f"Exposure now: {len(exposures)} of {groups} group(s) known, {over} over the RPO"
     fig = _figure(6.4, 2.4)
     ax = fig.add_subplot()
     top = max([*exposures, rpo_seconds * 1.2, 1.0])
     ax.hist(exposures, bins=20, range=(0, top), color=BLUE)
-    ax.axvline(rpo_seconds, color=RED, linewidth=2, label=f"RPO {rpo_seconds:g} s")
+    ax.axvline(rpo_seconds, color=RED, linewidth=2, label=f"RPO {rpo_seconds:g} s", gid="rpo")
     ax.legend(frameon=False)
     ax.set_xlabel("seconds of records not replicated (the oldest)")
     ax.set_ylabel("groups")
     _counts(ax.yaxis)
     _titled(fig, title)
     cap = "What each group would lose if the source were lost now" + (
-        f"; {unknown} group(s) whose exposure is unknown are not drawn." if unknown else "."
+        f"; {unknown} group(s) with a partition whose exposure is unknown are not drawn." if unknown else "."
     )
-    return _svg(fig, "exposure", title, cap)
+    return fig, title, cap
 
 
 @_draw
-def interval_strip(hist: list[dict], rpo_seconds: float, now: datetime) -> str:
+def figure_interval_strip(hist: list[dict], rpo_seconds: float, now: datetime):
     """Picture 4b: the last 24 hours' readiness intervals, each coloured by what it found."""
-    start = now.timestamp() - 86400
-    day = [
-        (t, interval_state(h, rpo_seconds)) for h in hist if (t := _ts(h.get("computed_at"))) is not None and t >= start
-    ]
+    day = day_of_intervals(hist, rpo_seconds, now.timestamp())
     states = [s for _, s in day]
     title = f"The last 24 hours: {len(day)} interval(s)"
     fig = _figure(7.6, 1.3)
     ax = fig.add_subplot()
-    for t, s in day:
-        ax.axvspan((t - start) / 3600 - 0.04, (t - start) / 3600 + 0.04, color=STRIP_COLOURS[s])
-    ax.set_xlim(0, 24)
+    for h, s in day:
+        ax.axvspan(h - 0.04, h + 0.04, color=STRIP_COLOURS[s])
+    ax.set_xlim(0, 24.05)
     ax.set_yticks([])
     ax.set_xticks(range(0, 25, 3), [f"-{24 - h}h" if h < 24 else "now" for h in range(0, 25, 3)])
     for s, c in STRIP_COLOURS.items():
         ax.plot([], [], color=c, linewidth=6, label=f"{s} ({states.count(s)})")
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, frameon=False, fontsize=9)
     _titled(fig, title)
-    return _svg(fig, "interval-strip", title)
+    return fig, title, ""
+
+
+def _bar_words(b: dict) -> str:
+    said = f" {b['seconds']:.1f} s"
+    if b["approval"]:
+        return said + (" waiting for a person" if b["ended"] else " waiting for a person, still waiting")
+    if b["pokes"] > 1:
+        said += f", {b['pokes']} pokes"
+    if not b["ended"]:
+        return said + " (running)"
+    return said + ("" if b["state"] == "success" else f" ({b['state']})")
 
 
 @_draw
-def timeline(bars: list[dict], span: float, working: float) -> str:
-    """Picture 5: a failover's time per task try, the approval's wait apart."""
-    title = f"Time per task: {span:,.1f} s in all, {working:,.1f} s without the approval's wait"
+def figure_timeline(bars: list[dict], span: float, waiting: float):
+    """Picture 5: a failover's time per task try, the approval's wait apart (hatched)."""
+    title = f"Time per task: {span:,.1f} s from the first start to the last end" + (
+        f", {waiting:,.1f} s of it waiting for a person's approval" if any(b["approval"] for b in bars) else ""
+    )
     fig = _figure(7.6, 1.0 + 0.28 * max(1, len(bars)))
     ax = fig.add_subplot()
     rows = bars[::-1]
     for i, b in enumerate(rows):
-        colour = GREY if b["approval"] else (RED if b["state"] not in ("success", "skipped", "") else BLUE)
+        colour = GREY if b["approval"] else (RED if b["ended"] and b["state"] != "success" else BLUE)
         ax.barh(
             i,
             max(b["seconds"], span / 400 if span else 0.01),
@@ -334,32 +407,25 @@ def timeline(bars: list[dict], span: float, working: float) -> str:
             edgecolor=INK if b["approval"] else colour,
             linewidth=0.3,
         )
-        ax.text(
-            b["from"] + b["seconds"],
-            i,
-            f" {b['seconds']:.1f} s"
-            + (" waiting for a person" if b["approval"] else "" if b["state"] == "success" else f" ({b['state']})"),
-            va="center",
-            fontsize=8,
-        )
+        ax.text(b["from"] + b["seconds"], i, _bar_words(b), va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), [b["label"] for b in rows])
     ax.set_xlabel("seconds since the first task started")
-    ax.set_xlim(0, max(span, 1) * 1.22)
+    ax.set_xlim(0, max(span, 1) * 1.3)
     _titled(fig, title)
-    return _svg(fig, "timeline", title)
+    return fig, title, ""
 
 
 @_draw
-def trend(title: str, points: list[tuple[str, float | None]], unit: str = "") -> str:
+def figure_trend(title: str, points: list[tuple[str, float | None]], unit: str = ""):
     """Picture 6: one series over time (``points``: (label, value), oldest first; None: not known), the newest value
     written beside its point."""
     fig = _figure(5.2, 1.9)
     ax = fig.add_subplot()
-    xs = [i for i, (_, v) in enumerate(points) if v is not None]
-    ys = [points[i][1] for i in xs]
+    xs = [i for i, (_, v) in enumerate(points) if v is not None and math.isfinite(float(v))]
+    ys = [float(points[i][1]) for i in xs]
     if xs:
         ax.plot(xs, ys, marker="o", markersize=3.5, color=BLUE)
-        ax.set_ylim(bottom=0, top=max(max(ys) * 1.15, 1))
+        ax.set_ylim(bottom=min(0, min(ys)), top=max(max(ys) * 1.15, 1))
         ax.set_xticks([xs[0], xs[-1]], [points[xs[0]][0][:16], points[xs[-1]][0][:16]])
         ax.annotate(_number(ys[-1]), (xs[-1], ys[-1]), textcoords="offset points", xytext=(4, 4), fontsize=8)
     else:
@@ -368,15 +434,41 @@ def trend(title: str, points: list[tuple[str, float | None]], unit: str = "") ->
     if unit.strip():
         ax.set_ylabel(unit.strip())
     _titled(fig, title)
-    return _svg(fig, "trend", title)
+    return fig, title, ""
+
+
+def _as_svg(name: str, figure):
+    """The picture ``name`` drawn by ``figure`` (a ``figure_<name>``), as inline SVG."""
+
+    @_draw
+    def draw(*a, **kw) -> str:
+        fig, title, caption = figure(*a, **kw)
+        return _svg(fig, name, title, caption)
+
+    draw.__name__ = draw.__qualname__ = name.replace("-", "_")
+    draw.__doc__ = figure.__doc__
+    return draw
+
+
+answer_mix = _as_svg("answer-mix", figure_answer_mix)
+reread_groups = _as_svg("reread-groups", figure_reread_groups)
+resume_positions = _as_svg("resume-positions", figure_resume_positions)
+exposure = _as_svg("exposure", figure_exposure)
+interval_strip = _as_svg("interval-strip", figure_interval_strip)
+timeline = _as_svg("timeline", figure_timeline)
+trend = _as_svg("trend", figure_trend)
 
 
 def _number(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:.1f}"
 
 
-def _ts(iso: str | None) -> float | None:
+def _ts(iso: Any) -> float | None:
+    """Epoch seconds of an ISO time (naive: UTC), None when it is not one."""
+    from datetime import timezone
+
     try:
-        return datetime.fromisoformat(str(iso)).timestamp() if iso else None
+        t = datetime.fromisoformat(str(iso).replace("Z", "+00:00")) if iso else None
     except ValueError:
         return None
+    return None if t is None else (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()

@@ -35,6 +35,7 @@ import html
 import json
 import os
 import re
+import time
 from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -551,19 +552,32 @@ def render_report(rep: dict, dry_note: str = "dry run: nothing was written") -> 
 def report_pictures(totals: dict, groups: list[dict], partitions: list[dict]) -> str:
     """The run page's pictures (:mod:`mm2_failover.pictures` 1-3), from the report's own figures: how each partition
     resumes (its ``partitions_by_answer``; a report written before it had that: from its rows when they are all
-    here), the groups that re-read the most, where the worst partitions resume (``partitions``: worst first)."""
+    here), the groups that re-read the most, where the worst partitions resume (``partitions``: the rows read, worst
+    first). A report whose figures cannot be drawn is shown without them (logged)."""
+    try:
+        return _report_pictures(totals, groups, partitions)
+    except Exception:  # noqa: BLE001 - the page without its pictures, and the reason in the API server's log
+        import logging
+
+        logging.getLogger(__name__).exception("the run page's pictures could not be drawn")
+        return "<p class=muted>The pictures of this report could not be drawn (the log says why).</p>"
+
+
+def _report_pictures(totals: dict, groups: list[dict], partitions: list[dict]) -> str:
+    total = int(totals.get("partitions") or len(partitions))
     mix = totals.get("partitions_by_answer")
-    if not isinstance(mix, dict) and partitions and len(partitions) >= int(totals.get("partitions") or 0):
+    if not isinstance(mix, dict) and partitions and len(partitions) >= total:
         from mm2_failover.rules.readiness import answer_counts
 
         mix = answer_counts(partitions)
-    out = [picture(pictures.answer_mix, mix)] if isinstance(mix, dict) and sum(mix.values()) else []
+    out = [picture(pictures.answer_mix, mix)] if isinstance(mix, dict) and any(mix.values()) else []
     top = pictures.top_reread(groups)
     if top:
-        out.append(picture(pictures.reread_groups, top, sum(1 for g in groups if (g.get("reread_estimate") or 0) > 0)))
+        rereading = len(pictures.top_reread(groups, len(groups)))
+        out.append(picture(pictures.reread_groups, top, rereading))
     where = pictures.positions(partitions)
     if where:
-        out.append(picture(pictures.resume_positions, where, int(totals.get("partitions") or len(partitions))))
+        out.append(picture(pictures.resume_positions, where, len(partitions), max(total, len(partitions))))
     return f"<div class=pictures>{''.join(out)}</div>" if out else ""
 
 
@@ -699,9 +713,9 @@ def render_run(
         )
     if drill is not None:
         body.append(render_drill(drill))
-    bars, span, working = pictures.task_bars(tries or [])
+    bars, span, waiting = pictures.task_bars(tries or [], time.time())
     if bars:
-        body.append("<h2>Time per task</h2>" + picture(pictures.timeline, bars, span, working))
+        body.append("<h2>Time per task</h2>" + picture(pictures.timeline, bars, span, waiting))
     if PLAN_JSON in files:
         body.append(
             f"<p><a class=livediff href='{esc(run_href(base, dag_id, folder))}/live-diff'>The plan against "
@@ -1029,6 +1043,7 @@ def render_readiness(
     exposure = picture(
         pictures.exposure,
         pictures.known_exposures(r["groups"]),
+        len(r["groups"]),
         s.get("groups_exposure_unknown") or 0,
         s.get("groups_over_rpo") or 0,
         rpo,

@@ -46,29 +46,52 @@ class AirflowAccess:
     @staticmethod
     def task_tries(dag_id: str, run_id: str) -> list[dict]:
         """Every try of the run's tasks, from Airflow's metadata database (the run page's timeline): the tries
-        before the current one are in ``task_instance_history``. Times in seconds since the epoch (None: not yet)."""
+        before the current one are in ``task_instance_history``. A sensor in reschedule mode starts each poke anew
+        (Airflow keeps only the last poke's start on the try): its first poke's start, and how many pokes it made,
+        are in ``task_reschedule``. Times in seconds since the epoch (None: not yet)."""
         from airflow.models.taskinstance import TaskInstance
         from airflow.models.taskinstancehistory import TaskInstanceHistory
+        from airflow.models.taskreschedule import TaskReschedule
         from airflow.utils.session import create_session
-        from sqlalchemy import select
+        from sqlalchemy import func, select
 
-        def of(model):
+        def of(model, id_column):
             return select(
-                model.task_id, model.map_index, model.try_number, model.state, model.start_date, model.end_date
+                id_column,
+                model.task_id,
+                model.map_index,
+                model.try_number,
+                model.state,
+                model.start_date,
+                model.end_date,
             ).where(model.dag_id == dag_id, model.run_id == run_id)
 
         seen: dict[tuple, dict] = {}
         with create_session() as session:
-            for model in (TaskInstanceHistory, TaskInstance):  # the current try last: it wins over its history
-                for task_id, map_index, try_number, state, start, end in session.execute(of(model)):
-                    seen[(task_id, map_index, try_number)] = {
-                        "task_id": task_id,
-                        "map_index": map_index,
-                        "try_number": try_number,
-                        "state": str(getattr(state, "value", state) or ""),
-                        "start": start.timestamp() if start else None,
-                        "end": end.timestamp() if end else None,
-                    }
+            rows = [
+                *session.execute(of(TaskInstanceHistory, TaskInstanceHistory.task_instance_id)),
+                *session.execute(of(TaskInstance, TaskInstance.id)),  # the current try last: it wins over its history
+            ]
+            pokes = {
+                ti_id: (first, n)
+                for ti_id, first, n in session.execute(
+                    select(TaskReschedule.ti_id, func.min(TaskReschedule.start_date), func.count())
+                    .where(TaskReschedule.ti_id.in_([r[0] for r in rows]))
+                    .group_by(TaskReschedule.ti_id)
+                )
+            }
+        for ti_id, task_id, map_index, try_number, state, start, end in rows:
+            first, n = pokes.get(ti_id, (None, 0))
+            start = min(x for x in (start, first) if x is not None) if (start or first) else None
+            seen[(task_id, map_index, try_number)] = {
+                "task_id": task_id,
+                "map_index": map_index,
+                "try_number": try_number,
+                "state": str(getattr(state, "value", state) or ""),
+                "start": start.timestamp() if start else None,
+                "end": end.timestamp() if end else None,
+                "pokes": n + 1 if n else 1,
+            }
         return list(seen.values())
 
 

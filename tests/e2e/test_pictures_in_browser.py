@@ -196,16 +196,18 @@ def test_every_picture_is_drawn_on_its_page_in_the_browser_and_follows_the_dark_
             expect(reread).to_contain_text(f"The groups with the most re-read (top 15 of {GROUPS})")
             expect(reread).to_contain_text("orders-17")  # the most re-read, with the report's own figure
             expect(reread).to_contain_text(top)
-            expect(picture_shown(page, "resume-positions", shots)).to_contain_text("MM2's checkpoint")
+            positions = picture_shown(page, "resume-positions", shots)  # the report's worst first, planned offsets said
+            expect(positions).to_contain_text("planned 900, checkpoint 900")
             page.screenshot(path=str(shots / "run-page.png"), full_page=True)
 
             page.goto(f"{base}/drills")
             trends = page.locator("figure[data-picture=trend]")
             expect(trends).to_have_count(5)
             expect(picture_shown(page, "trend", shots)).to_contain_text("Estimated re-read")
+            expect(trends.first).to_contain_text("95")  # the newest drill's figure, beside its point
 
             page.goto(f"{base}/readiness")
-            expect(picture_shown(page, "exposure", shots)).to_contain_text("6 group(s) known, 6 over the RPO")
+            expect(picture_shown(page, "exposure", shots)).to_contain_text("6 of 6 group(s) known, 6 over the RPO")
             expect(picture_shown(page, "interval-strip", shots)).to_contain_text("The last 24 hours: 2 interval(s)")
 
             # the ink of every picture is the page's text colour: dark text on the light theme, light on the dark

@@ -498,9 +498,12 @@ def test_failover_run_in_the_real_ui(failover_run, run_root):
             # record of the run's task tries: apply's two killed tries and the one that finished, the approval apart
             mix = picture_shown(page, "answer-mix", shots)
             expect(mix).to_contain_text(f"How each partition resumes ({report['totals']['partitions']} partition(s))")
-            for label in ("exact", "floor (safe, re-reads)", "MM2's checkpoint", "not moved"):
-                expect(mix).to_contain_text(label)
-            expect(picture_shown(page, "resume-positions", shots)).to_contain_text(f"{names['topic']}[0]")
+            for kind, n in report["totals"]["partitions_by_answer"].items():  # each bar says the report's count
+                expect(mix.locator(f"[id$='-count-{kind}']")).to_have_text(str(n))
+            positions = picture_shown(page, "resume-positions", shots)
+            for (_t, p), offset in planned_offsets(failover_run.folder).items():  # each bar's planned offset
+                expect(positions).to_contain_text(f"{names['topic']}[{p}]")
+                expect(positions).to_contain_text(f"planned {offset:,}")
             timeline = picture_shown(page, "timeline", shots)
             for bar in (
                 "apply_group_offsets #1",
@@ -986,7 +989,10 @@ def test_every_dags_trigger_form_submits_as_it_opens_and_the_runs_it_starts_succ
             # the readiness interval the form started, on its page: the exposure against the RPO, the day's strip
             page.goto(f"{af.base}/mm2/readiness")
             expect(page.locator("table.groups")).to_contain_text(grp)
-            expect(picture_shown(page, "exposure", shots)).to_contain_text("over the RPO")
+            cells = page.locator("table.summary td").all_inner_texts()  # groups ... over RPO: readiness's figures
+            expect(picture_shown(page, "exposure", shots)).to_contain_text(
+                f"of {cells[0]} group(s) known, {cells[9]} over the RPO"
+            )
             expect(picture_shown(page, "interval-strip", shots)).to_contain_text("The last 24 hours")
             page.screenshot(path=str(shots / "readiness-page.png"), full_page=True)
 

@@ -341,6 +341,19 @@ def test_history_survives_a_torn_line_and_keeps_appending(tmp_path):
     assert stage.history(tmp_path, since_s=86400) == [new]  # the last day only
 
 
+def test_history_skips_a_line_that_is_not_an_interval_and_the_readiness_page_still_answers(tmp_path):
+    """A review found /readiness answering 500 for one history line whose time is not ISO (or that is not an
+    object): such a line is skipped, as a torn one is."""
+    from mm2_failover.stages import assess_readiness as stage
+
+    new = {**r.history_line(assess([row()], [drain()])), "computed_at": datetime.now(timezone.utc).isoformat()}
+    with open(tmp_path / stage.HISTORY, "w") as f:
+        f.write('{"computed_at": "2026-11-29 01:00:00 UTC"}\n42\n["a"]\n')
+    stage.append_history(new, tmp_path)
+    assert stage.history(tmp_path, since_s=86400) == [new]
+    assert stage.history(tmp_path) == [new]
+
+
 def test_a_retried_interval_compares_with_the_one_before_it_not_with_itself(tmp_path):
     from mm2_failover.adapters.runfolder import RunFolder
     from mm2_failover.stages import assess_readiness as stage

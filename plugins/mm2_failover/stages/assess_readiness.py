@@ -143,9 +143,10 @@ def history(base: Path | None = None, since_s: float | None = None) -> list[dict
     for line in lines:
         try:
             h = json.loads(line)
-        except ValueError:
-            continue  # a torn line (a crash mid-append)
-        if since_s is None or (rules.age_seconds(h.get("computed_at"), now_ms) or 0) <= since_s:
+            age = rules.age_seconds(h["computed_at"], now_ms)
+        except (ValueError, TypeError, KeyError):
+            continue  # a torn line (a crash mid-append), or one that is not an interval's
+        if since_s is None or (age or 0) <= since_s:
             out.append(h)
     return out
 
