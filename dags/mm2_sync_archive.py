@@ -1,50 +1,6 @@
-"""mm2_sync_archive: keep MirrorMaker 2's offset syncs on the target side, every 5 minutes.
+"""The Airflow DAG mm2_sync_archive, built by the installed package: its tasks, forms and docs are in
+mm2_failover/dags/sync_archive_dag.py (a deployment's own DAG file is these three lines)."""
 
-MM2's offset-sync topic is compacted (the history exact translation needs survives only until its segments roll)
-and by default lives on the SOURCE cluster, the one a disaster takes away. This DAG appends every new sync record (and
-every new checkpoint record, read from the target) to the archive, with the groups' source commits as it read them
-(plan rule 1a: with the source lost, they place the groups MM2 did not checkpoint again after they moved) (``$MM2_FAILOVER_ARCHIVE``, default
-``$MM2_FAILOVER_ARTIFACTS/archive``; a shared filesystem), which the failover reads when the source is gone. A retry or a crashed run never duplicates or skips a record; a recreated
-topic or records gone before they were archived are said in the log and the archive's manifest. Beside it,
-``refresh_latest_state`` folds what MM2 checkpointed since the last run into the latest-checkpoint state
-(``<archive>/latest-state``), so that a failover's Spark job reads only the tail. Paused on creation
-(like the drill; the on-demand DAGs are not): unpause it together with MM2. See docs/architecture.md, "Exact failover".
-"""
+from mm2_failover.dags.sync_archive_dag import sync_archive_dag
 
-from __future__ import annotations
-
-from datetime import datetime, timedelta, timezone
-
-from airflow.sdk import DAG, task
-
-from mm2_failover.dag_defaults import INTERVAL_SCHEDULE, apply_task_defaults, run_deadline
-from mm2_failover.operators.latest_state import LatestStateRefreshOperator
-from mm2_failover.params import archive_params, run_params_template
-
-PARAMS = archive_params()
-
-with DAG(
-    dag_id="mm2_sync_archive",
-    deadline=run_deadline("mm2_sync_archive"),  # on-call hears of a run that has not ended in time
-    schedule=INTERVAL_SCHEDULE,  # every 5 minutes, like mm2_failover_readiness
-    is_paused_upon_creation=True,  # unpause it together with MM2 (docs/architecture.md, "Exact failover")
-    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
-    catchup=False,
-    max_active_runs=1,
-    params=PARAMS,
-    default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
-    doc_md=__doc__,
-    tags=["kafka", "mirrormaker2", "failover", "archive"],
-) as dag:
-
-    @task(task_id="archive_offset_syncs")
-    def archive_offset_syncs(**context):
-        from mm2_failover import tasks
-
-        return tasks.archive_offset_syncs(context)
-
-    archive_offset_syncs()
-    # independent of the archive (the checkpoints live on the target, the syncs by default on the source)
-    LatestStateRefreshOperator(task_id="refresh_latest_state", run_params=run_params_template(PARAMS))
-
-apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+dag = sync_archive_dag()

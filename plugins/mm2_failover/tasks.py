@@ -14,9 +14,11 @@ log = logging.getLogger(__name__)
 
 
 def _ctx(context, **kw):
+    """The run, bound; told whether it asks before writing by the DAG (the TaskFlow task's ``asks_before_writing``
+    argument, which Airflow passes in the context)."""
     from mm2_failover.stages.context import RunContext
 
-    return RunContext.from_airflow(context, **kw).bind()
+    return RunContext.from_airflow(context, asks_before_writing=bool(context.get("asks_before_writing")), **kw).bind()
 
 
 def _outcomes(task):

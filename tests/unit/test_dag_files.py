@@ -259,3 +259,36 @@ def test_the_interval_of_the_archive_and_readiness_is_set_once_by_the_environmen
     finally:
         monkeypatch.delenv("MM2_FAILOVER_INTERVAL_SECONDS", raising=False)
         importlib.reload(dag_defaults)
+
+
+def _asks(task) -> bool | None:
+    """What a task tells its run about asking before writing: an operator's argument, a TaskFlow task's op_kwargs."""
+    if hasattr(task, "asks_before_writing"):
+        return task.asks_before_writing
+    kw = getattr(task, "op_kwargs", None) or getattr(task, "partial_kwargs", {}).get("op_kwargs") or {}
+    return kw.get("asks_before_writing")
+
+
+def test_the_failover_dag_tells_every_task_that_it_asks_before_writing_and_no_other_dag_does(bag):
+    """Issue 51 item 3: the run is told explicitly whether it asks a human before it writes (reachability rule 3a),
+    not guessed from a task id: every task of mm2_failover that resolves the run says so; the other DAGs never do."""
+    failover = bag.dags["mm2_failover"]
+    said = {t.task_id: _asks(t) for t in failover.tasks}
+    assert {t for t, v in said.items() if v is not True} == {"approve_plan"}, said  # the asker itself: always
+    for dag_id in ("mm2_failover_drill", "mm2_failover_readiness", "mm2_failover_rollback", "mm2_sync_archive"):
+        assert not [t.task_id for t in bag.dags[dag_id].tasks if _asks(t)], dag_id
+
+
+def test_a_run_context_asks_only_when_told_whatever_its_dags_task_ids():
+    """A DAG holding a task named approve_plan no longer makes its other tasks' runs ask (the old guess)."""
+    from types import SimpleNamespace
+
+    from mm2_failover.stages.context import RunContext
+
+    context = {
+        "dag": SimpleNamespace(dag_id="d", task_ids=["approve_plan", "build_plan"]),
+        "run_id": "r",
+        "params": {},
+    }
+    assert RunContext.from_airflow(context).asks_before_writing is False
+    assert RunContext.from_airflow(context, asks_before_writing=True).asks_before_writing is True

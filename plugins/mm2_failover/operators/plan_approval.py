@@ -47,7 +47,8 @@ class PlanApprovalOperator(ApprovalOperator):
     def _ctx(self, context):
         from mm2_failover.stages.context import RunContext
 
-        return RunContext.from_airflow(context, params=self.run_params)
+        # the asker itself: its run asks before it writes by definition
+        return RunContext.from_airflow(context, params=self.run_params, asks_before_writing=True)
 
     def execute(self, context):
         from datetime import timedelta

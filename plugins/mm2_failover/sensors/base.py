@@ -16,6 +16,8 @@ class FailoverSensor(BaseSensorOperator):
         ``{{ params.<name> }}`` for each (``RunParams.templates()``)
     :param source_conn_id: Kafka connection of the (first alias's) source cluster; templated
     :param target_conn_id: Kafka connection of the target cluster; templated
+    :param asks_before_writing: the run asks a human before it writes (the failover DAG's tasks say so: reachability
+        rule 3a)
     """
 
     template_fields = ("run_params", "source_conn_id", "target_conn_id")
@@ -28,6 +30,7 @@ class FailoverSensor(BaseSensorOperator):
         run_params: dict | None = None,
         source_conn_id: str = SOURCE_CONN_ID,
         target_conn_id: str = TARGET_CONN_ID,
+        asks_before_writing: bool = False,
         **kwargs,
     ):
         kwargs.setdefault("mode", "reschedule")
@@ -36,13 +39,18 @@ class FailoverSensor(BaseSensorOperator):
         self.run_params = run_params or {}
         self.source_conn_id = source_conn_id
         self.target_conn_id = target_conn_id
+        self.asks_before_writing = asks_before_writing
         self._findings = ""
 
     def run_context(self, context):
         from mm2_failover.stages.context import RunContext
 
         return RunContext.from_airflow(
-            context, target_conn_id=self.target_conn_id, source_conn_id=self.source_conn_id, params=self.run_params
+            context,
+            target_conn_id=self.target_conn_id,
+            source_conn_id=self.source_conn_id,
+            params=self.run_params,
+            asks_before_writing=self.asks_before_writing,
         )
 
     def waited(self, context) -> tuple[float, float]:

@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 5.0
 REACHABILITY = "source_reachability"
-APPROVAL_TASK = "approve_plan"  # a DAG with this task asks a human before it writes
 
 #: builds the Cluster of a connection (Airflow connection id, or the CLI's config label); timeout in seconds
 ClusterFactory = Callable[[str, str, float], Cluster]
@@ -52,8 +51,10 @@ class RunContext:
         target_conn_id: str = TARGET_CONN_ID,
         source_conn_id: str = SOURCE_CONN_ID,
         params: dict | None = None,
+        asks_before_writing: bool = False,
     ) -> "RunContext":
-        """``params``: the run parameters (templated operator arguments); default: the DAG run's params."""
+        """``params``: the run parameters (templated operator arguments); default: the DAG run's params.
+        ``asks_before_writing``: the DAG says so for each of its tasks (the failover DAG's factory does)."""
         from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
 
         dag_id, run_id = context["dag"].dag_id, context["run_id"]
@@ -62,7 +63,6 @@ class RunContext:
         def connect(conn_id: str, role: str, timeout: float) -> Cluster:
             return KafkaClusterHook(conn_id, role, timeout).cluster()
 
-        asks = APPROVAL_TASK in getattr(context["dag"], "task_ids", ())  # a DAG without the task never asks
         return cls(
             p,
             RunFolder(run_dir(dag_id, run_id)),
@@ -71,7 +71,7 @@ class RunContext:
             connect,
             target_conn_id,
             source_conn_id,
-            asks_before_writing=asks,
+            asks_before_writing=asks_before_writing,
         )
 
     @classmethod

@@ -1,0 +1,68 @@
+"""mm2_failover: move consumer groups from a lost (or drilled) source cluster to its MirrorMaker 2 replica.
+
+Retryable tasks (a pre-flight audit of MM2's settings first); the waits are sensors in reschedule mode; the plan waits
+for a human's approval (``approve_plan``: Airflow's ApprovalOperator; off with ``require_approval=false``) and apply
+writes exactly the approved plan. Connections: ``kafka_source``,
+``kafka_target`` (type kafka, librdkafka settings in the extra) and ``spark_default``. Every run keeps its
+artifacts (snapshot, latest checkpoints, plan JSON/CSV, backup, report) under
+``$MM2_FAILOVER_ARTIFACTS/mm2_failover/<run_id>/``. See docs/runbook.md, "Failing over during an incident".
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import DAG, AssetAlias, task
+
+from mm2_failover.dag_defaults import apply_task_defaults
+from mm2_failover.dags.taskflow import pipeline_dag, step
+from mm2_failover.operators.checkpoint_job import LatestCheckpointsOperator
+from mm2_failover.operators.plan_approval import PlanApprovalOperator
+from mm2_failover.params import failover_params, run_params_template
+from mm2_failover.rules.assets import ALIAS as MOVED_GROUPS
+from mm2_failover.rules.assets import PARTS_AT_ONCE
+from mm2_failover.sensors.groups_empty import GroupsEmptySensor
+from mm2_failover.sensors.producers_drained import ProducersDrainedSensor
+
+
+def failover_dag(dag_id: str = "mm2_failover") -> DAG:
+    """The failover DAG. Every task that resolves the run is told that it asks before writing (``approve_plan``)."""
+    params = failover_params()
+    run = run_params_template(params)  # {{ params.<name> }} for each: the operators' templated run_params
+    asks = {"asks_before_writing": True}
+    with pipeline_dag(dag_id, schedule=None, params=params, doc=__doc__, tag="") as dag:
+        drained = ProducersDrainedSensor(
+            task_id="verify_producers_drained", run_params=run, poke_interval=10, timeout=1800, **asks
+        )
+        latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints", run_params=run, **asks)
+        empty = GroupsEmptySensor(task_id="check_groups_empty", run_params=run, poke_interval=10, timeout=1800, **asks)
+        approve = PlanApprovalOperator(task_id="approve_plan", run_params=run)
+        verified = step("verify_group_offsets", **asks)
+        (
+            step("preflight_audit", **asks)
+            >> drained
+            >> step("capture_end_offsets", **asks)
+            >> latest
+            >> empty
+            >> step("build_plan", **asks)
+            >> approve
+            >> step("apply_group_offsets", **asks)
+            >> verified
+        )
+
+        # one Asset event per verified moved group, for the applications' own DAGs, after verify and in parts of at
+        # most assets.PART_SIZE (100) groups, each part a mapped task instance (mm2_failover/rules/assets.py, rule 4)
+        @task(
+            task_id="announce_moved_groups",
+            outlets=[AssetAlias(MOVED_GROUPS)],
+            max_active_tis_per_dagrun=PARTS_AT_ONCE,
+        )
+        def announce_moved_groups(part: dict, **context):
+            from mm2_failover import tasks
+
+            return tasks.announce_moved_groups(context, part)
+
+        parts = step("announcement_parts", **asks)
+        verified >> parts
+        announce_moved_groups.partial(**asks).expand(part=parts)
+
+    apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    return dag
