@@ -60,7 +60,7 @@ wheel: setup
 # requirements-runtime.txt: requirements.txt's pins without the tests' tools (what the image installs)
 lock-runtime: setup
 	grep -E '^[A-Za-z0-9_.-]+==' requirements.txt | sed 's/ \\$$//' > .cache/pins.txt
-	.cache/bootstrap/bin/uv pip compile -q --python-version 3.11 --generate-hashes pyproject.toml -c .cache/pins.txt \
+	.cache/bootstrap/bin/uv pip compile -q --python-version 3.11 --generate-hashes --all-extras pyproject.toml -c .cache/pins.txt \
 		-o .cache/requirements-runtime.txt
 	{ sed -n '1,/^# (make lock-runtime)/p' requirements-runtime.txt; cat .cache/requirements-runtime.txt; } > requirements-runtime.txt.new
 	mv requirements-runtime.txt.new requirements-runtime.txt
