@@ -83,7 +83,7 @@ def prepare_groups(bed, n: int, partitions: int) -> tuple[str, list[str]]:
 
 
 def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
-    from mm2_failover.ui import safe_name
+    from mm2_failover.ui.runs import safe_name
     from testbed.airflow_stack import answer, ready_to_answer, run_path, task_states
 
     t_trigger = time.time()

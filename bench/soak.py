@@ -381,7 +381,7 @@ def final_failover(bed, af, topic: str, group: str, traffic: Traffic, interval: 
     from unittest import mock
 
     from mm2_failover.adapters.runfolder import RunFolder
-    from mm2_failover.ui import safe_name
+    from mm2_failover.ui.runs import safe_name
 
     traffic.close()
     src, tgt = bed.client("source"), bed.client("target")

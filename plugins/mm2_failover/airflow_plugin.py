@@ -1,9 +1,9 @@
-"""Airflow plugin: the "mm2-failover reports" pages (code and docs in mm2_failover/ui.py).
+"""Airflow plugin: the "mm2-failover reports" pages (code and docs in mm2_failover/ui/, the routes in ui/app.py).
 
 Mounted at /mm2 in the API server; shown under Plugins -> "mm2-failover reports" (/plugin/mm2-failover), the
 readiness page, and an "mm2-failover report" tab on every DAG run (Airflow 3.3 cannot limit a plugin's run tab
 to some DAGs: on the runs of other DAGs the tab says so). Read-only, non-secret report data only, behind
-Airflow's login and the reader's read permission on each DAG (mm2_failover/ui_access.py).
+Airflow's login and the reader's read permission on each DAG (mm2_failover/ui/access.py).
 
 Found by Airflow two ways: the installed wheel's ``airflow.plugins`` entry point (pyproject.toml), or the plugins
 folder's ``mm2_failover_plugin.py``, which imports this class (the simple deployment: ``plugins/`` copied as is).
@@ -11,8 +11,8 @@ folder's ``mm2_failover_plugin.py``, which imports this class (the simple deploy
 
 from airflow.plugins_manager import AirflowPlugin
 
-from mm2_failover.ui import create_app
-from mm2_failover.ui_access import AirflowAccess
+from mm2_failover.ui.access import AirflowAccess
+from mm2_failover.ui.app import create_app
 
 
 class Mm2FailoverPlugin(AirflowPlugin):

@@ -1,6 +1,6 @@
 """Every picture of the report pages (issue 53 item 5) on a real page in a real browser: the reports server
-(``mm2_failover.ui``'s app, served by uvicorn on loopback, as ``python -m mm2_failover.ui`` serves it) over an
-artifacts folder holding what the pipeline's own code writes - a failover's report whose groups re-read (MM2's
+(``mm2_failover.ui.app``'s app, served by uvicorn on loopback, as ``python -m mm2_failover.ui.app`` serves it) over
+an artifacts folder holding what the pipeline's own code writes - a failover's report whose groups re-read (MM2's
 checkpoints behind the groups' source commits), three drills and two readiness intervals - read in headless
 Chromium. The pictures a failover on the bed draws (its timeline from Airflow's own task tries included) are seen in
 tests/e2e/test_ui.py; this module covers the ones that bed's run cannot show (a run whose groups re-read, the drill
@@ -159,7 +159,7 @@ def server(tmp_path_factory):
     """The reports server on loopback over a folder of reports (no login: the stand-alone server's)."""
     import uvicorn
 
-    from mm2_failover.ui import create_app
+    from mm2_failover.ui.app import create_app
 
     root = tmp_path_factory.mktemp("artifacts")
     top = failover_report(root)

@@ -80,7 +80,7 @@ def failover_run(run_root, request):
     """Airflow's three processes on the bed, and one run of ``mm2_failover`` triggered through the REST API, whose
     apply task processes are SIGKILLed at two fault points (fault drill 3), observed while it runs. The stack is
     always stopped afterwards; both tests of this module read the same run."""
-    from mm2_failover.ui import safe_name
+    from mm2_failover.ui.runs import safe_name
     from testbed import scenario
     from testbed.smtp import smtp_conn, smtp_server
 
@@ -545,7 +545,7 @@ def test_a_refused_run_is_mailed_naming_the_run_the_task_the_reason_and_its_repo
     does not exist - sends one e-mail through Airflow's SMTP notifier (the smtp_default connection) from the real
     task process, naming the run, the task and the reason, with a link to the run's report page. The successful
     run before it, whose apply task was killed twice and retried, sent none (retries are not final failures)."""
-    from mm2_failover.ui import safe_name
+    from mm2_failover.ui.runs import safe_name
 
     af, r = failover_run.af, failover_run
     assert failures(r.mails) == [], [m["Subject"] for _, m in r.mails]
@@ -575,7 +575,7 @@ def test_a_run_not_ended_by_its_deadline_is_mailed_once_while_it_runs(failover_r
     DeadlineAlert on mm2_failover, its interval overridden for this stack through MM2_FAILOVER_RUN_DEADLINES): the
     scheduler found the deadline missed and its executor ran rule 6's callback, which mailed on-call once - the
     run, how long, its state then (running) and both links."""
-    from mm2_failover.ui import safe_name
+    from mm2_failover.ui.runs import safe_name
 
     af, r = failover_run.af, failover_run
     af.wait(
@@ -601,7 +601,7 @@ def test_the_plan_waited_for_its_approval_and_apply_wrote_exactly_the_approved_p
     awaiting_input state) with the plan's summary, hash and page link; nothing was written until the admin approved
     through the HITL REST API; apply then wrote exactly the approved plan and the report names the decision."""
     from mm2_failover.rules import approval
-    from mm2_failover.ui import safe_name
+    from mm2_failover.ui.runs import safe_name
 
     r, af = failover_run, failover_run.af
     assert r.request is not None, "the run never waited for an approval"
@@ -661,7 +661,7 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
     report says REJECTED and by whom. The second run gets no answer within ``approval_timeout_seconds``: the scheduler
     times the approval out, the task fails and mails on-call, nothing is written, the report says APPROVAL TIMED
     OUT."""
-    from mm2_failover.ui import safe_name
+    from mm2_failover.ui.runs import safe_name
     from testbed import scenario
 
     af, r = failover_run.af, failover_run
@@ -763,7 +763,7 @@ def test_the_live_diff_reads_the_targets_commits_when_asked_and_shows_a_partitio
     partition is as planned; after another commit on partition 0 (a consumer of the group, say) the page says that
     partition moved since, and names the group. (Last in this module: it moves the run's group.)"""
     from mm2_failover.rules import plandiff
-    from mm2_failover.ui import safe_name
+    from mm2_failover.ui.runs import safe_name
 
     r, af = failover_run, failover_run.af
     grp = r.names["group"]

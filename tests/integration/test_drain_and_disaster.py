@@ -350,9 +350,9 @@ def readiness_while_mm2_is_stopped(b, mails) -> None:
     nothing to compare with: everything wrong is news)."""
     from fastapi.testclient import TestClient
 
-    from mm2_failover import ui
     from mm2_failover.adapters.runfolder import RunFolder
     from mm2_failover.rules import readiness
+    from mm2_failover.ui.app import create_app
 
     def new_mails(n: int) -> list:
         deadline = time.monotonic() + 20
@@ -383,7 +383,7 @@ def readiness_while_mm2_is_stopped(b, mails) -> None:
     assert told["Subject"].startswith("[mm2-failover] readiness degraded: ")
     text = told.get_body(("plain", "html")).get_content()
     assert "lost-app" in text and "rpo_seconds=5" in text and "mm2_sync_archive has never succeeded" in text
-    page = TestClient(ui.create_app(artifacts_root())).get("/readiness").text
+    page = TestClient(create_app(artifacts_root())).get("/readiness").text
     assert "lost-app" in page and "would lose more than the RPO (5 s)" in page and rd.run_id in page
 
 

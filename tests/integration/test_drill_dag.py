@@ -17,7 +17,8 @@ pytestmark = [pytest.mark.bed, pytest.mark.spark, pytest.mark.airflow]
 def test_drill_dry_run_records_findings_and_writes_only_the_prefixed_groups(bed, target, names):
     from fastapi.testclient import TestClient
 
-    from mm2_failover import ui
+    from mm2_failover.ui.app import create_app
+    from mm2_failover.ui.runs import safe_name
     from testbed import localenv
 
     drill_group, other_group = f"drill-{names['group']}", names["group"]
@@ -81,9 +82,9 @@ def test_drill_dry_run_records_findings_and_writes_only_the_prefixed_groups(bed,
     assert (art / "drill.md").read_text().startswith("# mm2-failover DR drill")
 
     # the UI lists it and plots it
-    c = TestClient(ui.create_app(art.parents[1]))
+    c = TestClient(create_app(art.parents[1]))
     assert dr.run_id in c.get("/").text
     trend = c.get("/drills").text
     assert dr.run_id in trend and "<svg" in trend
-    page = c.get(f"/runs/mm2_failover_drill/{ui.safe_name(dr.run_id)}").text
+    page = c.get(f"/runs/mm2_failover_drill/{safe_name(dr.run_id)}").text
     assert drill_group in page and other_group in page and "Findings" in page

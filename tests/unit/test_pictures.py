@@ -11,10 +11,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from mm2_failover import pictures as P
-from mm2_failover import ui
 from mm2_failover.rules.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
 from mm2_failover.rules.readiness import answer_counts
 from mm2_failover.rules.report import build_report
+from mm2_failover.ui import pages
 
 EVIL = "<script>alert(1)</script>"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -312,7 +312,7 @@ def test_a_run_page_draws_the_reports_own_counts_and_its_timeline_inside_airflow
         source_commits={(f"g{i}", "primary.t", 0): 60 for i in range(4)},
     ).as_dict()
     tries = [{"task_id": "build_plan", "try_number": 1, "state": "success", "start": 1e9, "end": 1e9 + 3}]
-    t = ui.render_run("mm2_failover", "r1", rep, None, ["report.json"], "/mm2", tries)
+    t = pages.render_run("mm2_failover", "r1", rep, None, ["report.json"], "/mm2", tries)
     figs = re.findall(r"<figure class=picture data-picture='([a-z-]+)'>", t)
     assert figs == ["answer-mix", "reread-groups", "resume-positions", "timeline"]
     mix = t[t.index("data-picture='answer-mix'") :]
@@ -321,9 +321,9 @@ def test_a_run_page_draws_the_reports_own_counts_and_its_timeline_inside_airflow
     # outside Airflow (no task tries), a report written before partitions_by_answer (its rows all here), and one
     # whose rows are not all here: no count is drawn that is not the report's
     old = {**rep, "totals": {k: v for k, v in rep["totals"].items() if k != "partitions_by_answer"}}
-    t = ui.render_run("mm2_failover", "r1", old, None, [], "/mm2")
+    t = pages.render_run("mm2_failover", "r1", old, None, [], "/mm2")
     assert "data-picture='timeline'" not in t and "data-picture='answer-mix'" in t
-    t = ui.render_run("mm2_failover", "r1", {**old, "partitions": old["partitions"][:2]}, None, [], "/mm2")
+    t = pages.render_run("mm2_failover", "r1", {**old, "partitions": old["partitions"][:2]}, None, [], "/mm2")
     assert "data-picture='answer-mix'" not in t
 
 
@@ -335,13 +335,13 @@ def test_a_report_whose_figures_cannot_be_drawn_still_has_its_page():
         "groups": [{"group": "g", "reread_estimate": 7}],
         "partitions": [],
     }
-    t = ui.render_run("mm2_failover", "r1", rep, None, [], "/mm2")
+    t = pages.render_run("mm2_failover", "r1", rep, None, [], "/mm2")
     assert "Outcome:" in t and "Groups (1)" in t
 
 
 def test_the_worst_partitions_of_a_long_report_say_they_are_of_the_rows_read():
     """A review's: with more partitions than the page reads, the title claimed the worst of them all."""
-    t = ui.report_pictures(
+    t = pages.report_pictures(
         {"partitions": 2100},
         [],
         [{"group": "g", "topic": "t", "partition": 0, "log_start": 0, "log_end": 9, "planned_offset": 3}],

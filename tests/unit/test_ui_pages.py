@@ -1,5 +1,5 @@
-"""The reports pages (mm2_failover.ui) without Airflow: listing, run page, drill trend, raw files, escaping,
-path safety, no secrets, and links that work under the /mm2 mount."""
+"""The reports pages (mm2_failover.ui: app, pages, runs) without Airflow: listing, run page, drill trend, raw files,
+escaping, path safety, no secrets, and links that work under the /mm2 mount."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover import ui
 from mm2_failover.rules.plan import CLAMP, COMMIT, SKIP, Plan, PlanRow
 from mm2_failover.rules.report import build_report, render_markdown, run_summary
+from mm2_failover.ui import pages, runs
+from mm2_failover.ui.app import create_app
 
 REPO = Path(__file__).resolve().parents[2]
 EVIL = "<script>alert(1)</script>"
@@ -103,7 +104,7 @@ def client(tmp_path):
     _write_drill(root, "scheduled__2026-10-01", "2026-10-01T03:00:05+00:00", 120, 30.0)
     _write_drill(root, "scheduled__2026-11-01", "2026-11-01T03:00:05+00:00", 80, 12.5)
     outer = FastAPI()
-    outer.mount("/mm2", ui.create_app(root))  # as Airflow's API server mounts plugin apps
+    outer.mount("/mm2", create_app(root))  # as Airflow's API server mounts plugin apps
     c = TestClient(outer)
     c.root = root
     return c
@@ -123,7 +124,7 @@ def test_index_lists_failover_and_drill_runs_escaped(client):
 
 
 class OnlyDrills:
-    """An access rule (the shape of mm2_failover.ui_access.AirflowAccess): logged in, may read the drill DAG only."""
+    """An access rule (the shape of mm2_failover.ui.access.AirflowAccess): logged in, may read the drill DAG only."""
 
     open = False
 
@@ -141,7 +142,7 @@ def test_a_reader_sees_only_the_runs_of_dags_they_may_read_and_gets_403_on_the_o
     from fastapi.testclient import TestClient
 
     outer = FastAPI()
-    outer.mount("/mm2", ui.create_app(client.root, access=OnlyDrills()))
+    outer.mount("/mm2", create_app(client.root, access=OnlyDrills()))
     c = TestClient(outer)
     t = c.get("/mm2/").text
     assert "scheduled__2026-11-01" in t and "manual__2026-11-23T08:00:00+00:00" not in t
@@ -174,7 +175,7 @@ def test_the_folder_served_is_the_dag_id_authorized_never_another_one_that_maps_
     from fastapi.testclient import TestClient
 
     outer = FastAPI()
-    outer.mount("/mm2", ui.create_app(client.root, access=DenyFailover()))
+    outer.mount("/mm2", create_app(client.root, access=DenyFailover()))
     c = TestClient(outer)
     run = "manual__2026-11-23T08:00:00+00:00"
     for dag in ("mm2:failover", "mm2 failover", "mm2%3Afailover"):
@@ -242,7 +243,7 @@ def test_drill_run_page_and_trend_with_svg(client):
 def test_empty_and_missing_roots(tmp_path):
     from fastapi.testclient import TestClient
 
-    c = TestClient(ui.create_app(tmp_path / "nothing"))
+    c = TestClient(create_app(tmp_path / "nothing"))
     assert "does not exist yet" in c.get("/").text
     assert "No drill run" in c.get("/drills").text
 
@@ -259,7 +260,7 @@ def test_a_picture_that_cannot_be_drawn_never_breaks_the_page(caplog):
     def broken(*a):
         raise ValueError("no")
 
-    assert "could not be drawn" in ui.picture(broken, 1) and "broken" in caplog.text
+    assert "could not be drawn" in pages.picture(broken, 1) and "broken" in caplog.text
 
 
 def test_safe_name_matches_config_run_dir(monkeypatch, tmp_path):
@@ -267,8 +268,8 @@ def test_safe_name_matches_config_run_dir(monkeypatch, tmp_path):
 
     monkeypatch.setenv("MM2_FAILOVER_ARTIFACTS", str(tmp_path))
     rid = "manual__2026-11-23T08:57:31.979841+00:00"
-    assert config.run_dir("mm2_failover", rid).name == ui.safe_name(rid)
-    assert ui.safe_name("..") is None and ui.safe_name("") is None
+    assert config.run_dir("mm2_failover", rid).name == runs.safe_name(rid)
+    assert runs.safe_name("..") is None and runs.safe_name("") is None
 
 
 def test_plugin_declares_the_app_and_views():
@@ -302,7 +303,7 @@ def test_index_renders_from_small_summaries_and_one_bad_run_never_breaks_it(tmp_
     odd = root / "mm2_failover" / "odd-run"
     odd.mkdir(parents=True)
     (odd / "report.json").write_text(json.dumps({"outcome": {"not": "a string"}, "totals": [1, 2]}))
-    c = TestClient(ui.create_app(root))
+    c = TestClient(create_app(root))
     r = c.get("/")
     assert r.status_code == 200, r.text
     assert "good-run" in r.text and "SUCCEEDED" in r.text and "odd-run" in r.text
@@ -396,8 +397,8 @@ def test_the_plan_files_are_served_as_written_because_no_run_parameter_can_hold_
 
     from mm2_failover.adapters.config import RunParams
 
-    assert [f.name for f in fields(RunParams) if ui._SECRET_KEY.search(f.name)] == []
-    assert ui.STREAMED_FILES <= set(ui.SERVED_FILES)
+    assert [f.name for f in fields(RunParams) if runs._SECRET_KEY.search(f.name)] == []
+    assert runs.STREAMED_FILES <= set(runs.SERVED_FILES)
 
 
 def _readiness(tmp_path: Path, n_groups: int = 3):
@@ -469,7 +470,7 @@ def test_the_readiness_page_shows_the_newest_interval_its_trend_and_filters_the_
 
     _readiness(tmp_path)
     outer = FastAPI()
-    outer.mount("/mm2", ui.create_app(tmp_path))
+    outer.mount("/mm2", create_app(tmp_path))
     c = TestClient(outer)
     t = c.get("/mm2/readiness").text
     assert "run scheduled__2" in t and "4 group(s) match" in t
@@ -492,7 +493,7 @@ def test_the_readiness_page_shows_the_newest_interval_its_trend_and_filters_the_
 def test_the_readiness_page_before_any_interval_says_what_to_do(tmp_path):
     from fastapi.testclient import TestClient
 
-    t = TestClient(ui.create_app(tmp_path)).get("/readiness").text
+    t = TestClient(create_app(tmp_path)).get("/readiness").text
     assert "unpause the mm2_failover_readiness DAG" in t
 
 
@@ -506,7 +507,7 @@ def test_a_report_with_its_rows_in_parquet_shows_the_first_rows_and_serves_the_f
 
     from mm2_failover.adapters.runfolder import REPORT_PARTITIONS, RunFolder
 
-    monkeypatch.setattr(ui, "MAX_ROWS", 5)
+    monkeypatch.setattr(pages, "MAX_ROWS", 5)
     rows = [PlanRow("primary", f"g{i // 4}", "primary.t", i % 4, 50, 40 + i, None, 40 + i, COMMIT) for i in range(12)]
     rep = build_report(
         dag_id="mm2_failover",
@@ -518,7 +519,7 @@ def test_a_report_with_its_rows_in_parquet_shows_the_first_rows_and_serves_the_f
         mismatches=[],
     )
     RunFolder(tmp_path / "mm2_failover" / "r12").save_report(rep)
-    c = TestClient(ui.create_app(tmp_path))
+    c = TestClient(create_app(tmp_path))
     t = c.get("/runs/mm2_failover/r12").text
     assert "Partitions (12)" in t and f"First 5 shown; {REPORT_PARTITIONS} has all 12." in t
     assert t.count("<tr>", t.index("Partitions (12)")) <= 1 + 5 + 1  # header + 5 rows (+ the groups' own table)
@@ -553,7 +554,7 @@ def test_the_live_diff_reads_the_plans_groups_from_the_target_now_and_says_where
         asked.append(list(groups))
         return {"app": {("primary.t", 0): 40, ("primary.t", 1): 30}, f"web-{EVIL}": {("primary.t", 0): 99}}
 
-    c = TestClient(ui.create_app(tmp_path, commits=commits))
+    c = TestClient(create_app(tmp_path, commits=commits))
     t = c.get("/runs/mm2_failover/r1/live-diff").text
     assert asked == [["app", f"web-{EVIL}"]]  # the writing groups only, in the plan's order
     assert "<td class=n>1</td><td class=n>0</td><td class=n>1</td><td class=n>1</td>" in t  # moved, gone, not yet, ok
@@ -577,11 +578,9 @@ def test_the_live_diff_reads_the_plans_groups_from_the_target_now_and_says_where
     def down(groups):
         raise RuntimeError("target: cannot reach secret-host:9093")
 
-    r = TestClient(ui.create_app(tmp_path, commits=down)).get("/runs/mm2_failover/r1/live-diff")
+    r = TestClient(create_app(tmp_path, commits=down)).get("/runs/mm2_failover/r1/live-diff")
     assert r.status_code == 502 and "could not be read now (RuntimeError)" in r.text and "secret-host" not in r.text
-    assert (
-        TestClient(ui.create_app(tmp_path, commits=commits)).get("/runs/mm2_failover/nope/live-diff").status_code == 404
-    )
+    assert TestClient(create_app(tmp_path, commits=commits)).get("/runs/mm2_failover/nope/live-diff").status_code == 404
 
 
 def test_the_live_diff_names_a_missing_connection_and_what_to_do(tmp_path):
@@ -600,7 +599,7 @@ def test_the_live_diff_names_a_missing_connection_and_what_to_do(tmp_path):
     def no_connection(groups):
         raise AirflowNotFoundException("The conn_id `kafka_target` isn't defined")
 
-    r = TestClient(ui.create_app(tmp_path, commits=no_connection)).get("/runs/mm2_failover/r1/live-diff")
+    r = TestClient(create_app(tmp_path, commits=no_connection)).get("/runs/mm2_failover/r1/live-diff")
     assert r.status_code == 502 and "no connection &#x27;kafka_target&#x27;" in r.text, r.text[-1500:]
     assert "AIRFLOW_CONN_KAFKA_TARGET" in r.text and "Admin &gt; Connections" in r.text
 
@@ -663,7 +662,7 @@ def test_a_run_waiting_for_its_approval_says_its_groups_will_move_once_approved(
             outcome=ap.OUTCOMES[outcome],
         )
         RunFolder(tmp_path / "mm2_failover" / "r1").save_report(rep)
-        t = TestClient(ui.create_app(tmp_path)).get("/runs/mm2_failover/r1").text
+        t = TestClient(create_app(tmp_path)).get("/runs/mm2_failover/r1").text
         assert says in t and "would move (dry run)" not in t
 
 
@@ -678,7 +677,7 @@ def test_the_index_says_a_runs_unknown_re_read_not_a_partial_sum(tmp_path):
     s = run_summary("mm2_failover", "lost-run", rep, None, "2026-11-28T04:00")
     assert (s["reread"], s["reread_unknown"]) == (7, 2)
     (d / "summary.json").write_text(json.dumps(s))
-    assert "7 + unknown on 2" in TestClient(ui.create_app(root)).get("/").text
+    assert "7 + unknown on 2" in TestClient(create_app(root)).get("/").text
 
 
 def test_a_run_page_says_its_outcome_first_and_lists_the_worst_groups_first(tmp_path):
@@ -711,7 +710,7 @@ def test_a_run_page_says_its_outcome_first_and_lists_the_worst_groups_first(tmp_
     (d / "report.json").write_text(json.dumps(rep.as_dict()))
     md = render_markdown(rep)
     (d / "report.md").write_text(md)
-    t = ui.render_run("mm2_failover", "r1", rep.as_dict(), None, ["report.json", "report.md"], "/mm2")
+    t = pages.render_run("mm2_failover", "r1", rep.as_dict(), None, ["report.json", "report.md"], "/mm2")
     assert t.index("Outcome:") < t.index("Mismatches") < t.index("Groups (4)") < t.index("Files:")
     groups = t[t.index("class='groups'") :]
     assert [groups.index(f"<td>{g}</td>") for g in ("z-refused", "m-mismatch", "b-reread", "a-fine")] == sorted(

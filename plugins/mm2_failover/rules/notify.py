@@ -59,7 +59,7 @@ class Failure:
     task_id: str
     try_number: int
     reason: str  # the error's message ("" when Airflow gave none: a killed process)
-    run_folder: str  # the run's folder name under $MM2_FAILOVER_ARTIFACTS/<dag>/ (ui.safe_name of the run id)
+    run_folder: str  # the run's folder name under $MM2_FAILOVER_ARTIFACTS/<dag>/ (ui.runs.safe_name of the run id)
     base_url: str = ""  # Airflow's public address ([api] base_url); "" leaves the links relative
 
 

@@ -2,7 +2,7 @@
 plan writes, where the group's commit on the target is at this moment, next to the planned offset and the commit the
 plan saw before the run. Read by an approver before approving (has anything moved since the plan?), and by on-call
 after the run (is every group still where we put it, or has a consumer, another tool or a rollback moved it?).
-:mod:`mm2_failover.ui` reads the plan and the commits (the ``kafka_target`` connection) and renders the rows.
+:mod:`mm2_failover.ui.app` reads the plan and the commits (the ``kafka_target`` connection) and renders the rows.
 
 The rules:
 

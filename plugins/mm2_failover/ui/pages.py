@@ -1,68 +1,26 @@
-"""The "mm2-failover reports" pages: a small read-only FastAPI app over the run artifacts.
+"""The "mm2-failover reports" pages' HTML: pure functions from a run's data to its page (the routes that call them:
+:mod:`mm2_failover.ui.app`; what they are given: :mod:`mm2_failover.ui.runs`).
 
-Mounted by ``plugins/mm2_failover_plugin.py`` into Airflow's API server at ``/mm2`` (menu: Plugins ->
-"mm2-failover reports"; each DAG run also gets an "mm2-failover report" tab: Airflow adds it to every DAG's runs,
-and the runs of DAGs without a report say where to look instead). Testable without Airflow:
-``create_app(root)``.
-
-* ``/`` - failover and drill runs found under ``$MM2_FAILOVER_ARTIFACTS/<dag_id>/<run_id>/`` (a ``report.json``
-  or ``drill.json``), newest first, with outcome, totals and time;
-* ``/runs/<dag_id>/<run_id>`` - one run: totals, warnings, the per-group table, partitions, the drill's findings,
-  and links to ``report.json``/``report.md`` (``drill.json``/``drill.md``), the plan (``plan.json``, its rows
-  ``plan_rows.parquet``, ``plan.csv`` for ``kafka-consumer-groups --from-file``) and its approval
-  (``approval.json``). A dry run, and a plan waiting for its approval, rejected or not approved in time, have a
-  report too (written before anything is written);
-* ``/runs/<dag_id>/<run_id>/live-diff`` - the run's plan against the target's commits *now* (rules:
-  :mod:`mm2_failover.rules.plandiff`), read through the ``kafka_target`` connection when the page is asked for: as planned,
-  not written yet, moved since, commit gone - for an approver (has anything moved since the plan?) and after the run
-  (is every group still where it was put?); at most 200 groups a page, filtered by name;
-* ``/drills`` - the trend across drill runs: a table and inline SVG plots;
-* ``/readiness`` - what a failover would do now (the newest interval of ``mm2_failover_readiness``): a summary, the
-  findings, the per-group table (filters: answer, group name, over the RPO; the worst first) and, over the last
-  day, the trends of groups not provable exactly and of the worst exposure; the rows themselves as Parquet.
-
-Inside Airflow the pages need Airflow's login and the reader's read permission on the DAG whose runs they show
-(:mod:`mm2_failover.ui_access`: anonymous 401, no permission 403; the index lists only readable DAGs' runs). They
-serve only report data - group and topic names, offsets, counts - read from whitelisted file names (``SERVED_FILES``),
-never connection settings or the backup (which names the cluster); keys that look like credentials or connection settings
-are removed from the JSON before it is served. Everything shown is HTML-escaped, and the pages carry a strict
-Content-Security-Policy (no scripts).
+Everything shown is HTML-escaped (:func:`esc`; a table's ``raw`` cells are built with it), the pages hold no script,
+and a picture (:mod:`mm2_failover.pictures`) that cannot be drawn never breaks its page (logged). At most
+``MAX_ROWS`` rows a table: the files linked from the page have them all.
 """
 
 from __future__ import annotations
 
 import html
-import json
-import os
-import re
 import time
-from collections import OrderedDict
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote
 
-from fastapi import Depends, FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response, StreamingResponse
-
 from mm2_failover import pictures
 from mm2_failover.adapters.runfolder import (
-    APPROVAL,
-    DRILL_JSON,
-    DRILL_MD,
-    PLAN_CSV,
     PLAN_JSON,
-    PLAN_ROWS,
     READINESS,
     READINESS_GROUPS,
     READINESS_PARTITIONS,
-    REPORT_JSON,
-    REPORT_MD,
     REPORT_PARTITIONS,
-    REPORT_STALE,
-    SUMMARY,
-    RunFolder,
-    RunFolderError,
 )
 from mm2_failover.rules.approval import Decision, group_reread_text, reread_text
 from mm2_failover.rules.notify import READINESS_DAG, REPORT_DAGS
@@ -70,40 +28,10 @@ from mm2_failover.rules.report import (
     APPROVAL_OUTCOMES,
     fate_shown,
     outcome_note,
-    run_summary,
     worst_first,
     worst_partitions_first,
 )
 
-SERVED_FILES = {
-    REPORT_JSON: "application/json",
-    REPORT_MD: "text/plain; charset=utf-8",
-    DRILL_JSON: "application/json",
-    DRILL_MD: "text/plain; charset=utf-8",
-    APPROVAL: "application/json",
-    PLAN_JSON: "application/json",
-    PLAN_CSV: "text/csv; charset=utf-8",
-    PLAN_ROWS: "application/vnd.apache.parquet",
-    READINESS: "application/json",
-    READINESS_GROUPS: "application/vnd.apache.parquet",
-    READINESS_PARTITIONS: "application/vnd.apache.parquet",
-    REPORT_PARTITIONS: "application/vnd.apache.parquet",
-    REPORT_STALE: "application/vnd.apache.parquet",
-}
-#: served as written, never parsed here (the plan's rows at 10k groups are 100k): they hold the run's parameters and
-#: rows only - RunParams has no field for a connection setting or a credential (tests/unit/test_ui_pages.py)
-STREAMED_FILES = {
-    PLAN_JSON,
-    PLAN_CSV,
-    PLAN_ROWS,
-    READINESS_GROUPS,
-    READINESS_PARTITIONS,
-    REPORT_PARTITIONS,
-    REPORT_STALE,
-}
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
-_SECRET_KEY = re.compile(r"password|passwd|secret|token|sasl|ssl|jaas|credential|bootstrap|keytab|oauth", re.I)
-MAX_RUNS = 500
 MAX_ROWS = 2000
 
 FOOTER = (
@@ -136,170 +64,10 @@ figure.picture{color:#e4e7ec} figcaption{color:#98a2b3}
 }
 """
 
-HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-    "frame-ancestors 'self'; base-uri 'none'; form-action 'self'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
-
 
 def esc(v: Any) -> str:
     """HTML-escape anything (None -> empty)."""
     return "" if v is None else html.escape(str(v), quote=True)
-
-
-def safe_name(name: str) -> str | None:
-    """The folder name config.run_dir uses for a dag/run id; None for names that could leave the root."""
-    s = _UNSAFE.sub("_", name or "")
-    if not s or s.startswith(".") or len(s) > 250:
-        return None
-    return s
-
-
-def scrub(obj: Any) -> Any:
-    """Drop keys that look like credentials or connection settings (defence in depth: reports hold none)."""
-    if isinstance(obj, dict):
-        return {k: scrub(v) for k, v in obj.items() if not _SECRET_KEY.search(str(k))}
-    if isinstance(obj, list):
-        return [scrub(v) for v in obj]
-    return obj
-
-
-class _JsonCache:
-    """Parsed JSON files, reloaded when their mtime/size change."""
-
-    def __init__(self, size: int = 64):
-        self.size = size
-        self.d: OrderedDict[str, tuple[tuple[int, int], Any]] = OrderedDict()
-
-    def get(self, path: Path) -> Any:
-        try:
-            st = path.stat()
-        except OSError:
-            return None
-        sig = (getattr(st, "st_mtime_ns", None) or int(st.st_mtime * 1e9), st.st_size)  # a store's objects: no _ns
-        k = str(path)
-        hit = self.d.get(k)
-        if hit and hit[0] == sig:
-            self.d.move_to_end(k)
-            return hit[1]
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            data = None
-        self.d[k] = (sig, data)
-        while len(self.d) > self.size:
-            self.d.popitem(last=False)
-        return data
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
-
-
-MAX_FALLBACK_BYTES = 2 << 20  # a run without summary.json (older versions): parse its report only if this small
-
-
-_SUMMARY_TYPES = {"dag_id": str, "run_id": str, "kind": str, "outcome": str, "time": str, "drill_totals": dict}
-
-
-def _valid(summary: Any) -> bool:
-    if not isinstance(summary, dict):
-        return False
-    for k, ty in _SUMMARY_TYPES.items():
-        if k in summary and not isinstance(summary[k], ty):
-            return False
-    num = (
-        "groups",
-        "moved",
-        "partitions",
-        "committed",
-        "skipped",
-        "clamped",
-        "lost",
-        "mismatches",
-        "reread",
-        "findings",
-    )
-    return all(summary.get(k) is None or isinstance(summary[k], (int, float)) for k in num)
-
-
-def _unreadable(dag_id: str, folder: str, mtime: float, why: str) -> dict:
-    return {
-        "dag_id": dag_id,
-        "folder": folder,
-        "run_id": folder,
-        "kind": "failover",
-        "outcome": "unreadable",
-        "time": _iso(mtime),
-        "why": why,
-        "drill_totals": {},
-        **{
-            k: None
-            for k in (
-                "groups",
-                "moved",
-                "partitions",
-                "committed",
-                "skipped",
-                "clamped",
-                "lost",
-                "mismatches",
-                "reread",
-                "findings",
-            )
-        },
-    }
-
-
-def scan_runs(root: Path, cache: _JsonCache, limit: int = MAX_RUNS) -> list[dict]:
-    """Runs with a report under ``root/<dag_id>/<run>/``, newest first, from each run's ``summary.json``. A run whose
-    files are missing, too big or malformed is listed as unreadable; it never breaks the page for the others."""
-    found = []
-    if not root.is_dir():
-        return []
-    for dag_dir in root.iterdir():
-        if not dag_dir.is_dir() or dag_dir.name.startswith("."):
-            continue
-        for run in dag_dir.iterdir():
-            files = [p for p in (run / SUMMARY, run / DRILL_JSON, run / REPORT_JSON) if p.is_file()]
-            if files:
-                found.append((max(p.stat().st_mtime for p in files), dag_dir.name, run))
-    found.sort(key=lambda x: x[0], reverse=True)
-    out = []
-    for mtime, dag_id, run in found[:limit]:
-        try:
-            s = summarize_folder(dag_id, run, cache, mtime)
-        except Exception as e:  # noqa: BLE001 - one bad run never breaks the index
-            s = _unreadable(dag_id, run.name, mtime, f"{type(e).__name__}: {e}")
-        out.append(s)
-    return out
-
-
-def summarize_folder(dag_id: str, run: Path, cache: _JsonCache, mtime: float) -> dict:
-    summary = cache.get(run / SUMMARY) if (run / SUMMARY).is_file() else None
-    if summary is None:  # a run written before summary.json existed: its report, if small enough
-        loaded = {}
-        for name in (REPORT_JSON, DRILL_JSON):
-            p = run / name
-            if p.is_file():
-                if p.stat().st_size > MAX_FALLBACK_BYTES:
-                    return _unreadable(dag_id, run.name, mtime, f"{name} is large and the run has no {SUMMARY}")
-                loaded[name] = cache.get(p)
-        rep, drill = loaded.get(REPORT_JSON), loaded.get(DRILL_JSON)
-        if (rep is not None and not isinstance(rep, dict)) or (drill is not None and not isinstance(drill, dict)):
-            return _unreadable(dag_id, run.name, mtime, "report is not a JSON object")
-        if rep is None and drill is None:
-            return _unreadable(dag_id, run.name, mtime, "report is not valid JSON")
-        summary = run_summary(dag_id, (drill or rep).get("run_id", run.name), rep, drill, _iso(mtime))
-    if not _valid(summary):
-        return _unreadable(dag_id, run.name, mtime, "summary has unexpected values")
-    return {**summary, "dag_id": dag_id, "folder": run.name, "run_id": summary.get("run_id") or run.name}
-
-
-# ------------------------------------------------------------------------------------------ rendering
 
 
 def page(title: str, body: str, base: str) -> str:
@@ -780,21 +548,6 @@ def render_live_diff(
     return page(f"Live diff: {dag_id} / {run_id}", body, base)
 
 
-def run_tries(access, dag_id: str, run_id: str) -> list[dict] | None:
-    """The run's task tries for its timeline, from ``access`` (Airflow's database inside Airflow); None when it has
-    none or they cannot be read now (logged: the page is shown without its timeline)."""
-    read = getattr(access, "task_tries", None)
-    if read is None:
-        return None
-    try:
-        return read(dag_id, run_id)
-    except Exception as e:  # noqa: BLE001 - the page without its timeline
-        import logging
-
-        logging.getLogger(__name__).warning("the task tries of %s/%s could not be read: %s", dag_id, run_id, e)
-        return None
-
-
 def target_read_error(e: Exception) -> str:
     """What the live diff says when the target's commits cannot be read: a connection the API server does not have,
     by its name and what to do; any other failure by its kind only (its detail may name the cluster: logged)."""
@@ -812,15 +565,6 @@ def target_read_error(e: Exception) -> str:
         f"The target's commits could not be read now ({type(e).__name__}); the API server's log has the detail. "
         "The run's report shows what verify read back."
     )
-
-
-def target_commits(groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
-    """The groups' commits on the target now, through the ``kafka_target`` connection (the live diff's read)."""
-    from mm2_failover.adapters.config import TARGET_CONN_ID
-    from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
-
-    cluster = KafkaClusterHook(TARGET_CONN_ID, role="target").cluster()
-    return {g: {tp: c.offset for tp, c in cs.items()} for g, cs in cluster.commits_many(groups).items()}
 
 
 def render_trend(drills: list[dict], base: str) -> str:
@@ -1123,221 +867,3 @@ def render_readiness(
         )
     )
     return page(title, body, base)
-
-
-# ------------------------------------------------------------------------------------------ app
-
-
-def create_app(
-    root: Path | Callable[[], Path] | None = None, access=None, commits: Callable[[list[str]], dict] | None = None
-):
-    """The FastAPI app. ``root``: the artifacts folder (default: ``$MM2_FAILOVER_ARTIFACTS`` at request time);
-    ``access``: who may read what (:mod:`mm2_failover.ui_access`; the Airflow plugin passes ``AirflowAccess()``,
-    default ``OpenAccess()``); ``commits``: the live diff's read of the target (default :func:`target_commits`)."""
-    from fastapi import HTTPException
-
-    from mm2_failover.adapters import config
-    from mm2_failover.ui_access import OpenAccess
-
-    access = access or OpenAccess()
-    reader = Depends(access.get_user)
-
-    def readable(user, runs: list[dict]) -> list[dict]:
-        allowed: dict[str, bool] = {}
-        return [r for r in runs if allowed.setdefault(r["dag_id"], access.can_read(user, r["dag_id"]))]
-
-    def must_read(user, dag_id: str) -> None:
-        if not access.can_read(user, dag_id):
-            raise HTTPException(status_code=403, detail=f"your Airflow login may not read the runs of {dag_id}")
-
-    def artifacts():
-        from mm2_failover.adapters.store import as_path
-
-        if root is None:
-            return config.artifacts_root()
-        return as_path(root() if callable(root) else root)  # a local folder or an object store's prefix
-
-    cache = _JsonCache()
-    app = FastAPI(title="mm2-failover reports", docs_url=None, redoc_url=None, openapi_url=None)
-
-    @app.middleware("http")
-    async def security_headers(request, call_next):
-        resp = await call_next(request)
-        for k, v in HEADERS.items():
-            resp.headers.setdefault(k, v)
-        return resp
-
-    def base(request: Request) -> str:
-        return request.scope.get("root_path", "").rstrip("/")
-
-    def run_folder(dag_id: str, run_id: str) -> Path | None:
-        d, r = safe_name(dag_id), safe_name(run_id)
-        if not d or not r or d != dag_id:
-            # the DAG id authorized must be the folder's own: another id that maps to it ('mm2:failover') is not it
-            return None
-        rt = artifacts().resolve()
-        p = (rt / d / r).resolve()
-        return p if p.parent.parent == rt and p.is_dir() else None
-
-    def not_found(request: Request, what: str) -> HTMLResponse:
-        return HTMLResponse(page("Not found", f"<p>{esc(what)}</p>", base(request)), status_code=404)
-
-    @app.get("/", response_class=HTMLResponse)
-    def index(request: Request, limit: int = MAX_RUNS, user=reader):
-        rt = artifacts()
-        runs = readable(user, scan_runs(rt, cache, max(1, min(limit, 5000))))
-        return HTMLResponse(render_index(runs, base(request), rt.is_dir()))
-
-    @app.get("/drills", response_class=HTMLResponse)
-    def drills(request: Request, user=reader):
-        runs = [r for r in readable(user, scan_runs(artifacts(), cache, 5000)) if r["drill_totals"]]
-        return HTMLResponse(render_trend(runs, base(request)))
-
-    @app.get("/readiness", response_class=HTMLResponse)
-    def readiness(request: Request, answer: str = "", group: str = "", over_rpo: bool = False, user=reader):
-        must_read(user, READINESS_DAG)
-        base_dir = artifacts() / READINESS_DAG
-        latest = cache.get(base_dir / "latest.json")
-        folder = run_folder(READINESS_DAG, str(latest.get("folder"))) if isinstance(latest, dict) else None
-        from mm2_failover.adapters.runfolder import RunFolder, RunFolderError
-        from mm2_failover.stages.assess_readiness import history
-
-        try:
-            r = RunFolder(folder).load_readiness(partitions=False) if folder is not None else None
-        except RunFolderError as e:
-            return HTMLResponse(
-                page("Readiness", f"<p class=warn>The newest interval cannot be read: {esc(e)}</p>", base(request)),
-                status_code=500,
-            )
-        hist = history(base_dir, since_s=86400) if base_dir.is_dir() else []
-        answer = answer if answer in ANSWER_FILTERS else ""
-        return HTMLResponse(
-            render_readiness(
-                r.as_dict() if r else None,
-                hist,
-                base(request),
-                answer,
-                group[:200],
-                over_rpo,
-                folder.name if folder else "",
-            )
-        )
-
-    @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
-    def run(request: Request, dag_id: str, run_id: str, user=reader):
-        must_read(user, dag_id)
-        if dag_id not in REPORT_DAGS:  # Airflow shows the plugin's run tab on every DAG's runs: say what is where
-            return HTMLResponse(
-                render_no_report(dag_id, base(request)), status_code=200 if dag_id in NO_REPORT else 404
-            )
-        folder = run_folder(dag_id, run_id)
-        if folder is None:
-            return not_found(
-                request,
-                f"No report for run {run_id} of {dag_id} under the artifacts folder (runs of "
-                "other DAGs, and failover runs that stopped before verify, have none).",
-            )
-        rep = cache.get(folder / REPORT_JSON) if (folder / REPORT_JSON).is_file() else None
-        if rep is not None and isinstance(rep.get("partitions"), str):  # the first rows only, from the Parquet file
-            try:
-                rep = {**rep, "partitions": RunFolder(folder).parquet_rows(REPORT_PARTITIONS, "", MAX_ROWS)}
-            except RunFolderError:
-                rep = {
-                    **rep,
-                    "partitions": [],
-                    "warnings": [*(rep.get("warnings") or []), f"{REPORT_PARTITIONS} cannot be read"],
-                }
-        drill = cache.get(folder / DRILL_JSON) if (folder / DRILL_JSON).is_file() else None
-        if rep is None and drill is None:
-            return not_found(
-                request,
-                f"Run {run_id} of {dag_id} has no report yet (it is still running, or stopped before its last task).",
-            )
-        files = [f for f in SERVED_FILES if (folder / f).is_file()]
-        tries = run_tries(access, dag_id, str((rep or drill or {}).get("run_id") or run_id))
-        return HTMLResponse(render_run(folder.parent.name, folder.name, rep, drill, files, base(request), tries))
-
-    @app.get("/runs/{dag_id}/{run_id}/live-diff", response_class=HTMLResponse)
-    def live_diff(request: Request, dag_id: str, run_id: str, group: str = "", user=reader):
-        import logging
-
-        from mm2_failover.adapters.runfolder import now_iso
-        from mm2_failover.rules import plandiff
-
-        must_read(user, dag_id)
-        folder = run_folder(dag_id, run_id)
-        if folder is None or not (folder / PLAN_JSON).is_file():
-            return not_found(
-                request, f"Run {run_id} of {dag_id} has no plan (build_plan has not run, or this DAG builds none)."
-            )
-        contains = group[:200]
-        try:
-            rec = RunFolder(folder).load_plan()
-        except RunFolderError as e:
-            logging.getLogger(__name__).warning("live diff of %s/%s: %s", dag_id, folder.name, e)
-            return not_found(
-                request, f"The plan of run {run_id} of {dag_id} cannot be read (the API server's log says why)."
-            )
-        writes = [r.as_dict() for r in rec.plan.rows if r.writes]
-        groups, left_out = plandiff.select_groups([w["group"] for w in writes], contains)
-        read_at = now_iso()
-        try:
-            now = (commits or target_commits)(groups) if groups else {}
-        except Exception as e:  # noqa: BLE001 - the page says so; the detail (it may name the cluster) is logged
-            logging.getLogger(__name__).warning(
-                "live diff of %s/%s: the target's commits could not be read: %s", dag_id, folder.name, e
-            )
-            return HTMLResponse(
-                render_live_diff(
-                    dag_id, folder.name, run_id, None, contains, read_at, base(request), error=target_read_error(e)
-                ),
-                status_code=502,
-            )
-        d = plandiff.diff(writes, now, groups, left_out)
-        return HTMLResponse(render_live_diff(dag_id, folder.name, run_id, d, contains, read_at, base(request)))
-
-    @app.get("/runs/{dag_id}/{run_id}/{name}")
-    def raw(request: Request, dag_id: str, run_id: str, name: str, user=reader):
-        must_read(user, dag_id)
-        folder = run_folder(dag_id, run_id)
-        if folder is None or name not in SERVED_FILES or not (folder / name).is_file():
-            return PlainTextResponse("not found", status_code=404)
-        if name in STREAMED_FILES:
-            from mm2_failover.adapters.store import is_remote
-
-            if not is_remote(folder):
-                return FileResponse(folder / name, media_type=SERVED_FILES[name], filename=name)
-
-            def chunks(p=folder / name):
-                with p.open("rb") as fh:
-                    while chunk := fh.read(1 << 20):
-                        yield chunk
-
-            return StreamingResponse(
-                chunks(),
-                media_type=SERVED_FILES[name],
-                headers={"Content-Disposition": f'attachment; filename="{name}"'},
-            )
-        if name.endswith(".json"):
-            data = cache.get(folder / name)
-            return Response(json.dumps(scrub(data), indent=2, sort_keys=True), media_type=SERVED_FILES[name])
-        return PlainTextResponse((folder / name).read_text(errors="replace"), media_type=SERVED_FILES[name])
-
-    return app
-
-
-def main() -> None:  # pragma: no cover - a standalone server for the reports (no Airflow)
-    import argparse
-
-    import uvicorn
-
-    ap = argparse.ArgumentParser(description="Serve the mm2-failover reports pages without Airflow (read-only).")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8099)
-    ap.add_argument("--artifacts", default=os.environ.get("MM2_FAILOVER_ARTIFACTS"))
-    a = ap.parse_args()
-    uvicorn.run(create_app(a.artifacts or None), host=a.host, port=a.port)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

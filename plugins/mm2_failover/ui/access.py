@@ -7,7 +7,7 @@ Airflow exposes to plugin apps (``airflow.api_fastapi.core_api.security``).
 * ``can_read(user, dag_id)``: the auth manager's ``is_authorized_dag(GET, RUN)`` for that DAG. The run pages and
   their files answer 403 without it; the index and the drill trend list only the runs of DAGs the reader may read.
 
-:class:`OpenAccess` is for the stand-alone server (``python -m mm2_failover.ui``, no Airflow): anyone who can
+:class:`OpenAccess` is for the stand-alone server (``python -m mm2_failover.ui.app``, no Airflow): anyone who can
 reach its (loopback by default) port reads every report.
 """
 
