@@ -12,9 +12,9 @@ from datetime import timedelta
 
 from airflow.sdk import DAG, task
 
-from mm2_failover.adapters.config import text_template
 from mm2_failover.dag_defaults import apply_task_defaults, run_deadline
 from mm2_failover.params import rollback_params
+from mm2_failover.rules.run_params import text_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 
 with DAG(

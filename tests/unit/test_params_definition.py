@@ -1,7 +1,7 @@
-"""Issue 32, issue 51: RunParams' fields (name, type, default) and config.PARAMS (title, help, section, flag, bounds,
-the allowed values with their labels, whether a run's results depend on it) are the one definition of every run
-parameter; RunParams.CHOICES and RESULT_PARAMS, the trigger form (params.py) and the CLI's flags (cli.py) are
-generated from them. This compares them."""
+"""Issue 32, issue 51: rules/run_params.PARAMS (default and so type, title, help, section, flag, bounds, the allowed
+values with their labels, whether a run's results depend on it) is the one definition of every run parameter;
+RunParams (its fields, CHOICES and RESULT_PARAMS), the trigger form (params.py), the CLI's flags (cli.py) and the
+reference page are generated from it. This compares them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import fields
 import pytest
 
 from mm2_failover import cli
-from mm2_failover.adapters.config import PARAMS, SECTIONS, RunParams
+from mm2_failover.rules.run_params import PARAMS, SECTIONS, RunParams
 
 NAMES = [f.name for f in fields(RunParams)]
 D = RunParams()
@@ -123,7 +123,7 @@ def test_the_parameters_reference_page_is_generated_from_the_definition():
     writes it), so a parameter added there appears on the page as in the form and the CLI."""
     from pathlib import Path
 
-    from mm2_failover.adapters.config import PARAMS, RunParams, parameters_markdown
+    from mm2_failover.rules.run_params import PARAMS, RunParams, parameters_markdown
 
     page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "parameters.md"
     assert page.read_text() == parameters_markdown(), "docs/reference/parameters.md is out of date: run make reference"
