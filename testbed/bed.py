@@ -512,7 +512,7 @@ class Bed(StartedInContext):
     def run_context(self, folder, timeout: float = 15.0, **params):
         """A run on this bed as the CLI builds it (``RunContext.from_cli``), in ``folder``, with these run
         parameters over a drain's quiet window of 1 s."""
-        from mm2_failover.adapters.config import RunParams
+        from mm2_failover.rules.run_params import RunParams
         from mm2_failover.stages.context import RunContext
 
         confs = {

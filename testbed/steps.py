@@ -3,8 +3,8 @@ MM2 wrote, its snapshot and latest checkpoints, and the run's context as the CLI
 
 from __future__ import annotations
 
-from mm2_failover.adapters.config import RunParams
 from mm2_failover.adapters.runfolder import RunFolder
+from mm2_failover.rules.run_params import RunParams
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.snapshot import capture_snapshot
 from testbed import scenario

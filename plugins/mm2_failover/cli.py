@@ -49,13 +49,14 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from mm2_failover.adapters import config
-from mm2_failover.adapters.config import RunParams
 from mm2_failover.adapters.runfolder import ROLLBACK, head_text
 from mm2_failover.rules.listing import FORMATS, Listing, render
+from mm2_failover.rules.run_params import PARAMS, TOPOLOGY, ParamSpec, RunParams
 from mm2_failover.stages.outcomes import EXIT_FAILED, EXIT_LIVE, EXIT_OK, EXIT_USAGE
 
 log = logging.getLogger("mm2_failover")
@@ -198,48 +199,47 @@ def bounded_int(low: int, high: int | None):
 
 @functools.cache
 def flag_defaults() -> dict:
-    """Each run parameter's default on the command line: the deployment's topology where it is set once
-    (:func:`mm2_failover.adapters.config.deployment_defaults`: ``AIRFLOW__MM2_FAILOVER__*``), else the definition's."""
+    """The run parameters' defaults on the command line that are not the definition's: the deployment's topology
+    where it is set once (:func:`mm2_failover.adapters.config.deployment_defaults`: ``AIRFLOW__MM2_FAILOVER__*``);
+    every other flag defaults to its definition's default."""
     from mm2_failover.adapters.config import deployment_defaults
 
     try:
-        deployed = deployment_defaults()
+        return deployment_defaults()
     except ValueError as e:
         raise CliError(EXIT_USAGE, str(e)) from None
-    return {**RunParams().as_dict(), **deployed}
 
 
-def add_param(p: argparse.ArgumentParser, name: str) -> None:
-    """Run parameter ``name`` as a flag (none when its definition says it is not on the command line)."""
-    from mm2_failover.adapters.config import PARAMS
-
-    spec = PARAMS[name]
+def add_param(p: argparse.ArgumentParser, name: str, specs: Mapping[str, ParamSpec] = PARAMS) -> None:
+    """Run parameter ``name`` of ``specs`` (default: the one definition) as a flag (none when its definition says it
+    is not on the command line)."""
+    spec = specs[name]
     flag = spec.cli_flag(name)
     if flag is None:
         return
-    default = flag_defaults()[name]
+    default = flag_defaults().get(name, spec.default_value())
     help_ = spec.cli_help or spec.help.split(". ")[0].rstrip(".")
     if isinstance(default, bool):  # the flag's meaning is the definition's (--no-x turns x off), its default the
         # deployment's: a switch that only says what is already in force changes nothing
         p.add_argument(
             flag,
             dest=name,
-            action="store_false" if getattr(RunParams(), name) else "store_true",
+            action="store_false" if spec.default else "store_true",
             default=default,
             help=help_,
         )
     elif isinstance(default, int):
-        p.add_argument(flag, dest=name, type=bounded_int(*spec.bounds), default=default, help=help_)
+        parse = bounded_int(*spec.bounds) if spec.bounds else int
+        p.add_argument(flag, dest=name, type=parse, default=default, help=help_)
     else:
-        p.add_argument(flag, dest=name, default=default, choices=RunParams.CHOICES.get(name), help=help_)
+        p.add_argument(flag, dest=name, default=default, choices=spec.choices, help=help_)
 
 
-def add_params(p: argparse.ArgumentParser) -> None:
-    """The run parameters as flags, generated from their one definition (:class:`RunParams`'s defaults and choices,
-    :data:`mm2_failover.adapters.config.PARAMS`' flags, help and bounds): a boolean that is off by default is a switch that
-    turns it on, one that is on has a ``--no-...`` switch; integers are checked against their bounds."""
-    from dataclasses import fields
-
+def add_params(p: argparse.ArgumentParser, specs: Mapping[str, ParamSpec] = PARAMS) -> None:
+    """The run parameters as flags, generated from their one definition (``specs``, default
+    :data:`mm2_failover.rules.run_params.PARAMS`: defaults, choices, flags, help and bounds): a boolean that is off by
+    default is a switch that turns it on, one that is on has a ``--no-...`` switch; integers are checked against their
+    bounds."""
     p.add_argument(
         "--run-dir",
         type=run_dir_arg,
@@ -247,8 +247,8 @@ def add_params(p: argparse.ArgumentParser) -> None:
         "(s3://bucket/prefix; default: a new one under "
         "$MM2_FAILOVER_ARTIFACTS/cli/)",
     )
-    for f in fields(RunParams):
-        add_param(p, f.name)
+    for name in specs:
+        add_param(p, name, specs)
     p.add_argument("--spark-master", default=None)
     p.add_argument(
         "--spark-remote",
@@ -306,7 +306,9 @@ def command_parser(sub, name: str, help_: str, description: str | None = None) -
     return p
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(specs: Mapping[str, ParamSpec] = PARAMS) -> argparse.ArgumentParser:
+    """The command line; its commands' run-parameter flags are generated from ``specs`` (default: the one definition,
+    :data:`mm2_failover.rules.run_params.PARAMS`)."""
     from mm2_failover import __version__
 
     ap = argparse.ArgumentParser(
@@ -327,7 +329,7 @@ def parser() -> argparse.ArgumentParser:
         ),
         ("audit", "pre-flight audit of MM2's settings (--mm2-config) and what the clusters show"),
     ]:
-        add_params(command_parser(sub, name, help_))
+        add_params(command_parser(sub, name, help_), specs)
     p = command_parser(
         sub,
         "apply",
@@ -344,10 +346,10 @@ def parser() -> argparse.ArgumentParser:
         metavar="RUN_DIR",
         help="apply the plan in this run folder, with the parameters it was built with",
     )
-    add_params(p)
+    add_params(p, specs)
     p = command_parser(sub, "drill", "DR drill: lag, dry-run plan and findings; writes only for a drill prefix")
     p.add_argument("--allow-drill-writes-for-prefix", default="")
-    add_params(p)
+    add_params(p, specs)
     p = command_parser(
         sub,
         "readiness",
@@ -362,7 +364,7 @@ def parser() -> argparse.ArgumentParser:
         default=3,
         help="say so when mm2_sync_archive has not succeeded for this many 5-minute intervals",
     )
-    add_params(p)
+    add_params(p, specs)
     p = command_parser(
         sub,
         "rollback",
@@ -372,8 +374,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--backup", type=Path, required=True)
     p.add_argument("--force", action="store_true", help="also rewind partitions committed since the failover")
-    add_param(p, "apply_concurrency")
-    add_param(p, "lock_wait_seconds")
+    add_param(p, "apply_concurrency", specs)
+    add_param(p, "lock_wait_seconds", specs)
     return ap
 
 
@@ -400,7 +402,6 @@ def confs_of(a: argparse.Namespace) -> tuple[dict[str, dict], dict[str, str]]:
 
 
 def context_of(a: argparse.Namespace, command: str):
-    from mm2_failover.adapters.config import TOPOLOGY
     from mm2_failover.stages.context import RunContext
     from mm2_failover.stages.preflight import check_inputs
 
@@ -453,8 +454,6 @@ def planned_params(a: argparse.Namespace) -> dict:
             f"--plan {a.plan}: no plan in that folder. Build one first: {prog_name()} plan "
             f"--run-dir {a.plan} ... (or apply without --plan)",
         )
-    from mm2_failover.adapters.config import PARAMS
-
     typed = {tok.split("=", 1)[0] for tok in (a.argv or []) if tok.startswith("--")}
     given = {
         k: getattr(a, k) for k in RunParams.RESULT_PARAMS if hasattr(a, k) and PARAMS[k].cli_flag(k) in typed

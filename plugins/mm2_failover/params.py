@@ -1,18 +1,17 @@
 """The trigger form of the failover DAGs: every run parameter with a title, a description, a type, a section and
-validation (a bad value is refused before any task runs), generated from their one definition -
-:class:`mm2_failover.adapters.config.RunParams` (defaults, allowed values) and :data:`mm2_failover.adapters.config.PARAMS` (titles,
-help, sections, bounds). Defaults are the safe choice."""
+validation (a bad value is refused before any task runs), generated from their one definition,
+:data:`mm2_failover.rules.run_params.PARAMS` (defaults, types, allowed values, titles, help, sections, bounds). Defaults
+are the safe choice."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from collections.abc import Mapping
 
 from airflow.sdk import Param
 
-from mm2_failover.adapters.config import PARAMS, SECTIONS, RunParams, deployment_defaults
+from mm2_failover.adapters.config import deployment_defaults
+from mm2_failover.rules.run_params import PARAMS, SECTIONS, ParamSpec, RunParams
 
-_D = RunParams()
-_C = RunParams.CHOICES
 _TYPES = {str: "string", bool: "boolean", int: "integer", dict: "object"}
 
 
@@ -28,18 +27,21 @@ def optional_text(default) -> bool:
     return isinstance(default, str) and default == ""
 
 
-def form_param(name: str, asked: bool = False, defaults: dict | None = None) -> Param:
-    """The trigger form's field of run parameter ``name``, generated from its one definition: the default and type
-    from :class:`RunParams` - or the deployment's topology (``defaults``: :func:`mm2_failover.adapters.config.
-    deployment_defaults`) -, the allowed values (``enum``), the bounds, title, help, section and further schema keys
-    from :data:`mm2_failover.adapters.config.PARAMS`. An optional text is nullable (None, rendered "" in the operators'
+def form_param(
+    name: str, asked: bool = False, defaults: dict | None = None, specs: Mapping[str, ParamSpec] = PARAMS
+) -> Param:
+    """The trigger form's field of run parameter ``name``, generated from its one definition (``specs``, default
+    :data:`mm2_failover.rules.run_params.PARAMS`): the default - or the deployment's topology (``defaults``:
+    :func:`mm2_failover.adapters.config.deployment_defaults`) - and type, the allowed values (``enum``), the bounds,
+    title, help, section and further schema keys. An optional text is nullable (None, rendered "" in the operators'
     templates); ``asked``: no default, the form requires a value."""
-    spec, default = PARAMS[name], (defaults or {}).get(name, getattr(_D, name))
-    schema: dict = {"type": _TYPES[type(getattr(_D, name))], "title": spec.title, "section": spec.section}
+    spec = specs[name]
+    default = (defaults or {}).get(name, spec.default)
+    schema: dict = {"type": _TYPES[spec.type], "title": spec.title, "section": spec.section}
     if optional_text(default):
         schema["type"], default = ["null", "string"], None
-    if name in _C:
-        schema["enum"] = list(_C[name])
+    if spec.choices:
+        schema["enum"] = list(spec.choices)
         schema["values_display"] = dict(spec.labels or {})  # the form shows these; the run receives the value
     if spec.bounds is not None:
         schema["minimum"] = spec.bounds[0]
@@ -50,15 +52,16 @@ def form_param(name: str, asked: bool = False, defaults: dict | None = None) -> 
     return Param(dict(default) if isinstance(default, dict) else default, description=spec.help, **schema, **spec.form)
 
 
-def failover_params(scheduled: bool = False) -> dict[str, Param]:
-    """Every run parameter, in the order of the form's sections; ``scheduled``: for a DAG on a schedule, where
-    nobody types into a form, the :data:`ASKED` ones keep their defaults."""
+def failover_params(scheduled: bool = False, specs: Mapping[str, ParamSpec] = PARAMS) -> dict[str, Param]:
+    """Every run parameter of ``specs`` (default: the one definition), in the order of the form's sections;
+    ``scheduled``: for a DAG on a schedule, where nobody types into a form, the :data:`ASKED` ones keep their
+    defaults."""
     order = {sec: i for i, sec in enumerate(SECTIONS)}
-    names = [f.name for f in fields(RunParams)]
+    names = list(specs)
     deployed = deployment_defaults()  # the topology set once for the deployment: every DAG's defaults
     return {
-        n: form_param(n, asked=n in ASKED and not scheduled, defaults=deployed)
-        for n in sorted(names, key=lambda n: (order[PARAMS[n].section], names.index(n)))
+        n: form_param(n, asked=n in ASKED and not scheduled, defaults=deployed, specs=specs)
+        for n in sorted(names, key=lambda n: (order[specs[n].section], names.index(n)))
     }
 
 
@@ -90,10 +93,11 @@ def rollback_params() -> dict[str, Param]:
     }
 
 
-def run_params_template(params: dict) -> dict[str, str]:
+def run_params_template(params: dict, params_class: type = RunParams) -> dict[str, str]:
     """The ``run_params`` argument of the pipeline's operators in a DAG with these params: ``{{ params.x }}`` for
-    each run parameter the DAG has."""
-    return {k: v for k, v in RunParams.templates().items() if k in params}
+    each run parameter the DAG has (``params_class``: the class generated from the definition,
+    :func:`mm2_failover.rules.run_params.run_params_class`)."""
+    return {k: v for k, v in params_class.templates().items() if k in params}
 
 
 def archive_params() -> dict[str, Param]:

@@ -7,7 +7,7 @@ parameters' definition."""
 from __future__ import annotations
 
 from mm2_failover import __version__
-from mm2_failover.adapters.config import CONFIG_SECTION, PARAMS, TOPOLOGY, RunParams
+from mm2_failover.rules.run_params import CONFIG_SECTION, PARAMS, TOPOLOGY, RunParams
 
 #: the [mm2_failover] options that are not run parameters: rule 8 of mm2_failover.rules.notify, approval rule 6
 OTHER_OPTIONS = {

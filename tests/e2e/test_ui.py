@@ -884,7 +884,7 @@ def trigger_in_browser(page, af, dag_id: str, fill: dict[str, str], switches: tu
     form's own "Unpause on trigger" box, left as it opens. Returns the run id the UI moves to."""
     from playwright.sync_api import expect
 
-    from mm2_failover.adapters.config import PARAMS
+    from mm2_failover.rules.run_params import PARAMS
 
     page.goto(f"{af.base}/dags/{dag_id}")
     page.get_by_role("button", name="Trigger").first.click()

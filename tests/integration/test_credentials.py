@@ -27,10 +27,11 @@ def test_yarn_and_kubernetes_submissions_carry_no_secret_on_the_command_line(mon
     from mm2_failover.adapters import config
     from mm2_failover.adapters.runfolder import RunFolder, Snapshot
     from mm2_failover.adapters.spark import job_submission
+    from mm2_failover.rules.run_params import RunParams
 
     cp = "primary.checkpoints.internal"
     snap = Snapshot("t", {"primary": cp}, {(cp, 0): 10}, {(cp, 0): 0}, {}, {}, {}, {})
-    with job_submission(config.RunParams(), RunFolder(tmp_path / "run"), snap, target_conf("kafka:9093")) as sub:
+    with job_submission(RunParams(), RunFolder(tmp_path / "run"), snap, target_conf("kafka:9093")) as sub:
         # YARN; Kubernetes turns the same env_vars into spark.kubernetes.driverEnv.* (its hook needs the kubernetes
         # package, not installed here): the environment carries no secret, so neither command line can
         assert not any(PASSWORD in v for v in sub.env.values())

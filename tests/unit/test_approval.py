@@ -284,7 +284,8 @@ def test_rule6_an_approval_by_the_user_who_triggered_is_refused_where_asked(requ
 def test_rule6_the_deployment_can_require_four_eyes_where_the_trigger_form_cannot_turn_it_off(monkeypatch):
     """A review: approver_not_triggerer on the trigger form is the triggering user's to untick; the deployment's
     [mm2_failover] approver_not_triggerer holds whatever the form says."""
-    from mm2_failover.adapters.config import RunParams, four_eyes
+    from mm2_failover.adapters.config import four_eyes
+    from mm2_failover.rules.run_params import RunParams
 
     assert not four_eyes(RunParams()) and four_eyes(RunParams(approver_not_triggerer=True))
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__APPROVER_NOT_TRIGGERER", "True")

@@ -11,8 +11,8 @@ import types
 
 import pytest
 
-from mm2_failover.adapters.config import RunParams
 from mm2_failover.adapters.runfolder import RunFolder
+from mm2_failover.rules.run_params import RunParams
 from mm2_failover.stages import compute_checkpoints as stage
 from mm2_failover.stages import outcomes
 from mm2_failover.stages.errors import ConfigurationError, JobFailed, JobUnreachable, QuarantineRefused

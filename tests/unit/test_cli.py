@@ -59,8 +59,6 @@ def test_logging_stays_on_stderr_when_a_connection_is_read_the_airflow_way(tmp_p
 def test_the_readiness_command_runs_the_readiness_dags_tasks_in_their_order(tmp_path):
     """One pipeline, two entry points: ``python -m mm2_failover readiness`` (and the bench) run exactly the steps the
     mm2_failover_readiness DAG's tasks run, in the DAG's order; its folder is one the Readiness page reads."""
-    import ast
-    from pathlib import Path
 
     from mm2_failover import cli
 
@@ -79,17 +77,14 @@ def test_the_readiness_command_runs_the_readiness_dags_tasks_in_their_order(tmp_
     ctx = type("Ctx", (), {"params": cli.RunParams()})()
     steps = [name for name, _ in cli.readiness_steps(a, ctx)]
     assert ctx.params.dry_run is True  # never writes
-    dag = Path(__file__).resolve().parents[2] / "dags" / "mm2_failover_readiness.py"
-    chain = next(
-        n for n in ast.walk(ast.parse(dag.read_text())) if isinstance(n, ast.Expr) and isinstance(n.value, ast.BinOp)
-    )
-    wired = []
-    node = chain.value
-    while isinstance(node, ast.BinOp):
-        wired.insert(0, node.right)
-        node = node.left
-    wired.insert(0, node)
-    names = [x.func.id if isinstance(x, ast.Call) else "compute_latest_checkpoints" for x in wired]
+    from mm2_failover.dags.readiness_dag import readiness_dag
+
+    dag = readiness_dag()  # the DAG as its factory wires it: a chain, followed from its first task
+    [task] = [t for t in dag.tasks if not t.upstream_task_ids]
+    names = [task.task_id]
+    while task.downstream_task_ids:
+        [task] = [dag.get_task(t) for t in task.downstream_task_ids]
+        names.append(task.task_id)
     assert steps == names
     r = run_cli("readiness", "--help")
     assert r.returncode == 0 and "--archive-stale-intervals" in r.stdout

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from mm2_failover.adapters import config
+from mm2_failover.rules.run_params import RunParams
 from testbed import localenv
 from testbed.bed import Bed, Broker
 
@@ -480,7 +481,7 @@ def test_mm2_runs_dedicated_mode_with_the_beds_properties(services):
     assert path.is_file(), f"{m[0]['source']} does not exist"
     props = read_properties(path)
     assert [a.strip() for a in props["clusters"].split(",")] == ["primary", "backup"]
-    assert config.RunParams().source_alias == "primary"
+    assert RunParams().source_alias == "primary"
     assert props["sync.group.offsets.enabled"] == "false"
     assert props["primary->backup.enabled"] == "true"
     # exactly the bed's settings, with the compose services as bootstrap servers

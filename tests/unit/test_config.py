@@ -251,7 +251,7 @@ def test_a_value_outside_a_parameters_allowed_values_is_refused_whatever_the_ent
     """Issue 32: allowed values were checked by the trigger form and the CLI's argparse only; a value that bypassed
     them (a REST trigger's conf, an operator's templated argument) silently meant something else - translation
     'exactt' ran as 'checkpoint'."""
-    from mm2_failover.adapters.config import RunParams
+    from mm2_failover.rules.run_params import RunParams
 
     with pytest.raises(ValueError, match=f"parameter {name}: "):
         RunParams.from_mapping({name: value})

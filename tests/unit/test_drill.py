@@ -231,8 +231,8 @@ def drill_run(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
     from mm2_failover.adapters import config
-    from mm2_failover.adapters.config import RunParams
     from mm2_failover.adapters.runfolder import RunFolder, Snapshot, SourceState
+    from mm2_failover.rules.run_params import RunParams
     from mm2_failover.stages import drill_report as drill_stage
     from mm2_failover.stages.context import RunContext
 

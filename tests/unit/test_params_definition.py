@@ -1,7 +1,7 @@
-"""Issue 32, issue 51: RunParams' fields (name, type, default) and config.PARAMS (title, help, section, flag, bounds,
-the allowed values with their labels, whether a run's results depend on it) are the one definition of every run
-parameter; RunParams.CHOICES and RESULT_PARAMS, the trigger form (params.py) and the CLI's flags (cli.py) are
-generated from them. This compares them."""
+"""Issue 32, issue 51: rules/run_params.PARAMS (default and so type, title, help, section, flag, bounds, the allowed
+values with their labels, whether a run's results depend on it) is the one definition of every run parameter;
+RunParams (its fields, CHOICES and RESULT_PARAMS), the trigger form (params.py), the CLI's flags (cli.py) and the
+reference page are generated from it. This compares them."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ from dataclasses import fields
 import pytest
 
 from mm2_failover import cli
-from mm2_failover.adapters.config import PARAMS, SECTIONS, RunParams
+from mm2_failover.rules.run_params import PARAMS, SECTIONS, RunParams
 
 NAMES = [f.name for f in fields(RunParams)]
 D = RunParams()
 
 
-def the_cli_flags() -> dict[str, argparse.Action]:
-    apply = next(a for a in cli.parser()._subparsers._group_actions[0].choices.items() if a[0] == "apply")[1]
-    return {a.dest: a for a in apply._actions}
+def the_cli_flags(ap: argparse.ArgumentParser | None = None, command: str = "apply") -> dict[str, argparse.Action]:
+    ap = cli.parser() if ap is None else ap
+    sub = next(a for a in ap._subparsers._group_actions[0].choices.items() if a[0] == command)[1]
+    return {a.dest: a for a in sub._actions}
 
 
 def test_every_parameter_has_one_definition_and_a_section():
@@ -123,7 +124,7 @@ def test_the_parameters_reference_page_is_generated_from_the_definition():
     writes it), so a parameter added there appears on the page as in the form and the CLI."""
     from pathlib import Path
 
-    from mm2_failover.adapters.config import PARAMS, RunParams, parameters_markdown
+    from mm2_failover.rules.run_params import PARAMS, RunParams, parameters_markdown
 
     page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "parameters.md"
     assert page.read_text() == parameters_markdown(), "docs/reference/parameters.md is out of date: run make reference"
@@ -183,3 +184,146 @@ def test_a_bad_topology_in_the_configuration_is_a_usage_error_naming_it():
     assert (
         r.returncode == 2 and "[mm2_failover] in Airflow's configuration: parameter offset_syncs_location" in r.stderr
     )
+
+
+def test_a_parameter_added_in_one_place_appears_in_runparams_the_form_the_cli_and_the_page(capsys):
+    """Issue 51 item 2: two ParamSpecs added to a copy of the definition - and nothing else written - are fields of
+    the RunParams generated from it, fields of the trigger form, flags of the CLI and rows of the reference page, each
+    with its default, bounds or allowed values, title and help; an existing parameter changed in the copy changes in
+    all four (no generator reads anything but the definition it is given). Today's definition is left as it was."""
+    from dataclasses import replace
+
+    from mm2_failover.params import failover_params, run_params_template
+    from mm2_failover.rules.run_params import ParamSpec, parameters_markdown, run_params_class, text_template
+
+    colours = {"blue": "blue: the report's usual colour", "green": "green: the other colour"}
+    specs = {
+        **PARAMS,
+        "fetch_batch": ParamSpec(
+            default=500,
+            title="Fetch batch",
+            help="How many records one read asks for. A test's parameter.",
+            section="Advanced",
+            bounds=(10, 1000),
+        ),
+        "report_colour": ParamSpec(
+            default="blue",
+            title="Report colour",
+            help="Which colour the report is drawn in.",
+            section="What to move",
+            labels=colours,
+            binds=True,
+            cli_help="the report's colour",
+        ),
+        "lock_wait_seconds": replace(PARAMS["lock_wait_seconds"], default=7, bounds=(5, 9), title="Lock wait (test)"),
+    }
+
+    # RunParams: the fields, their defaults and types, the allowed values, what binds a run, the checks, the templates
+    cls = run_params_class(specs)
+    assert [f.name for f in fields(cls)] == [*NAMES, "fetch_batch", "report_colour"]
+    assert {f.name: f.type for f in fields(cls)}["fetch_batch"] is int
+    assert (cls().fetch_batch, cls().report_colour, cls().lock_wait_seconds) == (500, "blue", 7)
+    assert cls.CHOICES["report_colour"] == ("blue", "green")
+    assert "report_colour" in cls.RESULT_PARAMS and "fetch_batch" not in cls.RESULT_PARAMS
+    assert cls.from_mapping({"fetch_batch": "20", "report_colour": "green"}).fetch_batch == 20
+    for bad in ({"fetch_batch": 9}, {"fetch_batch": 1001}, {"report_colour": "red"}, {"lock_wait_seconds": 10}):
+        with pytest.raises(ValueError, match=f"parameter {next(iter(bad))}"):
+            cls(**bad)
+    assert run_params_template({"fetch_batch": 1, "report_colour": None}, cls) == {
+        "fetch_batch": "{{ params.fetch_batch }}",
+        "report_colour": text_template("report_colour"),
+    }
+
+    # the trigger form: the field, its default, type, bounds or allowed values with their labels, title, help, section
+    form = failover_params(specs=specs)
+    batch, colour, wait = form["fetch_batch"], form["report_colour"], form["lock_wait_seconds"]
+    assert list(form)[-1] == "fetch_batch"  # Advanced, the form's last section, after today's parameters there
+    assert (batch.value, batch.description) == (500, specs["fetch_batch"].help)
+    assert batch.schema == {
+        "type": "integer",
+        "title": "Fetch batch",
+        "section": "Advanced",
+        "minimum": 10,
+        "maximum": 1000,
+    }
+    assert (colour.value, colour.description, colour.schema["title"]) == (
+        "blue",
+        specs["report_colour"].help,
+        "Report colour",
+    )
+    assert (colour.schema["section"], colour.schema["enum"], colour.schema["values_display"]) == (
+        "What to move",
+        ["blue", "green"],
+        colours,
+    )
+    assert (wait.value, wait.schema["minimum"], wait.schema["maximum"], wait.schema["title"]) == (
+        7,
+        5,
+        9,
+        "Lock wait (test)",
+    )
+    assert batch.resolve(20) == 20 and colour.resolve("green") == "green"
+    for field_, value in ((batch, 9), (batch, 1001), (colour, "red"), (wait, 10)):
+        with pytest.raises(ValueError):  # the form refuses it (Airflow's ParamValidationError)
+            field_.resolve(value)
+
+    # the CLI: the flags, their defaults and help; a value outside the bounds or the allowed values is refused
+    ap = cli.parser(specs)
+    a = ap.parse_args(["plan"])
+    assert (a.fetch_batch, a.report_colour, a.lock_wait_seconds) == (500, "blue", 7)
+    a = ap.parse_args(["plan", "--fetch-batch", "20", "--report-colour", "green"])
+    assert (a.fetch_batch, a.report_colour) == (20, "green")
+    assert ap.parse_args(["rollback", "--backup", "b.json", "--lock-wait-seconds", "9"]).lock_wait_seconds == 9
+    flags = the_cli_flags(ap, "plan")
+    assert (flags["fetch_batch"].help, flags["report_colour"].help) == (
+        "How many records one read asks for",
+        "the report's colour",
+    )
+    assert tuple(flags["report_colour"].choices) == ("blue", "green")
+    for argv in (
+        ["plan", "--fetch-batch", "9"],
+        ["plan", "--fetch-batch", "1001"],
+        ["plan", "--report-colour", "red"],
+        ["rollback", "--backup", "b.json", "--lock-wait-seconds", "10"],
+    ):
+        with pytest.raises(SystemExit):
+            ap.parse_args(argv)
+
+    # the reference page: a row in its section with the default, the bounds or allowed values, the flag, binds, help
+    page = parameters_markdown(specs)
+    advanced = page.split("\n## Advanced\n", 1)[1]
+    assert (
+        "| `fetch_batch` (Fetch batch) | `500` | 10 to 1000 | `--fetch-batch` |  | How many records one read asks for. "
+        "A test's parameter. |" in advanced
+    )
+    moving = page.split("\n## What to move\n", 1)[1].split("\n## ", 1)[0]
+    assert (
+        "| `report_colour` (Report colour) | `blue` | `blue`: blue: the report's usual colour; `green`: green: the "
+        "other colour | `--report-colour` | yes | Which colour the report is drawn in. |" in moving
+    )
+    assert "| `lock_wait_seconds` (Lock wait (test)) | `7` | 5 to 9 | `--lock-wait-seconds` |" in page
+
+    # today's definition and what is generated from it: as they were
+    assert "fetch_batch" not in PARAMS and not hasattr(RunParams(), "fetch_batch")
+    assert RunParams().lock_wait_seconds == PARAMS["lock_wait_seconds"].default != 7
+    assert "fetch_batch" not in failover_params() and "fetch_batch" not in parameters_markdown()
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["plan", "--fetch-batch", "20"])
+    capsys.readouterr()  # argparse's refusals
+
+
+def test_a_definition_the_generators_could_not_carry_is_refused_naming_the_parameter():
+    from mm2_failover.rules.run_params import ParamSpec, run_params_class
+
+    def spec(**kw) -> dict:
+        return {"x": ParamSpec(**{"title": "X", "help": "X.", "section": "Advanced", **kw})}
+
+    for kw, says in (
+        ({"default": 1.5}, "parameter x: a default of type float"),
+        ({"default": "a", "bounds": (0, 1)}, "parameter x: bounds are for a whole number"),
+        ({"default": 1, "labels": {"1": "1: one"}}, "parameter x: allowed values are for a text"),
+        ({"default": 0, "bounds": (1, 9)}, "parameter x: 0 is not a whole number from 1 to 9"),
+        ({"default": "c", "labels": {"a": "a: A", "b": "b: B"}}, "parameter x: 'c' is not one of a, b"),
+    ):
+        with pytest.raises(ValueError, match=says):
+            run_params_class(spec(**kw))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.adapters.config import RunParams
 from mm2_failover.adapters.runfolder import RunFolder, RunFolderError
 from mm2_failover.rules.checkpoints import Checkpoint
+from mm2_failover.rules.run_params import RunParams
 from mm2_failover.stages.compute_checkpoints import selected_checkpoint_groups, selected_checkpoints
 from mm2_failover.stages.context import RunContext
 from testbed.scenario import write_latest

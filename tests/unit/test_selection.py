@@ -48,7 +48,7 @@ def test_bad_patterns_name_the_parameter(inc, exc, what):
 
 
 def test_of_params():
-    from mm2_failover.adapters.config import RunParams
+    from mm2_failover.rules.run_params import RunParams
 
     s = GroupSelection.of(RunParams(groups_regex="a.*", groups_exclude_regex="ab"))
     assert s.select(["a", "ab", "ac"]) == ["a", "ac"]

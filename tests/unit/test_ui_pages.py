@@ -395,7 +395,7 @@ def test_the_plan_files_are_served_as_written_because_no_run_parameter_can_hold_
     may look like a connection setting or a credential - the pattern the JSON files are scrubbed with."""
     from dataclasses import fields
 
-    from mm2_failover.adapters.config import RunParams
+    from mm2_failover.rules.run_params import RunParams
 
     assert [f.name for f in fields(RunParams) if runs._SECRET_KEY.search(f.name)] == []
     assert runs.STREAMED_FILES <= set(runs.SERVED_FILES)

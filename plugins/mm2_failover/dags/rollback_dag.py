@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from airflow.sdk import DAG
 
-from mm2_failover.adapters.config import text_template
 from mm2_failover.dag_defaults import apply_task_defaults
 from mm2_failover.dags.taskflow import pipeline_dag, step
 from mm2_failover.params import rollback_params
+from mm2_failover.rules.run_params import text_template
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 
 

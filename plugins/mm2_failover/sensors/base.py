@@ -12,7 +12,7 @@ from mm2_failover.adapters.config import SOURCE_CONN_ID, TARGET_CONN_ID
 
 class FailoverSensor(BaseSensorOperator):
     """
-    :param run_params: the run's parameters (see ``mm2_failover.adapters.config.RunParams``); templated - the DAGs pass
+    :param run_params: the run's parameters (see ``mm2_failover.rules.run_params.RunParams``); templated - the DAGs pass
         ``{{ params.<name> }}`` for each (``RunParams.templates()``)
     :param source_conn_id: Kafka connection of the (first alias's) source cluster; templated
     :param target_conn_id: Kafka connection of the target cluster; templated
@@ -69,8 +69,8 @@ class FailoverSensor(BaseSensorOperator):
         return waited, float(self.timeout) - waited
 
     def execute(self, context):
-        from mm2_failover.adapters.config import RunParams
         from mm2_failover.airflow_errors import raise_for_airflow
+        from mm2_failover.rules.run_params import RunParams
 
         try:
             if self.timeout_param and self.run_params.get(self.timeout_param) not in (None, ""):
