@@ -1,6 +1,6 @@
-"""The Spark job's aggregation (mm2_failover.jobs.checkpoint_pass.run, fed a DataFrame instead of Kafka) gives,
-key for key, what the pure rule (mm2_failover.rules.latest.latest_per_key) gives: the same answers, regression flags,
-positions and metadata, and the same counts, over random histories with tombstones, regressions, unusable
+"""The Spark job's aggregation (mm2_failover.jobs.checkpoint_pass.spark_pass.run, fed a DataFrame instead of Kafka)
+gives, key for key, what the pure rule (mm2_failover.rules.latest.latest_per_key) gives: the same answers, regression
+flags, positions and metadata, and the same counts, over random histories with tombstones, regressions, unusable
 records, commit metadata, two partitions and two source aliases, under both policies."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from mm2_failover.jobs import checkpoint_pass as job
+from mm2_failover.jobs.checkpoint_pass import spark_pass
 from mm2_failover.rules.latest import Record, latest_per_key
 from testbed.checkpoint_histories import TOPICS, history
 
@@ -45,7 +45,7 @@ def run_job(spark, tmp_path, records: list[Record], policy: str) -> tuple[dict, 
     }
     out = tmp_path / f"out-{policy}"
     args = argparse.Namespace(output=str(out), policy=policy, min_partitions=2, max_quarantined=0, summary="")
-    summary = job.run(spark, args, TOPICS, end, {}, read=lambda: df)
+    summary = spark_pass.run(spark, args, TOPICS, end, {}, read=lambda: df)
     return summary, pq.read_table(str(out)).to_pylist()
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from mm2_failover.adapters import state as st
-from mm2_failover.jobs import checkpoint_pass as job
 from mm2_failover.jobs import warm_up
+from mm2_failover.jobs.checkpoint_pass import spark_pass, state_layout, transforms
 from testbed.checkpoint_histories import TOPICS, history
 
 pytestmark = [pytest.mark.spark]
@@ -60,7 +60,7 @@ def step(
     versions = sroot.versions()
     start = {t: {p: 0 for p in ps} for t, ps in upto.items()}
     choices = st.choose(versions, TOPICS, IDS, start, upto)
-    plan = job.StatePlan(sroot, refresh, IDS, start, choices, {v["name"]: v for v in versions})
+    plan = state_layout.StatePlan(sroot, refresh, IDS, start, choices, {v["name"]: v for v in versions})
     tail_start = {c.topic: dict(c.read_from) for c in choices}
     by_topic = {a: t for a, t in TOPICS.items()}
     tail = [
@@ -72,13 +72,13 @@ def step(
         output=str(out) if out else "", policy=policy, min_partitions=2, max_quarantined=0, summary=""
     )
     df = frame(spark, tail)
-    return job.run(spark, args, TOPICS, upto, tail_start, read=lambda: df, state=plan)
+    return spark_pass.run(spark, args, TOPICS, upto, tail_start, read=lambda: df, state=plan)
 
 
 def full_pass(spark, records, end, out: Path, policy: str) -> dict:
     args = argparse.Namespace(output=str(out), policy=policy, min_partitions=2, max_quarantined=0, summary="")
     df = frame(spark, records)
-    return job.run(spark, args, TOPICS, end, {}, read=lambda: df)
+    return spark_pass.run(spark, args, TOPICS, end, {}, read=lambda: df)
 
 
 def rows(path: str | None, key) -> list[dict]:
@@ -109,7 +109,7 @@ def position_key(r):
 )
 def test_state_plus_tail_answers_as_the_full_pass(spark, tmp_path, monkeypatch, seed, refreshes, policy, merge):
     if merge == "all keys":  # the merge of a long tail, on these short ones
-        monkeypatch.setattr(job, "BROADCAST_TAIL_RECORDS", -1)
+        monkeypatch.setattr(transforms, "BROADCAST_TAIL_RECORDS", -1)
     records = history(seed, keys=120)
     assert any(r.key is None for r in records)  # keys that are null on both sides of a cut: one key (<=> joins)
     end = ends_of(records)

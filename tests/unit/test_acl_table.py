@@ -86,7 +86,7 @@ def test_a_refusal_names_the_permission_its_code_points_at(code, named):
 
 
 def test_the_spark_sources_refusal_names_read_on_the_checkpoints_topic():
-    from mm2_failover.jobs.checkpoint_pass import not_authorized
+    from mm2_failover.jobs.checkpoint_pass.driver import not_authorized
 
     topics = {"primary": "primary.checkpoints.internal"}
     e = RuntimeError(

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mm2_failover.jobs import checkpoint_pass as job
+from mm2_failover.jobs.checkpoint_pass import driver, job_args
 
 
 def run_main(capsys, topics: list[str], ends, extra: list[str] | None = None) -> tuple[int, str]:
@@ -25,7 +25,7 @@ def run_main(capsys, topics: list[str], ends, extra: list[str] | None = None) ->
     ]
     for t in topics:
         argv += ["--checkpoints-topic", t]
-    rc = job.main(argv)
+    rc = driver.main(argv)
     return rc, capsys.readouterr().err
 
 
@@ -58,7 +58,7 @@ A = "a=a.checkpoints.internal"
 )
 def test_bad_arguments_exit_2_and_say_what_is_wrong(capsys, topics, ends, says):
     rc, err = run_main(capsys, topics, ends)
-    assert rc == job.EXIT_BAD_ARGS, err
+    assert rc == driver.EXIT_BAD_ARGS, err
     assert "latest_checkpoints: bad arguments:" in err and says in err
 
 
@@ -69,22 +69,22 @@ def test_start_after_end_is_refused(capsys):
         {"a.checkpoints.internal": {"0": 5}},
         ["--start-offsets", json.dumps({"a.checkpoints.internal": {"0": 9}})],
     )
-    assert rc == job.EXIT_BAD_ARGS and "start offset 9 is after the end offset 5" in err
+    assert rc == driver.EXIT_BAD_ARGS and "start offset 9 is after the end offset 5" in err
 
 
 def test_the_states_url_is_read_only_beside_its_folder(capsys):
     rc, err = run_main(capsys, [A], {"a.checkpoints.internal": {"0": 5}}, ["--state-url", "s3a://b/latest-state"])
-    assert rc == job.EXIT_BAD_ARGS and "--state-url is read with --state-dir" in err, err
+    assert rc == driver.EXIT_BAD_ARGS and "--state-url is read with --state-dir" in err, err
 
 
 def test_unreachable_cluster_fails_fast_with_exit_4(capsys):
     rc, err = run_main(capsys, [A], {"a.checkpoints.internal": {"0": 5}})
-    assert rc == job.EXIT_UNREACHABLE, err
+    assert rc == driver.EXIT_UNREACHABLE, err
     assert "127.0.0.1:1" in err and "reach" in err
 
 
 def test_the_same_alias_and_topic_twice_is_one():
-    assert job.topics_by_alias([A, A]) == {"a": "a.checkpoints.internal"}
+    assert job_args.topics_by_alias([A, A]) == {"a": "a.checkpoints.internal"}
 
 
 def test_options_file_feeds_both_clients_and_the_environment_stays_a_fallback(tmp_path, monkeypatch):
@@ -94,8 +94,8 @@ def test_options_file_feeds_both_clients_and_the_environment_stays_a_fallback(tm
             {"java": {"sasl.jaas.config": "x", "security.protocol": "SASL_SSL"}, "librdkafka": {"sasl.password": "y"}}
         )
     )
-    monkeypatch.setenv(job.OPTIONS_ENV, json.dumps({"client.id": "c"}))
-    args = job.parse_args(
+    monkeypatch.setenv(job_args.OPTIONS_ENV, json.dumps({"client.id": "c"}))
+    args = job_args.parse_args(
         [
             "--bootstrap-servers",
             "h:1",
@@ -109,7 +109,7 @@ def test_options_file_feeds_both_clients_and_the_environment_stays_a_fallback(tm
             str(f),
         ]
     )
-    java, rdk = job.kafka_options(args)
+    java, rdk = job_args.kafka_options(args)
     assert java == {
         "client.id": "c",
         "sasl.jaas.config": "x",

@@ -51,7 +51,7 @@ def test_what_the_table_does_not_know_propagates():
 def test_the_exit_codes_are_one_table():
     """Issue 51 item 2: the CLI's exit codes, the outcomes' and the Spark job's are defined once (stages/outcomes),
     the job's mapped to the CLI's by name."""
-    from mm2_failover.jobs import checkpoint_pass as job
+    from mm2_failover.jobs.checkpoint_pass import driver
 
     assert (
         outcomes.REFUSED.exit_code,
@@ -62,7 +62,12 @@ def test_the_exit_codes_are_one_table():
         outcomes.USAGE.exit_code,
     ) == (5, 6, 7, 4, 4, 2)  # docs/reference.md, "Command line (no Airflow)"
     assert cli.EXIT_USAGE is outcomes.EXIT_USAGE and cli.EXIT_LIVE == 3
-    assert (job.EXIT_BAD_ARGS, job.EXIT_TOO_MANY_QUARANTINED, job.EXIT_UNREACHABLE, job.EXIT_LOST_SINCE_SNAPSHOT) == (
+    assert (
+        driver.EXIT_BAD_ARGS,
+        driver.EXIT_TOO_MANY_QUARANTINED,
+        driver.EXIT_UNREACHABLE,
+        driver.EXIT_LOST_SINCE_SNAPSHOT,
+    ) == (
         outcomes.JOB_BAD_ARGS,
         outcomes.JOB_TOO_MANY_QUARANTINED,
         outcomes.JOB_UNREACHABLE,
@@ -75,7 +80,7 @@ def test_the_exit_codes_are_one_table():
         (o.exit_code, o.retry)
         for o in (
             outcomes.outcome_of(job_error(rc, "the job", ""))
-            for rc in (job.EXIT_BAD_ARGS, job.EXIT_UNREACHABLE, 1, 137)
+            for rc in (driver.EXIT_BAD_ARGS, driver.EXIT_UNREACHABLE, 1, 137)
         )
     ] == [
         (outcomes.EXIT_USAGE, False),

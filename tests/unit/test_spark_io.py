@@ -70,7 +70,7 @@ def test_the_s3a_settings_go_only_into_the_private_options_file():
     seen = json.dumps([sub.args, sub.env, sub.conf])
     assert STORE["AWS_SECRET_ACCESS_KEY"] not in seen and STORE["AWS_ACCESS_KEY_ID"] not in seen
     # the job reads them from there (and sets them on its session)
-    from mm2_failover.jobs.checkpoint_pass import session_settings
+    from mm2_failover.jobs.checkpoint_pass.job_args import session_settings
 
     assert session_settings(type("A", (), {"kafka_options_file": str(f)})())["fs.s3a.access.key"] == "AKIDEXAMPLE"
     g = write_options_file({"bootstrap.servers": "b"}, "k2")

@@ -35,7 +35,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent  # mm2_failover/ (this modu
 PLUGINS_DIR = PACKAGE_DIR.parent  # what must be on the driver's PYTHONPATH
 REPO_ROOT = PLUGINS_DIR.parent  # defaults for a checkout (var/, .cache/); a deployment sets the variables below
 # the job ships inside the package: a deployment that copies only dags/ and plugins/ has it
-SPARK_JOB = PACKAGE_DIR / "jobs" / "checkpoint_pass.py"
+SPARK_JOB = PACKAGE_DIR / "jobs" / "run_checkpoint_pass.py"  # the file of the job (the package jobs/checkpoint_pass/)
 
 
 def preload_settings() -> dict[str, str]:

@@ -52,7 +52,8 @@ def warm_up(spark, folder: str) -> dict:
     the decoder, the aggregations, the merge and the Parquet writes before a failover needs them. Returns the
     seconds of each step; ``folder`` is scratch space (removed by the caller)."""
     from mm2_failover.adapters.state import StateRoot, choose
-    from mm2_failover.jobs.checkpoint_pass import StatePlan, run
+    from mm2_failover.jobs.checkpoint_pass.spark_pass import run
+    from mm2_failover.jobs.checkpoint_pass.state_layout import StatePlan
 
     schema = (
         "source_alias string, key binary, value binary, checkpoint_partition int, checkpoint_offset bigint, "

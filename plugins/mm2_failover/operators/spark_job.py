@@ -64,6 +64,6 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
                     raise
                 return int(m.group(1))
             return 0
-        from mm2_failover.jobs.checkpoint_pass import main as job_main
+        from mm2_failover.jobs.checkpoint_pass.driver import main as job_main
 
         return job_main(sub.args, remote=remote)  # this process is the server's client

@@ -1,6 +1,6 @@
 """Which checkpoint record answers for a key: the rule of the latest-checkpoints job, in plain Python (pure).
 
-The Spark job (:mod:`mm2_failover.jobs.checkpoint_pass`) applies these rules with Spark SQL over millions of
+The Spark job (:mod:`mm2_failover.jobs.checkpoint_pass.transforms`) applies these rules with Spark SQL over millions of
 records; this module is the same rules over a list, written for clarity, as the oracle the Spark tests compare the
 job against. For the records of one checkpoints topic range (any order), per key = (source alias, raw key bytes):
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 #: the CLI's exit codes (docs/reference.md, "Command line (no Airflow)"): the outcomes below carry theirs
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LIVE, EXIT_UNREACHABLE, EXIT_REFUSED, EXIT_NOT_DRAINED, EXIT_LOCKED = range(8)
 
-#: the latest-checkpoints Spark job's exit codes (``jobs.checkpoint_pass``; the state refresh uses the first three)
+#: the latest-checkpoints Spark job's exit codes (``jobs.checkpoint_pass.driver``; the state refresh uses the first
+#: three)
 JOB_BAD_ARGS, JOB_TOO_MANY_QUARANTINED, JOB_UNREACHABLE, JOB_LOST_SINCE_SNAPSHOT = 2, 3, 4, 5
 
 
