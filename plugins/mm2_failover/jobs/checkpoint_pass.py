@@ -316,7 +316,7 @@ def session_settings(args: argparse.Namespace) -> dict[str, str]:
 def driver_check():
     """The driver's own calls to the cluster (librdkafka, before Spark): refused (authentication, a missing ACL) or
     misconfigured is a bad argument - retrying won't help (exit 2); unreachable is exit 4."""
-    from mm2_failover.adapters.kafka_io import KafkaConfigError, KafkaUnavailable
+    from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError, KafkaUnavailable
 
     try:
         yield
@@ -335,7 +335,8 @@ def check_against_cluster(
 ) -> dict[str, dict[int, int]]:
     """Every topic and partition exists; every end offset is within [log start, log end]; no record of the range
     was deleted since the snapshot. Returns the start offsets to read from (captured, or the current log start)."""
-    from mm2_failover.adapters.kafka_io import Cluster, MissingTopics
+    from mm2_failover.adapters.kafka.cluster import Cluster
+    from mm2_failover.adapters.kafka.kafka_errors import MissingTopics
 
     with driver_check():
         c = Cluster(conf, "target", timeout)
@@ -1287,7 +1288,7 @@ def prepare(argv: list[str] | None = None):
 
 def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> dict[str, dict[int, int]]:
     """Every partition of the checkpoints topics and its current log end (the refresh reads up to there)."""
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     with driver_check():
         c = Cluster(conf, "target", timeout)
@@ -1305,7 +1306,7 @@ def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> d
 
 def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict) -> tuple[StatePlan, dict]:
     """Which state version each alias starts from (:func:`mm2_failover.adapters.state.choose`), and where its tail starts."""
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
     from mm2_failover.adapters.state import StateRoot, choose
 
     with driver_check():
