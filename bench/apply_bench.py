@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.kafka.cluster import Cluster
 from mm2_failover.rules import plan as planmod
 from mm2_failover.rules.checkpoints import Checkpoint
 from mm2_failover.stages.apply import apply_plan

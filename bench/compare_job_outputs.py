@@ -61,7 +61,7 @@ def records() -> dict[str, list[tuple[int, bytes | None, bytes | None]]]:
 def produce(bootstrap: str) -> dict:
     from confluent_kafka import Producer
 
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     c = Cluster({"bootstrap.servers": bootstrap}, "target", timeout=30)
     c.create_topic(P1, 1, {"cleanup.policy": "compact"})

@@ -7,7 +7,7 @@ Every group is described two ways (the same answers demanded): librdkafka, one D
 Kafka's Java client, one per coordinator and window (what ``describe_groups`` uses above ``JAVA_BULK_GROUPS``).
 
 Starts a bed of its own, commits G groups (10 partitions each) on the source, then times both reads ``--rounds``
-times on each cluster and checks they agree (no live group). ``--window`` sets ``kafka_io.DESCRIBE_WINDOW`` (groups
+times on each cluster and checks they agree (no live group). ``--window`` sets ``cluster.DESCRIBE_WINDOW`` (groups
 per DescribeConsumerGroups request); ``--window 10000`` is the request as it was before: with librdkafka 2.16 a
 describe of 10k groups that times out aborts the process (librdkafka#4605; docs/performance.md, "The gate at 10k groups").
 """
@@ -31,12 +31,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--window", type=int, default=None)
     args = ap.parse_args()
-    from mm2_failover.adapters import kafka_io
+    from mm2_failover.adapters.kafka import cluster, java_bridge
     from mm2_failover.stages import gate
     from testbed.bed import Bed
 
     if args.window:
-        kafka_io.DESCRIBE_WINDOW = args.window
+        cluster.DESCRIBE_WINDOW = args.window
     with tempfile.TemporaryDirectory(prefix="gate-bench-") as d, Bed(run_dir=Path(d) / "bed") as bed:
         src, tgt = bed.client("source", 60), bed.client("target", 60)
         src.create_topic("gb", 10)
@@ -57,14 +57,14 @@ def main() -> int:
             "| cluster | round | describe every group: librdkafka s | the same: Java client s | listing first "
             "(the gate) s |\n|---|---:|---:|---:|---:|"
         )
-        bulk = kafka_io.JAVA_BULK_GROUPS
+        bulk = java_bridge.JAVA_BULK_GROUPS
         for name, c in (("source (groups EMPTY)", src), ("target (groups absent)", tgt)):
             for i in range(args.rounds):
-                kafka_io.JAVA_BULK_GROUPS = len(groups)  # librdkafka: a request per group
+                java_bridge.JAVA_BULK_GROUPS = len(groups)  # librdkafka: a request per group
                 t = time.monotonic()
                 by_rdkafka = c.describe_groups(groups)
                 d_rdk = time.monotonic() - t
-                kafka_io.JAVA_BULK_GROUPS = bulk  # Kafka's Java client: a request per coordinator and window
+                java_bridge.JAVA_BULK_GROUPS = bulk  # Kafka's Java client: a request per coordinator and window
                 t = time.monotonic()
                 by_java = c.describe_groups(groups)
                 d_java = time.monotonic() - t

@@ -123,7 +123,7 @@ def write_checkpoints(bootstrap: str, groups: int, partitions: int, updates: int
     """Create the checkpoints topic and write G*P*U records; returns timings and the end offset."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     cluster = Cluster({"bootstrap.servers": bootstrap}, "target", timeout=30)
     # like MM2's topic (compacted), but no compaction while the bench runs: every record stays readable

@@ -128,7 +128,7 @@ def main() -> int:
     import contextlib
 
     from mm2_failover import cli
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
     from mm2_failover.adapters.runfolder import RunFolder
     from mm2_failover.stages.apply import apply_plan
     from testbed import localenv

@@ -58,7 +58,7 @@ def ts(iso: str | None) -> float | None:
 
 def prepare_groups(bed, n: int, partitions: int) -> tuple[str, list[str]]:
     """G groups on a topic of their own, committed on the source and checkpointed by MM2."""
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
     from testbed import scenario
 
     tag = uuid.uuid4().hex[:6]

@@ -58,7 +58,7 @@ def schema_decode(key: bytes, value: bytes | None) -> dict:
 
 
 def capture(bootstrap: str, topic: str, group: str | None = None) -> list[dict]:
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
     from mm2_failover.rules import checkpoints as cpf
 
     target = Cluster({"bootstrap.servers": bootstrap}, "target")

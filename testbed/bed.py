@@ -115,7 +115,7 @@ def set_acls(bed, bindings, create: bool) -> None:
         ResourceType,
     )
 
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     ops = {
         "Read": AclOperation.READ,
@@ -502,9 +502,9 @@ class Bed(StartedInContext):
 
     # -- the pipeline's view of the bed: one way for every test and drill ------------------------------
     def client(self, role: str, timeout: float | None = None):
-        """The pipeline's client (``kafka_io.Cluster``) of this bed's ``source`` or ``target`` cluster, over
-        PLAINTEXT; ``timeout``: its calls' deadline (None: the client's default)."""
-        from mm2_failover.adapters.kafka_io import TIMEOUT_S, Cluster
+        """The pipeline's client (``adapters.kafka.cluster.Cluster``) of this bed's ``source`` or ``target`` cluster,
+        over PLAINTEXT; ``timeout``: its calls' deadline (None: the client's default)."""
+        from mm2_failover.adapters.kafka.cluster import TIMEOUT_S, Cluster
 
         boot = {"source": self.source_bootstrap, "target": self.target_bootstrap}[role]
         return Cluster({"bootstrap.servers": boot}, role, TIMEOUT_S if timeout is None else timeout)

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from mm2_failover.adapters.config import run_dir
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
     from mm2_failover.adapters.runfolder import RunFolder
     from testbed import localenv, scenario
     from testbed.bed import Bed

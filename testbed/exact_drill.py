@@ -419,7 +419,7 @@ def consume(
     its committed offset, and commit the offset after the last record consumed. Returns the committed offsets."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-    from mm2_failover.adapters.kafka_io import CONSUME_WAIT_S
+    from mm2_failover.adapters.kafka.cluster import CONSUME_WAIT_S
 
     c = Consumer(
         {
@@ -443,7 +443,7 @@ def consume(
         while todo:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{group} consumed {got} of {topic}, wanted {want}")
-            for m in c.consume(500, CONSUME_WAIT_S):  # (kafka_io: consume returns at n messages or the wait)
+            for m in c.consume(500, CONSUME_WAIT_S):  # (cluster.py: consume returns at n messages or the wait)
                 p = m.partition()
                 if m.error():
                     if m.error().code() == KafkaError._PARTITION_EOF:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.kafka.cluster import Cluster
 from mm2_failover.adapters.runfolder import RunFolder
 from testbed import scenario
 

@@ -39,7 +39,7 @@ def main() -> int:
     import logging
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
     from mm2_failover.adapters.kafka_lock import LockLost
     from mm2_failover.stages.apply import writer_lock
 

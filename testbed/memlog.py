@@ -4,10 +4,10 @@
 Each partition is a list of entries by offset: a data record (its content), a transaction marker, an aborted record
 or a record the log cleaner removed - the last three are offsets without a record for a ``read_committed`` reader.
 The log starts at ``start`` (retention, DeleteRecords) and ends after the last entry. A read honours the same reset
-setting the Kafka adapter gives librdkafka (:data:`mm2_failover.adapters.kafka_io.BOUNDED_READ_CONF`, read at every call):
-``auto.offset.reset=error`` makes a start below the log start an error; anything else reproduces librdkafka's
-default, which moves the read to the log end and returns nothing. Ranges over the budget are not read; ``fail``
-names ranges whose read fails (a broker error).
+setting the Kafka adapter gives librdkafka (:data:`mm2_failover.adapters.kafka.cluster.BOUNDED_READ_CONF`, read at
+every call): ``auto.offset.reset=error`` makes a start below the log start an error; anything else reproduces
+librdkafka's default, which moves the read to the log end and returns nothing. Ranges over the budget are not read;
+``fail`` names ranges whose read fails (a broker error).
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ class MemoryLog:
         return {tp: (self.partitions[tp].start, self.partitions[tp].end) for tp in tps}
 
     def read_ranges(self, ranges: ev.Ranges, budget: int) -> dict:
-        from mm2_failover.adapters import kafka_io
+        from mm2_failover.adapters.kafka import cluster
 
-        reset_error = kafka_io.BOUNDED_READ_CONF.get("auto.offset.reset") == "error"
+        reset_error = cluster.BOUNDED_READ_CONF.get("auto.offset.reset") == "error"
         out = {}
         for tp, rs in ranges.items():
             part = self.partitions[tp]

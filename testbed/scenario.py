@@ -14,7 +14,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from mm2_failover.adapters.kafka_io import CONSUME_WAIT_S, Cluster, KafkaUnavailable
+from mm2_failover.adapters.kafka.cluster import CONSUME_WAIT_S, Cluster
+from mm2_failover.adapters.kafka.kafka_errors import KafkaUnavailable
 from mm2_failover.adapters.runfolder import CHECKPOINTS_SUMMARY, RunFolder
 from mm2_failover.rules import checkpoints as cpf
 from mm2_failover.rules.naming import checkpoints_topic
@@ -87,7 +88,7 @@ def consume_and_commit(
         while any(pos[p] < upto[p] for p in upto):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{group} consumed {pos}, wanted {upto}")
-            for m in c.consume(500, CONSUME_WAIT_S):  # (kafka_io: consume returns at n messages or the wait)
+            for m in c.consume(500, CONSUME_WAIT_S):  # (cluster.py: consume returns at n messages or the wait)
                 if m.error():
                     continue
                 p = m.partition()

@@ -96,7 +96,8 @@ def read_config_file(path: str, what: str) -> dict:
 
 def check_client_settings(conf: dict, what: str) -> None:
     """librdkafka refuses unknown properties and bad values when a client is created: do it now, to name the file."""
-    from mm2_failover.adapters.kafka_io import KafkaConfigError, admin, check_conf
+    from mm2_failover.adapters.kafka.cluster import admin, check_conf
+    from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError
 
     try:
         check_conf(conf, what)
@@ -798,7 +799,7 @@ def cmd_readiness(a, ctx):
 
 
 def cmd_rollback(a):
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
     from mm2_failover.adapters.runfolder import RunFolder, load_backup
     from mm2_failover.stages.apply import writer_lock
     from mm2_failover.stages.gate import describe_live, live_groups

@@ -134,7 +134,8 @@ def test_without_the_transactional_id_acl_the_leases_writer_is_refused_naming_it
     on it, taking the id fails before anything is written, naming the permission."""
     from mm2_failover.adapters.config import WriterLockSettings
     from mm2_failover.adapters.fenced import FencedWriter
-    from mm2_failover.adapters.kafka_io import Cluster, KafkaAuthError
+    from mm2_failover.adapters.kafka.cluster import Cluster
+    from mm2_failover.adapters.kafka.kafka_errors import KafkaAuthError
     from testbed.bed import scram_conf
 
     b, _prep, _target, granted = secured

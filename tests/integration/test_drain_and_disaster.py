@@ -191,7 +191,7 @@ def test_target_broker_killed_mid_apply_then_restarted_the_retry_moves_the_rest(
 
 READER = """
 import json, os, sys, time
-from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.kafka.cluster import Cluster
 boot, stop_file, groups = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 reads = fails = 0
 while not os.path.exists(stop_file):

@@ -172,7 +172,7 @@ def test_every_source_alias_is_checked_on_its_own_cluster(
 
 
 def steps_cluster(bootstrap):
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     return Cluster({"bootstrap.servers": bootstrap}, "east")
 

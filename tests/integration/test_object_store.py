@@ -133,7 +133,8 @@ def test_a_writer_killed_between_its_files_and_its_manifest_leaves_nothing_archi
         consumed_upto={0: 10},
     )
     code = (
-        "import sys; from mm2_failover.adapters.kafka_io import Cluster; from mm2_failover.adapters.syncs import SyncArchive; "
+        "import sys; from mm2_failover.adapters.kafka.cluster import Cluster; "
+        "from mm2_failover.adapters.syncs import SyncArchive; "
         "SyncArchive(sys.argv[1], 'primary').append(Cluster({'bootstrap.servers': sys.argv[2]}, 'source'), "
         "sys.argv[3], 'source')"
     )

@@ -218,10 +218,10 @@ def test_backup_then_rollback_restores_the_exact_prior_state_including_absence(p
 
 
 def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(bed, target, names, monkeypatch):
-    """Commits are read two ways (kafka_io.commits_many): a consumer handle per group, or, above JAVA_BULK_GROUPS
+    """Commits are read two ways (Cluster.commits_many): a consumer handle per group, or, above JAVA_BULK_GROUPS
     groups, Kafka's Java client in one JVM. Both must give the same commits (two topics, metadata byte for byte
     included), and nothing for a group that never committed."""
-    from mm2_failover.adapters import kafka_io
+    from mm2_failover.adapters.kafka import java_bridge
 
     topic = names["topic"]
     target.create_topic(topic, 3)
@@ -238,7 +238,7 @@ def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(be
         time.sleep(1)
     everyone = sorted(groups) + [f"{names['group']}-never"]
     by_consumers = target.commits_many(everyone)
-    monkeypatch.setattr(kafka_io, "JAVA_BULK_GROUPS", 0)
+    monkeypatch.setattr(java_bridge, "JAVA_BULK_GROUPS", 0)
     by_java = target.commits_many(everyone)
     assert by_consumers == by_java
     want = {g: {tp: c if isinstance(c, Commit) else Commit(c) for tp, c in cs.items()} for g, cs in groups.items()}
@@ -248,13 +248,13 @@ def test_commits_read_by_consumer_handles_and_by_the_java_client_are_the_same(be
 def test_groups_described_by_librdkafka_and_by_the_java_client_are_the_same(
     bed, target, names, live_consumer, monkeypatch
 ):
-    """Groups are described two ways (kafka_io.describe_groups): librdkafka, one request per group, or, above
+    """Groups are described two ways (Cluster.describe_groups): librdkafka, one request per group, or, above
     JAVA_BULK_GROUPS groups, Kafka's Java client in one JVM (one request per coordinator). Both must give the same
     states and members - a live group with its member, empty groups, a group that never existed - and the gate must
     name the same live group either way."""
     import time
 
-    from mm2_failover.adapters import kafka_io
+    from mm2_failover.adapters.kafka import java_bridge
 
     topic = names["topic"]
     target.create_topic(topic, 2)
@@ -267,9 +267,9 @@ def test_groups_described_by_librdkafka_and_by_the_java_client_are_the_same(
     lc = live_consumer(bed.target_bootstrap, live, topic, client_id="described-twice")
     lc.wait_stable(target, live)
     everyone = empty + [live, f"{names['group']}-never"]
-    monkeypatch.setattr(kafka_io, "JAVA_BULK_GROUPS", 10_000)
+    monkeypatch.setattr(java_bridge, "JAVA_BULK_GROUPS", 10_000)
     by_librdkafka, gate_librdkafka = target.describe_groups(everyone), live_groups(target, everyone)
-    monkeypatch.setattr(kafka_io, "JAVA_BULK_GROUPS", 0)
+    monkeypatch.setattr(java_bridge, "JAVA_BULK_GROUPS", 0)
     by_java, gate_java = target.describe_groups(everyone), live_groups(target, everyone)
     assert by_java == by_librdkafka
     assert [by_java[g].state for g in empty] == ["EMPTY"] * 4 and not any(by_java[g].members for g in empty)
@@ -458,7 +458,7 @@ def test_the_fenced_writer_commits_byte_for_byte_refuses_a_live_group_and_once_f
     even for a live group, so the writer describes the batch before committing it - and the others land; a second
     writer of the same transactional id fences the first, whose next batch lands nowhere."""
     from mm2_failover.adapters.fenced import Fenced, FencedWriter
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     topic = names["topic"]
     target.create_topic(topic, 2)
@@ -484,7 +484,7 @@ def test_the_fenced_writer_commits_byte_for_byte_refuses_a_live_group_and_once_f
             b.close()
     finally:
         a.close()
-    from mm2_failover.adapters.kafka_io import KafkaConfigError
+    from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError
 
     with pytest.raises(KafkaConfigError, match="MM2_FAILOVER_LOCK_LEASE_SECONDS"):  # above the brokers' 15 min
         FencedWriter(c, tid, 3600 * 1000)
@@ -497,7 +497,7 @@ def test_the_fenced_writer_takes_its_id_however_short_the_clients_timeout(bed, t
     the lease - bounds: the writer retries initTransactions (Kafka says it is safe to) until the client's timeout plus
     a lease have passed, so a client timeout far too short for one round trip still takes the id."""
     from mm2_failover.adapters.fenced import FencedWriter
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     c = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target", 0.001)  # 1 ms: no round trip fits
     FencedWriter(c, f"mm2-failover.test-short.{names['group']}", 6000).close()  # READY: initTransactions returned

@@ -200,7 +200,8 @@ def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_
     target, failed_over, monkeypatch
 ):
     """Item 1, in process: the re-commit after the delete fails once (a timeout); the retry reads the journal."""
-    from mm2_failover.adapters import kafka_io
+    from mm2_failover.adapters.kafka.cluster import Cluster
+    from mm2_failover.adapters.kafka.kafka_errors import KafkaUnavailable
     from mm2_failover.stages.roll_back import rollback
 
     g, other = failed_over.groups[1], failed_over.other
@@ -210,19 +211,19 @@ def test_rollback_whose_recommit_fails_after_the_delete_keeps_the_other_commits_
         backup = load_backup(failed_over.backup_of(g))
     except ImportError:  # the previous version
         backup = json.loads(failed_over.backup_of(g).read_text())
-    real = kafka_io.Cluster.alter_many  # what the re-commits go through under the file lock (HeldLock.commit)
+    real = Cluster.alter_many  # what the re-commits go through under the file lock (HeldLock.commit)
     calls = []
 
     def fail_once(self, offsets, *a, **kw):
         calls.append(sorted(offsets))
         if len(calls) == 1:
-            raise kafka_io.KafkaUnavailable("target: alter offsets: no answer (injected)")
+            raise KafkaUnavailable("target: alter offsets: no answer (injected)")
         return real(self, offsets, *a, **kw)
 
-    monkeypatch.setattr(kafka_io.Cluster, "alter_many", fail_once)
+    monkeypatch.setattr(Cluster, "alter_many", fail_once)
     first = rollback(target, backup, 4)
     assert g in first.refused and "no answer (injected)" in first.refused[g] and target.committed(g) == {}
-    monkeypatch.setattr(kafka_io.Cluster, "alter_many", real)
+    monkeypatch.setattr(Cluster, "alter_many", real)
     rollback(target, backup, 4)
     assert target.committed(g) == {(other, 0): 777}
 
@@ -739,7 +740,7 @@ def raw_commit(bootstrap: str, group: str, topic: str, partition: int) -> tuple[
 
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     want = (
         struct.pack(">h", len(group.encode()))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mm2_failover.adapters.kafka_io import KafkaAuthError, classify
+from mm2_failover.adapters.kafka.kafka_errors import KafkaAuthError, classify
 from mm2_failover.rules import acls
 from mm2_failover.rules.naming import ReplicationPolicy
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
-from mm2_failover.adapters.kafka_io import KafkaUnavailable
+from mm2_failover.adapters.kafka.kafka_errors import KafkaUnavailable
 from mm2_failover.airflow_errors import by_outcome, raise_for_airflow
 from mm2_failover.rules.plan import PlanError
 from mm2_failover.stages.errors import JobFailed

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.kafka.cluster import Cluster
 
 
 def test_threads_that_first_use_a_cluster_together_share_one_admin_client():
@@ -79,7 +79,7 @@ def test_a_leader_moving_while_offsets_are_listed_is_retried_not_a_failure():
 def test_a_leader_that_never_settles_is_named_as_unavailable_with_what_to_do():
     from confluent_kafka import KafkaError
 
-    from mm2_failover.adapters.kafka_io import KafkaUnavailable
+    from mm2_failover.adapters.kafka.kafka_errors import KafkaUnavailable
 
     cluster = _listing_cluster([KafkaError.UNKNOWN_LEADER_EPOCH] * 1000)
     try:

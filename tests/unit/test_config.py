@@ -204,7 +204,7 @@ def test_empty_env_override_changes_nothing(monkeypatch):
 def test_the_java_helpers_timeout_is_bounded_by_windows_of_groups_not_by_groups():
     """Issue 31 item 13: the process timeout was 60 s + the cluster timeout per group - 17 days at 100k groups; now
     one timeout per window of 1,000 groups (the helper's own deadline) plus a minute."""
-    from mm2_failover.adapters.kafka_io import java_call_timeout
+    from mm2_failover.adapters.kafka.java_bridge import java_call_timeout
 
     assert java_call_timeout(15.0, 1) == 60 + 15 * 2
     assert java_call_timeout(15.0, 1000) == 60 + 15 * 2 and java_call_timeout(15.0, 1001) == 60 + 15 * 3
@@ -220,8 +220,8 @@ def test_credentials_go_to_one_private_folder_whose_owner_and_mode_are_checked(t
 
     import pytest
 
-    from mm2_failover.adapters import kafka_io
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka import java_bridge
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     d = tmp_path / f"mm2-failover-{os.getuid()}"
@@ -229,7 +229,7 @@ def test_credentials_go_to_one_private_folder_whose_owner_and_mode_are_checked(t
     os.chmod(d, 0o755)  # world-readable: refused before any secret is written into it
     cluster = Cluster({"bootstrap.servers": "127.0.0.1:1", "sasl.password": "s3cret"}, "target", 1.0)
     with pytest.raises(PermissionError, match="mode 0700"):
-        kafka_io.run_java_offsets(cluster, "read", [], 0)
+        java_bridge.run_java_offsets(cluster, "read", [], 0)
     assert list(d.iterdir()) == []
 
 

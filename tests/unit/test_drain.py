@@ -216,9 +216,9 @@ def test_the_caught_up_check_never_passes_over_a_record_left_to_copy():
 def test_mutation_5_a_check_that_jumps_past_the_log_start_is_caught(monkeypatch):
     """Item 5: librdkafka's default reset and no "gone" case: the read after the last replicated offset returns
     nothing, and the partition counts as caught up."""
-    from mm2_failover.adapters import kafka_io
+    from mm2_failover.adapters.kafka import cluster
 
-    monkeypatch.setattr(kafka_io, "BOUNDED_READ_CONF", {})
+    monkeypatch.setattr(cluster, "BOUNDED_READ_CONF", {})
     monkeypatch.setattr(drain, "unreplicated_gone", lambda replicated, log_start: 0)
     assert any(v[0] == "counted as caught up" for seed in range(3000) for v in drain_violations(seed))
 

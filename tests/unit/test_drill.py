@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mm2_failover.adapters.kafka_io import GroupState, Member
+from mm2_failover.adapters.kafka.groups import GroupState, Member
 from mm2_failover.rules import drill
 from mm2_failover.rules.plan import Plan
 from mm2_failover.rules.values import Commit

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mm2_failover.adapters import kafka_io
+from mm2_failover.adapters.kafka import cluster
 from mm2_failover.rules import evidence as ev
 from mm2_failover.rules import translate as tr
 from mm2_failover.rules.translate import Sync, SyncIndex
@@ -80,7 +80,7 @@ def test_e2_a_group_below_every_sync_and_the_source_log_start_never_checkpointed
 def test_e2_the_reader_never_jumps_to_the_log_end(monkeypatch):
     src, tgt = logs(list("abcdefghij"), list("abcdefghij"), source_start=5)
     assert src.read_ranges({SRC: {(1, 9)}}, 100)[(SRC, 1, 9)].status == ev.BELOW_START
-    monkeypatch.setattr(kafka_io, "BOUNDED_READ_CONF", {})  # librdkafka's default reset
+    monkeypatch.setattr(cluster, "BOUNDED_READ_CONF", {})  # librdkafka's default reset
     assert src.read_ranges({SRC: {(1, 9)}}, 100)[(SRC, 1, 9)] == ev.Read(1, 9, ev.COMPLETE)  # the silent jump
 
 
@@ -560,7 +560,7 @@ def caught(kind: str = "LOST") -> int | None:
 
 def test_mutation_1_reads_that_jump_to_the_log_end_are_caught(monkeypatch):
     """Item 1: no reset=error (librdkafka's default) and no special case for positions below the log start."""
-    monkeypatch.setattr(kafka_io, "BOUNDED_READ_CONF", {})
+    monkeypatch.setattr(cluster, "BOUNDED_READ_CONF", {})
     monkeypatch.setattr(ev, "below_log_start", lambda u, start: False)
     assert caught() is not None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mm2_failover.adapters.kafka_io import GroupState, Member
+from mm2_failover.adapters.kafka.groups import GroupState, Member
 from mm2_failover.stages import gate
 
 
@@ -73,7 +73,7 @@ def test_describe_groups_never_asks_more_than_a_window_of_groups_at_once(monkeyp
 
     from confluent_kafka.admin import ConsumerGroupDescription
 
-    from mm2_failover.adapters import kafka_io
+    from mm2_failover.adapters.kafka import cluster, java_bridge
 
     class Admin:
         def __init__(self):
@@ -84,47 +84,48 @@ def test_describe_groups_never_asks_more_than_a_window_of_groups_at_once(monkeyp
             out = {}
             for g in groups:
                 f = Future()
-                f.set_result(ConsumerGroupDescription(g, False, [], "range", kafka_io_state("EMPTY"), None))
+                f.set_result(ConsumerGroupDescription(g, False, [], "range", librdkafka_state("EMPTY"), None))
                 out[g] = f
             return out
 
-    def kafka_io_state(name):
+    def librdkafka_state(name):
         from confluent_kafka import ConsumerGroupState
 
         return ConsumerGroupState[name]
 
-    c = kafka_io.Cluster({"bootstrap.servers": "fake:9092"}, "target")
+    c = cluster.Cluster({"bootstrap.servers": "fake:9092"}, "target")
     c._admin = Admin()
-    groups = [f"g{i:05d}" for i in range(2 * kafka_io.DESCRIBE_WINDOW + 5)]
-    monkeypatch.setattr(kafka_io, "JAVA_BULK_GROUPS", len(groups))  # librdkafka's path (the Java one: below)
+    groups = [f"g{i:05d}" for i in range(2 * cluster.DESCRIBE_WINDOW + 5)]
+    monkeypatch.setattr(java_bridge, "JAVA_BULK_GROUPS", len(groups))  # librdkafka's path (the Java one: below)
     states = c.describe_groups(groups)
     assert sorted(states) == groups and all(s.is_safe_to_move for s in states.values())
-    assert c._admin.calls == [kafka_io.DESCRIBE_WINDOW, kafka_io.DESCRIBE_WINDOW, 5]
+    assert c._admin.calls == [cluster.DESCRIBE_WINDOW, cluster.DESCRIBE_WINDOW, 5]
 
 
 def test_describe_groups_of_more_than_java_bulk_groups_go_to_the_java_client(monkeypatch):
     """Above JAVA_BULK_GROUPS groups, one JVM describes them all (librdkafka sends a request per group: 2.6-4.4 s for
     10k groups on the bed, the Java client ~1 s); at or below, librdkafka, with no JVM to start."""
-    from mm2_failover.adapters import kafka_io
+    from mm2_failover.adapters.kafka import java_bridge
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     asked = []
     monkeypatch.setattr(
-        kafka_io,
+        java_bridge,
         "describe_with_java",
-        lambda c, gs: asked.append(gs) or {g: kafka_io.GroupState(g, "EMPTY") for g in gs},
+        lambda c, gs: asked.append(gs) or {g: GroupState(g, "EMPTY") for g in gs},
     )
-    monkeypatch.setattr(
-        kafka_io.Cluster, "_describe_window", lambda self, gs: {g: kafka_io.GroupState(g, "DEAD") for g in gs}
-    )
-    c = kafka_io.Cluster({"bootstrap.servers": "fake:9092"}, "target")
-    n = kafka_io.JAVA_BULK_GROUPS
+    monkeypatch.setattr(Cluster, "_describe_window", lambda self, gs: {g: GroupState(g, "DEAD") for g in gs})
+    c = Cluster({"bootstrap.servers": "fake:9092"}, "target")
+    n = java_bridge.JAVA_BULK_GROUPS
     assert {s.state for s in c.describe_groups([f"g{i}" for i in range(n)]).values()} == {"DEAD"} and not asked
     got = c.describe_groups([f"g{i}" for i in range(n + 1)] + ["g0"])
     assert asked == [sorted({f"g{i}" for i in range(n + 1)})] and {s.state for s in got.values()} == {"EMPTY"}
 
 
 def test_describe_with_java_reads_members_states_and_names_a_group_it_could_not_describe(monkeypatch):
-    from mm2_failover.adapters import kafka_io
+    from mm2_failover.adapters.kafka import java_bridge
+    from mm2_failover.adapters.kafka.cluster import Cluster
+    from mm2_failover.adapters.kafka.kafka_errors import KafkaAuthError, KafkaUnavailable
 
     lines = [
         ["ROW", "a", "m1", "c1", "/h1"],
@@ -133,17 +134,15 @@ def test_describe_with_java_reads_members_states_and_names_a_group_it_could_not_
         ["OK", "b", "UNKNOWN"],
         ["OK", "c", "NOT_A_CONSUMER_GROUP"],
     ]
-    monkeypatch.setattr(kafka_io, "run_java_offsets", lambda c, mode, rows, n: list(lines))
-    c = kafka_io.Cluster({"bootstrap.servers": "fake:9092"}, "target")
-    got = kafka_io.describe_with_java(c, ["a", "b", "c"])
-    assert got["a"] == kafka_io.GroupState(
-        "a", "STABLE", [kafka_io.Member("m1", "c1", "/h1"), kafka_io.Member("m2", "c2", "/h2")]
-    )
+    monkeypatch.setattr(java_bridge, "run_java_offsets", lambda c, mode, rows, n: list(lines))
+    c = Cluster({"bootstrap.servers": "fake:9092"}, "target")
+    got = java_bridge.describe_with_java(c, ["a", "b", "c"])
+    assert got["a"] == GroupState("a", "STABLE", [Member("m1", "c1", "/h1"), Member("m2", "c2", "/h2")])
     assert got["b"].is_safe_to_move and not got["c"].is_safe_to_move and not got["a"].is_safe_to_move
     lines[3] = ["ERR", "b", "GroupAuthorizationException: Not authorized to access group: b"]
-    with pytest.raises(kafka_io.KafkaAuthError) as e:
-        kafka_io.describe_with_java(c, ["a", "b", "c"])
+    with pytest.raises(KafkaAuthError) as e:
+        java_bridge.describe_with_java(c, ["a", "b", "c"])
     assert "describe group b" in str(e.value)
     lines[3] = ["OK", "b", "EMPTY"]
-    with pytest.raises(kafka_io.KafkaUnavailable, match="did not describe d"):
-        kafka_io.describe_with_java(c, ["a", "b", "c", "d"])
+    with pytest.raises(KafkaUnavailable, match="did not describe d"):
+        java_bridge.describe_with_java(c, ["a", "b", "c", "d"])

@@ -1,5 +1,5 @@
 """Kafka's Java client helper (``jvm/KafkaOffsets.java``) is compiled once per source, classpath and JDK, not by the
-JVM on every start (kafka_io.compiled_java): 1.2 s of every call on this machine, four calls in a failover at
+JVM on every start (java_bridge.compiled_java): 1.2 s of every call on this machine, four calls in a failover at
 thousands of groups. Runs the machine's real javac and java (no Kafka cluster: the helper's usage check)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from mm2_failover.adapters import kafka_io
 from mm2_failover.adapters.config import java_kafka_classpath
+from mm2_failover.adapters.kafka import java_bridge
 
-SRC = kafka_io.JAVA_HELPER
+SRC = java_bridge.JAVA_HELPER
 
 
 def run(compiled: Path, *args: str) -> subprocess.CompletedProcess:
@@ -27,10 +27,10 @@ def run(compiled: Path, *args: str) -> subprocess.CompletedProcess:
 def test_compiled_once_and_the_class_runs(tmp_path):
     # never skipped: this machine's JDK has javac; without it this fails instead of proving nothing
     assert shutil.which("javac"), "no javac on PATH: install a JDK (the machine's setup has one)"
-    first = kafka_io.compiled_java(SRC, java_kafka_classpath(), tmp_path)
+    first = java_bridge.compiled_java(SRC, java_kafka_classpath(), tmp_path)
     assert first is not None and (first / "KafkaOffsets.class").is_file()
     made = (first / "KafkaOffsets.class").stat().st_mtime_ns
-    again = kafka_io.compiled_java(SRC, java_kafka_classpath(), tmp_path)
+    again = java_bridge.compiled_java(SRC, java_kafka_classpath(), tmp_path)
     assert again == first and (first / "KafkaOffsets.class").stat().st_mtime_ns == made  # not compiled again
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no half-made folder left beside it
     r = run(first, "nonsense")
@@ -43,21 +43,21 @@ def test_a_changed_source_or_classpath_gets_its_own_build(tmp_path):
     src.write_text(SRC.read_text())
     cache = tmp_path / "cache"
     cache.mkdir()
-    a = kafka_io.compiled_java(src, java_kafka_classpath(), cache)
+    a = java_bridge.compiled_java(src, java_kafka_classpath(), cache)
     src.write_text(SRC.read_text().replace("usage: KafkaOffsets", "usage (changed): KafkaOffsets"))
-    b = kafka_io.compiled_java(src, java_kafka_classpath(), cache)
+    b = java_bridge.compiled_java(src, java_kafka_classpath(), cache)
     assert a is not None and b is not None and a != b
     assert "usage (changed): KafkaOffsets" in run(b, "x").stderr
     assert "usage: KafkaOffsets" in run(a, "x").stderr
-    c = kafka_io.compiled_java(src, java_kafka_classpath() + ":/nowhere.jar", cache)
+    c = java_bridge.compiled_java(src, java_kafka_classpath() + ":/nowhere.jar", cache)
     assert c not in (a, b)
 
 
 def test_a_source_javac_refuses_falls_back_to_running_the_source(tmp_path, caplog):
     src = tmp_path / "KafkaOffsets.java"
     src.write_text("public class KafkaOffsets { not java }")
-    with caplog.at_level(logging.WARNING, logger="mm2_failover.adapters.kafka_io"):
-        assert kafka_io.compiled_java(src, java_kafka_classpath(), tmp_path) is None
+    with caplog.at_level(logging.WARNING, logger="mm2_failover.adapters.kafka.java_bridge"):
+        assert java_bridge.compiled_java(src, java_kafka_classpath(), tmp_path) is None
     assert "javac could not compile KafkaOffsets.java" in caplog.text
     assert [p.name for p in tmp_path.iterdir()] == ["KafkaOffsets.java"]  # nothing half-made kept
 
@@ -65,5 +65,5 @@ def test_a_source_javac_refuses_falls_back_to_running_the_source(tmp_path, caplo
 def test_no_javac_means_the_source_runs_as_before(tmp_path, monkeypatch):
     real = shutil.which
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "javac" else real(name, *a, **k))
-    assert kafka_io.compiled_java(SRC, java_kafka_classpath(), tmp_path) is None
+    assert java_bridge.compiled_java(SRC, java_kafka_classpath(), tmp_path) is None
     assert list(tmp_path.iterdir()) == []

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from mm2_failover.adapters import kafka_lock
-from mm2_failover.adapters.kafka_io import KafkaConfigError
+from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError
 
 TOPIC = "mm2-failover.locks"
 

@@ -223,7 +223,10 @@ def test_dag_files_parse_fast_and_import_only_wiring(dag):
     heavy = {
         "mm2_failover.stages.drain_check",
         "mm2_failover.stages.apply",
-        "mm2_failover.adapters.kafka_io",
+        "mm2_failover.adapters.kafka.cluster",
+        "mm2_failover.adapters.kafka.java_bridge",
+        "mm2_failover.adapters.kafka.kafka_errors",
+        "mm2_failover.adapters.kafka.groups",
         "mm2_failover.stages.context",
         "mm2_failover.adapters.spark",
         "mm2_failover.jobs.checkpoint_pass",

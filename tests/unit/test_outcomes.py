@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mm2_failover import cli
-from mm2_failover.adapters.kafka_io import KafkaAuthError, KafkaConfigError, KafkaUnavailable
+from mm2_failover.adapters.kafka.kafka_errors import KafkaAuthError, KafkaConfigError, KafkaUnavailable
 from mm2_failover.adapters.locks import Locked
 from mm2_failover.adapters.runfolder import RunFolderError
 from mm2_failover.rules.approval import ApprovalRefused

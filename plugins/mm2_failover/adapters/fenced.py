@@ -32,15 +32,9 @@ import tempfile
 import threading
 import time
 
-from mm2_failover.adapters.kafka_io import (
-    Cluster,
-    KafkaAuthError,
-    KafkaConfigError,
-    KafkaUnavailable,
-    _unb64,
-    commit_lines,
-    java_offsets_program,
-)
+from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.kafka.java_bridge import commit_lines, java_offsets_program, unb64
+from mm2_failover.adapters.kafka.kafka_errors import KafkaAuthError, KafkaConfigError, KafkaUnavailable
 from mm2_failover.adapters.kafka_lock import LockLost
 from mm2_failover.rules.acls import phrase
 from mm2_failover.rules.values import TP, Commit
@@ -139,11 +133,11 @@ class FencedWriter:
         if f and f[0] == "FENCED":
             return Fenced(
                 f"a newer writer of target cluster {self.target.name} took its transactional id "
-                f"{self.transactional_id} while this one was {doing} ({_unb64(f[1])}): this writer lost the "
+                f"{self.transactional_id} while this one was {doing} ({unb64(f[1])}): this writer lost the "
                 "target's lock; nothing of this batch was committed, and nothing more will be. Re-run the "
                 "task: it converges to the plan (apply writes only what differs)."
             )
-        why = _unb64(f[1]) if len(f) > 1 else self._stderr_tail()
+        why = unb64(f[1]) if len(f) > 1 else self._stderr_tail()
         if "InvalidTxnTimeout" in why or "transaction.max.timeout.ms" in why:
             return KafkaConfigError(
                 f"{self.target.name}: the lease's fenced writer could not take transactional id "
@@ -190,9 +184,9 @@ class FencedWriter:
                 if f == ["DONE"]:
                     break
                 if f and f[0] == "OK":
-                    out[_unb64(f[1])] = None
+                    out[unb64(f[1])] = None
                 elif f and f[0] == "ERR":
-                    out[_unb64(f[1])] = _unb64(f[2])
+                    out[unb64(f[1])] = unb64(f[2])
                 else:
                     raise self._failure(f, "committing")
         missing = sorted(set(offsets) - set(out))

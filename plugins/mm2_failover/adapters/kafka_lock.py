@@ -20,7 +20,8 @@ import threading
 import time
 import uuid
 
-from mm2_failover.adapters.kafka_io import CONSUME_WAIT_S, KafkaConfigError
+from mm2_failover.adapters.kafka.cluster import CONSUME_WAIT_S
+from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError
 from mm2_failover.adapters.locks import Locked
 from mm2_failover.adapters.runfolder import now_iso
 from mm2_failover.rules import lease
@@ -177,7 +178,7 @@ class KafkaLease:
         while self._pos < hi:
             if time.monotonic() > deadline:
                 raise OSError(f"reading the writer-lock topic {self.topic} to offset {hi} timed out at {self._pos}")
-            for m in c.consume(500, CONSUME_WAIT_S):  # (kafka_io: a short wait, more calls)
+            for m in c.consume(500, CONSUME_WAIT_S):  # (cluster.py: a short wait, more calls)
                 if m.error():
                     continue
                 self._pos = m.offset() + 1

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mm2_failover.adapters import faults, store
-from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.kafka.cluster import Cluster
 from mm2_failover.adapters.runfolder import RunFolderError, now_iso, read_json, write_json
 from mm2_failover.rules import checkpoints as cpf
 from mm2_failover.rules.translate import MalformedSync, Sync, decode_sync

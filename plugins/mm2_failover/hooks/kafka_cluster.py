@@ -3,15 +3,16 @@
 Uses the Apache Kafka provider's connection type (``kafka``): the connection's extra is a JSON object of
 librdkafka settings, passed to the clients untouched. Like the provider's own hooks (``KafkaAdminClientHook``,
 ``KafkaConsumerHook``), it only supplies the client factory ``_get_client``: the provider builds the configuration
-(allow-listed callbacks, managed-cloud OAuth) and ``get_conn`` returns our :class:`~mm2_failover.adapters.kafka_io.Cluster`.
-Only ``bootstrap.servers`` is ever logged.
+(allow-listed callbacks, managed-cloud OAuth) and ``get_conn`` returns our
+:class:`~mm2_failover.adapters.kafka.cluster.Cluster`. Only ``bootstrap.servers`` is ever logged.
 """
 
 from __future__ import annotations
 
 from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
 
-from mm2_failover.adapters.kafka_io import Cluster, describe_conf
+from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.kafka.kafka_errors import describe_conf
 
 
 class KafkaClusterHook(KafkaBaseHook):

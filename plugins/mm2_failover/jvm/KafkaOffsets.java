@@ -4,7 +4,7 @@
 // the broker as "abc\0", which older Kafka Streams versions cannot decode), and librdkafka reads metadata back as a
 // C string (metadata without a NUL comes back with bytes of whatever follows it in memory). The pipeline reads and
 // writes commits without metadata with confluent-kafka, and the few groups whose commits carry metadata (Kafka
-// Streams applications) with this program. It also reads the commits of many groups at once (kafka_io.commits_many:
+// Streams applications) with this program. It also reads the commits of many groups at once (Cluster.commits_many:
 // more than JAVA_BULK_GROUPS), where librdkafka would need a consumer handle per group.
 //
 // Usage: java -cp '<kafka-clients and slf4j-api jars>' KafkaOffsets.java commit|read|describe <client.properties> <in.tsv>
@@ -19,7 +19,7 @@
 //           output: "ROW\t<group>\t<member id>\t<client id>\t<host>" per member, "OK\t<group>\t<state>" after a
 //           group's rows (state: Kafka's GroupState name, UNKNOWN for a group the coordinator does not know,
 //           NOT_A_CONSUMER_GROUP for a group of another protocol), or "ERR\t<group>\t<message>"
-//   fenced: the one writer of a target under its lease (kafka_io.FencedWriter). <in.tsv> is a transactional id: the
+//   fenced: the one writer of a target under its lease (fenced.FencedWriter). <in.tsv> is a transactional id: the
 //           program takes it (initTransactions: every earlier producer of that id is fenced, its open transaction
 //           aborted), prints "READY", then reads batches from standard input - lines as commit's, then "COMMIT" -
 //           and commits each batch in transactions (sendOffsetsToTransaction per group: a transaction's offsets land
@@ -293,7 +293,7 @@ public class KafkaOffsets {
             && !(ex instanceof org.apache.kafka.common.errors.TransactionalIdAuthorizationException);
     }
 
-    /** The call's deadline: one timeout, and one more per WINDOW groups (KafkaOffsets.deadline in kafka_io). */
+    /** The call's deadline: one timeout, and one more per WINDOW groups (java_call_timeout in java_bridge). */
     static long deadline(long timeoutMs, int groups) {
         return System.currentTimeMillis() + timeoutMs * (1 + (groups + WINDOW - 1) / WINDOW);
     }
@@ -354,7 +354,7 @@ public class KafkaOffsets {
     }
 
     // The coordinators' description of many groups: the client batches them, one request per coordinator per call
-    // (librdkafka sends one per group). A group the coordinator does not know is UNKNOWN, as kafka_io reads
+    // (librdkafka sends one per group). A group the coordinator does not know is UNKNOWN, as cluster.py reads
     // librdkafka's GROUP_ID_NOT_FOUND; a group of another protocol (Connect, share) is NOT_A_CONSUMER_GROUP, which
     // the gate never takes for empty.
     static void describe(Admin admin, List<String> lines, long timeoutMs) throws InterruptedException {

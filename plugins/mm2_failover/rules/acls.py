@@ -1,8 +1,8 @@
 """The least-privilege Kafka ACLs of the pipeline's principal: one table, the one place that says what it needs.
 
-Used by the error messages (``kafka_io`` names the permission a refused call lacks, with :func:`phrase`), by the
-secured bed of the tests (:func:`bindings` grants exactly these, and the test removes one at a time), and by the
-reference page's table (docs/reference.md; a unit test keeps the two equal).
+Used by the error messages (the Kafka adapter, ``adapters/kafka/``, names the permission a refused call lacks, with
+:func:`phrase`), by the secured bed of the tests (:func:`bindings` grants exactly these, and the test removes one at a
+time), and by the reference page's table (docs/reference.md; a unit test keeps the two equal).
 
 Kafka's rules this relies on: Read, Write, Delete and Alter on a resource imply Describe on it; AlterConfigs implies
 DescribeConfigs. Metadata and ListGroups never fail for lack of a permission: they leave out the topics and groups

@@ -80,8 +80,9 @@ replica's span was read whole and is one to one (E4), and for the tail where the
 origin's record the arithmetic names; else the sync floor.
 
 Content equality is the pipeline's one definition of "the same record": key, value, timestamp and headers, as MM2
-copies them (:func:`content_of`). The Kafka-backed :class:`RecordSource` (``kafka_io.Cluster.read_ranges``) keeps a
-128-bit digest of them per record, so that the span of a 200k-record bracket costs a few MB.
+copies them (:func:`content_of`). The Kafka-backed :class:`RecordSource`
+(``adapters.kafka.cluster.Cluster.read_ranges``) keeps a 128-bit digest of them per record, so that the span of a
+200k-record bracket costs a few MB.
 """
 
 from __future__ import annotations

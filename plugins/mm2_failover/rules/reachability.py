@@ -41,8 +41,8 @@ UNREACHABLE = "unreachable"
 
 
 class SourceUnreachable(RuntimeError):
-    """A cluster did not answer (``kafka_io.KafkaUnavailable`` is one): the only error a probe counts as
-    unreachable."""
+    """A cluster did not answer (``adapters.kafka.kafka_errors.KafkaUnavailable`` is one): the only error a probe
+    counts as unreachable."""
 
 
 class SourceRequiredUnreachable(RuntimeError):

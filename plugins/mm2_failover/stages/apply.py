@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from mm2_failover.adapters import faults
-from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.kafka.cluster import Cluster
 from mm2_failover.adapters.runfolder import APPLY, now_iso
 from mm2_failover.rules import plan as planmod
 from mm2_failover.rules.rollback import Backup, BackupEntry

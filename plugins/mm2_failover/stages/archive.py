@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.kafka.cluster import Cluster
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.errors import ConfigurationError
 

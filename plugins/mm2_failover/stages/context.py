@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from mm2_failover.adapters.config import SOURCE_CONN_ID, TARGET_CONN_ID, run_dir
-from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.kafka.cluster import Cluster
 from mm2_failover.adapters.runfolder import RunFolder, now_iso
 from mm2_failover.rules import reachability
 from mm2_failover.rules.run_params import RunParams

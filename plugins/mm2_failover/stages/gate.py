@@ -1,7 +1,7 @@
 """Stage 4, the gate: groups with live members (the broker refuses their commits) on the target and the sources.
 
 1. A group is live when its coordinator describes members or a state other than empty, dead or unknown
-   (:attr:`~mm2_failover.adapters.kafka_io.GroupState.is_safe_to_move`).
+   (:attr:`~mm2_failover.adapters.kafka.groups.GroupState.is_safe_to_move`).
 2. Each cluster's group listing comes first (one request per broker, with every group's state): a group it lists as
    ``EMPTY`` or ``DEAD`` has no members and is not described. Every other group is described - listed in another
    state, or not listed at all: a listing leaves out the groups the principal may not Describe, so that a group is
@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from mm2_failover.adapters.kafka_io import Cluster, GroupState
+from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.kafka.groups import GroupState
 from mm2_failover.stages.compute_checkpoints import selected_checkpoint_groups
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.snapshot import archived_commits, source_commits

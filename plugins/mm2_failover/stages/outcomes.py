@@ -47,7 +47,7 @@ FAILED = Outcome("failed", EXIT_FAILED, True)
 
 
 def table() -> list[tuple[tuple[type[BaseException], ...], Outcome]]:
-    from mm2_failover.adapters.kafka_io import KafkaConfigError, KafkaUnavailable
+    from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError, KafkaUnavailable
     from mm2_failover.adapters.kafka_lock import LockLost
     from mm2_failover.adapters.locks import Locked
     from mm2_failover.adapters.runfolder import RunFolderError

@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mm2_failover.adapters import faults
-from mm2_failover.adapters.kafka_io import Cluster, KafkaConfigError
+from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError
 from mm2_failover.adapters.kafka_lock import LockLost
 from mm2_failover.adapters.runfolder import RunFolder, now_iso, read_json, write_json
 from mm2_failover.rules import rollback as rb

@@ -4,7 +4,7 @@ report.json, report.md and the index's summary.json, with what retention took co
 
 from __future__ import annotations
 
-from mm2_failover.adapters.kafka_io import Cluster
+from mm2_failover.adapters.kafka.cluster import Cluster
 from mm2_failover.adapters.runfolder import SUMMARY, Snapshot, now_iso, write_text
 from mm2_failover.rules import drain as drainmod
 from mm2_failover.rules import plan as planmod

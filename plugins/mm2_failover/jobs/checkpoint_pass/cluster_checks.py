@@ -22,7 +22,7 @@ class LostSinceSnapshot(RuntimeError):
 def driver_check():
     """The driver's own calls to the cluster (librdkafka, before Spark): refused (authentication, a missing ACL) or
     misconfigured is a bad argument - retrying won't help (exit 2); unreachable is exit 4."""
-    from mm2_failover.adapters.kafka_io import KafkaConfigError, KafkaUnavailable
+    from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError, KafkaUnavailable
 
     try:
         yield
@@ -41,7 +41,8 @@ def check_against_cluster(
 ) -> dict[str, dict[int, int]]:
     """Every topic and partition exists; every end offset is within [log start, log end]; no record of the range
     was deleted since the snapshot. Returns the start offsets to read from (captured, or the current log start)."""
-    from mm2_failover.adapters.kafka_io import Cluster, MissingTopics
+    from mm2_failover.adapters.kafka.cluster import Cluster
+    from mm2_failover.adapters.kafka.kafka_errors import MissingTopics
 
     with driver_check():
         c = Cluster(conf, "target", timeout)
@@ -81,7 +82,7 @@ def check_against_cluster(
 
 def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> dict[str, dict[int, int]]:
     """Every partition of the checkpoints topics and its current log end (the refresh reads up to there)."""
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
 
     with driver_check():
         c = Cluster(conf, "target", timeout)

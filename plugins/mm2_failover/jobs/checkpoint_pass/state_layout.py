@@ -83,7 +83,7 @@ def base_tables(spark, used: dict[str, list[str]], table: str):
 
 def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict) -> tuple[StatePlan, dict]:
     """Which state version each alias starts from (:func:`mm2_failover.adapters.state.choose`), and where its tail starts."""
-    from mm2_failover.adapters.kafka_io import Cluster
+    from mm2_failover.adapters.kafka.cluster import Cluster
     from mm2_failover.adapters.state import StateRoot, choose
 
     with driver_check():

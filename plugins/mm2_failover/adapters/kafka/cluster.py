@@ -1,75 +1,50 @@
 """Thin adapter over confluent-kafka's AdminClient and Consumer: how the pipeline talks to Kafka, but for the lease
 (:mod:`kafka_lock` builds its own clients, and :mod:`fenced` writes through Kafka's Java client).
 
-Every call has a timeout. Failures are told apart, because a failover decides differently on each:
-
-* :class:`KafkaUnavailable` - the cluster did not answer (connection refused, timed out, all brokers down);
-* :class:`KafkaAuthError` - it answered and refused us: authentication failed, or an ACL denies an operation
-  (the message names the operation and the resource);
-* :class:`KafkaConfigError` - our client settings are wrong: an unknown librdkafka property, a bad value, a TLS
-  handshake with a plaintext listener or an untrusted certificate.
-
-librdkafka reports authentication and TLS failures through its error callback, not through the call that timed
-out: every client records those errors, and a failed call consults them before it says "unreachable".
-Client settings (``conf``) are librdkafka settings passed through untouched; only ``bootstrap.servers`` is ever
-logged or put in an error message.
+:class:`Cluster` is one cluster: its topics and offsets, its consumer groups' commits and states, and bounded reads of
+its records. Every call has a timeout, and a failure is one of :mod:`kafka_errors`' exceptions (unreachable, refused,
+misconfigured). Commits with metadata, and the commits and states of many groups at once, go through Kafka's Java
+client (:mod:`java_bridge`). Client settings (``conf``) are librdkafka settings passed through untouched
+(:func:`check_conf`); only ``bootstrap.servers`` is ever logged or put in an error message.
 """
 
 from __future__ import annotations
 
 import bisect
-import contextlib
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, wait
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from mm2_failover.adapters import faults
+from mm2_failover.adapters.kafka import java_bridge
+from mm2_failover.adapters.kafka.groups import GroupState, Member
+from mm2_failover.adapters.kafka.kafka_errors import (
+    AUTH,
+    LEADERSHIP,
+    UNREACHABLE,
+    KafkaConfigError,
+    KafkaUnavailable,
+    MissingTopics,
+    OutOfRange,
+    RecordedErrors,
+    classify,
+    describe_conf,
+    error_code,
+    error_text,
+    is_leadership,
+)
 from mm2_failover.rules import evidence as ev
 from mm2_failover.rules.acls import phrase
 from mm2_failover.rules.evidence import Record
-from mm2_failover.rules.reachability import SourceUnreachable
 from mm2_failover.rules.values import TP, Commit
-
-log = logging.getLogger(__name__)
-
-#: the Java helper's source, in the package's jvm/ folder (compiled once per source, classpath and JDK)
-JAVA_HELPER = Path(__file__).resolve().parent.parent / "jvm" / "KafkaOffsets.java"
 
 TIMEOUT_S = 15.0
 #: groups per DescribeConsumerGroups request. librdkafka 2.16 aborts the process (``rd_kafka_enq_once_del_source_return:
 #: Assertion `eonce->refcnt > 0' failed``, librdkafka#4605) after a describe of 10k groups timed out; windows of 1000
 #: never timed out on the bed (docs/performance.md, "The gate at 10k groups")
 DESCRIBE_WINDOW = 1000
-
-
-class KafkaUnavailable(SourceUnreachable):
-    """A cluster could not be reached or did not answer in time."""
-
-
-class KafkaConfigError(ValueError):
-    """The client settings of a cluster are not valid (named property or TLS problem); retrying will not help."""
-
-
-class KafkaAuthError(KafkaConfigError):
-    """The cluster refused us: authentication failed or an ACL denies the operation; retrying will not help."""
-
-
-class OutOfRange(RuntimeError):
-    """A bounded read started below a partition's log start: Kafka answered OFFSET_OUT_OF_RANGE. Never a silent jump
-    to the log end (librdkafka's default reset, which reads nothing and reports the end)."""
-
-    def __init__(self, cluster: str, tp: TP, offset: int, detail: str = ""):
-        self.tp, self.offset = tp, offset
-        super().__init__(
-            f"{cluster}: {tp[0]}[{tp[1]}] holds no record at offset {offset} any more (below its log "
-            f"start: retention or DeleteRecords){': ' + detail if detail else ''}"
-        )
-
 
 #: every bounded read's reset policy: a start below the log start is an error (librdkafka's default, ``largest``,
 #: would move the read to the log END and return nothing, as if the partition had no record after the start)
@@ -82,64 +57,10 @@ BOUNDED_READ_CONF = {"auto.offset.reset": "error"}
 CONSUME_WAIT_S = 0.05
 
 
-class MissingTopics(LookupError):
-    """Topics that should exist do not."""
-
-    def __init__(self, cluster: str, topics: Iterable[str]):
-        self.topics = sorted(topics)
-        super().__init__(
-            f"{cluster}: topic(s) not found: {', '.join(self.topics)} (on a cluster with ACLs, Kafka "
-            "also leaves out the topics the principal may not Describe)"
-        )
-
-
-_UNREACHABLE = {
-    "_TRANSPORT",
-    "_TIMED_OUT",
-    "_ALL_BROKERS_DOWN",
-    "_RESOLVE",
-    "_DESTROY",
-    "_MSG_TIMED_OUT",
-    "REQUEST_TIMED_OUT",
-    "NETWORK_EXCEPTION",
-    "COORDINATOR_NOT_AVAILABLE",
-    "NOT_COORDINATOR",
-    "COORDINATOR_LOAD_IN_PROGRESS",
-}
-# a partition's leadership moving (an election, a topic just created): Kafka names these retriable
-_LEADERSHIP = {
-    "LEADER_NOT_AVAILABLE",
-    "NOT_LEADER_FOR_PARTITION",
-    "UNKNOWN_LEADER_EPOCH",
-    "FENCED_LEADER_EPOCH",
-    "OFFSET_NOT_AVAILABLE",
-    "REPLICA_NOT_AVAILABLE",
-}
-_AUTH = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "ILLEGAL_SASL_STATE", "UNSUPPORTED_SASL_MECHANISM"}
-
-
-def _leadership(exc) -> bool:
-    """Whether ``exc`` (a KafkaException) is a partition's leadership moving."""
-    return bool(getattr(exc, "args", None)) and _code(exc.args[0]) in _LEADERSHIP
-
-
-def _code(err) -> str:
-    return getattr(err, "name", lambda: "")() or ""
-
-
-def _text(err) -> str:
-    return str(getattr(err, "str", lambda: err)())
-
-
 def _quiet_logger() -> logging.Logger:
     lg = logging.getLogger("mm2_failover.librdkafka")
     lg.setLevel(logging.ERROR)
     return lg
-
-
-def describe_conf(conf: dict) -> str:
-    """What may be said about a client config in logs: its bootstrap servers, nothing else."""
-    return str(conf.get("bootstrap.servers", "?"))
 
 
 def check_conf(conf, what: str = "client settings") -> dict:
@@ -161,33 +82,7 @@ def check_conf(conf, what: str = "client settings") -> dict:
     return conf
 
 
-class _Errors:
-    """The errors librdkafka reported through ``error_cb`` (authentication and TLS failures arrive only there)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self.recent: deque = deque(maxlen=20)
-
-    def __call__(self, err) -> None:
-        with self._lock:
-            self.recent.append((_code(err), _text(err)))
-
-    def worst(self) -> tuple[str, str] | None:
-        with self._lock:
-            items = list(self.recent)
-        for code, text in reversed(items):
-            if code in _AUTH:
-                return code, text
-        for code, text in reversed(items):
-            if code == "_SSL" or "SSL handshake failed" in text or "certificate" in text.lower():
-                return code, text
-        for code, text in reversed(items):
-            if code != "_ALL_BROKERS_DOWN":
-                return code, text
-        return items[-1] if items else None
-
-
-def _client_conf(conf: dict, errors: _Errors | None) -> dict:
+def _client_conf(conf: dict, errors: RecordedErrors | None) -> dict:
     c = dict(conf)
     c.setdefault("log_level", 3)
     c.setdefault("logger", _quiet_logger())
@@ -204,14 +99,14 @@ def _construct(factory, conf: dict, name: str):
         return factory(conf)
     except KafkaException as e:
         raise KafkaConfigError(
-            f"{name}: the client settings are not valid: {_text(e.args[0])}. Check the connection's "
+            f"{name}: the client settings are not valid: {error_text(e.args[0])}. Check the connection's "
             "extra (or the config file) against librdkafka's CONFIGURATION.md"
         ) from None
     except (TypeError, ValueError) as e:
         raise KafkaConfigError(f"{name}: the client settings are not valid: {e}") from None
 
 
-def admin(conf: dict, errors: _Errors | None = None, name: str = "cluster"):
+def admin(conf: dict, errors: RecordedErrors | None = None, name: str = "cluster"):
     from confluent_kafka.admin import AdminClient
 
     c = _client_conf(conf, errors)
@@ -219,69 +114,12 @@ def admin(conf: dict, errors: _Errors | None = None, name: str = "cluster"):
     return _construct(AdminClient, c, name)
 
 
-def classify(
-    conf: dict, what: str, err, errors: _Errors | None = None, client=None, need: "str | dict[str, str] | None" = None
-) -> Exception:
-    """The exception for a failed call: authentication/ACL and TLS problems are errors of configuration, never
-    'unreachable'; for a timeout or a transport failure, the client's recorded errors say which it was. ``need``:
-    the permission the call needs (:func:`mm2_failover.rules.acls.phrase`), or one per resource type
-    (``{"Group": ..., "Topic": ...}``) when the refusal's code says which was missing."""
-    code, text = _code(err), _text(err)
-    where = describe_conf(conf)
-    if code.endswith("_AUTHORIZATION_FAILED"):
-        if isinstance(need, dict):
-            need = need.get(code.split("_", 1)[0].capitalize())
-        lacks = f"needs {need}" if need else "lacks a permission"
-        return KafkaAuthError(
-            f"{what}: not authorized at {where} ({code}: {text}). The connection's principal "
-            f"{lacks}: grant it (docs/reference.md, 'Least-privilege ACLs', lists what the pipeline "
-            "needs), then retry."
-        )
-    if code in _AUTH:
-        return KafkaAuthError(
-            f"{what}: authentication failed at {where} ({text}). Check the connection's sasl.* "
-            "settings (mechanism, user name, password)."
-        )
-    if code in _LEADERSHIP:
-        return KafkaUnavailable(
-            f"{what}: a partition's leader is moving at {where} ({code}: {text}). Kafka elects "
-            "one within seconds: retry (a task's retries do). If it persists, check the brokers' "
-            "controller and the topic's under-replicated partitions."
-        )
-    if code in _UNREACHABLE or code == "" or code == "_SSL":
-        if client is not None:
-            try:
-                client.poll(0)  # serve error_cb: authentication/TLS failures are reported there
-            except Exception:  # noqa: BLE001 - best effort
-                pass
-        seen = errors.worst() if errors else None
-        if seen and seen[0] in _AUTH:
-            return KafkaAuthError(
-                f"{what}: authentication failed at {where} ({seen[1]}). Check the connection's "
-                "sasl.* settings (mechanism, user name, password)."
-            )
-        if code == "_SSL" or (
-            seen and (seen[0] == "_SSL" or "SSL handshake failed" in seen[1] or "certificate" in seen[1].lower())
-        ):
-            detail = seen[1] if seen else text
-            return KafkaConfigError(
-                f"{what}: TLS with {where} failed ({detail}). Check security.protocol and the "
-                "ssl.* settings (CA file, listener type)."
-            )
-        detail = seen[1] if seen else f"{code}: {text}"
-        return KafkaUnavailable(
-            f"{what}: cannot reach {where} ({detail}). Check that the brokers are up and "
-            "reachable, and the connection's bootstrap servers."
-        )
-    return RuntimeError(f"{what}: {code}: {text}")
-
-
 def _result(
     fut: Future,
     conf: dict,
     what: str,
     timeout: float = TIMEOUT_S,
-    errors: _Errors | None = None,
+    errors: RecordedErrors | None = None,
     client=None,
     need=None,
 ):
@@ -297,8 +135,8 @@ def _result(
         ) from None
     except KafkaException as e:
         err = e.args[0] if e.args else e
-        c = _code(err)
-        if c in _UNREACHABLE or c in _LEADERSHIP or c in _AUTH or c.endswith("_AUTHORIZATION_FAILED") or c == "_SSL":
+        c = error_code(err)
+        if c in UNREACHABLE or c in LEADERSHIP or c in AUTH or c.endswith("_AUTHORIZATION_FAILED") or c == "_SSL":
             raise classify(conf, what, err, errors, client, need) from None
         raise
 
@@ -318,13 +156,9 @@ def _queued_refusal(consumer):
         m = consumer.poll(0)
         if m is None:
             return None
-        if m.error() is not None and _code(m.error()).endswith("_AUTHORIZATION_FAILED"):
+        if m.error() is not None and error_code(m.error()).endswith("_AUTHORIZATION_FAILED"):
             return m.error()
     return None
-
-
-# more groups than this: their commits are read by Kafka's Java client in one JVM (see Cluster.commits_many)
-JAVA_BULK_GROUPS = 500
 
 
 class Cluster:
@@ -336,7 +170,7 @@ class Cluster:
         self.timeout = timeout
         self._admin = None
         self._admin_lock = threading.Lock()
-        self.errors = _Errors()
+        self.errors = RecordedErrors()
 
     def __repr__(self) -> str:
         return f"Cluster({self.name} at {describe_conf(self.conf)})"
@@ -421,7 +255,7 @@ class Cluster:
         while True:  # the read is idempotent: a leader moving (Kafka's retriable codes) is asked again
             futs = self.admin.list_offsets({TopicPartition(t, p): s for t, p in tps}, request_timeout=self.timeout)
             wait(futs.values(), timeout=self.timeout)
-            moving = any(f.done() and _leadership(f.exception()) for f in futs.values())
+            moving = any(f.done() and is_leadership(f.exception()) for f in futs.values())
             if not moving or time.monotonic() + pause > deadline:
                 return {
                     (tp.topic, tp.partition): self._result(f, f"list {spec} offsets", need).offset
@@ -488,12 +322,13 @@ class Cluster:
 
     def describe_groups(self, groups: Iterable[str]) -> dict[str, "GroupState"]:
         """Each group's state and members as its coordinator describes them, ``DESCRIBE_WINDOW`` groups per request
-        (GROUP_ID_NOT_FOUND: state ``UNKNOWN``). More than :data:`JAVA_BULK_GROUPS` groups are described by Kafka's
-        Java client in one JVM (:func:`describe_with_java`): librdkafka sends one DescribeGroups request per group
-        (2.6-4.4 s for 10k groups on the bed), the Java client one per coordinator for a whole window."""
+        (GROUP_ID_NOT_FOUND: state ``UNKNOWN``). More than :data:`~.java_bridge.JAVA_BULK_GROUPS` groups are described
+        by Kafka's Java client in one JVM (:func:`~.java_bridge.describe_with_java`): librdkafka sends one
+        DescribeGroups request per group (2.6-4.4 s for 10k groups on the bed), the Java client one per coordinator for
+        a whole window."""
         groups = sorted(set(groups))
-        if len(groups) > JAVA_BULK_GROUPS:
-            return describe_with_java(self, groups)
+        if len(groups) > java_bridge.JAVA_BULK_GROUPS:
+            return java_bridge.describe_with_java(self, groups)
         out: dict[str, GroupState] = {}
         for i in range(0, len(groups), DESCRIBE_WINDOW):
             out.update(self._describe_window(groups[i : i + DESCRIBE_WINDOW]))
@@ -508,7 +343,7 @@ class Cluster:
             try:
                 d = self._result(f, f"describe group {g}", phrase("Describe", "Group", g))
             except KafkaException as e:
-                if _code(e.args[0]) == "GROUP_ID_NOT_FOUND":
+                if error_code(e.args[0]) == "GROUP_ID_NOT_FOUND":
                     out[g] = GroupState(g, "UNKNOWN")
                     continue
                 raise
@@ -537,16 +372,16 @@ class Cluster:
         process dies of SIGSEGV in a librdkafka thread, with no Python traceback (CI's fault drill: the target broker
         restarted, its commits read at once). A consumer handle has that object: it looks the coordinator up again,
         and the read is retried here until ``timeout``. A handle per group costs ~5 ms of a 2-core machine per group,
-        so more than :data:`JAVA_BULK_GROUPS` groups are read by Kafka's Java client in one JVM (a few seconds, then
-        thousands of groups a second). librdkafka reads commit metadata as a C string (wrong for metadata without a
-        NUL), so the groups whose commits carry any are read again, exactly, with the Java client."""
+        so more than :data:`~.java_bridge.JAVA_BULK_GROUPS` groups are read by Kafka's Java client in one JVM (a few
+        seconds, then thousands of groups a second). librdkafka reads commit metadata as a C string (wrong for metadata
+        without a NUL), so the groups whose commits carry any are read again, exactly, with the Java client."""
         from concurrent.futures import ThreadPoolExecutor
 
         groups = list(groups)
         if not groups:
             return {}
-        if len(groups) > JAVA_BULK_GROUPS:
-            return read_with_java(self, groups)
+        if len(groups) > java_bridge.JAVA_BULK_GROUPS:
+            return java_bridge.read_with_java(self, groups)
         parts = [(t, p) for t, n in sorted(self.topics().items()) for p in range(n)]
         if len(groups) == 1:
             out = {groups[0]: self._read_commits(groups[0], parts)}
@@ -559,7 +394,7 @@ class Cluster:
                 ex.shutdown(wait=True, cancel_futures=True)
         with_metadata = sorted(g for g, cs in out.items() if any(c.metadata for c in cs.values()))
         if with_metadata:
-            out.update(read_with_java(self, with_metadata))
+            out.update(java_bridge.read_with_java(self, with_metadata))
         return out
 
     def _read_commits(self, group: str, parts: list[TP]) -> dict[TP, Commit]:
@@ -570,7 +405,7 @@ class Cluster:
         if not parts:
             return {}
         what, need = f"{self.name}: committed offsets of {group}", phrase("Describe", "Group", group)
-        errors = _Errors()
+        errors = RecordedErrors()
         c = _construct(
             Consumer,
             _client_conf(
@@ -590,9 +425,9 @@ class Cluster:
                     refused = _queued_refusal(c)  # FindCoordinator refused: the consumer queues it, committed() waits
                     if refused is not None:
                         raise classify(self.conf, what, refused, errors, None, need) from None
-                    if _code(err) in _UNREACHABLE | _LEADERSHIP and time.monotonic() < deadline:
+                    if error_code(err) in UNREACHABLE | LEADERSHIP and time.monotonic() < deadline:
                         continue  # the coordinator is moving or loading, or the cluster is not up (yet)
-                    if _code(err) in _UNREACHABLE | _LEADERSHIP:
+                    if error_code(err) in UNREACHABLE | LEADERSHIP:
                         raise classify(
                             self.conf, f"{what}: no answer within {self.timeout:.0f}s", err, errors, c, need
                         ) from None
@@ -600,7 +435,7 @@ class Cluster:
         finally:
             c.close()
         for tp in res:
-            if tp.error is None or _code(tp.error) == "UNKNOWN_TOPIC_OR_PART":  # (deleted since the metadata)
+            if tp.error is None or error_code(tp.error) == "UNKNOWN_TOPIC_OR_PART":  # (deleted since the metadata)
                 continue
             need = phrase("Describe", "Topic", tp.topic)
             raise classify(self.conf, f"{what} ({tp.topic}[{tp.partition}])", tp.error, errors, None, need)
@@ -656,7 +491,9 @@ class Cluster:
     def _raise_if_acl_refused(self, group: str, parts) -> None:
         """A commit refused by an ACL comes back per partition (Read on the topic, or Read on the group on every
         partition): an error of configuration, never one group's refusal."""
-        denied = sorted({tp.topic for tp in parts if tp.error and _code(tp.error).endswith("_AUTHORIZATION_FAILED")})
+        denied = sorted(
+            {tp.topic for tp in parts if tp.error and error_code(tp.error).endswith("_AUTHORIZATION_FAILED")}
+        )
         if denied:
             err = next(tp.error for tp in parts if tp.error and tp.topic == denied[0])
             raise classify(
@@ -672,7 +509,7 @@ class Cluster:
         """Commit offsets with their metadata byte for byte, through Kafka's Java AdminClient (``jvm/
         KafkaOffsets.java``): confluent-kafka would append a NUL byte to every metadata string. One request per
         group; returns group -> error text (None = committed)."""
-        return commit_with_java(self, offsets)
+        return java_bridge.commit_with_java(self, offsets)
 
     def alter_offsets(self, group: str, offsets: dict[TP, "int | Commit"]) -> dict[TP, str | None]:
         """Commit ``offsets`` for ``group`` in one request. Returns per-partition error text (None = ok).
@@ -699,7 +536,7 @@ class Cluster:
         try:
             self._result(futs[group], f"delete group {group}", phrase("Delete", "Group", group))
         except KafkaException as e:
-            if not (missing_ok and _code(e.args[0]) == "GROUP_ID_NOT_FOUND"):
+            if not (missing_ok and error_code(e.args[0]) == "GROUP_ID_NOT_FOUND"):
                 raise
 
     # -- records -------------------------------------------------------------------------------------
@@ -782,7 +619,7 @@ class Cluster:
         out: dict[TP, tuple] = {}
         got: dict[TP, list[ev.Rec]] = {tp: [] for tp in ranges}
         todo = dict(ranges)
-        errors = _Errors()
+        errors = RecordedErrors()
         c = _construct(
             Consumer,
             _client_conf(
@@ -870,7 +707,7 @@ class Cluster:
         todo = {tp: e for tp, (_s, e) in ranges.items()}
         if not todo:
             return
-        errors = _Errors()
+        errors = RecordedErrors()
         c = _construct(
             Consumer,
             _client_conf(
@@ -943,264 +780,6 @@ def _merged(ranges: list[tuple[int, int]], budget: int) -> list[tuple[int, int, 
     return out
 
 
-def _java_properties(d: dict) -> str:
-    """A ``java.util.Properties`` file's text for ``d`` (keys and values escaped as Properties.load reads them)."""
-
-    def esc(s: str, key: bool) -> str:
-        out = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-        if key:
-            out = out.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
-        elif out.startswith(" "):
-            out = "\\" + out
-        return out
-
-    return "".join(f"{esc(str(k), True)}={esc(str(v), False)}\n" for k, v in d.items())
-
-
-def _b64(x) -> str:
-    import base64
-
-    return base64.b64encode(str(x).encode()).decode()
-
-
-def _unb64(x: str) -> str:
-    import base64
-
-    return base64.b64decode(x).decode()
-
-
-JAVA_WINDOW = 1000  # groups per window of the Java helper (KafkaOffsets.WINDOW)
-
-
-def java_call_timeout(timeout_s: float, groups: int) -> float:
-    """The Java helper's process timeout: its own deadline (one timeout, and one more per window of groups: a
-    stalled cluster costs that, not one timeout per group) plus a minute to start the JVM and compile the helper."""
-    return 60 + timeout_s * (1 + -(-max(0, groups) // JAVA_WINDOW))
-
-
-def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
-    """A folder holding ``src`` compiled by ``javac``, made once per source, classpath and JDK under ``cache`` (this
-    user's private folder): running a one-file program from source compiles it in the JVM on every start, 1.2 s of
-    each call on this project's 2-core machine, and a failover at thousands of groups calls the helper three times
-    (the plan's read of the target, the backup, verify). None where there is no ``javac`` or it fails (a JRE): the
-    caller then runs the source, as before."""
-    import hashlib
-    import os
-    import shutil
-    import subprocess
-    import uuid
-
-    javac = shutil.which("javac")
-    if not javac:
-        return None
-    key = hashlib.sha256(
-        b"\0".join([src.read_bytes(), classpath.encode(), os.path.realpath(javac).encode()])
-    ).hexdigest()[:20]
-    final = cache / f"jvm-{src.stem}-{key}"
-    if (final / f"{src.stem}.class").is_file():
-        return final
-    tmp = cache / f".jvm-{src.stem}-{key}-{uuid.uuid4().hex}"
-    try:
-        r = subprocess.run(
-            [javac, "-nowarn", "-d", str(tmp), "-cp", classpath, str(src)], capture_output=True, text=True, timeout=120
-        )
-        if r.returncode or not (tmp / f"{src.stem}.class").is_file():
-            log.warning(
-                "javac could not compile %s (exit %s: %s): running it from source",
-                src.name,
-                r.returncode,
-                (r.stderr or "").strip()[-300:],
-            )
-            return None
-        try:
-            os.rename(tmp, final)  # whole or not at all; a process that won the race made the same bytes
-        except OSError:
-            if not (final / f"{src.stem}.class").is_file():
-                raise
-        return final
-    except (OSError, subprocess.SubprocessError) as e:
-        log.warning("could not compile %s once for all calls (%s): running it from source", src.name, e)
-        return None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def java_offsets_program(
-    cluster: "Cluster", what: str, extra: dict[str, object] | None = None
-) -> Iterator[tuple[list[str], Path]]:
-    """``jvm/KafkaOffsets.java``'s command (compiled once, or run from source: Java 11+), without its mode, and the
-    cluster's settings translated to the Java client's, plus ``extra`` Java client settings, in a 0600 file of this
-    user's private folder, removed when the block ends (the program reads it at its start). ``what``: the
-    operation, for the error of a host without Java."""
-    import os
-    import shutil
-    import uuid
-
-    from mm2_failover.adapters.config import java_client_options, java_kafka_classpath
-    from mm2_failover.adapters.runfolder import private_dir
-
-    java = shutil.which("java")
-    if not java:
-        raise KafkaConfigError(f"{cluster.name}: {what} go through Kafka's Java client: this host needs Java 11+")
-    d = private_dir()
-    props = d / f"offsets-{uuid.uuid4().hex}.properties"
-    try:
-        fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(
-                _java_properties(
-                    {
-                        **java_client_options(cluster.conf),
-                        "mm2.failover.timeout.ms": int(cluster.timeout * 1000),
-                        **(extra or {}),
-                    }
-                )
-            )
-        src = JAVA_HELPER
-        compiled = compiled_java(src, java_kafka_classpath(), d)
-        program = (
-            ["-cp", f"{compiled}{os.pathsep}{java_kafka_classpath()}", src.stem]
-            if compiled
-            else ["-cp", java_kafka_classpath(), str(src)]
-        )
-        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *program], props
-    finally:
-        props.unlink(missing_ok=True)
-
-
-def run_java_offsets(
-    cluster: "Cluster", mode: str, lines: list[str], items: int, decode: bool = True
-) -> list[list[str]]:
-    """Run ``jvm/KafkaOffsets.java`` in ``mode`` (commit | read | describe) on ``lines`` (in a file of this user's
-    private folder, removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``:
-    as printed, for the caller to decode)."""
-    import subprocess
-
-    what = f"commits with metadata (byte for byte), and the commits of more than {JAVA_BULK_GROUPS} groups at once,"
-    with java_offsets_program(cluster, what) as (command, props):
-        rows = props.with_suffix(".tsv")
-        try:
-            rows.write_text("".join(line + "\n" for line in lines))
-            r = subprocess.run(
-                [*command, mode, str(props), str(rows)],
-                capture_output=True,
-                text=True,
-                timeout=java_call_timeout(cluster.timeout, items),
-            )
-        finally:
-            rows.unlink(missing_ok=True)
-    if r.returncode:
-        tail = (r.stderr or "").strip().splitlines()[-5:]
-        raise KafkaUnavailable(
-            f"{cluster.name}: Kafka's Java client ({mode}) failed (exit {r.returncode}): {' | '.join(tail)}"
-        )
-    kinds = ("OK", "ERR", "ROW", "GROUP")
-    if not decode:
-        return [f for f in (line.split("\t") for line in r.stdout.splitlines()) if f[0] in kinds]
-    return [[f[0], *map(_unb64, f[1:])] for f in (line.split("\t") for line in r.stdout.splitlines()) if f[0] in kinds]
-
-
-def commit_lines(offsets: dict[str, dict[TP, "int | Commit"]]) -> list[str]:
-    """``KafkaOffsets``' commit lines (group, topic, partition, offset, metadata; each base64) for ``offsets``."""
-    lines = []
-    for g, parts in sorted(offsets.items()):
-        for (t, p), c in sorted(parts.items()):
-            c = c if isinstance(c, Commit) else Commit(int(c))
-            lines.append("\t".join(map(_b64, (g, t, p, c.offset, c.metadata))))
-    return lines
-
-
-def commit_with_java(cluster: "Cluster", offsets: dict[str, dict[TP, "int | Commit"]]) -> dict[str, str | None]:
-    lines = commit_lines(offsets)
-    out = {f[1]: (None if f[0] == "OK" else f[2]) for f in run_java_offsets(cluster, "commit", lines, len(offsets))}
-    missing = sorted(set(offsets) - set(out))
-    if missing:
-        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not commit {', '.join(missing[:5])}")
-    return out
-
-
-def read_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, dict[TP, Commit]]:
-    """The commits of ``groups`` read by Kafka's Java client (``KafkaOffsets read``): each group's block of rows
-    (partition and offset in decimal; topic names, few, decoded once each)."""
-    out: dict[str, dict[TP, Commit]] = {}
-    done = set()
-    topics: dict[str, str] = {}
-    rows: dict[TP, Commit] = {}
-    for f in run_java_offsets(cluster, "read", [_b64(g) for g in groups], len(groups), decode=False):
-        kind = f[0]
-        if kind == "ROW":
-            t = topics.get(f[1])
-            if t is None:
-                t = topics[f[1]] = _unb64(f[1])
-            rows[(t, int(f[2]))] = Commit(int(f[3]), _unb64(f[4]) if f[4] else "")
-        elif kind == "GROUP":
-            rows = {}
-        elif kind == "OK":
-            g = _unb64(f[1])
-            done.add(g)
-            if rows:
-                out[g] = rows
-        else:
-            g = _unb64(f[1])
-            raise classify(
-                cluster.conf,
-                f"{cluster.name}: committed offsets of {g} (Java client)",
-                _JavaError(_unb64(f[2])),
-                cluster.errors,
-                need=phrase("Describe", "Group", g),
-            )
-    missing = sorted(set(groups) - done)
-    if missing:
-        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not read {', '.join(missing[:5])}")
-    return {g: out.get(g, {}) for g in groups}
-
-
-def describe_with_java(cluster: "Cluster", groups: list[str]) -> dict[str, "GroupState"]:
-    """:meth:`Cluster.describe_groups` through Kafka's Java client: every group's state (Kafka's names, as
-    librdkafka's; ``UNKNOWN`` for a group its coordinator does not know, ``NOT_A_CONSUMER_GROUP`` for a group of
-    another protocol, never safe to move) and members. A group the helper could not describe raises, named."""
-    members: dict[str, list[Member]] = {}
-    out: dict[str, GroupState] = {}
-    for f in run_java_offsets(cluster, "describe", [_b64(g) for g in groups], len(groups)):
-        if f[0] == "ROW":
-            members.setdefault(f[1], []).append(Member(f[2], f[3], f[4]))
-        elif f[0] == "OK":
-            out[f[1]] = GroupState(f[1], f[2], members.pop(f[1], []))
-        else:
-            raise classify(
-                cluster.conf,
-                f"{cluster.name}: describe group {f[1]} (Java client)",
-                _JavaError(f[2]),
-                cluster.errors,
-                need=phrase("Describe", "Group", f[1]),
-            )
-    missing = sorted(set(groups) - set(out))
-    if missing:
-        raise KafkaUnavailable(f"{cluster.name}: Kafka's Java client did not describe {', '.join(missing[:5])}")
-    return {g: out[g] for g in groups}
-
-
-class _JavaError:
-    """A Java client's error message, classified like librdkafka's by its exception name."""
-
-    def __init__(self, message: str):
-        self.message = message
-
-    def name(self) -> str:
-        m = self.message
-        if "Authorization" in m:
-            return "GROUP_AUTHORIZATION_FAILED"
-        if "Authentication" in m or "SaslAuthentication" in m:
-            return "_AUTHENTICATION"
-        if "Timeout" in m:
-            return "_TIMED_OUT"
-        return "_FAIL"
-
-    def str(self) -> str:
-        return self.message
-
-
 def _windowed(items, submit, window: int):
     """Yield ``(item, future)`` in order, keeping at most ``window`` requests outstanding."""
     from collections import deque
@@ -1212,32 +791,3 @@ def _windowed(items, submit, window: int):
             yield pending.popleft()  # the caller waits for this one before the next is sent
     while pending:
         yield pending.popleft()
-
-
-@dataclass(frozen=True)
-class Member:
-    member_id: str
-    client_id: str
-    host: str
-
-    def describe(self) -> str:
-        return f"{self.client_id}@{self.host} ({self.member_id})"
-
-
-@dataclass(frozen=True)
-class GroupState:
-    group: str
-    state: str  # EMPTY, STABLE, PREPARING_REBALANCE, ..., DEAD, UNKNOWN (never committed)
-    members: list[Member] = field(default_factory=list)
-
-    @property
-    def is_safe_to_move(self) -> bool:
-        """The broker accepts admin commits only for groups without members."""
-        return not self.members and self.state in ("EMPTY", "DEAD", "UNKNOWN")
-
-    def describe(self) -> str:
-        hosts = ", ".join(sorted({m.host for m in self.members})) or "-"
-        return (
-            f"{self.group}: state {self.state}, {len(self.members)} member(s) "
-            f"[{'; '.join(m.describe() for m in self.members)}] on hosts {hosts}"
-        )
