@@ -31,6 +31,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from testbed.tls import CLIENT_CN
+
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +59,34 @@ SCRAM_PASSWORD = "bed-Scram-Secret-7f3c"
 # super user when acls=True: MM2's ACLs are not the pipeline's)
 MM2_USER = "mm2"
 MM2_PASSWORD = "bed-Mm2-Secret-21d9"
+
+
+# the principal of the bed's OAUTHBEARER listener (an unsecured JWT's sub) and the login module both sides use
+OAUTH_USER = "failover-oauth"
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+
+
+def mtls_conf(broker: "Broker") -> dict:
+    """librdkafka settings for a bed broker's mTLS listener: the bed's client certificate and key."""
+    t = broker.tls
+    return {
+        "bootstrap.servers": broker.mtls_bootstrap,
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(t.ca),
+        "ssl.certificate.location": str(t.client_cert),
+        "ssl.key.location": str(t.client_key),
+    }
+
+
+def oauth_conf(broker: "Broker") -> dict:
+    """librdkafka settings for a bed broker's OAUTHBEARER listener: an unsecured JWT for :data:`OAUTH_USER`."""
+    return {
+        "bootstrap.servers": broker.oauth_bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "OAUTHBEARER",
+        "enable.sasl.oauthbearer.unsecure.jwt": "true",
+        "sasl.oauthbearer.config": f"principal={OAUTH_USER}",
+    }
 
 
 def scram_conf(bootstrap: str, password: str = SCRAM_PASSWORD, ca: Path | None = None) -> dict:
@@ -101,7 +131,8 @@ def free_port() -> int:
 ACL_BROKER = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "allow.everyone.if.no.acl.found": "false",
-    "super.users": f"User:ANONYMOUS;User:{MM2_USER}",
+    # the mTLS and OAUTHBEARER principals too: their tests are of authentication, not of the pipeline's ACLs
+    "super.users": f"User:ANONYMOUS;User:{MM2_USER};User:CN={CLIENT_CN};User:{OAUTH_USER}",
 }
 
 
@@ -299,6 +330,13 @@ class Process:
         )
 
 
+def add_listener(props: dict, name: str, port: int, protocol: str) -> None:
+    """One more listener on loopback: listened on, advertised, and its security protocol."""
+    props["listeners"] += f",{name}://127.0.0.1:{port}"
+    props["advertised.listeners"] += f",{name}://127.0.0.1:{port}"
+    props["listener.security.protocol.map"] += f",{name}:{protocol}"
+
+
 @dataclass
 class Broker:
     """One KRaft broker in combined mode (broker + controller) = one cluster."""
@@ -311,8 +349,10 @@ class Broker:
     sasl_port: int = field(default_factory=free_port)
     extra: dict = field(default_factory=dict)
     process: Process | None = None
-    tls: "object | None" = None  # testbed.tls.Tls: a third listener, SASL_SSL (SCRAM-SHA-512 over TLS)
+    tls: "object | None" = None  # testbed.tls.Tls: a third listener, SASL_SSL (SCRAM-SHA-512 over TLS), and two more
     ssl_port: int = field(default_factory=free_port)
+    mtls_port: int = field(default_factory=free_port)
+    oauth_port: int = field(default_factory=free_port)
 
     @property
     def bootstrap(self) -> str:
@@ -329,6 +369,18 @@ class Broker:
         """With ``tls``: the SASL_SSL listener (SCRAM-SHA-512 over TLS, the broker's certificate signed by the bed's
         own CA ``tls.ca``), the way production clusters are reached."""
         return f"127.0.0.1:{self.ssl_port}"
+
+    @property
+    def mtls_bootstrap(self) -> str:
+        """With ``tls``: an SSL listener that requires a client certificate signed by the bed's CA (mTLS; the
+        principal is ``User:CN=<the certificate's CN>``)."""
+        return f"127.0.0.1:{self.mtls_port}"
+
+    @property
+    def oauth_bootstrap(self) -> str:
+        """With ``tls``: a SASL_PLAINTEXT listener with OAUTHBEARER, tokens checked by Kafka's own unsecured JWT
+        validator (the principal is the token's ``sub``)."""
+        return f"127.0.0.1:{self.oauth_port}"
 
     @property
     def dir(self) -> Path:
@@ -367,14 +419,23 @@ class Broker:
             "metadata.max.idle.interval.ms": "5000",
         }
         if self.tls is not None:
-            props["listeners"] += f",SASL_SSL://127.0.0.1:{self.ssl_port}"
-            props["advertised.listeners"] += f",SASL_SSL://127.0.0.1:{self.ssl_port}"
-            props["listener.security.protocol.map"] += ",SASL_SSL:SASL_SSL"
+            add_listener(props, "SASL_SSL", self.ssl_port, "SASL_SSL")
             props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"] = (
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;"
             )
             props["ssl.keystore.type"] = "PEM"
             props["ssl.keystore.location"] = str(self.tls.keystore)
+            # mTLS: a client certificate signed by the bed's CA, required
+            add_listener(props, "MTLS", self.mtls_port, "SSL")
+            props["listener.name.mtls.ssl.client.auth"] = "required"
+            props["listener.name.mtls.ssl.truststore.type"] = "PEM"
+            props["listener.name.mtls.ssl.truststore.location"] = str(self.tls.ca)
+            # OAUTHBEARER, unsecured JWTs (Kafka's default validator for the mechanism)
+            add_listener(props, "OAUTH", self.oauth_port, "SASL_PLAINTEXT")
+            props["listener.name.oauth.sasl.enabled.mechanisms"] = "OAUTHBEARER"
+            props["listener.name.oauth.oauthbearer.sasl.jaas.config"] = (
+                f'{OAUTH_MODULE} required unsecuredLoginStringClaim_sub="{OAUTH_USER}";'
+            )
         props.update(self.extra)
         return props
 

@@ -10,11 +10,17 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
+#: the subject of the bed's client certificate: the principal a client authenticating with it has on the brokers' mTLS
+#: listener (``User:CN=...``)
+CLIENT_CN = "mm2-failover-client"
+
 
 @dataclass(frozen=True)
 class Tls:
     ca: Path  # the CA certificate (what clients trust)
     keystore: Path  # the broker's private key + certificate chain, PEM (ssl.keystore.type=PEM)
+    client_cert: Path  # a client certificate signed by the CA (CN=CLIENT_CN), for the mTLS listener
+    client_key: Path  # its key in the traditional "EC PRIVATE KEY" form librdkafka reads and Java's PEM store does not
 
 
 def _name(cn: str):
@@ -83,4 +89,21 @@ def make(folder: Path, cn: str = "mm2-failover test CA") -> Tls:
         + ca.public_bytes(pem)
     )
     keystore.chmod(0o600)
-    return Tls(folder / "ca.pem", keystore)
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    client = (
+        x509.CertificateBuilder()
+        .subject_name(_name(CLIENT_CN))
+        .issuer_name(ca.subject)
+        .public_key(client_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    (folder / "client.pem").write_bytes(client.public_bytes(pem))
+    (folder / "client-key.pem").write_bytes(
+        client_key.private_bytes(pem, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption())
+    )
+    (folder / "client-key.pem").chmod(0o600)
+    return Tls(folder / "ca.pem", keystore, folder / "client.pem", folder / "client-key.pem")

@@ -175,3 +175,23 @@ def test_a_source_certificate_signed_by_another_ca_is_a_tls_error_never_disaster
     assert "TLS with" in text and b.source.ssl_bootstrap in text and "ssl." in text, text[-4000:]
     assert "DISASTER MODE" not in text
     assert target.committed(GROUPS[2]) == {}
+
+
+@pytest.mark.parametrize("kind", ["mtls", "oauthbearer"])
+def test_mtls_and_oauthbearer_connections_reach_the_cluster_through_both_clients(secured, kind):
+    """Issue 52 item 3: one connection's librdkafka settings - mTLS with a client certificate whose key is in the
+    traditional EC form librdkafka reads and Java's PEM store does not; OAUTHBEARER with an unsecured JWT, checked by
+    Kafka's own validator - reach the cluster through confluent-kafka and, as mm2_failover.adapters.java_client maps
+    them, through Kafka's Java client: commits written with metadata by the Java helper read back by both clients."""
+    from mm2_failover.adapters.kafka.cluster import Cluster
+    from mm2_failover.adapters.kafka.java_bridge import commit_with_java, read_with_java
+    from mm2_failover.rules.values import Commit
+    from testbed.bed import mtls_conf, oauth_conf
+
+    b, prep, _target, _granted = secured
+    cluster = Cluster(mtls_conf(b.target) if kind == "mtls" else oauth_conf(b.target), f"target over {kind}")
+    group = f"auth-{kind}"
+    tp = (prep.replica_topic, 0)
+    assert commit_with_java(cluster, {group: {tp: Commit(7, f"written over {kind}")}}) == {group: None}
+    assert read_with_java(cluster, [group]) == {group: {tp: Commit(7, f"written over {kind}")}}
+    assert cluster.committed(group) == {tp: 7}  # librdkafka over the same listener

@@ -235,14 +235,17 @@ def s3a_url(url: str) -> str:
 
 
 def java_kafka_classpath() -> str:
-    """Kafka's Java client for the small JVM helpers (the Spark Kafka source's kafka-clients jar and pyspark's
-    slf4j), as a java -cp value."""
+    """Kafka's Java client for the small JVM helpers (the Spark Kafka source's kafka-clients jar, jose4j for
+    OAUTHBEARER's OIDC login, and pyspark's slf4j and Jackson - the unsecured JWT login needs it), as a java -cp
+    value."""
     import importlib.util
 
-    jars = [j for j in spark_jars(s3a=False) if "kafka-clients" in Path(j).name]
+    jars = [j for j in spark_jars(s3a=False) if Path(j).name.startswith(("kafka-clients", "jose4j"))]
     spec = importlib.util.find_spec("pyspark")
     if spec and spec.origin:
-        jars += sorted(str(p) for p in (Path(spec.origin).parent / "jars").glob("slf4j-api-*.jar"))
+        pyspark_jars = Path(spec.origin).parent / "jars"
+        for pattern in ("slf4j-api-*.jar", "jackson-databind-*.jar", "jackson-core-*.jar", "jackson-annotations-*.jar"):
+            jars += sorted(str(p) for p in pyspark_jars.glob(pattern))
     return os.pathsep.join(jars)
 
 
@@ -304,50 +307,3 @@ def four_eyes(params) -> bool:
         except Exception:  # noqa: BLE001 - not readable: the run's own setting decides
             v = None
     return str(v or "").strip().lower() in ("true", "1", "yes", "on")
-
-
-def _jaas_quote(v) -> str:
-    """A value inside a JAAS quoted string (Kafka's JaasConfig reads it with a StreamTokenizer)."""
-    return str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-
-
-# librdkafka settings whose names and meaning are the same in the Java client
-_SAME_IN_JAVA = (
-    "security.protocol",
-    "sasl.mechanism",
-    "ssl.endpoint.identification.algorithm",
-    "sasl.kerberos.service.name",
-    "client.id",
-)
-
-
-def java_client_options(conf: dict) -> dict[str, str]:
-    """Translate a connection's librdkafka settings to the Java client's, for Spark's Kafka source.
-
-    Covers bootstrap servers, security protocol, SASL PLAIN/SCRAM user+password (as ``sasl.jaas.config``)
-    and a PEM CA file. Anything else the Java client needs goes in ``MM2_FAILOVER_SPARK_KAFKA_OPTIONS``
-    (a JSON object, merged over this). The result contains secrets: never log it.
-    """
-    out = {k: str(conf[k]) for k in _SAME_IN_JAVA if k in conf}
-    if out.get("ssl.endpoint.identification.algorithm", "").lower() == "none":
-        out["ssl.endpoint.identification.algorithm"] = ""  # librdkafka's "none" is the Java client's ""
-    if "bootstrap.servers" in conf:
-        out["bootstrap.servers"] = str(conf["bootstrap.servers"])
-    if "sasl.mechanisms" in conf and "sasl.mechanism" not in out:
-        out["sasl.mechanism"] = str(conf["sasl.mechanisms"])
-    if "sasl.username" in conf:
-        mech = out.get("sasl.mechanism", "PLAIN").upper()
-        module = (
-            "org.apache.kafka.common.security.plain.PlainLoginModule"
-            if mech == "PLAIN"
-            else "org.apache.kafka.common.security.scram.ScramLoginModule"
-        )
-        user, pw = _jaas_quote(conf["sasl.username"]), _jaas_quote(conf.get("sasl.password", ""))
-        out["sasl.jaas.config"] = f'{module} required username="{user}" password="{pw}";'
-    if "ssl.ca.location" in conf:
-        out["ssl.truststore.type"] = "PEM"
-        out["ssl.truststore.location"] = str(conf["ssl.ca.location"])
-    raw = os.environ.get("MM2_FAILOVER_SPARK_KAFKA_OPTIONS", "")
-    if raw:
-        out.update({str(k): str(v) for k, v in json.loads(raw).items()})
-    return out

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mm2_failover.adapters.java_client import java_client_options, java_system_properties
 from mm2_failover.adapters.runfolder import CHECKPOINTS, CHECKPOINTS_SUMMARY
 
 SIDES = ("_quarantine", "_regressions")  # the job's other outputs, beside its answers (<answers>_quarantine...)
@@ -207,8 +208,6 @@ def write_options_file(target_conf: dict, key: str, hadoop: dict[str, str] | Non
     in a 0600 file of :func:`private_dir` named by ``key`` (the run folder: the same path for every try)."""
     import hashlib
 
-    from mm2_failover.adapters.config import java_client_options
-
     java = java_client_options(target_conf)
     rdk = {k: v for k, v in target_conf.items() if isinstance(v, (str, int, float, bool))}
     from mm2_failover.adapters.runfolder import private_dir
@@ -282,7 +281,7 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
         url = state_url() if direct else None
         if url:
             args += ["--state-url", url]
-    sub = submission_of(args, options)
+    sub = submission_of(args, options, java_system_properties(target_conf))
     sub.staged, sub.folder, sub.direct = staged, folder, direct
     return sub
 
@@ -315,7 +314,7 @@ def refresh_submission(aliases_topics: dict[str, str], target_conf: dict) -> Job
     ]
     if url:
         args += ["--state-url", url]
-    sub = submission_of(args, options)
+    sub = submission_of(args, options, java_system_properties(target_conf))
     sub.state_url = url
     return sub
 
@@ -377,8 +376,10 @@ def push_state(sub: JobSubmission | None = None) -> list[str]:
     return state.push(state_root(), remote)
 
 
-def submission_of(args: list[str], options: Path) -> JobSubmission:
-    """The job's submission for these arguments: environment and Spark conf (credential redaction included)."""
+def submission_of(args: list[str], options: Path, jvm_properties: dict[str, str] | None = None) -> JobSubmission:
+    """The job's submission for these arguments: environment and Spark conf (credential redaction included), and the
+    JVM system properties the Kafka connection needs (:func:`mm2_failover.adapters.java_client.java_system_properties`)
+    on the driver's and the executors' JVMs, after any the deployment's Spark conf gives."""
     from mm2_failover.adapters.config import PLUGINS_DIR, spark_conf
 
     env = {"PYTHONPATH": str(PLUGINS_DIR), "PYSPARK_PYTHON": sys.executable}
@@ -388,6 +389,11 @@ def submission_of(args: list[str], options: Path) -> JobSubmission:
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas|sasl|keystore|truststore",
         **spark_conf(),
     }
+    if jvm_properties:
+        flags = " ".join(f"-D{k}={v}" for k, v in sorted(jvm_properties.items()))
+        for side in ("driver", "executor"):
+            key = f"spark.{side}.extraJavaOptions"
+            conf[key] = f"{conf[key]} {flags}" if conf.get(key) else flags
     return JobSubmission(args, env, conf, options)
 
 

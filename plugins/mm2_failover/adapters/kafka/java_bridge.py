@@ -141,7 +141,8 @@ def java_offsets_program(
     import shutil
     import uuid
 
-    from mm2_failover.adapters.config import java_client_options, java_kafka_classpath
+    from mm2_failover.adapters.config import java_kafka_classpath
+    from mm2_failover.adapters.java_client import java_client_options, java_system_properties
     from mm2_failover.adapters.runfolder import private_dir
 
     java = shutil.which("java")
@@ -168,7 +169,8 @@ def java_offsets_program(
             if compiled
             else ["-cp", java_kafka_classpath(), str(src)]
         )
-        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *program], props
+        jvm = [f"-D{k}={v}" for k, v in sorted(java_system_properties(cluster.conf).items())]
+        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *jvm, *program], props
     finally:
         props.unlink(missing_ok=True)
 

@@ -1,4 +1,5 @@
-"""config.java_client_options: a connection's librdkafka settings -> the Java client's, for Spark's Kafka source."""
+"""java_client.java_client_options: a connection's librdkafka settings -> the Java client's, for Spark's Kafka source
+and the Java helper (the module's rules 1-8)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 
 import pytest
 
-from mm2_failover.adapters.config import java_client_options
+from mm2_failover.adapters.java_client import java_client_options, java_system_properties
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -147,9 +148,6 @@ def test_no_unrelated_librdkafka_keys_leak():
         "ssl.ca.location": "/ca.pem",
         # librdkafka-only or meaningless for Spark's source: must not be passed on
         "enable.ssl.certificate.verification": "false",
-        "ssl.key.location": "/k.pem",
-        "ssl.certificate.location": "/c.pem",
-        "ssl.key.password": "kp",
         "debug": "all",
         "socket.keepalive.enable": "true",
         "statistics.interval.ms": "1000",
@@ -278,3 +276,161 @@ def test_the_writer_lock_is_the_file_lock_unless_the_environment_says_kafka_and_
         W.from_env({"MM2_FAILOVER_LOCK": "zookeeper"})
     with pytest.raises(ValueError, match="MM2_FAILOVER_LOCK_LEASE_SECONDS='a minute' is not a number of seconds"):
         W.from_env({"MM2_FAILOVER_LOCK_LEASE_SECONDS": "a minute"})
+
+
+# -- rule 4: mTLS -------------------------------------------------------------------------------------------------
+
+
+def _client_cert(tmp_path, key_format: str, password: bytes | None = None):
+    """A self-signed client certificate and its key in ``key_format`` (PKCS8 or TraditionalOpenSSL), as files."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "client")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    enc = serialization.BestAvailableEncryption(password) if password else serialization.NoEncryption()
+    fmt = getattr(serialization.PrivateFormat, key_format)
+    (tmp_path / "c.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "k.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, fmt, enc))
+    return key
+
+
+@pytest.mark.parametrize(
+    "key_format,password",
+    [("PKCS8", None), ("TraditionalOpenSSL", None), ("TraditionalOpenSSL", b"kp-1"), ("PKCS8", b"kp-2")],
+)
+def test_rule4_a_client_certificate_is_a_pem_keystore_with_a_pkcs8_key_whatever_form_librdkafka_read(
+    tmp_path, key_format, password
+):
+    from cryptography.hazmat.primitives import serialization
+
+    key = _client_cert(tmp_path, key_format, password)
+    conf = {
+        "security.protocol": "SSL",
+        "ssl.ca.location": "/ca.pem",
+        "ssl.certificate.location": str(tmp_path / "c.pem"),
+        "ssl.key.location": str(tmp_path / "k.pem"),
+        **({"ssl.key.password": password.decode()} if password else {}),
+    }
+    out = java_client_options(conf)
+    assert out["ssl.keystore.type"] == "PEM" and out["ssl.truststore.location"] == "/ca.pem"
+    assert out["ssl.keystore.certificate.chain"] == (tmp_path / "c.pem").read_text()
+    pem = out["ssl.keystore.key"]
+    assert pem.startswith("-----BEGIN PRIVATE KEY-----")  # unencrypted PKCS#8: what the Java client's PEM store reads
+    again = serialization.load_pem_private_key(pem.encode(), None)
+    assert again.private_numbers() == key.private_numbers()
+    assert "ssl.key.password" not in out and "ssl.key.location" not in out
+
+
+def test_rule4_inline_pem_and_pkcs12_and_half_a_certificate(tmp_path):
+    _client_cert(tmp_path, "PKCS8")
+    inline = {"ssl.certificate.pem": (tmp_path / "c.pem").read_text(), "ssl.key.pem": (tmp_path / "k.pem").read_text()}
+    assert java_client_options(inline)["ssl.keystore.key"] == inline["ssl.key.pem"]
+    p12 = java_client_options({"ssl.keystore.location": "/ks.p12", "ssl.keystore.password": "pw"})
+    assert p12 == {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/ks.p12", "ssl.keystore.password": "pw"}
+    with pytest.raises(ValueError, match="ssl.key.location"):
+        java_client_options({"ssl.certificate.location": str(tmp_path / "c.pem")})
+    with pytest.raises(ValueError, match=r"ssl.key.location /nowhere/k.pem: cannot be read"):
+        java_client_options({"ssl.certificate.location": str(tmp_path / "c.pem"), "ssl.key.location": "/nowhere/k.pem"})
+
+
+# -- rules 5 and 6: OAUTHBEARER -----------------------------------------------------------------------------------
+
+
+def test_rule5_oidc_client_credentials_use_kafkas_login_handler_and_allow_the_token_endpoint():
+    conf = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanisms": "OAUTHBEARER",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.client.id": "failover",
+        "sasl.oauthbearer.client.secret": 'se"cret',
+        "sasl.oauthbearer.token.endpoint.url": "https://idp.example/token",
+        "sasl.oauthbearer.scope": "kafka",
+        "sasl.oauthbearer.extensions": "logicalCluster=lkc-1,identityPoolId=pool-2",
+    }
+    out = java_client_options(conf)
+    assert out["sasl.mechanism"] == "OAUTHBEARER"
+    assert out["sasl.login.callback.handler.class"].endswith("oauthbearer.OAuthBearerLoginCallbackHandler")
+    assert out["sasl.oauthbearer.token.endpoint.url"] == "https://idp.example/token"
+    line = out["sasl.jaas.config"]
+    assert line.startswith("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required")
+    assert java_unquote(line, "clientId") == "failover" and java_unquote(line, "clientSecret") == 'se"cret'
+    assert java_unquote(line, "scope") == "kafka"
+    assert java_unquote(line, "extension_logicalCluster") == "lkc-1"
+    assert java_unquote(line, "extension_identityPoolId") == "pool-2"
+    assert java_system_properties(conf) == {
+        "org.apache.kafka.sasl.oauthbearer.allowed.urls": "https://idp.example/token"
+    }
+    with pytest.raises(ValueError, match="sasl.oauthbearer.client.secret"):
+        java_client_options({k: v for k, v in conf.items() if k != "sasl.oauthbearer.client.secret"})
+
+
+def test_rule6_an_unsecured_jwt_is_kafkas_unsecured_login():
+    conf = {
+        "sasl.mechanism": "OAUTHBEARER",
+        "enable.sasl.oauthbearer.unsecure.jwt": "true",
+        "sasl.oauthbearer.config": "principal=failover-oauth scope=read,write lifeSeconds=600 extension_traceId=t1",
+    }
+    line = java_client_options(conf)["sasl.jaas.config"]
+    assert java_unquote(line, "unsecuredLoginStringClaim_sub") == "failover-oauth"
+    assert java_unquote(line, "unsecuredLoginListClaim_scope") == ",read,write"
+    assert java_unquote(line, "unsecuredLoginLifetimeSeconds") == "600"
+    assert java_unquote(line, "unsecuredLoginExtension_traceId") == "t1"
+    assert java_system_properties(conf) == {}
+
+
+def test_oauthbearer_no_rule_maps_is_refused_naming_what_to_set_unless_the_override_gives_it(monkeypatch):
+    conf = {"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.config": "principal=x"}
+    with pytest.raises(ValueError, match="sasl.oauthbearer.method=oidc") as e:
+        java_client_options(conf)
+    assert "MM2_FAILOVER_SPARK_KAFKA_OPTIONS" in str(e.value)
+    monkeypatch.setenv("MM2_FAILOVER_SPARK_KAFKA_OPTIONS", json.dumps({"sasl.jaas.config": "x required;"}))
+    assert java_client_options(conf)["sasl.jaas.config"] == "x required;"
+
+
+# -- rule 7: GSSAPI -----------------------------------------------------------------------------------------------
+
+
+def test_rule7_kerberos_with_a_keytab_or_the_ticket_cache():
+    conf = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanisms": "GSSAPI",
+        "sasl.kerberos.service.name": "kafka",
+        "sasl.kerberos.principal": "failover@EXAMPLE.COM",
+        "sasl.kerberos.keytab": "/etc/security/failover.keytab",
+    }
+    out = java_client_options(conf)
+    assert out["sasl.kerberos.service.name"] == "kafka" and out["sasl.mechanism"] == "GSSAPI"
+    line = out["sasl.jaas.config"]
+    assert line.startswith("com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true")
+    assert java_unquote(line, "keyTab") == "/etc/security/failover.keytab"
+    assert java_unquote(line, "principal") == "failover@EXAMPLE.COM"
+    no_keytab = java_client_options({k: v for k, v in conf.items() if k != "sasl.kerberos.keytab"})
+    assert "useTicketCache=true" in no_keytab["sasl.jaas.config"] and "keyTab" not in no_keytab["sasl.jaas.config"]
+
+
+def test_the_jvm_properties_reach_the_jobs_driver_and_executors_after_the_deployments(monkeypatch, tmp_path):
+    from mm2_failover.adapters.spark import submission_of
+
+    monkeypatch.setenv("MM2_FAILOVER_SPARK_CONF", json.dumps({"spark.driver.extraJavaOptions": "-Xss4m"}))
+    sub = submission_of([], tmp_path / "o.json", {"org.apache.kafka.sasl.oauthbearer.allowed.urls": "https://i/t"})
+    assert (
+        sub.conf["spark.driver.extraJavaOptions"]
+        == "-Xss4m -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=https://i/t"
+    )
+    assert sub.conf["spark.executor.extraJavaOptions"] == "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=https://i/t"
