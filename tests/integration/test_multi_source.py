@@ -31,8 +31,9 @@ def extra_flows(bed):
 
 def test_identity_policy_names_the_replica_topic_by_its_source_name(extra_flows, target, names, monkeypatch):
     """The topology set once for the deployment (issue 52 item 1: ``[mm2_failover]``, here in its environment form)
-    - alias dc2, the identity policy - is what the scheduled archive DAG and the failover run with: no DAG file edited,
-    nothing of it in the run's conf."""
+    - alias dc2, the identity policy - is what the scheduled archive and readiness DAGs and the failover run with: no
+    DAG file edited, nothing of it in the run's conf but the groups."""
+    from mm2_failover.adapters.runfolder import RunFolder
     from mm2_failover.stages.archive import last_scheduled
     from testbed import localenv
 
@@ -54,6 +55,12 @@ def test_identity_policy_names_the_replica_topic_by_its_source_name(extra_flows,
     before = last_scheduled().get("dc2")
     assert localenv.run_dag("mm2_sync_archive").state == "success"
     assert last_scheduled().get("dc2") not in (None, before)  # the scheduled archive ran for alias dc2
+    rd = localenv.run_dag("mm2_failover_readiness", {"groups_regex": g, "drain_quiet_seconds": 1})
+    assert rd.state == "success", localenv.task_states("mm2_failover_readiness", rd.run_id)
+    r = RunFolder(run_dir("mm2_failover_readiness", rd.run_id)).load_readiness()
+    assert [(x["group"], x["partitions"]) for x in r.groups] == [(g, 2)]  # on dc2's identity-named replica
+    assert {(p["topic"], p["partition"]) for p in r.partitions} == {(topic, 0), (topic, 1)}
+    assert r.archive["dc2"]["updated_at"] is not None  # readiness read the archive the scheduled DAG kept for dc2
     dr = localenv.run_dag("mm2_failover", {"groups_regex": g, "drain_quiet_seconds": 1, "drain_timeout_seconds": 60})
     assert dr.state == "success"
     assert json.loads((run_dir("mm2_failover", dr.run_id) / "run.json").read_text())["params"]["source_alias"] == "dc2"
