@@ -27,14 +27,16 @@ _M = timedelta(minutes=1)
 # minutes, or every $MM2_FAILOVER_INTERVAL_SECONDS (read at parse time: the dag-processor's, the scheduler's and the
 # workers' environments must agree) - the soak (bench/soak.py) runs them every minute or less
 def _interval_seconds() -> int:
-    raw = os.environ.get("MM2_FAILOVER_INTERVAL_SECONDS", "300")
+    from mm2_failover.adapters.config import setting, setting_label
+
+    raw = setting("interval_seconds") or "300"
     try:
         n = int(raw)
     except ValueError:
         n = 0
     if n < 10:
         raise ValueError(
-            f"MM2_FAILOVER_INTERVAL_SECONDS={raw!r}: give a whole number of seconds, 10 or more "
+            f"{setting_label('interval_seconds')}={raw!r}: give a whole number of seconds, 10 or more "
             "(the archive's and readiness's interval; unset: 300)"
         )
     return n
@@ -88,13 +90,15 @@ RUN_DEADLINES_VAR = "MM2_FAILOVER_RUN_DEADLINES"  # "dag_id=seconds|off,..." rea
 OFF = "off"
 
 
-def deadline_seconds(dag_id: str, env: dict[str, str]) -> float | None:
-    """The deadline of ``dag_id``'s runs: :data:`RUN_DEADLINES`, or its override in ``$MM2_FAILOVER_RUN_DEADLINES``
+def deadline_seconds(dag_id: str, env: dict[str, str] | None) -> float | None:
+    """The deadline of ``dag_id``'s runs: :data:`RUN_DEADLINES`, or its override in setting ``run_deadlines``
     (``dag_id=seconds``, or ``dag_id=off``: no deadline alert - None). A malformed override is a ValueError naming the
     variable and the entry (the DAG files then fail to import: an import error in the UI, not a silent default)."""
     if dag_id not in RUN_DEADLINES:
         raise KeyError(f"DAG {dag_id}: no run deadline: add it to mm2_failover.dag_defaults.RUN_DEADLINES")
-    for entry in (env.get(RUN_DEADLINES_VAR) or "").split(","):
+    from mm2_failover.adapters.config import setting, setting_label
+
+    for entry in (setting("run_deadlines", env) or "").split(","):
         if not entry.strip():
             continue
         name, eq, value = entry.strip().partition("=")
@@ -105,7 +109,7 @@ def deadline_seconds(dag_id: str, env: dict[str, str]) -> float | None:
             seconds = -1.0
         if not eq or not name.strip() or (seconds <= 0 and not off):
             raise ValueError(
-                f"{RUN_DEADLINES_VAR}: {entry.strip()!r} is not dag_id=seconds with seconds > 0, or "
+                f"{setting_label('run_deadlines', env)}: {entry.strip()!r} is not dag_id=seconds with seconds > 0, or "
                 "dag_id=off (e.g. mm2_failover=1800)"
             )
         if name.strip() == dag_id:
@@ -116,12 +120,11 @@ def deadline_seconds(dag_id: str, env: dict[str, str]) -> float | None:
 def run_deadline(dag_id: str):
     """The ``deadline`` argument of ``dag_id``'s DAG: told when a run has not ended its deadline after it was queued
     (rule 6 of :mod:`mm2_failover.rules.notify`), through the executor (no triggerer needed); None when switched off."""
-    import os
 
     from airflow.sdk.definitions.callback import SyncCallback
     from airflow.sdk.definitions.deadline import DeadlineAlert, DeadlineReference
 
-    seconds = deadline_seconds(dag_id, dict(os.environ))
+    seconds = deadline_seconds(dag_id, None)
     if seconds is None:
         return None
     return DeadlineAlert(
@@ -135,7 +138,6 @@ def run_deadline(dag_id: str):
 def apply_task_defaults(dag) -> None:
     """Give every task of ``dag`` its row of :data:`EXECUTION_TIMEOUTS` (a task without a row is an error) and the
     failure notifier; a DAG without its deadline alert (:func:`run_deadline`) is an error too."""
-    import os
 
     from mm2_failover.notifications import RunFailureNotifier
 

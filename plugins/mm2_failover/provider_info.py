@@ -1,12 +1,13 @@
 """The provider's description for Airflow (the wheel's ``apache_airflow_provider`` entry point): ``airflow providers
 list`` shows mm2-failover with its hooks, connection type, notifier, plugin and the ``[mm2_failover]`` configuration
-section (the MM2 topology set once, who hears of runs, four eyes) - so that ``airflow config list`` documents each
+section (the MM2 topology set once, the deployment's settings, who hears of runs, four eyes) - so that ``airflow config list`` documents each
 option where a deployment sets it. Read by Airflow's providers manager; imports nothing at module level but the
 parameters' definition."""
 
 from __future__ import annotations
 
 from mm2_failover import __version__
+from mm2_failover.adapters.config import DEPLOYMENT_SETTINGS, legacy_variable
 from mm2_failover.rules.run_params import CONFIG_SECTION, PARAMS, TOPOLOGY, RunParams
 
 #: the [mm2_failover] options that are not run parameters: rule 8 of mm2_failover.rules.notify, approval rule 6
@@ -29,7 +30,8 @@ def _option_type(name: str) -> str:
 
 
 def config_section() -> dict:
-    """``[mm2_failover]``: every option with no default of its own (unset: the run parameter's default applies)."""
+    """``[mm2_failover]``: the topology, the deployment's settings and who hears of runs - every option with no
+    default of its own (unset: the run parameter's or the setting's default applies)."""
     options = {}
     for name in TOPOLOGY:
         spec = PARAMS[name]
@@ -38,6 +40,15 @@ def config_section() -> dict:
             "CLI; a run's conf or a flag still wins.",
             "version_added": "0.1.0",
             "type": _option_type(name),
+            "example": None,
+            "default": None,
+        }
+    for name, text in DEPLOYMENT_SETTINGS.items():
+        options[name] = {
+            "description": f"{text} Formerly the environment variable {legacy_variable(name)}, which still overrides "
+            "it for one release.",
+            "version_added": "0.1.0",
+            "type": "string",
             "example": None,
             "default": None,
         }

@@ -10,14 +10,17 @@ variables for the CLI):
 * ``spark_default`` - connection type ``spark``; host = master (``local[2]``, ``spark://host``, ``yarn``,
   ``k8s://...``).
 
-Paths come from environment variables (defaults under the repository's ``var/`` and ``.cache/``):
-``MM2_FAILOVER_ARTIFACTS`` (run artifacts), ``MM2_FAILOVER_SPARK_JARS`` (Spark's Kafka source jars),
-``MM2_FAILOVER_SPARK_CONF`` (a JSON object of extra ``spark-submit --conf`` settings).
+The deployment's settings (:data:`DEPLOYMENT_SETTINGS`: where artifacts, the archive, the state and jars live, the
+writer lock, Spark's settings) are read by :func:`setting`: ``[mm2_failover] <name>`` in Airflow's configuration (or
+``AIRFLOW__MM2_FAILOVER__<NAME>``), set once for every component; the former environment variables
+``MM2_FAILOVER_<NAME>`` still override it for one release and log a deprecation line. Defaults are under the
+repository's ``var/`` and ``.cache/``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -38,6 +41,76 @@ REPO_ROOT = PLUGINS_DIR.parent  # defaults for a checkout (var/, .cache/); a dep
 SPARK_JOB = PACKAGE_DIR / "jobs" / "run_checkpoint_pass.py"  # the file of the job (the package jobs/checkpoint_pass/)
 
 
+log = logging.getLogger(__name__)
+
+#: the deployment's settings: name in ``[mm2_failover]`` -> what it sets (the provider's configuration section and
+#: docs/reference.md say these); the former environment variable of each is ``MM2_FAILOVER_<NAME>``
+DEPLOYMENT_SETTINGS = {
+    "artifacts": "Where runs keep their artifacts and the writer locks: a folder, or an object store's URL "
+    "(s3://bucket/prefix). Default: var/artifacts of a checkout.",
+    "archive": "Where MM2's offset syncs are archived. Default: <artifacts>/archive.",
+    "state": "The latest-checkpoint state's local or shared folder. Default: <archive>/latest-state, or var/state "
+    "with the archive in an object store.",
+    "lock": "One writer per target cluster: file (a lock under the artifacts folder) or kafka (a lease in a topic of "
+    "the target). Default: file.",
+    "lock_topic": "The lease's topic (and its transactional ids' prefix). Default: mm2-failover.locks.",
+    "lock_lease_seconds": "The lease's length in seconds. Default: 60.",
+    "lock_margin_seconds": "A holder stops writing this long before its lease would run out. Default: 20.",
+    "lock_renew_seconds": "How often a holder renews its lease. Default: 10.",
+    "spark_jars": "The folder of Spark's Kafka source jars. Default: .cache/jars/spark of a checkout.",
+    "s3a_jars": "The folder of S3A's jars (hadoop-aws and the AWS SDK's). Default: .cache/jars/s3a of a checkout.",
+    "spark_io": "How the Spark job's answers reach an object store: s3a or stage. Default: s3a for s3:// artifacts.",
+    "spark_conf": "A JSON object of extra spark-submit --conf settings.",
+    "spark_kafka_options": "A JSON object of Java client settings merged over those translated from the connection.",
+    "interval_seconds": "The archive's and readiness's interval, read when DAG files are parsed. Default: 300.",
+    "run_deadlines": "Per DAG, dag_id=seconds|off, comma-separated: when on-call hears of a run not ended in time.",
+}
+_deprecation_said: set[str] = set()
+
+
+def legacy_variable(name: str) -> str:
+    return f"MM2_FAILOVER_{name.upper()}"
+
+
+def setting(name: str, env=None) -> str | None:
+    """The deployment's setting ``name`` (:data:`DEPLOYMENT_SETTINGS`), or None when it is not set: its former
+    environment variable ``MM2_FAILOVER_<NAME>`` while it is still honoured (it overrides; a deprecation line once
+    per process), else ``AIRFLOW__MM2_FAILOVER__<NAME>``, else ``[mm2_failover] <name>`` of Airflow's configuration
+    where Airflow is loaded. ``env``: a mapping to read instead of the environment (then Airflow's files are not)."""
+    if name not in DEPLOYMENT_SETTINGS:
+        raise KeyError(f"no deployment setting {name!r}")
+    environ = os.environ if env is None else env
+    legacy = environ.get(legacy_variable(name))
+    if legacy not in (None, ""):
+        if name not in _deprecation_said:
+            _deprecation_said.add(name)
+            log.warning(
+                "%s is deprecated and will be ignored after the next release: set [%s] %s in Airflow's "
+                "configuration (or %s) instead",
+                legacy_variable(name),
+                CONFIG_SECTION,
+                name,
+                f"AIRFLOW__{CONFIG_SECTION.upper()}__{name.upper()}",
+            )
+        return legacy
+    v = environ.get(f"AIRFLOW__{CONFIG_SECTION.upper()}__{name.upper()}")
+    loaded = sys.modules.get("airflow.configuration")
+    if v is None and env is None and loaded is not None:
+        try:
+            v = loaded.conf.get(CONFIG_SECTION, name, fallback=None)
+        except Exception:  # noqa: BLE001 - a configuration that cannot be read sets nothing here
+            v = None
+    return None if v is None or str(v).strip() == "" else str(v)
+
+
+def setting_label(name: str, env=None) -> str:
+    """Where ``name`` was set, for a message: its former variable when that is what set it, else the section's key."""
+    environ = os.environ if env is None else env
+    if environ.get(legacy_variable(name)) not in (None, ""):
+        return legacy_variable(name)
+    return f"[{CONFIG_SECTION}] {name}"
+
+
 def preload_settings() -> dict[str, str]:
     """Airflow's settings (as environment variables) that make the executors' workers import
     :mod:`mm2_failover.preload`'s modules once, before they fork tasks: the LocalExecutor's (the scheduler's
@@ -52,27 +125,28 @@ def preload_settings() -> dict[str, str]:
 
 
 def artifacts_root():
-    """Where run folders live (``MM2_FAILOVER_ARTIFACTS``): a local folder (default ``var/artifacts``) or an object
+    """Where run folders live (setting ``artifacts``): a local folder (default ``var/artifacts``) or an object
     store's URL (``s3://bucket/prefix``: :mod:`mm2_failover.adapters.store`)."""
     from mm2_failover.adapters.store import as_path
 
-    return as_path(os.environ.get("MM2_FAILOVER_ARTIFACTS") or REPO_ROOT / "var" / "artifacts")
+    return as_path(setting("artifacts") or REPO_ROOT / "var" / "artifacts")
 
 
 def state_root() -> Path:
     """The latest-checkpoint state Spark reads and writes (:mod:`mm2_failover.adapters.state`): always a local (or shared
-    POSIX) folder - ``MM2_FAILOVER_STATE``, else ``<archive>/latest-state`` when the archive is a local folder, else
+    POSIX) folder - setting ``state``, else ``<archive>/latest-state`` when the archive is a local folder, else
     ``var/state`` on each host: then it is this host's copy of :func:`state_store`."""
     from mm2_failover.adapters.store import is_remote
 
-    if os.environ.get("MM2_FAILOVER_STATE"):
-        if is_remote(os.environ["MM2_FAILOVER_STATE"]):
+    given = setting("state")
+    if given:
+        if is_remote(given):
             raise ValueError(
-                f"MM2_FAILOVER_STATE={os.environ['MM2_FAILOVER_STATE']}: the latest-checkpoint state is "
+                f"{setting_label('state')}={given}: the latest-checkpoint state is "
                 "written by Spark into a local or shared folder, not an object store; set a folder (the "
                 "state is kept in the store beside an archive there)"
             )
-        return Path(os.environ["MM2_FAILOVER_STATE"])
+        return Path(given)
     arch = archive_root()
     return REPO_ROOT / "var" / "state" if is_remote(arch) else arch / "latest-state"
 
@@ -87,16 +161,16 @@ def state_store():
 
 
 def archive_root() -> Path:
-    """Where MM2's offset syncs are archived on the target side (``MM2_FAILOVER_ARCHIVE``; default beside the run
+    """Where MM2's offset syncs are archived on the target side (setting ``archive``; default beside the run
     artifacts). Shared by the archive DAG, the failover DAG and the CLI."""
     from mm2_failover.adapters.store import as_path
 
-    return as_path(os.environ.get("MM2_FAILOVER_ARCHIVE") or artifacts_root() / "archive")
+    return as_path(setting("archive") or artifacts_root() / "archive")
 
 
 @dataclass(frozen=True)
 class WriterLockSettings:
-    """Where the one-writer-per-target lock lives (``MM2_FAILOVER_LOCK``): ``file`` (default: an ``flock`` under the
+    """Where the one-writer-per-target lock lives (setting ``lock``; below, the former variables' names): ``file`` (default: an ``flock`` under the
     artifacts folder, :mod:`mm2_failover.adapters.locks`; every writer on one host or a shared filesystem) or ``kafka`` (a
     lease in a topic of the target cluster, :mod:`mm2_failover.adapters.kafka_lock`; writers on any host). The lease's times,
     in seconds: ``MM2_FAILOVER_LOCK_LEASE_SECONDS`` (60; a dead holder's lease runs out within it),
@@ -115,31 +189,30 @@ class WriterLockSettings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "WriterLockSettings":
         """A ValueError naming the variable for a bad value."""
-        env = dict(os.environ if env is None else env)
-        kind = (env.get("MM2_FAILOVER_LOCK") or "file").strip().lower()
+        kind = (setting("lock", env) or "file").strip().lower()
         if kind not in cls.KINDS:
-            raise ValueError(f"MM2_FAILOVER_LOCK={kind!r}: use one of {', '.join(cls.KINDS)}")
+            raise ValueError(f"{setting_label('lock', env)}={kind!r}: use one of {', '.join(cls.KINDS)}")
         from mm2_failover.adapters.store import is_remote
 
-        art = env.get("MM2_FAILOVER_ARTIFACTS") or ""
+        art = setting("artifacts", env) or ""
         if kind == "file" and is_remote(art):
             raise ValueError(
-                f"MM2_FAILOVER_ARTIFACTS={art} is an object store, where a file lock cannot keep one "
-                "writer per target cluster across hosts: set MM2_FAILOVER_LOCK=kafka (docs/architecture.md, "
-                '"Deploying")'
+                f"{setting_label('artifacts', env)}={art} is an object store, where a file lock cannot keep one "
+                "writer per target cluster across hosts: set [mm2_failover] lock = kafka (or the former "
+                "MM2_FAILOVER_LOCK=kafka; docs/operations.md)"
             )
         times = {}
-        for name, var, default in (
-            ("lease_s", "MM2_FAILOVER_LOCK_LEASE_SECONDS", cls.lease_s),
-            ("margin_s", "MM2_FAILOVER_LOCK_MARGIN_SECONDS", cls.margin_s),
-            ("renew_s", "MM2_FAILOVER_LOCK_RENEW_SECONDS", cls.renew_s),
+        for name, key, default in (
+            ("lease_s", "lock_lease_seconds", cls.lease_s),
+            ("margin_s", "lock_margin_seconds", cls.margin_s),
+            ("renew_s", "lock_renew_seconds", cls.renew_s),
         ):
-            raw = env.get(var)
+            raw = setting(key, env)
             try:
                 times[name] = float(raw) if raw not in (None, "") else default
             except ValueError:
-                raise ValueError(f"{var}={raw!r} is not a number of seconds") from None
-        topic = (env.get("MM2_FAILOVER_LOCK_TOPIC") or cls.topic).strip()
+                raise ValueError(f"{setting_label(key, env)}={raw!r} is not a number of seconds") from None
+        topic = (setting("lock_topic", env) or cls.topic).strip()
         return cls(kind, topic, **times)
 
     def transactional_id(self, cluster_id: str) -> str:
@@ -152,21 +225,21 @@ class WriterLockSettings:
 def spark_jars(s3a: bool | None = None) -> list[str]:
     """The jars every Spark job of the project is given (``--jars``): Spark's Kafka source, and S3A's when ``s3a``
     (default: when the job writes through S3A, :func:`spark_io`)."""
-    d = Path(os.environ.get("MM2_FAILOVER_SPARK_JARS", REPO_ROOT / ".cache" / "jars" / "spark"))
+    d = Path(setting("spark_jars") or REPO_ROOT / ".cache" / "jars" / "spark")
     jars = sorted(str(p) for p in d.glob("*.jar"))
     if not jars:
         raise FileNotFoundError(
             f"Spark's Kafka source jars not found in {d}: run scripts/fetch_jars.sh "
-            "(make setup) or set MM2_FAILOVER_SPARK_JARS"
+            "(make setup) or set [mm2_failover] spark_jars"
         )
     if s3a if s3a is not None else spark_io() == "s3a":
-        d = Path(os.environ.get("MM2_FAILOVER_S3A_JARS", REPO_ROOT / ".cache" / "jars" / "s3a"))
+        d = Path(setting("s3a_jars") or REPO_ROOT / ".cache" / "jars" / "s3a")
         more = sorted(str(p) for p in d.glob("*.jar"))
         if not any(Path(j).name.startswith("hadoop-aws-") for j in more):
             raise FileNotFoundError(
                 f"S3A's jars (hadoop-aws and the AWS SDK's) not found in {d}, and the job "
-                "writes through S3A (MM2_FAILOVER_SPARK_IO): run scripts/fetch_jars.sh (make "
-                "setup) or set MM2_FAILOVER_S3A_JARS"
+                "writes through S3A ([mm2_failover] spark_io): run scripts/fetch_jars.sh (make "
+                "setup) or set [mm2_failover] s3a_jars"
             )
         jars += more
     return jars
@@ -176,7 +249,7 @@ SPARK_IO = ("stage", "s3a")
 
 
 def spark_io(env: dict[str, str] | None = None) -> str:
-    """How the latest-checkpoints job's answers reach a run folder in an object store (``MM2_FAILOVER_SPARK_IO``):
+    """How the latest-checkpoints job's answers reach a run folder in an object store (setting ``spark_io``):
 
     * ``s3a`` (the default for ``s3://`` artifacts) - Spark writes them into the store itself (``s3a://``, Hadoop's
       S3 filesystem: :func:`s3a_settings`), from whichever hosts its executors run on;
@@ -188,18 +261,18 @@ def spark_io(env: dict[str, str] | None = None) -> str:
     A ValueError naming the variable for a bad value."""
     from mm2_failover.adapters.store import scheme_of
 
-    env = os.environ if env is None else env
-    art = env.get("MM2_FAILOVER_ARTIFACTS") or ""
+    art = setting("artifacts", env) or ""
     s3 = scheme_of(art) in ("s3", "s3a")
-    raw = (env.get("MM2_FAILOVER_SPARK_IO") or "").strip().lower()
+    raw = (setting("spark_io", env) or "").strip().lower()
     if not raw:
         return "s3a" if s3 else "stage"
+    io = setting_label("spark_io", env)
     if raw not in SPARK_IO:
-        raise ValueError(f"MM2_FAILOVER_SPARK_IO={raw!r}: use one of {', '.join(SPARK_IO)}")
+        raise ValueError(f"{io}={raw!r}: use one of {', '.join(SPARK_IO)}")
     if raw == "s3a" and not s3:
         raise ValueError(
-            f"MM2_FAILOVER_SPARK_IO=s3a, but MM2_FAILOVER_ARTIFACTS is {art or 'a local folder'}, not "
-            "s3://: S3A writes only to S3 (or an S3-compatible server); unset MM2_FAILOVER_SPARK_IO"
+            f"{io}=s3a, but {setting_label('artifacts', env)} is {art or 'a local folder'}, not "
+            f"s3://: S3A writes only to S3 (or an S3-compatible server); unset {io}"
         )
     return raw
 
@@ -250,15 +323,16 @@ def java_kafka_classpath() -> str:
 
 
 def spark_conf() -> dict[str, str]:
-    raw = os.environ.get("MM2_FAILOVER_SPARK_CONF", "")
+    """Setting ``spark_conf``: extra spark-submit ``--conf`` settings."""
+    raw = setting("spark_conf") or ""
     if not raw:
         return {}
     try:
         data = json.loads(raw)
     except ValueError as e:
-        raise ValueError(f"MM2_FAILOVER_SPARK_CONF is not valid JSON: {e}") from None
+        raise ValueError(f"{setting_label('spark_conf')} is not valid JSON: {e}") from None
     if not isinstance(data, dict):
-        raise ValueError("MM2_FAILOVER_SPARK_CONF must be a JSON object of spark-submit --conf settings")
+        raise ValueError(f"{setting_label('spark_conf')} must be a JSON object of spark-submit --conf settings")
     return {str(k): str(v) for k, v in data.items()}
 
 

@@ -19,7 +19,8 @@ set of settings to keep in step. The rules, each one function below:
    options (a test or development setup; brokers validate such tokens only with the unsecured validator).
 7. GSSAPI (Kerberos): ``sasl.kerberos.principal`` and ``sasl.kerberos.keytab`` as ``Krb5LoginModule`` (a keytab;
    without one, the ticket cache); ``sasl.kerberos.service.name`` as it is.
-8. ``MM2_FAILOVER_SPARK_KAFKA_OPTIONS`` (a JSON object of Java settings) is merged over the result: for what no rule
+8. The deployment's ``[mm2_failover] spark_kafka_options`` (formerly ``MM2_FAILOVER_SPARK_KAFKA_OPTIONS``; a JSON
+   object of Java settings) is merged over the result: for what no rule
    maps. OAUTHBEARER that no rule maps and the variable does not give is refused, naming what to set.
 
 The result contains secrets: it goes into a 0600 file only (never a command line or a log).
@@ -28,7 +29,6 @@ The result contains secrets: it goes into a 0600 file only (never a command line
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from pathlib import Path
 
@@ -221,16 +221,18 @@ def kerberos(conf: dict) -> dict[str, str]:
 
 
 def overrides(env: dict[str, str] | None = None) -> dict[str, str]:
-    """Rule 8: the Java settings the deployment gives for what no rule maps."""
-    raw = (os.environ if env is None else env).get(OVERRIDES_VAR, "")
+    """Rule 8: the Java settings the deployment gives for what no rule maps (setting ``spark_kafka_options``)."""
+    from mm2_failover.adapters.config import setting, setting_label
+
+    raw = setting("spark_kafka_options", env) or ""
     if not raw:
         return {}
     try:
         given = json.loads(raw)
     except ValueError as e:
-        raise ValueError(f"{OVERRIDES_VAR}: not a JSON object ({e})") from None
+        raise ValueError(f"{setting_label('spark_kafka_options', env)}: not a JSON object ({e})") from None
     if not isinstance(given, dict):
-        raise ValueError(f"{OVERRIDES_VAR}: not a JSON object")
+        raise ValueError(f"{setting_label('spark_kafka_options', env)}: not a JSON object")
     return {str(k): str(v) for k, v in given.items()}
 
 
@@ -245,7 +247,8 @@ def java_client_options(conf: dict, env: dict[str, str] | None = None) -> dict[s
             "OAUTHBEARER: the Java client (Spark's Kafka source, commits with metadata) cannot log in with this "
             "connection's settings. Set sasl.oauthbearer.method=oidc with sasl.oauthbearer.client.id, "
             ".client.secret and .token.endpoint.url (or enable.sasl.oauthbearer.unsecure.jwt for a test), or give "
-            f"the Java client's sasl.jaas.config and login callback handler in {OVERRIDES_VAR}"
+            "the Java client's sasl.jaas.config and login callback handler in [mm2_failover] spark_kafka_options "
+            f"(formerly {OVERRIDES_VAR})"
         )
     return out
 

@@ -34,7 +34,6 @@ Without Airflow: ``python -m mm2_failover.ui.app`` serves the same pages, with n
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -301,7 +300,7 @@ def main() -> None:  # pragma: no cover - a standalone server for the reports (n
     ap = argparse.ArgumentParser(description="Serve the mm2-failover reports pages without Airflow (read-only).")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8099)
-    ap.add_argument("--artifacts", default=os.environ.get("MM2_FAILOVER_ARTIFACTS"))
+    ap.add_argument("--artifacts", default=config.setting("artifacts"))
     a = ap.parse_args()
     uvicorn.run(create_app(a.artifacts or None), host=a.host, port=a.port)
 
