@@ -49,6 +49,7 @@ lint: setup
 # the generated reference pages (docs/reference/): from their one definition; a unit test fails when they differ
 reference: setup
 	$(PY) -c "from mm2_failover.rules.run_params import parameters_markdown as m; open('docs/reference/parameters.md', 'w').write(m())"
+	$(PY) -c "from mm2_failover.adapters.config import settings_markdown as m; open('docs/reference/settings.md', 'w').write(m())"
 
 bed: setup
 	$(PY) -m testbed.bed

@@ -62,3 +62,14 @@ def test_the_providers_configuration_section_documents_every_setting():
     options = get_provider_info()["config"]["mm2_failover"]["options"]
     assert set(DEPLOYMENT_SETTINGS) <= set(options)
     assert "MM2_FAILOVER_ARTIFACTS" in options["artifacts"]["description"]
+
+
+def test_the_settings_reference_page_is_generated_from_the_definition():
+    from pathlib import Path
+
+    from mm2_failover.adapters.config import settings_markdown
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "settings.md"
+    assert page.read_text() == settings_markdown(), "docs/reference/settings.md is out of date: run make reference"
+    for name in DEPLOYMENT_SETTINGS:
+        assert f"| `{name}` |" in page.read_text()

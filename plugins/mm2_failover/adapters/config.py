@@ -48,8 +48,8 @@ log = logging.getLogger(__name__)
 DEPLOYMENT_SETTINGS = {
     "artifacts": "Where runs keep their artifacts and the writer locks: a folder, or an object store's URL "
     "(s3://bucket/prefix). Default: var/artifacts of a checkout.",
-    "archive": "Where MM2's offset syncs are archived. Default: <artifacts>/archive.",
-    "state": "The latest-checkpoint state's local or shared folder. Default: <archive>/latest-state, or var/state "
+    "archive": "Where MM2's offset syncs are archived. Default: archive/ in the artifacts folder.",
+    "state": "The latest-checkpoint state's local or shared folder. Default: latest-state/ in the archive, or var/state "
     "with the archive in an object store.",
     "lock": "One writer per target cluster: file (a lock under the artifacts folder) or kafka (a lease in a topic of "
     "the target). Default: file.",
@@ -101,6 +101,28 @@ def setting(name: str, env=None) -> str | None:
         except Exception:  # noqa: BLE001 - a configuration that cannot be read sets nothing here
             v = None
     return None if v is None or str(v).strip() == "" else str(v)
+
+
+def settings_markdown() -> str:
+    """``docs/reference/settings.md``: every deployment setting from :data:`DEPLOYMENT_SETTINGS` (``make reference``
+    writes it; ``tests/unit/test_settings.py`` checks that the page is what this gives)."""
+    rows = [f"| `{n}` | {' '.join(t.split())} | `{legacy_variable(n)}` |" for n, t in DEPLOYMENT_SETTINGS.items()]
+    return "\n".join(
+        [
+            "# Deployment settings",
+            "",
+            "Generated from their one definition (`plugins/mm2_failover/adapters/config.py`: `DEPLOYMENT_SETTINGS`) by "
+            "`make reference`; a test fails when this page differs. Set each once for every Airflow component: "
+            f"`[{CONFIG_SECTION}] <name>` in Airflow's configuration, or `AIRFLOW__{CONFIG_SECTION.upper()}__<NAME>` "
+            "(the form the CLI reads: it runs without Airflow). The former environment variable still works for one "
+            "release: where it is set it overrides the section, and the process logs once that it is deprecated.",
+            "",
+            "| setting | what it sets | former variable |",
+            "|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
 
 
 def setting_label(name: str, env=None) -> str:
