@@ -1,11 +1,13 @@
 """Recovery time on a real scheduler (issue 33 item 6): trigger -> verified, and where the time goes.
 
     PYTHONPATH=plugins:. .venv/bin/python bench/rto_bench.py [--groups 1] [--partitions 3] [--runs 3]
-        [--executor local|celery] [--no-preload] [--lock file|kafka]
+        [--executor local|celery] [--no-preload] [--lock file|kafka] [--db postgres|sqlite]
 
 1. starts the bed (two KRaft brokers + real MirrorMaker 2), a warm Spark Connect server (the deployment's
    ``spark_connect_default``) and Airflow's four processes - api-server, scheduler (LocalExecutor), dag-processor,
-   triggerer - with their own home and metadata DB (:mod:`testbed.airflow_stack`); ``--executor celery``: the
+   triggerer - with their own home and metadata DB (:mod:`testbed.airflow_stack`): PostgreSQL by default, a cluster
+   of its own (:mod:`testbed.postgres`, the database a deployment runs; ``--db sqlite``: the demo's); ``--executor
+   celery``: the
    CeleryExecutor instead, with a Redis of its own and one Celery worker (concurrency 2) in its own folder;
    ``--no-preload``: Airflow's defaults instead of :func:`mm2_failover.adapters.config.preload_settings` (the comparison);
    ``--lock kafka``: the writer lock as the lease in the target, apply's commits through the fenced writer (the
@@ -180,6 +182,7 @@ def main() -> int:
     ap.add_argument("--executor", choices=("local", "celery"), default="local")
     ap.add_argument("--no-preload", action="store_true", help="Airflow's defaults, not config.preload_settings()")
     ap.add_argument("--lock", choices=("file", "kafka"), default="file", help="MM2_FAILOVER_LOCK of the tasks")
+    ap.add_argument("--db", choices=("postgres", "sqlite"), default="postgres", help="Airflow's metadata database")
     args = ap.parse_args()
     # imported here, before the stack boots in a thread: importing it alongside that thread once failed with
     # "partially initialized module 'typing'" (twice in 20-odd runs, both at this import)
@@ -200,6 +203,7 @@ def main() -> int:
         "executor": args.executor,
         "preload": not args.no_preload,
         "lock": args.lock,
+        "db": args.db,
         "runs": [],
     }
     # the defaults the preload settings replace: the scheduler's fork, Airflow's own Celery configuration
@@ -209,11 +213,15 @@ def main() -> int:
         "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS": "airflow.providers.celery.executors.default_celery.DEFAULT_CELERY_CONFIG",
     }
     with contextlib.ExitStack() as stack:
+        from testbed.postgres import Postgres
+
+        db = stack.enter_context(Postgres()) if args.db == "postgres" else None  # stopped after Airflow
         af = AirflowStack(
             root / "airflow",
             root / "artifacts",
             executor=args.executor,
             extra_env=defaults if args.no_preload else None,
+            db_url=db.url if db else None,
         )
         stack.callback(af.stop)
         if args.executor == "celery":
@@ -262,21 +270,28 @@ def main() -> int:
         for k in ("trigger_to_verified_s", "rto_s", "work_s", "gaps_s", "human_s")
     }
     out["median"] = med
+    # cold: the stack's first run after its scheduler and workers started; warm: the median of the runs after it
+    out["cold_rto_s"] = runs[0]["rto_s"]
+    if len(runs) > 1:
+        out["warm_median_rto_s"] = statistics.median(r["rto_s"] for r in runs[1:])
     print(
         f"\nmm2_failover on a real scheduler ({args.executor} executor, preload {'off' if args.no_preload else 'on'}, "
-        f"{args.lock} lock), "
+        f"{args.lock} lock, {args.db} metadata database), "
         f"{args.groups} group(s) x {args.partitions} partitions, {args.runs} run(s), {os.cpu_count()} cores (median; RTO = trigger -> verified minus the human's decision and the quiet window)"
     )
     print("| task | work s | scheduler gap before it s |")
     print("|---|---:|---:|")
     for t in TASKS:
-        w = statistics.median(next(x["seconds"] for x in r["tasks"] if x["task"] == t) for r in runs)
-        g = statistics.median(next(x["gap_before"] for x in r["tasks"] if x["task"] == t) for r in runs)
+        w = round(statistics.median(next(x["seconds"] for x in r["tasks"] if x["task"] == t) for r in runs), 3)
+        g = round(statistics.median(next(x["gap_before"] for x in r["tasks"] if x["task"] == t) for r in runs), 3)
         print(f"| `{t}` | {w} | {g} |")
     print(
         f"| **trigger -> verified** | {med['trigger_to_verified_s']} (human {med['human_s']}, quiet {args.quiet}) | |"
     )
     print(f"| **RTO** | **{med['rto_s']}** = work {med['work_s']} + gaps {med['gaps_s']} | |")
+    print(
+        f"cold (first run) RTO {out['cold_rto_s']} s; warm (median of the rest) {out.get('warm_median_rto_s', '-')} s"
+    )
     path = REPO / "bench" / "results" / f"rto-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(out, indent=2, default=str))
     print(f"results: {path}")

@@ -1,5 +1,6 @@
 """A real Airflow for the end-to-end test and the recovery-time benchmark: api-server, scheduler, dag-processor and,
-on demand, the triggerer, started here with their own AIRFLOW_HOME and SQLite DB, real logins, the REST API and
+on demand, the triggerer, started here with their own AIRFLOW_HOME and SQLite DB (or ``db_url``: PostgreSQL,
+:mod:`testbed.postgres`), real logins, the REST API and
 Airflow's human-in-the-loop API (tests/e2e/test_ui.py, bench/rto_bench.py).
 
 The executor is the LocalExecutor, or (``executor="celery"``, issue 34) the CeleryExecutor with a Redis of its own
@@ -44,9 +45,11 @@ class AirflowStack:
         auth: tuple[str, Path] | None = None,
         extra_env: dict[str, str] | None = None,
         executor: str = "local",
+        db_url: str | None = None,
     ):
         from testbed.bed import free_port
 
+        self.db_url = db_url  # Airflow's metadata database (testbed.postgres); None: SQLite in the home folder
         self.home, self.artifacts = home, artifacts  # artifacts: a folder, or an object store's URL (UPath)
         self.executor = executor
         self.redis_port = free_port() if executor == "celery" else None
@@ -87,6 +90,7 @@ class AirflowStack:
         return {
             **os.environ,
             **env,
+            **({"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.db_url} if self.db_url else {}),
             **self.secrets,
             "AIRFLOW__API__BASE_URL": self.base,
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base}/execution/",
