@@ -112,7 +112,7 @@ def pkcs8(key_pem: str, password: str | None) -> str:
     """The key as unencrypted PKCS#8 PEM, the one form the Java client's PEM keystore reads."""
     if "-----BEGIN PRIVATE KEY-----" in key_pem and not password:
         return key_pem
-    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives import serialization  # lazy: optional (cryptography)
 
     try:
         key = serialization.load_pem_private_key(key_pem.encode(), password.encode() if password else None)
