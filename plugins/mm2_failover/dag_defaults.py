@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
+from mm2_failover.notifications import RunFailureNotifier
+
 _M = timedelta(minutes=1)
 
 
@@ -116,9 +118,7 @@ def deadline_seconds(dag_id: str, env: dict[str, str]) -> float | None:
 def run_deadline(dag_id: str):
     """The ``deadline`` argument of ``dag_id``'s DAG: told when a run has not ended its deadline after it was queued
     (rule 6 of :mod:`mm2_failover.rules.notify`), through the executor (no triggerer needed); None when switched off."""
-    import os
-
-    from airflow.sdk.definitions.callback import SyncCallback
+    from airflow.sdk.definitions.callback import SyncCallback  # lazy: airflow (the CLI runs without it)
     from airflow.sdk.definitions.deadline import DeadlineAlert, DeadlineReference
 
     seconds = deadline_seconds(dag_id, dict(os.environ))
@@ -135,9 +135,6 @@ def run_deadline(dag_id: str):
 def apply_task_defaults(dag) -> None:
     """Give every task of ``dag`` its row of :data:`EXECUTION_TIMEOUTS` (a task without a row is an error) and the
     failure notifier; a DAG without its deadline alert (:func:`run_deadline`) is an error too."""
-    import os
-
-    from mm2_failover.notifications import RunFailureNotifier
 
     if not dag.deadline and deadline_seconds(dag.dag_id, dict(os.environ)) is not None:
         raise KeyError(
