@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from typing import Callable, NoReturn, TypeVar
 
+from airflow.sdk.exceptions import AirflowFailException
+
+from mm2_failover.stages.outcomes import outcome_of
+
 T = TypeVar("T")
 
 
 def raise_for_airflow(e: BaseException) -> NoReturn:
     """Raise ``e`` as the outcome table decides: ``AirflowFailException`` (no retry) or ``e`` itself."""
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from mm2_failover.stages.outcomes import outcome_of
 
     o = outcome_of(e)
     if o is not None and not o.retry:

@@ -47,17 +47,40 @@ import functools
 import json
 import logging
 import os
+import shlex
 import sys
 import time
 from collections.abc import Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
-from mm2_failover.adapters import config
-from mm2_failover.adapters.runfolder import ROLLBACK, head_text
+from mm2_failover import __version__, metrics
+from mm2_failover.adapters import config, faults
+from mm2_failover.adapters.config import SPARK_CONNECT_CONN_ID, deployment_defaults, state_root
+from mm2_failover.adapters.kafka.cluster import Cluster, admin, check_conf
+from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError
+from mm2_failover.adapters.runfolder import ROLLBACK, RunFolder, head_text, load_backup
+from mm2_failover.adapters.spark import cli_spark_route, connect_run, push_state, refresh_submission, spark_submit
+from mm2_failover.adapters.store import as_path
 from mm2_failover.rules.listing import FORMATS, Listing, render
+from mm2_failover.rules.report import PLAN_LINE_COLUMNS, PLAN_LINE_DATA
 from mm2_failover.rules.run_params import PARAMS, TOPOLOGY, ParamSpec, RunParams
-from mm2_failover.stages.outcomes import EXIT_FAILED, EXIT_LIVE, EXIT_OK, EXIT_USAGE
+from mm2_failover.stages.apply import backup_and_apply, writer_lock
+from mm2_failover.stages.archive import archive_offset_syncs
+from mm2_failover.stages.assess_readiness import assess_readiness
+from mm2_failover.stages.build_plan import make_plan, plan_lines
+from mm2_failover.stages.compute_checkpoints import compute, job_error
+from mm2_failover.stages.context import RunContext
+from mm2_failover.stages.drain_check import wait_drained
+from mm2_failover.stages.drill_report import drill_lag, drill_plan, drill_report
+from mm2_failover.stages.errors import QuarantineRefused
+from mm2_failover.stages.gate import check_groups_empty, describe_live, early_gate, groups_to_move, live_groups
+from mm2_failover.stages.outcomes import EXIT_FAILED, EXIT_LIVE, EXIT_OK, EXIT_USAGE, REFUSED, outcome_of
+from mm2_failover.stages.preflight import check_inputs, preflight_audit
+from mm2_failover.stages.roll_back import rollback, verify_rollback
+from mm2_failover.stages.snapshot import capture_snapshot
+from mm2_failover.stages.verify import verify_run
 
 log = logging.getLogger("mm2_failover")
 
@@ -96,9 +119,6 @@ def read_config_file(path: str, what: str) -> dict:
 
 def check_client_settings(conf: dict, what: str) -> None:
     """librdkafka refuses unknown properties and bad values when a client is created: do it now, to name the file."""
-    from mm2_failover.adapters.kafka.cluster import admin, check_conf
-    from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError
-
     try:
         check_conf(conf, what)
         admin(conf, name=what)
@@ -134,7 +154,7 @@ def conf_from_env(var: str) -> dict | None:
     else:
         try:
             with cli_logging_kept():
-                from airflow.sdk import Connection
+                from airflow.sdk import Connection  # lazy: airflow (the CLI runs without it)
 
                 extra = Connection.from_uri(raw, conn_id=var).extra_dejson
         except Exception as e:  # noqa: BLE001 - any parse failure is the operator's to fix
@@ -203,8 +223,6 @@ def flag_defaults() -> dict:
     """The run parameters' defaults on the command line that are not the definition's: the deployment's topology
     where it is set once (:func:`mm2_failover.adapters.config.deployment_defaults`: ``AIRFLOW__MM2_FAILOVER__*``);
     every other flag defaults to its definition's default."""
-    from mm2_failover.adapters.config import deployment_defaults
-
     try:
         return deployment_defaults()
     except ValueError as e:
@@ -263,8 +281,6 @@ def add_params(p: argparse.ArgumentParser, specs: Mapping[str, ParamSpec] = PARA
 def run_dir_arg(value: str):
     """``--run-dir``: a local folder or a folder in an object store (:func:`mm2_failover.adapters.store.as_path`; a plain
     ``Path`` would fold ``s3://`` into ``s3:/``)."""
-    from mm2_failover.adapters.store import as_path
-
     return as_path(value)
 
 
@@ -310,8 +326,6 @@ def command_parser(sub, name: str, help_: str, description: str | None = None) -
 def parser(specs: Mapping[str, ParamSpec] = PARAMS) -> argparse.ArgumentParser:
     """The command line; its commands' run-parameter flags are generated from ``specs`` (default: the one definition,
     :data:`mm2_failover.rules.run_params.PARAMS`)."""
-    from mm2_failover import __version__
-
     ap = argparse.ArgumentParser(
         prog=prog_name(), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -403,9 +417,6 @@ def confs_of(a: argparse.Namespace) -> tuple[dict[str, dict], dict[str, str]]:
 
 
 def context_of(a: argparse.Namespace, command: str):
-    from mm2_failover.stages.context import RunContext
-    from mm2_failover.stages.preflight import check_inputs
-
     confs, conns = confs_of(a)
     # the deployment's topology, those without a flag included (alias_policies, source_connections), then the flags
     deployed = {k: v for k, v in flag_defaults().items() if k in TOPOLOGY}
@@ -443,8 +454,6 @@ def planned_params(a: argparse.Namespace) -> dict:
     """``apply --plan RUN_DIR``: the parameters the plan in that folder was built with (its ``run.json``), and over
     them every run parameter given on this command line with a value other than its default - one that differs from
     the plan's is then refused by the folder, naming it, as any continued run is."""
-    from mm2_failover.adapters.runfolder import RunFolder
-
     if a.run_dir is not None and str(a.run_dir) != str(a.plan):
         raise CliError(EXIT_USAGE, f"--plan {a.plan} and --run-dir {a.run_dir}: give one (--plan continues that run)")
     folder = RunFolder(a.plan)
@@ -465,9 +474,6 @@ def planned_params(a: argparse.Namespace) -> dict:
 def run_spark_job(a, sub, said: list[str]) -> int:
     """The job of submission ``sub`` on a warm Spark Connect server or through spark-submit (the route is logged;
     the job's summary records it too); its exit code."""
-    from mm2_failover.adapters.config import SPARK_CONNECT_CONN_ID
-    from mm2_failover.adapters.spark import cli_spark_route, connect_run, spark_submit
-
     try:
         with cli_logging_kept():
             remote, why = cli_spark_route(a.spark_remote, SPARK_CONNECT_CONN_ID)
@@ -486,9 +492,6 @@ def compute_latest_checkpoints(a, ctx) -> None:
     """Stage 3 by its one route (:func:`mm2_failover.stages.compute_checkpoints.compute`), on the CLI's Spark route; a run
     folder whose answers are whole keeps them. Too many unusable records: the plan (or the drill's, readiness's
     report) refuses with the details, as ``make_plan``'s quarantine rule says."""
-    from mm2_failover.stages.compute_checkpoints import compute
-    from mm2_failover.stages.errors import QuarantineRefused
-
     said: list[str] = []
     try:
         compute(ctx, lambda sub: run_spark_job(a, sub, said), reuse=True, said=said)
@@ -497,8 +500,6 @@ def compute_latest_checkpoints(a, ctx) -> None:
 
 
 def gate(ctx, groups=None) -> None:
-    from mm2_failover.stages.gate import check_groups_empty, describe_live, early_gate
-
     live = early_gate(ctx) if groups is None else check_groups_empty(ctx, groups)
     if live:
         raise CliError(EXIT_LIVE, describe_live(live) + "\nNothing was written. Stop these consumers and retry.")
@@ -534,7 +535,7 @@ def live_status(what: str):
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.console import Console
+    from rich.console import Console  # lazy: optional (rich)
     from rich.live import Live
     from rich.spinner import Spinner
 
@@ -545,8 +546,6 @@ def live_status(what: str):
 
 
 def cmd_drain(a, ctx) -> Listing:
-    from mm2_failover.stages.drain_check import wait_drained
-
     with live_status("waiting for the drain") as on_wait:
         v = wait_drained(ctx, on_wait=on_wait)
     return Listing(
@@ -562,8 +561,6 @@ def cmd_drain(a, ctx) -> Listing:
 
 
 def cmd_snapshot(a, ctx) -> Listing:
-    from mm2_failover.stages.snapshot import capture_snapshot
-
     if not ctx.folder.snapshot.exists():
         cmd_audit(a, ctx)
         cmd_drain(a, ctx)
@@ -585,8 +582,6 @@ def cmd_plan(a, ctx) -> Listing:
 
 
 def build_plan(a, ctx):
-    from mm2_failover.stages.build_plan import make_plan
-
     if not ctx.folder.has_plan():
         cmd_snapshot(a, ctx)
         compute_latest_checkpoints(a, ctx)
@@ -596,9 +591,6 @@ def build_plan(a, ctx):
 def plan_listing(ctx, plan) -> Listing:
     """The plan per partition (:func:`mm2_failover.rules.report.plan_lines`), its counts, and the Kafka command that would
     write the same offsets by hand."""
-    from mm2_failover.rules.report import PLAN_LINE_COLUMNS, PLAN_LINE_DATA
-    from mm2_failover.stages.build_plan import plan_lines
-
     f, counts = ctx.folder, plan.counts()
     rows = plan_lines(ctx, plan)
     lines = [
@@ -630,8 +622,6 @@ def by_hand(ctx, plan) -> list[str]:
     if not groups:
         return ["Nothing to write: no partition has an offset to commit."]
     conf = ctx.target.conf
-    import shlex
-
     csv_path = shlex.quote(str(ctx.folder.plan_csv))
     which = (
         " ".join(f"--group {shlex.quote(g)}" for g in groups)
@@ -658,10 +648,6 @@ def verify_listing(ctx, rep) -> Listing:
 
 
 def cmd_apply(a, ctx) -> Listing:
-    from mm2_failover.stages.apply import backup_and_apply
-    from mm2_failover.stages.gate import groups_to_move
-    from mm2_failover.stages.verify import verify_run
-
     if not ctx.folder.backup.exists():
         gate(ctx)  # first the gate, then the (slow) computation
     plan = build_plan(a, ctx)
@@ -687,9 +673,6 @@ def cmd_apply(a, ctx) -> Listing:
 
 
 def cmd_verify(a, ctx) -> Listing:
-    from mm2_failover.stages.build_plan import make_plan
-    from mm2_failover.stages.verify import verify_run
-
     if not ctx.folder.has_plan():
         raise CliError(EXIT_USAGE, f"no plan in {ctx.folder.dir}: run plan/apply first")
     plan = make_plan(ctx)
@@ -702,8 +685,6 @@ def cmd_verify(a, ctx) -> Listing:
 
 def cmd_audit(a, ctx) -> Listing:
     """The pre-flight audit (also run once by snapshot/plan/apply/drill before the drain)."""
-    from mm2_failover.stages.preflight import preflight_audit
-
     found = preflight_audit(ctx)
     rows = [
         {"severity": f.severity.upper(), "alias": f.alias, "rule": f.rule, "message": f.message} for f in found.findings
@@ -712,8 +693,6 @@ def cmd_audit(a, ctx) -> Listing:
 
 
 def cmd_archive(a, ctx) -> Listing:
-    from mm2_failover.stages.archive import archive_offset_syncs
-
     return summary_listing(archive_offset_syncs(ctx))
 
 
@@ -723,28 +702,17 @@ def summary_listing(summary: dict) -> Listing:
 
 
 def cmd_refresh_state(a, ctx) -> Listing:
-    from mm2_failover.adapters.config import state_root
-    from mm2_failover.adapters.spark import push_state, refresh_submission
-
     said: list[str] = []
     topics = {alias: ctx.policies[alias].checkpoints_topic for alias in ctx.aliases}
     with refresh_submission(topics, ctx.target.conf) as sub:
         rc = run_spark_job(a, sub, said)
     if rc:  # the outcome table decides the exit code, as for stage 3's job
-        from mm2_failover.stages.compute_checkpoints import job_error
-
         raise job_error(rc, "the state refresh (Spark)", " ".join(said) or "see its output above")
     push_state(sub)  # the archive in an object store: the new version there too
     return summary_listing(json.loads((state_root() / "last-refresh.json").read_text()))
 
 
 def cmd_drill(a, ctx) -> Listing:
-    from dataclasses import replace
-
-    from mm2_failover import metrics
-    from mm2_failover.stages.drill_report import drill_lag, drill_plan, drill_report
-    from mm2_failover.stages.snapshot import capture_snapshot
-
     ctx.params = replace(ctx.params, dry_run=True)
     cmd_audit(a, ctx)
     drill_lag(ctx)
@@ -762,12 +730,7 @@ def cmd_drill(a, ctx) -> Listing:
 
 def readiness_steps(a, ctx):
     """The readiness check's steps, in the DAG's order: (name, callable) - the bench times each."""
-    from dataclasses import replace
-
-    from mm2_failover.dag_defaults import INTERVAL_SECONDS
-    from mm2_failover.stages.assess_readiness import assess_readiness
-    from mm2_failover.stages.drill_report import drill_lag
-    from mm2_failover.stages.snapshot import capture_snapshot
+    from mm2_failover.dag_defaults import INTERVAL_SECONDS  # lazy: dag_defaults reads the environment at import
 
     ctx.params = replace(ctx.params, dry_run=True)
     return [
@@ -799,12 +762,6 @@ def cmd_readiness(a, ctx):
 
 
 def cmd_rollback(a):
-    from mm2_failover.adapters.kafka.cluster import Cluster
-    from mm2_failover.adapters.runfolder import RunFolder, load_backup
-    from mm2_failover.stages.apply import writer_lock
-    from mm2_failover.stages.gate import describe_live, live_groups
-    from mm2_failover.stages.roll_back import rollback, verify_rollback
-
     confs, _ = confs_of(a)
     target = Cluster(confs["target"], "target", a.timeout)
     backup = load_backup(a.backup)
@@ -813,8 +770,6 @@ def cmd_rollback(a):
         raise CliError(EXIT_LIVE, describe_live([("target", s) for s in live]) + "\nNothing was written.")
     folder = RunFolder(a.backup.parent / f"rollback-{time.strftime('%Y%m%d-%H%M%S')}")
     with writer_lock(target, "rollback (cli)", a.lock_wait_seconds, run=str(a.backup)) as held:
-        from mm2_failover.adapters import faults
-
         faults.hit("rollback.locked")
         res = rollback(target, backup, a.apply_concurrency, force=a.force, backup_path=str(a.backup), held=held)
     left = verify_rollback(target, backup, a.apply_concurrency)
@@ -850,8 +805,6 @@ def main(argv: list[str] | None = None) -> int:
         return e.code
     a = ap.parse_args(argv)
     a.argv = list(sys.argv[1:] if argv is None else argv)  # what was typed (apply --plan: the flags given again)
-    from mm2_failover.stages.outcomes import REFUSED, outcome_of
-
     try:
         if a.command == "rollback":
             cmd_rollback(a)

@@ -17,8 +17,10 @@ Imported by the DAG files at parse time: the standard library and Airflow's noti
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
+
+from mm2_failover.adapters.config import setting, setting_label
+from mm2_failover.notifications import RunFailureNotifier
 
 _M = timedelta(minutes=1)
 
@@ -27,8 +29,6 @@ _M = timedelta(minutes=1)
 # minutes, or every $MM2_FAILOVER_INTERVAL_SECONDS (read at parse time: the dag-processor's, the scheduler's and the
 # workers' environments must agree) - the soak (bench/soak.py) runs them every minute or less
 def _interval_seconds() -> int:
-    from mm2_failover.adapters.config import setting, setting_label
-
     raw = setting("interval_seconds") or "300"
     try:
         n = int(raw)
@@ -96,8 +96,6 @@ def deadline_seconds(dag_id: str, env: dict[str, str] | None) -> float | None:
     variable and the entry (the DAG files then fail to import: an import error in the UI, not a silent default)."""
     if dag_id not in RUN_DEADLINES:
         raise KeyError(f"DAG {dag_id}: no run deadline: add it to mm2_failover.dag_defaults.RUN_DEADLINES")
-    from mm2_failover.adapters.config import setting, setting_label
-
     for entry in (setting("run_deadlines", env) or "").split(","):
         if not entry.strip():
             continue
@@ -120,8 +118,7 @@ def deadline_seconds(dag_id: str, env: dict[str, str] | None) -> float | None:
 def run_deadline(dag_id: str):
     """The ``deadline`` argument of ``dag_id``'s DAG: told when a run has not ended its deadline after it was queued
     (rule 6 of :mod:`mm2_failover.rules.notify`), through the executor (no triggerer needed); None when switched off."""
-
-    from airflow.sdk.definitions.callback import SyncCallback
+    from airflow.sdk.definitions.callback import SyncCallback  # lazy: airflow (the CLI runs without it)
     from airflow.sdk.definitions.deadline import DeadlineAlert, DeadlineReference
 
     seconds = deadline_seconds(dag_id, None)
@@ -139,9 +136,7 @@ def apply_task_defaults(dag) -> None:
     """Give every task of ``dag`` its row of :data:`EXECUTION_TIMEOUTS` (a task without a row is an error) and the
     failure notifier; a DAG without its deadline alert (:func:`run_deadline`) is an error too."""
 
-    from mm2_failover.notifications import RunFailureNotifier
-
-    if not dag.deadline and deadline_seconds(dag.dag_id, dict(os.environ)) is not None:
+    if not dag.deadline and deadline_seconds(dag.dag_id, None) is not None:
         raise KeyError(
             f"DAG {dag.dag_id}: no deadline alert: pass deadline=run_deadline({dag.dag_id!r}) "
             "(mm2_failover.dag_defaults)"

@@ -94,7 +94,7 @@ class StatsSink(Protocol):
 
 def airflow_stats() -> StatsSink:
     """Airflow 3.3's metrics entry point for code running in a task (the Task SDK's Stats)."""
-    from airflow.sdk.observability.stats import Stats
+    from airflow.sdk.observability.stats import Stats  # lazy: airflow (the CLI runs without it)
 
     return Stats
 

@@ -4,10 +4,14 @@ set by :func:`mm2_failover.dag_defaults.apply_task_defaults`). What it says and 
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+from email.message import EmailMessage
 
-from airflow.sdk import BaseNotifier
+from airflow.sdk import BaseHook, BaseNotifier
+
+from mm2_failover.adapters.config import run_dir
 
 log = logging.getLogger(__name__)
 
@@ -15,7 +19,7 @@ log = logging.getLogger(__name__)
 def base_url() -> str:
     """Airflow's public address, for the links (``[api] base_url``); "" when unset."""
     try:
-        from airflow.configuration import conf
+        from airflow.configuration import conf  # lazy: in the try (unreadable config: its fallback)
 
         return conf.get("api", "base_url", fallback="") or ""
     except Exception:  # noqa: BLE001 - a link without its host is still a link
@@ -30,8 +34,7 @@ class RunFailureNotifier(BaseNotifier):
     template_fields = ()
 
     def notify(self, context) -> None:
-        from mm2_failover.adapters.config import run_dir
-        from mm2_failover.rules import notify as rules
+        from mm2_failover.rules import notify as rules  # lazy: not at DAG parse
         from mm2_failover.stages.archive import ARCHIVE_DAG, record_failure
 
         ti = context["ti"]
@@ -56,7 +59,7 @@ class RunFailureNotifier(BaseNotifier):
 def deliver(msg, context) -> int:
     """Hand ``msg`` to every configured channel (rules 3-4 of :mod:`mm2_failover.rules.notify`); returns how many took
     it. Never raises."""
-    from mm2_failover.rules import notify as rules
+    from mm2_failover.rules import notify as rules  # lazy: not at DAG parse
 
     bad: list[str] = []
     ch = rules.channels(dict(os.environ), _config(), _connection_extra(), bad)
@@ -88,10 +91,10 @@ def deliver(msg, context) -> int:
 
 def _config() -> dict:
     """Rule 8 of :mod:`mm2_failover.rules.notify`: the ``[mm2_failover]`` section of Airflow's configuration."""
-    from mm2_failover.rules import notify as rules
+    from mm2_failover.rules import notify as rules  # lazy: not at DAG parse
 
     try:
-        from airflow.configuration import conf
+        from airflow.configuration import conf  # lazy: in the try (unreadable config: its fallback)
 
         return {k: conf.get("mm2_failover", k, fallback="") for k in rules.CONFIG_KEYS.values()}
     except Exception as e:  # noqa: BLE001 - rule 4: a configuration that cannot be read leaves the other channels
@@ -101,11 +104,9 @@ def _config() -> dict:
 
 def _connection_extra() -> dict:
     """Rule 8: the ``mm2_failover_notify`` connection's extra ({} when there is none), read at every message."""
-    from mm2_failover.rules import notify as rules
+    from mm2_failover.rules import notify as rules  # lazy: not at DAG parse
 
     try:
-        from airflow.sdk import BaseHook
-
         extra = BaseHook.get_connection(rules.NOTIFY_CONN_ID).extra_dejson
     except Exception:  # noqa: BLE001 - no such connection (Airflow raises its own not-found error): none
         return {}
@@ -115,9 +116,7 @@ def _connection_extra() -> dict:
 def _email(ch, msg, context) -> None:
     """A mail with a plain-text and an HTML part (multipart/alternative) through Airflow's SMTP hook and the
     ``smtp_conn_id`` connection (its TLS, login, sender and retries)."""
-    from email.message import EmailMessage
-
-    from airflow.providers.smtp.hooks.smtp import SmtpHook
+    from airflow.providers.smtp.hooks.smtp import SmtpHook  # lazy: not at DAG parse (airflow.providers.smtp.hooks.smtp)
 
     with SmtpHook(smtp_conn_id=ch.smtp_conn_id) as hook:
         client = getattr(hook, "_smtp_client", None)
@@ -152,8 +151,6 @@ def tell(msg) -> int:
 def _custom(spec: str, msg, context) -> None:
     """``module:factory`` -> the factory's notifier (or callable), called with the task's context plus the message
     under ``mm2_failover_message``."""
-    import importlib
-
     mod, _, name = spec.partition(":")
     target = getattr(importlib.import_module(mod), name)()
     target({**dict(context), "mm2_failover_message": msg})
@@ -163,8 +160,7 @@ def deadline_missed(context, interval_seconds: float = 0) -> int:
     """Rule 6 of :mod:`mm2_failover.rules.notify`: the callback of every DAG's ``DeadlineAlert``
     (:func:`mm2_failover.dag_defaults.run_deadline`), run by the executor with the context Airflow gives a deadline
     callback (``dag_run`` as the REST API shows it, and ``deadline``); returns how many channels took the message."""
-    from mm2_failover.adapters.config import run_dir
-    from mm2_failover.rules import notify as rules
+    from mm2_failover.rules import notify as rules  # lazy: not at DAG parse
 
     run = dict((context or {}).get("dag_run") or {})
     dl = dict((context or {}).get("deadline") or {})

@@ -23,10 +23,14 @@ light and dark themes; the data colours read on both.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import html
 import io
 import math
 import re
-from datetime import datetime
+import textwrap
+from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from mm2_failover.rules.readiness import CHECKPOINT, EXACT, FLOOR, NONE
@@ -180,22 +184,20 @@ def _count(v: Any) -> int:
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: heavy (matplotlib)
 
     return Figure(figsize=(width, height), layout="constrained")
 
 
 def _titled(fig, title: str) -> None:
     """The picture's title over its whole width, left-aligned, wrapped to it (never cut at the figure's edge)."""
-    import textwrap
-
     per_line = max(30, int(fig.get_figwidth() * 72 / 7.2))  # about 7 points per bold character at 11 points
     fig.suptitle(textwrap.fill(title, per_line), x=0.01, ha="left", fontsize=11, fontweight="bold")
 
 
 def _counts(axis) -> None:
     """Whole numbers only on an axis of counts."""
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # lazy: heavy (matplotlib)
 
     axis.set_major_locator(MaxNLocator(integer=True))
 
@@ -208,9 +210,7 @@ def _svg(fig, name: str, title: str, caption: str = "") -> str:
     """The figure as inline SVG in a ``<figure class=picture>``: no XML prolog, no metadata; the ink of its styles
     said as currentColor; its element ids (and its style sheet) scoped to it, so that several pictures on one page
     neither share an id nor style each other."""
-    import hashlib
-
-    import matplotlib
+    import matplotlib  # lazy: heavy (matplotlib)
 
     buf = io.StringIO()
     with matplotlib.rc_context(_RC):
@@ -230,24 +230,19 @@ def _svg(fig, name: str, title: str, caption: str = "") -> str:
 
 
 def _text(v: Any) -> str:
-    import html
-
     return html.escape(str(v), quote=False)
 
 
 def _attr(v: Any) -> str:
-    import html
-
     return html.escape(str(v), quote=True)
 
 
 def _draw(fn):
     """Run a drawing in matplotlib's settings of these pictures (fonts, ink)."""
-    import functools
 
     @functools.wraps(fn)
     def wrapped(*a, **kw):
-        import matplotlib
+        import matplotlib  # lazy: heavy (matplotlib)
 
         with matplotlib.rc_context(_RC):
             return fn(*a, **kw)
@@ -465,8 +460,6 @@ def _number(v: float) -> str:
 
 def _ts(iso: Any) -> float | None:
     """Epoch seconds of an ISO time (naive: UTC), None when it is not one."""
-    from datetime import timezone
-
     try:
         t = datetime.fromisoformat(str(iso).replace("Z", "+00:00")) if iso else None
     except ValueError:

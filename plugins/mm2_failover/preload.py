@@ -54,7 +54,7 @@ def _preload() -> None:
             importlib.import_module(name)
         except ImportError:  # one module a deployment lacks must not cost it the others (the task will say)
             continue
-    import pyarrow
+    import pyarrow  # lazy: heavy (pyarrow)
 
     pyarrow.array([0])  # pyarrow looks for pandas once per process: here, not in each task
 

@@ -5,10 +5,34 @@ without retries). Nothing here decides anything a step does not.
 
 from __future__ import annotations
 
+import functools
 import logging
 
-from mm2_failover.adapters.runfolder import APPLY, ROLLBACK, head_text
+from airflow.sdk import Asset, AssetAlias
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from mm2_failover import metrics, notifications
+from mm2_failover.adapters.config import TARGET_CONN_ID, run_dir
+from mm2_failover.adapters.runfolder import ANNOUNCEMENTS, APPLY, ROLLBACK, head_text, load_backup
+from mm2_failover.airflow_errors import by_outcome
+from mm2_failover.metrics import emit_metrics
+from mm2_failover.notifications import base_url, tell
+from mm2_failover.rules import assets, notify
+from mm2_failover.rules.notify import rollback_message, verified_message
 from mm2_failover.rules.words import listed
+from mm2_failover.stages import archive as archive_stage
+from mm2_failover.stages import drill_report as drill_report_stage
+from mm2_failover.stages import preflight as preflight_stage
+from mm2_failover.stages import roll_back as rollback_stage
+from mm2_failover.stages.apply import backup_and_apply, writer_lock
+from mm2_failover.stages.approve_plan import approved_plan, current_hash, plan_and_preview
+from mm2_failover.stages.assess_readiness import assess_readiness as assess
+from mm2_failover.stages.build_plan import make_plan, plan_record
+from mm2_failover.stages.context import RunContext
+from mm2_failover.stages.drill_report import drill_lag, drill_plan
+from mm2_failover.stages.roll_back import backup_path_of, rollback
+from mm2_failover.stages.snapshot import capture_snapshot
+from mm2_failover.stages.verify import verify_run
 
 log = logging.getLogger(__name__)
 
@@ -16,8 +40,6 @@ log = logging.getLogger(__name__)
 def _ctx(context, **kw):
     """The run, bound; told whether it asks before writing by the DAG (the TaskFlow task's ``asks_before_writing``
     argument, which Airflow passes in the context)."""
-    from mm2_failover.stages.context import RunContext
-
     return RunContext.from_airflow(context, asks_before_writing=bool(context.get("asks_before_writing")), **kw).bind()
 
 
@@ -25,12 +47,9 @@ def _outcomes(task):
     """A task body whose stages' errors mean what the one table says (:mod:`mm2_failover.stages.outcomes`): a
     refusal, a bad parameter or setting, a required source that never answered fail the task at once (a retry would
     not help); everything else propagates, for Airflow's retries (another writer's lock, an unreachable cluster)."""
-    import functools
 
     @functools.wraps(task)
     def run(context):
-        from mm2_failover.airflow_errors import by_outcome
-
         return by_outcome(lambda: task(context))
 
     return run
@@ -38,8 +57,6 @@ def _outcomes(task):
 
 @_outcomes
 def capture_end_offsets(context) -> dict:
-    from mm2_failover.stages.snapshot import capture_snapshot
-
     ctx = _ctx(context)
     snap = capture_snapshot(ctx)
     return {
@@ -52,8 +69,6 @@ def capture_end_offsets(context) -> dict:
 @_outcomes
 def build_plan(context) -> dict:
     """The plan, once per run, and the report of it before anything is written (a dry run's, or the approver's)."""
-    from mm2_failover.stages.approve_plan import current_hash, plan_and_preview
-
     ctx = _ctx(context)
     plan, rep = plan_and_preview(ctx)
     if rep is not None:
@@ -69,12 +84,6 @@ def build_plan(context) -> dict:
 
 @_outcomes
 def apply_group_offsets(context) -> dict:
-    from airflow.sdk.exceptions import AirflowSkipException
-
-    from mm2_failover.stages.apply import backup_and_apply
-    from mm2_failover.stages.approve_plan import approved_plan
-    from mm2_failover.stages.build_plan import plan_record
-
     ctx = _ctx(context)
     record = plan_record(ctx)  # one read of plan.json: what is checked is what is written
     plan = record.plan
@@ -99,12 +108,6 @@ def apply_group_offsets(context) -> dict:
 
 @_outcomes
 def verify_group_offsets(context) -> dict:
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from mm2_failover.metrics import emit_metrics
-    from mm2_failover.stages.build_plan import make_plan
-    from mm2_failover.stages.verify import verify_run
-
     ctx = _ctx(context)
     plan = make_plan(ctx)
     applied = ctx.folder.load(APPLY, {})
@@ -126,13 +129,7 @@ def verify_group_offsets(context) -> dict:
             + f". See {ctx.folder.report_md}. A consumer may have committed since; check the group before re-running."
         )
     if rep.outcome == "succeeded":  # notify rule 7: on-call hears that it is done, and how it went
-        from mm2_failover.notifications import base_url, tell
-        from mm2_failover.rules.notify import verified_message
-
         tell(verified_message(ctx.dag_id, ctx.run_id, ctx.folder.dir.name, t, base_url()))
-    from mm2_failover.adapters.config import TARGET_CONN_ID
-    from mm2_failover.rules import assets
-
     moved = len(assets.events(published, target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID))
     return {"report": str(ctx.folder.report_json), "outcome": rep.outcome, "totals": t, "asset_events": moved}
 
@@ -141,11 +138,6 @@ def announcement_parts(context) -> list[dict]:
     """The Asset events of the verified report's moved groups (:mod:`mm2_failover.rules.assets`), written once to
     ``announcements.json``, and the parts ``announce_moved_groups`` is mapped over (rule 4): none when no group
     moved (the mapped task is then skipped)."""
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from mm2_failover.adapters.config import TARGET_CONN_ID
-    from mm2_failover.adapters.runfolder import ANNOUNCEMENTS
-    from mm2_failover.rules import assets
 
     ctx = _ctx(context)
     rep = ctx.folder.load_report()
@@ -168,10 +160,6 @@ def announcement_parts(context) -> list[dict]:
 def announce_moved_groups(context, arg: dict) -> int:
     """One Asset event per verified moved group of part ``arg`` (rule 4), through the task's asset alias, from the
     run folder's ``announcements.json``."""
-    from airflow.sdk import Asset, AssetAlias
-
-    from mm2_failover.adapters.runfolder import ANNOUNCEMENTS
-    from mm2_failover.rules import assets
 
     ctx = _ctx(context)
     events = assets.part([tuple(e) for e in ctx.folder.load(ANNOUNCEMENTS)], arg)
@@ -192,17 +180,12 @@ def announce_moved_groups(context, arg: dict) -> int:
 @_outcomes
 def preflight_audit(context) -> list[dict]:
     """The pre-flight audit: warnings only (logged, in audit.json and the report); an unreadable mm2_config fails."""
-    from mm2_failover.stages import preflight as preflight_stage
-
     return preflight_stage.preflight_audit(_ctx(context)).as_dict()["findings"]
 
 
 @_outcomes
 def archive_offset_syncs(context) -> dict:
     """The archive DAG's task: no run folder (it runs every few minutes); the result is the task's XCom."""
-    from mm2_failover.stages import archive as archive_stage
-    from mm2_failover.stages.context import RunContext
-
     return archive_stage.archive_offset_syncs(RunContext.from_airflow(context))
 
 
@@ -211,11 +194,6 @@ def archive_offset_syncs(context) -> dict:
 
 @_outcomes
 def rollback_group_offsets(context) -> dict:
-    from mm2_failover.adapters.runfolder import load_backup
-    from mm2_failover.stages.apply import writer_lock
-    from mm2_failover.stages.context import RunContext
-    from mm2_failover.stages.roll_back import backup_path_of, rollback
-
     p = dict(context["params"])
     ctx = RunContext.from_airflow(context)
     path = backup_path_of(p.get("backup_path"), p.get("failover_run_id"))
@@ -242,12 +220,6 @@ def rollback_group_offsets(context) -> dict:
 
 @_outcomes
 def verify_rollback(context) -> dict:
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from mm2_failover.adapters.runfolder import load_backup
-    from mm2_failover.stages import roll_back as rollback_stage
-    from mm2_failover.stages.context import RunContext
-
     p = dict(context["params"])
     path = rollback_stage.backup_path_of(p.get("backup_path"), p.get("failover_run_id"))
     backup = load_backup(path)
@@ -255,10 +227,6 @@ def verify_rollback(context) -> dict:
     if left:
         raise AirflowFailException("rollback incomplete: " + "; ".join(left))
     log.info("every group holds exactly the commits saved in %s", path)
-    from mm2_failover.adapters.config import run_dir
-    from mm2_failover.notifications import base_url, tell
-    from mm2_failover.rules.notify import rollback_message
-
     ti = context["ti"]
     tell(
         rollback_message(
@@ -275,11 +243,7 @@ def verify_rollback(context) -> dict:
 def assess_readiness(context) -> dict:
     """What a failover would do now (:mod:`mm2_failover.rules.readiness`), kept for the Readiness page, sent as gauges,
     and what got worse since the previous interval told through the notifiers (the task succeeds: it measured)."""
-    from mm2_failover import metrics
-    from mm2_failover.dag_defaults import INTERVAL_SECONDS
-    from mm2_failover.notifications import base_url, deliver
-    from mm2_failover.rules import notify
-    from mm2_failover.stages.assess_readiness import assess_readiness as assess
+    from mm2_failover.dag_defaults import INTERVAL_SECONDS  # lazy: dag_defaults reads the environment at import
 
     ctx = _ctx(context)
     stale = int(dict(context["params"]).get("archive_stale_intervals") or 3)
@@ -289,7 +253,9 @@ def assess_readiness(context) -> dict:
     if worse:
         for d in worse:
             log.warning("readiness degraded (%s): %s", d.what, d.text)
-        told = deliver(notify.readiness_message(ctx.dag_id, ctx.run_id, [d.text for d in worse], base_url()), context)
+        told = notifications.deliver(
+            notify.readiness_message(ctx.dag_id, ctx.run_id, [d.text for d in worse], base_url()), context
+        )
     return {
         "readiness": str(ctx.folder.readiness),
         "summary": r.summary,
@@ -303,24 +269,17 @@ def assess_readiness(context) -> dict:
 
 @_outcomes
 def measure_replication_lag(context) -> dict:
-    from mm2_failover.stages.drill_report import drill_lag
-
     return drill_lag(_ctx(context))
 
 
 @_outcomes
 def plan_group_offsets(context) -> dict:
-    from mm2_failover.stages.drill_report import drill_plan
-
     return drill_plan(_ctx(context), dict(context["params"]).get("allow_drill_writes_for_prefix"))
 
 
 @_outcomes
 def drill_report(context) -> dict:
-    from mm2_failover import metrics
-    from mm2_failover.stages.drill_report import drill_report
-
     ctx = _ctx(context)
-    d = drill_report(ctx)
+    d = drill_report_stage.drill_report(ctx)
     metrics.emit_drill_metrics(d.as_dict())
     return {"drill": str(ctx.folder.drill_json), "totals": d.totals, "findings": d.findings}

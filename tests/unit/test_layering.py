@@ -253,3 +253,47 @@ def test_no_test_module_imports_another_test_module_or_a_conftest():
         for m in bad.finditer(p.read_text())
     ]
     assert not found, found
+
+
+def test_imports_inside_functions_say_why_they_are_lazy():
+    """Issue 51 item 4: imports go at the top of their module; one inside a function (nested ones included) says why
+    it waits with ``# lazy: <reason>`` on its line, or on the first line of its block of consecutive imports (a module
+    the DAG processor must not load at parse time, an optional or heavy package, an import circle...)."""
+    bad = [line for m, path in sorted(modules().items()) for line in unexplained_lazy_imports(m, path.read_text())]
+    assert not bad, "\n".join(bad)
+
+
+def unexplained_lazy_imports(module: str, source: str) -> list[str]:
+    """Each import inside a function of ``source`` whose line, and the first line of whose block of consecutive
+    imports, lack ``# lazy:``."""
+    lines, bad = source.splitlines(), []
+
+    def said(node: ast.stmt) -> bool:  # any line of the statement (the formatter may wrap it around its comment)
+        return "# lazy:" in "\n".join(lines[node.lineno - 1 : node.end_lineno])
+
+    def check(body: list[ast.stmt], func: str | None) -> None:
+        prev = head = None  # the previous statement when it is an import; the first import of the block
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                if prev is None or node.lineno != prev.end_lineno + 1:
+                    head = node
+                if func and not said(node) and not said(head):
+                    what = ", ".join(a.name for a in node.names)
+                    what = what if isinstance(node, ast.Import) else f"{what} from {node.module}"
+                    bad.append(
+                        f"{module}:{node.lineno}: import {what} inside function {func}: move it to the top or say why "
+                        "it is lazy with '# lazy: <reason>'"
+                    )
+                prev = node
+                continue
+            prev = None
+            inner = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else func
+            for field in ("body", "orelse", "finalbody"):
+                stmts = getattr(node, field, None)
+                if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+                    check(stmts, inner)
+            for part in [*(getattr(node, "handlers", None) or []), *(getattr(node, "cases", None) or [])]:
+                check(part.body, inner)
+
+    check(ast.parse(source).body, None)
+    return bad

@@ -69,7 +69,7 @@ def manifest_of(path) -> dict | None:
 
 
 def _read(path, columns=None):
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: heavy (pyarrow)
 
     key, fs = store.parquet_args(path)
     return pq.read_table(key, columns=columns, filesystem=fs)
@@ -78,7 +78,7 @@ def _read(path, columns=None):
 def read_table(path, columns: list[str] | None = None):
     """The answers at ``path`` as one pyarrow Table, whatever the layout; ``columns`` that the answers lack (an
     older job's) are left out. Raises :class:`AnswersError` when a part is missing or of another size."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: heavy (pyarrow)
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 

@@ -19,6 +19,7 @@ repository's ``var/`` and ``.cache/``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -149,7 +150,7 @@ def preload_settings() -> dict[str, str]:
 def artifacts_root():
     """Where run folders live (setting ``artifacts``): a local folder (default ``var/artifacts``) or an object
     store's URL (``s3://bucket/prefix``: :mod:`mm2_failover.adapters.store`)."""
-    from mm2_failover.adapters.store import as_path
+    from mm2_failover.adapters.store import as_path  # lazy: not at DAG parse
 
     return as_path(setting("artifacts") or REPO_ROOT / "var" / "artifacts")
 
@@ -158,7 +159,7 @@ def state_root() -> Path:
     """The latest-checkpoint state Spark reads and writes (:mod:`mm2_failover.adapters.state`): always a local (or shared
     POSIX) folder - setting ``state``, else ``<archive>/latest-state`` when the archive is a local folder, else
     ``var/state`` on each host: then it is this host's copy of :func:`state_store`."""
-    from mm2_failover.adapters.store import is_remote
+    from mm2_failover.adapters.store import is_remote  # lazy: not at DAG parse
 
     given = setting("state")
     if given:
@@ -176,7 +177,7 @@ def state_root() -> Path:
 def state_store():
     """Where the state is kept when the archive is in an object store (``<archive>/latest-state`` there; each job
     works on the host's copy, :func:`state_root`, pulled before and pushed after a refresh); None otherwise."""
-    from mm2_failover.adapters.store import is_remote
+    from mm2_failover.adapters.store import is_remote  # lazy: not at DAG parse
 
     arch = archive_root()
     return arch / "latest-state" if is_remote(arch) else None
@@ -185,7 +186,7 @@ def state_store():
 def archive_root() -> Path:
     """Where MM2's offset syncs are archived on the target side (setting ``archive``; default beside the run
     artifacts). Shared by the archive DAG, the failover DAG and the CLI."""
-    from mm2_failover.adapters.store import as_path
+    from mm2_failover.adapters.store import as_path  # lazy: not at DAG parse
 
     return as_path(setting("archive") or artifacts_root() / "archive")
 
@@ -214,7 +215,7 @@ class WriterLockSettings:
         kind = (setting("lock", env) or "file").strip().lower()
         if kind not in cls.KINDS:
             raise ValueError(f"{setting_label('lock', env)}={kind!r}: use one of {', '.join(cls.KINDS)}")
-        from mm2_failover.adapters.store import is_remote
+        from mm2_failover.adapters.store import is_remote  # lazy: not at DAG parse
 
         art = setting("artifacts", env) or ""
         if kind == "file" and is_remote(art):
@@ -281,7 +282,7 @@ def spark_io(env: dict[str, str] | None = None) -> str:
       stage: the job writes the run folder.
 
     A ValueError naming the variable for a bad value."""
-    from mm2_failover.adapters.store import scheme_of
+    from mm2_failover.adapters.store import scheme_of  # lazy: not at DAG parse
 
     art = setting("artifacts", env) or ""
     s3 = scheme_of(art) in ("s3", "s3a")
@@ -333,8 +334,6 @@ def java_kafka_classpath() -> str:
     """Kafka's Java client for the small JVM helpers (the Spark Kafka source's kafka-clients jar, jose4j for
     OAUTHBEARER's OIDC login, and pyspark's slf4j and Jackson - the unsecured JWT login needs it), as a java -cp
     value."""
-    import importlib.util
-
     jars = [j for j in spark_jars(s3a=False) if Path(j).name.startswith(("kafka-clients", "jose4j"))]
     spec = importlib.util.find_spec("pyspark")
     if spec and spec.origin:

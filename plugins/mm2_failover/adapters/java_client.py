@@ -32,6 +32,8 @@ import json
 import shlex
 from pathlib import Path
 
+from mm2_failover.adapters.config import setting, setting_label
+
 OVERRIDES_VAR = "MM2_FAILOVER_SPARK_KAFKA_OPTIONS"
 
 #: librdkafka settings whose names and meaning are the same in the Java client (rule 1)
@@ -112,7 +114,7 @@ def pkcs8(key_pem: str, password: str | None) -> str:
     """The key as unencrypted PKCS#8 PEM, the one form the Java client's PEM keystore reads."""
     if "-----BEGIN PRIVATE KEY-----" in key_pem and not password:
         return key_pem
-    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives import serialization  # lazy: optional (cryptography)
 
     try:
         key = serialization.load_pem_private_key(key_pem.encode(), password.encode() if password else None)
@@ -222,8 +224,6 @@ def kerberos(conf: dict) -> dict[str, str]:
 
 def overrides(env: dict[str, str] | None = None) -> dict[str, str]:
     """Rule 8: the Java settings the deployment gives for what no rule maps (setting ``spark_kafka_options``)."""
-    from mm2_failover.adapters.config import setting, setting_label
-
     raw = setting("spark_kafka_options", env) or ""
     if not raw:
         return {}

@@ -20,6 +20,10 @@ import threading
 import time
 import uuid
 
+import confluent_kafka.admin
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import ConfigResource, NewTopic
+
 from mm2_failover.adapters.kafka.cluster import CONSUME_WAIT_S
 from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError
 from mm2_failover.adapters.locks import Locked
@@ -82,10 +86,7 @@ class KafkaLease:
 
     def ensure_topic(self) -> None:
         """Create the topic if it is missing; refuse one whose records carry the clients' time."""
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
-
-        admin = AdminClient(self._client_conf())
+        admin = confluent_kafka.admin.AdminClient(self._client_conf())
         md = admin.list_topics(timeout=15)
         if self.topic not in md.topics:
             brokers = len(md.brokers)
@@ -115,8 +116,6 @@ class KafkaLease:
         """The topic's configuration. A topic just created (here or by a writer on another host) may be unknown for
         a moment to the broker asked - its metadata reaches the broker after the controller created the topic - so
         UNKNOWN_TOPIC_OR_PART is asked again for up to ``within_s``; any other error is the caller's."""
-        from confluent_kafka import KafkaError, KafkaException
-
         deadline = time.monotonic() + within_s
         while True:
             try:
@@ -135,8 +134,6 @@ class KafkaLease:
             time.sleep(0.25)
 
     def _produce(self, op: str) -> None:
-        from confluent_kafka import Producer
-
         if self._producer is None:
             self._producer = Producer(
                 {**self._client_conf(), "acks": "all", "enable.idempotence": True, "linger.ms": 0}
@@ -157,8 +154,6 @@ class KafkaLease:
     def records(self) -> list[lease.Record]:
         """This lock's records, in log order, up to the end of the log now (read on from where the last call ended:
         one consumer per lease, so a renewal reads only what is new)."""
-        from confluent_kafka import Consumer, TopicPartition
-
         tp = TopicPartition(self.topic, 0)
         if self._consumer is None:
             self._consumer = Consumer(

@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,10 +50,11 @@ from mm2_failover.adapters import store
 from mm2_failover.adapters.store import fsync_path
 from mm2_failover.rules.approval import Decision, plan_hash
 from mm2_failover.rules.audit import Audit
+from mm2_failover.rules.drain import DrainVerdict
 from mm2_failover.rules.drill import DrillReport
-from mm2_failover.rules.plan import PlanRecord
-from mm2_failover.rules.readiness import Readiness
-from mm2_failover.rules.report import Report
+from mm2_failover.rules.plan import ROW_TYPES, Plan, PlanRecord
+from mm2_failover.rules.readiness import GROUP_COLUMNS, PARTITION_COLUMNS, Readiness
+from mm2_failover.rules.report import ROW_COLUMNS, Report
 from mm2_failover.rules.rollback import Backup
 from mm2_failover.rules.values import TP, Commit, commit_from_json, commit_to_json, tp_map_from_json, tp_map_to_json
 
@@ -102,8 +104,6 @@ def now_iso() -> str:
 def private_dir() -> Path:
     """``<tmp>/mm2-failover-<uid>``: where credentials go for the processes the pipeline starts (the Spark job's options,
     Kafka's Java client's settings) - 0700, owned by this user, not a symlink (refused otherwise)."""
-    import tempfile
-
     d = Path(tempfile.gettempdir()) / f"mm2-failover-{os.getuid()}"
     d.mkdir(mode=0o700, exist_ok=True)
     st = d.lstat()
@@ -162,7 +162,7 @@ def typed_table(columns: dict[str, list], types: dict[str, str]):
     """``columns`` (name -> values) as a pyarrow Table with the explicit schema ``types`` (name -> Arrow type name:
     ``int64``, ``string``, ``bool``...), in its order: an all-empty column keeps its type and a value of another
     type is an error."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: heavy (pyarrow)
 
     return pa.table(
         {c: columns[c] for c in types}, schema=pa.schema([(c, pa.type_for_alias(t)) for c, t in types.items()])
@@ -172,7 +172,7 @@ def typed_table(columns: dict[str, list], types: dict[str, str]):
 def write_rows_parquet(path, rows: list[dict], columns: list[str] | dict[str, str]) -> None:
     """``rows`` as a Parquet file, whole and durable (:func:`write_bytes`). ``columns``: their names (types
     inferred), or name -> Arrow type name (:func:`typed_table`)."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: heavy (pyarrow)
 
     values = {c: [r.get(c) for r in rows] for c in columns}
     table = typed_table(values, columns) if isinstance(columns, dict) else pa.table(values)
@@ -485,8 +485,6 @@ class RunFolder:
 
     def load_drain(self) -> DrainVerdict | None:
         """The last drain observation (None: no drain check ran in this folder)."""
-        from mm2_failover.rules.drain import DrainVerdict
-
         return self._typed(DRAIN, DrainVerdict.from_dict, "drain observation")
 
     def save_audit(self, result: Audit) -> None:
@@ -500,8 +498,6 @@ class RunFolder:
         """The rows first (``plan_rows.parquet``), then ``plan.csv``, then ``plan.json`` naming the rows' file and
         its SHA-256: a folder with ``plan.json`` has the rest (a crash before it leaves no plan: the step builds it
         again)."""
-        from mm2_failover.rules.plan import ROW_TYPES
-
         data = store.parquet_bytes(typed_table(record.plan.columns(), ROW_TYPES))
         write_bytes(self.dir / PLAN_ROWS, data)
         write_text(self.plan_csv, record.plan.to_reset_csv())
@@ -544,10 +540,8 @@ class RunFolder:
         return record
 
     def _plan_from_summary(self, d: dict) -> PlanRecord:
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: heavy (pyarrow)
         import pyarrow.parquet as pq
-
-        from mm2_failover.rules.plan import Plan
 
         fix = (
             "the plan cannot be trusted: start a new run folder (or delete plan.json to build the plan again in "
@@ -583,8 +577,6 @@ class RunFolder:
         ``report.json`` naming each file in its field: a reader that finds the summary finds its rows. ``rows``
         false: ``report.json`` only, its rows being the ones already written (``report`` loaded without them).
         ``report``: a :class:`Report` or its published form (:meth:`Report.as_dict`)."""
-        from mm2_failover.rules.report import ROW_COLUMNS
-
         d = report if isinstance(report, dict) else report.as_dict()
         if rows:
             for key, name in REPORT_ROW_FILES.items():
@@ -614,7 +606,7 @@ class RunFolder:
     def parquet_rows(self, name: str, fix: str, limit: int | None = None) -> list[dict]:
         """The rows of one of this folder's Parquet files (the first ``limit`` of them); RunFolderError naming the
         file and ``fix`` (what writes them again) when it is gone or unreadable."""
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: heavy (pyarrow)
 
         p = self.dir / name
         try:
@@ -640,8 +632,6 @@ class RunFolder:
 
     def save_readiness(self, r: Readiness) -> None:
         """The rows first (Parquet, per partition and per group), then the summary (compact JSON, naming them)."""
-        from mm2_failover.rules.readiness import GROUP_COLUMNS, PARTITION_COLUMNS
-
         write_rows_parquet(self.dir / READINESS_PARTITIONS, r.partitions, list(PARTITION_COLUMNS))
         write_rows_parquet(
             self.dir / READINESS_GROUPS,

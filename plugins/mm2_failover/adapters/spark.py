@@ -17,13 +17,29 @@ import json
 import logging
 import os
 import shutil
+import socket
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
+from mm2_failover.adapters import state, store
+from mm2_failover.adapters.answers import MANIFEST, is_part
+from mm2_failover.adapters.config import (
+    PLUGINS_DIR,
+    SPARK_JOB,
+    s3a_settings,
+    s3a_url,
+    spark_conf,
+    spark_io,
+    spark_jars,
+    state_root,
+    state_store,
+)
 from mm2_failover.adapters.java_client import java_client_options, java_system_properties
-from mm2_failover.adapters.runfolder import CHECKPOINTS, CHECKPOINTS_SUMMARY
+from mm2_failover.adapters.runfolder import CHECKPOINTS, CHECKPOINTS_SUMMARY, RunFolderError, private_dir
 
 SIDES = ("_quarantine", "_regressions")  # the job's other outputs, beside its answers (<answers>_quarantine...)
 
@@ -36,7 +52,7 @@ class SparkConnectionMissing(RuntimeError):
 
 def check_spark_connection(conn_id: str) -> str:
     """Return the master of ``conn_id``, or fail naming the connection and how to set it."""
-    from airflow.sdk import BaseHook
+    from airflow.sdk import BaseHook  # lazy: airflow (the CLI runs without it)
 
     try:
         conn = BaseHook.get_connection(conn_id)
@@ -56,13 +72,13 @@ def check_spark_connection(conn_id: str) -> str:
 def spark_connect_url(conn_id: str, timeout: float = 3.0) -> tuple[str | None, str]:
     """(``sc://`` URL of the Spark Connect server of Airflow connection ``conn_id``, or None; what was found). None
     when the connection is not defined or its server does not answer: the caller falls back to spark-submit."""
-    from airflow.sdk import BaseHook
+    from airflow.sdk import BaseHook  # lazy: airflow (the CLI runs without it)
 
     try:
         BaseHook.get_connection(conn_id)
     except Exception:  # noqa: BLE001 - not defined: the documented fallback
         return None, f"no Airflow connection {conn_id!r} (conn type spark_connect): spark-submit"
-    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook  # lazy: airflow (not in the CLI)
 
     return answering(SparkConnectHook(conn_id).get_connection_url(), f"of {conn_id!r}", timeout)
 
@@ -70,9 +86,6 @@ def spark_connect_url(conn_id: str, timeout: float = 3.0) -> tuple[str | None, s
 def answering(url: str, whose: str, timeout: float = 3.0) -> tuple[str | None, str]:
     """(``url``, or None when its Spark Connect server does not answer: the caller falls back to spark-submit;
     what was found, naming the server by ``whose`` and host:port - never the URL's token)."""
-    import socket
-    from urllib.parse import urlparse
-
     u = urlparse(url)
     host, port = u.hostname or "localhost", u.port or 15002
     try:
@@ -88,8 +101,6 @@ def cli_spark_route(remote: str | None, conn_id: str) -> tuple[str | None, str]:
     ``--spark-remote none``: spark-submit. ``--spark-remote sc://host:port``: that server. Neither: the DAG's rule
     (:func:`spark_connect_url`) when ``AIRFLOW_CONN_<CONN_ID>`` is set, else spark-submit. A server that does not
     answer falls back to spark-submit, as in the DAG (the same answers, later), and says so."""
-    from urllib.parse import urlparse
-
     if remote is not None and remote.strip().lower() == "none":
         return None, "--spark-remote none: spark-submit"
     if remote is None:
@@ -108,8 +119,6 @@ def connect_run(remote: str, sub: JobSubmission, said: list[str] | None = None) 
     """Run the job as a client of the Spark Connect server ``remote`` in a Python process of its own (the CLI's
     Connect route; a Connect session switches its whole process to remote mode). The URL (it may carry a token)
     goes in ``SPARK_REMOTE``, never on the command line. Output and ``said`` as :func:`spark_submit`."""
-    from mm2_failover.adapters.config import SPARK_JOB
-
     env = {k: v for k, v in {**os.environ, **sub.env}.items() if k != "SPARK_CONNECT_MODE_ENABLED"}
     env["SPARK_REMOTE"] = remote
     return _stream([sys.executable, str(SPARK_JOB), *sub.args], env, said)
@@ -118,8 +127,6 @@ def connect_run(remote: str, sub: JobSubmission, said: list[str] | None = None) 
 def _stream(cmd: list[str], env: dict[str, str], said: list[str] | None) -> int:
     """Run ``cmd``; its output goes to this process's stderr as it comes, the job's own messages
     (``latest_checkpoints: ...``) are also appended to ``said``; its exit code."""
-    import subprocess
-
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     for line in p.stdout:
         sys.stderr.write(line)
@@ -151,15 +158,10 @@ class JobSubmission:
         whole). Only when the job wrote its summary (a job killed half-way publishes nothing). True if uploaded."""
         if self.staged is None or not (self.staged / CHECKPOINTS_SUMMARY).exists():
             return False
-        from mm2_failover.adapters import store
-        from mm2_failover.adapters.answers import MANIFEST, is_part
-
         if self.direct:  # Spark committed its answers in the store: its job commit's marker is there, or they are
             # not whole (a summary without it would vouch for them)
             marker = self.folder.checkpoints / "_SUCCESS"
             if not store.exists(marker):
-                from mm2_failover.adapters.runfolder import RunFolderError
-
                 raise RunFolderError(
                     f"the latest-checkpoints job ended, but its answers at {store.url_of(marker)} "
                     "have no commit marker (_SUCCESS): Spark did not commit them whole, and they "
@@ -206,12 +208,8 @@ def write_options_file(target_conf: dict, key: str, hadoop: dict[str, str] | Non
     """The target's client settings for the job: Java (Spark's Kafka source) and librdkafka (the driver's checks),
     and ``hadoop``, the settings the job sets on its Spark session (S3A's, :func:`mm2_failover.adapters.config.s3a_settings`),
     in a 0600 file of :func:`private_dir` named by ``key`` (the run folder: the same path for every try)."""
-    import hashlib
-
     java = java_client_options(target_conf)
     rdk = {k: v for k, v in target_conf.items() if isinstance(v, (str, int, float, bool))}
-    from mm2_failover.adapters.runfolder import private_dir
-
     f = private_dir() / f"job-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
     f.unlink(missing_ok=True)
     fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -223,8 +221,6 @@ def write_options_file(target_conf: dict, key: str, hadoop: dict[str, str] | Non
 def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission:
     """The latest-checkpoints job's submission for one run: the same for the Airflow operator and the CLI. The
     Kafka client settings (secrets) go into a private file (see the module docstring); call ``cleanup()`` after."""
-    from mm2_failover.adapters.config import state_root
-
     topics = snapshot.checkpoints_topics  # alias -> topic
     ends = {
         t: {str(p): o for (tt, p), o in sorted(snapshot.checkpoints_end.items()) if tt == t} for t in topics.values()
@@ -234,20 +230,14 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
     }
     # the summary says the answers are complete (the job writes it last): an old one must never vouch for the
     # new, maybe partial, answers of a job that is killed (the plan reads answers only with their summary)
-    from mm2_failover.adapters import store
-
     store.remove_tree(folder.checkpoints_summary)
     remote = store.is_remote(folder.dir)
     key = store.url_of(folder.dir) if remote else str(Path(folder.dir).resolve())
-    from mm2_failover.adapters.config import s3a_settings, s3a_url, spark_io
-
     direct = remote and spark_io() == "s3a"
     options = write_options_file(target_conf, key, s3a_settings() if direct else None)
     staged = None
     output, summary = folder.checkpoints, folder.checkpoints_summary
     if remote:  # the summary (and, staged, the answers) written locally first, uploaded after (JobSubmission.publish)
-        from mm2_failover.adapters.runfolder import private_dir
-
         for what in (folder.checkpoints, *(store.as_path(f"{store.url_of(folder.checkpoints)}{s}") for s in SIDES)):
             store.remove_tree(what)  # what an earlier try left: never mixed with this one's
         staged = private_dir() / f"stage-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
@@ -289,13 +279,9 @@ def job_submission(params, folder, snapshot, target_conf: dict) -> JobSubmission
 def refresh_submission(aliases_topics: dict[str, str], target_conf: dict) -> JobSubmission:
     """The scheduled refresh of the latest-checkpoint state (``--refresh-state``): every alias's checkpoints topic up
     to its current end; the summary goes to ``<state>/last-refresh.json``."""
-    from mm2_failover.adapters.config import state_root
-
     root = state_root()
     root.mkdir(parents=True, exist_ok=True)
     pull_state()  # with the archive in a store: start from the store's newest version, not this host's
-    from mm2_failover.adapters.config import s3a_settings, spark_io
-
     url = state_url() if spark_io() == "s3a" else None  # Spark publishes the version in the store itself
     options = write_options_file(target_conf, f"refresh:{root.resolve()}", s3a_settings() if url else None)
     args = ["--bootstrap-servers", str(target_conf["bootstrap.servers"])]
@@ -322,13 +308,9 @@ def refresh_submission(aliases_topics: dict[str, str], target_conf: dict) -> Job
 def pull_state() -> None:
     """With the archive in an object store: this host's copy of the latest-checkpoint state brought up to the
     store's before a job reads it (:func:`mm2_failover.adapters.state.pull`); what it says goes to the log."""
-    from mm2_failover.adapters.config import state_root, state_store
-
     remote = state_store()
     if remote is None:
         return
-    from mm2_failover.adapters import state
-
     for line in state.pull(remote, state_root()):
         log.warning("%s", line)
 
@@ -337,9 +319,6 @@ def state_url() -> str | None:
     """Where Spark reads the state's versions when it writes through S3A: the store's ``latest-state`` as
     ``s3a://`` - when the archive is in S3 and every version of this host's copy is there too (a version a refresh
     here did not push yet is only on this host: then the host's copy, said in the log). None otherwise."""
-    from mm2_failover.adapters import store
-    from mm2_failover.adapters.config import s3a_url, state_root, state_store
-
     remote = state_store()
     if remote is None or store.scheme_of(store.url_of(remote)) not in ("s3", "s3a"):
         return None
@@ -361,13 +340,9 @@ def push_state(sub: JobSubmission | None = None) -> list[str]:
     archive). A refresh through S3A published its version in the store itself: only its summary
     (``last-refresh.json``) is uploaded, and the store's ``CURRENT.json`` is left as Spark's refresh set it (this
     host's copy catches up at its next job's pull)."""
-    from mm2_failover.adapters.config import state_root, state_store
-
     remote = state_store()
     if remote is None:
         return []
-    from mm2_failover.adapters import state, store
-
     if sub is not None and sub.state_url:
         last = state_root() / "last-refresh.json"
         if last.exists():
@@ -380,8 +355,6 @@ def submission_of(args: list[str], options: Path, jvm_properties: dict[str, str]
     """The job's submission for these arguments: environment and Spark conf (credential redaction included), and the
     JVM system properties the Kafka connection needs (:func:`mm2_failover.adapters.java_client.java_system_properties`)
     on the driver's and the executors' JVMs, after any the deployment's Spark conf gives."""
-    from mm2_failover.adapters.config import PLUGINS_DIR, spark_conf
-
     env = {"PYTHONPATH": str(PLUGINS_DIR), "PYSPARK_PYTHON": sys.executable}
     # redact anything that looks like a credential in Spark's UI, logs and event log too
     conf = {
@@ -409,8 +382,6 @@ def spark_submit_cmd(
     """The venv's spark-submit command line for the job (default: the package's job) with the Maven-fetched Kafka
     source jars (and S3A's: ``s3a``, default :func:`mm2_failover.adapters.config.spark_io`): one place for the CLI and the
     benchmarks."""
-    from mm2_failover.adapters.config import SPARK_JOB, spark_jars
-
     cmd = [
         str(Path(sys.executable).with_name("spark-submit")),
         "--master",

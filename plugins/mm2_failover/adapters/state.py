@@ -54,6 +54,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mm2_failover.adapters import faults, store
+from mm2_failover.adapters.runfolder import fsync_path, fsync_tree, write_bytes, write_json
+
 Offsets = dict[int, int]  # partition -> offset
 KEEP = 3
 STATE_DIR = "latest-state"
@@ -212,9 +215,6 @@ class StateRoot:
     def publish(self, staging: Path, meta: dict) -> Path:
         """Complete ``staging`` with its ``version.json``, rename it into place, point ``CURRENT.json`` at it, and
         prune versions beyond the newest :attr:`keep` and staging folders left by crashed refreshes."""
-        from mm2_failover.adapters import faults
-        from mm2_failover.adapters.runfolder import fsync_path, fsync_tree, write_json
-
         name = meta["name"]
         final = self.dir / name
         fsync_tree(staging)  # Spark's files on disk before anything names them
@@ -232,8 +232,6 @@ class StateRoot:
 
     def point_at(self, name: str, meta: dict) -> None:
         """``CURRENT.json`` names version ``name`` (atomic and durable); older versions beyond :attr:`keep` go."""
-        from mm2_failover.adapters.runfolder import write_json
-
         write_json(self.current_path, {"version": name, "published_at": meta.get("created_at")})
         self.prune(name)
 
@@ -260,7 +258,7 @@ def file_sizes(root: Path) -> dict[str, int]:
 def unreadable_files(root: Path, files: dict[str, int] | None) -> list[str]:
     """Why the files of a version do not verify (empty: they do): each listed file present with its size, and every
     Parquet file's footer readable (a version written before the list existed: the footers only)."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: heavy (pyarrow)
 
     bad = []
     for rel, size in sorted((files or {}).items()):
@@ -290,8 +288,6 @@ def pull(remote, local: Path) -> list[str]:
     ``version.json`` (sizes and Parquet footers), then renamed into place; then ``CURRENT.json`` and
     ``last-refresh.json``. A version that does not verify is left out and said (the choice falls back to an older
     one or a full pass, as for a local version). Returns what it said."""
-    from mm2_failover.adapters import store
-
     said: list[str] = []
     local = Path(local)
     local.mkdir(parents=True, exist_ok=True)
@@ -326,8 +322,6 @@ def pull(remote, local: Path) -> list[str]:
     for pointer in ("CURRENT.json", "last-refresh.json"):
         p = store.as_path(remote) / pointer
         if p.exists():
-            from mm2_failover.adapters.runfolder import write_bytes
-
             write_bytes(local / pointer, p.read_bytes())
     return said
 
@@ -337,8 +331,6 @@ def publish_in_store(remote, meta: dict, keep: int = KEEP) -> None:
     into the store itself (``<remote>/<name>/``). Complete it with its ``version.json`` naming its files and their
     sizes (store rule 3: the files first, the name that makes them a version last; :func:`pull` and a failover read
     only what it names), then point ``CURRENT.json`` at it (:func:`point_in_store`)."""
-    from mm2_failover.adapters import faults, store
-
     name = meta["name"]
     folder = store.as_path(remote) / name
     files = {
@@ -355,8 +347,6 @@ def publish_in_store(remote, meta: dict, keep: int = KEEP) -> None:
 def point_in_store(remote, name: str, meta: dict, keep: int = KEEP) -> None:
     """``CURRENT.json`` in the store names version ``name``; the store's other versions beyond the newest ``keep``
     go, and so does any folder without a ``version.json`` (a killed refresh's: one writer, the scheduled refresh)."""
-    from mm2_failover.adapters import store
-
     base = store.as_path(remote)
     store.write_bytes(
         base / "CURRENT.json",
@@ -374,8 +364,6 @@ def push(local: Path, remote) -> list[str]:
     ``version.json`` (store rule 3) -, then ``last-refresh.json`` and ``CURRENT.json`` last; the store's versions
     that ``local`` pruned are removed. One writer: the scheduled refresh (``max_active_runs=1``). Returns the
     versions uploaded."""
-    from mm2_failover.adapters import store
-
     local = Path(local)
     root = StateRoot(local)
     versions = [v["name"] for v in root.versions()]

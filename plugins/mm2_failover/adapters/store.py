@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def as_path(url: Any):
     s = str(url)
     if scheme_of(s) in LOCAL_SCHEMES:
         return Path(s.split("://", 1)[1] if "://" in s else s)
-    from upath import UPath
+    from upath import UPath  # lazy: optional (upath)
 
     # no listing cache: fsspec's would keep a folder's listing for the life of the process, and a writer or reader
     # must see another host's objects at once (an archive's next manifest generation, a run's files)
@@ -241,8 +242,6 @@ def remove_tree(path: Any) -> None:
     """Rule 5: the folder (or prefix) and everything under it; nothing there is not an error."""
     p = as_path(path)
     if not _is_upath_remote(p):
-        import shutil
-
         if p.is_dir():
             shutil.rmtree(p)
         elif p.exists():
@@ -265,7 +264,7 @@ def parquet_args(path: Any) -> tuple[str, Any]:
 
 def parquet_bytes(table) -> bytes:
     """A pyarrow Table as the bytes of a zstd Parquet file (then written whole by :func:`write_bytes`)."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: heavy (pyarrow)
 
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")

@@ -36,13 +36,19 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import tempfile
+import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from mm2_failover.adapters import faults, store
 from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.locks import file_lock
 from mm2_failover.adapters.runfolder import RunFolderError, now_iso, read_json, write_json
 from mm2_failover.rules import checkpoints as cpf
 from mm2_failover.rules.translate import MalformedSync, Sync, decode_sync
@@ -222,8 +228,6 @@ class TopicArchive:
                 f"changing under this writer ({CONFLICT_TRIES} tries): another archive writer runs "
                 "in a loop; retry later"
             )
-        from mm2_failover.adapters.locks import file_lock
-
         self.dir.mkdir(parents=True, exist_ok=True)
         with file_lock(
             self.dir / ".writer.lock",
@@ -241,7 +245,7 @@ class TopicArchive:
     def _append(self, cluster: Cluster, topic: str, location: str, m: dict, save) -> ArchiveResult | None:
         """Append past manifest ``m``; ``save(new manifest)`` writes it last and says whether it could (None: not
         saved - another writer took that generation)."""
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: heavy (pyarrow)
 
         res = ArchiveResult(self.alias, topic)
         topic_id = cluster.topic_id(topic)
@@ -326,7 +330,7 @@ class TopicArchive:
         """Every archived record of the current segment (the topic and cluster archived now; older segments are kept
         for the record but describe another topic's offsets), and the files that could not be read (named, with why:
         never an exception - the caller decides what to fall back to)."""
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: heavy (pyarrow)
 
         out = ArchiveRead()
         try:
@@ -384,8 +388,7 @@ class SyncArchive(TopicArchive):
         wanted partitions' two offsets are kept (16 bytes a sync; no Python object per sync) - in memory, or, for an
         archive of more than ``spill_rows`` records, in a spill file per partition, read back when its index is built
         (:class:`SyncColumns`: memory bounded by a batch and the partitions proven at a time)."""
-        import numpy as np
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: heavy (pyarrow)
 
         files, bad = self.files()
         want = None if wanted is None else set(wanted)
@@ -410,9 +413,6 @@ class SyncColumns:
     or when the last partition was taken). :meth:`pop` hands a partition's arrays over once."""
 
     def __init__(self, spill: bool = False):
-        import tempfile
-        import weakref
-
         self._mem: dict[TP, list] = defaultdict(list)
         self._files: dict[TP, Path] = {}
         self._rows: dict[TP, int] = defaultdict(int)
@@ -429,8 +429,6 @@ class SyncColumns:
         if self._dir is None:
             self._mem[tp].append((up, down))
             return
-        import numpy as np
-
         path = self._files.setdefault(tp, self._dir / f"p{len(self._files)}.bin")
         with open(path, "ab") as f:
             f.write(np.column_stack((up, down)).astype(np.int64).tobytes())
@@ -445,8 +443,6 @@ class SyncColumns:
         return len(set(self._mem) | set(self._files))
 
     def pop(self, tp: TP, default=None):
-        import numpy as np
-
         self._rows.pop(tp, None)
         if tp in self._mem:
             cs = self._mem.pop(tp)
@@ -462,14 +458,12 @@ class SyncColumns:
 
 
 def _remove_tree(path: Path) -> None:
-    import shutil
-
     shutil.rmtree(path, ignore_errors=True)
 
 
 def _keep_batch(b, want, end, out: SyncColumns, np) -> None:
     """Append to ``out`` the (upstream, downstream) of the batch's rows of wanted partitions below ``end``."""
-    import pyarrow.compute as pc
+    import pyarrow.compute as pc  # lazy: heavy (pyarrow)
 
     sp = b.column("sync_partition").to_numpy(zero_copy_only=False)
     keep = np.ones(len(sp), dtype=bool)

@@ -56,7 +56,7 @@ def failover_dag(dag_id: str = "mm2_failover") -> DAG:
             max_active_tis_per_dagrun=PARTS_AT_ONCE,
         )
         def announce_moved_groups(part: dict, **context):
-            from mm2_failover import tasks
+            from mm2_failover import tasks  # lazy: not at DAG parse
 
             return tasks.announce_moved_groups(context, part)
 

@@ -3,7 +3,11 @@ imported when the task runs (not when the DAG file is parsed)."""
 
 from __future__ import annotations
 
-from airflow.sdk import task
+from datetime import datetime, timedelta, timezone
+
+from airflow.sdk import DAG, task
+
+from mm2_failover.dag_defaults import run_deadline
 
 
 def step(name: str, *, asks_before_writing: bool = False, **task_kwargs):
@@ -13,7 +17,7 @@ def step(name: str, *, asks_before_writing: bool = False, **task_kwargs):
 
     @task(task_id=name, **task_kwargs)
     def body(**context):
-        from mm2_failover import tasks
+        from mm2_failover import tasks  # lazy: not at DAG parse
 
         return getattr(tasks, name)(context)
 
@@ -24,11 +28,6 @@ def pipeline_dag(dag_id: str, *, schedule, params: dict, doc: str, tag: str, ret
     """A DAG of this package, with what they all share: one run at a time, no catch-up, the run's deadline
     (on-call hears of a run that has not ended in time), paused on creation when scheduled (unpaused together with
     MM2) and not when on demand (a trigger must run at once), and the tags."""
-    from datetime import datetime, timedelta, timezone
-
-    from airflow.sdk import DAG
-
-    from mm2_failover.dag_defaults import run_deadline
 
     return DAG(
         dag_id=dag_id,

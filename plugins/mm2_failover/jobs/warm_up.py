@@ -18,7 +18,13 @@ import shutil
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
+
+from mm2_failover.adapters.state import StateRoot, choose
+from mm2_failover.jobs.checkpoint_pass.spark_pass import run
+from mm2_failover.jobs.checkpoint_pass.state_layout import StatePlan
+from mm2_failover.rules.checkpoints import encode_key, encode_value
 
 WARM_UP_TOPICS = {"warm-up": "warm-up.checkpoints.internal"}
 
@@ -26,9 +32,6 @@ WARM_UP_TOPICS = {"warm-up": "warm-up.checkpoints.internal"}
 def warm_up_records(n_keys: int = 40, updates: int = 3) -> list[tuple]:
     """Made-up checkpoint records of every kind the job meets (updates, tombstones, a regression, commit metadata, an
     unusable value), as ``(source_alias, key, value, checkpoint_partition, checkpoint_offset, checkpoint_timestamp)``."""
-    from datetime import datetime, timezone
-
-    from mm2_failover.rules.checkpoints import encode_key, encode_value
 
     out = []
     for u in range(updates):
@@ -51,10 +54,6 @@ def warm_up(spark, folder: str) -> dict:
     a state version and an answer from that version plus a tail, so that a warm Spark Connect server has compiled
     the decoder, the aggregations, the merge and the Parquet writes before a failover needs them. Returns the
     seconds of each step; ``folder`` is scratch space (removed by the caller)."""
-    from mm2_failover.adapters.state import StateRoot, choose
-    from mm2_failover.jobs.checkpoint_pass.spark_pass import run
-    from mm2_failover.jobs.checkpoint_pass.state_layout import StatePlan
-
     schema = (
         "source_alias string, key binary, value binary, checkpoint_partition int, checkpoint_offset bigint, "
         "checkpoint_timestamp timestamp"
@@ -93,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("remote", help="the server, sc://host:port")
     ap.add_argument("--folder", help="scratch folder the server and this client both see (default: a temporary one)")
     a = ap.parse_args(argv)
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: optional (pyspark)
 
     folder = Path(a.folder) / f"warm-up-{time.time_ns()}" if a.folder else Path(tempfile.mkdtemp(prefix="mm2-warm-up-"))
     folder.mkdir(parents=True, exist_ok=True)

@@ -43,7 +43,7 @@ class LatestCheckpointsOperator(LatestCheckpointsJobOperator):
         self.asks_before_writing = asks_before_writing
 
     def execute(self, context):
-        from mm2_failover.airflow_errors import by_outcome
+        from mm2_failover.airflow_errors import by_outcome  # lazy: not at DAG parse
         from mm2_failover.rules.report import state_lines
         from mm2_failover.stages.compute_checkpoints import compute
         from mm2_failover.stages.context import RunContext

@@ -10,6 +10,9 @@ private file, never on the command line (:mod:`mm2_failover.adapters.spark`).
 
 from __future__ import annotations
 
+import json
+
+from mm2_failover.adapters import config
 from mm2_failover.adapters.config import TARGET_CONN_ID
 from mm2_failover.operators.spark_job import LatestCheckpointsJobOperator
 
@@ -32,10 +35,7 @@ class LatestStateRefreshOperator(LatestCheckpointsJobOperator):
         self.target_conn_id = target_conn_id
 
     def execute(self, context):
-        import json
-
-        from mm2_failover.adapters import config
-        from mm2_failover.adapters.spark import push_state, refresh_submission
+        from mm2_failover.adapters.spark import push_state, refresh_submission  # lazy: not at DAG parse
         from mm2_failover.stages.context import RunContext
 
         remote = self.choose_route()
@@ -44,7 +44,7 @@ class LatestStateRefreshOperator(LatestCheckpointsJobOperator):
         with refresh_submission(topics, ctx.target.conf) as sub:
             rc = self.run_job(context, sub, remote)
         if rc:  # decided by the one outcome table, as stage 3's job is
-            from mm2_failover.airflow_errors import raise_for_airflow
+            from mm2_failover.airflow_errors import raise_for_airflow  # lazy: not at DAG parse
             from mm2_failover.stages.compute_checkpoints import job_error
 
             raise_for_airflow(job_error(rc, "the state refresh", "its messages are in the log above"))

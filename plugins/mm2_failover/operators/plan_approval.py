@@ -24,9 +24,14 @@ state, holding no worker slot and needing no triggerer; the scheduler enforces t
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from mm2_failover.adapters.config import four_eyes
+from mm2_failover.notifications import base_url, tell
 
 
 class PlanApprovalOperator(ApprovalOperator):
@@ -45,18 +50,13 @@ class PlanApprovalOperator(ApprovalOperator):
         self.run_params = run_params or {}
 
     def _ctx(self, context):
-        from mm2_failover.stages.context import RunContext
+        from mm2_failover.stages.context import RunContext  # lazy: not at DAG parse
 
         # the asker itself: its run asks before it writes by definition
         return RunContext.from_airflow(context, params=self.run_params, asks_before_writing=True)
 
     def execute(self, context):
-        from datetime import timedelta
-
-        from airflow.sdk.exceptions import AirflowSkipException
-
-        from mm2_failover.notifications import base_url
-        from mm2_failover.rules import approval as rules
+        from mm2_failover.rules import approval as rules  # lazy: not at DAG parse
         from mm2_failover.stages import approve_plan as stage
 
         ctx = self._ctx(context)
@@ -78,16 +78,13 @@ class PlanApprovalOperator(ApprovalOperator):
             self.subject,
             self.body,
         )
-        from mm2_failover.notifications import tell
-        from mm2_failover.rules.notify import approval_message
+        from mm2_failover.rules.notify import approval_message  # lazy: not at DAG parse
 
         tell(approval_message(ctx.dag_id, ctx.run_id, ctx.folder.dir.name, self.subject, self.body, base_url()))
         return super().execute(context)
 
     def execute_complete(self, context, event: dict[str, Any]) -> Any:
-        from airflow.sdk.exceptions import AirflowFailException
-
-        from mm2_failover.adapters.runfolder import now_iso
+        from mm2_failover.adapters.runfolder import now_iso  # lazy: not at DAG parse
         from mm2_failover.rules import approval as rules
         from mm2_failover.stages import approve_plan as stage
 
@@ -118,8 +115,6 @@ class PlanApprovalOperator(ApprovalOperator):
             decided_by=who.get("name") or who.get("id") if isinstance(who, dict) else str(who),
             **kw,
         )
-        from mm2_failover.adapters.config import four_eyes
-
         d = rules.self_approved(d, trigger_of(context)[1], responder, four_eyes(ctx.params))
         stage.record_decision(ctx, d)  # first: on Reject, Airflow's skip of the writing tasks ends this call
         if d.note:  # rule 6: the approval did not count - nothing is written, on-call is told why
@@ -131,8 +126,6 @@ class PlanApprovalOperator(ApprovalOperator):
 def trigger_of(context) -> tuple[float | None, str | None]:
     """How long ago the run started (its start, else when it was due) and who triggered it, as Airflow keeps them
     (None: not known - a scheduled run has no triggering user)."""
-    from datetime import datetime, timezone
-
     dr = context.get("dag_run")
     started = getattr(dr, "start_date", None) or getattr(dr, "run_after", None)
     if isinstance(started, datetime) and started.tzinfo is None:

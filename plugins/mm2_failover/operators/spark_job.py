@@ -10,8 +10,12 @@ the route is logged and the job's summary records it.
 
 from __future__ import annotations
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+import re
 
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowException
+
+from mm2_failover.adapters import config
 from mm2_failover.adapters.config import SPARK_CONN_ID, SPARK_CONNECT_CONN_ID, SPARK_JOB
 
 
@@ -31,7 +35,7 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
 
     def choose_route(self) -> str | None:
         """The warm server's URL, or None for spark-submit (whose connection is then checked)."""
-        from mm2_failover.adapters.spark import check_spark_connection, spark_connect_url
+        from mm2_failover.adapters.spark import check_spark_connection, spark_connect_url  # lazy: not at DAG parse
 
         remote, why = spark_connect_url(self.connect_conn_id)
         self.log.info("latest-checkpoints job route: %s", why)
@@ -44,11 +48,6 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
         spark-submit (the provider's hook); its exit code - what the stage classifies
         (:func:`mm2_failover.stages.compute_checkpoints.compute`). A failure with no exit code (spark-submit not started)
         propagates."""
-        import re
-
-        from airflow.sdk.exceptions import AirflowException
-
-        from mm2_failover.adapters import config
 
         # the same arguments on every try of the run (the options file's path included)
         self.application_args = sub.args
@@ -64,6 +63,6 @@ class LatestCheckpointsJobOperator(SparkSubmitOperator):
                     raise
                 return int(m.group(1))
             return 0
-        from mm2_failover.jobs.checkpoint_pass.driver import main as job_main
+        from mm2_failover.jobs.checkpoint_pass.driver import main as job_main  # lazy: not at DAG parse
 
         return job_main(sub.args, remote=remote)  # this process is the server's client

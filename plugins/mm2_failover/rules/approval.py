@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass
 
+from mm2_failover.rules.translate import RULE_TEXT
 from mm2_failover.rules.words import duration, listed
 
 APPROVE, REJECT = "Approve", "Reject"  # Airflow's ApprovalOperator's two options
@@ -292,8 +293,6 @@ def request_text(
     mode only because their source did not answer (nobody said it is lost); ``groups``: the report's groups (named
     all up to ``max_groups``, else the worst of them). The subject is short (Airflow's Required Actions list cuts
     it): the counts and the mode; the run is in the body."""
-    from mm2_failover.rules.translate import RULE_TEXT
-
     if unconfirmed:
         mode = (
             f"DISASTER MODE NOT CONFIRMED: source {', '.join(unconfirmed)} did not answer (source_reachable="

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from mm2_failover.rules.plan import Plan
 from mm2_failover.rules.report import estimate_reread, md_table
 from mm2_failover.rules.words import listed
 
@@ -51,8 +52,6 @@ def normalize_prefix(prefix: Any) -> str:
 def writable_plan(plan, prefix: Any):
     """The part of ``plan`` a drill may write: rows of groups whose id starts with a non-empty ``prefix``.
     An empty prefix gives an empty plan (the drill writes nothing)."""
-    from mm2_failover.rules.plan import Plan
-
     p = normalize_prefix(prefix)
     if not p:
         return Plan([])

@@ -39,8 +39,10 @@ The rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
 from urllib.parse import quote
 
+from mm2_failover.rules.approval import lost_text, reread_text
 from mm2_failover.rules.words import duration as duration_text
 
 MAX_REASON = 4000
@@ -117,15 +119,11 @@ def links_text(ln: dict[str, str]) -> str:
 
 
 def links_html(ln: dict[str, str]) -> str:
-    from html import escape
-
     return "<p>" + " - ".join(f'<a href="{escape(u)}">{LINK_TEXT[k][1]}</a>' for k, u in ln.items()) + "</p>"
 
 
 def message(f: Failure) -> Message:
     """Rule 2."""
-    from html import escape
-
     reason = reason_of(f.reason)
     first = reason.splitlines()[0]
     first = first if len(first) <= 160 else first[:157] + "..."
@@ -145,8 +143,6 @@ def message(f: Failure) -> Message:
 
 def readiness_message(dag_id: str, run_id: str, changes: list[str], base_url: str = "") -> Message:
     """Rule 5."""
-    from html import escape
-
     base = base_url.rstrip("/")
     page = f"{base}/mm2/readiness"
     run = f"{base}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
@@ -182,8 +178,6 @@ def deadline_message(
     base_url: str = "",
 ) -> Message | None:
     """Rule 6; None for a run that had already ended."""
-    from html import escape
-
     if (state or "").lower() in ENDED:
         return None
     took = duration_text(interval_seconds)
@@ -204,8 +198,6 @@ def _links_of(dag_id: str, run_id: str, run_folder: str, base_url: str) -> dict[
 
 def approval_message(dag_id: str, run_id: str, run_folder: str, subject: str, body: str, base_url: str = "") -> Message:
     """Rule 7: the approval request as it was asked (its subject and Markdown summary), with where to answer."""
-    from html import escape
-
     ln = _links_of(dag_id, run_id, run_folder, base_url)
     where = (
         "Answer in the run's Required Actions in Airflow (or through the REST API: PATCH .../taskInstances/"
@@ -219,8 +211,6 @@ def approval_message(dag_id: str, run_id: str, run_folder: str, subject: str, bo
 def verified_summary(totals: dict) -> str:
     """Rule 7: a verified failover in one line - groups moved, where their partitions resume, what is re-read and
     lost, each figure as what it is (:func:`mm2_failover.rules.approval.reread_text`)."""
-    from mm2_failover.rules.approval import lost_text, reread_text
-
     committed = totals.get("committed") or 0
     exact = totals.get("partitions_exact") or 0
     return (
@@ -232,8 +222,6 @@ def verified_summary(totals: dict) -> str:
 
 def verified_message(dag_id: str, run_id: str, run_folder: str, totals: dict, base_url: str = "") -> Message:
     """Rule 7: a failover whose verify passed."""
-    from html import escape
-
     line = verified_summary(totals)
     ln = _links_of(dag_id, run_id, run_folder, base_url)
     what = f"DAG {dag_id}, run {run_id}: the failover is verified - every planned offset is committed on the target."
@@ -248,8 +236,6 @@ def rollback_message(
     dag_id: str, run_id: str, run_folder: str, backup: str, groups: int, base_url: str = ""
 ) -> Message:
     """Rule 7: a rollback whose verify passed."""
-    from html import escape
-
     ln = _links_of(dag_id, run_id, run_folder, base_url)
     what = (
         f"DAG {dag_id}, run {run_id}: the rollback is done - {groups} group(s) hold exactly the commits saved in "

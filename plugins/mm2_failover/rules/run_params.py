@@ -8,6 +8,7 @@ default. What reads the environment or Airflow's configuration (the deployment's
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -94,7 +95,7 @@ class RunParamsBase:
 
     def policies(self) -> list:
         """One ReplicationPolicy per source alias."""
-        from mm2_failover.rules.naming import ReplicationPolicy
+        from mm2_failover.rules.naming import ReplicationPolicy  # lazy: not at DAG parse
 
         out = []
         for a in self.source_aliases:
@@ -658,8 +659,6 @@ def text_template(name: str) -> str:
 
 
 def _coerce(name: str, value, ty):
-    import ast
-
     if isinstance(value, ty) and not (ty is int and isinstance(value, bool)):
         return value
     if isinstance(value, str):

@@ -4,10 +4,13 @@ that carries the last poke's findings (not just "timed out")."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
 from mm2_failover.adapters.config import SOURCE_CONN_ID, TARGET_CONN_ID
+from mm2_failover.rules.run_params import RunParams
 
 
 class FailoverSensor(BaseSensorOperator):
@@ -43,7 +46,7 @@ class FailoverSensor(BaseSensorOperator):
         self._findings = ""
 
     def run_context(self, context):
-        from mm2_failover.stages.context import RunContext
+        from mm2_failover.stages.context import RunContext  # lazy: not at DAG parse
 
         return RunContext.from_airflow(
             context,
@@ -56,8 +59,6 @@ class FailoverSensor(BaseSensorOperator):
     def waited(self, context) -> tuple[float, float]:
         """(seconds this sensor has waited since its first poke, seconds left before its timeout): what a poke that
         finds nothing done says, so that the log line changes while nothing else does."""
-        from datetime import datetime, timezone
-
         ti = context.get("ti")
         first = None
         try:
@@ -69,8 +70,7 @@ class FailoverSensor(BaseSensorOperator):
         return waited, float(self.timeout) - waited
 
     def execute(self, context):
-        from mm2_failover.airflow_errors import raise_for_airflow
-        from mm2_failover.rules.run_params import RunParams
+        from mm2_failover.airflow_errors import raise_for_airflow  # lazy: not at DAG parse
 
         try:
             if self.timeout_param and self.run_params.get(self.timeout_param) not in (None, ""):

@@ -32,7 +32,7 @@ class GroupsEmptySensor(FailoverSensor):
         self.failover_run_id = failover_run_id
 
     def poke(self, context) -> bool:
-        from mm2_failover.adapters.runfolder import load_backup
+        from mm2_failover.adapters.runfolder import load_backup  # lazy: not at DAG parse
         from mm2_failover.rules.words import duration
         from mm2_failover.stages.gate import check_groups_empty, describe_live, groups_to_move, live_groups
         from mm2_failover.stages.roll_back import backup_path_of

@@ -16,7 +16,7 @@ class ProducersDrainedSensor(FailoverSensor):
     timeout_param = "drain_timeout_seconds"
 
     def poke(self, context) -> bool:
-        from mm2_failover.rules.drain import loss_window_text
+        from mm2_failover.rules.drain import loss_window_text  # lazy: not at DAG parse
         from mm2_failover.stages.drain_check import drain_check
 
         ctx = self.run_context(context)

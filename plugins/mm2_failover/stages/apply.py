@@ -8,8 +8,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from mm2_failover.adapters import faults
+from mm2_failover.adapters import config, faults, locks
+from mm2_failover.adapters.fenced import FencedWriter
 from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.kafka_lock import KafkaLease
 from mm2_failover.adapters.runfolder import APPLY, now_iso
 from mm2_failover.rules import plan as planmod
 from mm2_failover.rules.rollback import Backup, BackupEntry
@@ -57,8 +59,6 @@ def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
     """Hold the target cluster's writer lock while writing offsets: the file lock (:mod:`mm2_failover.adapters.locks`) or the
     lease in the target itself (:mod:`mm2_failover.adapters.kafka_lock`), as ``MM2_FAILOVER_LOCK`` says
     (:class:`mm2_failover.adapters.config.WriterLockSettings`). Yields a :class:`HeldLock`."""
-    from mm2_failover.adapters import config, locks
-
     target = ctx_or_target.target if isinstance(ctx_or_target, RunContext) else ctx_or_target
     run = run or (f"{ctx_or_target.dag_id}/{ctx_or_target.run_id}" if isinstance(ctx_or_target, RunContext) else "")
     owner = {"writer": what, "run": run}
@@ -67,9 +67,6 @@ def writer_lock(ctx_or_target, what: str, wait_s: float, run: str = ""):
         with locks.writer_lock(config.artifacts_root(), target.cluster_id(), owner, wait_s) as rec:
             yield HeldLock(rec)
         return
-    from mm2_failover.adapters.fenced import FencedWriter
-    from mm2_failover.adapters.kafka_lock import KafkaLease
-
     held = KafkaLease(
         target.conf,
         settings.topic,

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import logging
 
+from mm2_failover.adapters.config import four_eyes
 from mm2_failover.adapters.runfolder import now_iso
 from mm2_failover.rules import approval as rules
 from mm2_failover.rules import plan as planmod
+from mm2_failover.rules import plandiff
 from mm2_failover.rules import report as reportmod
+from mm2_failover.rules.notify import report_link
+from mm2_failover.stages.build_plan import make_plan
 from mm2_failover.stages.context import RunContext
+from mm2_failover.stages.run_report import publish_outcome, report_run
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +29,6 @@ def preview(ctx: RunContext, plan: planmod.Plan, committed: dict | None = None) 
     """The report of the plan before anything is written (nothing compared): a dry run's final report, or
     what the approver reads while the plan waits. None for a run that writes without asking (its verify reports).
     ``committed``: the target's commits as just read (else read here)."""
-    from mm2_failover.stages.run_report import report_run
-
     p = ctx.params
     asks = rules.needed(p.require_approval, p.dry_run, ctx.unconfirmed_disaster_aliases())
     if not p.dry_run and not asks:
@@ -39,8 +42,6 @@ def plan_and_preview(ctx: RunContext) -> tuple[planmod.Plan, reportmod.Report | 
     """``build_plan``: the plan, once per run, and its :func:`preview`. A plan built in this same call has just read
     the target's commits: the preview shows that read (one read of every group less, ~2 s at 10k groups); a retry
     that reuses an older plan reads them again."""
-    from mm2_failover.stages.build_plan import make_plan
-
     fresh = not ctx.folder.has_plan()
     plan = make_plan(ctx)
     return plan, preview(ctx, plan, committed=plan.current_commits() if fresh else None)
@@ -50,8 +51,6 @@ def moved_since(ctx: RunContext, plan: planmod.Plan) -> dict:
     """The live diff's counts as the request is made (:mod:`mm2_failover.rules.plandiff`): the partitions the plan writes
     whose commit on the target is neither the one the plan saw nor the planned one, and their groups; a read that
     fails is said, never fatal to the request."""
-    from mm2_failover.rules import plandiff
-
     writes = [r.as_dict() for r in plan.rows if r.writes]
     groups = sorted({w["group"] for w in writes})
     try:
@@ -68,9 +67,6 @@ def ask(
 ) -> tuple[str, str, rules.Decision]:
     """The request (subject, Markdown body) for this run's plan, and its record in ``approval.json`` (awaiting).
     ``since_trigger_seconds``, ``triggered_by``: the run's age and who triggered it, as Airflow says."""
-    from mm2_failover.adapters.config import four_eyes
-    from mm2_failover.rules.notify import report_link
-
     f = ctx.folder
     rep = f.load_report(partitions=False)  # its totals and warnings: not its 100k rows at 10k groups
     if rep is None:
@@ -103,8 +99,6 @@ def record_decision(ctx: RunContext, decision: rules.Decision) -> None:
     f.save_approval(decision)
     rep = f.load_report(partitions=False)  # the decision changes the outcome, never the rows
     if rep is not None and rep.outcome in reportmod.APPROVAL_OUTCOMES:
-        from mm2_failover.stages.run_report import publish_outcome
-
         rep.outcome, rep.approval = rules.OUTCOMES[decision.status], decision.as_dict()
         publish_outcome(ctx, rep)
     log.info("approval: %s", decision.describe())

@@ -4,8 +4,13 @@ scheduled archive and a failover's own capture."""
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
+from mm2_failover.adapters.config import archive_root
 from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.runfolder import commits_from_json, commits_to_json, now_iso, read_json, write_json
+from mm2_failover.adapters.syncs import CheckpointArchive, SyncArchive
+from mm2_failover.rules.naming import offset_syncs_topics
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.errors import ConfigurationError
 
@@ -17,9 +22,6 @@ SCHEDULED = "scheduled-archive.json"  # when the scheduled archive last succeede
 def record_scheduled(aliases: list[str]) -> None:
     """The scheduled archive succeeded now for ``aliases`` (a failover's own capture never writes this: readiness
     measures the archive DAG, not the failovers)."""
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.adapters.runfolder import now_iso, read_json, write_json
-
     p = archive_root() / SCHEDULED
     done = read_json(p, "scheduled archive record") if p.exists() else {}
     write_json(p, {**done, **{a: now_iso() for a in aliases}})
@@ -34,9 +36,6 @@ def record_failure(run_id: str, task_id: str, reason: str) -> None:
     """A task of the archive DAG failed for good (its failure notifier calls this): kept, the newest
     :data:`KEEP_FAILURES`, so that readiness counts the failed runs since the archive last succeeded - the archive
     task's own record says nothing of a run whose state refresh failed after it."""
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.adapters.runfolder import now_iso, read_json, write_json
-
     p = archive_root() / FAILURES
     try:
         seen = list(read_json(p, "archive failure record")) if p.exists() else []
@@ -48,9 +47,6 @@ def record_failure(run_id: str, task_id: str, reason: str) -> None:
 
 def failures() -> list[dict]:
     """The archive DAG's recorded failures (:func:`record_failure`), oldest first; [] when none or unreadable."""
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.adapters.runfolder import read_json
-
     p = archive_root() / FAILURES
     try:
         return list(read_json(p, "archive failure record")) if p.exists() else []
@@ -61,9 +57,6 @@ def failures() -> list[dict]:
 
 def last_scheduled() -> dict[str, str]:
     """alias -> when the scheduled archive last succeeded for it (absent: never, or not since this record exists)."""
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.adapters.runfolder import read_json
-
     p = archive_root() / SCHEDULED
     try:
         return dict(read_json(p, "scheduled archive record")) if p.exists() else {}
@@ -79,8 +72,6 @@ def sync_cluster(ctx: RunContext, alias: str) -> Cluster | None:
 
 def sync_topic(ctx: RunContext, alias: str, cluster: Cluster) -> tuple[str | None, str]:
     """(the offset-sync topic of ``alias``, or None and why)."""
-    from mm2_failover.rules.naming import offset_syncs_topics
-
     topics = cluster.topics()
     if ctx.params.mm2_target_alias:
         t = ctx.policies[alias].offset_syncs_topic(ctx.params.mm2_target_alias)
@@ -101,9 +92,6 @@ def archive_offset_syncs(ctx: RunContext) -> dict[str, dict]:
     """The scheduled archive (DAG ``mm2_sync_archive``, CLI ``archive``): append every alias's new offset syncs, and
     its new checkpoint records, to the archive. Unlike the failover's own append, a failure here fails (the archive
     must be kept alive)."""
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.adapters.syncs import CheckpointArchive, SyncArchive
-
     out = {}
     for alias in ctx.aliases:
         loc = ctx.params.offset_syncs_location
@@ -144,8 +132,6 @@ POSITIONS = "positions.json"  # per alias: the groups' source commits, newest re
 
 
 def positions_path(alias: str):
-    from mm2_failover.adapters.config import archive_root
-
     return archive_root() / alias / POSITIONS
 
 
@@ -155,8 +141,6 @@ def archive_positions(ctx: RunContext, alias: str, source: Cluster | None = None
     previous reading only once this one is complete; a source that cannot be read leaves the previous reading as it
     was (said in the log and the result, never a failed archive: the offset syncs are what the archive must keep,
     and an older reading only counts where it is newer than MM2's checkpoint)."""
-    from mm2_failover.adapters.runfolder import commits_to_json, now_iso, write_json
-
     conn = ctx.source_conn_of(alias)
     if source is None and conn is None:
         return {"why": "no source connection for this alias"}
@@ -205,11 +189,6 @@ def archived_positions(alias: str) -> tuple[dict, dict[str, dict]] | None:
     """The archive's newest reading of ``alias``'s groups' source commits: ({"read_from", "read_to", "cluster_id"},
     group -> {(source topic, partition): commit}), or None when there is none or it cannot be read (said in the
     log: MM2's checkpoints answer)."""
-    from datetime import datetime
-
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.adapters.runfolder import commits_from_json, read_json
-    from mm2_failover.adapters.syncs import SyncArchive
 
     p = positions_path(alias)
     try:
@@ -245,9 +224,6 @@ def capture_syncs(ctx: RunContext, alias: str) -> dict:
     """Archive ``alias``'s offset syncs up to now (the archive then holds every sync up to the end offsets captured
     here), or, when their cluster is lost, say what the archive holds. Never fails the run: without syncs, the plan
     uses MM2's checkpoints (said in the report)."""
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.adapters.syncs import SyncArchive
-
     if ctx.params.translation != "exact":
         return {"why": "translation=checkpoint"}
     archive = SyncArchive(archive_root(), alias)

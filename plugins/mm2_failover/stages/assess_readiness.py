@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 from mm2_failover.adapters import store
+from mm2_failover.adapters.answers import checkpoint_rows
+from mm2_failover.adapters.config import artifacts_root
 from mm2_failover.adapters.runfolder import (
     CHECKPOINTS,
     DRAIN,
@@ -39,6 +41,11 @@ from mm2_failover.adapters.runfolder import (
     write_json,
 )
 from mm2_failover.rules import readiness as rules
+from mm2_failover.rules.audit import SETUP_RULES
+from mm2_failover.rules.report import estimate_reread
+from mm2_failover.stages.archive import archived_positions, failures, last_scheduled
+from mm2_failover.stages.drill_report import plan_read_only
+from mm2_failover.stages.snapshot import source_positions
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +61,6 @@ HEAVY = (PLAN_JSON, PLAN_ROWS, PLAN_CSV, CHECKPOINTS, SNAPSHOT, DRAIN)
 
 
 def root() -> Path:
-    from mm2_failover.adapters.config import artifacts_root
-
     return artifacts_root() / DAG_ID
 
 
@@ -100,8 +105,6 @@ def oldest_unreplicated_ms(ctx, drain_rows: list[dict]) -> dict[tuple[str, int],
 def findings_of(folder: RunFolder, refusal: str | None) -> list[dict]:
     """The audit's warnings and the plan's refusal, each with the key the next interval compares by; a finding of
     the setup (:data:`mm2_failover.rules.audit.SETUP_RULES`) once, whatever the aliases, marked ``setup``."""
-    from mm2_failover.rules.audit import SETUP_RULES
-
     out = []
     audit = folder.load_audit()
     for f in audit.warnings() if audit else []:
@@ -204,12 +207,6 @@ def prune(base: Path, keep: int = KEEP_FULL, keep_rows: int = KEEP_ROWS) -> list
 def assess_readiness(ctx, *, interval_seconds: int, archive_stale_intervals: int) -> tuple[rules.Readiness, list]:
     """The interval's answer, kept (readiness.json, the history, latest.json), and what got worse since the
     previous one (:func:`mm2_failover.rules.readiness.degradations`)."""
-    from mm2_failover.adapters.answers import checkpoint_rows
-    from mm2_failover.rules.report import estimate_reread
-    from mm2_failover.stages.archive import archived_positions, failures, last_scheduled
-    from mm2_failover.stages.drill_report import plan_read_only
-    from mm2_failover.stages.snapshot import source_positions
-
     t0 = time.monotonic()
     f = ctx.folder
     plan, refusal = plan_read_only(ctx)

@@ -8,6 +8,8 @@ from datetime import datetime
 
 from mm2_failover.adapters.runfolder import now_iso
 from mm2_failover.rules import plan as planmod
+from mm2_failover.rules.report import estimate_reread
+from mm2_failover.rules.report import plan_lines as lines
 from mm2_failover.rules.values import age_seconds, to_ms
 from mm2_failover.stages.compute_checkpoints import checkpoint_times, selected_checkpoints
 from mm2_failover.stages.context import RunContext
@@ -119,9 +121,6 @@ def age_text(iso: str, snap) -> str:
 def plan_lines(ctx: RunContext, plan: planmod.Plan) -> list[dict]:
     """The plan per partition with the re-read figures the report gives (:func:`mm2_failover.rules.report.plan_lines`):
     what the command line prints after ``plan`` and before ``apply --execute``."""
-    from mm2_failover.rules.report import estimate_reread
-    from mm2_failover.rules.report import plan_lines as lines
-
     rows = plan.as_dicts()
     return lines(
         rows,

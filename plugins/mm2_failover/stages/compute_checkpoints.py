@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timezone
 from pathlib import Path
 
+from mm2_failover.adapters import spark, store
+from mm2_failover.adapters.answers import checkpoint_rows, group_names, parts_problems
 from mm2_failover.adapters.runfolder import RunFolderError
 from mm2_failover.rules.checkpoints import Checkpoint
-from mm2_failover.rules.plan import PlanError
+from mm2_failover.rules.plan import PlanError, quarantine_refusal
 from mm2_failover.stages.context import RunContext
-from mm2_failover.stages.errors import JobFailed, JobUnreachable, QuarantineRefused
+from mm2_failover.stages.errors import ConfigurationError, JobFailed, JobUnreachable, QuarantineRefused
+from mm2_failover.stages.outcomes import (
+    JOB_BAD_ARGS,
+    JOB_LOST_SINCE_SNAPSHOT,
+    JOB_TOO_MANY_QUARANTINED,
+    JOB_UNREACHABLE,
+)
 
 log = logging.getLogger(__name__)
 
@@ -26,15 +35,11 @@ def compute(ctx: RunContext, run_job: Callable, reuse: bool = False, said: list[
     the snapshot, a refusal (a new run takes a new snapshot); anything else :class:`JobFailed`. ``reuse``: a run
     folder whose answers are whole already keeps them (the CLI continuing a run; a task's retry or clear runs the job
     again). ``said``: the job's own messages, for the error. Returns the job's summary."""
-    from mm2_failover.adapters.spark import job_submission
-    from mm2_failover.rules.plan import quarantine_refusal
-    from mm2_failover.stages.outcomes import JOB_LOST_SINCE_SNAPSHOT, JOB_TOO_MANY_QUARANTINED
-
     f = ctx.folder
     if reuse and f.checkpoints_summary.exists() and f.checkpoints.exists():
         log.info("latest checkpoints already computed for this run: %s", f.checkpoints)
         return f.load_summary()
-    with job_submission(ctx.params, f, f.load_snapshot(), ctx.target.conf) as sub:
+    with spark.job_submission(ctx.params, f, f.load_snapshot(), ctx.target.conf) as sub:
         rc = run_job(sub)
         if rc:
             sub.publish()  # a run folder in an object store: the quarantine's summary is read from there
@@ -61,9 +66,6 @@ def job_error(rc: int, what: str, told: str) -> Exception:
     """A Spark job's failing exit code as the error the outcome table decides (the latest-checkpoints job's and the
     state refresh's shared codes): arguments, settings or permissions refused - a configuration error; the target
     unreachable - :class:`JobUnreachable`; anything else :class:`JobFailed`."""
-    from mm2_failover.stages.errors import ConfigurationError
-    from mm2_failover.stages.outcomes import JOB_BAD_ARGS, JOB_UNREACHABLE
-
     if rc == JOB_BAD_ARGS:
         return ConfigurationError(
             f"{what} refused its arguments, settings or permissions (exit code {rc}: {told}): a "
@@ -79,8 +81,6 @@ def job_error(rc: int, what: str, told: str) -> Exception:
 
 def load_latest_checkpoints(path: Path) -> list[Checkpoint]:
     """Every answer of the Spark job (all groups: the job does not select)."""
-    from mm2_failover.adapters.answers import checkpoint_rows
-
     return [
         Checkpoint(**r)
         for r in checkpoint_rows(
@@ -106,9 +106,6 @@ def whole_answers(ctx: RunContext):
         )
     named = summary.raw.get("output_files")
     if named is not None:  # in an object store: the parts the summary names, and no others (answers rule 6)
-        from mm2_failover.adapters import store
-        from mm2_failover.adapters.answers import parts_problems
-
         bad = parts_problems(store.listing(f.checkpoints), named)
         if bad:
             raise RunFolderError(
@@ -132,8 +129,6 @@ def selected_checkpoints(ctx: RunContext) -> list[Checkpoint]:
 def selected_checkpoint_groups(ctx: RunContext) -> set[str]:
     """The groups of :func:`selected_checkpoints`, from the answers' two name columns, each (alias, group) once: what
     the gate needs (at 10k groups x 10 partitions, 0.05 s against 0.7 s for the 100k checkpoints)."""
-    from mm2_failover.adapters.answers import group_names
-
     aliases = set(ctx.aliases)
     return {g for a, g in group_names(whole_answers(ctx)) if a in aliases and ctx.selection.selects(g)}
 
@@ -141,9 +136,6 @@ def selected_checkpoint_groups(ctx: RunContext) -> set[str]:
 def checkpoint_times(ctx: RunContext) -> dict[tuple[str, str, str, int], float | None]:
     """(alias, group, replica topic, partition) -> when MM2 wrote the answering checkpoint (epoch seconds; None where
     the answers do not say: an older job's, or a test's), for the selected answers (plan rule 1a)."""
-    from datetime import timezone
-
-    from mm2_failover.adapters.answers import checkpoint_rows
 
     aliases = set(ctx.aliases)
     out = {}

@@ -15,6 +15,7 @@ from pathlib import Path
 from mm2_failover.adapters.config import SOURCE_CONN_ID, TARGET_CONN_ID, run_dir
 from mm2_failover.adapters.kafka.cluster import Cluster
 from mm2_failover.adapters.runfolder import RunFolder, now_iso
+from mm2_failover.adapters.store import as_path
 from mm2_failover.rules import reachability
 from mm2_failover.rules.run_params import RunParams
 from mm2_failover.rules.selection import GroupSelection
@@ -56,7 +57,7 @@ class RunContext:
     ) -> "RunContext":
         """``params``: the run parameters (templated operator arguments); default: the DAG run's params.
         ``asks_before_writing``: the DAG says so for each of its tasks (the failover DAG's factory does)."""
-        from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
+        from mm2_failover.hooks.kafka_cluster import KafkaClusterHook  # lazy: imports airflow (the CLI runs without it)
 
         dag_id, run_id = context["dag"].dag_id, context["run_id"]
         p = RunParams.from_mapping(dict(params if params is not None else context["params"]))
@@ -83,8 +84,6 @@ class RunContext:
             if label not in confs:
                 raise ValueError(f"no settings for the {role} cluster ({label})")
             return Cluster(confs[label], role, t)
-
-        from mm2_failover.adapters.store import as_path
 
         # a folder in an object store too (MM2_FAILOVER_ARTIFACTS=s3://...): a plain Path refuses a UPath
         return cls(params, RunFolder(folder), "cli", as_path(folder).name, connect, "target", "source", timeout)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.kafka.kafka_errors import OutOfRange
 from mm2_failover.rules import drain as drainmod
 from mm2_failover.rules.naming import checkpoint_topic_aliases
 from mm2_failover.rules.selection import compile_pattern
@@ -214,8 +215,6 @@ def mm2_progress(target: Cluster, alias: str, topic: str, target_topics: dict[st
     Connect offsets topic does not exist (e.g. MM2 in a Connect cluster with other names)."""
     if topic not in (target_topics if target_topics is not None else target.topics()):
         return None
-    from mm2_failover.adapters.kafka.kafka_errors import OutOfRange
-
     parts = target.partitions([topic])
     ends = target.offsets(parts)
     for attempt in (1, 2):

@@ -8,7 +8,17 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from mm2_failover.adapters.runfolder import DRILL_WRITES, PLAN_REFUSAL, SUMMARY
+from mm2_failover.adapters.answers import checkpoint_rows
+from mm2_failover.adapters.runfolder import DRILL_WRITES, PLAN_REFUSAL, SUMMARY, now_iso, write_text
+from mm2_failover.rules import drill
+from mm2_failover.rules import plan as planmod
+from mm2_failover.rules.report import run_summary
+from mm2_failover.stages.apply import backup_and_apply
+from mm2_failover.stages.build_plan import make_plan
+from mm2_failover.stages.drain_check import drain_status
+from mm2_failover.stages.gate import live_groups
+from mm2_failover.stages.snapshot import source_positions
+from mm2_failover.stages.verify import verify_run
 
 if TYPE_CHECKING:
     from mm2_failover.rules.drill import DrillReport
@@ -18,9 +28,6 @@ log = logging.getLogger(__name__)
 
 def drill_lag(ctx) -> dict:
     """One drain observation (no waiting for a drain): the replication lag at drill time, kept in drain.json."""
-    from mm2_failover.rules import drill
-    from mm2_failover.stages.drain_check import drain_status
-
     v = drain_status(ctx)
     ctx.folder.save_drain(v)
     lag = drill.replication_lag(v.rows)
@@ -34,9 +41,6 @@ def plan_read_only(ctx):
     would refuse is built again with the refusing rules relaxed (existing target commits skipped, groups without
     checkpoints accepted, any quarantine), so that everything else is still seen; the refusal is kept in
     ``plan_refusal.json``. The drill's and the readiness assessment's plan."""
-    from mm2_failover.rules import plan as planmod
-    from mm2_failover.stages.build_plan import make_plan
-
     ctx.params = replace(ctx.params, dry_run=True)
     refusal = None
     try:
@@ -58,11 +62,6 @@ def plan_read_only(ctx):
 def drill_plan(ctx, prefix) -> dict:
     """Build the plan like a failover would; write offsets ONLY for groups starting with a non-empty
     ``allow_drill_writes_for_prefix`` (backup first, live groups left alone, read back after)."""
-    from mm2_failover.rules import drill
-    from mm2_failover.rules import plan as planmod
-    from mm2_failover.stages.apply import backup_and_apply
-    from mm2_failover.stages.gate import live_groups
-
     prefix = drill.normalize_prefix(prefix)
     plan, refusal = plan_read_only(ctx)
     writes: dict[str, Any] = {
@@ -108,14 +107,6 @@ def drill_plan(ctx, prefix) -> dict:
 
 def drill_report(ctx) -> DrillReport:
     """The drill's findings (``drill.json``, ``drill.md``, the UI's summary) from what its tasks kept; returns them."""
-    from mm2_failover.adapters.answers import checkpoint_rows
-    from mm2_failover.adapters.runfolder import now_iso, write_text
-    from mm2_failover.rules import drill
-    from mm2_failover.rules.report import run_summary
-    from mm2_failover.stages.gate import live_groups
-    from mm2_failover.stages.snapshot import source_positions
-    from mm2_failover.stages.verify import verify_run
-
     ctx.params = replace(ctx.params, dry_run=True)
     f = ctx.folder
     plan = f.load_plan().plan

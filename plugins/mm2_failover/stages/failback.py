@@ -3,7 +3,9 @@ offset syncs of the home flow (translate rules 8-9, evidence :func:`mm2_failover
 
 from __future__ import annotations
 
+from mm2_failover.adapters.config import archive_root
 from mm2_failover.adapters.runfolder import Snapshot
+from mm2_failover.rules import evidence
 from mm2_failover.rules import translate as tr
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.translation import Exact, archived_syncs, build_index
@@ -17,9 +19,6 @@ def home_translations(ctx: RunContext, snap: Snapshot, src: dict) -> tuple[dict,
     the ``home_alias`` flow (:meth:`mm2_failover.rules.translate.SyncIndex.back`, rules 8-9; MM2 writes no checkpoint for
     these: the topic is never copied back). A bracket or the tail counts only on its evidence
     (:func:`mm2_failover.rules.evidence.prove_back`), else the sync floor (safe, re-reads)."""
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.rules import evidence
-
     home = ctx.params.home_alias
     want = {
         (a, g, rt, p): c.offset

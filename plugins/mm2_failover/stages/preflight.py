@@ -7,7 +7,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from mm2_failover.adapters.config import archive_root
+from mm2_failover.adapters.syncs import SyncArchive
 from mm2_failover.rules import audit
+from mm2_failover.rules.selection import GroupSelection, compile_pattern
 from mm2_failover.rules.values import age_seconds
 from mm2_failover.stages.context import RunContext
 from mm2_failover.stages.errors import ConfigurationError
@@ -19,8 +22,6 @@ def check_inputs(params) -> None:
     """What a run's parameters name that can be checked without a cluster, checked before any cluster work: the
     group and topic patterns compile (:class:`~mm2_failover.rules.selection.GroupSelection`), MM2's configuration file is
     there to read. ConfigurationError naming the parameter and what to do."""
-    from mm2_failover.rules.selection import GroupSelection, compile_pattern
-
     if not params.source_aliases:
         raise ConfigurationError(
             f"source_alias {params.source_alias!r} names no alias: give MM2's alias of the source "
@@ -43,9 +44,6 @@ def preflight_audit(ctx: RunContext) -> audit.Audit:
     """The pre-flight audit (rules in :mod:`mm2_failover.rules.audit`): MM2's configuration (``mm2_config``) and what the
     clusters show, per source alias, into ``audit.json``; warnings are logged and carried into the report. A
     configuration file that cannot be read is a configuration error; findings never fail the run."""
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.adapters.syncs import SyncArchive
-
     props: dict[str, str] | None = None
     path = ctx.params.mm2_config
     if path:

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mm2_failover.adapters import faults
+from mm2_failover.adapters.config import artifacts_root, run_dir
 from mm2_failover.adapters.kafka.cluster import Cluster
 from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError
 from mm2_failover.adapters.kafka_lock import LockLost
@@ -28,8 +29,6 @@ class RollbackRefused(RuntimeError):
 
 def backup_path_of(backup_path: str | None, failover_run_id: str | None) -> Path:
     """The backup a rollback restores: ``backup_path``, or the backup of the mm2_failover run ``failover_run_id``."""
-    from mm2_failover.adapters.config import run_dir
-
     if backup_path:
         return Path(backup_path)
     if failover_run_id:
@@ -72,8 +71,6 @@ def pending_elsewhere(root: Path, backup: Backup) -> list[dict]:
 
 def journal_dir(backup: Backup) -> Path:
     """Where ``backup``'s rollback journals live, for every entry point (rollback rule 6)."""
-    from mm2_failover.adapters.config import artifacts_root
-
     return rb.journal_dir(artifacts_root(), backup)
 
 
@@ -87,8 +84,6 @@ def rollback(
     checked before each group's writes (a writer that lost the target's lease writes nothing more: the error ends the
     rollback) and committing them (under the lease: fenced; a group's delete, which Kafka cannot fence, is only
     checked)."""
-    from mm2_failover.adapters.config import artifacts_root
-
     check_backup_cluster(target, backup, backup_path)
     others = pending_elsewhere(artifacts_root(), backup)
     if others:

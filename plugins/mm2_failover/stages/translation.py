@@ -8,7 +8,11 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 
+from mm2_failover.adapters.config import archive_root
 from mm2_failover.adapters.runfolder import Snapshot
+from mm2_failover.adapters.syncs import SyncArchive
+from mm2_failover.rules import evidence
+from mm2_failover.rules import translate as tr
 from mm2_failover.rules.values import TP
 from mm2_failover.stages.context import RunContext
 
@@ -48,15 +52,10 @@ def archived_syncs(alias: str, wanted: set[TP], end: dict[int, int] | None = Non
     """(source topic, partition) -> its archived syncs as (upstream, downstream) arrays, for the wanted partitions of
     ``alias`` (those below ``end`` per sync-topic partition, when given), and the archive files that could not be
     read."""
-    from mm2_failover.adapters.config import archive_root
-    from mm2_failover.adapters.syncs import SyncArchive
-
     return SyncArchive(archive_root(), alias).partition_syncs(wanted, end)
 
 
 def build_index(raw: dict, tp: TP):
-    from mm2_failover.rules import translate as tr
-
     got = raw.pop(tp, None)  # built once, when its positions are proven; the arrays go with it
     return None if got is None else tr.SyncIndex.from_arrays(*got)
 
@@ -81,9 +80,6 @@ def exact_translations(ctx: RunContext, snap: Snapshot, cps: list, src: dict) ->
     or after (re-reads counted from below), and where it is below every sync of a drained partition, the replica's log
     start (plan rule 1b's last floor). The group's position is its source commit at capture time when known, else its
     checkpoint's upstream offset."""
-    from mm2_failover.rules import evidence
-    from mm2_failover.rules import translate as tr
-
     if ctx.params.translation != "exact":
         return {}, [], {}, {}
     notes: list[str] = []

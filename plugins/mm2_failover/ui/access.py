@@ -28,13 +28,13 @@ class AirflowAccess:
     async def get_user(request: Request) -> Any:
         """Airflow's own ``get_user`` (imported at the first request: importing Airflow's API security module costs
         ~1.5 s, and every Airflow process that loads plugins would pay it), with the request's bearer token."""
-        from airflow.api_fastapi.core_api.security import get_user as airflow_get_user
+        from airflow.api_fastapi.core_api.security import get_user as airflow_get_user  # lazy: costs ~1.5 s (docstring)
 
         credentials = await HTTPBearer(auto_error=False)(request)
         return await airflow_get_user(request, None, credentials)
 
     def can_read(self, user: Any, dag_id: str) -> bool:
-        from airflow.api_fastapi.app import get_auth_manager
+        from airflow.api_fastapi.app import get_auth_manager  # lazy: airflow's API server only
         from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
 
         return bool(
@@ -49,11 +49,13 @@ class AirflowAccess:
         before the current one are in ``task_instance_history``. A sensor in reschedule mode starts each poke anew
         (Airflow keeps only the last poke's start on the try): its first poke's start, and how many pokes it made,
         are in ``task_reschedule``. Times in seconds since the epoch (None: not yet)."""
-        from airflow.models.taskinstance import TaskInstance
+        from airflow.models.taskinstance import (
+            TaskInstance,  # lazy: airflow's API server only
+        )
         from airflow.models.taskinstancehistory import TaskInstanceHistory
         from airflow.models.taskreschedule import TaskReschedule
         from airflow.utils.session import create_session
-        from sqlalchemy import func, select
+        from sqlalchemy import func, select  # lazy: airflow's API server
 
         def of(model, id_column):
             return select(

@@ -33,17 +33,23 @@ Without Airflow: ``python -m mm2_failover.ui.app`` serves the same pages, with n
 
 from __future__ import annotations
 
+import argparse
 import json
+import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response, StreamingResponse
 
 from mm2_failover.adapters import config
-from mm2_failover.adapters.runfolder import PLAN_JSON, RunFolder, RunFolderError
+from mm2_failover.adapters.runfolder import PLAN_JSON, RunFolder, RunFolderError, now_iso
+from mm2_failover.adapters.store import as_path, is_remote
+from mm2_failover.rules import plandiff
 from mm2_failover.rules.notify import READINESS_DAG, REPORT_DAGS
+from mm2_failover.stages.assess_readiness import history
 from mm2_failover.ui import pages
+from mm2_failover.ui.access import OpenAccess
 from mm2_failover.ui.runs import (
     MAX_RUNS,
     SERVED_FILES,
@@ -75,8 +81,6 @@ class Site:
         self.cache = JsonCache()
 
     def artifacts(self) -> Path:
-        from mm2_failover.adapters.store import as_path
-
         if self.root is None:
             return config.artifacts_root()
         return as_path(self.root() if callable(self.root) else self.root)  # a local folder or an object store's prefix
@@ -86,8 +90,6 @@ class Site:
         return [r for r in runs if allowed.setdefault(r["dag_id"], self.access.can_read(user, r["dag_id"]))]
 
     def must_read(self, user, dag_id: str) -> None:
-        from fastapi import HTTPException
-
         if not self.access.can_read(user, dag_id):
             raise HTTPException(status_code=403, detail=f"your Airflow login may not read the runs of {dag_id}")
 
@@ -126,8 +128,6 @@ def readiness_page(site: Site, request: Request, answer: str, group: str, over_r
     base_dir = site.artifacts() / READINESS_DAG
     latest = site.cache.get(base_dir / "latest.json")
     folder = site.run_folder(READINESS_DAG, str(latest.get("folder"))) if isinstance(latest, dict) else None
-    from mm2_failover.stages.assess_readiness import history
-
     try:
         r = RunFolder(folder).load_readiness(partitions=False) if folder is not None else None
     except RunFolderError as e:
@@ -177,11 +177,6 @@ def run_page(site: Site, request: Request, dag_id: str, run_id: str, user: Any) 
 
 
 def live_diff_page(site: Site, request: Request, dag_id: str, run_id: str, group: str, user: Any) -> HTMLResponse:
-    import logging
-
-    from mm2_failover.adapters.runfolder import now_iso
-    from mm2_failover.rules import plandiff
-
     site.must_read(user, dag_id)
     folder = site.run_folder(dag_id, run_id)
     if folder is None or not (folder / PLAN_JSON).is_file():
@@ -228,8 +223,6 @@ def raw_file(site: Site, dag_id: str, run_id: str, name: str, user: Any) -> Resp
     if folder is None or name not in SERVED_FILES or not (folder / name).is_file():
         return PlainTextResponse("not found", status_code=404)
     if name in STREAMED_FILES:
-        from mm2_failover.adapters.store import is_remote
-
         if not is_remote(folder):
             return FileResponse(folder / name, media_type=SERVED_FILES[name], filename=name)
 
@@ -257,8 +250,6 @@ def create_app(
     default ``OpenAccess()``); ``commits``: the live diff's read of the target (default
     :func:`mm2_failover.ui.runs.target_commits`). The routes only declare their parameters (the reader's login is
     ``access.get_user``, per app) and call the page functions above."""
-    from mm2_failover.ui.access import OpenAccess
-
     access = access or OpenAccess()
     reader = Depends(access.get_user)
     site = Site(root, access, commits)
@@ -293,9 +284,7 @@ def create_app(
 
 
 def main() -> None:  # pragma: no cover - a standalone server for the reports (no Airflow)
-    import argparse
-
-    import uvicorn
+    import uvicorn  # lazy: optional (uvicorn)
 
     ap = argparse.ArgumentParser(description="Serve the mm2-failover reports pages without Airflow (read-only).")
     ap.add_argument("--host", default="127.0.0.1")

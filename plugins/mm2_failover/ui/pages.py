@@ -9,12 +9,14 @@ and a picture (:mod:`mm2_failover.pictures`) that cannot be drawn never breaks i
 from __future__ import annotations
 
 import html
+import logging
 import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 from urllib.parse import quote
 
 from mm2_failover import pictures
+from mm2_failover.adapters.config import TARGET_CONN_ID
 from mm2_failover.adapters.runfolder import (
     PLAN_JSON,
     READINESS,
@@ -22,8 +24,10 @@ from mm2_failover.adapters.runfolder import (
     READINESS_PARTITIONS,
     REPORT_PARTITIONS,
 )
+from mm2_failover.rules import plandiff
 from mm2_failover.rules.approval import Decision, group_reread_text, reread_text
 from mm2_failover.rules.notify import READINESS_DAG, REPORT_DAGS
+from mm2_failover.rules.readiness import answer_counts
 from mm2_failover.rules.report import (
     APPROVAL_OUTCOMES,
     fate_shown,
@@ -113,8 +117,6 @@ def picture(draw: Callable[..., str], *args: Any) -> str:
     try:
         return draw(*args)
     except Exception:  # noqa: BLE001 - the page without this picture, and the reason in the API server's log
-        import logging
-
         logging.getLogger(__name__).exception("the picture %s could not be drawn", draw.__name__)
         return f"<p class=muted>The picture {esc(draw.__name__)} could not be drawn (the log says why).</p>"
 
@@ -325,8 +327,6 @@ def report_pictures(totals: dict, groups: list[dict], partitions: list[dict]) ->
     try:
         return _report_pictures(totals, groups, partitions)
     except Exception:  # noqa: BLE001 - the page without its pictures, and the reason in the API server's log
-        import logging
-
         logging.getLogger(__name__).exception("the run page's pictures could not be drawn")
         return "<p class=muted>The pictures of this report could not be drawn (the log says why).</p>"
 
@@ -335,8 +335,6 @@ def _report_pictures(totals: dict, groups: list[dict], partitions: list[dict]) -
     total = int(totals.get("partitions") or len(partitions))
     mix = totals.get("partitions_by_answer")
     if not isinstance(mix, dict) and partitions and len(partitions) >= total:
-        from mm2_failover.rules.readiness import answer_counts
-
         mix = answer_counts(partitions)
     out = [picture(pictures.answer_mix, mix)] if isinstance(mix, dict) and any(mix.values()) else []
     top = pictures.top_reread(groups)
@@ -498,8 +496,6 @@ def render_live_diff(
     dag_id: str, folder: str, run_id: str, d, contains: str, read_at: str, base: str, error: str = ""
 ) -> str:
     """The live diff page (:mod:`mm2_failover.rules.plandiff`)."""
-    from mm2_failover.rules import plandiff
-
     back = f"<p><a href='{esc(run_href(base, dag_id, folder))}'>The run's report</a></p>"
     form = (
         f"<form method=get><label>groups containing <input name=group value='{esc(contains)}'></label> "
@@ -551,8 +547,6 @@ def render_live_diff(
 def target_read_error(e: Exception) -> str:
     """What the live diff says when the target's commits cannot be read: a connection the API server does not have,
     by its name and what to do; any other failure by its kind only (its detail may name the cluster: logged)."""
-    from mm2_failover.adapters.config import TARGET_CONN_ID
-
     if any(c.__name__ == "AirflowNotFoundException" for c in type(e).__mro__):
         return (
             f"The API server has no connection {TARGET_CONN_ID!r}: the live diff reads the target's commits "

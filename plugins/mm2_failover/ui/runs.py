@@ -7,12 +7,14 @@ task tries, the target's commits now), and scrubbing what is served (:func:`scru
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from mm2_failover.adapters.config import TARGET_CONN_ID
 from mm2_failover.adapters.runfolder import (
     APPROVAL,
     DRILL_JSON,
@@ -31,6 +33,7 @@ from mm2_failover.adapters.runfolder import (
     RunFolder,
     RunFolderError,
 )
+from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
 from mm2_failover.rules.report import run_summary
 
 SERVED_FILES = {
@@ -222,17 +225,12 @@ def run_tries(access, dag_id: str, run_id: str) -> list[dict] | None:
     try:
         return read(dag_id, run_id)
     except Exception as e:  # noqa: BLE001 - the page without its timeline
-        import logging
-
         logging.getLogger(__name__).warning("the task tries of %s/%s could not be read: %s", dag_id, run_id, e)
         return None
 
 
 def target_commits(groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
     """The groups' commits on the target now, through the ``kafka_target`` connection (the live diff's read)."""
-    from mm2_failover.adapters.config import TARGET_CONN_ID
-    from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
-
     cluster = KafkaClusterHook(TARGET_CONN_ID, role="target").cluster()
     return {g: {tp: c.offset for tp, c in cs.items()} for g, cs in cluster.commits_many(groups).items()}
 

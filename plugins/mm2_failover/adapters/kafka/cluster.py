@@ -14,8 +14,21 @@ import bisect
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+import confluent_kafka.admin
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import ConfigResource, NewTopic, OffsetSpec, ResourceType
 
 from mm2_failover.adapters import faults
 from mm2_failover.adapters.kafka import java_bridge
@@ -93,8 +106,6 @@ def _client_conf(conf: dict, errors: RecordedErrors | None) -> dict:
 
 def _construct(factory, conf: dict, name: str):
     """Create a librdkafka client; an unknown property or a bad value is a :class:`KafkaConfigError` naming it."""
-    from confluent_kafka import KafkaException
-
     try:
         return factory(conf)
     except KafkaException as e:
@@ -107,11 +118,9 @@ def _construct(factory, conf: dict, name: str):
 
 
 def admin(conf: dict, errors: RecordedErrors | None = None, name: str = "cluster"):
-    from confluent_kafka.admin import AdminClient
-
     c = _client_conf(conf, errors)
     c.setdefault("socket.connection.setup.timeout.ms", 10000)
-    return _construct(AdminClient, c, name)
+    return _construct(confluent_kafka.admin.AdminClient, c, name)
 
 
 def _result(
@@ -123,13 +132,9 @@ def _result(
     client=None,
     need=None,
 ):
-    from confluent_kafka import KafkaException
-
     try:
         return fut.result(timeout=timeout)
     except TimeoutError:
-        from confluent_kafka import KafkaError
-
         raise classify(
             conf, f"{what}: no answer within {timeout:.0f}s", KafkaError(KafkaError._TIMED_OUT), errors, client
         ) from None
@@ -189,8 +194,6 @@ class Cluster:
         return _result(fut, self.conf, f"{self.name}: {what}", self.timeout, self.errors, self._admin, need)
 
     def _fail(self, what: str, e: Exception) -> Exception:
-        from confluent_kafka import KafkaError, KafkaException
-
         err = e.args[0] if isinstance(e, KafkaException) and e.args else KafkaError(KafkaError._TIMED_OUT)
         return classify(self.conf, f"{self.name}: {what}", err, self.errors, self._admin)
 
@@ -218,15 +221,11 @@ class Cluster:
 
     def topic_id(self, topic: str) -> str:
         """The topic's id (a new one when the topic is deleted and created again)."""
-        from confluent_kafka import TopicCollection
-
         futs = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self.timeout)
         return str(self._result(futs[topic], f"describe topic {topic}", phrase("Describe", "Topic", topic)).topic_id)
 
     def topic_config(self, topic: str) -> dict[str, str]:
         """The topic's effective configuration (name -> value)."""
-        from confluent_kafka.admin import ConfigResource, ResourceType
-
         futs = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)], request_timeout=self.timeout)
         res = self._result(
             next(iter(futs.values())), f"describe configs of topic {topic}", phrase("DescribeConfigs", "Topic", topic)
@@ -243,9 +242,6 @@ class Cluster:
 
     def offsets(self, tps: Iterable[TP], spec: str = "latest") -> dict[TP, int]:
         """Log end (``latest``) or log start (``earliest``) offsets, in one request."""
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
         tps = list(tps)
         if not tps:
             return {}
@@ -272,9 +268,6 @@ class Cluster:
 
     def offset_for_time(self, tp: TP, timestamp_ms: int) -> int | None:
         """The first offset of ``tp`` whose record timestamp is >= ``timestamp_ms`` (None: no such record)."""
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
         futs = self.admin.list_offsets(
             {TopicPartition(*tp): OffsetSpec.for_timestamp(timestamp_ms)}, request_timeout=self.timeout
         )
@@ -286,16 +279,12 @@ class Cluster:
         return None if off < 0 else off
 
     def create_topic(self, topic: str, partitions: int = 1, config: dict | None = None) -> None:
-        from confluent_kafka.admin import NewTopic
-
         futs = self.admin.create_topics(
             [NewTopic(topic, partitions, 1, config=config or {})], request_timeout=self.timeout
         )
         self._result(futs[topic], f"create topic {topic}")
 
     def delete_records(self, before: dict[TP, int]) -> None:
-        from confluent_kafka import TopicPartition
-
         futs = self.admin.delete_records(
             [TopicPartition(t, p, o) for (t, p), o in before.items()], request_timeout=self.timeout
         )
@@ -335,8 +324,6 @@ class Cluster:
         return out
 
     def _describe_window(self, groups: list[str]) -> dict[str, "GroupState"]:
-        from confluent_kafka import KafkaException
-
         out: dict[str, GroupState] = {}
         futs = self.admin.describe_consumer_groups(groups, request_timeout=self.timeout)
         for g, f in futs.items():
@@ -375,8 +362,6 @@ class Cluster:
         so more than :data:`~.java_bridge.JAVA_BULK_GROUPS` groups are read by Kafka's Java client in one JVM (a few
         seconds, then thousands of groups a second). librdkafka reads commit metadata as a C string (wrong for metadata
         without a NUL), so the groups whose commits carry any are read again, exactly, with the Java client."""
-        from concurrent.futures import ThreadPoolExecutor
-
         groups = list(groups)
         if not groups:
             return {}
@@ -400,8 +385,6 @@ class Cluster:
     def _read_commits(self, group: str, parts: list[TP]) -> dict[TP, Commit]:
         """One group's commits on ``parts``, read by a consumer handle whose group id is ``group`` (it never joins
         the group, subscribes or commits: FindCoordinator and OffsetFetch only, which need Describe on the group)."""
-        from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-
         if not parts:
             return {}
         what, need = f"{self.name}: committed offsets of {group}", phrase("Describe", "Group", group)
@@ -447,8 +430,6 @@ class Cluster:
 
     @staticmethod
     def _request(group: str, offsets: dict[TP, "int | Commit"]):
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
         parts = []
         for (t, p), o in sorted(offsets.items()):
             c = o if isinstance(o, Commit) else Commit(int(o))
@@ -519,8 +500,6 @@ class Cluster:
         if any(isinstance(c, Commit) and c.metadata for c in offsets.values()):
             err = self.alter_exact({group: offsets}).get(group)
             if err:
-                from confluent_kafka import KafkaError, KafkaException
-
                 raise KafkaException(KafkaError(KafkaError._FAIL, err))
             return {tp: None for tp in offsets}
         futs = self.admin.alter_consumer_group_offsets([self._request(group, offsets)], request_timeout=self.timeout)
@@ -530,8 +509,6 @@ class Cluster:
 
     def delete_group(self, group: str, missing_ok: bool = False) -> None:
         """Delete an empty group and all its commits (confluent-kafka has no OffsetDelete; see stages.roll_back)."""
-        from confluent_kafka import KafkaException
-
         futs = self.admin.delete_consumer_groups([group], request_timeout=self.timeout)
         try:
             self._result(futs[group], f"delete group {group}", phrase("Delete", "Group", group))
@@ -565,8 +542,6 @@ class Cluster:
     ) -> Iterator[tuple[str, int, int, bytes | None, bytes | None, int]]:
         """Yield ``(topic, partition, offset, key, value, timestamp_ms)`` from start (default: log start) up to
         (excluding) the given end offsets. A bounded read: records past the end are never returned."""
-        from confluent_kafka import OFFSET_BEGINNING
-
         ranges = {
             tp: ((start or {}).get(tp, OFFSET_BEGINNING), end)
             for tp, end in tps_end.items()
@@ -614,8 +589,6 @@ class Cluster:
 
     def _read_whole(self, ranges: dict[TP, tuple[int, int]], timeout: float) -> dict[TP, tuple]:
         """One consumer over ``[lo, hi)`` of each partition: ``tp -> (lo, hi, status, records, why)``."""
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
-
         out: dict[TP, tuple] = {}
         got: dict[TP, list[ev.Rec]] = {tp: [] for tp in ranges}
         todo = dict(ranges)
@@ -702,8 +675,6 @@ class Cluster:
         at its end offset, or at the log end when ``stop_at_eof`` (ranges that end in a compaction or marker gap);
         without it, reaching the log end before the end offset waits (records not yet readable). A start below the
         log start raises :class:`OutOfRange` (``BOUNDED_READ_CONF``: never a silent jump to the log end)."""
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
-
         todo = {tp: e for tp, (_s, e) in ranges.items()}
         if not todo:
             return
@@ -782,8 +753,6 @@ def _merged(ranges: list[tuple[int, int]], budget: int) -> list[tuple[int, int, 
 
 def _windowed(items, submit, window: int):
     """Yield ``(item, future)`` in order, keeping at most ``window`` requests outstanding."""
-    from collections import deque
-
     pending: deque = deque()
     for it in items:
         pending.append((it, submit(it)))

@@ -10,12 +10,20 @@ states of more than :data:`JAVA_BULK_GROUPS` groups in one JVM (:func:`read_with
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import logging
+import os
+import shutil
+import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
+from mm2_failover.adapters.config import java_kafka_classpath
+from mm2_failover.adapters.java_client import java_client_options, java_system_properties
 from mm2_failover.adapters.kafka.groups import GroupState, Member
 from mm2_failover.adapters.kafka.kafka_errors import (
     JavaError,
@@ -24,6 +32,7 @@ from mm2_failover.adapters.kafka.kafka_errors import (
     RecordedErrors,
     classify,
 )
+from mm2_failover.adapters.runfolder import private_dir
 from mm2_failover.rules.acls import phrase
 from mm2_failover.rules.values import TP, Commit
 
@@ -62,14 +71,10 @@ def _java_properties(d: dict) -> str:
 
 
 def _b64(x) -> str:
-    import base64
-
     return base64.b64encode(str(x).encode()).decode()
 
 
 def unb64(x: str) -> str:
-    import base64
-
     return base64.b64decode(x).decode()
 
 
@@ -88,12 +93,6 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
     each call on this project's 2-core machine, and a failover at thousands of groups calls the helper three times
     (the plan's read of the target, the backup, verify). None where there is no ``javac`` or it fails (a JRE): the
     caller then runs the source, as before."""
-    import hashlib
-    import os
-    import shutil
-    import subprocess
-    import uuid
-
     javac = shutil.which("javac")
     if not javac:
         return None
@@ -137,13 +136,6 @@ def java_offsets_program(
     cluster's settings translated to the Java client's, plus ``extra`` Java client settings, in a 0600 file of this
     user's private folder, removed when the block ends (the program reads it at its start). ``what``: the
     operation, for the error of a host without Java."""
-    import os
-    import shutil
-    import uuid
-
-    from mm2_failover.adapters.config import java_kafka_classpath
-    from mm2_failover.adapters.java_client import java_client_options, java_system_properties
-    from mm2_failover.adapters.runfolder import private_dir
 
     java = shutil.which("java")
     if not java:
@@ -181,8 +173,6 @@ def run_java_offsets(
     """Run ``jvm/KafkaOffsets.java`` in ``mode`` (commit | read | describe) on ``lines`` (in a file of this user's
     private folder, removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``:
     as printed, for the caller to decode)."""
-    import subprocess
-
     what = f"commits with metadata (byte for byte), and the commits of more than {JAVA_BULK_GROUPS} groups at once,"
     with java_offsets_program(cluster, what) as (command, props):
         rows = props.with_suffix(".tsv")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 
+from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError, KafkaUnavailable, MissingTopics
 from mm2_failover.jobs.checkpoint_pass.job_args import BadArguments
 
 
@@ -22,8 +24,6 @@ class LostSinceSnapshot(RuntimeError):
 def driver_check():
     """The driver's own calls to the cluster (librdkafka, before Spark): refused (authentication, a missing ACL) or
     misconfigured is a bad argument - retrying won't help (exit 2); unreachable is exit 4."""
-    from mm2_failover.adapters.kafka.kafka_errors import KafkaConfigError, KafkaUnavailable
-
     try:
         yield
     except KafkaConfigError as e:
@@ -41,9 +41,6 @@ def check_against_cluster(
 ) -> dict[str, dict[int, int]]:
     """Every topic and partition exists; every end offset is within [log start, log end]; no record of the range
     was deleted since the snapshot. Returns the start offsets to read from (captured, or the current log start)."""
-    from mm2_failover.adapters.kafka.cluster import Cluster
-    from mm2_failover.adapters.kafka.kafka_errors import MissingTopics
-
     with driver_check():
         c = Cluster(conf, "target", timeout)
         existing = c.topics()
@@ -82,8 +79,6 @@ def check_against_cluster(
 
 def current_end_offsets(conf: dict, topics: dict[str, str], timeout: float) -> dict[str, dict[int, int]]:
     """Every partition of the checkpoints topics and its current log end (the refresh reads up to there)."""
-    from mm2_failover.adapters.kafka.cluster import Cluster
-
     with driver_check():
         c = Cluster(conf, "target", timeout)
         existing = c.topics()

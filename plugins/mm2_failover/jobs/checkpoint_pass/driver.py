@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
+from urllib.parse import urlparse
 
+from mm2_failover.adapters.runfolder import write_text
 from mm2_failover.jobs.checkpoint_pass.cluster_checks import (
     LostSinceSnapshot,
     Unreachable,
@@ -27,6 +30,7 @@ from mm2_failover.jobs.checkpoint_pass.job_args import (
 )
 from mm2_failover.jobs.checkpoint_pass.spark_pass import run
 from mm2_failover.jobs.checkpoint_pass.state_layout import plan_state
+from mm2_failover.rules.acls import phrase
 from mm2_failover.stages.outcomes import JOB_BAD_ARGS as EXIT_BAD_ARGS  # the one exit-code table
 from mm2_failover.stages.outcomes import JOB_LOST_SINCE_SNAPSHOT as EXIT_LOST_SINCE_SNAPSHOT
 from mm2_failover.stages.outcomes import JOB_TOO_MANY_QUARANTINED as EXIT_TOO_MANY_QUARANTINED
@@ -65,14 +69,10 @@ def prepare(argv: list[str] | None = None):
 def not_authorized(e: Exception, topics: dict[str, str]) -> str | None:
     """The message for Spark's Kafka source refused by an ACL (Kafka's Java consumer reading the checkpoints topics,
     which the driver's librdkafka checks could only Describe), or None for any other failure."""
-    import re
-
     text = str(e)
     m = re.search(r"(Topic|Group)AuthorizationException:?\s*([^\n]*)", text)
     if not m:
         return None
-    from mm2_failover.rules.acls import phrase
-
     if m.group(1) == "Group":
         need = "Read on the Spark consumer's group (group.id / groupIdPrefix in the Kafka options)"
     else:
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
     except LostSinceSnapshot as e:
         print(f"latest_checkpoints: {e}", file=sys.stderr)
         return EXIT_LOST_SINCE_SNAPSHOT
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: optional (pyspark)
 
     remote = remote or args.remote or os.environ.get("SPARK_REMOTE") or None
     builder = SparkSession.builder.remote(remote) if remote else SparkSession.builder
@@ -129,8 +129,6 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
                 os.environ["SPARK_CONNECT_MODE_ENABLED"] = mode
     shown = None
     if remote:  # never the token or user of the URL
-        from urllib.parse import urlparse
-
         u = urlparse(remote)
         shown = f"{u.scheme}://{u.hostname}:{u.port}"
     summary["spark"] = {
@@ -141,8 +139,6 @@ def main(argv: list[str] | None = None, remote: str | None = None) -> int:
     text = json.dumps(summary, sort_keys=True)
     print("MM2_FAILOVER_SUMMARY " + text, flush=True)
     if args.summary:
-        from mm2_failover.adapters.runfolder import write_text
-
         write_text(__import__("pathlib").Path(args.summary), text)
     if not args.refresh_state and summary["quarantined"] > args.max_quarantined:  # a refresh keeps them apart
         print(

@@ -9,6 +9,7 @@ import json
 import os
 import re
 
+from mm2_failover.jobs import checkpoint_pass  # the job's description: the first line of the package's docstring
 from mm2_failover.jobs.checkpoint_pass.transforms import MAX_PARTITIONS, POSITION_BITS
 
 OPTIONS_ENV = "MM2_FAILOVER_SPARK_KAFKA_OPTIONS"
@@ -19,8 +20,6 @@ class BadArguments(ValueError):
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from mm2_failover.jobs import checkpoint_pass  # the job's description: the first line of the package's docstring
-
     p = argparse.ArgumentParser(description=checkpoint_pass.__doc__.split("\n\n")[0])
     p.add_argument("--bootstrap-servers", required=True, help="target cluster, where the checkpoints topics live")
     p.add_argument(

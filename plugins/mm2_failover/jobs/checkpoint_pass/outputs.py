@@ -4,9 +4,11 @@ the counts of the summary."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
+from mm2_failover.adapters import answers as am
 from mm2_failover.adapters import faults
 from mm2_failover.jobs.checkpoint_pass.state_layout import QUARANTINE_SCHEMA, StatePlan, base_tables, write_table
 from mm2_failover.jobs.checkpoint_pass.transforms import (
@@ -45,14 +47,12 @@ def finish(
     """What every failover-time run ends with, once its answers are written: the counts, the groups, the quarantined
     records and the regressions (Spark reads the answers of the full layout; pyarrow those of the state + delta
     layout, which is local - :mod:`mm2_failover.adapters.answers`)."""
-    from mm2_failover.adapters import answers as am
-
     summary["quarantined"] = counts["quarantined"]
     summary["records_read"] = counts["usable"] + counts["quarantined"]
     summary["tombstones"] = counts["tombstones"]
     table = None
     if delta:  # the answers as every reader sees them (and checked whole)
-        import pyarrow.compute as pc
+        import pyarrow.compute as pc  # lazy: heavy (pyarrow)
 
         table = am.read_table(args.output, ["source_alias", "group", "regressed"])
         summary["checkpoints"] = table.num_rows
@@ -85,7 +85,7 @@ def finish(
             "latest_checkpoint_offset": "to_checkpoint_offset",
         }
         if table is not None:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # lazy: heavy (pyarrow)
 
             cols = ["source_alias", "group", "topic", "partition", *renamed]
             r = am.read_table(args.output, ["regressed", *cols]).filter(pc.field("regressed")).select(cols)
@@ -126,10 +126,8 @@ def write_delta(
     """The state + delta layout (:mod:`mm2_failover.adapters.answers`, rule 2): only the keys the tail touched are merged
     with their state buffers and answered; the other answers are the versions' own (their files linked into the
     output). Returns the counts over the whole range: the versions' totals, changed by what the merge changed."""
-    from pyspark.sql import Observation
+    from pyspark.sql import Observation  # lazy: optional (pyspark)
     from pyspark.sql import functions as F
-
-    from mm2_failover.adapters import answers as am
 
     out = am.local_path(output)
     am.clear(out)  # what an earlier (maybe killed) job left: never mixed with these answers
@@ -192,8 +190,6 @@ def write_delta(
 def count_groups(spark, output: str) -> int:
     """How many (source alias, group) the answers hold: read back by pyarrow when the output is a local path (a
     fraction of a second at a million answers, where a Spark job costs about one second), else by Spark."""
-    from mm2_failover.adapters import answers as am
-
     if not am.is_local(output):
         return spark.read.parquet(output).select("source_alias", "group").distinct().count()
     return am.count_groups(output)
@@ -204,7 +200,7 @@ def fill_metadata(spark, read, output: str, vcols: dict[str, str], base_md=None)
     from the tail's records (one more bounded read, joined on (source alias, checkpoint partition, offset)) or taken
     from the state versions'; the output is rewritten (through a copy: no Hadoop calls, so that Spark Connect can
     run it too)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: optional (pyspark)
 
     need = spark.read.parquet(output).where("metadata IS NULL").select(*MD_COLUMNS)
     md = metadata_rows(read, need, vcols, base_md).withColumnRenamed("metadata", "_metadata")
@@ -218,11 +214,7 @@ def fill_metadata(spark, read, output: str, vcols: dict[str, str], base_md=None)
         .parquet(tmp)
     )
     spark.read.parquet(tmp).write.mode("overwrite").parquet(output)
-    from mm2_failover.adapters import answers as am
-
     if am.is_local(output):
-        import shutil
-
         shutil.rmtree(am.local_path(tmp), ignore_errors=True)
     if spark.read.parquet(output).where("metadata IS NULL").limit(1).count():
         raise RuntimeError(f"internal error: some answers in {output} still lack their metadata (please report this)")

@@ -10,6 +10,7 @@ import re
 import time
 
 from mm2_failover.adapters import faults
+from mm2_failover.adapters.answers import DELTA, layout_for
 from mm2_failover.jobs.checkpoint_pass.outputs import OUTPUT_SCHEMA, fill_metadata, finish, write_delta
 from mm2_failover.jobs.checkpoint_pass.state_layout import StatePlan, base_tables, write_version
 from mm2_failover.jobs.checkpoint_pass.transforms import (
@@ -24,6 +25,7 @@ from mm2_failover.jobs.checkpoint_pass.transforms import (
     per_record,
     read_range,
 )
+from mm2_failover.rules.checkpoints import sql_value_columns
 
 
 def run(
@@ -39,10 +41,8 @@ def run(
     """The job, with arguments already checked (``main`` does it before Spark starts). ``read``: a function
     returning the records DataFrame (default: :func:`mm2_failover.jobs.checkpoint_pass.transforms.read_range` over
     Kafka; tests pass their own). ``start``: where the read starts (with ``state``: where each alias's tail starts)."""
-    from pyspark.sql import Observation
+    from pyspark.sql import Observation  # lazy: optional (pyspark)
     from pyspark.sql import functions as F
-
-    from mm2_failover.rules.checkpoints import sql_value_columns
 
     t0 = time.monotonic()
     phases: dict[str, float] = {}
@@ -108,8 +108,6 @@ def run(
             alias_column(topics, to_read),
         )
     if state is not None and not state.refresh:
-        from mm2_failover.adapters.answers import DELTA, layout_for
-
         layout, why = layout_for(
             args.policy, args.output, str(state.root.dir), used, {v["path"]: v for v in state.versions.values()}
         )

@@ -11,6 +11,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mm2_failover.adapters import store
+from mm2_failover.adapters.kafka.cluster import Cluster
+from mm2_failover.adapters.runfolder import now_iso
+from mm2_failover.adapters.state import StateRoot, choose, point_in_store, publish_in_store, version_name
 from mm2_failover.jobs.checkpoint_pass.cluster_checks import driver_check
 from mm2_failover.jobs.checkpoint_pass.job_args import BadArguments
 from mm2_failover.jobs.checkpoint_pass.transforms import (
@@ -71,7 +75,7 @@ def write_table(spark, df, schema: str, path: str) -> None:
 
 def base_tables(spark, used: dict[str, list[str]], table: str):
     """The union of the versions' ``table`` (buffers, metadata or quarantine), each for the aliases it answers for."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: optional (pyspark)
 
     return union(
         *(
@@ -83,9 +87,6 @@ def base_tables(spark, used: dict[str, list[str]], table: str):
 
 def plan_state(args, conf: dict, topics: dict[str, str], end: dict, start: dict) -> tuple[StatePlan, dict]:
     """Which state version each alias starts from (:func:`mm2_failover.adapters.state.choose`), and where its tail starts."""
-    from mm2_failover.adapters.kafka.cluster import Cluster
-    from mm2_failover.adapters.state import StateRoot, choose
-
     with driver_check():
         c = Cluster(conf, "target", args.timeout)
         ids = {t: c.topic_id(t) for t in topics.values()}
@@ -124,10 +125,7 @@ def write_version(
 ) -> dict:
     """Refresh mode: write ``k`` (the buffers up to ``end``) as the next state version, with the commit metadata
     of its chosen records and its quarantined records, and publish it (:class:`mm2_failover.adapters.state.StateRoot`)."""
-    from pyspark.sql import functions as F
-
-    from mm2_failover.adapters.runfolder import now_iso
-    from mm2_failover.adapters.state import version_name
+    from pyspark.sql import functions as F  # lazy: optional (pyspark)
 
     aliases = {
         a: {
@@ -142,9 +140,6 @@ def write_version(
     summary["state_version"] = name
     used = state.used()
     root = state.root
-    from mm2_failover.adapters import store
-    from mm2_failover.adapters.state import point_in_store, publish_in_store
-
     # through S3A (--state-url): Spark writes the version where it will stay, complete once its version.json is
     # there (state.publish_in_store); else a staging folder on this host, renamed into place (StateRoot.publish)
     meta_path = store.as_path(f"{state.url}/{name}/version.json") if state.url else root.dir / name / "version.json"
@@ -260,7 +255,7 @@ def write_answers(spark, stg: str) -> dict[str, int]:
     """A state version's ``answers/`` table: the answer of every usable key of the version under the latest policy,
     its commit metadata in place and its raw key bytes beside it - what a failover from this version reuses for the
     keys its tail leaves alone (:mod:`mm2_failover.adapters.answers`). Returns the number of answers per alias."""
-    from pyspark.sql import Observation
+    from pyspark.sql import Observation  # lazy: optional (pyspark)
     from pyspark.sql import functions as F
 
     a = answers(derive(spark.read.parquet(f"{stg}/buffers")), "latest", keep_key=True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+from mm2_failover.rules.checkpoints import sql_decode_columns, sql_inline, sql_key_columns, sql_value_plain_ok
+
 # Spark's Kafka source polls with the Java consumer's defaults (max.poll.records=500) and lists offsets again
 # after every poll; one checkpoint record is ~60 bytes, so larger polls cut the read time several-fold.
 # Settings given through the options file, the environment or --kafka-option win.
@@ -79,8 +81,6 @@ def per_record(records, vcols: dict[str, str]):
     """Per record only what choosing a key's latest record needs: the raw key bytes, the position, the two offsets
     and whether the value is usable. The usual value (known version, non-negative offsets, no metadata) is
     recognised by byte comparisons; any other goes through the full value decoder."""
-    from mm2_failover.rules.checkpoints import sql_inline, sql_value_plain_ok
-
     plain_ok = sql_value_plain_ok("value")
     return records.selectExpr(
         "source_alias",
@@ -100,7 +100,7 @@ def buffers(d, with_max_fields: bool, one_alias: bool, alias_sql: str):
     latest usable record (highest position, a tombstone included); ``m_*`` = the live record with the highest
     downstream offset (regressions; the answer under ``--policy max``: its upstream offset and timestamp are kept when
     ``with_max_fields``). Fixed-width buffers only (longs, timestamps), so Spark aggregates in a hash map."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: optional (pyspark)
 
     u = ~F.col("bad_value")
     live = u & ~F.col("is_tombstone")
@@ -157,7 +157,7 @@ def merge(base, tail, tail_records: int):
     A tail of at most :data:`BROADCAST_TAIL_RECORDS` records (the usual failover: the records since the last
     refresh) is merged without shuffling the state: its keys are broadcast, the state's rows of the other keys are
     kept as they are, and only the touched keys are aggregated again. A longer tail: one aggregation of both."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: optional (pyspark)
 
     if not merges_by_broadcast(tail_records):
         return merge_all(base, tail)
@@ -176,7 +176,7 @@ def merge_all(base, tail, base_counts: bool = False):
     """:func:`merge` by one aggregation of both sides. ``base_counts``: also ``b_n``, ``b_n_bad_value`` and
     ``b_n_tombstones``, the counts of the base side alone (NULL for a key only the tail has): what the merge changed
     in the base's totals (the state + delta layout's counts)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: optional (pyspark)
 
     m = F.max(F.struct("m_downstream_offset", "m_flagged", "m_upstream_offset", "m_checkpoint_timestamp")).alias("_m")
     k = (
@@ -236,10 +236,8 @@ def decoded_keys(k, counts=None, sums: dict[str, str] | None = None):
     reads). Always observed: the observation keeps Spark's optimizer from pushing a later filter on the decoded
     columns down through the decoder, which inlines the decoder into the filter many times over (1M keys: 16.4 s
     instead of 1.6 s to answer and write them, measured)."""
-    from pyspark.sql import Observation
+    from pyspark.sql import Observation  # lazy: optional (pyspark)
     from pyspark.sql import functions as F
-
-    from mm2_failover.rules.checkpoints import sql_key_columns
 
     for name, expr in sql_key_columns("key").items():
         k = k.withColumn(name, F.expr(expr))
@@ -254,7 +252,7 @@ def answers(k, policy: str, counts=None, keep_key: bool = False, base_counts: bo
     answer per usable key: the latest record unless it is a tombstone, or under ``--policy max`` the highest when it
     regressed. ``keep_key``: the raw key bytes too (the state's answers and a delta's, :mod:`mm2_failover.adapters.answers`);
     ``base_counts``: ``k`` is :func:`merge_all`'s with ``b_*`` columns, whose counts are observed too (``b_*``)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: optional (pyspark)
 
     sums = count_sql()
     if base_counts:
@@ -307,9 +305,7 @@ def union(*frames):
 
 def quarantine_rows(read):
     """Every record of the read range that is not a usable checkpoint, through the full decoder (rare)."""
-    from pyspark.sql import functions as F
-
-    from mm2_failover.rules.checkpoints import sql_decode_columns
+    from pyspark.sql import functions as F  # lazy: optional (pyspark)
 
     q = read()
     for name, expr in sql_decode_columns("key", "value").items():
@@ -327,8 +323,6 @@ def quarantine_rows(read):
 def metadata_rows(read, need, vcols: dict[str, str], base_md=None):
     """The commit metadata of the records at the positions ``need`` (source_alias, checkpoint_partition,
     checkpoint_offset): decoded from the tail's records (``read``; None: no tail), or taken from the versions' tables."""
-    from mm2_failover.rules.checkpoints import sql_inline
-
     tail = (
         None
         if read is None
