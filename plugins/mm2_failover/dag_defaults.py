@@ -90,12 +90,13 @@ RUN_DEADLINES_VAR = "MM2_FAILOVER_RUN_DEADLINES"  # "dag_id=seconds|off,..." rea
 OFF = "off"
 
 
-def deadline_seconds(dag_id: str, env: dict[str, str] | None) -> float | None:
+def deadline_seconds(dag_id: str, env: dict[str, str] | None, kind: str | None = None) -> float | None:
     """The deadline of ``dag_id``'s runs: :data:`RUN_DEADLINES`, or its override in setting ``run_deadlines``
     (``dag_id=seconds``, or ``dag_id=off``: no deadline alert - None). A malformed override is a ValueError naming the
     variable and the entry (the DAG files then fail to import: an import error in the UI, not a silent default)."""
-    if dag_id not in RUN_DEADLINES:
-        raise KeyError(f"DAG {dag_id}: no run deadline: add it to mm2_failover.dag_defaults.RUN_DEADLINES")
+    kind = kind or dag_id  # a factory's DAG under another id has its kind's deadline (the override: by its id)
+    if kind not in RUN_DEADLINES:
+        raise KeyError(f"DAG {kind}: no run deadline: add it to mm2_failover.dag_defaults.RUN_DEADLINES")
     for entry in (setting("run_deadlines", env) or "").split(","):
         if not entry.strip():
             continue
@@ -112,16 +113,16 @@ def deadline_seconds(dag_id: str, env: dict[str, str] | None) -> float | None:
             )
         if name.strip() == dag_id:
             return None if off else seconds
-    return RUN_DEADLINES[dag_id].total_seconds()
+    return RUN_DEADLINES[kind].total_seconds()
 
 
-def run_deadline(dag_id: str):
+def run_deadline(dag_id: str, kind: str | None = None):
     """The ``deadline`` argument of ``dag_id``'s DAG: told when a run has not ended its deadline after it was queued
     (rule 6 of :mod:`mm2_failover.rules.notify`), through the executor (no triggerer needed); None when switched off."""
     from airflow.sdk.definitions.callback import SyncCallback  # lazy: airflow (the CLI runs without it)
     from airflow.sdk.definitions.deadline import DeadlineAlert, DeadlineReference
 
-    seconds = deadline_seconds(dag_id, None)
+    seconds = deadline_seconds(dag_id, None, kind)
     if seconds is None:
         return None
     return DeadlineAlert(
@@ -132,11 +133,11 @@ def run_deadline(dag_id: str):
     )
 
 
-def apply_task_defaults(dag) -> None:
+def apply_task_defaults(dag, kind: str | None = None) -> None:
     """Give every task of ``dag`` its row of :data:`EXECUTION_TIMEOUTS` (a task without a row is an error) and the
     failure notifier; a DAG without its deadline alert (:func:`run_deadline`) is an error too."""
 
-    if not dag.deadline and deadline_seconds(dag.dag_id, None) is not None:
+    if not dag.deadline and deadline_seconds(dag.dag_id, None, kind) is not None:
         raise KeyError(
             f"DAG {dag.dag_id}: no deadline alert: pass deadline=run_deadline({dag.dag_id!r}) "
             "(mm2_failover.dag_defaults)"

@@ -434,3 +434,71 @@ def test_the_jvm_properties_reach_the_jobs_driver_and_executors_after_the_deploy
         == "-Xss4m -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=https://i/t"
     )
     assert sub.conf["spark.executor.extraJavaOptions"] == "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=https://i/t"
+
+
+# -- found by a review (each failed before its fix) ----------------------------------------------------------------
+
+
+def test_gssapi_without_a_service_name_gets_librdkafkas_default_kafka():
+    out = java_client_options(
+        {"sasl.mechanisms": "GSSAPI", "sasl.kerberos.keytab": "/k.keytab", "sasl.kerberos.principal": "p@R"}
+    )
+    assert out["sasl.kerberos.service.name"] == "kafka"  # librdkafka's default; the Java client has none
+
+
+def test_the_ca_in_every_form_librdkafka_reads(tmp_path):
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    assert java_client_options({"ssl.ca.pem": pem}) == {
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.certificates": pem,
+    }
+    assert "ssl.truststore.location" not in java_client_options({"ssl.ca.location": "probe"})  # the JVM's own CAs
+    with pytest.raises(ValueError, match="ssl.ca.location .* is a folder"):
+        java_client_options({"ssl.ca.location": str(tmp_path)})
+
+
+def test_a_password_given_for_an_unencrypted_key_is_ignored_as_openssl_does(tmp_path):
+    _client_cert(tmp_path, "PKCS8")
+    out = java_client_options(
+        {
+            "ssl.certificate.location": str(tmp_path / "c.pem"),
+            "ssl.key.location": str(tmp_path / "k.pem"),
+            "ssl.key.password": "pw",
+        }
+    )
+    assert out["ssl.keystore.key"].startswith("-----BEGIN PRIVATE KEY-----")
+
+
+def test_the_unsecured_jwt_config_is_split_on_whitespace_as_librdkafka_does():
+    line = java_client_options(
+        {
+            "sasl.mechanism": "OAUTHBEARER",
+            "enable.sasl.oauthbearer.unsecure.jwt": "true",
+            "sasl.oauthbearer.config": "principal=o'brien",
+        }
+    )["sasl.jaas.config"]
+    assert java_unquote(line, "unsecuredLoginStringClaim_sub") == "o'brien"
+
+
+def test_the_java_helpers_classpath_needs_no_pyspark_and_spark_gets_none_of_its_own_jars(monkeypatch, tmp_path):
+    """A review found the helper's slf4j and Jackson taken from PySpark's jars only: with the wheel's spark-connect
+    extra (no PySpark jars) Kafka's Java client could not load. They now come from the Kafka source's jar folder."""
+    import importlib.util
+
+    from mm2_failover.adapters.config import java_kafka_classpath, spark_jars
+
+    names = ["kafka-clients-3.9.2.jar", "jose4j-0.9.6.jar", "slf4j-api-1.7.36.jar", "jackson-databind-2.21.2.jar"]
+    for n in [*names, "jackson-core-2.21.2.jar", "spark-sql-kafka-0-10_2.13-4.2.0.jar", "commons-pool2-2.13.1.jar"]:
+        (tmp_path / n).write_bytes(b"")
+    monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__SPARK_JARS", str(tmp_path))
+    monkeypatch.delenv("MM2_FAILOVER_SPARK_JARS", raising=False)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "pyspark" else real(n, *a))
+    helper = {p.rsplit("/", 1)[1] for p in java_kafka_classpath().split(":")}
+    assert set(names) <= helper and "spark-sql-kafka-0-10_2.13-4.2.0.jar" not in helper
+    assert {p.rsplit("/", 1)[1] for p in spark_jars(s3a=False)} == {
+        "kafka-clients-3.9.2.jar",
+        "jose4j-0.9.6.jar",
+        "spark-sql-kafka-0-10_2.13-4.2.0.jar",
+        "commons-pool2-2.13.1.jar",
+    }  # Spark has its own slf4j and Jackson

@@ -73,3 +73,26 @@ def test_the_settings_reference_page_is_generated_from_the_definition():
     assert page.read_text() == settings_markdown(), "docs/reference/settings.md is out of date: run make reference"
     for name in DEPLOYMENT_SETTINGS:
         assert f"| `{name}` |" in page.read_text()
+
+
+def test_a_process_without_airflow_loaded_reads_the_same_configuration_file(monkeypatch, tmp_path):
+    """A review found the CLI (which runs without Airflow loaded) blind to airflow.cfg: with ``lock = kafka`` and
+    the artifacts set there only, it took a file lock in another folder than the DAGs on the same host."""
+    import sys
+
+    (tmp_path / "airflow.cfg").write_text(
+        "[core]\nload_examples = False\n\n[mm2_failover]\nlock = kafka\nartifacts = /shared/mm2\nsource_alias = dc1\n"
+    )
+    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path))
+    monkeypatch.delenv("AIRFLOW_CONFIG", raising=False)
+    for var in (
+        "MM2_FAILOVER_LOCK",
+        "MM2_FAILOVER_ARTIFACTS",
+        "AIRFLOW__MM2_FAILOVER__LOCK",
+        "AIRFLOW__MM2_FAILOVER__ARTIFACTS",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delitem(sys.modules, "airflow.configuration", raising=False)
+    assert setting("lock") == "kafka" and setting("artifacts") == "/shared/mm2"
+    assert WriterLockSettings.from_env().kind == "kafka"
+    assert config.deployment_defaults()["source_alias"] == "dc1"

@@ -19,7 +19,6 @@ repository's ``var/`` and ``.cache/``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -69,6 +68,41 @@ DEPLOYMENT_SETTINGS = {
 _deprecation_said: set[str] = set()
 
 
+_file_cache: dict = {}
+
+
+def section_value(name: str) -> str | None:
+    """``[mm2_failover] <name>`` of Airflow's configuration, as every process of the deployment sees it: through
+    Airflow's own reader where Airflow is loaded (DAG files, tasks, the API server), else from the configuration file
+    Airflow would read (``$AIRFLOW_CONFIG``, or ``$AIRFLOW_HOME/airflow.cfg``, default ``~/airflow``) - the CLI runs
+    without Airflow and must not take another lock or folder than the DAGs on the same host. None when unset or
+    unreadable (then the rest decides)."""
+    loaded = sys.modules.get("airflow.configuration")
+    if loaded is not None:
+        try:
+            return loaded.conf.get(CONFIG_SECTION, name, fallback=None)
+        except Exception:  # noqa: BLE001 - a configuration that cannot be read sets nothing here
+            return None
+    import configparser  # lazy: only where Airflow is not loaded (the CLI)
+
+    home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
+    path = Path(os.environ.get("AIRFLOW_CONFIG") or Path(home) / "airflow.cfg")
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    if _file_cache.get("key") != (str(path), stamp):
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path)
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            parser = configparser.ConfigParser(interpolation=None)
+        _file_cache.update(
+            key=(str(path), stamp), section=dict(parser[CONFIG_SECTION]) if parser.has_section(CONFIG_SECTION) else {}
+        )
+    return _file_cache["section"].get(name)
+
+
 def legacy_variable(name: str) -> str:
     return f"MM2_FAILOVER_{name.upper()}"
 
@@ -77,7 +111,7 @@ def setting(name: str, env=None) -> str | None:
     """The deployment's setting ``name`` (:data:`DEPLOYMENT_SETTINGS`), or None when it is not set: its former
     environment variable ``MM2_FAILOVER_<NAME>`` while it is still honoured (it overrides; a deprecation line once
     per process), else ``AIRFLOW__MM2_FAILOVER__<NAME>``, else ``[mm2_failover] <name>`` of Airflow's configuration
-    where Airflow is loaded. ``env``: a mapping to read instead of the environment (then Airflow's files are not)."""
+    (:func:`section_value`). ``env``: a mapping to read instead of the environment (then Airflow's files are not)."""
     if name not in DEPLOYMENT_SETTINGS:
         raise KeyError(f"no deployment setting {name!r}")
     environ = os.environ if env is None else env
@@ -95,19 +129,18 @@ def setting(name: str, env=None) -> str | None:
             )
         return legacy
     v = environ.get(f"AIRFLOW__{CONFIG_SECTION.upper()}__{name.upper()}")
-    loaded = sys.modules.get("airflow.configuration")
-    if v is None and env is None and loaded is not None:
-        try:
-            v = loaded.conf.get(CONFIG_SECTION, name, fallback=None)
-        except Exception:  # noqa: BLE001 - a configuration that cannot be read sets nothing here
-            v = None
+    if v is None and env is None:
+        v = section_value(name)
     return None if v is None or str(v).strip() == "" else str(v)
 
 
 def settings_markdown() -> str:
     """``docs/reference/settings.md``: every deployment setting from :data:`DEPLOYMENT_SETTINGS` (``make reference``
     writes it; ``tests/unit/test_settings.py`` checks that the page is what this gives)."""
-    rows = [f"| `{n}` | {' '.join(t.split())} | `{legacy_variable(n)}` |" for n, t in DEPLOYMENT_SETTINGS.items()]
+    rows = [
+        f"| `{n}` | {' '.join(t.split()).replace('|', chr(92) + '|')} | `{legacy_variable(n)}` |"
+        for n, t in DEPLOYMENT_SETTINGS.items()
+    ]
     return "\n".join(
         [
             "# Deployment settings",
@@ -223,6 +256,11 @@ class WriterLockSettings:
                 f"{setting_label('artifacts', env)}={art} is an object store, where a file lock cannot keep one "
                 "writer per target cluster across hosts: set [mm2_failover] lock = kafka (or the former "
                 "MM2_FAILOVER_LOCK=kafka; docs/operations.md)"
+                + (
+                    f"; {setting_label('lock', env)} is set and overrides the section"
+                    if setting_label("lock", env).startswith("MM2_")
+                    else ""
+                )
             )
         times = {}
         for name, key, default in (
@@ -245,11 +283,16 @@ class WriterLockSettings:
         return f"{self.topic}.{cluster_id}"
 
 
+#: what the Java helper takes from the Spark Kafka source's jar folder; the last ones only the helper (Spark has its own)
+HELPER_ONLY_JARS = ("slf4j-api-", "jackson-")
+HELPER_JARS = ("kafka-clients-", "jose4j-", *HELPER_ONLY_JARS)
+
+
 def spark_jars(s3a: bool | None = None) -> list[str]:
     """The jars every Spark job of the project is given (``--jars``): Spark's Kafka source, and S3A's when ``s3a``
     (default: when the job writes through S3A, :func:`spark_io`)."""
     d = Path(setting("spark_jars") or REPO_ROOT / ".cache" / "jars" / "spark")
-    jars = sorted(str(p) for p in d.glob("*.jar"))
+    jars = sorted(str(p) for p in d.glob("*.jar") if not p.name.startswith(HELPER_ONLY_JARS))
     if not jars:
         raise FileNotFoundError(
             f"Spark's Kafka source jars not found in {d}: run scripts/fetch_jars.sh "
@@ -331,16 +374,11 @@ def s3a_url(url: str) -> str:
 
 
 def java_kafka_classpath() -> str:
-    """Kafka's Java client for the small JVM helpers (the Spark Kafka source's kafka-clients jar, jose4j for
-    OAUTHBEARER's OIDC login, and pyspark's slf4j and Jackson - the unsecured JWT login needs it), as a java -cp
-    value."""
-    jars = [j for j in spark_jars(s3a=False) if Path(j).name.startswith(("kafka-clients", "jose4j"))]
-    spec = importlib.util.find_spec("pyspark")
-    if spec and spec.origin:
-        pyspark_jars = Path(spec.origin).parent / "jars"
-        for pattern in ("slf4j-api-*.jar", "jackson-databind-*.jar", "jackson-core-*.jar", "jackson-annotations-*.jar"):
-            jars += sorted(str(p) for p in pyspark_jars.glob(pattern))
-    return os.pathsep.join(jars)
+    """Kafka's Java client for the small JVM helpers, as a java -cp value: from the Spark Kafka source's folder
+    (setting ``spark_jars``), kafka-clients, jose4j (OAUTHBEARER's OIDC login), slf4j's API and Jackson (the
+    unsecured-JWT login) - so the helper runs where PySpark is not installed."""
+    d = Path(setting("spark_jars") or REPO_ROOT / ".cache" / "jars" / "spark")
+    return os.pathsep.join(str(p) for p in sorted(d.glob("*.jar")) if p.name.startswith(HELPER_JARS))
 
 
 def spark_conf() -> dict[str, str]:
@@ -365,20 +403,17 @@ def run_dir(dag_id: str, run_id: str) -> Path:
 
 def deployment_defaults(env: dict | None = None) -> dict:
     """The MM2 topology as the deployment set it once (:data:`mm2_failover.rules.run_params.TOPOLOGY`): the ``[mm2_failover]`` section of Airflow's
-    configuration - ``AIRFLOW__MM2_FAILOVER__SOURCE_ALIAS=dc1`` or ``source_alias = dc1`` in airflow.cfg - read where
-    Airflow is loaded already (DAG files, tasks), and its environment-variable form everywhere (the CLI too). Every
+    configuration - ``AIRFLOW__MM2_FAILOVER__SOURCE_ALIAS=dc1`` or ``source_alias = dc1`` in airflow.cfg
+    (:func:`section_value`: the same file for the CLI). Every
     DAG's parameter defaults come from it, the scheduled DAGs' included, and the CLI's flags; what a run's conf or a
     flag gives still wins. Only the keys set; a bad value is a ValueError naming the section and the parameter."""
+    given = env
     env = os.environ if env is None else env
-    loaded = sys.modules.get("airflow.configuration")
     raw = {}
     for name in TOPOLOGY:
         v = env.get(f"AIRFLOW__{CONFIG_SECTION.upper()}__{name.upper()}")
-        if v is None and loaded is not None and env is os.environ:
-            try:
-                v = loaded.conf.get(CONFIG_SECTION, name, fallback=None)
-            except Exception:  # noqa: BLE001 - a configuration that cannot be read sets nothing here
-                v = None
+        if v is None and given is None:
+            v = section_value(name)
         if v is not None and str(v).strip() != "":
             raw[name] = v
     try:
@@ -395,10 +430,6 @@ def four_eyes(params) -> bool:
     if params.approver_not_triggerer:
         return True
     v = os.environ.get(f"AIRFLOW__{CONFIG_SECTION.upper()}__APPROVER_NOT_TRIGGERER")
-    loaded = sys.modules.get("airflow.configuration")
-    if v is None and loaded is not None:
-        try:
-            v = loaded.conf.get(CONFIG_SECTION, "approver_not_triggerer", fallback=None)
-        except Exception:  # noqa: BLE001 - not readable: the run's own setting decides
-            v = None
+    if v is None:
+        v = section_value("approver_not_triggerer")
     return str(v or "").strip().lower() in ("true", "1", "yes", "on")

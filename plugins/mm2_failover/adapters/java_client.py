@@ -5,7 +5,7 @@ set of settings to keep in step. The rules, each one function below:
 1. Names that mean the same in both pass as they are (:data:`SAME_IN_JAVA`); ``sasl.mechanisms`` is ``sasl.mechanism``;
    librdkafka's ``ssl.endpoint.identification.algorithm=none`` is the Java client's ``""``.
 2. SASL PLAIN and SCRAM: ``sasl.username``/``sasl.password`` as the login module's ``sasl.jaas.config``.
-3. The CA: ``ssl.ca.location`` (a PEM file) as a PEM truststore.
+3. The CA: ``ssl.ca.location`` (a PEM file) or ``ssl.ca.pem`` as a PEM truststore; ``probe``: the JVM's own CAs.
 4. mTLS: the client's certificate and key (``ssl.certificate.location``/``ssl.key.location``, or their inline ``.pem``
    forms, with ``ssl.key.password`` when the key is encrypted) as a PEM keystore given inline. The Java client reads
    only PKCS#8 keys; a key in another PEM form librdkafka accepts (PKCS#1 ``RSA PRIVATE KEY``, ``EC PRIVATE KEY``,
@@ -18,7 +18,7 @@ set of settings to keep in step. The rules, each one function below:
    ``sasl.oauthbearer.config="principal=... scope=... lifeSeconds=... extension_x=..."``): Kafka's unsecured login
    options (a test or development setup; brokers validate such tokens only with the unsecured validator).
 7. GSSAPI (Kerberos): ``sasl.kerberos.principal`` and ``sasl.kerberos.keytab`` as ``Krb5LoginModule`` (a keytab;
-   without one, the ticket cache); ``sasl.kerberos.service.name`` as it is.
+   without one, the ticket cache); ``sasl.kerberos.service.name`` as it is, ``kafka`` (librdkafka's default) unset.
 8. The deployment's ``[mm2_failover] spark_kafka_options`` (formerly ``MM2_FAILOVER_SPARK_KAFKA_OPTIONS``; a JSON
    object of Java settings) is merged over the result: for what no rule
    maps. OAUTHBEARER that no rule maps and the variable does not give is refused, naming what to set.
@@ -29,7 +29,6 @@ The result contains secrets: it goes into a 0600 file only (never a command line
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 from mm2_failover.adapters.config import setting, setting_label
@@ -88,10 +87,19 @@ def password_login(conf: dict) -> dict[str, str]:
 
 
 def trust(conf: dict) -> dict[str, str]:
-    """Rule 3."""
-    if "ssl.ca.location" not in conf:
+    """Rule 3: the CA as a PEM file (``ssl.ca.location``) or inline (``ssl.ca.pem``); ``probe`` (librdkafka's search of
+    the system's stores) leaves the JVM's own CAs; a folder of CAs, which the Java client cannot read, is refused."""
+    if conf.get("ssl.ca.pem"):
+        return {"ssl.truststore.type": "PEM", "ssl.truststore.certificates": str(conf["ssl.ca.pem"])}
+    where = str(conf.get("ssl.ca.location") or "")
+    if not where or where == "probe":
         return {}
-    return {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(conf["ssl.ca.location"])}
+    if Path(where).is_dir():
+        raise ValueError(
+            f"ssl.ca.location {where} is a folder: the Java client (Spark's Kafka source, commits with metadata) "
+            "reads one PEM file; give the CA file (certificates concatenated)"
+        )
+    return {"ssl.truststore.type": "PEM", "ssl.truststore.location": where}
 
 
 def _pem(conf: dict, name: str) -> str | None:
@@ -117,7 +125,12 @@ def pkcs8(key_pem: str, password: str | None) -> str:
     from cryptography.hazmat.primitives import serialization  # lazy: optional (cryptography)
 
     try:
-        key = serialization.load_pem_private_key(key_pem.encode(), password.encode() if password else None)
+        try:
+            key = serialization.load_pem_private_key(key_pem.encode(), password.encode() if password else None)
+        except TypeError:
+            if not password:
+                raise
+            key = serialization.load_pem_private_key(key_pem.encode(), None)  # OpenSSL ignores it: so do we
     except (ValueError, TypeError) as e:
         raise ValueError(
             f"ssl.key: the client key could not be read ({e}); give a PEM key and, when it is encrypted, "
@@ -154,7 +167,7 @@ def client_certificate(conf: dict) -> dict[str, str]:
 def _pairs(text: str, sep: str = " ") -> dict[str, str]:
     """``k=v`` pairs: librdkafka's ``sasl.oauthbearer.config`` (space-separated) and ``.extensions`` (``sep=","``)."""
     out = {}
-    for part in shlex.split(str(text)) if sep == " " else str(text).split(sep):
+    for part in str(text).split() if sep == " " else str(text).split(sep):
         k, sep, v = part.partition("=")
         if sep:
             out[k.strip()] = v.strip()
@@ -215,11 +228,12 @@ def kerberos(conf: dict) -> dict[str, str]:
     )
     if conf.get("sasl.kerberos.principal"):
         options["principal"] = conf["sasl.kerberos.principal"]
+    service = {} if conf.get("sasl.kerberos.service.name") else {"sasl.kerberos.service.name": "kafka"}
     # Krb5LoginModule reads its booleans unquoted
     line = f"{KERBEROS} required" + "".join(
         f" {k}={v}" if v == "true" else f' {k}="{jaas_quote(v)}"' for k, v in options.items()
     )
-    return {"sasl.jaas.config": line + ";"}
+    return {"sasl.jaas.config": line + ";", **service}  # librdkafka's default service name; the Java client has none
 
 
 def overrides(env: dict[str, str] | None = None) -> dict[str, str]:

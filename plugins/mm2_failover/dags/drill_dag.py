@@ -55,7 +55,9 @@ def drill_dag(dag_id: str = "mm2_failover_drill", schedule: str | None = "0 3 1 
     """The drill DAG; ``schedule``: 03:00 on the 1st of every month unless given."""
     params = drill_params()
     run = run_params_template(params)
-    with pipeline_dag(dag_id, schedule=schedule, params=params, doc=__doc__, tag="drill") as dag:
+    with pipeline_dag(
+        dag_id, kind="mm2_failover_drill", schedule=schedule, params=params, doc=__doc__, tag="drill"
+    ) as dag:
         latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints", run_params=run)
         # soft_fail: live consumers on the target are a finding of the drill, not a reason to stop it
         empty = GroupsEmptySensor(
@@ -71,5 +73,6 @@ def drill_dag(dag_id: str = "mm2_failover_drill", schedule: str | None = "0 3 1 
             >> step("drill_report", trigger_rule="none_failed")
         )
 
-    apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    apply_task_defaults(dag, "mm2_failover_drill")
     return dag

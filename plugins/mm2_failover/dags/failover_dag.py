@@ -28,7 +28,7 @@ def failover_dag(dag_id: str = "mm2_failover") -> DAG:
     params = failover_params()
     run = run_params_template(params)  # {{ params.<name> }} for each: the operators' templated run_params
     asks = {"asks_before_writing": True}
-    with pipeline_dag(dag_id, schedule=None, params=params, doc=__doc__, tag="") as dag:
+    with pipeline_dag(dag_id, kind="mm2_failover", schedule=None, params=params, doc=__doc__, tag="") as dag:
         drained = ProducersDrainedSensor(
             task_id="verify_producers_drained", run_params=run, poke_interval=10, timeout=1800, **asks
         )
@@ -64,5 +64,6 @@ def failover_dag(dag_id: str = "mm2_failover") -> DAG:
         verified >> parts
         announce_moved_groups.partial(**asks).expand(part=parts)
 
-    apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    apply_task_defaults(dag, "mm2_failover")
     return dag

@@ -35,7 +35,14 @@ def readiness_dag(dag_id: str = "mm2_failover_readiness") -> DAG:
     )
     run = run_params_template(params)
     with pipeline_dag(
-        dag_id, schedule=INTERVAL_SCHEDULE, params=params, doc=__doc__, tag="readiness", retries=1, retry_seconds=30
+        dag_id,
+        kind="mm2_failover_readiness",
+        schedule=INTERVAL_SCHEDULE,
+        params=params,
+        doc=__doc__,
+        tag="readiness",
+        retries=1,
+        retry_seconds=30,
     ) as dag:
         latest = LatestCheckpointsOperator(task_id="compute_latest_checkpoints", run_params=run)
         (
@@ -46,5 +53,6 @@ def readiness_dag(dag_id: str = "mm2_failover_readiness") -> DAG:
             >> step("assess_readiness")
         )
 
-    apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    apply_task_defaults(dag, "mm2_failover_readiness")
     return dag

@@ -19,7 +19,9 @@ from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 
 def rollback_dag(dag_id: str = "mm2_failover_rollback") -> DAG:
     """The rollback DAG (on demand)."""
-    with pipeline_dag(dag_id, schedule=None, params=rollback_params(), doc=__doc__, tag="rollback") as dag:
+    with pipeline_dag(
+        dag_id, kind="mm2_failover_rollback", schedule=None, params=rollback_params(), doc=__doc__, tag="rollback"
+    ) as dag:
         empty = GroupsEmptySensor(
             task_id="check_groups_empty",
             groups_from="backup",
@@ -31,5 +33,6 @@ def rollback_dag(dag_id: str = "mm2_failover_rollback") -> DAG:
         )
         empty >> step("rollback_group_offsets") >> step("verify_rollback")
 
-    apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    apply_task_defaults(dag, "mm2_failover_rollback")
     return dag

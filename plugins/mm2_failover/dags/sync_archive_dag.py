@@ -26,11 +26,18 @@ def sync_archive_dag(dag_id: str = "mm2_sync_archive") -> DAG:
     """The archive DAG, every 5 minutes (:data:`mm2_failover.dag_defaults.INTERVAL_SCHEDULE`)."""
     params = archive_params()
     with pipeline_dag(
-        dag_id, schedule=INTERVAL_SCHEDULE, params=params, doc=__doc__, tag="archive", retry_seconds=30
+        dag_id,
+        kind="mm2_sync_archive",
+        schedule=INTERVAL_SCHEDULE,
+        params=params,
+        doc=__doc__,
+        tag="archive",
+        retry_seconds=30,
     ) as dag:
         step("archive_offset_syncs")
         # independent of the archive (the checkpoints live on the target, the syncs by default on the source)
         LatestStateRefreshOperator(task_id="refresh_latest_state", run_params=run_params_template(params))
 
-    apply_task_defaults(dag)  # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
+    apply_task_defaults(dag, "mm2_sync_archive")
     return dag

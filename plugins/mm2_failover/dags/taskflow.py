@@ -24,14 +24,17 @@ def step(name: str, *, asks_before_writing: bool = False, **task_kwargs):
     return body(asks_before_writing=True) if asks_before_writing else body()
 
 
-def pipeline_dag(dag_id: str, *, schedule, params: dict, doc: str, tag: str, retries: int = 2, retry_seconds: int = 15):
+def pipeline_dag(
+    dag_id: str, *, kind: str, schedule, params: dict, doc: str, tag: str, retries: int = 2, retry_seconds: int = 15
+):
     """A DAG of this package, with what they all share: one run at a time, no catch-up, the run's deadline
     (on-call hears of a run that has not ended in time), paused on creation when scheduled (unpaused together with
-    MM2) and not when on demand (a trigger must run at once), and the tags."""
+    MM2) and not when on demand (a trigger must run at once), and the tags. ``kind``: the factory's own DAG id, which
+    names the DAG's run deadline and time limits whatever ``dag_id`` it is built under."""
 
     return DAG(
         dag_id=dag_id,
-        deadline=run_deadline(dag_id),
+        deadline=run_deadline(dag_id, kind),
         schedule=schedule,
         is_paused_upon_creation=schedule is not None,
         start_date=datetime(2026, 1, 1, tzinfo=timezone.utc) if schedule is not None else None,
