@@ -47,7 +47,6 @@ from mm2_failover.adapters.runfolder import PLAN_JSON, RunFolder, RunFolderError
 from mm2_failover.adapters.store import as_path, is_remote
 from mm2_failover.rules import plandiff
 from mm2_failover.rules.notify import READINESS_DAG, REPORT_DAGS
-from mm2_failover.stages.assess_readiness import history
 from mm2_failover.ui import pages
 from mm2_failover.ui.access import OpenAccess
 from mm2_failover.ui.runs import (
@@ -137,6 +136,9 @@ def readiness_page(site: Site, request: Request, answer: str, group: str, over_r
             ),
             status_code=500,
         )
+    # the plugin is loaded in every task process: the stages (Kafka's client with them) only when a page needs one
+    from mm2_failover.stages.assess_readiness import history  # lazy: the plugin in every task
+
     hist = history(base_dir, since_s=86400) if base_dir.is_dir() else []
     answer = answer if answer in pages.ANSWER_FILTERS else ""
     return HTMLResponse(

@@ -33,7 +33,6 @@ from mm2_failover.adapters.runfolder import (
     RunFolder,
     RunFolderError,
 )
-from mm2_failover.hooks.kafka_cluster import KafkaClusterHook
 from mm2_failover.rules.report import run_summary
 
 SERVED_FILES = {
@@ -231,6 +230,9 @@ def run_tries(access, dag_id: str, run_id: str) -> list[dict] | None:
 
 def target_commits(groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
     """The groups' commits on the target now, through the ``kafka_target`` connection (the live diff's read)."""
+    # the plugin is loaded in every task process: Kafka's client only when the live diff is asked for
+    from mm2_failover.hooks.kafka_cluster import KafkaClusterHook  # lazy: the plugin in every task
+
     cluster = KafkaClusterHook(TARGET_CONN_ID, role="target").cluster()
     return {g: {tp: c.offset for tp, c in cs.items()} for g, cs in cluster.commits_many(groups).items()}
 
