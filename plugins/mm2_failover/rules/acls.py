@@ -107,7 +107,7 @@ LEASE_NEEDS = (
         "Topic",
         LOCK_TOPIC,
         "Write",
-        "the writer lock's lease (MM2_FAILOVER_LOCK=kafka only): its claim, renew and release records",
+        "the writer lock's lease ([mm2_failover] lock = kafka only): its claim, renew and release records",
     ),
     Need(11, "target", "Topic", LOCK_TOPIC, "Read", "the lease: every writer replays its records"),
     Need(12, "target", "Topic", LOCK_TOPIC, "DescribeConfigs", "the lease: its topic must stamp the broker's time"),
