@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import logging
 
+from airflow.configuration import conf as airflow_conf
 from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
@@ -145,16 +146,27 @@ def announcement_parts(context) -> list[dict]:
         raise AirflowFailException(f"no verified report in {ctx.folder.dir}: clear verify_group_offsets")
     events = assets.events(rep.as_dict(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
     ctx.folder.save(ANNOUNCEMENTS, [list(e) for e in events])
-    out = assets.parts(len(events))
+    size = assets.part_size(metadata_db_url())
+    out = assets.parts(len(events), size)
     log.info(
-        "%d moved group(s) to announce as Asset events (alias %s): %d part(s) of at most %d, in %s",
+        "%d moved group(s) to announce as Asset events (alias %s): %d part(s) of at most %d, %d at a time, in %s",
         len(events),
         assets.ALIAS,
         len(out),
-        assets.PART_SIZE,
+        size,
+        assets.PARTS_AT_ONCE,
         ctx.folder.dir / ANNOUNCEMENTS,
     )
     return out
+
+
+def metadata_db_url() -> str | None:
+    """The metadata database's SQLAlchemy URL as this worker's Airflow configuration says (``[database]
+    sql_alchemy_conn``), for the size of the Asset events' parts (assets.py rule 4); None where it is not readable."""
+    try:
+        return airflow_conf.get("database", "sql_alchemy_conn", fallback=None)
+    except Exception:  # noqa: BLE001 - a worker without it gets the smaller parts
+        return None
 
 
 def announce_moved_groups(context, arg: dict) -> int:

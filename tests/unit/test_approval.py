@@ -290,3 +290,31 @@ def test_rule6_the_deployment_can_require_four_eyes_where_the_trigger_form_canno
     assert not four_eyes(RunParams()) and four_eyes(RunParams(approver_not_triggerer=True))
     monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__APPROVER_NOT_TRIGGERER", "True")
     assert four_eyes(RunParams(approver_not_triggerer=False))
+
+
+def test_rule3_the_request_reads_each_group_a_bounded_number_of_times_not_once_per_other_group():
+    """At 10k groups the request took ~3.9 s of ``approve_plan`` (py-spy): the groups that do not move were found by
+    comparing every group with every moving one (10^8 dict comparisons). Counted here, not timed: a group's row is
+    compared with another at most a few times, whatever the number of groups."""
+    compared = [0]
+
+    class Row(dict):
+        def __eq__(self, other):
+            compared[0] += 1
+            return dict.__eq__(self, other)
+
+        __hash__ = None
+
+    groups = [Row(group=f"g{i:05d}", partitions=3, skipped=3 if i % 10 == 0 else 0, fate="moved") for i in range(2000)]
+    subject, body = ap.request_text(
+        run_id="r",
+        totals={"groups": 2000, "partitions": 6000, "planned_commits": 5400},
+        rules={"exact_sync": 5400},
+        warnings=[],
+        disaster_aliases=[],
+        plan_hash="sha256:x",
+        page_url="http://af/mm2/runs/mm2_failover/r",
+        groups=groups,
+    )
+    assert "Move 1,800 group(s)" in subject and "**Not moved (200):**" in body
+    assert compared[0] <= 4 * len(groups), compared[0]

@@ -303,7 +303,9 @@ def request_text(
     else:
         mode = "source reachable, drained"
     short = "DISASTER MODE NOT CONFIRMED" if unconfirmed else "DISASTER MODE" if disaster_aliases else ""
-    moving = [g for g in groups if (g.get("partitions") or 0) > (g.get("skipped") or 0)]
+    moves = [(g.get("partitions") or 0) > (g.get("skipped") or 0) for g in groups]
+    moving = [g for g, m in zip(groups, moves) if m]
+    still = [g for g, m in zip(groups, moves) if not m]  # one pass each: at 10k groups `g not in moving` took ~4 s
     # the groups that move (a group the plan skips whole moves nothing: it is counted apart in the body)
     n_moving = len(moving) if groups else totals.get("groups")
     subject = f"Move {_num(n_moving)} group(s), {_num(totals.get('planned_commits'))} commit(s)?" + (
@@ -335,7 +337,6 @@ def request_text(
             f"re-read unknown):**"
         )
         lines += [head + " " + ", ".join(f"`{g['group']}`" for g in named), ""]
-    still = [g for g in groups if g not in moving]
     if still:
         lines += [
             f"**Not moved ({len(still)}):** "

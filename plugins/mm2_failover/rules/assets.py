@@ -11,16 +11,22 @@ for that group, so an application team's own DAG can restart the group's consume
    applied. Its offsets are the partitions that read back as planned.
 3. **What the event says** (its extra): the target cluster (its id, and the Airflow connection the failover used),
    the group, the failover's DAG and run, the replica topics and the committed offset of each partition.
-4. **In parts, after verify** (:func:`parts`, :func:`part`): the events go out from ``announce_moved_groups``, a task
-   mapped over the parts of :data:`PART_SIZE` groups that ``announcement_parts`` lists after verify. A task's outlet events reach Airflow's API
-   server in the one request that ends the task, and the worker waits 5 s for it (``[workers]
-   execution_api_timeout``) then sends it again: 10k groups' events in verify's end took longer than that here (the
-   bed's SQLite), the second request met the first's new Assets (``UNIQUE constraint failed: asset.name,
-   asset.uri``) and a verified failover ended failed. Verify's outcome no longer depends on it; each request
-   carries at most :data:`PART_SIZE` events, and :data:`PARTS_AT_ONCE` part runs at a time: four parts of 500 at
-   once took the request past 5 s again, and two parts of 250 at once took 1.0-4.3 s, longer as more Assets were
-   linked to the alias (10k groups on the bed's SQLite). One part of 250 at a time then took 6.1 s once on a busier
-   day (each new Asset ~24 ms) and failed the same way: parts of 100.
+4. **In parts, after verify** (:func:`parts`, :func:`part`, :func:`part_size`): the events go out from
+   ``announce_moved_groups``, a task mapped over the parts ``announcement_parts`` lists after verify, at most
+   :data:`PARTS_AT_ONCE` parts at a time. A task's outlet events reach Airflow's API server in the one request that
+   ends the task, and the worker waits 5 s for it (``[workers] execution_api_timeout``), then sends it again: 10k
+   groups' events in verify's end took longer than that (the bed's SQLite), the second request met the first's new
+   Assets (``UNIQUE constraint failed: asset.name, asset.uri``) and a verified failover ended failed. So a part is
+   sized for its request to end well within 5 s on the metadata database the API server uses (``[database]
+   sql_alchemy_conn``'s scheme; a worker that does not know it gets the smaller size):
+
+   - **PostgreSQL (and other server databases): parts of 250, two at a time.** Airflow stores an Asset event with
+     ~10 ORM statements, ~3 ms of the API server's CPU each (py-spy), 5-10 ms of wall time on 2 cores. Two parts of
+     250 at once took ~2.5 s per request, and 10k events were all stored 72 s after the first part; one part of 100
+     at a time took 274-628 s (a mapped task's start and scheduling per part), parts of 500 two at a time took
+     5.2-6.3 s per request (past the 5 s), one part of 10,000 over 10 s.
+   - **SQLite (the demo's): parts of 50, two at a time**: each new Asset ~24 ms there, and SQLite takes one writer
+     at a time.
 """
 
 from __future__ import annotations
@@ -29,8 +35,9 @@ from urllib.parse import quote
 
 ALIAS = "mm2_failover_moved_groups"
 SCHEME = "x-mm2-failover"
-PART_SIZE = 100
-PARTS_AT_ONCE = 1  # parts in flight at once in one run (their requests share the metadata DB)
+PART_SIZE = 250  # events per part on PostgreSQL (rule 4)
+PART_SIZE_SQLITE = 50  # events per part on SQLite, or where the database is not known (rule 4)
+PARTS_AT_ONCE = 2  # parts in flight at once in one run (their requests share the API server and the metadata DB)
 
 
 def group_asset(group: str) -> tuple[str, str]:
@@ -69,6 +76,13 @@ def events(report: dict, *, target_cluster_id: str, target_conn_id: str) -> list
             )
         )
     return out
+
+
+def part_size(sql_alchemy_conn: str | None) -> int:
+    """Rule 4: the events per part for the API server's metadata database, given by its SQLAlchemy URL (None or
+    SQLite: the smaller size)."""
+    scheme = (sql_alchemy_conn or "").split(":", 1)[0].split("+", 1)[0].strip().lower()
+    return PART_SIZE_SQLITE if scheme in ("", "sqlite") else PART_SIZE
 
 
 def parts(events_count: int, size: int = PART_SIZE) -> list[dict]:
