@@ -318,7 +318,9 @@ def world(seed: int) -> World:
     return w
 
 
-def outcomes(w: World, seed: int) -> dict[int, ev.Outcome]:
+def outcomes(w: World, seed: int, groups: int | None = None) -> dict:
+    """Each position's outcome (key: the position), or with ``groups``: each position asked by that many groups
+    at once (key: (group, position))."""
     fail_rnd = random.Random(seed ^ 0x5EED)
     fails: dict = {}
 
@@ -328,7 +330,8 @@ def outcomes(w: World, seed: int) -> dict[int, ev.Outcome]:
     src = MemoryLog("source", {SRC: w.source}, fail)
     tgt = MemoryLog("target", {REP: w.target}, fail)
     index = SyncIndex(w.syncs)
-    wants = [ev.Want(u, "a", SRC, REP, u, index, w.drained, w.target.start) for u in w.positions]
+    keys = [u for u in w.positions] if groups is None else [(g, u) for u in w.positions for g in range(groups)]
+    wants = [ev.Want(k, "a", SRC, REP, k if groups is None else k[1], index, w.drained, w.target.start) for k in keys]
     return ev.prove(wants, {"a": src if w.reachable else None}, tgt, w.budget, w.scan)
 
 

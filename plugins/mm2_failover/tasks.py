@@ -14,7 +14,14 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from mm2_failover import metrics, notifications
 from mm2_failover.adapters.config import TARGET_CONN_ID, run_dir
-from mm2_failover.adapters.runfolder import ANNOUNCEMENTS, APPLY, ROLLBACK, head_text, load_backup
+from mm2_failover.adapters.runfolder import (
+    ANNOUNCEMENTS,
+    APPLY,
+    ROLLBACK,
+    announcement_part_name,
+    head_text,
+    load_backup,
+)
 from mm2_failover.airflow_errors import by_outcome
 from mm2_failover.metrics import emit_metrics
 from mm2_failover.notifications import base_url, tell
@@ -148,6 +155,8 @@ def announcement_parts(context) -> list[dict]:
     ctx.folder.save(ANNOUNCEMENTS, [list(e) for e in events])
     size = assets.part_size(metadata_db_url())
     out = assets.parts(len(events), size)
+    for arg in out:  # each part reads its own events: all 10k decoded per part took 0.33 s of each part (py-spy)
+        ctx.folder.save(announcement_part_name(arg), [list(e) for e in assets.part(events, arg)])
     log.info(
         "%d moved group(s) to announce as Asset events (alias %s): %d part(s) of at most %d, %d at a time, in %s",
         len(events),
@@ -174,7 +183,10 @@ def announce_moved_groups(context, arg: dict) -> int:
     run folder's ``announcements.json``."""
 
     ctx = _ctx(context)
-    events = assets.part([tuple(e) for e in ctx.folder.load(ANNOUNCEMENTS)], arg)
+    own = ctx.folder.load(announcement_part_name(arg), None)
+    if own is None:  # a run folder older than the part files
+        own = assets.part(ctx.folder.load(ANNOUNCEMENTS), arg)
+    events = [tuple(e) for e in own]
     alias = context["outlet_events"][AssetAlias(assets.ALIAS)]
     for name, uri, extra in events:
         alias.add(Asset(name=name, uri=uri), extra=extra)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from mm2_failover.rules import assets
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -40,7 +42,7 @@ def test_failover_dag_has_its_tasks_in_order_all_retryable_but_the_approval(bag)
     assert dag.get_task("announcement_parts").upstream_task_ids == {"verify_group_offsets"}
     assert announce.upstream_task_ids == {"announcement_parts"} and announce.retries > 0
     assert "MappedOperator" in type(announce).__name__ and announce.downstream_task_ids == set()
-    assert announce.partial_kwargs["max_active_tis_per_dagrun"] == 1  # their requests share the metadata DB
+    assert announce.partial_kwargs["max_active_tis_per_dagrun"] == assets.PARTS_AT_ONCE == 2  # assets.py rule 4
     assert dag.get_task("verify_group_offsets").outlets == []  # verify's outcome does not depend on them
     # issue 33: Airflow's own approval operator, asked once (a timeout is final), with no form fields of its own
     approve = dag.get_task("approve_plan")

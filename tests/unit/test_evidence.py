@@ -788,3 +788,60 @@ def test_the_index_and_the_evidence_agree_on_a_superseded_sync():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_worlds_are_reproducible(seed):
     assert world(seed) == world(seed)
+
+
+# ------------------------------------------------------------------------------------------ E10: one proof per question
+
+
+def test_e10_groups_at_the_same_position_get_the_outcome_of_one_proof(monkeypatch):
+    src, tgt = logs(list("abcdefghij") + [MARKER], list("abcdefghij"))
+    index = SyncIndex([(0, 0), (9, 9)])
+    decided = Counter()
+    real = ev._decide
+
+    def counted(c, *a):
+        decided[c.want.position] += 1
+        return real(c, *a)
+
+    monkeypatch.setattr(ev, "_decide", counted)
+    wants = [ev.Want((g, u), "a", SRC, REP, u, index, (11, 10), 0) for g in range(50) for u in (1, 6, 10)]
+    got = ev.prove(wants, {"a": src}, tgt)
+    assert len(got) == 150
+    for u, answer in ((1, (1, tr.BRACKET)), (6, (6, tr.BRACKET)), (10, (10, tr.AT_END))):
+        assert {got[(g, u)] for g in range(50)} == {got[(0, u)]} and got[(0, u)].answer == answer
+    assert decided == {1: 1, 6: 1, 10: 1}  # decided once per position, not once per group
+
+
+def test_e10_the_question_is_everything_an_outcome_depends_on():
+    """Same position, another drained end or replica start, another index: another question (a key leaving one out
+    would hand one group another's outcome)."""
+    src, tgt = logs(list("abcdefghij") + [MARKER], list("abcdefghij"))
+    index = SyncIndex([(0, 0), (9, 9)])
+    drained = ev.Want("drained", "a", SRC, REP, 10, index, (11, 10), 0)
+    not_drained = ev.Want("not", "a", SRC, REP, 10, index, None, 0)
+    got = ev.prove([drained, not_drained], {"a": src}, tgt)
+    assert got["drained"].answer == (10, tr.AT_END) and got["not"] != got["drained"]
+    base = ev.question(drained)
+    for other in (
+        dataclasses.replace(drained, drained=None),
+        dataclasses.replace(drained, replica_start=3),
+        dataclasses.replace(drained, index=SyncIndex([(0, 0), (9, 9)])),
+        dataclasses.replace(drained, position=9),
+        dataclasses.replace(drained, alias="b"),
+        dataclasses.replace(drained, source_tp=("other", 0)),
+        dataclasses.replace(drained, replica_tp=("primary.other", 0)),
+    ):
+        assert ev.question(other) != base, other
+    assert ev.question(dataclasses.replace(drained, key="someone else")) == base
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 10**9))
+def test_e10_on_generated_worlds_each_groups_outcome_is_the_one_it_gets_proven_alone(seed):
+    """Every position asked by three groups at once gets, for each, the outcome of that position proven alone."""
+    from testbed.worlds import outcomes as world_outcomes
+
+    w = world(seed)
+    alone = world_outcomes(w, seed)
+    twins = world_outcomes(w, seed, groups=3)
+    assert twins == {(g, u): o for u, o in alone.items() for g in range(3)}

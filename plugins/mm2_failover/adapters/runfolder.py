@@ -20,6 +20,7 @@ so that any task - or a retry, or the CLI on the same folder - continues from it
 ``apply.json``                  what apply did
 ``report.json`` / ``report.md`` the verified report; ``summary.json`` its one-line summary for the UI's index
 ``announcements.json``          the Asset events of the verified moved groups, sent in parts (:mod:`mm2_failover.rules.assets`)
+``announcements-part-N.json``   one part's events (each part reads only its own)
 ``drill.*``                     the drill's findings, writes and plan refusal
 ``readiness.json``              one readiness interval's answer (:mod:`mm2_failover.rules.readiness`): its summary; its rows
                                 per group and per (group, partition) in ``readiness_groups.parquet`` and
@@ -82,6 +83,14 @@ REPORT_ROW_FILES = {"partitions": REPORT_PARTITIONS, "stale_checkpoints": REPORT
 REPORT_FIX = "clear verify_group_offsets (or run the CLI's verify) to write the report again"
 SUMMARY = "summary.json"
 ANNOUNCEMENTS = "announcements.json"
+
+
+def announcement_part_name(arg: dict) -> str:
+    """The file of one part's Asset events (``announcements.json``'s slice, written with it), ``arg``: the part's
+    mapped argument (:func:`mm2_failover.rules.assets.parts`)."""
+    return f"announcements-part-{int(arg['index']):05d}.json"
+
+
 DRILL_JSON = "drill.json"
 DRILL_MD = "drill.md"
 DRILL_WRITES = "drill_writes.json"

@@ -75,6 +75,11 @@ E9. **A restart no sync shows where it began.** MM2 keeps one pending sync per p
     compacted between two histories, or a restart below an earlier one's start, can break the pairs' bound: the
     known limits (docs/architecture.md).
 
+E10. **One proof per question** (:func:`question`): what is read and decided for a position depends on the position
+    and its partition only (its source, replica, sync index, drained ends and replica start), never on whose it is:
+    groups at the same position of the same partition (caught-up groups at a drained end, most of all) are proven
+    once, and each gets that outcome.
+
 Failing back (:func:`prove_back`) reads the other way: a bracket or the tail of rules 8-9 counts only where the
 replica's span was read whole and is one to one (E4), and for the tail where the replica's last record is the
 origin's record the arithmetic names; else the sync floor.
@@ -406,10 +411,32 @@ def prove(
     budget: int = DEFAULT_BUDGET,
     scan: int = DEFAULT_SCAN,
 ) -> dict[Hashable, Outcome]:
-    """Read what proves (or refutes) each position's translation and decide (E1-E9, translate rules 1-7, 10)."""
-    cases = [_Case(w, lost=sources.get(w.alias) is None) for w in wants]
+    """Read what proves (or refutes) each position's translation and decide (E1-E10, translate rules 1-7, 10)."""
+    first: dict[tuple, Hashable] = {}
+    same: list[tuple[Hashable, Hashable]] = []  # E10: (a want's key, the key of the first want asking the same)
+    cases = []
+    for w in wants:
+        q = question(w)
+        if q in first:
+            same.append((w.key, first[q]))
+        else:
+            first[q] = w.key
+            cases.append(_Case(w, lost=sources.get(w.alias) is None))
     if not cases:
         return {}
+    out = _prove_cases(cases, sources, target, budget, scan)
+    out.update({k: out[rep] for k, rep in same})
+    return out
+
+
+def question(w: Want) -> tuple:
+    """E10: everything a want's outcome depends on (its key is only whose it is)."""
+    return (w.alias, w.source_tp, w.replica_tp, w.position, id(w.index), w.drained, w.replica_start)
+
+
+def _prove_cases(
+    cases: list[_Case], sources: Mapping[str, RecordSource | None], target: RecordSource, budget: int, scan: int
+) -> dict[Hashable, Outcome]:
     _read_next_records(cases, sources, budget, scan)
     for c in cases:
         w = c.want
