@@ -59,8 +59,10 @@ def ts(iso: str | None) -> float | None:
     return None if not iso else datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def prepare_groups(bed, n: int, partitions: int) -> tuple[str, list[str]]:
-    """G groups on a topic of their own, committed on the source and checkpointed by MM2."""
+def prepare_groups(bed, n: int, partitions: int, records: int = 100) -> tuple[str, list[str]]:
+    """G groups on a topic of their own (``records`` per partition), committed on the source and checkpointed by MM2.
+    Group g's commit on partition p is ``(7 g + p) % records``: with the default 100 records, 100 groups share each
+    position; with ``records`` >= G, every group's position is its own."""
     from mm2_failover.adapters.kafka.cluster import Cluster
     from testbed import scenario
 
@@ -69,7 +71,7 @@ def prepare_groups(bed, n: int, partitions: int) -> tuple[str, list[str]]:
     source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source", timeout=60)
     target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target", timeout=60)
     source.create_topic(topic, partitions)
-    scenario.produce(bed.source_bootstrap, topic, partitions, 100)
+    scenario.produce(bed.source_bootstrap, topic, partitions, records)
     scenario.wait_replicated(source, target, topic, f"primary.{topic}", timeout=120)
     if n == 1:
         scenario.consume_and_commit(bed.source_bootstrap, groups[0], topic, {p: 50 + p for p in range(partitions)})
@@ -79,9 +81,9 @@ def prepare_groups(bed, n: int, partitions: int) -> tuple[str, list[str]]:
         from bench.readiness_bench import write_checkpoints
         from mm2_failover.stages.apply import apply_plan
 
-        res = apply_plan(source, make_plan(f"rto-{tag}", n, topic, partitions, 100), 64)
+        res = apply_plan(source, make_plan(f"rto-{tag}", n, topic, partitions, records), 64)
         assert not res.refused, list(res.refused.items())[:3]
-        write_checkpoints(bed.target_bootstrap, bed.checkpoints_topic, n, partitions, 100, f"rto-{tag}", topic)
+        write_checkpoints(bed.target_bootstrap, bed.checkpoints_topic, n, partitions, records, f"rto-{tag}", topic)
     return f"rto-{tag}-.*", groups
 
 
@@ -187,6 +189,12 @@ def main() -> int:
     ap.add_argument("--groups", type=int, default=1)
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument(
+        "--records",
+        type=int,
+        default=100,
+        help="records per partition; group g commits (7 g + p) %% records (>= groups: every position distinct)",
+    )
     ap.add_argument("--quiet", type=int, default=1, help="drain_quiet_seconds of each run")
     ap.add_argument("--executor", choices=("local", "celery"), default="local")
     ap.add_argument("--no-preload", action="store_true", help="Airflow's defaults, not config.preload_settings()")
@@ -208,6 +216,7 @@ def main() -> int:
     out: dict = {
         "groups": args.groups,
         "partitions": args.partitions,
+        "records_per_partition": args.records,
         "cores": os.cpu_count(),
         "executor": args.executor,
         "preload": not args.no_preload,
@@ -264,7 +273,7 @@ def main() -> int:
         af.token = af.login("admin")
         af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 90, "the dag-processor to register mm2_failover")
         for i in range(args.runs):
-            regex, groups = prepare_groups(bed, args.groups, args.partitions)
+            regex, groups = prepare_groups(bed, args.groups, args.partitions, args.records)
             r = one_run(af, bed, regex, groups, args.quiet)
             out["runs"].append(r)
             print(
