@@ -87,6 +87,51 @@ def prepare_groups(bed, n: int, partitions: int, records: int = 100) -> tuple[st
     return f"rto-{tag}-.*", groups
 
 
+class PeakMemory:
+    """Each task process's peak resident memory (``VmHWM``), sampled from /proc every 0.2 s while the bench runs: a
+    task runs in a process titled ``airflow worker -- <task instance id>`` (its supervisor's title says
+    ``LocalExecutor:``). The JVMs a task starts (the Java helper, spark-submit) and the Spark Connect server are
+    not counted."""
+
+    def __init__(self):
+        import threading
+
+        self.peak_kib: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            for d in Path("/proc").iterdir():
+                if not d.name.isdigit():
+                    continue
+                try:
+                    title = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+                    if not title.startswith("airflow worker -- ") or "LocalExecutor" in title:
+                        continue
+                    ti = title.split("-- ", 1)[1].split()[0]
+                    hwm = next(
+                        int(line.split()[1])
+                        for line in (d / "status").read_text().splitlines()
+                        if line.startswith("VmHWM")
+                    )
+                except (OSError, StopIteration, IndexError, ValueError):
+                    continue
+                self.peak_kib[ti] = max(self.peak_kib.get(ti, 0), hwm)
+
+    def mib(self, ti_id: str) -> float | None:
+        k = self.peak_kib.get(ti_id)
+        return round(k / 1024, 1) if k else None
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+PEAK: PeakMemory | None = None
+
+
 def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
     from mm2_failover.ui.runs import safe_name
     from testbed.airflow_stack import answer, ready_to_answer, run_path, task_states
@@ -143,6 +188,7 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
                 "end": e,
                 "seconds": round(e - s, 2),
                 "try": ti["try_number"],
+                "peak_rss_mib": PEAK.mib(ti["id"]) if PEAK else None,
                 "gap_before": round(s - prev_end, 2),
             }
         )
@@ -177,6 +223,10 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
         "approval_task_s": appr["seconds"],
         "seen_s": round(t_seen - t_trigger, 2),
         "tasks": rows,
+        "announce_peak_rss_mib": max(
+            [m for t in tis_all if t["task_id"] == "announce_moved_groups" and (m := PEAK and PEAK.mib(t["id"]))],
+            default=None,
+        ),
         "announced_s": round(announced - t_trigger, 2) if announced else None,
         "events_stored_after_verify_s": stored_after,
         "announce_parts": sum(1 for t in tis_all if t["task_id"] == "announce_moved_groups"),
@@ -272,6 +322,9 @@ def main() -> int:
         )
         af.token = af.login("admin")
         af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 90, "the dag-processor to register mm2_failover")
+        global PEAK
+        PEAK = PeakMemory()
+        stack.callback(PEAK.stop)
         for i in range(args.runs):
             regex, groups = prepare_groups(bed, args.groups, args.partitions, args.records)
             r = one_run(af, bed, regex, groups, args.quiet)
@@ -298,12 +351,18 @@ def main() -> int:
         f"{args.lock} lock, {args.db} metadata database), "
         f"{args.groups} group(s) x {args.partitions} partitions, {args.runs} run(s), {os.cpu_count()} cores (median; RTO = trigger -> verified minus the human's decision and the quiet window)"
     )
-    print("| task | work s | scheduler gap before it s |")
-    print("|---|---:|---:|")
+    print("| task | work s | scheduler gap before it s | peak memory MiB (the most of any run) |")
+    print("|---|---:|---:|---:|")
     for t in TASKS:
         w = round(statistics.median(next(x["seconds"] for x in r["tasks"] if x["task"] == t) for r in runs), 3)
         g = round(statistics.median(next(x["gap_before"] for x in r["tasks"] if x["task"] == t) for r in runs), 3)
-        print(f"| `{t}` | {w} | {g} |")
+        m = max((x.get("peak_rss_mib") or 0 for r in runs for x in r["tasks"] if x["task"] == t), default=0)
+        print(f"| `{t}` | {w} | {g} | {m or '-'} |")
+    print(
+        f"| `announce_moved_groups` (each part) | | | {max(r.get('announce_peak_rss_mib') or 0 for r in runs) or '-'} |"
+    )
+    stored = [r["events_stored_after_verify_s"] for r in runs]
+    print(f"the last Asset event stored after verify, s: {stored} ({args.groups} events per run, every one checked)")
     print(
         f"| **trigger -> verified** | {med['trigger_to_verified_s']} (human {med['human_s']}, quiet {args.quiet}) | |"
     )
