@@ -144,7 +144,7 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int) -> dict:
     )
     run_id = run["dag_run_id"]
     answered = asked = None
-    deadline = time.monotonic() + 1800
+    deadline = time.monotonic() + 1800 + 0.03 * len(groups)  # the Asset events: ~10-20 ms each at 100k groups
     while time.monotonic() < deadline:
         # the scheduler and the API server: at 10k groups the dag-processor may die of SQLite's "database is
         # locked" while the scheduler stores 10k asset events (a file DB; a deployment has Postgres) - it is

@@ -845,3 +845,17 @@ def test_e10_on_generated_worlds_each_groups_outcome_is_the_one_it_gets_proven_a
     alone = world_outcomes(w, seed)
     twins = world_outcomes(w, seed, groups=3)
     assert twins == {(g, u): o for u, o in alone.items() for g in range(3)}
+
+
+def test_e10_a_group_gets_the_outcome_of_its_own_position_even_if_a_key_repeats():
+    """Found by a review: the twins pointed at the first want's key, and a later want with that key and another
+    position overwrote it."""
+    src, tgt = logs(list("abcdefghij") + [MARKER], list("abcdefghij"))
+    index = SyncIndex([(0, 0), (9, 9)])
+
+    def w(k, u):
+        return ev.Want(k, "a", SRC, REP, u, index, (11, 10), 0)
+
+    got = ev.prove([w("k1", 1), w("k2", 1), w("k1", 10)], {"a": src}, tgt)
+    assert got["k2"].answer == (1, tr.BRACKET), got["k2"].answer
+    assert got["k1"].answer == (10, tr.AT_END)  # a repeated key: the last want's, as before E10

@@ -412,21 +412,17 @@ def prove(
     scan: int = DEFAULT_SCAN,
 ) -> dict[Hashable, Outcome]:
     """Read what proves (or refutes) each position's translation and decide (E1-E10, translate rules 1-7, 10)."""
-    first: dict[tuple, Hashable] = {}
-    same: list[tuple[Hashable, Hashable]] = []  # E10: (a want's key, the key of the first want asking the same)
-    cases = []
+    first: dict[tuple, _Case] = {}
+    asked: list[tuple[Hashable, _Case]] = []  # E10: each want's key and the case proving its question, in order
     for w in wants:
         q = question(w)
-        if q in first:
-            same.append((w.key, first[q]))
-        else:
-            first[q] = w.key
-            cases.append(_Case(w, lost=sources.get(w.alias) is None))
-    if not cases:
+        if q not in first:
+            first[q] = _Case(w, lost=sources.get(w.alias) is None)
+        asked.append((w.key, first[q]))
+    if not asked:
         return {}
-    out = _prove_cases(cases, sources, target, budget, scan)
-    out.update({k: out[rep] for k, rep in same})
-    return out
+    by_case = _prove_cases(list(first.values()), sources, target, budget, scan)
+    return {k: by_case[id(c)] for k, c in asked}
 
 
 def question(w: Want) -> tuple:
@@ -436,7 +432,8 @@ def question(w: Want) -> tuple:
 
 def _prove_cases(
     cases: list[_Case], sources: Mapping[str, RecordSource | None], target: RecordSource, budget: int, scan: int
-) -> dict[Hashable, Outcome]:
+) -> dict[int, Outcome]:
+    """The outcome of each case (key: ``id`` of the case)."""
     _read_next_records(cases, sources, budget, scan)
     for c in cases:
         w = c.want
@@ -456,7 +453,7 @@ def _prove_cases(
     for c in cases:
         _plan_anchor_reads(c, t_reads, s_ranges, sources)
     s_reads = {a: sources[a].read_ranges(r, budget) for a, r in s_ranges.items() if r}
-    out = {c.want.key: _decide(c, t_reads, s_reads.get(c.want.alias, {})) for c in cases}
+    out = {id(c): _decide(c, t_reads, s_reads.get(c.want.alias, {})) for c in cases}
     for _round in range(E9_ROUNDS):  # E9 moved an answer up to a restart's copy: the pairs above it, in turn
         ranges, again = {}, []
         for c in cases:
@@ -473,7 +470,7 @@ def _prove_cases(
             if r:
                 s_reads[a] = {**s_reads.get(a, {}), **sources[a].read_ranges(r, budget)}
         for c in again:
-            out[c.want.key] = _decide(c, t_reads, s_reads.get(c.want.alias, {}))
+            out[id(c)] = _decide(c, t_reads, s_reads.get(c.want.alias, {}))
     return out
 
 
