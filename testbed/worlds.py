@@ -318,9 +318,10 @@ def world(seed: int) -> World:
     return w
 
 
-def outcomes(w: World, seed: int, groups: int | None = None) -> dict:
+def outcomes(w: World, seed: int, groups: int | None = None, one_proof_per_want: bool = False) -> dict:
     """Each position's outcome (key: the position), or with ``groups``: each position asked by that many groups
-    at once (key: (group, position))."""
+    at once (key: (group, position)). ``one_proof_per_want``: without evidence rule E10 (each want its own case,
+    as before it), the reference E10 is checked against."""
     fail_rnd = random.Random(seed ^ 0x5EED)
     fails: dict = {}
 
@@ -332,7 +333,12 @@ def outcomes(w: World, seed: int, groups: int | None = None) -> dict:
     index = SyncIndex(w.syncs)
     keys = [u for u in w.positions] if groups is None else [(g, u) for u in w.positions for g in range(groups)]
     wants = [ev.Want(k, "a", SRC, REP, k if groups is None else k[1], index, w.drained, w.target.start) for k in keys]
-    return ev.prove(wants, {"a": src if w.reachable else None}, tgt, w.budget, w.scan)
+    sources = {"a": src if w.reachable else None}
+    if one_proof_per_want:
+        cases = [ev._Case(x, lost=sources.get(x.alias) is None) for x in wants]
+        by_case = ev._prove_cases(cases, sources, tgt, w.budget, w.scan)
+        return {c.want.key: by_case[id(c)] for c in cases}
+    return ev.prove(wants, sources, tgt, w.budget, w.scan)
 
 
 def mm2_checkpoint(w: World, u: int) -> int | None:

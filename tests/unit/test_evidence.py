@@ -838,13 +838,15 @@ def test_e10_the_question_is_everything_an_outcome_depends_on():
 @settings(max_examples=400, deadline=None)
 @given(st.integers(0, 10**9))
 def test_e10_on_generated_worlds_each_groups_outcome_is_the_one_it_gets_proven_alone(seed):
-    """Every position asked by three groups at once gets, for each, the outcome of that position proven alone."""
+    """Every position asked by three groups at once: each group's outcome is the one a proof of its own gives (the
+    path before E10, each want its own case: a differential test of the two)."""
     from testbed.worlds import outcomes as world_outcomes
 
     w = world(seed)
-    alone = world_outcomes(w, seed)
-    twins = world_outcomes(w, seed, groups=3)
-    assert twins == {(g, u): o for u, o in alone.items() for g in range(3)}
+    shared = world_outcomes(w, seed, groups=3)
+    own = world_outcomes(w, seed, groups=3, one_proof_per_want=True)
+    assert shared == own
+    assert {u: o for (g, u), o in shared.items() if g == 0} == world_outcomes(w, seed)
 
 
 def test_e10_a_group_gets_the_outcome_of_its_own_position_even_if_a_key_repeats():
@@ -859,3 +861,16 @@ def test_e10_a_group_gets_the_outcome_of_its_own_position_even_if_a_key_repeats(
     got = ev.prove([w("k1", 1), w("k2", 1), w("k1", 10)], {"a": src}, tgt)
     assert got["k2"].answer == (1, tr.BRACKET), got["k2"].answer
     assert got["k1"].answer == (10, tr.AT_END)  # a repeated key: the last want's, as before E10
+
+
+def test_mutation_31_e10_handing_a_group_another_positions_outcome_is_caught(monkeypatch):
+    """E10's question without the position (groups of a partition sharing one proof whatever their positions): the
+    differential property above finds a world where a group's outcome is not its own proof's."""
+    monkeypatch.setattr(ev, "question", lambda w: (w.alias, w.source_tp, w.replica_tp, id(w.index), w.drained))
+    from testbed.worlds import outcomes as world_outcomes
+
+    def differs(seed):
+        w = world(seed)
+        return world_outcomes(w, seed, groups=2) != world_outcomes(w, seed, groups=2, one_proof_per_want=True)
+
+    assert next((s for s in MUTATION_SEEDS if differs(s)), None) is not None
