@@ -51,6 +51,13 @@ class MemoryLog:
     def log_bounds(self, tps: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
         return {tp: (self.partitions[tp].start, self.partitions[tp].end) for tp in tps}
 
+    def _segment(self, tp, lo: int, hi: int) -> ev.Segment:
+        """The partition's records in ``[lo, hi)``, read once for every range of one call inside it."""
+        part = self.partitions[tp]
+        return ev.Segment(
+            tuple(ev.Rec(o, part.entries[o][1]) for o in range(lo, min(hi, part.end)) if part.entries[o][0] == DATA)
+        )
+
     def read_ranges(self, ranges: ev.Ranges, budget: int) -> dict:
         from mm2_failover.adapters.kafka import cluster
 
@@ -58,6 +65,8 @@ class MemoryLog:
         out = {}
         for tp, rs in ranges.items():
             part = self.partitions[tp]
+            seg = None
+            span = (min((lo for lo, _ in rs), default=0), max((hi for _, hi in rs), default=0))
             for lo, hi in rs:
                 if hi <= lo:
                     read = ev.Read(lo, hi, ev.COMPLETE)
@@ -68,17 +77,9 @@ class MemoryLog:
                     read = ev.Read(lo, hi, ev.BELOW_START) if reset_error else ev.Read(lo, hi, ev.COMPLETE)
                 elif self.fail(tp, lo, hi):
                     read = ev.Read(lo, hi, ev.FAILED, why="broker error")
-                else:
-                    read = ev.Read(
-                        lo,
-                        hi,
-                        ev.COMPLETE,
-                        tuple(
-                            ev.Rec(o, part.entries[o][1])
-                            for o in range(lo, min(hi, part.end))
-                            if part.entries[o][0] == DATA
-                        ),
-                    )
+                else:  # a view of one read of the partition, as the Kafka adapter's (evidence.Segment)
+                    seg = seg or self._segment(tp, max(span[0], part.start), span[1])
+                    read = ev.Read.within(seg, lo, hi)
                 self.reads.append((tp, lo, hi, read.status))
                 out[(tp, lo, hi)] = read
         return out

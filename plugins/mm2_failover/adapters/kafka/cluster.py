@@ -10,7 +10,6 @@ client (:mod:`java_bridge`). Client settings (``conf``) are librdkafka settings 
 
 from __future__ import annotations
 
-import bisect
 import logging
 import threading
 import time
@@ -579,12 +578,9 @@ class Cluster:
                 members[(tp, lo, hi)] = part
         for rnd in rounds:
             for tp, (lo, hi, status, recs, why) in self._read_whole(rnd, timeout).items():
+                seg = ev.Segment(tuple(recs)) if status == ev.COMPLETE else None  # one copy for the ranges in it
                 for a, b in members[(tp, lo, hi)]:
-                    if status != ev.COMPLETE:
-                        out[(tp, a, b)] = ev.Read(a, b, status, why=why)
-                        continue
-                    i, j = bisect.bisect_left(recs, (a,)), bisect.bisect_left(recs, (b,))
-                    out[(tp, a, b)] = ev.Read(a, b, ev.COMPLETE, tuple(recs[i:j]))
+                    out[(tp, a, b)] = ev.Read.within(seg, a, b) if seg else ev.Read(a, b, status, why=why)
         return out
 
     def _read_whole(self, ranges: dict[TP, tuple[int, int]], timeout: float) -> dict[TP, tuple]:
