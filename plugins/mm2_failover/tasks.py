@@ -13,7 +13,7 @@ from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from mm2_failover import metrics, notifications
-from mm2_failover.adapters.config import TARGET_CONN_ID, run_dir
+from mm2_failover.adapters.config import TARGET_CONN_ID, run_dir, setting
 from mm2_failover.adapters.runfolder import (
     ANNOUNCEMENTS,
     APPLY,
@@ -153,7 +153,10 @@ def announcement_parts(context) -> list[dict]:
         raise AirflowFailException(f"no verified report in {ctx.folder.dir}: clear verify_group_offsets")
     events = assets.events(rep.as_dict(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
     ctx.folder.save(ANNOUNCEMENTS, [list(e) for e in events])
-    size = assets.part_size(metadata_db_url())
+    try:
+        size = assets.part_size(metadata_db_url(), setting("asset_events_per_part"))
+    except ValueError as e:
+        raise AirflowFailException(str(e)) from None  # a setting to fix: a retry would not help
     out = assets.parts(len(events), size)
     for arg in out:  # each part reads its own events: all 10k decoded per part took 0.33 s of each part (py-spy)
         ctx.folder.save(announcement_part_name(arg), [list(e) for e in assets.part(events, arg)])

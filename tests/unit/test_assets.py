@@ -3,6 +3,7 @@ builder."""
 
 from __future__ import annotations
 
+import pytest
 from airflow.sdk import Asset
 
 from mm2_failover.rules import assets
@@ -117,3 +118,12 @@ def test_the_readmes_application_dag_parses_and_listens_to_its_groups_asset(tmp_
     dag = bag.dags["orders_app_resume_on_backup"]
     name, uri = assets.group_asset("orders-app")
     assert [(a.name, a.uri) for a in dag.timetable.asset_condition.objects] == [(name, uri)]
+
+
+def test_rule4_the_deployment_may_set_the_part_size_and_a_bad_value_is_refused_by_name():
+    # [mm2_failover] asset_events_per_part: a worker without the database's URL, or a deployment's own measurement
+    assert assets.part_size(None, "400") == 400 and assets.part_size("postgresql://h/a", " 40 ") == 40
+    assert assets.part_size("sqlite:///x.db", "") == assets.PART_SIZE_SQLITE
+    for bad in ("0", "1001", "many", "2.5"):
+        with pytest.raises(ValueError, match=r"asset_events_per_part.*1 to 1000"):
+            assets.part_size(None, bad)

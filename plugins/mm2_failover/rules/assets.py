@@ -27,6 +27,8 @@ for that group, so an application team's own DAG can restart the group's consume
      5.2-6.3 s per request (past the 5 s), one part of 10,000 over 10 s.
    - **SQLite (the demo's): parts of 50, two at a time**: each new Asset ~24 ms there, and SQLite takes one writer
      at a time.
+   - ``[mm2_failover] asset_events_per_part`` (1 to 1000) overrides both: a worker whose configuration does not name
+     the database, or a deployment's own measurement.
 """
 
 from __future__ import annotations
@@ -78,9 +80,18 @@ def events(report: dict, *, target_cluster_id: str, target_conn_id: str) -> list
     return out
 
 
-def part_size(sql_alchemy_conn: str | None) -> int:
-    """Rule 4: the events per part for the API server's metadata database, given by its SQLAlchemy URL (None or
-    SQLite: the smaller size)."""
+def part_size(sql_alchemy_conn: str | None, configured: str | None = None) -> int:
+    """Rule 4: the events per part - ``configured`` (``[mm2_failover] asset_events_per_part``, 1 to 1000) when set,
+    else by the API server's metadata database, given by its SQLAlchemy URL (None or SQLite: the smaller size)."""
+    if configured is not None and str(configured).strip():
+        raw = str(configured).strip()
+        n = int(raw) if raw.isdigit() else 0
+        if not 1 <= n <= 1000:
+            raise ValueError(
+                f"[mm2_failover] asset_events_per_part={raw!r}: give a whole number from 1 to 1000 (the Asset events "
+                f"sent in one request; unset: {PART_SIZE} on PostgreSQL, {PART_SIZE_SQLITE} on SQLite)"
+            )
+        return n
     scheme = (sql_alchemy_conn or "").split(":", 1)[0].split("+", 1)[0].strip().lower()
     return PART_SIZE_SQLITE if scheme in ("", "sqlite") else PART_SIZE
 
