@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
 import shutil
 import subprocess
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
@@ -78,6 +80,9 @@ def unb64(x: str) -> str:
     return base64.b64decode(x).decode()
 
 
+#: what a JVM prints when it could not start (e.g. with a class archive it cannot write)
+VM_INIT_FAILED = "Error occurred during initialization of VM"
+
 JAVA_WINDOW = 1000  # groups per window of the Java helper (KafkaOffsets.WINDOW)
 
 
@@ -88,7 +93,7 @@ def java_call_timeout(timeout_s: float, groups: int) -> float:
 
 
 def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
-    """A folder holding ``src`` compiled by ``javac``, made once per source, classpath and JDK under ``cache`` (this
+    """A folder holding ``src`` compiled by ``javac`` (its classes, and the same in ``<name>.jar``), made once per source, classpath and JDK under ``cache`` (this
     user's private folder): running a one-file program from source compiles it in the JVM on every start, 1.2 s of
     each call on this project's 2-core machine, and a failover at thousands of groups calls the helper three times
     (the plan's read of the target, the backup, verify). None where there is no ``javac`` or it fails (a JRE): the
@@ -97,10 +102,10 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
     if not javac:
         return None
     key = hashlib.sha256(
-        b"\0".join([src.read_bytes(), classpath.encode(), os.path.realpath(javac).encode()])
+        b"\0".join([src.read_bytes(), classpath.encode(), os.path.realpath(javac).encode(), b"jar"])
     ).hexdigest()[:20]
     final = cache / f"jvm-{src.stem}-{key}"
-    if (final / f"{src.stem}.class").is_file():
+    if (final / f"{src.stem}.jar").is_file():
         return final
     tmp = cache / f".jvm-{src.stem}-{key}-{uuid.uuid4().hex}"
     try:
@@ -115,10 +120,13 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
                 (r.stderr or "").strip()[-300:],
             )
             return None
+        with zipfile.ZipFile(tmp / f"{src.stem}.jar", "w") as jar:  # class data sharing needs a jar, not a folder
+            for c in sorted(tmp.glob("*.class")):
+                jar.write(c, c.name)
         try:
             os.rename(tmp, final)  # whole or not at all; a process that won the race made the same bytes
         except OSError:
-            if not (final / f"{src.stem}.class").is_file():
+            if not (final / f"{src.stem}.jar").is_file():
                 raise
         return final
     except (OSError, subprocess.SubprocessError) as e:
@@ -128,14 +136,85 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+#: the JVM's class-data-sharing options: Java 11 and 12 have no dynamic archive (ignored there), and the archive's
+#: messages go to stderr at error level only (the helper's stdout is its answer; a dump warns once per old class)
+SHARING_QUIET = (
+    "-XX:+IgnoreUnrecognizedVMOptions",
+    "-Xlog:disable",
+    "-Xlog:all=warning,cds=error,cds+dynamic=error:stderr",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassSharing:
+    """The helper's classes as the JVM left them after a call (AppCDS, a dynamic archive: Java 13+): the next JVMs
+    map them instead of loading and verifying Kafka's client again, 0.27 s of each ~1.3 s read of 10,000 groups'
+    commits on this project's 2-core machine (docs/performance.md). One archive per compiled helper and ``java``
+    (:func:`class_sharing`); the first call that finds none writes it (:attr:`learning`, kept only when that call
+    succeeded, moved into place whole); a JVM that cannot start with it (``off``: written once, then never tried
+    again) runs without. A stale or unreadable archive costs nothing but the time: the JVM checks it and ignores it."""
+
+    archive: Path
+    off: Path
+    learning: Path | None = None
+
+    def options(self) -> list[str]:
+        if self.learning is not None:
+            return [*SHARING_QUIET, f"-XX:ArchiveClassesAtExit={self.learning}"]
+        if self.archive.is_file():
+            return [*SHARING_QUIET, f"-XX:SharedArchiveFile={self.archive}"]
+        return []
+
+    def done(self, ok: bool) -> None:
+        """After the call: the archive it wrote kept (``ok``) or dropped."""
+        if self.learning is None:
+            return
+        try:
+            if ok and self.learning.is_file() and self.learning.stat().st_size:
+                os.replace(self.learning, self.archive)
+        except OSError as e:
+            log.warning(
+                "could not keep the Java helper's class archive %s (%s): the next call writes one", self.archive, e
+            )
+        finally:
+            self.learning.unlink(missing_ok=True)
+
+    def refuse(self, why: str) -> None:
+        """The JVM could not start with the archive's options: never tried again with this ``java``."""
+        log.warning("the JVM refused class data sharing (%s): the Java helper runs without it from now on", why)
+        with contextlib.suppress(OSError):
+            self.off.write_text(why[-500:] + "\n")
+
+
+def class_sharing(compiled: Path | None, java: str, learn: bool) -> ClassSharing | None:
+    """The :class:`ClassSharing` of the helper compiled in ``compiled`` run by ``java`` (None: run from source, or
+    refused before). ``learn``: a call that may write the archive when there is none yet."""
+    if compiled is None:
+        return None
+    key = hashlib.sha256(os.path.realpath(java).encode()).hexdigest()[:12]
+    archive, off = compiled / f"classes-{key}.jsa", compiled / f"classes-{key}.off"
+    if off.exists():
+        return None
+    learning = None
+    if learn and not archive.is_file():
+        learning = compiled / f".classes-{key}-{uuid.uuid4().hex}.jsa"
+    return ClassSharing(archive, off, learning)
+
+
 @contextlib.contextmanager
 def java_offsets_program(
-    cluster: ClusterView, what: str, extra: dict[str, object] | None = None
+    cluster: ClusterView,
+    what: str,
+    extra: dict[str, object] | None = None,
+    sharing: list[ClassSharing | None] | None = None,
 ) -> Iterator[tuple[list[str], Path]]:
     """``jvm/KafkaOffsets.java``'s command (compiled once, or run from source: Java 11+), without its mode, and the
     cluster's settings translated to the Java client's, plus ``extra`` Java client settings, in a 0600 file of this
     user's private folder, removed when the block ends (the program reads it at its start). ``what``: the
-    operation, for the error of a host without Java."""
+    operation, for the error of a host without Java. The command maps the helper's class archive where there is one
+    (:class:`ClassSharing`); ``sharing``: a one-item list, for a caller that may write the archive (``[None]``
+    asks, and receives the :class:`ClassSharing` to tell how the call went), or that must run without it
+    (``[False]``)."""
 
     java = shutil.which("java")
     if not java:
@@ -157,25 +236,30 @@ def java_offsets_program(
         src = JAVA_HELPER
         compiled = compiled_java(src, java_kafka_classpath(), d)
         program = (
-            ["-cp", f"{compiled}{os.pathsep}{java_kafka_classpath()}", src.stem]
+            ["-cp", f"{compiled / (src.stem + '.jar')}{os.pathsep}{java_kafka_classpath()}", src.stem]
             if compiled
             else ["-cp", java_kafka_classpath(), str(src)]
         )
         jvm = [f"-D{k}={v}" for k, v in sorted(java_system_properties(cluster.conf).items())]
-        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *jvm, *program], props
+        shared = None if sharing and sharing[0] is False else class_sharing(compiled, java, learn=sharing is not None)
+        if sharing is not None:
+            sharing[0] = shared
+        cds = shared.options() if shared else []
+        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *cds, *jvm, *program], props
     finally:
         props.unlink(missing_ok=True)
 
 
 def run_java_offsets(
-    cluster: ClusterView, mode: str, lines: list[str], items: int, decode: bool = True
+    cluster: ClusterView, mode: str, lines: list[str], items: int, decode: bool = True, *, share: bool = True
 ) -> list[list[str]]:
     """Run ``jvm/KafkaOffsets.java`` in ``mode`` (commit | read | describe) on ``lines`` (in a file of this user's
     private folder, removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``:
     as printed, for the caller to decode)."""
     what = f"commits with metadata (byte for byte), and the commits of more than {JAVA_BULK_GROUPS} groups at once,"
-    with java_offsets_program(cluster, what) as (command, props):
-        rows = props.with_suffix(".tsv")
+    sharing: list = [None if share else False]
+    with java_offsets_program(cluster, what, sharing=sharing) as (command, props):
+        rows, r = props.with_suffix(".tsv"), None
         try:
             rows.write_text("".join(line + "\n" for line in lines))
             r = subprocess.run(
@@ -186,6 +270,12 @@ def run_java_offsets(
             )
         finally:
             rows.unlink(missing_ok=True)
+            if sharing[0]:
+                sharing[0].done(ok=r is not None and r.returncode == 0)
+    shared = sharing[0]
+    if r.returncode and shared and shared.options() and VM_INIT_FAILED in r.stdout + r.stderr:
+        shared.refuse(" | ".join((r.stdout + r.stderr).strip().splitlines()[-3:]))
+        return run_java_offsets(cluster, mode, lines, items, decode, share=False)
     if r.returncode:
         tail = (r.stderr or "").strip().splitlines()[-5:]
         raise KafkaUnavailable(
