@@ -721,3 +721,36 @@ def test_a_run_page_says_its_outcome_first_and_lists_the_worst_groups_first(tmp_
         section.index(g) for g in ("z-refused", "m-mismatch", "b-reread", "a-fine")
     )
     assert "prefers-color-scheme: dark" in t and "overflow-x:auto" in t
+
+
+def test_the_readiness_table_ranks_what_it_does_not_know_above_what_is_known_to_be_nothing():
+    """Worst first, as the report's groups are: an exposure or a re-read that could not be read ranks below every known
+    one above zero and above zero itself, never as zero (a group nobody can vouch for is not the safest one)."""
+
+    def g(name, exposure, reread, reread_unknown=0, answer="exact"):
+        return {
+            "group": name,
+            "exposure_seconds": exposure,
+            "reread": reread,
+            "reread_unknown": reread_unknown,
+            "answer": answer,
+        }
+
+    rows = [
+        g("a-fine", 0, 0),
+        g("b-exposed", 30, 0),
+        g("c-exposure-unknown", None, 0),
+        g("d-rereads", 0, 7),
+        g("e-reread-unknown", 0, 0, reread_unknown=2),
+        g("f-not-exact", 0, 0, answer="checkpoint"),
+        g("g-rereads-and-unknown", 0, 7, reread_unknown=1),
+    ]
+    assert [r["group"] for r in pages.readiness_rows(rows)] == [
+        "b-exposed",
+        "c-exposure-unknown",
+        "f-not-exact",
+        "g-rereads-and-unknown",
+        "d-rereads",
+        "e-reread-unknown",
+        "a-fine",
+    ]

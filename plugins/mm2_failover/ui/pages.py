@@ -655,8 +655,9 @@ ANSWER_FILTERS = {"": "any answer", "not_exact": "not exact", **{a: a for a in A
 def readiness_rows(
     groups: list[dict], answer: str = "", group: str = "", over_rpo: bool = False, rpo_seconds: int = 0
 ) -> list[dict]:
-    """The per-group table's rows after the filters, the worst first: the longest exposure, then not exact, then
-    the most re-read."""
+    """The per-group table's rows after the filters, the worst first: the longest exposure (one not known before
+    none), then not exact, then the most re-read (one not known before none: :func:`~mm2_failover.rules.report.
+    worst_first`'s order), then by name."""
     out = [
         g
         for g in groups
@@ -664,9 +665,18 @@ def readiness_rows(
         and (not group or group.lower() in g["group"].lower())
         and (not over_rpo or (g["exposure_seconds"] or 0) > rpo_seconds)
     ]
-    return sorted(
-        out, key=lambda g: (-(g["exposure_seconds"] or 0), g["answer"] == "exact", -(g["reread"] or 0), g["group"])
-    )
+    def key(g: dict):
+        exposure = g["exposure_seconds"]
+        return (
+            -(exposure or 0),
+            exposure is not None,
+            g["answer"] == "exact",
+            -(g["reread"] or 0),
+            not g.get("reread_unknown"),
+            g["group"],
+        )
+
+    return sorted(out, key=key)
 
 
 def render_readiness(
