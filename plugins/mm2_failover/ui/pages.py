@@ -665,6 +665,7 @@ def readiness_rows(
         and (not group or group.lower() in g["group"].lower())
         and (not over_rpo or (g["exposure_seconds"] or 0) > rpo_seconds)
     ]
+
     def key(g: dict):
         exposure = g["exposure_seconds"]
         return (
