@@ -284,7 +284,19 @@ def test_mm2_stopped_with_unreplicated_records_times_out_naming_the_partitions_a
         smtp.stop()
 
 
-def _mm2_stopped(b, capfd, mails):
+PREPARED: set[str] = set()  # the scenarios this module's bed holds: its tests share it, one run alone makes its own
+
+
+def _lost_app(b) -> None:
+    """``lost-app`` on ``payments`` (2 partitions): 40 records replicated, consumed up to 40 and 20, then MM2
+    stopped and 15 more records produced, never replicated. Made once per bed, with the source and MM2 started
+    again when an earlier test stopped them."""
+    if "lost-app" in PREPARED:
+        return
+    if not (b.source.process and b.source.process.alive):
+        b.restart_source()
+    if not (b.mm2 and b.mm2.alive):
+        b.start_mm2()
     scenario.prepare(
         b.source_bootstrap,
         b.target_bootstrap,
@@ -296,6 +308,11 @@ def _mm2_stopped(b, capfd, mails):
     )
     b.stop_mm2()
     scenario.produce(b.source_bootstrap, "payments", 2, 15, start=40)  # never replicated
+    PREPARED.add("lost-app")
+
+
+def _mm2_stopped(b, capfd, mails):
+    _lost_app(b)
     dr = localenv.run_dag(
         "mm2_failover", {"groups_regex": "lost-app", "drain_quiet_seconds": 1, "drain_timeout_seconds": 12}
     )
@@ -566,6 +583,7 @@ def test_source_lost_disaster_mode_completes_with_warning_and_loss_window(on_own
     (``source_reachable=no``) the run completes in disaster mode, with the warning and the data-loss window."""
     b = on_own_bed
     target = b.client("target")
+    _lost_app(b)  # this module's earlier test made it; run alone, this test does
     b.stop_source()
     dr = localenv.run_dag(
         "mm2_failover",
