@@ -306,14 +306,15 @@ def commit_with_java(cluster: ClusterView, offsets: dict[str, dict[TP, "int | Co
     return out
 
 
-def read_with_java(cluster: ClusterView, groups: list[str]) -> dict[str, dict[TP, Commit]]:
+def read_with_java(cluster: ClusterView, groups: list[str], share: bool = True) -> dict[str, dict[TP, Commit]]:
     """The commits of ``groups`` read by Kafka's Java client (``KafkaOffsets read``): each group's block of rows
-    (partition and offset in decimal; topic names, few, decoded once each)."""
+    (partition and offset in decimal; topic names, few, decoded once each). ``share=False``: the JVM without the
+    helper's class archive (:class:`ClassSharing`; bench/java_helper_bench.py compares)."""
     out: dict[str, dict[TP, Commit]] = {}
     done = set()
     topics: dict[str, str] = {}
     rows: dict[TP, Commit] = {}
-    for f in run_java_offsets(cluster, "read", [_b64(g) for g in groups], len(groups), decode=False):
+    for f in run_java_offsets(cluster, "read", [_b64(g) for g in groups], len(groups), decode=False, share=share):
         kind = f[0]
         if kind == "ROW":
             t = topics.get(f[1])
