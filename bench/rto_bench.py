@@ -136,6 +136,11 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int, until_verified: 
     from mm2_failover.ui.runs import safe_name
     from testbed.airflow_stack import answer, ready_to_answer, run_path, task_states
 
+    # Airflow's scheduler checks every Asset's references each [scheduler] parsing_cleanup_interval, in its loop:
+    # ~2.5 s at 10k Assets, ~9 s at 20k (bench/asset_orphanage_bench.py). Each run here announces fresh groups, so
+    # the Assets grow by G per run: how many there are is part of the run's conditions (the API lists the active
+    # ones: an Asset an event made is activated by that check, up to a minute later)
+    assets_before = af.api("GET", "/api/v2/assets?limit=1")["total_entries"]
     t_trigger = time.time()
     run = af.api(
         "POST",
@@ -222,6 +227,7 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int, until_verified: 
     return {
         "run_id": run_id,
         "groups": len(groups),
+        "assets_before": assets_before,
         "trigger_to_verified_s": total,
         "human_s": human,
         "quiet_window_s": quiet,
@@ -345,7 +351,7 @@ def main() -> int:
             r = one_run(af, bed, regex, groups, args.quiet, until_verified=args.until == "verified")
             out["runs"].append(r)
             print(
-                f"run {i + 1}: trigger -> verified {r['trigger_to_verified_s']} s = human {r['human_s']} + quiet "
+                f"run {i + 1} ({r['assets_before']} Assets listed before it): trigger -> verified {r['trigger_to_verified_s']} s = human {r['human_s']} + quiet "
                 f"{r['quiet_window_s']} + work {r['work_s']} + scheduler gaps {r['gaps_s']} (rto {r['rto_s']} s); "
                 f"{args.groups} Asset events in {r['announce_parts']} part(s), the last stored "
                 f"{r['events_stored_after_verify_s']} s after verify",

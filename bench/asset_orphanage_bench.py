@@ -1,0 +1,116 @@
+"""What one Asset per consumer group costs Airflow's scheduler (issue 54 item 4): the scheduler's asset-orphanage check
+at N Assets, on PostgreSQL.
+
+    PYTHONPATH=plugins:. .venv/bin/python bench/asset_orphanage_bench.py [--assets 10000 20000 40000]
+
+Every ``[scheduler] parsing_cleanup_interval`` (60 s by default) Airflow 3's scheduler runs
+``SchedulerJobRunner._update_asset_orphanage`` in its main loop: it counts every Asset's references (DAG schedules,
+task outlets and inlets, asset aliases), removes the unreferenced ones from ``asset_active`` and activates the
+referenced ones not active yet. While it runs the loop schedules nothing. A failover announces each moved group as an
+Asset materialized through the alias ``mm2_failover_moved_groups`` (:mod:`mm2_failover.rules.assets`), so a
+deployment of N groups holds N such Assets.
+
+1. starts a PostgreSQL of its own (:mod:`testbed.postgres`) and migrates an Airflow metadata database into it;
+2. for each N: adds Assets up to N, each associated with the alias as the announcements make them, then times the
+   scheduler's own routine three times - the first activates the new Assets, the next two are the steady state
+   (nothing to change) - and checks that all N are active;
+3. prints the table and writes bench/results/asset-orphanage-<timestamp>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
+
+from testbed.postgres import Postgres  # noqa: E402
+
+# run in a process of its own with AIRFLOW_HOME and the database set before Airflow is imported
+MEASURE = r"""
+import json, sys, time
+from datetime import datetime, timezone
+from sqlalchemy import func, insert, select
+from airflow.jobs.job import Job
+from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
+from airflow.models.asset import AssetActive, AssetAliasModel, AssetModel, alias_association_table
+from airflow.utils.session import create_session
+
+now = datetime.now(timezone.utc)
+with create_session() as s:
+    s.execute(insert(AssetAliasModel).values(name="mm2_failover_moved_groups", group="asset"))
+    alias_id = s.scalar(select(AssetAliasModel.id))
+runner = SchedulerJobRunner(job=Job())
+have, out = 0, []
+for n in map(int, sys.argv[1:]):
+    with create_session() as s:
+        rows = [
+            dict(name=f"mm2-failover/consumer-group/g{i}", uri=f"x-mm2-failover://consumer-group/g{i}", group="asset",
+                 extra={}, created_at=now, updated_at=now)
+            for i in range(have, n)
+        ]
+        for k in range(0, len(rows), 5000):
+            s.execute(insert(AssetModel), rows[k : k + 5000])
+        ids = s.scalars(select(AssetModel.id).order_by(AssetModel.id)).all()[have:n]
+        s.execute(insert(alias_association_table), [dict(alias_id=alias_id, asset_id=i) for i in ids])
+    have = n
+    seconds = []
+    for _ in range(3):
+        with create_session() as s:
+            t0 = time.perf_counter()
+            runner._update_asset_orphanage(session=s)
+            s.commit()
+            seconds.append(round(time.perf_counter() - t0, 2))
+        with create_session() as s:
+            active = s.scalar(select(func.count()).select_from(AssetActive))
+        assert active == n, f"{active} Assets active, {n} made"
+    out.append({"assets": n, "activating_s": seconds[0], "steady_s": seconds[1:]})
+print("RESULT " + json.dumps(out))
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--assets", type=int, nargs="+", default=[10000, 20000, 40000])
+    args = ap.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="asset-orphanage-bench-"))
+    (home / "dags").mkdir()
+    with Postgres() as pg:
+        env = {
+            **os.environ,
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": pg.url,
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        }
+        airflow = str(Path(sys.executable).parent / "airflow")
+        r = subprocess.run([airflow, "db", "migrate"], env=env, capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"airflow db migrate failed: {r.stderr[-2000:]}")
+        r = subprocess.run(
+            [sys.executable, "-c", MEASURE, *map(str, sorted(args.assets))], env=env, capture_output=True, text=True
+        )
+        line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if r.returncode or line is None:
+            raise SystemExit(f"the measurement failed (exit {r.returncode}): {r.stderr[-3000:]}")
+    rows = json.loads(line[len("RESULT ") :])
+    print("Airflow's asset-orphanage check (the scheduler's loop held), PostgreSQL, Assets made through the alias")
+    print("| Assets | the check that activates the new ones, s | the steady state (nothing to change), s |")
+    print("|---:|---:|---:|")
+    for x in rows:
+        print(f"| {x['assets']:,} | {x['activating_s']} | {', '.join(map(str, x['steady_s']))} |")
+    out = ROOT / "bench" / "results" / f"asset-orphanage-{datetime.now():%Y%m%d-%H%M%S}.json"
+    out.write_text(json.dumps({"cores": os.cpu_count(), "rows": rows}, indent=2) + "\n")
+    print(f"results: {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
