@@ -5,9 +5,12 @@ thousands of groups. Runs the machine's real javac and java (no Kafka cluster: t
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from mm2_failover.adapters.config import java_kafka_classpath
 from mm2_failover.adapters.kafka import java_bridge
@@ -70,8 +73,10 @@ def test_no_javac_means_the_source_runs_as_before(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-# Class data sharing (java_bridge.ClassSharing): the first call writes the helper's class archive, the next map it.
+# Class data sharing (java_bridge.ClassSharing): the first read writes the helper's class archive, the next map it.
 # A cluster nobody listens on is enough: the helper with no groups builds its Admin client and exits 0 unconnected.
+
+JDKS = sorted({shutil.which("java"), *map(str, Path("/usr/lib/jvm").glob("*/bin/java"))} - {None})
 
 
 def nobody(tmp_path, monkeypatch) -> Cluster:
@@ -83,46 +88,113 @@ def archives(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.glob("jvm-KafkaOffsets-*/*classes-*"))
 
 
-def test_the_first_call_writes_the_class_archive_and_the_next_calls_map_it(tmp_path, monkeypatch):
+def commands(monkeypatch) -> list[list[str]]:
+    """The JVM commands run_java_offsets starts (each still run)."""
+    seen, real = [], subprocess.run
+
+    def spy(cmd, *a, **k):
+        if Path(cmd[0]).name == "java":  # not javac's compile
+            seen.append(list(cmd))
+        return real(cmd, *a, **k)
+
+    monkeypatch.setattr(java_bridge.subprocess, "run", spy)
+    return seen
+
+
+def sharing_options(cmd: list[str]) -> list[str]:
+    return [a for a in cmd if "Archive" in a or a.startswith("-Xlog")]
+
+
+@pytest.mark.parametrize("java", JDKS)
+def test_the_archive_options_are_valid_on_every_jdk_here(java):
+    # an -Xlog selection naming a tag a JDK lacks stops that JVM before it starts (-XX:+IgnoreUnrecognizedVMOptions
+    # covers only -XX flags): every JDK on this machine must start with them
+    r = subprocess.run([java, *java_bridge.SHARING_QUIET, "-version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_first_read_writes_the_class_archive_silently_and_the_next_reads_map_it(tmp_path, monkeypatch):
     cluster = nobody(tmp_path, monkeypatch)
+    with java_bridge.java_offsets_program(cluster, "test", sharing=[None]) as (command, props):
+        (learn,) = [a for a in command if a.startswith("-XX:ArchiveClassesAtExit=")]
+        r = subprocess.run([*command, "describe", str(props), "/dev/null"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == "", r.stdout  # writing the archive says nothing on the answer's stdout
+    assert Path(learn.split("=", 1)[1]).stat().st_size > 0
     assert java_bridge.run_java_offsets(cluster, "describe", [], 0) == []
-    (jsa,) = archives(tmp_path)  # one archive, nothing half-written beside it
+    (jsa,) = [a for a in archives(tmp_path) if not a.startswith(".")]  # installed whole, under its own name
     assert jsa.startswith("classes-") and jsa.endswith(".jsa")
-    with java_bridge.java_offsets_program(cluster, "test") as (command, props):
-        assert any(a.startswith("-XX:SharedArchiveFile=") and a.endswith(jsa) for a in command)
-        # the JVM must map it: -Xshare:on refuses to start otherwise
+    seen = commands(monkeypatch)
+    assert java_bridge.run_java_offsets(cluster, "read", [], 0) == []
+    assert any(a.startswith("-XX:SharedArchiveFile=") and a.endswith(jsa) for a in seen[-1])
+    with java_bridge.java_offsets_program(cluster, "test", sharing=[None]) as (command, props):
+        # the JVM must really map it: -Xshare:on refuses to start otherwise
         r = subprocess.run(
             [command[0], "-Xshare:on", *command[1:], "describe", str(props), "/dev/null"],
             capture_output=True,
             text=True,
             timeout=60,
         )
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "[warning][cds]" not in r.stdout  # the helper's stdout is its answer
+    assert r.returncode == 0 and r.stdout == "", r.stdout + r.stderr
+
+
+def test_commits_and_the_fenced_writer_never_use_the_archive(tmp_path, monkeypatch):
+    # a commit JVM that failed with the archive could not be run again without it (the commit might have been sent),
+    # and the long-lived fenced writer must not depend on a file another call wrote
+    cluster = nobody(tmp_path, monkeypatch)
+    assert java_bridge.run_java_offsets(cluster, "describe", [], 0) == []  # the archive now exists
+    assert [a for a in archives(tmp_path) if a.endswith(".jsa") and not a.startswith(".")]
+    seen = commands(monkeypatch)
+    assert java_bridge.run_java_offsets(cluster, "commit", [], 0) == []
+    assert len(seen) == 1 and sharing_options(seen[0]) == []
+    with java_bridge.java_offsets_program(cluster, "test") as (command, _props):  # as fenced.py starts its writer
+        assert sharing_options(command) == []
+
+
+def test_a_truncated_archive_crashes_no_read_the_read_runs_again_without_it(tmp_path, monkeypatch, caplog):
+    cluster = nobody(tmp_path, monkeypatch)
     assert java_bridge.run_java_offsets(cluster, "describe", [], 0) == []
-    assert archives(tmp_path) == [jsa]
+    (jsa,) = tmp_path.glob("jvm-KafkaOffsets-*/classes-*.jsa")
+    jsa.chmod(0o600)
+    with jsa.open("r+b") as f:  # a file cut short (e.g. a host crash mid-write): Java 17 dies of SIGBUS mapping it
+        f.truncate(4096)
+    seen = commands(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="mm2_failover.adapters.kafka.java_bridge"):
+        assert java_bridge.run_java_offsets(cluster, "read", [], 0) == []
+    if len(seen) == 2:  # this JDK failed with it: refused for good, and the read answered without it
+        assert "failed with its class archive" in caplog.text
+        assert sharing_options(seen[1]) == [] and not jsa.exists()
+        assert [a for a in archives(tmp_path)] == [jsa.name.replace(".jsa", ".off")]
+        assert java_bridge.run_java_offsets(cluster, "read", [], 0) == []
+        assert sharing_options(seen[-1]) == []
+        assert list(tmp_path.glob("java-helper-hs_err-*.log"))  # the crash's report in the private folder
+        assert not list(Path.cwd().glob("hs_err_pid*.log"))  # never in the worker's working directory
+    else:  # a JDK that checks the file and ignores it (Java 25) answered at once
+        assert len(seen) == 1
 
 
-def test_a_jvm_that_cannot_start_with_an_archive_runs_without_it_from_then_on(tmp_path, monkeypatch, caplog):
+def test_a_jvm_that_fails_writing_the_archive_is_read_again_without_it(tmp_path, monkeypatch, caplog):
+    # a real JVM's real failure: an archive it cannot write makes Java 17 exit 1 after main (the read answered)
     cluster = nobody(tmp_path, monkeypatch)
     real = java_bridge.class_sharing
 
-    def unwritable(compiled, java, learn):  # a real JVM's real refusal: an archive it cannot write
+    def unwritable(compiled, java, learn):
         s = real(compiled, java, learn)
         return s and java_bridge.ClassSharing(s.archive, s.off, tmp_path / "nowhere" / "x.jsa" if learn else None)
 
     monkeypatch.setattr(java_bridge, "class_sharing", unwritable)
+    seen = commands(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="mm2_failover.adapters.kafka.java_bridge"):
         assert java_bridge.run_java_offsets(cluster, "describe", [], 0) == []
-    assert "refused class data sharing" in caplog.text
+    assert len(seen) == 2 and sharing_options(seen[1]) == []
+    assert "failed with its class archive" in caplog.text
     (off,) = archives(tmp_path)
     assert off.endswith(".off")
     monkeypatch.setattr(java_bridge, "class_sharing", real)
     with java_bridge.java_offsets_program(cluster, "test", sharing=[None]) as (command, _props):
-        assert not any("Archive" in a or "-Xshare" in a for a in command)
+        assert sharing_options(command) == []
 
 
-def test_a_failed_call_keeps_no_archive(tmp_path):
+def test_a_failed_call_keeps_no_archive_and_a_left_learning_file_goes(tmp_path):
     learning = tmp_path / ".classes-x-1.jsa"
     learning.write_bytes(b"archive")
     s = java_bridge.ClassSharing(tmp_path / "classes-x.jsa", tmp_path / "classes-x.off", learning)
@@ -131,3 +203,11 @@ def test_a_failed_call_keeps_no_archive(tmp_path):
     learning.write_bytes(b"archive")
     s.done(ok=True)
     assert [p.name for p in tmp_path.iterdir()] == ["classes-x.jsa"]
+    (tmp_path / "classes-x.jsa").unlink()
+    key = java_bridge.class_sharing(tmp_path, "java", learn=True).archive.name[len("classes-") : -len(".jsa")]
+    old, new = tmp_path / f".classes-{key}-old.jsa", tmp_path / f".classes-{key}-new.jsa"
+    for f in (old, new):
+        f.write_bytes(b"x")
+    os.utime(old, (0, 0))  # its JVM's caller died long ago
+    java_bridge.class_sharing(tmp_path, "java", learn=True)
+    assert not old.exists() and new.exists()

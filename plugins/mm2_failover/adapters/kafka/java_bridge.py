@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import subprocess
+import time
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -34,7 +35,7 @@ from mm2_failover.adapters.kafka.kafka_errors import (
     RecordedErrors,
     classify,
 )
-from mm2_failover.adapters.runfolder import private_dir
+from mm2_failover.adapters.runfolder import durable_rename, private_dir
 from mm2_failover.rules.acls import phrase
 from mm2_failover.rules.values import TP, Commit
 
@@ -79,9 +80,6 @@ def _b64(x) -> str:
 def unb64(x: str) -> str:
     return base64.b64decode(x).decode()
 
-
-#: what a JVM prints when it could not start (e.g. with a class archive it cannot write)
-VM_INIT_FAILED = "Error occurred during initialization of VM"
 
 JAVA_WINDOW = 1000  # groups per window of the Java helper (KafkaOffsets.WINDOW)
 
@@ -136,23 +134,29 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-#: the JVM's class-data-sharing options: Java 11 and 12 have no dynamic archive (ignored there), and the archive's
-#: messages go to stderr at error level only (the helper's stdout is its answer; a dump warns once per old class)
-SHARING_QUIET = (
-    "-XX:+IgnoreUnrecognizedVMOptions",
-    "-Xlog:disable",
-    "-Xlog:all=warning,cds=error,cds+dynamic=error:stderr",
-)
+#: the JVM's class-data-sharing options: Java 11 and 12 have no dynamic archive (the -XX flags are ignored there, and
+#: ``cds*`` names only the ``cds`` tag they have), and the archive's messages go to stderr at error level only (the
+#: helper's stdout is its answer; writing an archive warns once per old class)
+SHARING_QUIET = ("-XX:+IgnoreUnrecognizedVMOptions", "-Xlog:disable", "-Xlog:all=warning,cds*=error:stderr")
+
+#: the helper's modes whose JVMs use the class archive: the ones that only read, so a JVM that failed with it can be
+#: run again without it (a commit is never sent twice, and the long-lived ``fenced`` writer never depends on it)
+SHARED_MODES = ("read", "describe")
+
+#: what a JVM prints when it could not start or crashed (with a class archive it cannot write or map, e.g. a
+#: truncated one: Java 17 dies of SIGBUS mapping it)
+JVM_FAILED = ("Error occurred during initialization of VM", "A fatal error has been detected by the Java Runtime")
 
 
 @dataclasses.dataclass(frozen=True)
 class ClassSharing:
-    """The helper's classes as the JVM left them after a call (AppCDS, a dynamic archive: Java 13+): the next JVMs
-    map them instead of loading and verifying Kafka's client again, 0.27 s of each ~1.3 s read of 10,000 groups'
-    commits on this project's 2-core machine (docs/performance.md). One archive per compiled helper and ``java``
-    (:func:`class_sharing`); the first call that finds none writes it (:attr:`learning`, kept only when that call
-    succeeded, moved into place whole); a JVM that cannot start with it (``off``: written once, then never tried
-    again) runs without. A stale or unreadable archive costs nothing but the time: the JVM checks it and ignores it."""
+    """The helper's classes as a JVM left them (AppCDS, a dynamic archive: Java 13+), mapped by the next JVMs instead of
+    loading and verifying Kafka's client again: 1.31 s -> 1.03 s for a read of 10,000 groups' commits on this project's
+    2-core machine (bench/java_helper_bench.py). One archive per compiled helper and ``java`` (:func:`class_sharing`),
+    for the modes that only read (:data:`SHARED_MODES`). The first such call that finds none writes it
+    (:attr:`learning`: kept only when that call succeeded, installed durably, whole); a JVM that fails or crashes
+    with the archive's options (:meth:`refuse`: the archive deleted, ``off`` written, never tried again with this
+    ``java``) is run again without. A stale archive (another JDK, a changed jar) is ignored by the JVM."""
 
     archive: Path
     off: Path
@@ -171,7 +175,7 @@ class ClassSharing:
             return
         try:
             if ok and self.learning.is_file() and self.learning.stat().st_size:
-                os.replace(self.learning, self.archive)
+                durable_rename(self.learning, self.archive)
         except OSError as e:
             log.warning(
                 "could not keep the Java helper's class archive %s (%s): the next call writes one", self.archive, e
@@ -180,10 +184,15 @@ class ClassSharing:
             self.learning.unlink(missing_ok=True)
 
     def refuse(self, why: str) -> None:
-        """The JVM could not start with the archive's options: never tried again with this ``java``."""
-        log.warning("the JVM refused class data sharing (%s): the Java helper runs without it from now on", why)
+        """A JVM failed or crashed with the archive's options: the archive deleted, and never tried again with this
+        ``java`` (delete ``off`` to try again)."""
+        log.warning("the JVM failed with its class archive (%s): the Java helper runs without it from now on", why)
         with contextlib.suppress(OSError):
+            self.archive.unlink(missing_ok=True)
             self.off.write_text(why[-500:] + "\n")
+
+
+LEARNING_LEFT_S = 600  # a learning file older than this was left by a JVM whose caller died: removed
 
 
 def class_sharing(compiled: Path | None, java: str, learn: bool) -> ClassSharing | None:
@@ -197,6 +206,10 @@ def class_sharing(compiled: Path | None, java: str, learn: bool) -> ClassSharing
         return None
     learning = None
     if learn and not archive.is_file():
+        for left in compiled.glob(f".classes-{key}-*.jsa"):
+            with contextlib.suppress(OSError):
+                if time.time() - left.stat().st_mtime > LEARNING_LEFT_S:
+                    left.unlink()
         learning = compiled / f".classes-{key}-{uuid.uuid4().hex}.jsa"
     return ClassSharing(archive, off, learning)
 
@@ -211,10 +224,10 @@ def java_offsets_program(
     """``jvm/KafkaOffsets.java``'s command (compiled once, or run from source: Java 11+), without its mode, and the
     cluster's settings translated to the Java client's, plus ``extra`` Java client settings, in a 0600 file of this
     user's private folder, removed when the block ends (the program reads it at its start). ``what``: the
-    operation, for the error of a host without Java. The command maps the helper's class archive where there is one
-    (:class:`ClassSharing`); ``sharing``: a one-item list, for a caller that may write the archive (``[None]``
-    asks, and receives the :class:`ClassSharing` to tell how the call went), or that must run without it
-    (``[False]``)."""
+    operation, for the error of a host without Java. ``sharing``: for a mode of :data:`SHARED_MODES`, a one-item
+    list ``[None]`` that receives the call's :class:`ClassSharing` (None without one): the command then maps the
+    helper's class archive, or writes it where there is none yet. Without it (``commit``, ``fenced``) the JVM runs
+    without the archive."""
 
     java = shutil.which("java")
     if not java:
@@ -241,11 +254,12 @@ def java_offsets_program(
             else ["-cp", java_kafka_classpath(), str(src)]
         )
         jvm = [f"-D{k}={v}" for k, v in sorted(java_system_properties(cluster.conf).items())]
-        shared = None if sharing and sharing[0] is False else class_sharing(compiled, java, learn=sharing is not None)
+        shared = None
         if sharing is not None:
-            sharing[0] = shared
+            shared = sharing[0] = class_sharing(compiled, java, learn=True)
         cds = shared.options() if shared else []
-        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *cds, *jvm, *program], props
+        crash = f"-XX:ErrorFile={d / 'java-helper-hs_err-%p.log'}"  # a JVM crash's report: here, not in the cwd
+        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", crash, *cds, *jvm, *program], props
     finally:
         props.unlink(missing_ok=True)
 
@@ -257,7 +271,7 @@ def run_java_offsets(
     private folder, removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``:
     as printed, for the caller to decode)."""
     what = f"commits with metadata (byte for byte), and the commits of more than {JAVA_BULK_GROUPS} groups at once,"
-    sharing: list = [None if share else False]
+    sharing: list | None = [None] if share and mode in SHARED_MODES else None
     with java_offsets_program(cluster, what, sharing=sharing) as (command, props):
         rows, r = props.with_suffix(".tsv"), None
         try:
@@ -270,11 +284,13 @@ def run_java_offsets(
             )
         finally:
             rows.unlink(missing_ok=True)
-            if sharing[0]:
+            if sharing and sharing[0]:
                 sharing[0].done(ok=r is not None and r.returncode == 0)
-    shared = sharing[0]
-    if r.returncode and shared and shared.options() and VM_INIT_FAILED in r.stdout + r.stderr:
-        shared.refuse(" | ".join((r.stdout + r.stderr).strip().splitlines()[-3:]))
+    shared = sharing[0] if sharing else None
+    told = r.stdout + r.stderr
+    if r.returncode and shared and (r.returncode < 0 or r.returncode == 134 or any(m in told for m in JVM_FAILED)):
+        # a read: running it again without the archive repeats nothing (a commit never comes here)
+        shared.refuse(f"exit {r.returncode}: " + " | ".join(told.strip().splitlines()[-3:]))
         return run_java_offsets(cluster, mode, lines, items, decode, share=False)
     if r.returncode:
         tail = (r.stderr or "").strip().splitlines()[-5:]
