@@ -152,6 +152,7 @@ def test_commits_and_the_fenced_writer_never_use_the_archive(tmp_path, monkeypat
 
 def test_a_truncated_archive_crashes_no_read_the_read_runs_again_without_it(tmp_path, monkeypatch, caplog):
     cluster = nobody(tmp_path, monkeypatch)
+    crashes_here = set(Path.cwd().glob("hs_err_pid*.log"))
     assert java_bridge.run_java_offsets(cluster, "describe", [], 0) == []
     (jsa,) = tmp_path.glob("jvm-KafkaOffsets-*/classes-*.jsa")
     jsa.chmod(0o600)
@@ -167,7 +168,7 @@ def test_a_truncated_archive_crashes_no_read_the_read_runs_again_without_it(tmp_
         assert java_bridge.run_java_offsets(cluster, "read", [], 0) == []
         assert sharing_options(seen[-1]) == []
         assert list(tmp_path.glob("java-helper-hs_err-*.log"))  # the crash's report in the private folder
-        assert not list(Path.cwd().glob("hs_err_pid*.log"))  # never in the worker's working directory
+        assert set(Path.cwd().glob("hs_err_pid*.log")) == crashes_here  # never in the worker's working directory
     else:  # a JDK that checks the file and ignores it (Java 25) answered at once
         assert len(seen) == 1
 
@@ -211,3 +212,29 @@ def test_a_failed_call_keeps_no_archive_and_a_left_learning_file_goes(tmp_path):
     os.utime(old, (0, 0))  # its JVM's caller died long ago
     java_bridge.class_sharing(tmp_path, "java", learn=True)
     assert not old.exists() and new.exists()
+
+
+@pytest.mark.parametrize(
+    "rc, said, runs",
+    [
+        (1, "Error occurred during initialization of VM\nCould not allocate compressed class space\n", 2),
+        (-9, "", 1),  # killed (the OOM killer, an operator): not the archive's doing, not run again
+    ],
+)
+def test_a_read_that_fails_for_its_own_reason_keeps_the_archive_and_says_why(tmp_path, monkeypatch, rc, said, runs):
+    # the JVM's results stood in for (a host out of memory, a kill): what is decided from them is the point here
+    cluster = nobody(tmp_path, monkeypatch)
+    assert java_bridge.run_java_offsets(cluster, "describe", [], 0) == []
+    (jsa,) = tmp_path.glob("jvm-KafkaOffsets-*/classes-*.jsa")
+    seen = []
+
+    def failing(cmd, *a, **k):
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, rc, said, "")
+
+    monkeypatch.setattr(java_bridge.subprocess, "run", failing)
+    with pytest.raises(java_bridge.KafkaUnavailable) as e:
+        java_bridge.run_java_offsets(cluster, "read", [], 0)
+    assert len(seen) == runs and f"exit {rc}" in str(e.value)
+    assert "Could not allocate compressed class space" in str(e.value) or not said  # the JVM's reason, not lost
+    assert jsa.exists() and archives(tmp_path) == [jsa.name]  # kept; no .off: one bad moment costs nothing for good

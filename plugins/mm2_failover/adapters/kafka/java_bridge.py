@@ -156,7 +156,8 @@ class ClassSharing:
     for the modes that only read (:data:`SHARED_MODES`). The first such call that finds none writes it
     (:attr:`learning`: kept only when that call succeeded, installed durably, whole); a JVM that fails or crashes
     with the archive's options (:meth:`refuse`: the archive deleted, ``off`` written, never tried again with this
-    ``java``) is run again without. A stale archive (another JDK, a changed jar) is ignored by the JVM."""
+    ``java``) is run again without, and the archive is refused when that run answers. A stale archive (another JDK,
+    a changed jar) is ignored by the JVM."""
 
     archive: Path
     off: Path
@@ -188,8 +189,9 @@ class ClassSharing:
         ``java`` (delete ``off`` to try again)."""
         log.warning("the JVM failed with its class archive (%s): the Java helper runs without it from now on", why)
         with contextlib.suppress(OSError):
-            self.archive.unlink(missing_ok=True)
             self.off.write_text(why[-500:] + "\n")
+        with contextlib.suppress(OSError):
+            self.archive.unlink(missing_ok=True)
 
 
 LEARNING_LEFT_S = 600  # a learning file older than this was left by a JVM whose caller died: removed
@@ -205,12 +207,13 @@ def class_sharing(compiled: Path | None, java: str, learn: bool) -> ClassSharing
     if off.exists():
         return None
     learning = None
-    if learn and not archive.is_file():
-        for left in compiled.glob(f".classes-{key}-*.jsa"):
+    if learn:
+        for left in compiled.glob(f".classes-{key}-*.jsa"):  # written by a JVM whose caller was killed
             with contextlib.suppress(OSError):
                 if time.time() - left.stat().st_mtime > LEARNING_LEFT_S:
                     left.unlink()
-        learning = compiled / f".classes-{key}-{uuid.uuid4().hex}.jsa"
+        if not archive.is_file():
+            learning = compiled / f".classes-{key}-{uuid.uuid4().hex}.jsa"
     return ClassSharing(archive, off, learning)
 
 
@@ -258,8 +261,12 @@ def java_offsets_program(
         if sharing is not None:
             shared = sharing[0] = class_sharing(compiled, java, learn=True)
         cds = shared.options() if shared else []
-        crash = f"-XX:ErrorFile={d / 'java-helper-hs_err-%p.log'}"  # a JVM crash's report: here, not in the cwd
-        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", crash, *cds, *jvm, *program], props
+        # a JVM crash's reports: here, not in the worker's working directory
+        crash = [
+            f"-XX:ErrorFile={d / 'java-helper-hs_err-%p.log'}",
+            f"-XX:ReplayDataFile={d / 'java-helper-replay-%p.log'}",
+        ]
+        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *crash, *cds, *jvm, *program], props
     finally:
         props.unlink(missing_ok=True)
 
@@ -287,13 +294,17 @@ def run_java_offsets(
             if sharing and sharing[0]:
                 sharing[0].done(ok=r is not None and r.returncode == 0)
     shared = sharing[0] if sharing else None
-    told = r.stdout + r.stderr
-    if r.returncode and shared and (r.returncode < 0 or r.returncode == 134 or any(m in told for m in JVM_FAILED)):
-        # a read: running it again without the archive repeats nothing (a commit never comes here)
-        shared.refuse(f"exit {r.returncode}: " + " | ".join(told.strip().splitlines()[-3:]))
-        return run_java_offsets(cluster, mode, lines, items, decode, share=False)
+    out_lines = r.stdout.splitlines()
+    first = next((i for i, x in enumerate(out_lines) if any(m in x for m in JVM_FAILED)), None)
+    jvm_said = [] if first is None else out_lines[first:][:5]  # the JVM's own message, on stdout
+    if r.returncode and shared and (r.returncode in (-6, -11, -7, 134) or jvm_said):
+        # a read: running it again without the archive repeats nothing (a commit never comes here). The archive is
+        # refused only when the read then answers: one that fails again failed for a reason of its own
+        out = run_java_offsets(cluster, mode, lines, items, decode, share=False)
+        shared.refuse(f"exit {r.returncode}: " + " | ".join((jvm_said + r.stderr.strip().splitlines())[-3:]))
+        return out
     if r.returncode:
-        tail = (r.stderr or "").strip().splitlines()[-5:]
+        tail = (jvm_said + (r.stderr or "").strip().splitlines())[-5:]
         raise KafkaUnavailable(
             f"{cluster.name}: Kafka's Java client ({mode}) failed (exit {r.returncode}): {' | '.join(tail)}"
         )
