@@ -115,7 +115,7 @@ def test_the_archive_options_are_valid_on_every_jdk_here(java):
 
 def test_the_first_read_writes_the_class_archive_silently_and_the_next_reads_map_it(tmp_path, monkeypatch):
     cluster = nobody(tmp_path, monkeypatch)
-    with java_bridge.java_offsets_program(cluster, "test", sharing=[None]) as (command, props):
+    with java_bridge.java_offsets_program(cluster, "test", share=True) as (command, props, _):
         (learn,) = [a for a in command if a.startswith("-XX:ArchiveClassesAtExit=")]
         r = subprocess.run([*command, "describe", str(props), "/dev/null"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout == "", r.stdout  # writing the archive says nothing on the answer's stdout
@@ -126,7 +126,7 @@ def test_the_first_read_writes_the_class_archive_silently_and_the_next_reads_map
     seen = commands(monkeypatch)
     assert java_bridge.run_java_offsets(cluster, "read", [], 0) == []
     assert any(a.startswith("-XX:SharedArchiveFile=") and a.endswith(jsa) for a in seen[-1])
-    with java_bridge.java_offsets_program(cluster, "test", sharing=[None]) as (command, props):
+    with java_bridge.java_offsets_program(cluster, "test", share=True) as (command, props, _):
         # the JVM must really map it: -Xshare:on refuses to start otherwise
         r = subprocess.run(
             [command[0], "-Xshare:on", *command[1:], "describe", str(props), "/dev/null"],
@@ -146,7 +146,7 @@ def test_commits_and_the_fenced_writer_never_use_the_archive(tmp_path, monkeypat
     seen = commands(monkeypatch)
     assert java_bridge.run_java_offsets(cluster, "commit", [], 0) == []
     assert len(seen) == 1 and sharing_options(seen[0]) == []
-    with java_bridge.java_offsets_program(cluster, "test") as (command, _props):  # as fenced.py starts its writer
+    with java_bridge.java_offsets_program(cluster, "test") as (command, _props, _):  # as fenced.py starts its writer
         assert sharing_options(command) == []
 
 
@@ -191,7 +191,7 @@ def test_a_jvm_that_fails_writing_the_archive_is_read_again_without_it(tmp_path,
     (off,) = archives(tmp_path)
     assert off.endswith(".off")
     monkeypatch.setattr(java_bridge, "class_sharing", real)
-    with java_bridge.java_offsets_program(cluster, "test", sharing=[None]) as (command, _props):
+    with java_bridge.java_offsets_program(cluster, "test", share=True) as (command, _props, _):
         assert sharing_options(command) == []
 
 

@@ -83,6 +83,7 @@ class FencedWriter:
         with java_offsets_program(target, what, {"transaction.timeout.ms": int(transaction_timeout_ms)}) as (
             command,
             props,
+            _no_archive,  # the fenced writer never uses the helper's class archive
         ):
             self._proc = subprocess.Popen(
                 [*command, "fenced", str(props), transactional_id],

@@ -23,7 +23,7 @@ import uuid
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from mm2_failover.adapters.config import java_kafka_classpath
 from mm2_failover.adapters.java_client import java_client_options, java_system_properties
@@ -91,10 +91,10 @@ def java_call_timeout(timeout_s: float, groups: int) -> float:
 
 
 def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
-    """A folder holding ``src`` compiled by ``javac`` (its classes, and the same in ``<name>.jar``), made once per source, classpath and JDK under ``cache`` (this
-    user's private folder): running a one-file program from source compiles it in the JVM on every start, 1.2 s of
-    each call on this project's 2-core machine, and a failover at thousands of groups calls the helper three times
-    (the plan's read of the target, the backup, verify). None where there is no ``javac`` or it fails (a JRE): the
+    """A folder holding ``src`` compiled by ``javac`` (its classes, and the same in ``<name>.jar``), made once per
+    source, classpath and JDK under ``cache`` (this user's private folder): running a one-file program from source
+    compiles it in the JVM on every start, 1.2 s of each call on this project's 2-core machine, and a failover at
+    thousands of groups calls the helper six times (capture, the gate, the plan, the live diff, the backup, verify). None where there is no ``javac`` or it fails (a JRE): the
     caller then runs the source, as before."""
     javac = shutil.which("javac")
     if not javac:
@@ -146,6 +146,9 @@ SHARED_MODES = ("read", "describe")
 #: what a JVM prints when it could not start or crashed (with a class archive it cannot write or map, e.g. a
 #: truncated one: Java 17 dies of SIGBUS mapping it)
 JVM_FAILED = ("Error occurred during initialization of VM", "A fatal error has been detected by the Java Runtime")
+
+#: the exits of a JVM that crashed (SIGABRT, SIGBUS, SIGSEGV, and SIGABRT through a shell): never a kill (-9)
+JVM_CRASHED = (-6, -7, -11, 134)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,20 +220,25 @@ def class_sharing(compiled: Path | None, java: str, learn: bool) -> ClassSharing
     return ClassSharing(archive, off, learning)
 
 
+class JavaProgram(NamedTuple):
+    """:func:`java_offsets_program`'s command (without its mode), its settings file, and its class archive (None:
+    the JVM runs without one)."""
+
+    command: list[str]
+    props: Path
+    sharing: ClassSharing | None
+
+
 @contextlib.contextmanager
 def java_offsets_program(
-    cluster: ClusterView,
-    what: str,
-    extra: dict[str, object] | None = None,
-    sharing: list[ClassSharing | None] | None = None,
-) -> Iterator[tuple[list[str], Path]]:
+    cluster: ClusterView, what: str, extra: dict[str, object] | None = None, share: bool = False
+) -> Iterator[JavaProgram]:
     """``jvm/KafkaOffsets.java``'s command (compiled once, or run from source: Java 11+), without its mode, and the
     cluster's settings translated to the Java client's, plus ``extra`` Java client settings, in a 0600 file of this
     user's private folder, removed when the block ends (the program reads it at its start). ``what``: the
-    operation, for the error of a host without Java. ``sharing``: for a mode of :data:`SHARED_MODES`, a one-item
-    list ``[None]`` that receives the call's :class:`ClassSharing` (None without one): the command then maps the
-    helper's class archive, or writes it where there is none yet. Without it (``commit``, ``fenced``) the JVM runs
-    without the archive."""
+    operation, for the error of a host without Java. ``share``: for a mode of :data:`SHARED_MODES`, the command
+    maps the helper's class archive, or writes it where there is none yet (:class:`ClassSharing`, in the program
+    yielded, to tell how the call went). Without it (``commit``, ``fenced``) the JVM runs without the archive."""
 
     java = shutil.which("java")
     if not java:
@@ -257,16 +265,14 @@ def java_offsets_program(
             else ["-cp", java_kafka_classpath(), str(src)]
         )
         jvm = [f"-D{k}={v}" for k, v in sorted(java_system_properties(cluster.conf).items())]
-        shared = None
-        if sharing is not None:
-            shared = sharing[0] = class_sharing(compiled, java, learn=True)
+        shared = class_sharing(compiled, java, learn=True) if share else None
         cds = shared.options() if shared else []
         # a JVM crash's reports: here, not in the worker's working directory
         crash = [
             f"-XX:ErrorFile={d / 'java-helper-hs_err-%p.log'}",
             f"-XX:ReplayDataFile={d / 'java-helper-replay-%p.log'}",
         ]
-        yield [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *crash, *cds, *jvm, *program], props
+        yield JavaProgram([java, "-Xmx256m", "-XX:TieredStopAtLevel=1", *crash, *cds, *jvm, *program], props, shared)
     finally:
         props.unlink(missing_ok=True)
 
@@ -278,8 +284,7 @@ def run_java_offsets(
     private folder, removed after). Returns its output lines split on tabs, base64 fields decoded (``decode=False``:
     as printed, for the caller to decode)."""
     what = f"commits with metadata (byte for byte), and the commits of more than {JAVA_BULK_GROUPS} groups at once,"
-    sharing: list | None = [None] if share and mode in SHARED_MODES else None
-    with java_offsets_program(cluster, what, sharing=sharing) as (command, props):
+    with java_offsets_program(cluster, what, share=share and mode in SHARED_MODES) as (command, props, shared):
         rows, r = props.with_suffix(".tsv"), None
         try:
             rows.write_text("".join(line + "\n" for line in lines))
@@ -291,13 +296,12 @@ def run_java_offsets(
             )
         finally:
             rows.unlink(missing_ok=True)
-            if sharing and sharing[0]:
-                sharing[0].done(ok=r is not None and r.returncode == 0)
-    shared = sharing[0] if sharing else None
+            if shared:
+                shared.done(ok=r is not None and r.returncode == 0)
     out_lines = r.stdout.splitlines()
     first = next((i for i, x in enumerate(out_lines) if any(m in x for m in JVM_FAILED)), None)
     jvm_said = [] if first is None else out_lines[first:][:5]  # the JVM's own message, on stdout
-    if r.returncode and shared and (r.returncode in (-6, -11, -7, 134) or jvm_said):
+    if r.returncode and shared and (r.returncode in JVM_CRASHED or jvm_said):
         # a read: running it again without the archive repeats nothing (a commit never comes here). The archive is
         # refused only when the read then answers: one that fails again failed for a reason of its own
         out = run_java_offsets(cluster, mode, lines, items, decode, share=False)
