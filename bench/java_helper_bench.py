@@ -35,7 +35,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from mm2_failover.adapters.kafka import java_bridge  # noqa: E402
 from mm2_failover.adapters.kafka.cluster import Cluster  # noqa: E402
-from testbed.bed import Broker, Process, broker_ready, kafka_jars  # noqa: E402
+from testbed.bed import Broker, broker_ready, kafka_jars  # noqa: E402
 
 
 def main() -> int:
@@ -47,11 +47,7 @@ def main() -> int:
     run_dir = Path(tempfile.mkdtemp(prefix="java-helper-bench-"))
     tempfile.tempdir = str(run_dir)  # the helper's private folder (compiled classes, archive): this bench's own
     broker = Broker("bench", run_dir, kafka_jars())
-    broker.prepare()
-    fmt = Process("storage format", broker.format_cmd(), broker.dir / "format.log")
-    fmt.start()
-    if fmt.popen.wait(60) != 0:
-        raise SystemExit(f"storage format failed: {broker.dir / 'format.log'}")
+    broker.format_storage()
     broker.start()
     try:
         deadline = time.monotonic() + 90

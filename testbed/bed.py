@@ -463,6 +463,14 @@ class Broker:
         write_properties(self.dir / "server.properties", self.properties())
         (self.dir / "log4j2.properties").write_text(LOG4J2.replace("{level}", "info"))
 
+    def format_storage(self) -> None:
+        """:meth:`prepare`, then KRaft's storage format (raises, naming its log, when it fails)."""
+        self.prepare()
+        fmt = Process(f"storage format {self.alias}", self.format_cmd(), self.dir / "format.log")
+        fmt.start()
+        if fmt.popen.wait(60) != 0:
+            raise fmt.fail(f"exited with {fmt.popen.returncode}")
+
     def start(self) -> None:
         self.process = Process(
             f"broker {self.alias}",
@@ -760,11 +768,7 @@ class Bed(StartedInContext):
         """Another source cluster (one more KRaft broker) replicated to the target by its own MM2 flow under
         ``alias``: a second data centre. Stopped with the bed."""
         b = Broker(alias, self.run_dir, self.jars)
-        b.prepare()
-        fmt = Process(f"storage format {alias}", b.format_cmd(), b.dir / "format.log")
-        fmt.start()
-        if fmt.popen.wait(60) != 0:
-            raise fmt.fail(f"exited with {fmt.popen.returncode}")
+        b.format_storage()
         b.start()
         self.extra_brokers.append(b)
         self._wait(lambda: broker_ready(b.bootstrap), b.process, timeout, "did not answer metadata")
