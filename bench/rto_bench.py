@@ -59,15 +59,45 @@ def ts(iso: str | None) -> float | None:
     return None if not iso else datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def prepare_groups(bed, n: int, partitions: int, records: int = 100) -> tuple[str, list[str]]:
+def group_names(tag: str, n: int) -> list[str]:
+    return [f"rto-{tag}-{i:06d}" for i in range(n)]
+
+
+def listened(groups: list[str], k: int) -> list[str]:
+    """``k`` of the groups, spread evenly (every part of the Asset events gets its share)."""
+    return groups[:: max(1, len(groups) // k)][:k] if k else []
+
+
+LISTENERS = """# bench/rto_bench.py's applications: one DAG per listened group, scheduled on its Asset (docs/runbook.md)
+import json, pathlib
+from airflow.sdk import DAG, Asset, task
+
+for i, (name, uri) in enumerate(json.loads((pathlib.Path(__file__).parent / "listened.json").read_text())):
+    with DAG(dag_id=f"rto_listener_{i:05d}", schedule=[Asset(name=name, uri=uri)], catchup=False) as dag:
+        task(task_id="restart_consumers")(lambda: None)()
+    globals()[dag.dag_id] = dag
+"""
+
+
+def write_listeners(folder: Path, groups: list[str]) -> None:
+    """The applications' DAGs (paused, as Airflow creates them: the events are stored, no run is made) for
+    ``groups``, in the bundle :func:`testbed.airflow_stack.with_application_dags` adds."""
+    from mm2_failover.rules import assets
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "listened.json").write_text(json.dumps([assets.group_asset(g) for g in groups]))
+    (folder / "rto_listeners.py").write_text(LISTENERS)
+
+
+def prepare_groups(bed, n: int, partitions: int, records: int = 100, tag: str | None = None) -> tuple[str, list[str]]:
     """G groups on a topic of their own (``records`` per partition), committed on the source and checkpointed by MM2.
     Group g's commit on partition p is ``(7 g + p) % records``: with the default 100 records, 100 groups share each
     position; with ``records`` >= G, every group's position is its own."""
     from mm2_failover.adapters.kafka.cluster import Cluster
     from testbed import scenario
 
-    tag = uuid.uuid4().hex[:6]
-    topic, groups = f"rto-{tag}", [f"rto-{tag}-{i:06d}" for i in range(n)]
+    tag = tag or uuid.uuid4().hex[:6]
+    topic, groups = f"rto-{tag}", group_names(tag, n)
     source = Cluster({"bootstrap.servers": bed.source_bootstrap}, "source", timeout=60)
     target = Cluster({"bootstrap.servers": bed.target_bootstrap}, "target", timeout=60)
     source.create_topic(topic, partitions)
@@ -132,14 +162,15 @@ class PeakMemory:
 PEAK: PeakMemory | None = None
 
 
-def one_run(af, bed, regex: str, groups: list[str], quiet: int, until_verified: bool = False) -> dict:
+def one_run(
+    af, bed, regex: str, groups: list[str], quiet: int, until_verified: bool = False, heard: list[str] = ()
+) -> dict:
     from mm2_failover.ui.runs import safe_name
     from testbed.airflow_stack import answer, ready_to_answer, run_path, task_states
 
     # Airflow's scheduler checks every Asset's references each [scheduler] parsing_cleanup_interval, in its loop:
-    # ~2.5 s at 10k Assets, ~9 s at 20k (bench/asset_orphanage_bench.py). Each run here announces fresh groups, so
-    # the Assets grow by G per run: how many there are is part of the run's conditions (the API lists the active
-    # ones: an Asset an event made is activated by that check, up to a minute later)
+    # ~2.5 s at 10k Assets, ~9 s at 20k (bench/asset_orphanage_bench.py): how many there are is part of the run's
+    # conditions (one per listened group, and the one naming them all: assets.py rule 5)
     assets_before = af.api("GET", "/api/v2/assets?limit=1")["total_entries"]
     t_trigger = time.time()
     run = af.api(
@@ -212,16 +243,29 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int, until_verified: 
     announced = max(
         [ts(t["end_date"]) for t in tis_all if t["task_id"] == "announce_moved_groups" and t["end_date"]], default=None
     )
-    # the applications' cutover events (issue 54 item 3): every moved group's, stored (the API's timestamp, taken as
-    # Airflow writes the event) how long after verify's end
-    q = f"/api/v2/assets/events?source_dag_id=mm2_failover&source_run_id={quote(run_id, safe='')}&limit=1"
-    stored_after = None
+    # the applications' cutover events (issue 54 item 3): the one naming every moved group, and each listened group's
+    # own (assets.py rules 5-6), stored (the API's timestamp, taken as Airflow writes the event) how long after
+    # verify's end; every one read back and checked
+    from mm2_failover.rules import assets
+
+    q = f"/api/v2/assets/events?source_dag_id=mm2_failover&source_run_id={quote(run_id, safe='')}"
+    stored_after = named_after = None
     if not until_verified:
-        first_ev = af.api("GET", q + "&order_by=timestamp")
-        last_ev = af.api("GET", q + "&order_by=-timestamp")["asset_events"]
-        n_ev = first_ev["total_entries"]
-        assert n_ev == len(groups), f"{n_ev} Asset events, {len(groups)} groups"
-        stored_after = round(ts(last_ev[0]["timestamp"]) - end, 2) if last_ev else None
+        evs: list[dict] = []
+        while len(evs) < (total := af.api("GET", q + "&limit=1")["total_entries"]):
+            evs += af.api("GET", q + f"&limit=100&offset={len(evs)}&order_by=timestamp")["asset_events"]
+        named = [e for e in evs if (e["name"], e["uri"]) == assets.MOVED_GROUPS]
+        own = {e["extra"]["group"]: e for e in evs if e not in named}
+        assert len(named) == 1 and named[0]["extra"]["groups"] == sorted(groups), f"{len(named)} events naming all"
+        assert sorted(own) == sorted(heard) and len(evs) == total == len(heard) + 1, (
+            f"{total} events, {len(heard)} heard"
+        )
+        for g, e in own.items():
+            assert (e["name"], e["uri"]) == assets.group_asset(g)
+            got_offsets = {(g, t, int(p)): o for t, ps in e["extra"]["offsets"].items() for p, o in ps.items()}
+            assert got_offsets == {k: v for k, v in planned.items() if k[0] == g}, g
+        stored_after = round(max(ts(e["timestamp"]) for e in evs) - end, 2)
+        named_after = round(ts(named[0]["timestamp"]) - end, 2)
     work = round(sum(r["seconds"] for r in rows if r["task"] != "approve_plan"), 2)
     gap = round(sum(r["gap_before"] for r in rows) + (ts(dr["queued_at"]) or t_trigger) - t_trigger, 2)
     return {
@@ -243,6 +287,8 @@ def one_run(af, bed, regex: str, groups: list[str], quiet: int, until_verified: 
         ),
         "announced_s": round(announced - t_trigger, 2) if announced else None,
         "events_stored_after_verify_s": stored_after,
+        "event_naming_all_stored_after_verify_s": named_after,
+        "listened_groups": len(heard),
         "announce_parts": sum(1 for t in tis_all if t["task_id"] == "announce_moved_groups"),
         "partitions_committed": len(planned),
     }
@@ -266,6 +312,12 @@ def main() -> int:
         default="announced",
         help="wait for every Asset event and check them (default), or stop at verify (100k groups' events take ~30 min)",
     )
+    ap.add_argument(
+        "--listeners",
+        type=int,
+        default=100,
+        help="groups per run an application's DAG schedules on (spread evenly): each gets its own Asset event",
+    )
     ap.add_argument("--executor", choices=("local", "celery"), default="local")
     ap.add_argument("--no-preload", action="store_true", help="Airflow's defaults, not config.preload_settings()")
     ap.add_argument("--lock", choices=("file", "kafka"), default="file", help="MM2_FAILOVER_LOCK of the tasks")
@@ -276,7 +328,7 @@ def main() -> int:
     import importlib
 
     from testbed import localenv
-    from testbed.airflow_stack import AirflowStack
+    from testbed.airflow_stack import AirflowStack, with_application_dags
     from testbed.bed import Bed, free_port
     from testbed.spark_connect import SparkConnectServer
 
@@ -293,8 +345,14 @@ def main() -> int:
         "preload": not args.no_preload,
         "lock": args.lock,
         "db": args.db,
+        "listeners_per_run": args.listeners,
         "runs": [],
     }
+    # each run's groups named up front: the applications' DAGs (a bundle of their own) schedule on some of them
+    tags = [uuid.uuid4().hex[:6] for _ in range(args.runs)]
+    heard = [listened(group_names(t, args.groups), args.listeners) for t in tags]
+    apps = root / "applications"
+    write_listeners(apps, [g for h in heard for g in h])
     # the defaults the preload settings replace: the scheduler's fork, Airflow's own Celery configuration
     defaults = {
         "AIRFLOW__SCHEDULER__MP_START_METHOD": "fork",
@@ -309,7 +367,7 @@ def main() -> int:
             root / "airflow",
             root / "artifacts",
             executor=args.executor,
-            extra_env=defaults if args.no_preload else None,
+            extra_env={**(defaults if args.no_preload else {}), **with_application_dags(apps)},
             db_url=db.url if db else None,
         )
         stack.callback(af.stop)
@@ -343,18 +401,27 @@ def main() -> int:
         )
         af.token = af.login("admin")
         af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 90, "the dag-processor to register mm2_failover")
+        want = sum(map(len, heard))
+        af.wait(
+            lambda: (
+                af.api("GET", "/api/v2/dags?dag_id_pattern=rto_listener&paused=true&limit=1")["total_entries"] == want
+            ),
+            300,
+            f"the dag-processor to register the {want} applications' DAGs",
+        )
         global PEAK
         PEAK = PeakMemory()
         stack.callback(PEAK.stop)
         for i in range(args.runs):
-            regex, groups = prepare_groups(bed, args.groups, args.partitions, args.records)
-            r = one_run(af, bed, regex, groups, args.quiet, until_verified=args.until == "verified")
+            regex, groups = prepare_groups(bed, args.groups, args.partitions, args.records, tags[i])
+            r = one_run(af, bed, regex, groups, args.quiet, args.until == "verified", heard[i])
             out["runs"].append(r)
             print(
                 f"run {i + 1} ({r['assets_before']} Assets listed before it): trigger -> verified {r['trigger_to_verified_s']} s = human {r['human_s']} + quiet "
                 f"{r['quiet_window_s']} + work {r['work_s']} + scheduler gaps {r['gaps_s']} (rto {r['rto_s']} s); "
-                f"{args.groups} Asset events in {r['announce_parts']} part(s), the last stored "
-                f"{r['events_stored_after_verify_s']} s after verify",
+                f"{args.groups} groups in {r['announce_parts']} part(s), {r['listened_groups']} listened to: the event "
+                f"naming all stored {r['event_naming_all_stored_after_verify_s']} s after verify, the last "
+                f"{r['events_stored_after_verify_s']} s",
                 flush=True,
             )
     runs = out["runs"]
@@ -386,8 +453,10 @@ def main() -> int:
     if args.until == "verified":
         print("the Asset events: not waited for (--until verified)")
     else:
+        named = [r["event_naming_all_stored_after_verify_s"] for r in runs]
         print(
-            f"the last Asset event stored after verify, s: {stored} ({args.groups} events per run, every one checked)"
+            f"the Asset events stored after verify, s: the one naming all {args.groups} groups {named}, the last of "
+            f"the {args.listeners} listened groups' {stored} (every one read back and checked)"
         )
     print(
         f"| **trigger -> verified** | {med['trigger_to_verified_s']} (human {med['human_s']}, quiet {args.quiet}) | |"

@@ -26,6 +26,18 @@ from urllib.parse import quote
 SIMPLE_AUTH = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 
 
+def with_application_dags(folder: Path) -> dict[str, str]:
+    """The environment that adds ``folder`` as a second DAG bundle (``applications``) next to the project's dags
+    folder: an application team's own DAGs, e.g. one scheduled on its group's Asset (docs/runbook.md, "Telling the
+    applications"). For :class:`AirflowStack`'s ``extra_env`` (every process's: the dag-processor reads it)."""
+    local = "airflow.dag_processing.bundles.local.LocalDagBundle"
+    bundles = [
+        {"name": "dags-folder", "classpath": local, "kwargs": {}},
+        {"name": "applications", "classpath": local, "kwargs": {"path": str(folder)}},
+    ]
+    return {"AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": json.dumps(bundles)}
+
+
 def log_tail(path: Path, n: int = 40) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-n:])

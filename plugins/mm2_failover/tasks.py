@@ -9,7 +9,7 @@ import functools
 import logging
 
 from airflow.configuration import conf as airflow_conf
-from airflow.sdk import Asset, AssetAlias
+from airflow.sdk import Asset
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from mm2_failover import metrics, notifications
@@ -144,8 +144,9 @@ def verify_group_offsets(context) -> dict:
 
 def announcement_parts(context) -> list[dict]:
     """The Asset events of the verified report's moved groups (:mod:`mm2_failover.rules.assets`), written once to
-    ``announcements.json``, and the parts ``announce_moved_groups`` is mapped over (rule 4): none when no group
-    moved (the mapped task is then skipped)."""
+    ``announcements.json``; the one event naming them all (rule 6, this task's outlet); and the parts
+    ``announce_moved_groups`` is mapped over (rule 4). Skipped when no group moved: no event then, not even the
+    summary."""
 
     ctx = _ctx(context)
     rep = ctx.folder.load_report()
@@ -153,6 +154,9 @@ def announcement_parts(context) -> list[dict]:
         raise AirflowFailException(f"no verified report in {ctx.folder.dir}: clear verify_group_offsets")
     events = assets.events(rep.as_dict(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
     ctx.folder.save(ANNOUNCEMENTS, [list(e) for e in events])
+    summary = assets.summary(events)
+    if summary is None:
+        raise AirflowSkipException("no group moved: nothing to announce (assets.py rule 2)")
     try:
         size = assets.part_size(metadata_db_url(), setting("asset_events_per_part"))
     except ValueError as e:
@@ -160,10 +164,13 @@ def announcement_parts(context) -> list[dict]:
     out = assets.parts(len(events), size)
     for arg in out:  # each part reads its own events: all 10k decoded per part took 0.33 s of each part (py-spy)
         ctx.folder.save(announcement_part_name(arg), [list(e) for e in assets.part(events, arg)])
+    name, uri = assets.MOVED_GROUPS
+    context["outlet_events"][Asset(name=name, uri=uri)].extra = summary
     log.info(
-        "%d moved group(s) to announce as Asset events (alias %s): %d part(s) of at most %d, %d at a time, in %s",
+        "%d moved group(s): one event naming them all on %s; each group's own event (for the groups a DAG listens "
+        "to) in %d part(s) of at most %d, %d at a time, from %s",
         len(events),
-        assets.ALIAS,
+        uri,
         len(out),
         size,
         assets.PARTS_AT_ONCE,
@@ -182,23 +189,25 @@ def metadata_db_url() -> str | None:
 
 
 def announce_moved_groups(context, arg: dict) -> int:
-    """One Asset event per verified moved group of part ``arg`` (rule 4), through the task's asset alias, from the
-    run folder's ``announcements.json``."""
+    """The Asset event of each verified moved group of part ``arg`` (rule 4), from the run folder's
+    ``announcements.json``: each group's Asset added to the task's outlets, its extra on the outlet's event. Airflow
+    stores the events of the Assets a DAG declares, and only those (rule 5)."""
 
     ctx = _ctx(context)
     own = ctx.folder.load(announcement_part_name(arg), None)
     if own is None:  # a run folder older than the part files
         own = assets.part(ctx.folder.load(ANNOUNCEMENTS), arg)
     events = [tuple(e) for e in own]
-    alias = context["outlet_events"][AssetAlias(assets.ALIAS)]
-    for name, uri, extra in events:
-        alias.add(Asset(name=name, uri=uri), extra=extra)
+    outlets = [Asset(name=name, uri=uri) for name, uri, _ in events]
+    context["task"].add_outlets(outlets)
+    for asset, (_, _, extra) in zip(outlets, events):
+        context["outlet_events"][asset].extra = extra
     log.info(
-        "asset events for %d moved group(s) (part %d of %d, alias %s), e.g. %s",
+        "the Asset events of %d moved group(s) (part %d of %d), e.g. %s: Airflow stores those of the groups a DAG "
+        "listens to (assets.py rule 5)",
         len(events),
         arg["index"] + 1,
         arg["of"],
-        assets.ALIAS,
         events[0][1] if events else "none",
     )
     return len(events)

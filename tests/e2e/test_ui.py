@@ -33,6 +33,7 @@ from testbed.airflow_stack import (
     run_path,
     task_states,
     wait_for_approval_request,
+    with_application_dags,
 )
 from testbed.browser import chromium, keep_for_docs, picture_shown
 
@@ -75,6 +76,19 @@ FAILOVER_TASKS = [
 FAULTS = "kill@apply.after_backup,sleep90@apply.after_commits"
 
 
+APP_DAG_ID = "orders_app_resume_on_backup"
+
+
+def application_dag(group: str) -> str:
+    """docs/runbook.md's example application DAG ("Telling the applications"), scheduled on ``group``'s Asset."""
+    import re
+
+    runbook = (Path(__file__).resolve().parents[2] / "docs" / "runbook.md").read_text()
+    block = re.search(r"<!-- example-app-dag[^>]*-->\n```python\n(.*?)```", runbook, re.S).group(1)
+    assert block.count("orders-app") == 2, block  # the Asset's name and URI
+    return block.replace("orders-app", group)
+
+
 @pytest.fixture(scope="module")
 def failover_run(run_root, request):
     """Airflow's three processes on the bed, and one run of ``mm2_failover`` triggered through the REST API, whose
@@ -92,6 +106,13 @@ def failover_run(run_root, request):
     from testbed.objectstore import ObjectStore, forget_filesystems
 
     s3 = ObjectStore.start(run_root / "e2e-ui" / "s3")
+    tag = uuid.uuid4().hex[:6]
+    names = {"topic": f"t-ui-{tag}", "group": f"g-ui-{tag}"}
+    # an application team's DAG, scheduled on the run's group's Asset (issue 54 item 3: only the groups a DAG listens
+    # to get their own event), in a DAG bundle of its own
+    apps = run_root / "e2e-ui" / "applications"
+    apps.mkdir(parents=True, exist_ok=True)
+    (apps / "orders_app.py").write_text(application_dag(names["group"]))
     env_patch = pytest.MonkeyPatch()
     s3.use(env_patch)  # this process reads the store too
     lease = {
@@ -116,6 +137,7 @@ def failover_run(run_root, request):
             # the forms test unpauses the scheduled DAGs (their forms' "Unpause on trigger"):
             # no catch-up run ahead of the form's own (max_active_runs=1 queued it behind)
             "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
+            **with_application_dags(apps),
         },
         executor="celery",
     )
@@ -144,8 +166,6 @@ def failover_run(run_root, request):
         af.start_scheduler(bed.source_bootstrap, bed.target_bootstrap, task_env)
         af.start_workers(bed.source_bootstrap, bed.target_bootstrap, WORKERS, task_env)
         print(f"[ui] Airflow processes started at {time.monotonic() - t0:.1f}s on {af.base}")
-        tag = uuid.uuid4().hex[:6]
-        names = {"topic": f"t-ui-{tag}", "group": f"g-ui-{tag}"}
         prep = scenario.prepare(
             bed.source_bootstrap,
             bed.target_bootstrap,
@@ -172,6 +192,9 @@ def failover_run(run_root, request):
         print(f"[ui] Airflow up at {time.monotonic() - t0:.1f}s: {health}")
         # on demand, so not paused at creation (issue 33): the REST trigger runs without anyone unpausing it
         assert af.api("GET", "/api/v2/dags/mm2_failover")["is_paused"] is False
+        # the application team unpauses its DAG (new DAGs are paused): registered, its group's Asset is active
+        af.wait(lambda: af.api("GET", f"/api/v2/dags/{APP_DAG_ID}"), 60, "the dag-processor to register the app DAG")
+        af.api("PATCH", f"/api/v2/dags/{APP_DAG_ID}", {"is_paused": False})
         run = af.api(
             "POST",
             "/api/v2/dags/mm2_failover/dagRuns",
@@ -730,22 +753,27 @@ def test_an_unconfirmed_disaster_asks_and_is_rejected_and_a_plan_not_approved_in
     ]
 
 
-def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):
-    """Issue 33, "tell the applications": the run's announce task (after verify) emitted, through its asset alias,
-    one Asset event for
-    the moved group - the target cluster, the group, its replica topic and the verified offsets in the extra - read
-    back through Airflow's REST API (the clear of drill 8 verified, and announced, again: the same event)."""
+def test_each_verified_moved_group_is_announced_and_its_applications_dag_is_queued(failover_run):
+    """Issues 33 and 54, "tell the applications": after verify, the run emitted one event naming every moved group
+    (rule 6) and, on the group's own Asset - which an application team's DAG schedules on, the runbook's example in a
+    DAG bundle of its own - the group's event: the target cluster, the group, its replica topic and the verified
+    offsets in the extra (the clear of drill 8 verified, and announced, again: the same events). Read back through
+    Airflow's REST API; and Airflow queued the group's event for the application's DAG (none for the other group
+    Assets: there are none, as nobody listens to them)."""
     from mm2_failover.rules import assets
 
     r, af = failover_run, failover_run.af
     got = af.api("GET", f"/api/v2/assets/events?source_dag_id=mm2_failover&source_run_id={quote(r.run_id, safe='')}")
     evs = got["asset_events"]
-    assert evs and all(e["source_task_id"] == "announce_moved_groups" for e in evs), evs
     name, uri = assets.group_asset(r.names["group"])
+    own = [e for e in evs if (e["name"], e["uri"]) == (name, uri)]
+    named = [e for e in evs if (e["name"], e["uri"]) == assets.MOVED_GROUPS]
+    assert own and named and len(own) + len(named) == len(evs), evs
+    assert all(e["source_task_id"] == "announce_moved_groups" for e in own), own
+    assert all(e["source_task_id"] == "announcement_parts" for e in named), named
     planned = planned_offsets(r.folder)
     topic = f"primary.{r.names['topic']}"
-    for e in evs:
-        assert (e["name"], e["uri"]) == (name, uri)
+    for e in own:
         x = e["extra"]
         assert (x["group"], x["target_connection"], x["failover_run_id"]) == (
             r.names["group"],
@@ -754,6 +782,15 @@ def test_each_verified_moved_group_is_announced_as_an_asset_event(failover_run):
         )
         assert x["target_cluster_id"] == r.target.cluster_id() and x["replica_topics"] == [topic]
         assert {(topic, int(p)): o for p, o in x["offsets"][topic].items()} == planned
+    for e in named:
+        x = e["extra"]
+        assert (x["groups"], x["moved_groups"], x["failover_run_id"]) == ([r.names["group"]], 1, r.run_id), x
+        assert x["target_cluster_id"] == r.target.cluster_id()
+
+    # Airflow queued the group's event for the application's DAG, to start its run (this stack starts no
+    # scheduled run: [scheduler] use_job_schedule is off for the forms test, and asset-triggered runs with it)
+    queued = af.api("GET", f"/api/v2/dags/{APP_DAG_ID}/assets/queuedEvents")["queued_events"]
+    assert [q["asset_id"] for q in queued] == [own[0]["asset_id"]], queued
 
 
 def test_the_live_diff_reads_the_targets_commits_when_asked_and_shows_a_partition_moved_since(failover_run):

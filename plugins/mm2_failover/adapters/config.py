@@ -64,8 +64,8 @@ DEPLOYMENT_SETTINGS = {
     "spark_kafka_options": "A JSON object of Java client settings merged over those translated from the connection.",
     "interval_seconds": "The archive's and readiness's interval, read when DAG files are parsed. Default: 300.",
     "run_deadlines": "Per DAG, dag_id=seconds|off, comma-separated: when on-call hears of a run not ended in time.",
-    "asset_events_per_part": "The moved groups' Asset events sent per part (1 to 1000). Default: 250 when the "
-    "worker's [database] sql_alchemy_conn is a server database, 50 for SQLite or when it does not say.",
+    "asset_events_per_part": "The moved groups sent per part of their Asset events (1 to 10000). Default: 2500 when "
+    "the worker's [database] sql_alchemy_conn is a server database, 500 for SQLite or when it does not say.",
 }
 _deprecation_said: set[str] = set()
 

@@ -10,15 +10,14 @@ artifacts (snapshot, latest checkpoints, plan JSON/CSV, backup, report) under
 
 from __future__ import annotations
 
-from airflow.sdk import DAG, AssetAlias, task
+from airflow.sdk import DAG, Asset, task
 
 from mm2_failover.dag_defaults import apply_task_defaults
 from mm2_failover.dags.taskflow import pipeline_dag, step
 from mm2_failover.operators.checkpoint_job import LatestCheckpointsOperator
 from mm2_failover.operators.plan_approval import PlanApprovalOperator
 from mm2_failover.params import failover_params, run_params_template
-from mm2_failover.rules.assets import ALIAS as MOVED_GROUPS
-from mm2_failover.rules.assets import PARTS_AT_ONCE
+from mm2_failover.rules.assets import MOVED_GROUPS, PARTS_AT_ONCE
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 from mm2_failover.sensors.producers_drained import ProducersDrainedSensor
 
@@ -48,19 +47,16 @@ def failover_dag(dag_id: str = "mm2_failover") -> DAG:
             >> verified
         )
 
-        # one Asset event per verified moved group, for the applications' own DAGs, after verify and in parts of at
-        # most assets.PART_SIZE (100) groups, each part a mapped task instance (mm2_failover/rules/assets.py, rule 4)
-        @task(
-            task_id="announce_moved_groups",
-            outlets=[AssetAlias(MOVED_GROUPS)],
-            max_active_tis_per_dagrun=PARTS_AT_ONCE,
-        )
+        # for the applications' own DAGs, after verify: one event naming every moved group (announcement_parts'
+        # outlet), and each group's own event in parts, each a mapped task instance whose outlets are its groups'
+        # Assets, added when it runs (mm2_failover/rules/assets.py, rules 4-6)
+        @task(task_id="announce_moved_groups", max_active_tis_per_dagrun=PARTS_AT_ONCE)
         def announce_moved_groups(part: dict, **context):
             from mm2_failover import tasks  # lazy: not at DAG parse
 
             return tasks.announce_moved_groups(context, part)
 
-        parts = step("announcement_parts", **asks)
+        parts = step("announcement_parts", outlets=[Asset(name=MOVED_GROUPS[0], uri=MOVED_GROUPS[1])], **asks)
         verified >> parts
         announce_moved_groups.partial(**asks).expand(part=parts)
 

@@ -1,7 +1,7 @@
-"""Telling the applications (issue 33): once a failover has verified a group on the target, one Airflow Asset event
-for that group, so an application team's own DAG can restart the group's consumers there. Pure functions; the
-``announce_moved_groups`` task (after verify, in parts: rule 4) emits what :func:`events` returns, through the
-:data:`ALIAS` asset alias.
+"""Telling the applications (issue 33): once a failover has verified a group on the target, an Airflow Asset event
+for that group, so an application team's own DAG can restart the group's consumers there, and one event naming every
+moved group. Pure functions; ``announcement_parts`` (after verify) emits :func:`summary` and lists the parts,
+``announce_moved_groups`` (mapped over them, rule 4) emits what :func:`events` returns.
 
 1. **One Asset per consumer group** (:func:`group_asset`): name ``mm2-failover/consumer-group/<group>``, URI
    ``x-mm2-failover://consumer-group/<group, percent-encoded>`` (``x-``: a custom scheme Airflow keeps as it is). An
@@ -11,35 +11,47 @@ for that group, so an application team's own DAG can restart the group's consume
    applied. Its offsets are the partitions that read back as planned.
 3. **What the event says** (its extra): the target cluster (its id, and the Airflow connection the failover used),
    the group, the failover's DAG and run, the replica topics and the committed offset of each partition.
-4. **In parts, after verify** (:func:`parts`, :func:`part`, :func:`part_size`): the events go out from
-   ``announce_moved_groups``, a task mapped over the parts ``announcement_parts`` lists after verify, at most
-   :data:`PARTS_AT_ONCE` parts at a time. A task's outlet events reach Airflow's API server in the one request that
-   ends the task, and the worker waits 5 s for it (``[workers] execution_api_timeout``), then sends it again: 10k
-   groups' events in verify's end took longer than that (the bed's SQLite), the second request met the first's new
-   Assets (``UNIQUE constraint failed: asset.name, asset.uri``) and a verified failover ended failed. So a part is
-   sized for its request to end well within 5 s on the metadata database the API server uses (``[database]
-   sql_alchemy_conn``'s scheme; a worker that does not know it gets the smaller size):
+4. **In parts, after verify** (:func:`parts`, :func:`part`, :func:`part_size`): the group events go out from
+   ``announce_moved_groups``, a task mapped over the parts ``announcement_parts`` lists, at most
+   :data:`PARTS_AT_ONCE` at a time. A task's outlet events reach Airflow's API server in the one request that ends
+   the task, and the worker waits 5 s for it (``[workers] execution_api_timeout``) before sending it again. A part is
+   sized for that request to end well within 5 s on the metadata database the API server uses (``[database]
+   sql_alchemy_conn``'s scheme; a worker that does not know it gets the smaller size), and large enough that a few
+   parts carry 10k groups (each part is a task instance to schedule and start, ~1-1.5 s):
 
-   - **PostgreSQL (and other server databases): parts of 250, two at a time.** Airflow stores an Asset event with
-     ~10 ORM statements, ~3 ms of the API server's CPU each (py-spy), 5-10 ms of wall time on 2 cores. Two parts of
-     250 at once took ~2.5 s per request, and 10k events were all stored 72 s after the first part; one part of 100
-     at a time took 274-628 s (a mapped task's start and scheduling per part), parts of 500 two at a time took
-     5.2-6.3 s per request (past the 5 s), one part of 10,000 over 10 s.
-   - **SQLite (the demo's): parts of 50, two at a time**: each new Asset ~24 ms there, and SQLite takes one writer
-     at a time.
-   - ``[mm2_failover] asset_events_per_part`` (1 to 1000) overrides both: a worker whose configuration does not name
-     the database, or a deployment's own measurement.
+   - **PostgreSQL (and other server databases): parts of 2,500.** A group no DAG listens to costs the API server
+     next to nothing (rule 5: one query finds a part's listened Assets); a listened group's event ~5-10 ms (Airflow
+     stores it with ~10 ORM statements and queues the listening DAGs). A part's request stays within 5 s while at
+     most ~400 of its 2,500 groups are listened to; one part of 100 at a time took 274-628 s for 10k groups, and
+     when every group had its own Asset (before rule 5) parts of 500 took 5.2-6.3 s per request.
+   - **SQLite (the demo's): parts of 500**: SQLite takes one writer at a time, ~24 ms per event.
+   - ``[mm2_failover] asset_events_per_part`` (1 to 10,000) overrides both: a deployment that listens to most of its
+     groups sets it lower, or a worker whose configuration does not name the database.
+5. **Only the groups a DAG listens to get their own event**: ``announce_moved_groups`` adds each group's Asset to its
+   outlets when it runs (``BaseOperator.add_outlets``, as Airflow does with the Assets a TaskFlow task returns), and
+   Airflow's API server stores an outlet's event only for an Asset that is active, i.e. declared by a DAG (an
+   application's schedule, or a task's inlet or outlet); for any other it logs one warning ("Task has inactive
+   assets"). So no Asset is made for a group nobody listens to: a deployment holds one Asset per listened group, not
+   one per group (Airflow's scheduler checks every Asset's references once a minute, in its loop: ~2.5 s at 10k
+   Assets, 9 s at 20k; docs/performance.md), and the events of 10k groups cost the API server what their listened
+   ones cost.
+6. **One event naming every moved group** (:func:`summary`, on :data:`MOVED_GROUPS`, ``announcement_parts``'s
+   outlet, right after verify): the target, the failover's DAG and run, how many groups moved and their names. For
+   automation that wants every group in one event; none when no group moved (the task is skipped: Airflow emits a
+   declared outlet's event whenever its task succeeds).
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-ALIAS = "mm2_failover_moved_groups"
 SCHEME = "x-mm2-failover"
-PART_SIZE = 250  # events per part on PostgreSQL (rule 4)
-PART_SIZE_SQLITE = 50  # events per part on SQLite, or where the database is not known (rule 4)
+PART_SIZE = 2500  # groups per part on PostgreSQL (rule 4)
+PART_SIZE_SQLITE = 500  # groups per part on SQLite, or where the database is not known (rule 4)
+MAX_PART_SIZE = 10_000  # the most [mm2_failover] asset_events_per_part may say (rule 4)
 PARTS_AT_ONCE = 2  # parts in flight at once in one run (their requests share the API server and the metadata DB)
+# rule 6: the Asset whose one event per failover names every moved group
+MOVED_GROUPS = ("mm2-failover/moved-groups", f"{SCHEME}://moved-groups")
 
 
 def group_asset(group: str) -> tuple[str, str]:
@@ -80,16 +92,33 @@ def events(report: dict, *, target_cluster_id: str, target_conn_id: str) -> list
     return out
 
 
+def summary(events_: list[tuple[str, str, dict]]) -> dict | None:
+    """Rule 6: the extra of the one event naming every moved group (``events_`` as :func:`events` returns them, so
+    only verified moves); None when no group moved."""
+    if not events_:
+        return None
+    first = events_[0][2]
+    groups = [e[2]["group"] for e in events_]
+    return {
+        "target_cluster_id": first["target_cluster_id"],
+        "target_connection": first["target_connection"],
+        "failover_dag_id": first["failover_dag_id"],
+        "failover_run_id": first["failover_run_id"],
+        "moved_groups": len(groups),
+        "groups": groups,
+    }
+
+
 def part_size(sql_alchemy_conn: str | None, configured: str | None = None) -> int:
-    """Rule 4: the events per part - ``configured`` (``[mm2_failover] asset_events_per_part``, 1 to 1000) when set,
+    """Rule 4: the groups per part - ``configured`` (``[mm2_failover] asset_events_per_part``, 1 to 10,000) when set,
     else by the API server's metadata database, given by its SQLAlchemy URL (None or SQLite: the smaller size)."""
     if configured is not None and str(configured).strip():
         raw = str(configured).strip()
         n = int(raw) if raw.isdigit() else 0
-        if not 1 <= n <= 1000:
+        if not 1 <= n <= MAX_PART_SIZE:
             raise ValueError(
-                f"[mm2_failover] asset_events_per_part={raw!r}: give a whole number from 1 to 1000 (the Asset events "
-                f"sent in one request; unset: {PART_SIZE} on PostgreSQL, {PART_SIZE_SQLITE} on SQLite)"
+                f"[mm2_failover] asset_events_per_part={raw!r}: give a whole number from 1 to {MAX_PART_SIZE:,} (the "
+                f"moved groups sent in one request; unset: {PART_SIZE:,} on PostgreSQL, {PART_SIZE_SQLITE} on SQLite)"
             )
         return n
     scheme = (sql_alchemy_conn or "").split(":", 1)[0].split("+", 1)[0].strip().lower()
