@@ -72,11 +72,12 @@ LISTENERS = """# bench/rto_bench.py's applications: one DAG per listened group, 
 import json, pathlib
 from airflow.sdk import DAG, Asset, task
 
-for i, (name, uri) in enumerate(json.loads((pathlib.Path(__file__).parent / "listened.json").read_text())):
+for i, (name, uri) in json.loads((pathlib.Path(__file__).with_suffix(".json")).read_text()):
     with DAG(dag_id=f"rto_listener_{i:05d}", schedule=[Asset(name=name, uri=uri)], catchup=False) as dag:
         task(task_id="restart_consumers")(lambda: None)()
     globals()[dag.dag_id] = dag
 """
+LISTENERS_PER_FILE = 200  # a DAG file is parsed in one process, within [dag_processor] dag_file_processor_timeout
 
 
 def write_listeners(folder: Path, groups: list[str]) -> None:
@@ -85,8 +86,11 @@ def write_listeners(folder: Path, groups: list[str]) -> None:
     from mm2_failover.rules import assets
 
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "listened.json").write_text(json.dumps([assets.group_asset(g) for g in groups]))
-    (folder / "rto_listeners.py").write_text(LISTENERS)
+    numbered = [(i, assets.group_asset(g)) for i, g in enumerate(groups)]
+    for k in range(0, len(numbered), LISTENERS_PER_FILE):
+        stem = f"rto_listeners_{k // LISTENERS_PER_FILE:04d}"
+        (folder / f"{stem}.json").write_text(json.dumps(numbered[k : k + LISTENERS_PER_FILE]))
+        (folder / f"{stem}.py").write_text(LISTENERS)
 
 
 def prepare_groups(bed, n: int, partitions: int, records: int = 100, tag: str | None = None) -> tuple[str, list[str]]:
@@ -252,13 +256,13 @@ def one_run(
     stored_after = named_after = None
     if not until_verified:
         evs: list[dict] = []
-        while len(evs) < (total := af.api("GET", q + "&limit=1")["total_entries"]):
+        while len(evs) < (n_events := af.api("GET", q + "&limit=1")["total_entries"]):
             evs += af.api("GET", q + f"&limit=100&offset={len(evs)}&order_by=timestamp")["asset_events"]
         named = [e for e in evs if (e["name"], e["uri"]) == assets.MOVED_GROUPS]
         own = {e["extra"]["group"]: e for e in evs if e not in named}
         assert len(named) == 1 and named[0]["extra"]["groups"] == sorted(groups), f"{len(named)} events naming all"
-        assert sorted(own) == sorted(heard) and len(evs) == total == len(heard) + 1, (
-            f"{total} events, {len(heard)} heard"
+        assert sorted(own) == sorted(heard) and len(evs) == n_events == len(heard) + 1, (
+            f"{n_events} events, {len(heard)} heard"
         )
         for g, e in own.items():
             assert (e["name"], e["uri"]) == assets.group_asset(g)

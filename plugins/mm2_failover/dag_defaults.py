@@ -60,6 +60,7 @@ EXECUTION_TIMEOUTS: dict[str, timedelta] = {
     "verify_group_offsets": 30 * _M,
     "announcement_parts": 5 * _M,  # the parts of the Asset events (assets.py rule 4)
     "announce_moved_groups": 10 * _M,  # one part's Asset events
+    "announce_all_moved_groups": 5 * _M,  # the one event naming every moved group (assets.py rule 6)
     "drill_report": 15 * _M,
     # rollback
     "rollback_group_offsets": 60 * _M,

@@ -144,9 +144,8 @@ def verify_group_offsets(context) -> dict:
 
 def announcement_parts(context) -> list[dict]:
     """The Asset events of the verified report's moved groups (:mod:`mm2_failover.rules.assets`), written once to
-    ``announcements.json``; the one event naming them all (rule 6, this task's outlet); and the parts
-    ``announce_moved_groups`` is mapped over (rule 4). Skipped when no group moved: no event then, not even the
-    summary."""
+    ``announcements.json``, and the parts ``announce_moved_groups`` is mapped over (rule 4). Skipped when no group
+    moved: no event then, not even the one naming them all (rule 6)."""
 
     ctx = _ctx(context)
     rep = ctx.folder.load_report()
@@ -154,8 +153,7 @@ def announcement_parts(context) -> list[dict]:
         raise AirflowFailException(f"no verified report in {ctx.folder.dir}: clear verify_group_offsets")
     events = assets.events(rep.as_dict(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
     ctx.folder.save(ANNOUNCEMENTS, [list(e) for e in events])
-    summary = assets.summary(events)
-    if summary is None:
+    if not events:
         raise AirflowSkipException("no group moved: nothing to announce (assets.py rule 2)")
     try:
         size = assets.part_size(metadata_db_url(), setting("asset_events_per_part"))
@@ -164,13 +162,10 @@ def announcement_parts(context) -> list[dict]:
     out = assets.parts(len(events), size)
     for arg in out:  # each part reads its own events: all 10k decoded per part took 0.33 s of each part (py-spy)
         ctx.folder.save(announcement_part_name(arg), [list(e) for e in assets.part(events, arg)])
-    name, uri = assets.MOVED_GROUPS
-    context["outlet_events"][Asset(name=name, uri=uri)].extra = summary
     log.info(
-        "%d moved group(s): one event naming them all on %s; each group's own event (for the groups a DAG listens "
-        "to) in %d part(s) of at most %d, %d at a time, from %s",
+        "%d moved group(s): each group's own event (for the groups a DAG listens to) in %d part(s) of at most %d, %d "
+        "at a time, from %s",
         len(events),
-        uri,
         len(out),
         size,
         assets.PARTS_AT_ONCE,
@@ -188,6 +183,19 @@ def metadata_db_url() -> str | None:
         return None
 
 
+def group_outlets(events: list[tuple[str, str, dict]]) -> tuple[list[tuple[Asset, dict]], list[tuple[str, str]]]:
+    """Rule 5's outlets: ``(Asset, extra)`` of each event whose Asset Airflow accepts, and ``(group, Airflow's
+    reason)`` of each it refuses (a name or URI over 1,500 characters: a Kafka group id may be longer), so that one
+    group cannot cost its part's others their events."""
+    sent, refused = [], []
+    for name, uri, extra in events:
+        try:
+            sent.append((Asset(name=name, uri=uri), extra))
+        except ValueError as e:
+            refused.append((extra["group"], str(e)))
+    return sent, refused
+
+
 def announce_moved_groups(context, arg: dict) -> int:
     """The Asset event of each verified moved group of part ``arg`` (rule 4), from the run folder's
     ``announcements.json``: each group's Asset added to the task's outlets, its extra on the outlet's event. Airflow
@@ -197,20 +205,35 @@ def announce_moved_groups(context, arg: dict) -> int:
     own = ctx.folder.load(announcement_part_name(arg), None)
     if own is None:  # a run folder older than the part files
         own = assets.part(ctx.folder.load(ANNOUNCEMENTS), arg)
-    events = [tuple(e) for e in own]
-    outlets = [Asset(name=name, uri=uri) for name, uri, _ in events]
-    context["task"].add_outlets(outlets)
-    for asset, (_, _, extra) in zip(outlets, events):
+    sent, refused = group_outlets([tuple(e) for e in own])
+    for group, why in refused:
+        log.warning("no Asset event for group %r: Airflow refuses its Asset (%s)", group, why)
+    context["task"].add_outlets([a for a, _ in sent])
+    for asset, extra in sent:
         context["outlet_events"][asset].extra = extra
     log.info(
         "the Asset events of %d moved group(s) (part %d of %d), e.g. %s: Airflow stores those of the groups a DAG "
         "listens to (assets.py rule 5)",
-        len(events),
+        len(sent),
         arg["index"] + 1,
         arg["of"],
-        events[0][1] if events else "none",
+        sent[0][0].uri if sent else "none",
     )
-    return len(events)
+    return len(sent)
+
+
+def announce_all_moved_groups(context) -> int:
+    """The one Asset event naming every verified moved group (rule 6), on this task's declared outlet
+    (:data:`~mm2_failover.rules.assets.MOVED_GROUPS`), from the run folder's ``announcements.json``."""
+
+    ctx = _ctx(context)
+    summary = assets.summary([tuple(e) for e in ctx.folder.load(ANNOUNCEMENTS)])
+    if summary is None:  # announcement_parts skips first; a cleared run whose report changed since
+        raise AirflowSkipException("no group moved: nothing to announce (assets.py rule 2)")
+    name, uri = assets.MOVED_GROUPS
+    context["outlet_events"][Asset(name=name, uri=uri)].extra = summary
+    log.info("one Asset event on %s naming the %d moved group(s)", uri, summary["moved_groups"])
+    return summary["moved_groups"]
 
 
 @_outcomes

@@ -20,6 +20,7 @@ QUEUES = {
     "apply_group_offsets": "either",
     "verify_group_offsets": "worker-b",
     "announcement_parts": "worker-a",
+    "announce_all_moved_groups": "worker-b",
     # announce_moved_groups (mapped): the default queue, which both workers consume
 }
 

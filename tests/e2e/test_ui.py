@@ -770,7 +770,7 @@ def test_each_verified_moved_group_is_announced_and_its_applications_dag_is_queu
     named = [e for e in evs if (e["name"], e["uri"]) == assets.MOVED_GROUPS]
     assert own and named and len(own) + len(named) == len(evs), evs
     assert all(e["source_task_id"] == "announce_moved_groups" for e in own), own
-    assert all(e["source_task_id"] == "announcement_parts" for e in named), named
+    assert all(e["source_task_id"] == "announce_all_moved_groups" for e in named), named
     planned = planned_offsets(r.folder)
     topic = f"primary.{r.names['topic']}"
     for e in own:

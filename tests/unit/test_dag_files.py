@@ -33,7 +33,8 @@ def test_failover_dag_has_its_tasks_in_order_all_retryable_but_the_approval(bag)
         "apply_group_offsets",
         "verify_group_offsets",
     ]
-    assert sorted(dag.task_ids) == sorted(order + ["announcement_parts", "announce_moved_groups"])
+    announcing = ["announcement_parts", "announce_moved_groups", "announce_all_moved_groups"]
+    assert sorted(dag.task_ids) == sorted(order + announcing)
     for up, down in zip(order, order[1:]):
         assert dag.get_task(down).upstream_task_ids == {up}
     assert all(dag.get_task(t).retries > 0 for t in order if t != "approve_plan")
@@ -44,6 +45,12 @@ def test_failover_dag_has_its_tasks_in_order_all_retryable_but_the_approval(bag)
     assert "MappedOperator" in type(announce).__name__ and announce.downstream_task_ids == set()
     assert announce.partial_kwargs["max_active_tis_per_dagrun"] == assets.PARTS_AT_ONCE == 2  # assets.py rule 4
     assert dag.get_task("verify_group_offsets").outlets == []  # verify's outcome does not depend on them
+    # rules 5-6: the parts' outlets are their groups' Assets, added when they run; the event naming every moved group
+    # is a leaf task's own declared outlet (an outlet Airflow refuses fails only that task)
+    assert announce.partial_kwargs.get("outlets", []) == [] and dag.get_task("announcement_parts").outlets == []
+    named = dag.get_task("announce_all_moved_groups")
+    assert [(a.name, a.uri) for a in named.outlets] == [assets.MOVED_GROUPS] and named.retries > 0
+    assert named.upstream_task_ids == {"announcement_parts"} and named.downstream_task_ids == set()
     # issue 33: Airflow's own approval operator, asked once (a timeout is final), with no form fields of its own
     approve = dag.get_task("approve_plan")
     assert "ApprovalOperator" in [c.__name__ for c in type(approve).__mro__] and approve.retries == 0

@@ -47,18 +47,19 @@ def failover_dag(dag_id: str = "mm2_failover") -> DAG:
             >> verified
         )
 
-        # for the applications' own DAGs, after verify: one event naming every moved group (announcement_parts'
-        # outlet), and each group's own event in parts, each a mapped task instance whose outlets are its groups'
-        # Assets, added when it runs (mm2_failover/rules/assets.py, rules 4-6)
+        # for the applications' own DAGs, after verify: each group's own event in parts, each a mapped task instance
+        # whose outlets are its groups' Assets, added when it runs, and one event naming every moved group, a leaf of
+        # its own (an outlet Airflow refuses fails only that task) (mm2_failover/rules/assets.py, rules 4-6)
         @task(task_id="announce_moved_groups", max_active_tis_per_dagrun=PARTS_AT_ONCE)
         def announce_moved_groups(part: dict, **context):
             from mm2_failover import tasks  # lazy: not at DAG parse
 
             return tasks.announce_moved_groups(context, part)
 
-        parts = step("announcement_parts", outlets=[Asset(name=MOVED_GROUPS[0], uri=MOVED_GROUPS[1])], **asks)
+        parts = step("announcement_parts", **asks)
         verified >> parts
         announce_moved_groups.partial(**asks).expand(part=parts)
+        parts >> step("announce_all_moved_groups", outlets=[Asset(name=MOVED_GROUPS[0], uri=MOVED_GROUPS[1])], **asks)
 
     # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
     apply_task_defaults(dag, "mm2_failover")

@@ -1,7 +1,8 @@
 """Telling the applications (issue 33): once a failover has verified a group on the target, an Airflow Asset event
 for that group, so an application team's own DAG can restart the group's consumers there, and one event naming every
-moved group. Pure functions; ``announcement_parts`` (after verify) emits :func:`summary` and lists the parts,
-``announce_moved_groups`` (mapped over them, rule 4) emits what :func:`events` returns.
+moved group. Pure functions; ``announcement_parts`` (after verify) lists the parts, ``announce_moved_groups``
+(mapped over them, rule 4) emits what :func:`events` returns, ``announce_all_moved_groups`` what :func:`summary`
+returns.
 
 1. **One Asset per consumer group** (:func:`group_asset`): name ``mm2-failover/consumer-group/<group>``, URI
    ``x-mm2-failover://consumer-group/<group, percent-encoded>`` (``x-``: a custom scheme Airflow keeps as it is). An
@@ -20,10 +21,12 @@ moved group. Pure functions; ``announcement_parts`` (after verify) emits :func:`
    parts carry 10k groups (each part is a task instance to schedule and start, ~1-1.5 s):
 
    - **PostgreSQL (and other server databases): parts of 2,500.** A group no DAG listens to costs the API server
-     next to nothing (rule 5: one query finds a part's listened Assets); a listened group's event ~5-10 ms (Airflow
-     stores it with ~10 ORM statements and queues the listening DAGs). A part's request stays within 5 s while at
-     most ~400 of its 2,500 groups are listened to; one part of 100 at a time took 274-628 s for 10k groups, and
-     when every group had its own Asset (before rule 5) parts of 500 took 5.2-6.3 s per request.
+     next to nothing (rule 5: one query finds a part's listened Assets); a listened group's event ~8-9 ms with two
+     parts at once (Airflow stores it with ~10 ORM statements and queues the listening DAGs): four parts of 2,500
+     groups with 500 listened each took 3.95-4.41 s per request (``bench/rto_bench.py --listeners 2000``). So a
+     part's request stays within 5 s while at most ~400 of its groups are listened to. 10k groups are 4 parts, two
+     rounds: with 100 listened groups their events were all stored 5.3-6.3 s after verify (one part of 100 at a
+     time took 274-628 s, when each group had an Asset of its own).
    - **SQLite (the demo's): parts of 500**: SQLite takes one writer at a time, ~24 ms per event.
    - ``[mm2_failover] asset_events_per_part`` (1 to 10,000) overrides both: a deployment that listens to most of its
      groups sets it lower, or a worker whose configuration does not name the database.
@@ -31,14 +34,16 @@ moved group. Pure functions; ``announcement_parts`` (after verify) emits :func:`
    outlets when it runs (``BaseOperator.add_outlets``, as Airflow does with the Assets a TaskFlow task returns), and
    Airflow's API server stores an outlet's event only for an Asset that is active, i.e. declared by a DAG (an
    application's schedule, or a task's inlet or outlet); for any other it logs one warning ("Task has inactive
-   assets"). So no Asset is made for a group nobody listens to: a deployment holds one Asset per listened group, not
+   assets"). A group whose Asset Airflow refuses to build (a name or URI over 1,500 characters) is named in the
+   task's log and left out; the part's others still go. So no Asset is made for a group nobody listens to: a deployment holds one Asset per listened group, not
    one per group (Airflow's scheduler checks every Asset's references once a minute, in its loop: ~2.5 s at 10k
    Assets, 9 s at 20k; docs/performance.md), and the events of 10k groups cost the API server what their listened
    ones cost.
-6. **One event naming every moved group** (:func:`summary`, on :data:`MOVED_GROUPS`, ``announcement_parts``'s
-   outlet, right after verify): the target, the failover's DAG and run, how many groups moved and their names. For
-   automation that wants every group in one event; none when no group moved (the task is skipped: Airflow emits a
-   declared outlet's event whenever its task succeeds).
+6. **One event naming every moved group** (:func:`summary`, on :data:`MOVED_GROUPS`, the declared outlet of
+   ``announce_all_moved_groups``, a leaf task next to the parts: an outlet Airflow refuses fails that task alone):
+   the target, the failover's DAG and run, how many groups moved and their names. For automation that wants every
+   group in one event; none when no group moved (``announcement_parts`` skips, and so its downstream tasks: Airflow
+   emits a declared outlet's event whenever its task succeeds).
 """
 
 from __future__ import annotations
