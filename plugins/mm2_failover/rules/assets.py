@@ -25,7 +25,7 @@ returns.
      parts at once (Airflow stores it with ~10 ORM statements and queues the listening DAGs): four parts of 2,500
      groups with 500 listened each took 3.95-4.41 s per request (``bench/rto_bench.py --listeners 2000``). So a
      part's request stays within 5 s while at most ~400 of its groups are listened to. 10k groups are 4 parts, two
-     rounds: with 100 listened groups their events were all stored 5.3-6.3 s after verify (one part of 100 at a
+     rounds: with 100 listened groups their events were all stored 6.2-6.4 s after verify (one part of 100 at a
      time took 274-628 s, when each group had an Asset of its own).
    - **SQLite (the demo's): parts of 500**: SQLite takes one writer at a time, ~24 ms per event.
    - ``[mm2_failover] asset_events_per_part`` (1 to 10,000) overrides both: a deployment that listens to most of its
