@@ -14,14 +14,15 @@ referenced ones not active yet. While it runs the loop schedules nothing. Until 
 2. for each N: adds Assets up to N, each associated with the alias as the announcements of an earlier version made
    them, then times the scheduler's own routine three times - the first activates the new Assets, the next two are
    the steady state (nothing to change) - and checks that all N are active;
-3. deletes the alias, as docs/operations.md tells a deployment that ran that version, and checks that the routine
-   then deactivates every one of them;
+3. runs the clean-up docs/operations.md gives a deployment that ran that version (its SQL block, read from the page)
+   and checks that the routine then deactivates every one of them;
 4. prints the table and writes bench/results/asset-orphanage-<timestamp>.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -35,9 +36,19 @@ sys.path[:0] = [str(ROOT / "plugins"), str(ROOT)]
 
 from testbed.postgres import Postgres  # noqa: E402
 
+# docs/operations.md's clean-up, statement by statement (read from there: the bench runs what the page says)
+CLEANUP = [
+    line
+    for line in (ROOT / "docs" / "operations.md").read_text().split("```sql\n", 1)[1].split("```", 1)[0].splitlines()
+    if line.startswith("DELETE FROM")
+]
 # run in a process of its own with AIRFLOW_HOME and the database set before Airflow is imported
-MEASURE = r"""
-import json, sys, time
+MEASURE = (
+    "CLEANUP = "
+    + repr(CLEANUP)
+    + "\n"
+    + r"""
+import json, os, sys, time
 from datetime import datetime, timezone
 from sqlalchemy import func, insert, select, text
 from airflow.jobs.job import Job
@@ -81,10 +92,20 @@ for n in map(int, sys.argv[1:]):
             active = s.scalar(select(func.count()).select_from(AssetActive))
         assert active == n, f"{active} Assets active, {n} made"
     out.append({"assets": n, "activating_s": seconds[0], "steady_s": seconds[1:]})
-# the clean-up docs/operations.md gives a deployment whose earlier version made these Assets: the alias deleted (its
-# associations go with it), the scheduler's next check deactivates every Asset no DAG declares
-with create_session() as s:
-    s.execute(text("DELETE FROM asset_alias WHERE name = 'mm2_failover_moved_groups'"))
+# the clean-up docs/operations.md gives a deployment whose earlier version made these Assets: the alias and its
+# associations deleted, the scheduler's next check deactivates every Asset no DAG declares
+if os.environ.get("CLEANUP_SQLITE"):  # as `sqlite3` or `airflow db shell` would: foreign keys not enforced
+    import sqlite3
+
+    db = sqlite3.connect(os.environ["CLEANUP_SQLITE"])
+    for statement in CLEANUP:
+        db.execute(statement)
+    db.commit()
+    db.close()
+else:
+    with create_session() as s:
+        for statement in CLEANUP:
+            s.execute(text(statement))
 cleanup_s = [check() for _ in range(3)]  # the check that deactivates them, then the steady state (rows stay, inactive)
 with create_session() as s:
     left = s.scalar(select(func.count()).select_from(AssetActive))
@@ -92,19 +113,26 @@ with create_session() as s:
 assert (left, linked) == (0, 0), f"{left} Assets still active, {linked} still associated after the alias's deletion"
 print("RESULT " + json.dumps({"rows": out, "cleanup": {"deactivated": have, "seconds": cleanup_s}}))
 """
+)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--assets", type=int, nargs="+", default=[10000, 20000, 40000])
+    ap.add_argument("--db", choices=("postgres", "sqlite"), default="postgres", help="the metadata database")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="asset-orphanage-bench-"))
     (home / "dags").mkdir()
-    with Postgres() as pg:
+    with contextlib.ExitStack() as stack:
+        if args.db == "postgres":
+            url, extra = stack.enter_context(Postgres()).url, {}
+        else:  # the clean-up then runs through Python's sqlite3, as a person's shell would (no foreign keys)
+            url, extra = f"sqlite:///{home}/airflow.db", {"CLEANUP_SQLITE": str(home / "airflow.db")}
         env = {
             **os.environ,
+            **extra,
             "AIRFLOW_HOME": str(home),
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": pg.url,
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": url,
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
         }
@@ -120,7 +148,7 @@ def main() -> int:
             raise SystemExit(f"the measurement failed (exit {r.returncode}): {r.stderr[-3000:]}")
     got = json.loads(line[len("RESULT ") :])
     rows = got["rows"]
-    print("Airflow's asset-orphanage check (the scheduler's loop held), PostgreSQL, Assets made through the alias")
+    print(f"Airflow's asset-orphanage check (the scheduler's loop held), {args.db}, Assets made through the alias")
     print("| Assets | the check that activates the new ones, s | the steady state (nothing to change), s |")
     print("|---:|---:|---:|")
     for x in rows:
@@ -128,10 +156,10 @@ def main() -> int:
     out = ROOT / "bench" / "results" / f"asset-orphanage-{datetime.now():%Y%m%d-%H%M%S}.json"
     c = got["cleanup"]
     print(
-        f"the clean-up (docs/operations.md: the alias deleted): the next check deactivated all {c['deactivated']:,} "
+        f"the clean-up (docs/operations.md's {len(CLEANUP)} statements): the next check deactivated all {c['deactivated']:,} "
         f"Assets in {c['seconds'][0]} s; the checks after it (the rows stay, inactive): {c['seconds'][1:]} s"
     )
-    out.write_text(json.dumps({"cores": os.cpu_count(), "rows": rows, "cleanup": c}, indent=2) + "\n")
+    out.write_text(json.dumps({"cores": os.cpu_count(), "db": args.db, "rows": rows, "cleanup": c}, indent=2) + "\n")
     print(f"results: {out.relative_to(ROOT)}")
     return 0
 

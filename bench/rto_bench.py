@@ -72,17 +72,20 @@ LISTENERS = """# bench/rto_bench.py's applications: one DAG per listened group, 
 import json, pathlib
 from airflow.sdk import DAG, Asset, task
 
+PAUSED = {}
+
 for i, (name, uri) in json.loads((pathlib.Path(__file__).with_suffix(".json")).read_text()):
-    with DAG(dag_id=f"rto_listener_{i:05d}", schedule=[Asset(name=name, uri=uri)], catchup=False) as dag:
+    with DAG(f"rto_listener_{i:05d}", schedule=[Asset(name=name, uri=uri)], catchup=False, **PAUSED) as dag:
         task(task_id="restart_consumers")(lambda: None)()
     globals()[dag.dag_id] = dag
 """
 LISTENERS_PER_FILE = 200  # a DAG file is parsed in one process, within [dag_processor] dag_file_processor_timeout
 
 
-def write_listeners(folder: Path, groups: list[str]) -> None:
-    """The applications' DAGs (paused, as Airflow creates them: the events are stored, no run is made) for
-    ``groups``, in the bundle :func:`testbed.airflow_stack.with_application_dags` adds."""
+def write_listeners(folder: Path, groups: list[str], unpaused: bool = False) -> None:
+    """The applications' DAGs for ``groups``, in the bundle :func:`testbed.airflow_stack.with_application_dags` adds:
+    paused, as Airflow creates them (the events are stored, no run is made), or ``unpaused`` (each event also queues
+    its DAG's run, as in a deployment; the runs then start after the events are stored)."""
     from mm2_failover.rules import assets
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -90,7 +93,8 @@ def write_listeners(folder: Path, groups: list[str]) -> None:
     for k in range(0, len(numbered), LISTENERS_PER_FILE):
         stem = f"rto_listeners_{k // LISTENERS_PER_FILE:04d}"
         (folder / f"{stem}.json").write_text(json.dumps(numbered[k : k + LISTENERS_PER_FILE]))
-        (folder / f"{stem}.py").write_text(LISTENERS)
+        paused = "PAUSED = {'is_paused_upon_creation': False}" if unpaused else "PAUSED = {}"
+        (folder / f"{stem}.py").write_text(LISTENERS.replace("PAUSED = {}", paused))
 
 
 def prepare_groups(bed, n: int, partitions: int, records: int = 100, tag: str | None = None) -> tuple[str, list[str]]:
@@ -270,6 +274,15 @@ def one_run(
             assert got_offsets == {k: v for k, v in planned.items() if k[0] == g}, g
         stored_after = round(max(ts(e["timestamp"]) for e in evs) - end, 2)
         named_after = round(ts(named[0]["timestamp"]) - end, 2)
+    # how long each announcing task's last request to the API server took (its events travel in it; the worker
+    # waits 5 s): the API server's access log, per task instance
+    announcing = {t["id"]: t for t in tis_all if t["task_id"].startswith("announce")}
+    requests: dict[str, float] = {}
+    for line in (af.home / "api-server.log").read_text(errors="replace").splitlines():
+        if "method=PATCH" in line and "/state" in line and "duration_us=" in line:
+            ti_id = line.split("path=/execution/task-instances/", 1)[-1].split("/", 1)[0]
+            if ti_id in announcing:
+                requests[ti_id] = int(line.split("duration_us=", 1)[1].split()[0]) / 1e6
     work = round(sum(r["seconds"] for r in rows if r["task"] != "approve_plan"), 2)
     gap = round(sum(r["gap_before"] for r in rows) + (ts(dr["queued_at"]) or t_trigger) - t_trigger, 2)
     return {
@@ -293,6 +306,10 @@ def one_run(
         "events_stored_after_verify_s": stored_after,
         "event_naming_all_stored_after_verify_s": named_after,
         "listened_groups": len(heard),
+        "announce_requests_s": {
+            f"{announcing[i]['task_id']}[{announcing[i].get('map_index', -1)}]": round(v, 2)
+            for i, v in requests.items()
+        },
         "announce_parts": sum(1 for t in tis_all if t["task_id"] == "announce_moved_groups"),
         "partitions_committed": len(planned),
     }
@@ -322,6 +339,7 @@ def main() -> int:
         default=100,
         help="groups per run an application's DAG schedules on (spread evenly): each gets its own Asset event",
     )
+    ap.add_argument("--unpaused-listeners", action="store_true", help="their DAGs unpaused: each event queues a run")
     ap.add_argument("--executor", choices=("local", "celery"), default="local")
     ap.add_argument("--no-preload", action="store_true", help="Airflow's defaults, not config.preload_settings()")
     ap.add_argument("--lock", choices=("file", "kafka"), default="file", help="MM2_FAILOVER_LOCK of the tasks")
@@ -350,13 +368,14 @@ def main() -> int:
         "lock": args.lock,
         "db": args.db,
         "listeners_per_run": args.listeners,
+        "listeners_unpaused": args.unpaused_listeners,
         "runs": [],
     }
     # each run's groups named up front: the applications' DAGs (a bundle of their own) schedule on some of them
     tags = [uuid.uuid4().hex[:6] for _ in range(args.runs)]
     heard = [listened(group_names(t, args.groups), args.listeners) for t in tags]
     apps = root / "applications"
-    write_listeners(apps, [g for h in heard for g in h])
+    write_listeners(apps, [g for h in heard for g in h], args.unpaused_listeners)
     # the defaults the preload settings replace: the scheduler's fork, Airflow's own Celery configuration
     defaults = {
         "AIRFLOW__SCHEDULER__MP_START_METHOD": "fork",
@@ -407,9 +426,7 @@ def main() -> int:
         af.wait(lambda: af.api("GET", "/api/v2/dags/mm2_failover"), 90, "the dag-processor to register mm2_failover")
         want = sum(map(len, heard))
         af.wait(
-            lambda: (
-                af.api("GET", "/api/v2/dags?dag_id_pattern=rto_listener&paused=true&limit=1")["total_entries"] == want
-            ),
+            lambda: af.api("GET", "/api/v2/dags?dag_id_pattern=rto_listener&limit=1")["total_entries"] == want,
             300,
             f"the dag-processor to register the {want} applications' DAGs",
         )
@@ -425,7 +442,8 @@ def main() -> int:
                 f"{r['quiet_window_s']} + work {r['work_s']} + scheduler gaps {r['gaps_s']} (rto {r['rto_s']} s); "
                 f"{args.groups} groups in {r['announce_parts']} part(s), {r['listened_groups']} listened to: the event "
                 f"naming all stored {r['event_naming_all_stored_after_verify_s']} s after verify, the last "
-                f"{r['events_stored_after_verify_s']} s",
+                f"{r['events_stored_after_verify_s']} s; the announcing tasks' last requests, s: "
+                f"{r['announce_requests_s']}",
                 flush=True,
             )
     runs = out["runs"]

@@ -184,11 +184,15 @@ def metadata_db_url() -> str | None:
 
 
 def group_outlets(events: list[tuple[str, str, dict]]) -> tuple[list[tuple[Asset, dict]], list[tuple[str, str]]]:
-    """Rule 5's outlets: ``(Asset, extra)`` of each event whose Asset Airflow accepts, and ``(group, Airflow's
-    reason)`` of each it refuses (a name or URI over 1,500 characters: a Kafka group id may be longer), so that one
-    group cannot cost its part's others their events."""
+    """Rule 5's outlets: ``(Asset, extra)`` of each event whose Asset Airflow accepts, and ``(group, reason)`` of each
+    it would refuse (a name or URI over 1,500 characters, Airflow's own check: a Kafka group id may be longer; a NUL
+    character, which Kafka allows in a group id and the metadata database refuses in the request that ends the
+    task), so that one group cannot cost its part's others their events."""
     sent, refused = [], []
     for name, uri, extra in events:
+        if "\x00" in name:
+            refused.append((extra["group"], "the group id has a NUL character, which Airflow's database cannot store"))
+            continue
         try:
             sent.append((Asset(name=name, uri=uri), extra))
         except ValueError as e:
@@ -228,7 +232,7 @@ def announce_all_moved_groups(context) -> int:
 
     ctx = _ctx(context)
     summary = assets.summary([tuple(e) for e in ctx.folder.load(ANNOUNCEMENTS)])
-    if summary is None:  # announcement_parts skips first; a cleared run whose report changed since
+    if summary is None:  # announcement_parts skips first, unless its announcements.json was replaced since
         raise AirflowSkipException("no group moved: nothing to announce (assets.py rule 2)")
     name, uri = assets.MOVED_GROUPS
     context["outlet_events"][Asset(name=name, uri=uri)].extra = summary

@@ -160,3 +160,73 @@ def test_rule5_a_group_whose_asset_airflow_refuses_is_named_and_every_other_grou
         (n, u, x["group"]) for n, u, x in events if x["group"] != long
     ]
     assert refused == [(long, "Asset name cannot exceed 1500 characters")]
+
+
+def _task_context(tmp_path, monkeypatch, task):
+    """What Airflow gives an announcing task: its run, the operator as it runs, the outlet events' accessors (the
+    Task SDK's own), and a run folder under ``tmp_path``."""
+    from types import SimpleNamespace
+
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    monkeypatch.setenv("AIRFLOW__MM2_FAILOVER__ARTIFACTS", str(tmp_path))
+    dag = SimpleNamespace(dag_id="mm2_failover")
+    return {"dag": dag, "run_id": "r1", "params": {}, "task": task, "outlet_events": OutletEventAccessors()}
+
+
+def _sent(context) -> list[tuple[str, str, dict]]:
+    """The outlets and their events as the Task SDK sends them when the task succeeds (task_runner's own)."""
+    from airflow.sdk.execution_time.task_runner import _build_asset_profiles, _serialize_outlet_events
+
+    extras = {
+        tuple(e["dest_asset_key"].values()): e["extra"] for e in _serialize_outlet_events(context["outlet_events"])
+    }
+    return [(o.name, o.uri, extras.get((o.name, o.uri))) for o in _build_asset_profiles(context["task"].outlets)]
+
+
+def _announcements(context, events) -> None:
+    import json
+
+    from mm2_failover.adapters.config import run_dir
+    from mm2_failover.adapters.runfolder import ANNOUNCEMENTS, announcement_part_name
+
+    folder = run_dir("mm2_failover", context["run_id"])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ANNOUNCEMENTS).write_text(json.dumps([list(e) for e in events]))
+    (folder / announcement_part_name({"index": 0})).write_text(json.dumps([list(e) for e in events]))
+
+
+# rules 5-6, the tasks as Airflow runs them
+def test_rule5_a_part_sends_each_accepted_groups_asset_as_an_outlet_with_its_event_and_leaves_the_refused_out(
+    tmp_path, monkeypatch
+):
+    from airflow.sdk import BaseOperator
+
+    from mm2_failover import tasks
+
+    context = _task_context(tmp_path, monkeypatch, BaseOperator(task_id="announce_moved_groups"))
+    groups = ["orders", "g" * 1500, "nul\x00group", "payments"]
+    events = [assets.group_asset(g) + ({"group": g},) for g in groups]
+    _announcements(context, events)
+    assert tasks.announce_moved_groups(context, {"index": 0, "of": 1, "size": 2500}) == 2
+    assert _sent(context) == [(n, u, x) for n, u, x in events if x["group"] in ("orders", "payments")]
+
+
+def test_rule6_the_leaf_sends_one_event_naming_every_moved_group_on_its_declared_outlet_and_skips_when_none(
+    tmp_path, monkeypatch
+):
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from mm2_failover import tasks
+    from mm2_failover.dags.failover_dag import failover_dag
+
+    leaf = failover_dag().get_task("announce_all_moved_groups")
+    context = _task_context(tmp_path, monkeypatch, leaf)
+    events = assets.events(report(), target_cluster_id="abc", target_conn_id="kafka_target")
+    _announcements(context, events)
+    assert tasks.announce_all_moved_groups(context) == 1
+    ((name, uri, extra),) = _sent(context)
+    assert (name, uri) == assets.MOVED_GROUPS and extra == assets.summary(events)
+    _announcements(context, [])
+    with pytest.raises(AirflowSkipException):
+        tasks.announce_all_moved_groups(_task_context(tmp_path, monkeypatch, leaf))

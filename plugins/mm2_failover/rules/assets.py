@@ -34,11 +34,11 @@ returns.
    outlets when it runs (``BaseOperator.add_outlets``, as Airflow does with the Assets a TaskFlow task returns), and
    Airflow's API server stores an outlet's event only for an Asset that is active, i.e. declared by a DAG (an
    application's schedule, or a task's inlet or outlet); for any other it logs one warning ("Task has inactive
-   assets"). A group whose Asset Airflow refuses to build (a name or URI over 1,500 characters) is named in the
-   task's log and left out; the part's others still go. So no Asset is made for a group nobody listens to: a deployment holds one Asset per listened group, not
-   one per group (Airflow's scheduler checks every Asset's references once a minute, in its loop: ~2.5 s at 10k
-   Assets, 9 s at 20k; docs/performance.md), and the events of 10k groups cost the API server what their listened
-   ones cost.
+   assets"). A group whose Asset Airflow would refuse (a name or URI over 1,500 characters, or a NUL character the
+   database cannot store: ``tasks.group_outlets``) is named in the task's log and left out; the part's others still
+   go. So no Asset is made for a group nobody listens to: a deployment holds one Asset per listened group, not one
+   per group (Airflow's scheduler checks every Asset's references once a minute, in its loop: ~2.5 s at 10k Assets,
+   9 s at 20k; docs/performance.md), and the events of 10k groups cost the API server what their listened ones cost.
 6. **One event naming every moved group** (:func:`summary`, on :data:`MOVED_GROUPS`, the declared outlet of
    ``announce_all_moved_groups``, a leaf task next to the parts: an outlet Airflow refuses fails that task alone):
    the target, the failover's DAG and run, how many groups moved and their names. For automation that wants every
