@@ -19,7 +19,11 @@
 3. reads every task instance back from the REST API and splits trigger -> verified into: the human's decision (the
    approval's wait), the drain's quiet window, each task's own work, and the scheduler's gaps (trigger to the first
    task, and between one task's end and the next one's start);
-4. checks every run: success, and the group's commits on the target equal to ``plan.csv``.
+4. checks every run: success, and the group's commits on the target equal to ``plan.csv``; and, unless ``--until
+   verified``, the Asset events: the one naming every moved group, and the own event of each group an application's
+   DAG listens to (``--listeners`` per run, spread evenly: DAGs the bench writes into a bundle of their own, paused
+   as Airflow creates them, or with ``--unpaused-listeners`` unpaused, so that each event queues a run), each with
+   its offsets, when the last was stored, and each announcing task's last request to the API server.
 
 Prints the table (Markdown, docs/performance.md's) and writes bench/results/rto-<timestamp>.json.
 """
@@ -36,7 +40,6 @@ import time
 import uuid
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins"))
@@ -170,6 +173,38 @@ class PeakMemory:
 PEAK: PeakMemory | None = None
 
 
+def stored_events(af, run_id: str) -> list[dict]:
+    """The run's Asset events as Airflow stored them, from its metadata database: Airflow 3.3.2's REST listing
+    (``GET /api/v2/assets/events``) answers 500 while an event's triggered run has not started (its
+    ``created_dagruns[].start_date`` is null, which the response model refuses), as with unpaused listeners
+    (apache/airflow#71360, fixed by #71379 after 3.3.2)."""
+    from datetime import timezone
+
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(af.db_url or f"sqlite:///{af.home}/airflow.db")
+    try:
+        with engine.connect() as c:
+            rows = c.execute(
+                text(
+                    "SELECT a.name, a.uri, e.extra, e.timestamp FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+                    "WHERE e.source_dag_id = 'mm2_failover' AND e.source_run_id = :run ORDER BY e.timestamp"
+                ),
+                {"run": run_id},
+            ).all()
+    finally:
+        engine.dispose()
+
+    def epoch(t) -> float:
+        t = datetime.fromisoformat(t) if isinstance(t, str) else t
+        return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()
+
+    return [
+        {"name": n, "uri": u, "extra": json.loads(x) if isinstance(x, str) else x, "timestamp": epoch(t)}
+        for n, u, x, t in rows
+    ]
+
+
 def one_run(
     af, bed, regex: str, groups: list[str], quiet: int, until_verified: bool = False, heard: list[str] = ()
 ) -> dict:
@@ -256,12 +291,10 @@ def one_run(
     # verify's end; every one read back and checked
     from mm2_failover.rules import assets
 
-    q = f"/api/v2/assets/events?source_dag_id=mm2_failover&source_run_id={quote(run_id, safe='')}"
     stored_after = named_after = None
     if not until_verified:
-        evs: list[dict] = []
-        while len(evs) < (n_events := af.api("GET", q + "&limit=1")["total_entries"]):
-            evs += af.api("GET", q + f"&limit=100&offset={len(evs)}&order_by=timestamp")["asset_events"]
+        evs = stored_events(af, run_id)
+        n_events = len(evs)
         named = [e for e in evs if (e["name"], e["uri"]) == assets.MOVED_GROUPS]
         own = {e["extra"]["group"]: e for e in evs if e not in named}
         assert len(named) == 1 and named[0]["extra"]["groups"] == sorted(groups), f"{len(named)} events naming all"
@@ -272,8 +305,8 @@ def one_run(
             assert (e["name"], e["uri"]) == assets.group_asset(g)
             got_offsets = {(g, t, int(p)): o for t, ps in e["extra"]["offsets"].items() for p, o in ps.items()}
             assert got_offsets == {k: v for k, v in planned.items() if k[0] == g}, g
-        stored_after = round(max(ts(e["timestamp"]) for e in evs) - end, 2)
-        named_after = round(ts(named[0]["timestamp"]) - end, 2)
+        stored_after = round(max(e["timestamp"] for e in evs) - end, 2)
+        named_after = round(named[0]["timestamp"] - end, 2)
     # how long each announcing task's last request to the API server took (its events travel in it; the worker
     # waits 5 s): the API server's access log, per task instance
     announcing = {t["id"]: t for t in tis_all if t["task_id"].startswith("announce")}

@@ -91,8 +91,8 @@ def test_rule4_every_event_goes_out_in_exactly_one_part_of_at_most_part_size():
 
 def test_rule4_few_parts_carry_10k_groups_and_a_part_fits_its_database():
     # one part's events travel in the request that ends its task; Airflow's worker gives a request 5 s. A group no DAG
-    # listens to costs the API server next to nothing (rule 5), a listened one ~8-9 ms on PostgreSQL with two parts
-    # at once (parts of 2,500 with 500 listened each: 3.95-4.41 s per request, rto-20261129-113310.json); each part
+    # listens to costs the API server next to nothing (rule 5), a listened one ~9-19 ms on PostgreSQL with two parts
+    # at once (parts of 2,500 with 500 listened each: 4.65-9.63 s per request, rto-20261129-122327.json); each part
     # is a task instance to schedule and start (~1-1.5 s)
     assert assets.PARTS_AT_ONCE == 2
     for url in ("postgresql://u@h/airflow", "postgresql+psycopg2://u@h/airflow", "mysql+mysqldb://u@h/airflow"):

@@ -51,6 +51,11 @@ def test_failover_dag_has_its_tasks_in_order_all_retryable_but_the_approval(bag)
     named = dag.get_task("announce_all_moved_groups")
     assert [(a.name, a.uri) for a in named.outlets] == [assets.MOVED_GROUPS] and named.retries > 0
     assert named.upstream_task_ids == {"announcement_parts"} and named.downstream_task_ids == set()
+    # ... and ahead of other DAGs' tasks: the listeners' runs the first parts' events start must not take the
+    # executor's slots from the later parts (a manual run has no logical date: last among equal weights)
+    for t in (announce, named):
+        weight = t.partial_kwargs if "Mapped" in type(t).__name__ else vars(t)
+        assert (weight["priority_weight"], str(weight["weight_rule"])) == (assets.PRIORITY_WEIGHT, "absolute"), t
     # issue 33: Airflow's own approval operator, asked once (a timeout is final), with no form fields of its own
     approve = dag.get_task("approve_plan")
     assert "ApprovalOperator" in [c.__name__ for c in type(approve).__mro__] and approve.retries == 0

@@ -17,7 +17,7 @@ from mm2_failover.dags.taskflow import pipeline_dag, step
 from mm2_failover.operators.checkpoint_job import LatestCheckpointsOperator
 from mm2_failover.operators.plan_approval import PlanApprovalOperator
 from mm2_failover.params import failover_params, run_params_template
-from mm2_failover.rules.assets import MOVED_GROUPS, PARTS_AT_ONCE
+from mm2_failover.rules.assets import MOVED_GROUPS, PARTS_AT_ONCE, PRIORITY_WEIGHT
 from mm2_failover.sensors.groups_empty import GroupsEmptySensor
 from mm2_failover.sensors.producers_drained import ProducersDrainedSensor
 
@@ -50,7 +50,9 @@ def failover_dag(dag_id: str = "mm2_failover") -> DAG:
         # for the applications' own DAGs, after verify: each group's own event in parts, each a mapped task instance
         # whose outlets are its groups' Assets, added when it runs, and one event naming every moved group, a leaf of
         # its own (an outlet Airflow refuses fails only that task) (mm2_failover/rules/assets.py, rules 4-6)
-        @task(task_id="announce_moved_groups", max_active_tis_per_dagrun=PARTS_AT_ONCE)
+        first = {"priority_weight": PRIORITY_WEIGHT, "weight_rule": "absolute"}  # ahead of the listeners' runs
+
+        @task(task_id="announce_moved_groups", max_active_tis_per_dagrun=PARTS_AT_ONCE, **first)
         def announce_moved_groups(part: dict, **context):
             from mm2_failover import tasks  # lazy: not at DAG parse
 
@@ -59,7 +61,8 @@ def failover_dag(dag_id: str = "mm2_failover") -> DAG:
         parts = step("announcement_parts", **asks)
         verified >> parts
         announce_moved_groups.partial(**asks).expand(part=parts)
-        parts >> step("announce_all_moved_groups", outlets=[Asset(name=MOVED_GROUPS[0], uri=MOVED_GROUPS[1])], **asks)
+        named = [Asset(name=MOVED_GROUPS[0], uri=MOVED_GROUPS[1])]
+        parts >> step("announce_all_moved_groups", outlets=named, **first, **asks)
 
     # every task's time limit and failure notifier: mm2_failover/dag_defaults.py
     apply_task_defaults(dag, "mm2_failover")

@@ -21,15 +21,21 @@ returns.
    parts carry 10k groups (each part is a task instance to schedule and start, ~1-1.5 s):
 
    - **PostgreSQL (and other server databases): parts of 2,500.** A group no DAG listens to costs the API server
-     next to nothing (rule 5: one query finds a part's listened Assets); a listened group's event ~8-9 ms with two
-     parts at once (Airflow stores it with ~10 ORM statements and queues the listening DAGs): four parts of 2,500
-     groups with 500 listened each took 3.95-4.41 s per request (``bench/rto_bench.py --listeners 2000``). So a
-     part's request stays within 5 s while at most ~400 of its groups are listened to. 10k groups are 4 parts, two
+     next to nothing (rule 5: one query finds a part's listened Assets); a listened group's event ~9 ms with two
+     parts at once, ~19 ms while the runs of the events before it start (Airflow stores it with ~10 ORM statements
+     and queues the listening DAG's run): four parts of 2,500 groups with 500 unpaused listeners each took 4.65 and
+     4.76 s per request, then 9.44 and 9.63 s, each sent again after 5 s and answered as a duplicate, nothing lost
+     (``bench/rto_bench.py --listeners 2000 --unpaused-listeners``, ``rto-20261129-122327.json``). So a part's
+     request stays within 5 s while at most ~200 of its groups are listened to. 10k groups are 4 parts, two
      rounds: with 100 listened groups their events were all stored 6.2-6.4 s after verify (one part of 100 at a
      time took 274-628 s, when each group had an Asset of its own).
    - **SQLite (the demo's): parts of 500**: SQLite takes one writer at a time, ~24 ms per event.
    - ``[mm2_failover] asset_events_per_part`` (1 to 10,000) overrides both: a deployment that listens to most of its
      groups sets it lower, or a worker whose configuration does not name the database.
+   The parts (and the leaf of rule 6) have priority weight :data:`PRIORITY_WEIGHT`, absolute: Airflow's scheduler
+   sends queued tasks to the executor by weight, then logical date, and a manual run has none (last). With 2,000
+   unpaused listening DAGs at 10k groups, the first two parts' events started 1,000 runs, whose tasks took the
+   executor's slots: the last two parts started 6.5 minutes after the first two.
 5. **Only the groups a DAG listens to get their own event**: ``announce_moved_groups`` adds each group's Asset to its
    outlets when it runs (``BaseOperator.add_outlets``, as Airflow does with the Assets a TaskFlow task returns), and
    Airflow's API server stores an outlet's event only for an Asset that is active, i.e. declared by a DAG (an
@@ -55,6 +61,7 @@ PART_SIZE = 2500  # groups per part on PostgreSQL (rule 4)
 PART_SIZE_SQLITE = 500  # groups per part on SQLite, or where the database is not known (rule 4)
 MAX_PART_SIZE = 10_000  # the most [mm2_failover] asset_events_per_part may say (rule 4)
 PARTS_AT_ONCE = 2  # parts in flight at once in one run (their requests share the API server and the metadata DB)
+PRIORITY_WEIGHT = 1000  # the announcing tasks' (absolute): ahead of the listeners' runs their events start (rule 4)
 # rule 6: the Asset whose one event per failover names every moved group
 MOVED_GROUPS = ("mm2-failover/moved-groups", f"{SCHEME}://moved-groups")
 
