@@ -663,3 +663,24 @@ def test_every_warning_names_partitions_in_words_and_says_how_many_are_left_out(
     ]
     rep = report(plan=Plan(rows[:1] + no_cp), committed={}, mismatches=[], dry_run=True, source_commits={})
     assert next(w for w in rep.warnings if "have no checkpoint" in w).endswith("(+2 more)")
+
+
+def test_worst_first_ranks_a_figure_that_is_not_a_number_as_unknown_and_never_raises():
+    """The run page sorts a report.json read from the artifacts: one whose re-read or retention figure is not a number
+    (a report edited by hand, or written by another version) raised TypeError and the page answered 500. Such a figure
+    is unknown: ranked as the groups whose re-read is unknown, above those that re-read nothing."""
+    from mm2_failover.rules.report import worst_first, worst_partitions_first
+
+    groups = [
+        {"group": "a-fine", "reread_estimate": 0},
+        {"group": "b-text", "reread_estimate": "many", "retention_lost": "?"},
+        {"group": "c-reread", "reread_estimate": 5},
+        {"group": "d-bool", "reread_estimate": True},
+    ]
+    assert [g["group"] for g in worst_first(groups)] == ["c-reread", "b-text", "d-bool", "a-fine"]
+    parts = [
+        {"group": "a", "topic": "t", "partition": 0, "action": "commit", "verified": True, "reread_estimate": "x"},
+        {"group": "b", "topic": "t", "partition": 0, "action": "clamp", "retention_gap": "?", "verified": True},
+        {"group": "c", "topic": "t", "partition": 0, "action": "commit", "verified": True, "reread_estimate": 3},
+    ]
+    assert [p["group"] for p in worst_partitions_first(parts)] == ["b", "c", "a"]

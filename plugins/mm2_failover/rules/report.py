@@ -738,12 +738,12 @@ def worst_first(groups: Iterable[dict]) -> list[dict]:
 
     def key(g: dict):
         rr = g.get("reread_estimate")
-        unknown = bool(g.get("reread_unknown"))
+        unknown = bool(g.get("reread_unknown")) or (rr is not None and _number(rr) is None)  # not a number: unknown
         return (
             not g.get("refused"),
             not g.get("mismatches"),
-            -(g.get("retention_lost") or 0),
-            -(rr or 0),
+            -(_number(g.get("retention_lost")) or 0),
+            -(_number(rr) or 0),
             not unknown,
             str(g.get("group")),
         )
@@ -751,21 +751,27 @@ def worst_first(groups: Iterable[dict]) -> list[dict]:
     return sorted(groups, key=key)
 
 
+def _number(v) -> int | float | None:
+    """``v`` when it is a number (a report.json read back may hold anything: edited by hand, another version's), else
+    None: the orders above rank it as unknown instead of failing the page that sorts it."""
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
 def worst_partitions_first(partitions: Iterable[dict]) -> list[dict]:
     """The report's partitions in the same spirit: not as planned after apply first, then lost to retention (most
     first), skipped, clamped, then by re-read (most first), then group, topic, partition."""
 
     def key(p: dict):
-        lost = p.get("lost_to_retention_exact") or p.get("retention_gap") or 0
+        lost = _number(p.get("lost_to_retention_exact")) or _number(p.get("retention_gap")) or 0
         return (
             p.get("verified") is not False,
             -lost,
             p.get("action") != SKIP,
             p.get("action") != CLAMP,
-            -(p.get("reread_estimate") or 0),
+            -(_number(p.get("reread_estimate")) or 0),
             str(p.get("group")),
             str(p.get("topic")),
-            int(p.get("partition") or 0),
+            str(p.get("partition") or 0).rjust(12, "0"),  # numbers in their order, anything else still a key
         )
 
     return sorted(partitions, key=key)
