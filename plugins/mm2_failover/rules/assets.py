@@ -27,7 +27,7 @@ returns.
      4.76 s per request, then 9.44 and 9.63 s, each sent again after 5 s and answered as a duplicate, nothing lost
      (``bench/rto_bench.py --listeners 2000 --unpaused-listeners``, ``rto-20261129-122327.json``). So a part's
      request stays within 5 s while at most ~200 of its groups are listened to. 10k groups are 4 parts, two
-     rounds: with 100 listened groups their events were all stored 6.2-6.4 s after verify (one part of 100 at a
+     rounds: with 100 listened groups their events were all stored 5.5-6.1 s after verify (one part of 100 at a
      time took 274-628 s, when each group had an Asset of its own).
    - **SQLite (the demo's): parts of 500**: SQLite takes one writer at a time, ~24 ms per event.
    - ``[mm2_failover] asset_events_per_part`` (1 to 10,000) overrides both: a deployment that listens to most of its
