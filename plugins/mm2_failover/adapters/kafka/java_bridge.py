@@ -94,8 +94,8 @@ def compiled_java(src: Path, classpath: str, cache: Path) -> Path | None:
     """A folder holding ``src`` compiled by ``javac`` (its classes, and the same in ``<name>.jar``), made once per
     source, classpath and JDK under ``cache`` (this user's private folder): running a one-file program from source
     compiles it in the JVM on every start, 1.2 s of each call on this project's 2-core machine, and a failover at
-    thousands of groups calls the helper six times (capture, the gate, the plan, the live diff, the backup, verify). None where there is no ``javac`` or it fails (a JRE): the
-    caller then runs the source, as before."""
+    thousands of groups calls the helper six times (capture, the gate, the plan, the live diff, the backup, verify).
+    None where there is no ``javac`` or it fails (a JRE): the caller then runs the source, as before."""
     javac = shutil.which("javac")
     if not javac:
         return None
