@@ -13,7 +13,10 @@ after it, and which source record each copy is (:func:`reread_truth`). So, for e
   truth's; ``partitions_exact`` counts rows the truth resumes at the limit;
 - **readiness**: a partition it calls ``exact`` resumes at the limit and re-reads what its figure says, and its
   ``reread`` figures are the report's;
-- **the committed offset**: never past the limit (testbed.worlds.violations's bar: with the source lost, MM2's checkpoint's).
+- **the committed offset**: never past the limit (testbed.worlds.violations's bar: with the source lost, MM2's checkpoint's);
+- **the applications' events** (rules/assets.py): the run applied, its read-back as planned or not - the group's event
+  names the offset read back, and it and the event naming every moved group are there only when it read back as
+  planned.
 
 Mutations the harness must catch (each a hole a review found or that was fixed): listed in docs/architecture.md, "The truth
 harness"; each test below re-introduces one and checks the property, over generated worlds, catches it.
@@ -27,10 +30,12 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mm2_failover.rules import assets
 from mm2_failover.rules import evidence as ev
 from mm2_failover.rules import readiness as rd
 from mm2_failover.rules import report as rp
 from mm2_failover.rules import translate as tr
+from mm2_failover.rules.plan import Mismatch
 from testbed import worlds
 from testbed.exact_drill import near
 from testbed.memlog import ABORTED
@@ -88,6 +93,21 @@ def run(w: World, seed: int) -> list[dict]:
             dry_run=True,
             source_commits=commits,
         )
+        # the same plan applied: its commit read back as planned, or not (another writer, a lost write)
+        # (a Random of its own: the positions and checkpoints drawn above stay those of the checks before)
+        rb = random.Random(seed ^ u ^ 0xBAC)
+        back = row.planned_offset if rb.random() < 0.7 else row.planned_offset - rb.randint(1, 3)
+        applied = rp.build_report(
+            dag_id="mm2_failover",
+            run_id="r",
+            params={},
+            plan=plan,
+            committed={GROUP: {REP: back}},
+            log_end={REP: w.target.end},
+            mismatches=[] if back == row.planned_offset else [Mismatch(GROUP, *REP, row.planned_offset, back)],
+            source_commits=commits,
+        ).as_dict()
+        announced = assets.events(applied, target_cluster_id="t", target_conn_id="kafka_target")
         rows = [r.as_dict() for r in plan.rows]
         said = rd.assess(
             run_id="r",
@@ -109,6 +129,8 @@ def run(w: World, seed: int) -> list[dict]:
                 "totals": report.totals,
                 "readiness": said.partitions[0],
                 "limit": w.limit(u),
+                "read_back": back,
+                "events": announced,
             }
         )
     return out
@@ -176,6 +198,15 @@ def figure_violations(seed: int) -> list:
             bad.append(("READINESS RE-READ WRONG", u, row.rule, at, said["reread"], true_reread))
         if said["reread"] != rep["reread_estimate"]:
             bad.append(("READINESS AND REPORT DISAGREE", u, row.rule, said["reread"], rep["reread_estimate"]))
+        events, back = r["events"], r["read_back"]
+        offsets = [int(o) for e in events for o in e[2]["offsets"].get(REP[0], {}).values()]
+        if back == at and offsets != [at]:
+            bad.append(("THE GROUP'S EVENT NOT THE OFFSET READ BACK", u, row.rule, at, offsets))
+        if back != at and events:
+            bad.append(("AN EVENT FOR A COMMIT NOT READ BACK AS PLANNED", u, row.rule, at, back, offsets))
+        named = assets.summary(events)
+        if (named["groups"] if named else []) != ([GROUP] if back == at else []):
+            bad.append(("THE EVENT NAMING ALL NAMES THE WRONG GROUPS", u, row.rule, at, back, named))
     return bad
 
 
@@ -271,3 +302,30 @@ def test_mutation_30_the_report_pictures_every_moved_partition_as_exact_is_caugh
 
     monkeypatch.setattr(rp, "answer_counts", every_moved_exact)
     assert first_caught() is not None
+
+
+def test_mutation_31_an_event_for_a_commit_not_read_back_as_planned_is_caught(monkeypatch):
+    """assets.py rule 2: a group whose commit did not read back as planned gets no event - an event naming it would
+    send its application to an offset the target does not hold."""
+    real = rp.build_report
+
+    def unverified_called_moved(*a, **kw):
+        kw["mismatches"] = []  # the report no longer knows what did not read back
+        return real(*a, **kw)
+
+    monkeypatch.setattr(rp, "build_report", unverified_called_moved)
+    assert first_caught("AN EVENT FOR A COMMIT NOT READ BACK AS PLANNED") is not None
+
+
+def test_mutation_32_the_event_naming_the_planned_offset_instead_of_the_one_read_back_is_caught(monkeypatch):
+    """assets.py rule 3: the group's event names the offset committed and read back, from the verified report."""
+    real = assets.events
+
+    def planned_offsets(report, **kw):
+        out = real(report, **kw)
+        for _name, _uri, extra in out:
+            extra["offsets"] = {t: {p: o + 1 for p, o in ps.items()} for t, ps in extra["offsets"].items()}
+        return out
+
+    monkeypatch.setattr(assets, "events", planned_offsets)
+    assert first_caught("THE GROUP'S EVENT NOT THE OFFSET READ BACK") is not None
