@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -361,6 +363,16 @@ def test_writes_groups_and_dict_round_trip():
         "exact_offset",
         "position_at_least",
     }
+
+
+def test_a_rows_dict_is_its_fields_in_their_order_a_copy_and_nothing_added_to_the_row():
+    row = mixed_plan().rows[0]
+    d = row.as_dict()
+    assert list(d) == [f.name for f in fields(pm.PlanRow)] and d == {f: getattr(row, f) for f in d}
+    d["planned_offset"] = -1  # a copy: the row is not changed through it
+    assert row.planned_offset != -1
+    row.note = "set on the instance by someone"  # an attribute that is not a field stays out
+    assert list(row.as_dict()) == [f.name for f in fields(pm.PlanRow)]
 
 
 def test_verify_reports_every_writing_row_that_does_not_read_back():
