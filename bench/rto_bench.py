@@ -11,7 +11,8 @@
    CeleryExecutor instead, with a Redis of its own and one Celery worker (concurrency 2) in its own folder;
    ``--no-preload``: Airflow's defaults instead of :func:`mm2_failover.adapters.config.preload_settings` (the comparison);
    ``--lock kafka``: the writer lock as the lease in the target, apply's commits through the fenced writer (the
-   several-hosts shape's), instead of the file lock;
+   several-hosts shape's), instead of the file lock; ``--idle-sleep S``: the scheduler's
+   ``scheduler_idle_sleep_time`` (docs/operations.md, "Optional tuning: the scheduler's idle sleep");
 2. per run, a fresh set of G groups (their own topic of P partitions, consumed and committed on the source, each
    checkpointed by MM2), then ``mm2_failover`` triggered through the REST API (``drain_quiet_seconds`` = Q) and
    approved through the human-in-the-loop REST API as soon as the request is up (like an automation that opted
@@ -374,6 +375,12 @@ def main() -> int:
     ap.add_argument("--no-preload", action="store_true", help="Airflow's defaults, not config.preload_settings()")
     ap.add_argument("--lock", choices=("file", "kafka"), default="file", help="MM2_FAILOVER_LOCK of the tasks")
     ap.add_argument("--db", choices=("postgres", "sqlite"), default="postgres", help="Airflow's metadata database")
+    ap.add_argument(
+        "--idle-sleep",
+        type=float,
+        default=None,
+        help="the scheduler's [scheduler] scheduler_idle_sleep_time in seconds (Airflow's default: 1)",
+    )
     args = ap.parse_args()
     # imported here, before the stack boots in a thread: importing it alongside that thread once failed with
     # "partially initialized module 'typing'" (twice in 20-odd runs, both at this import)
@@ -397,6 +404,7 @@ def main() -> int:
         "preload": not args.no_preload,
         "lock": args.lock,
         "db": args.db,
+        "scheduler_idle_sleep_time": args.idle_sleep,
         "listeners_per_run": args.listeners,
         "listeners_unpaused": args.unpaused_listeners,
         "runs": [],
@@ -420,7 +428,15 @@ def main() -> int:
             root / "airflow",
             root / "artifacts",
             executor=args.executor,
-            extra_env={**(defaults if args.no_preload else {}), **with_application_dags(apps)},
+            extra_env={
+                **(defaults if args.no_preload else {}),
+                **with_application_dags(apps),
+                **(
+                    {}
+                    if args.idle_sleep is None
+                    else {"AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": str(args.idle_sleep)}
+                ),
+            },
             db_url=db.url if db else None,
         )
         stack.callback(af.stop)
