@@ -120,7 +120,7 @@ def verify_group_offsets(context) -> dict:
     plan = make_plan(ctx)
     applied = ctx.folder.load(APPLY, {})
     rep = verify_run(ctx, plan, refused=applied.get("refused"))
-    published = rep.as_dict()
+    published = rep.view()  # read only: the metrics and the Asset events (Report.view)
     emit_metrics(published)
     t = rep.totals
     log.info("report: %s (%s)\n%s", ctx.folder.report_md, ctx.folder.report_json, head_text(ctx.folder.report_md))
@@ -151,7 +151,7 @@ def announcement_parts(context) -> list[dict]:
     rep = ctx.folder.load_report()
     if rep is None:
         raise AirflowFailException(f"no verified report in {ctx.folder.dir}: clear verify_group_offsets")
-    events = assets.events(rep.as_dict(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
+    events = assets.events(rep.view(), target_cluster_id=ctx.target.cluster_id(), target_conn_id=TARGET_CONN_ID)
     ctx.folder.save(ANNOUNCEMENTS, [list(e) for e in events])
     if not events:
         raise AirflowSkipException("no group moved: nothing to announce (assets.py rule 2)")

@@ -684,3 +684,37 @@ def test_worst_first_ranks_a_figure_that_is_not_a_number_as_unknown_and_never_ra
         {"group": "c", "topic": "t", "partition": 0, "action": "commit", "verified": True, "reread_estimate": 3},
     ]
     assert [p["group"] for p in worst_partitions_first(parts)] == ["b", "c", "a"]
+
+
+def test_the_reports_view_is_its_copy_uncopied_and_its_readers_change_nothing_in_it(tmp_path):
+    """Report.view (what the publishing, the metrics and the Asset events read) is as_dict without the copy; its
+    readers - report.json and its rows written, report.md, summary.json, the metrics, the Asset events - leave the
+    report as it was, and building the report changed nothing in the plan's rows (each partition's dict is the
+    row's copy, completed in place)."""
+    import copy
+
+    from mm2_failover.adapters.runfolder import RunFolder
+    from mm2_failover.metrics import emit_metrics
+    from mm2_failover.rules import assets
+    from mm2_failover.rules.report import run_summary
+
+    plan = the_plan()
+    rows_before = copy.deepcopy(plan.rows)
+    rep = report(plan=plan)
+    assert plan.rows == rows_before and all(len(vars(r)) == len(vars(rows_before[0])) for r in plan.rows)
+    assert rep.view() == rep.as_dict()
+    before = copy.deepcopy(rep.as_dict())
+    d = rep.view()
+
+    class Sink:
+        def incr(self, *a, **k):
+            pass
+
+        gauge = incr
+
+    RunFolder(tmp_path).save_report(d)
+    render_markdown(d)
+    run_summary("mm2_failover", "manual__1", d, None, "2026-11-29T00:00:00+00:00")
+    emit_metrics(d, Sink())
+    assets.events(d, target_cluster_id="c1", target_conn_id="kafka_target")
+    assert rep.as_dict() == before and RunFolder(tmp_path).load_report().as_dict() == before

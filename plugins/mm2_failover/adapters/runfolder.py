@@ -589,7 +589,7 @@ class RunFolder:
         ``report.json`` naming each file in its field: a reader that finds the summary finds its rows. ``rows``
         false: ``report.json`` only, its rows being the ones already written (``report`` loaded without them).
         ``report``: a :class:`Report` or its published form (:meth:`Report.as_dict`)."""
-        d = report if isinstance(report, dict) else report.as_dict()
+        d = report if isinstance(report, dict) else report.view()
         if rows:
             for key, name in REPORT_ROW_FILES.items():
                 write_rows_parquet(self.dir / name, d[key], ROW_COLUMNS[key])

@@ -152,6 +152,6 @@ def drill_report(ctx) -> DrillReport:
     )
     f.save_drill(d)
     write_text(f.drill_md, drill.render_drill_markdown(d))
-    f.save(SUMMARY, run_summary(ctx.dag_id, ctx.run_id, rep.as_dict(), d.as_dict(), now_iso()))
+    f.save(SUMMARY, run_summary(ctx.dag_id, ctx.run_id, rep.view(), d.as_dict(), now_iso()))
     log.info("drill report: %s\n%s", f.drill_md, f.drill_md.read_text())
     return d

@@ -148,7 +148,7 @@ def report_run(
 def publish_report(ctx: RunContext, rep: reportmod.Report) -> None:
     """A failover's report in its three forms: report.json, report.md and the index's summary.json."""
     f = ctx.folder
-    d = rep.as_dict()  # once: ~0.3 s at 10k groups x 10 partitions
+    d = rep.view()  # read only below: not copied (Report.view)
     f.save_report(d)
     write_text(f.report_md, reportmod.render_markdown(d))
     f.save(SUMMARY, reportmod.run_summary(ctx.dag_id, ctx.run_id, d, None, now_iso()))
