@@ -322,11 +322,11 @@ class AirflowStack:
         with urllib.request.urlopen(req, timeout=15) as r:
             return json.loads(r.read())["access_token"]
 
-    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+    def get(self, path: str, token: str | None = None, timeout: float = 15.0) -> tuple[int, str]:
         """(status, body) of a plain GET, as ``token``'s holder (None: anonymous)."""
         req = urllib.request.Request(self.base + path, headers={"Authorization": f"Bearer {token}"} if token else {})
         try:
-            with urllib.request.urlopen(req, timeout=15) as r:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
                 return r.status, r.read().decode(errors="replace")
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace")

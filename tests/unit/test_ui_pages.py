@@ -754,3 +754,47 @@ def test_the_readiness_table_ranks_what_it_does_not_know_above_what_is_known_to_
         "e-reread-unknown",
         "a-fine",
     ]
+
+
+def test_the_index_on_an_object_store_lists_each_dag_folder_once_and_never_looks_inside_a_file(tmp_path, monkeypatch):
+    """A DAG's folder also holds files (readiness's latest.json and history.jsonl, the archive's
+    scheduled-archive.json): the index looked for each run's summary.json, drill.json and report.json inside them
+    too, and S3Proxy took 5-11 s to answer each such name (s3fs retrying its errors): the index took 63 s on the e2e
+    bed's store (fresh clone at 936e09e). Here on fsspec's memory store, every path the filesystem is asked about is
+    recorded: none lies below a file, and the runs are the ones a local copy lists."""
+    import shutil
+    import uuid
+
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from mm2_failover.adapters import store
+
+    local = tmp_path / "artifacts"
+    _write_failover(local, "manual__2026-11-23T08:00:00+00:00", "orders")
+    _write_drill(local, "scheduled__2026-11-01", "2026-11-01T03:00:05+00:00", 80, 12.5)
+    (local / "mm2_failover_readiness").mkdir()
+    (local / "mm2_failover_readiness" / "latest.json").write_text("{}")
+    (local / "mm2_failover_readiness" / "history.jsonl").write_text("{}\n")
+    (local / "archive").mkdir()
+    (local / "archive" / "scheduled-archive.json").write_text("{}")
+    remote = store.as_path(f"memory://ui-{uuid.uuid4().hex[:8]}/artifacts")
+    store.upload_tree(local, remote)
+    files = {p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file()}
+
+    asked: list[str] = []
+    for name in ("info", "exists", "isfile", "isdir", "ls", "find"):
+        real = getattr(MemoryFileSystem, name)
+
+        def spy(self, path, *a, _real=real, **k):
+            asked.append(self._strip_protocol(path))
+            return _real(self, path, *a, **k)
+
+        monkeypatch.setattr(MemoryFileSystem, name, spy)
+    got = runs.scan_runs(remote, {}, 100)
+    below_a_file = [p for p in asked if any(p.startswith(f"{remote.path}/{f}/") for f in files)]
+    assert not below_a_file, below_a_file
+    want = runs.scan_runs(shutil.copytree(local, tmp_path / "copy"), {}, 100)
+    assert sorted((r["dag_id"], r["folder"], r["outcome"]) for r in got) == sorted(
+        (r["dag_id"], r["folder"], r["outcome"]) for r in want
+    )
+    assert len(got) == 2

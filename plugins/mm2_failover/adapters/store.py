@@ -29,6 +29,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import stat as stat_
 import uuid
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,70 @@ def names(folder: Any) -> list[str]:
         )
     except FileNotFoundError:
         return []
+
+
+#: the keys of an fsspec listing's entry that say when the object was last written, in the order upath's
+#: ``stat().st_mtime`` reads them
+_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "timeModified", "modificationTime", "modified_at", "modify")
+
+
+def files_in_subfolders(folder: Any, wanted: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """Which of the ``wanted`` file names each immediate sub-folder of ``folder`` holds, with each one's modification
+    time (seconds since the epoch): sub-folder name -> {file name: mtime}, a sub-folder without any of them mapped to
+    {} where the listing shows it. In a store, one listing of the whole tree two levels deep, not a request per
+    name; a file directly in ``folder`` is no sub-folder and nothing is looked for inside it (S3Proxy answered each
+    name asked for below a file after 5-11 s, s3fs retrying its errors). {} when ``folder`` does not exist."""
+    p = as_path(folder)
+    if not _is_upath_remote(p):
+        if not p.is_dir():
+            return {}
+        out: dict[str, dict[str, float]] = {}
+        for sub in p.iterdir():
+            if not sub.is_dir():
+                continue
+            found = out[sub.name] = {}
+            for name in wanted:
+                try:
+                    st = (sub / name).stat()
+                except OSError:
+                    continue
+                if stat_.S_ISREG(st.st_mode):
+                    found[name] = st.st_mtime
+        return out
+    base = p.path.rstrip("/")
+    try:
+        listed = p.fs.find(base, maxdepth=2, detail=True)
+    except FileNotFoundError:
+        return {}
+    out = {}
+    for key, info in sorted(listed.items()):
+        rel = key[len(base) + 1 :] if key.startswith(base + "/") else ""
+        if rel.count("/") != 1 or info.get("type") == "directory":
+            continue
+        sub, name = rel.split("/")
+        found = out.setdefault(sub, {})
+        if name in wanted:
+            found[name] = _listed_mtime(info, p / sub / name)
+    return out
+
+
+def _listed_mtime(info: dict, path) -> float:
+    """The modification time an fsspec listing's entry gives (a datetime, a number or an ISO text), or, where it
+    gives none, the object's own (one more request)."""
+    from datetime import datetime  # lazy: only for an object store's listing
+
+    for key in _MTIME_KEYS:
+        v = info.get(key)
+        if isinstance(v, datetime):
+            return v.timestamp()
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        if isinstance(v, str):
+            try:
+                return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return path.stat().st_mtime
 
 
 def verify_sizes(folder: Any, sizes: dict[str, int]) -> list[str]:

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from mm2_failover.adapters import store
 from mm2_failover.adapters.config import TARGET_CONN_ID
 from mm2_failover.adapters.runfolder import (
     APPROVAL,
@@ -179,28 +180,34 @@ def scan_runs(root: Path, cache: JsonCache, limit: int = MAX_RUNS) -> list[dict]
     for dag_dir in root.iterdir():
         if not dag_dir.is_dir() or dag_dir.name.startswith("."):
             continue
-        for run in dag_dir.iterdir():
-            files = [p for p in (run / SUMMARY, run / DRILL_JSON, run / REPORT_JSON) if p.is_file()]
+        # each DAG folder's runs in one listing (a store answered each name looked for below a file in 5-11 s)
+        for run, files in store.files_in_subfolders(dag_dir, (SUMMARY, DRILL_JSON, REPORT_JSON)).items():
             if files:
-                found.append((max(p.stat().st_mtime for p in files), dag_dir.name, run))
+                found.append((max(files.values()), dag_dir.name, dag_dir / run, set(files)))
     found.sort(key=lambda x: x[0], reverse=True)
     out = []
-    for mtime, dag_id, run in found[:limit]:
+    for mtime, dag_id, run, present in found[:limit]:
         try:
-            s = summarize_folder(dag_id, run, cache, mtime)
+            s = summarize_folder(dag_id, run, cache, mtime, present)
         except Exception as e:  # noqa: BLE001 - one bad run never breaks the index
             s = _unreadable(dag_id, run.name, mtime, f"{type(e).__name__}: {e}")
         out.append(s)
     return out
 
 
-def summarize_folder(dag_id: str, run: Path, cache: JsonCache, mtime: float) -> dict:
-    summary = cache.get(run / SUMMARY) if (run / SUMMARY).is_file() else None
+def summarize_folder(dag_id: str, run: Path, cache: JsonCache, mtime: float, present: set[str] | None = None) -> dict:
+    """The index's row of one run, from its summary.json or, without one, its report; ``present``: which of those
+    files the run holds, as its listing showed (None: each is looked for)."""
+
+    def has(name: str) -> bool:
+        return name in present if present is not None else (run / name).is_file()
+
+    summary = cache.get(run / SUMMARY) if has(SUMMARY) else None
     if summary is None:  # a run written before summary.json existed: its report, if small enough
         loaded = {}
         for name in (REPORT_JSON, DRILL_JSON):
             p = run / name
-            if p.is_file():
+            if has(name):
                 if p.stat().st_size > MAX_FALLBACK_BYTES:
                     return _unreadable(dag_id, run.name, mtime, f"{name} is large and the run has no {SUMMARY}")
                 loaded[name] = cache.get(p)
