@@ -958,21 +958,31 @@ def trigger_in_browser(page, af, dag_id: str, fill: dict[str, str], switches: tu
     except PlaywrightTimeout:
         # under the suite's load a click on the enabled button has once sent nothing at all (no request reached the
         # API server: fresh clone at 9726f96), and the single API server has once answered nothing for over 35 s
-        # (CI at af2a789: the page still waiting, then this read timed out). The API server is waited for first (up
-        # to 2 min, as a person waits on a slow page); clicked again only when no run was made, as a person would; a
-        # run made without the page moving to it within a minute of the answer still fails here
+        # (CI at af2a789: the page still waiting, then this read timed out). Waited for as a person waits on a slow
+        # page: the click's own request first (Airflow's form keeps its Trigger disabled while it is pending: up to
+        # 2 min for the page to move or the button to come back), then the runs listed (up to 2 min); clicked again
+        # only when no run was made; a run made without the page moving to it within a minute still fails here
+        moved = f"/dags/{dag_id}/runs/"
+        deadline = time.monotonic() + 120
+        while moved not in page.url and time.monotonic() < deadline:
+            try:
+                if button.is_enabled(timeout=1_000):
+                    break
+            except PlaywrightTimeout:
+                pass  # the dialog is gone: the page is moving
+            page.wait_for_timeout(500)
         made = af.wait(lambda: (run_ids(af, dag_id) - before,), 120, f"the API server to list {dag_id}'s runs")[0]
         waited = time.monotonic() - clicked
         if waited > 25:
-            print(f"[ui] {dag_id}: the API server listed the runs {waited:.0f} s after the click; its log's tail:")
+            print(f"[ui] {dag_id}: the form's request ended and the runs were listed {waited:.0f} s after the click")
             print(log_tail(af.home / "api-server.log", 40))
-        if made:
-            page.wait_for_url(lambda u: f"/dags/{dag_id}/runs/" in u, timeout=60_000)
+        if made or moved in page.url:
+            page.wait_for_url(lambda u: moved in u, timeout=60_000)
         else:
             print(f"[ui] {dag_id}: the form's Trigger made no run in {waited:.0f} s: clicked again")
             expect(button).to_be_enabled()
             button.click()
-            page.wait_for_url(lambda u: f"/dags/{dag_id}/runs/" in u, timeout=60_000)
+            page.wait_for_url(lambda u: moved in u, timeout=60_000)
     run_id = page.url.split(f"/dags/{dag_id}/runs/", 1)[1].split("/", 1)[0].split("?", 1)[0]
     from urllib.parse import unquote
 

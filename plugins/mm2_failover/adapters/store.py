@@ -202,9 +202,10 @@ _MTIME_KEYS = ("mtime", "LastModified", "last_modified", "timeModified", "modifi
 def files_in_subfolders(folder: Any, wanted: tuple[str, ...]) -> dict[str, dict[str, float]]:
     """Which of the ``wanted`` file names each immediate sub-folder of ``folder`` holds, with each one's modification
     time (seconds since the epoch): sub-folder name -> {file name: mtime}, a sub-folder without any of them mapped to
-    {} where the listing shows it. In a store, one listing of the whole tree two levels deep, not a request per
-    name; a file directly in ``folder`` is no sub-folder and nothing is looked for inside it (S3Proxy answered each
-    name asked for below a file after 5-11 s, s3fs retrying its errors). {} when ``folder`` does not exist."""
+    {} where the listing shows it. In a store, a listing of ``folder`` and one of each sub-folder (fsspec's
+    ``find``, two levels deep) instead of requests per name; a file directly in ``folder`` is no sub-folder and
+    nothing is looked for inside it (S3Proxy answered each name asked for below a file after 5-11 s, s3fs retrying
+    its errors). {} when ``folder`` does not exist."""
     p = as_path(folder)
     if not _is_upath_remote(p):
         if not p.is_dir():
