@@ -173,9 +173,14 @@ def typed_table(columns: dict[str, list], types: dict[str, str]):
     type is an error."""
     import pyarrow as pa  # lazy: heavy (pyarrow)
 
-    return pa.table(
-        {c: columns[c] for c in types}, schema=pa.schema([(c, pa.type_for_alias(t)) for c, t in types.items()])
-    )
+    return pa.table({c: columns[c] for c in types}, schema=typed_schema(types))
+
+
+def typed_schema(types: dict[str, str]):
+    """The Arrow schema of ``types`` (name -> Arrow type name), in its order."""
+    import pyarrow as pa  # lazy: heavy (pyarrow)
+
+    return pa.schema([(c, pa.type_for_alias(t)) for c, t in types.items()])
 
 
 def write_rows_parquet(path, rows: list[dict], columns: list[str] | dict[str, str]) -> None:
@@ -184,8 +189,7 @@ def write_rows_parquet(path, rows: list[dict], columns: list[str] | dict[str, st
     import pyarrow as pa  # lazy: heavy (pyarrow)
 
     if isinstance(columns, dict):  # Arrow reads the rows itself: 0.27 s against 0.73 s for the report's 100k rows
-        schema = pa.schema([(c, pa.type_for_alias(t)) for c, t in columns.items()])
-        table = pa.Table.from_pylist(rows, schema=schema)
+        table = pa.Table.from_pylist(rows, schema=typed_schema(columns))
     else:
         table = pa.table({c: [r.get(c) for r in rows] for c in columns})
     write_bytes(path, store.parquet_bytes(table))

@@ -195,19 +195,15 @@ def scan_runs(root: Path, cache: JsonCache, limit: int = MAX_RUNS) -> list[dict]
     return out
 
 
-def summarize_folder(dag_id: str, run: Path, cache: JsonCache, mtime: float, present: set[str] | None = None) -> dict:
+def summarize_folder(dag_id: str, run: Path, cache: JsonCache, mtime: float, present: set[str]) -> dict:
     """The index's row of one run, from its summary.json or, without one, its report; ``present``: which of those
-    files the run holds, as its listing showed (None: each is looked for)."""
-
-    def has(name: str) -> bool:
-        return name in present if present is not None else (run / name).is_file()
-
-    summary = cache.get(run / SUMMARY) if has(SUMMARY) else None
+    files the run holds, as its listing showed."""
+    summary = cache.get(run / SUMMARY) if SUMMARY in present else None
     if summary is None:  # a run written before summary.json existed: its report, if small enough
         loaded = {}
         for name in (REPORT_JSON, DRILL_JSON):
             p = run / name
-            if has(name):
+            if name in present:
                 if p.stat().st_size > MAX_FALLBACK_BYTES:
                     return _unreadable(dag_id, run.name, mtime, f"{name} is large and the run has no {SUMMARY}")
                 loaded[name] = cache.get(p)
